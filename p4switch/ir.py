@@ -1,0 +1,827 @@
+"""The typed intermediate representation (IR) of a P4_16 v1model program.
+
+The front end (``p4switch.frontend``) produces it; the pipeline compiler, the P4Info generator and
+the runtime consume it. It is the contract between them, so it is deliberately small and fully
+resolved:
+
+* every name is resolved: variables are ``Var`` nodes whose names are unique within one block
+  (a parser or a control, including the actions that block uses); constants are folded into
+  ``Const`` nodes; typedefs are expanded; type parameters of externs are concrete types;
+* every expression carries its P4 type (``Expr.type``), with integer literals already given the
+  width the spec's inference rules assign (an untyped literal that stays untyped has ``InfInt``);
+* control-plane names (``cp_name``) are computed as p4c does for v1model programs: the control's
+  type name, a dot, the object's name (``MyIngress.ipv4_lpm``); ``@name("x")`` replaces the local
+  part, ``@name(".x")`` gives the absolute name ``x``; top-level actions have their bare name
+  (``NoAction``).
+
+Nothing here executes packets; ``p4switch.pipeline`` compiles this IR into closures once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+# --------------------------------------------------------------------------------------------
+# Source locations
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """A position in a P4 source file (1-based line and column), for error messages."""
+
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass
+class Node:
+    """Base of statements and expressions: carries an optional source location."""
+
+    loc: SourceLoc | None = field(default=None, kw_only=True, compare=False, repr=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Types
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BitsType:
+    """``bit<W>`` (signed=False) or ``int<W>`` (signed=True, two's complement)."""
+
+    width: int
+    signed: bool = False
+
+    def __str__(self) -> str:
+        return f"{'int' if self.signed else 'bit'}<{self.width}>"
+
+
+@dataclass(frozen=True)
+class InfIntType:
+    """The arbitrary-precision type of an integer literal whose width was never inferred."""
+
+    def __str__(self) -> str:
+        return "int"
+
+
+@dataclass(frozen=True)
+class BoolType:
+    def __str__(self) -> str:
+        return "bool"
+
+
+@dataclass(frozen=True)
+class ErrorType:
+    """``error``: values are indexes into ``Program.errors``."""
+
+    def __str__(self) -> str:
+        return "error"
+
+
+@dataclass(frozen=True)
+class MatchKindType:
+    def __str__(self) -> str:
+        return "match_kind"
+
+
+@dataclass(frozen=True)
+class StringType:
+    """Only for ``log_msg`` format strings and ``@name``-like annotation bodies."""
+
+    def __str__(self) -> str:
+        return "string"
+
+
+@dataclass(frozen=True)
+class VoidType:
+    def __str__(self) -> str:
+        return "void"
+
+
+@dataclass(frozen=True)
+class EnumType:
+    """``enum`` (underlying None, members numbered 0..n-1) or ``enum bit<W>`` (serializable)."""
+
+    name: str
+    members: tuple[tuple[str, int], ...]
+    underlying: BitsType | None = None
+
+    def value_of(self, member: str) -> int:
+        for name, value in self.members:
+            if name == member:
+                return value
+        raise KeyError(member)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: Type
+    annotations: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class HeaderType:
+    """A header: fixed-width fields (bit/int/serializable enum) plus a hidden validity bit."""
+
+    name: str
+    fields: tuple[Field, ...]
+    annotations: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def width(self) -> int:
+        """Total width in bits (what ``extract`` consumes)."""
+        return sum(type_width(f.type) for f in self.fields)
+
+    def field_type(self, name: str) -> Type:
+        for f in self.fields:
+            if f.name == name:
+                return f.type
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class StructType:
+    """A struct; fields may be of any type (headers, stacks, structs, bits, bool, ...)."""
+
+    name: str
+    fields: tuple[Field, ...]
+    annotations: tuple[tuple[str, str], ...] = ()
+
+    def field_type(self, name: str) -> Type:
+        for f in self.fields:
+            if f.name == name:
+                return f.type
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class StackType:
+    """A header stack ``H[size]``."""
+
+    elem: HeaderType
+    size: int
+
+    def __str__(self) -> str:
+        return f"{self.elem.name}[{self.size}]"
+
+
+@dataclass(frozen=True)
+class TupleType:
+    """The type of a list expression ``{a, b, c}`` (hash inputs, digest data, field lists)."""
+
+    elems: tuple[Type, ...]
+
+    def __str__(self) -> str:
+        return "tuple<" + ", ".join(str(t) for t in self.elems) + ">"
+
+
+@dataclass(frozen=True)
+class ExternType:
+    """An extern object type (``register``, ``counter``, ``packet_in``...) with its type args."""
+
+    name: str
+    type_args: tuple[Type, ...] = ()
+
+    def __str__(self) -> str:
+        if not self.type_args:
+            return self.name
+        return f"{self.name}<{', '.join(str(t) for t in self.type_args)}>"
+
+
+Type = Union[
+    BitsType,
+    InfIntType,
+    BoolType,
+    ErrorType,
+    MatchKindType,
+    StringType,
+    VoidType,
+    EnumType,
+    HeaderType,
+    StructType,
+    StackType,
+    TupleType,
+    ExternType,
+]
+
+
+def type_width(t: Type) -> int:
+    """Width in bits of a fixed-width type (bit/int, serializable enum, bool=1, header, struct
+    of fixed-width fields). Raises TypeError for types without a width."""
+    if isinstance(t, BitsType):
+        return t.width
+    if isinstance(t, BoolType):
+        return 1
+    if isinstance(t, EnumType) and t.underlying is not None:
+        return t.underlying.width
+    if isinstance(t, HeaderType | StructType):
+        return sum(type_width(f.type) for f in t.fields)
+    if isinstance(t, StackType):
+        return t.size * type_width(t.elem)
+    raise TypeError(f"type {t} has no fixed width")
+
+
+# --------------------------------------------------------------------------------------------
+# Expressions
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Expr(Node):
+    """Base of expressions. ``type`` is the P4 type of the value."""
+
+    type: Type = field(kw_only=True)
+
+
+@dataclass
+class Const(Expr):
+    """A compile-time value: an int for bit/int/InfInt, the member's numeric value for enums,
+    the index into ``Program.errors`` for ``error``, 0/1 as bool for ``bool``, the string for
+    ``string``, the match-kind name for ``match_kind``."""
+
+    value: int | bool | str
+
+
+@dataclass
+class Var(Expr):
+    """A variable, parameter or action parameter: ``name`` is unique within its block."""
+
+    name: str
+
+
+@dataclass
+class Member(Expr):
+    """``base.field`` of a struct or header (also ``hdr.stack.next.f`` via StackNext)."""
+
+    base: Expr
+    field: str
+
+
+@dataclass
+class StackElem(Expr):
+    """``stack[index]``; index may be a run-time expression (out of range: StackOutOfBounds)."""
+
+    stack: Expr
+    index: Expr
+
+
+@dataclass
+class StackNext(Expr):
+    """``stack.next`` (parsers only: the element at nextIndex)."""
+
+    stack: Expr
+
+
+@dataclass
+class StackLast(Expr):
+    """``stack.last``: the element at nextIndex - 1."""
+
+    stack: Expr
+
+
+@dataclass
+class StackProp(Expr):
+    """``stack.size``, ``stack.lastIndex`` or ``stack.nextIndex`` (type bit<32>)."""
+
+    stack: Expr
+    prop: str
+
+
+@dataclass
+class Slice(Expr):
+    """``base[hi:lo]``: bits hi..lo inclusive; type is bit<hi-lo+1>. Also an l-value."""
+
+    base: Expr
+    hi: int
+    lo: int
+
+
+@dataclass
+class Concat(Expr):
+    """``left ++ right``: width is the sum; signedness that of ``left``."""
+
+    left: Expr
+    right: Expr
+
+
+@dataclass
+class Cast(Expr):
+    """``(type) expr``: bit<->int same width, widening/narrowing (truncate or extend), bool<->bit<1>,
+    serializable enum <-> underlying, InfInt -> bit/int. ``type`` is the target type."""
+
+    expr: Expr
+
+
+@dataclass
+class Unary(Expr):
+    """``op`` is one of ``-`` (two's complement negate), ``~`` (bitwise not), ``!`` (bool not)."""
+
+    op: str
+    operand: Expr
+
+
+@dataclass
+class Binary(Expr):
+    """Binary operators, spelled as in P4: ``+ - * / % << >> & | ^ && || == != < <= > >=
+    |+| |-|``. Operands of arithmetic/bitwise ops already have the same type (the front end
+    inserted casts/inferred literal widths); shifts may have a right operand of another width.
+    ``&&``/``||`` short-circuit. Comparisons have type bool."""
+
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass
+class Mux(Expr):
+    """``cond ? then : else_``."""
+
+    cond: Expr
+    then: Expr
+    else_: Expr
+
+
+@dataclass
+class ListExpr(Expr):
+    """``{a, b, c}`` with TupleType, or with a StructType/HeaderType when it initialises one."""
+
+    items: list[Expr]
+
+
+@dataclass
+class IsValid(Expr):
+    """``header.isValid()`` (type bool)."""
+
+    header: Expr
+
+
+@dataclass
+class TableHit(Expr):
+    """``table.apply().hit`` (negate=False) or ``table.apply().miss`` (negate=True): applies the
+    table, then yields whether it hit."""
+
+    table: str
+    negate: bool = False
+
+
+@dataclass
+class Lookahead(Expr):
+    """``packet.lookahead<T>()`` in a parser: T's bits without consuming them."""
+
+
+@dataclass
+class ExternCallExpr(Expr):
+    """A value-returning extern call, e.g. a method with a return value. Reserved for externs
+    that need it; the v1model subset mostly uses ``out`` parameters instead."""
+
+    instance: str | None
+    method: str
+    args: list[Expr]
+    type_args: tuple[Type, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------
+# Statements
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Stmt(Node):
+    pass
+
+
+@dataclass
+class Block(Stmt):
+    stmts: list[Stmt] = field(default_factory=list)
+
+
+@dataclass
+class VarDecl(Stmt):
+    """A local variable; without ``init`` it starts at zero / all headers invalid (as BMv2 does;
+    the spec leaves it unspecified)."""
+
+    name: str
+    type: Type
+    init: Expr | None = None
+
+
+@dataclass
+class Assign(Stmt):
+    """``lhs = rhs``. lhs is Var/Member/StackElem/StackNext/StackLast/Slice. Assigning a header
+    copies its fields and validity; a ListExpr initialises a header (making it valid) or struct."""
+
+    lhs: Expr
+    rhs: Expr
+
+
+@dataclass
+class If(Stmt):
+    cond: Expr
+    then: Block
+    else_: Block | None = None
+
+
+@dataclass
+class ApplyTable(Stmt):
+    """``table.apply();`` as a statement."""
+
+    table: str
+
+
+@dataclass
+class ActionCase:
+    """One label of ``switch (t.apply().action_run)``: ``actions`` are action keys (into
+    ``Program.actions``), None for ``default``. ``body`` None means fall through to the next."""
+
+    actions: list[str] | None
+    body: Block | None
+
+
+@dataclass
+class SwitchAction(Stmt):
+    table: str
+    cases: list[ActionCase]
+
+
+@dataclass
+class ValueCase:
+    """One label of an expression switch: ``values`` are Consts, None for ``default``."""
+
+    values: list[Const] | None
+    body: Block | None
+
+
+@dataclass
+class SwitchValue(Stmt):
+    """``switch (expr) { 1: {...} default: {...} }`` over bit<W>/int<W>/enum/error values."""
+
+    expr: Expr
+    cases: list[ValueCase]
+
+
+@dataclass
+class ActionCall(Stmt):
+    """A direct call of an action from a control body or another action. ``action`` is the key
+    into ``Program.actions``; ``args`` bind the action's parameters in order (directional ones
+    are l-values for out/inout)."""
+
+    action: str
+    args: list[Expr]
+
+
+@dataclass
+class ExternCall(Stmt):
+    """Any extern function or method call.
+
+    ``instance`` is the name of the extern instance (a key into the block's ``instances``) for
+    method calls (``r.read(v, i)``, ``c.count(i)``, ``h.get_hash(...)``), or None for extern
+    functions (``mark_to_drop``, ``hash``, ``random``, ``verify_checksum``, ``update_checksum``,
+    ``verify_checksum_with_payload``, ``update_checksum_with_payload``, ``clone``,
+    ``clone_preserving_field_list``, ``resubmit_preserving_field_list``,
+    ``recirculate_preserving_field_list``, ``digest``, ``truncate``, ``log_msg``, ``assert``,
+    ``assume``, ``verify`` (parsers)). ``args`` are in declaration order with defaults filled;
+    out/inout arguments are l-values. ``type_args`` are explicit or inferred type arguments
+    (e.g. ``digest<T>``)."""
+
+    instance: str | None
+    method: str
+    args: list[Expr]
+    type_args: tuple[Type, ...] = ()
+
+
+@dataclass
+class HeaderMethod(Stmt):
+    """``h.setValid()`` / ``h.setInvalid()``."""
+
+    header: Expr
+    method: str
+
+
+@dataclass
+class StackMethod(Stmt):
+    """``s.push_front(count)`` / ``s.pop_front(count)``."""
+
+    stack: Expr
+    method: str
+    count: int
+
+
+@dataclass
+class Extract(Stmt):
+    """``packet.extract(hdr)`` in a parser (also ``hdr.stack.next``)."""
+
+    header: Expr
+
+
+@dataclass
+class Advance(Stmt):
+    """``packet.advance(bits)`` in a parser."""
+
+    bits: Expr
+
+
+@dataclass
+class Emit(Stmt):
+    """``packet.emit(hdr)`` in a deparser: emits a valid header (or each valid header of a
+    stack, or each header of a struct in order); invalid ones emit nothing."""
+
+    header: Expr
+
+
+@dataclass
+class Exit(Stmt):
+    """``exit``: ends the current control block (ingress or egress) at once."""
+
+
+@dataclass
+class Return(Stmt):
+    """``return``: ends the current action or control apply body."""
+
+
+# --------------------------------------------------------------------------------------------
+# Parsers
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class KeysetDefault:
+    """``default`` or ``_``: matches anything."""
+
+
+@dataclass
+class KeysetValue:
+    value: int
+
+
+@dataclass
+class KeysetMask:
+    """``value &&& mask``."""
+
+    value: int
+    mask: int
+
+
+@dataclass
+class KeysetRange:
+    """``lo .. hi`` inclusive."""
+
+    lo: int
+    hi: int
+
+
+@dataclass
+class KeysetValueSet:
+    """A ``value_set`` instance name (parser value sets, filled by the control plane)."""
+
+    name: str
+
+
+Keyset = Union[KeysetDefault, KeysetValue, KeysetMask, KeysetRange, KeysetValueSet]
+
+
+@dataclass
+class SelectCase:
+    """One case of a select: one keyset per select key; ``next_state`` may be accept/reject."""
+
+    keysets: list[Keyset]
+    next_state: str
+
+
+@dataclass
+class Transition:
+    """``transition state;`` (select is None) or ``transition select(keys) { cases }``. With a
+    select and no matching case the parser rejects with error.NoMatch."""
+
+    next_state: str | None = None
+    select_keys: list[Expr] | None = None
+    cases: list[SelectCase] = field(default_factory=list)
+    loc: SourceLoc | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass
+class ParserState:
+    name: str
+    stmts: list[Stmt]
+    transition: Transition
+    loc: SourceLoc | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass
+class ValueSet:
+    """``value_set<T>(size) name;`` in a parser."""
+
+    name: str
+    cp_name: str
+    type: Type
+    size: int
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# Blocks, tables, actions, extern instances
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Param:
+    """A parameter. ``direction`` is "in", "out", "inout" or "" (directionless: action data
+    supplied by the control plane, or a constructor parameter)."""
+
+    name: str
+    direction: str
+    type: Type
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Action:
+    """An action. ``name`` is its key in ``Program.actions`` (equal to ``cp_name``, made unique
+    by the front end if two would clash). Directional params come first, then action data.
+    ``body`` refers to its params through ``Var`` nodes named as in ``params``."""
+
+    name: str
+    cp_name: str
+    params: list[Param]
+    body: Block
+    annotations: dict[str, str] = field(default_factory=dict)
+    loc: SourceLoc | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def data_params(self) -> list[Param]:
+        """The directionless parameters the control plane supplies."""
+        return [p for p in self.params if p.direction == ""]
+
+
+@dataclass
+class ExternInstance:
+    """An extern object instantiated in a block (or at top level), e.g.
+    ``register<bit<32>>(1024) r;`` -> type_name "register", type_args (bit<32>,), args [1024],
+    or ``action_selector(HashAlgorithm.crc16, 64, 16)``. Constructor args are Consts."""
+
+    name: str
+    cp_name: str
+    type_name: str
+    type_args: tuple[Type, ...]
+    args: list[Expr]
+    annotations: dict[str, str] = field(default_factory=dict)
+    loc: SourceLoc | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass
+class TableKey:
+    """One key of a table. ``name`` is the control-plane name (``@name`` or the expression's
+    source text, e.g. ``hdr.ipv4.dstAddr``); ``match_kind`` is exact/lpm/ternary/range/optional
+    or selector (for action_selector inputs)."""
+
+    expr: Expr
+    match_kind: str
+    name: str
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def width(self) -> int:
+        return type_width(self.expr.type)
+
+
+@dataclass
+class ActionRef:
+    """An entry of a table's ``actions`` list: ``action`` is a key into ``Program.actions``;
+    ``scope`` is "" or "defaultonly"/"tableonly" from @defaultonly/@tableonly."""
+
+    action: str
+    scope: str = ""
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class BoundAction:
+    """An action with its action-data arguments (Consts), as in default_action or an entry."""
+
+    action: str
+    args: list[Expr]
+
+
+@dataclass
+class EntryKey:
+    """A key of a const entry: kind is "exact", "lpm", "ternary", "range", "optional" or
+    "default" (``_``/``default``). For lpm ``mask`` holds the prefix mask; ``prefix_len`` too."""
+
+    kind: str
+    value: int = 0
+    mask: int | None = None
+    hi: int | None = None
+    prefix_len: int | None = None
+
+
+@dataclass
+class ConstEntry:
+    keys: list[EntryKey]
+    action: BoundAction
+    priority: int | None = None
+
+
+@dataclass
+class Table:
+    name: str
+    cp_name: str
+    keys: list[TableKey]
+    actions: list[ActionRef]
+    default_action: BoundAction
+    default_action_const: bool = False
+    size: int = 1024
+    const_entries: list[ConstEntry] | None = None
+    implementation: str | None = None  # action_profile / action_selector instance name
+    direct_counter: str | None = None  # direct_counter instance name
+    direct_meter: str | None = None  # direct_meter instance name
+    annotations: dict[str, str] = field(default_factory=dict)
+    loc: SourceLoc | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def has_priority(self) -> bool:
+        """Whether entries carry priorities (ternary, range or optional keys)."""
+        return any(k.match_kind in ("ternary", "range", "optional") for k in self.keys)
+
+
+@dataclass
+class Parser:
+    name: str
+    params: list[Param]
+    locals: list[VarDecl]
+    instances: dict[str, ExternInstance]
+    value_sets: dict[str, ValueSet]
+    states: dict[str, ParserState]
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Control:
+    """A control block: ``locals`` are control-level variable declarations (run at each apply,
+    in order), ``actions`` the keys of the actions declared in it, ``body`` the apply block."""
+
+    name: str
+    params: list[Param]
+    locals: list[VarDecl]
+    instances: dict[str, ExternInstance]
+    actions: list[str]
+    tables: dict[str, Table]
+    body: Block
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Program:
+    """A whole v1model program after the front end.
+
+    ``package`` maps the V1Switch roles "parser", "verify_checksum", "ingress", "egress",
+    "compute_checksum", "deparser" to the names of blocks in ``parsers``/``controls``.
+    ``controller_headers`` maps "packet_in"/"packet_out" to the header types annotated with
+    ``@controller_header``. ``digests`` lists the struct types passed to ``digest<T>``.
+    ``sources`` maps each file read (after include resolution) to its text, for device configs.
+    """
+
+    types: dict[str, Type]
+    errors: list[str]
+    match_kinds: list[str]
+    actions: dict[str, Action]
+    parsers: dict[str, Parser]
+    controls: dict[str, Control]
+    package: dict[str, str]
+    instances: dict[str, ExternInstance] = field(default_factory=dict)
+    controller_headers: dict[str, HeaderType] = field(default_factory=dict)
+    digests: list[StructType] = field(default_factory=list)
+    main_file: str = ""
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def error_code(self, name: str) -> int:
+        return self.errors.index(name)
+
+    def block(self, role: str) -> Parser | Control:
+        name = self.package[role]
+        return self.parsers[name] if role in ("parser",) else self.controls[name]
+
+    def all_tables(self) -> list[Table]:
+        return [t for c in self.controls.values() for t in c.tables.values()]
+
+    def all_instances(self) -> list[ExternInstance]:
+        out = list(self.instances.values())
+        for p in self.parsers.values():
+            out.extend(p.instances.values())
+        for c in self.controls.values():
+            out.extend(c.instances.values())
+        return out
