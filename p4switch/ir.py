@@ -20,7 +20,6 @@ Nothing here executes packets; ``p4switch.pipeline`` compiles this IR into closu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 # --------------------------------------------------------------------------------------------
 # Source locations
@@ -204,21 +203,21 @@ class ExternType:
         return f"{self.name}<{', '.join(str(t) for t in self.type_args)}>"
 
 
-Type = Union[
-    BitsType,
-    InfIntType,
-    BoolType,
-    ErrorType,
-    MatchKindType,
-    StringType,
-    VoidType,
-    EnumType,
-    HeaderType,
-    StructType,
-    StackType,
-    TupleType,
-    ExternType,
-]
+Type = (
+    BitsType
+    | InfIntType
+    | BoolType
+    | ErrorType
+    | MatchKindType
+    | StringType
+    | VoidType
+    | EnumType
+    | HeaderType
+    | StructType
+    | StackType
+    | TupleType
+    | ExternType
+)
 
 
 def type_width(t: Type) -> int:
@@ -592,7 +591,13 @@ class KeysetValueSet:
     name: str
 
 
-Keyset = Union[KeysetDefault, KeysetValue, KeysetMask, KeysetRange, KeysetValueSet]
+Keyset = (
+    KeysetDefault
+    | KeysetValue
+    | KeysetMask
+    | KeysetRange
+    | KeysetValueSet
+)
 
 
 @dataclass

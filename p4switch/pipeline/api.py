@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Union
+from typing import Any, Protocol
 
 # --------------------------------------------------------------------------------------------
 # Errors
@@ -87,7 +87,13 @@ class OptionalMatch:
     value: int
 
 
-MatchValue = Union[ExactMatch, LpmMatch, TernaryMatch, RangeMatch, OptionalMatch]
+MatchValue = (
+    ExactMatch
+    | LpmMatch
+    | TernaryMatch
+    | RangeMatch
+    | OptionalMatch
+)
 
 
 @dataclass
