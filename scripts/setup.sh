@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian/Ubuntu machine: system packages (as root), a Python venv
+# with the project installed in editable mode, and Debian's Mininet made visible to that venv.
+# Every make target that needs Python calls this first; a second run does (almost) nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+APT_PACKAGES=(iproute2 mininet python3-venv python3-pip ethtool procps tcpdump)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing system packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "setup: warning: missing system packages (${missing[*]}); run as root to install them;" \
+         "tests that need them will be skipped" >&2
+  fi
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+
+stamp="$VENV/.p4fabric-installed"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "setup: installing Python dependencies into $VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true
+  "$VENV/bin/pip" install -q --disable-pip-version-check -e '.[dev]'
+  touch "$stamp"
+fi
+
+# Debian's mininet lives in the system interpreter's dist-packages. Expose only that package to
+# the venv (a symlink dir on a .pth line), not the whole system site, so pinned deps stay pinned.
+sitepkgs=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if ! "$VENV/bin/python" -c 'import mininet' >/dev/null 2>&1; then
+  mnpkg=$(/usr/bin/python3 -c 'import mininet, os; print(os.path.dirname(mininet.__file__))' 2>/dev/null || true)
+  if [ -n "$mnpkg" ]; then
+    mkdir -p "$VENV/system-mininet"
+    ln -sfn "$mnpkg" "$VENV/system-mininet/mininet"
+    echo "$(cd "$VENV/system-mininet" && pwd)" > "$sitepkgs/p4fabric-mininet.pth"
+  fi
+fi
