@@ -1,0 +1,73 @@
+"""Wire format of p4fabric collective traffic: a scapy layer over UDP (RoCEv2's port 4791).
+
+The header names what a P4 program or a capture needs to attribute a packet to a collective:
+job, ranks, step, flow, and the transport's sequence number. ACKs reuse the header (flag ACK)
+and add a cumulative ACK plus a 64-bit SACK bitmap at a base sequence. `entropy` is the QP / entropy value the
+source port was derived from: like Meta's multi-QP NCCL and UEC's entropy values, one flow may
+use several source ports so that ECMP hashing spreads it.
+
+The host agent does not parse with scapy per packet (too slow); it uses the `struct` layouts
+below, which tests keep byte-identical to the scapy layers.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from scapy.fields import ByteField, FlagsField, IntField, LongField, ShortField
+from scapy.layers.inet import UDP
+from scapy.packet import Packet, Raw, bind_layers
+
+ROCEV2_PORT = 4791
+VERSION = 1
+
+F_ACK, F_NACK, F_RETX, F_LAST = 0x01, 0x02, 0x04, 0x08
+FLAG_NAMES = ["ACK", "NACK", "RETX", "LAST"]
+
+#: version, flags, job, src_rank, dst_rank, step, entropy, flow, seq, npkts, length, reserved
+HDR = struct.Struct("!BBHHHHHIIIHH")
+#: cumulative ack (all seq < cum arrived), SACK base, bitmap for seq base .. base+63
+ACK = struct.Struct("!IIQ")
+SEQ_OFFSET = 16  # byte offset of `seq` inside HDR, patched into pre-built frames
+FLAGS_OFFSET = 1
+
+
+class CollectiveHeader(Packet):
+    name = "P4FabricCollective"
+    fields_desc = [
+        ByteField("version", VERSION),
+        FlagsField("flags", 0, 8, FLAG_NAMES),
+        ShortField("job", 0),
+        ShortField("src_rank", 0),
+        ShortField("dst_rank", 0),
+        ShortField("step", 0),
+        ShortField("entropy", 0),
+        IntField("flow", 0),
+        IntField("seq", 0),
+        IntField("npkts", 0),
+        ShortField("length", 0),
+        ShortField("reserved", 0),
+    ]
+
+    def guess_payload_class(self, payload: bytes) -> type[Packet]:
+        return CollectiveAck if int(self.flags) & F_ACK else Raw
+
+    def mysummary(self) -> str:
+        return self.sprintf("job=%job% %src_rank%->%dst_rank% flow=%flow% seq=%seq% %flags%")
+
+
+class CollectiveAck(Packet):
+    name = "P4FabricAck"
+    fields_desc = [IntField("cum", 0), IntField("base", 0), LongField("sack", 0)]
+
+
+bind_layers(UDP, CollectiveHeader, dport=ROCEV2_PORT)
+assert HDR.size == 28 and ACK.size == 16
+
+
+def entropy_port(job: int, src_rank: int, flow: int, qp: int) -> int:
+    """UDP source port for one QP of a flow: a hash into the dynamic range 49152..65535, so
+    different QPs (entropy values) of the same flow land on different ECMP paths."""
+    h = zlib.crc32(struct.pack("!HHII", job, src_rank, flow, qp))
+    return 0xC000 | (h & 0x3FFF)
