@@ -1,0 +1,348 @@
+"""The host agent: runs the schedule's programs of the ranks placed on this host.
+
+One thread, one event loop: drain the receive socket (data -> receiver state + ACKs, ACKs ->
+sender state), advance each local rank's program (compute phase, post sends, detect step
+completion), then send paced data packets round-robin over the active flows. Data frames are
+pre-built by scapy and written to an AF_PACKET socket; ACKs are small and go through a kernel
+UDP socket on port 4791, the same socket that receives everything addressed to us (so the
+kernel demultiplexes for us and never answers our data with ICMP port-unreachable).
+Every wait is bounded: the run ends at `timeout` whatever happens, and metrics say so.
+"""
+
+from __future__ import annotations
+
+import errno
+import select
+import socket
+import struct
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from .frames import FLAGS_AT, SEQ_AT, FlowHeader, FrameCache
+from .metrics import FlowRecord, RankMetrics, RecvRecord, StepRecord
+from .nexthop import Route, resolve
+from .packet import ACK, F_ACK, F_LAST, F_NACK, F_RETX, HDR, ROCEV2_PORT, VERSION
+from .schedules import Schedule
+from .transport import Ack, ReceiverFlow, SenderFlow, TransportConfig
+
+_SEQ = struct.Struct("!I")
+
+
+@dataclass
+class AgentConfig:
+    rate_bps: float = 1e9          # pacing rate of this host's data, bits/s on the wire
+    qps: int = 1                   # entropy values (source ports) per flow
+    transport: TransportConfig = field(default_factory=TransportConfig)
+    timeout: float = 60.0          # hard bound on the whole run, seconds
+    linger: float = 0.3            # keep ACKing peers this long after our last step
+    start_at: float | None = None  # wall-clock (time.time()) start of the job
+    nexthop_mac: str | None = None
+    port: int = ROCEV2_PORT
+    tick: float = 0.0005           # timer granularity for RTO and delayed ACKs
+
+
+@dataclass
+class _TxFlow:
+    flow: int
+    rank: int
+    dst: int
+    step: int
+    collective: int
+    tx: SenderFlow
+    header: FlowHeader
+    dst_ip: str
+    posted: float
+
+
+@dataclass
+class _RankState:
+    rank: int
+    pos: int = 0
+    phase: str = "idle"       # idle -> compute -> running -> (next step) ... -> done
+    ready_at: float = 0.0
+    step_start: float = 0.0
+    step_compute_start: float = 0.0
+    done: bool = False
+
+
+class HostAgent:
+    """Executes `local_ranks` of `schedule`; `hosts[r]` is rank r's IPv4 address."""
+
+    def __init__(self, schedule: Schedule, local_ranks: list[int], hosts: list[str],
+                 cfg: AgentConfig) -> None:
+        self.s = schedule
+        self.local = sorted(local_ranks)
+        self.hosts = hosts
+        self.cfg = cfg
+        self.flows = schedule.flow_index()
+        self.routes: dict[str, Route] = {}
+        self.frames = FrameCache()
+        self.tx: dict[int, _TxFlow] = {}
+        self.active: deque[int] = deque()
+        self.rx: dict[tuple[int, int], ReceiverFlow] = {}
+        self.local_done: dict[int, float] = {}   # flows between two local ranks
+        self.metrics = {r: RankMetrics(rank=r, host=hosts[r], job=schedule.job,
+                                       schedule=schedule.name) for r in self.local}
+        self.state = {r: _RankState(r) for r in self.local}
+        self._t0_wall = 0.0
+        self._t0 = 0.0
+
+    # -- clock: monotonic inside, wall clock in the records so hosts can be merged ----------
+    def wall(self, t: float) -> float:
+        return self._t0_wall + (t - self._t0)
+
+    # -- sockets -----------------------------------------------------------------------------
+    def open(self) -> None:
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+        self.udp.bind(("0.0.0.0", self.cfg.port))
+        self.udp.setblocking(False)
+        peers = {self.hosts[snd.dst] for r in self.local for st in self.s.programs[r]
+                 for snd in st.sends if snd.dst not in self.local}
+        for ip in sorted(peers):
+            self.routes[ip] = resolve(ip, self.cfg.nexthop_mac)
+        self.raw: dict[str, socket.socket] = {}
+        for rt in self.routes.values():
+            if rt.dev not in self.raw:
+                sk = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+                sk.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+                sk.bind((rt.dev, 0))
+                self.raw[rt.dev] = sk
+
+    def close(self) -> None:
+        self.udp.close()
+        for sk in self.raw.values():
+            sk.close()
+
+    # -- main loop ---------------------------------------------------------------------------
+    def run(self) -> dict[int, RankMetrics]:
+        self.open()
+        try:
+            self._loop()
+        finally:
+            self.close()
+        return self.metrics
+
+    def _loop(self) -> None:
+        cfg = self.cfg
+        now = time.monotonic()
+        self._t0, self._t0_wall = now, time.time()
+        start = now + max(0.0, (cfg.start_at or self._t0_wall) - self._t0_wall)
+        deadline = now + cfg.timeout
+        for st in self.state.values():
+            st.ready_at = start
+        next_tx = start
+        next_tick = now
+        finished_at: float | None = None
+        gap_per_byte = 8.0 / cfg.rate_bps
+        buf = bytearray(65536)
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                for m in self.metrics.values():
+                    m.error = m.error or f"timeout after {cfg.timeout:g}s"
+                break
+            self._receive(buf, now)
+            self._advance(now)
+            if finished_at is None and all(st.done for st in self.state.values()):
+                finished_at = now
+            if finished_at is not None and now - finished_at >= cfg.linger:
+                break
+            # paced transmission, round-robin over flows with something to send
+            sent = 0
+            while self.active and next_tx <= now and sent < 64:
+                n = self._send_one(now)
+                if n == 0:
+                    break
+                next_tx += n * gap_per_byte
+                sent += 1
+            if not self.active or next_tx < now - 0.001:
+                next_tx = max(next_tx, now)  # no credit for idle time: no bursts
+            if now >= next_tick:
+                self._tick(now)
+                next_tick = now + cfg.tick
+            wait = min(next_tick, deadline) - now
+            if self.active:
+                wait = min(wait, max(0.0, next_tx - now))
+            if wait > 0:
+                select.select([self.udp], [], [], wait)
+
+    # -- receive path ------------------------------------------------------------------------
+    def _receive(self, buf: bytearray, now: float) -> None:
+        udp = self.udp
+        for _ in range(256):
+            try:
+                n, addr = udp.recvfrom_into(buf)
+            except BlockingIOError:
+                return
+            if n < HDR.size:
+                continue
+            (ver, flags, job, src, dst, step, _ent, flow, seq, npkts, length,
+             _r) = HDR.unpack_from(buf)
+            if ver != VERSION or job != self.s.job:
+                continue
+            if flags & F_ACK:
+                tf = self.tx.get(flow)
+                if tf is not None and n >= HDR.size + ACK.size:
+                    cum, base, sack = ACK.unpack_from(buf, HDR.size)
+                    tf.tx.on_ack(Ack(cum, base, sack, bool(flags & F_NACK)), now)
+                continue
+            if dst not in self.state or src >= self.s.ranks:
+                continue
+            key = (src, flow)
+            rx = self.rx.get(key)
+            if rx is None:
+                if flow not in self.flows or self.flows[flow][1].dst != dst:
+                    continue
+                rx = self.rx[key] = ReceiverFlow(npkts, self.cfg.transport)
+            _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now)
+            for a in acks:
+                self._send_ack(addr[0], dst, src, flow, a)
+
+    def _send_ack(self, ip: str, me: int, peer: int, flow: int, a: Ack) -> None:
+        flags = F_ACK | (F_NACK if a.nack else 0)
+        msg = HDR.pack(VERSION, flags, self.s.job, me, peer, 0, 0, flow, a.cum, 0, 0, 0) + \
+            ACK.pack(a.cum, a.base, a.sack)
+        try:
+            self.udp.sendto(msg, (ip, self.cfg.port))
+        except OSError:
+            pass  # a lost ACK is recovered by the sender's timer
+
+    # -- send path ---------------------------------------------------------------------------
+    def _send_one(self, now: float) -> int:
+        """Send one packet of the next flow in round-robin order; bytes on the wire or 0."""
+        for _ in range(len(self.active)):
+            fid = self.active[0]
+            self.active.rotate(-1)
+            tf = self.tx[fid]
+            if tf.tx.done:
+                self.active.remove(fid)
+                self.frames.drop_flow(fid)
+                continue
+            pkt = tf.tx.next_packet(now)
+            if pkt is None:
+                continue
+            seq, retx = pkt
+            length = tf.tx.length(seq)
+            qp = seq % self.cfg.qps
+            rt = self.routes[tf.dst_ip]
+            frame = self.frames.get(rt, tf.dst_ip, tf.header, qp, length)
+            _SEQ.pack_into(frame, SEQ_AT, seq)
+            frame[FLAGS_AT] = (F_RETX if retx else 0) | (F_LAST if seq == tf.tx.npkts - 1
+                                                        else 0)
+            try:
+                self.raw[rt.dev].send(frame)
+            except OSError as e:
+                if e.errno not in (errno.ENOBUFS, errno.EAGAIN):
+                    raise
+                # dropped locally: the transport's timer retransmits it like any loss
+            return len(frame)
+        return 0
+
+    def _tick(self, now: float) -> None:
+        for fid in self.active:
+            self.tx[fid].tx.on_tick(now)
+        for (src, flow), rx in self.rx.items():
+            if rx._pending:
+                for a in rx.on_tick(now):
+                    self._send_ack(self.hosts[src], self.flows[flow][1].dst, src, flow, a)
+
+    # -- programs ----------------------------------------------------------------------------
+    def _recv_done(self, src: int, flow: int) -> bool:
+        if flow in self.local_done:
+            return True
+        rx = self.rx.get((src, flow))
+        return rx is not None and rx.done
+
+    def _advance(self, now: float) -> None:
+        for r, st in self.state.items():
+            prog = self.s.programs[r]
+            while not st.done:
+                if st.pos >= len(prog):
+                    # a rank is finished once its last step is and every send was acknowledged
+                    if not all(tf.tx.done for tf in self.tx.values() if tf.rank == r):
+                        break
+                    st.done = True
+                    self.metrics[r].finish = self.wall(now)
+                    break
+                step = prog[st.pos]
+                if st.phase == "idle":
+                    if now < st.ready_at:
+                        break
+                    st.phase = "compute"
+                    st.step_compute_start = now
+                    at = (self._start_of(r) + step.at_us * 1e-6) if step.at_us is not None \
+                        else now
+                    st.ready_at = max(now + step.compute_us * 1e-6, at)
+                if st.phase == "compute":
+                    if now < st.ready_at:
+                        break
+                    self._post(r, st.pos, now)
+                    st.phase = "running"
+                    st.step_start = now
+                if st.phase == "running":
+                    if not all(self._recv_done(x.src, x.flow) for x in step.recvs):
+                        break
+                    if step.wait_sends and not all(
+                            x.flow in self.local_done or self.tx[x.flow].tx.done
+                            for x in step.sends):
+                        break
+                    self.metrics[r].steps.append(StepRecord(
+                        rank=r, step=st.pos, label=step.label, collective=step.collective,
+                        compute_start=self.wall(st.step_compute_start),
+                        start=self.wall(st.step_start), finish=self.wall(now)))
+                    st.pos += 1
+                    st.phase = "idle"
+                    st.ready_at = now
+
+    def _start_of(self, r: int) -> float:
+        return self._t0 + max(0.0, (self.cfg.start_at or self._t0_wall) - self._t0_wall)
+
+    def _post(self, r: int, idx: int, now: float) -> None:
+        step = self.s.programs[r][idx]
+        m = self.metrics[r]
+        if m.start is None:
+            m.start = self.wall(now)
+        for snd in step.sends:
+            if snd.dst in self.state:  # both ranks on this host: no network involved
+                self.local_done[snd.flow] = now
+                continue
+            tx = SenderFlow(snd.bytes, self.cfg.transport)
+            h = FlowHeader(self.s.job, r, snd.dst, idx, snd.flow, tx.npkts)
+            self.tx[snd.flow] = _TxFlow(snd.flow, r, snd.dst, idx, step.collective, tx, h,
+                                        self.hosts[snd.dst], now)
+            self.active.append(snd.flow)
+
+    # -- results -----------------------------------------------------------------------------
+    def results(self) -> dict[int, RankMetrics]:
+        for tf in self.tx.values():
+            t = tf.tx
+            self.metrics[tf.rank].flows.append(FlowRecord(
+                flow=tf.flow, src=tf.rank, dst=tf.dst, step=tf.step, collective=tf.collective,
+                bytes=t.nbytes, packets=t.npkts, packets_sent=t.packets_sent,
+                posted=self.wall(tf.posted),
+                start=self.wall(t.start) if t.start is not None else None,
+                finish=self.wall(t.finish) if t.finish is not None else None,
+                retransmissions=t.retransmissions, timeouts=t.timeouts, nacks=t.nacks,
+                acked_packets=t.n_acked))
+        for (src, flow), rx in self.rx.items():
+            dst = self.flows[flow][1].dst
+            st = rx.stats
+            self.metrics[dst].received.append(RecvRecord(
+                flow=flow, src=src, dst=dst, bytes=rx.bytes, packets=rx.npkts,
+                packets_received=rx.received, arrivals=st.packets, duplicates=st.duplicates,
+                reordered=st.reordered,
+                reorder_distance={int(k): v for k, v in sorted(st.reorder_distance.items())},
+                start=self.wall(rx.start) if rx.start is not None else None,
+                finish=self.wall(rx.finish) if rx.finish is not None else None))
+        for flow, t in self.local_done.items():
+            src, snd = self.flows[flow]
+            self.metrics[src].flows.append(FlowRecord(
+                flow=flow, src=src, dst=snd.dst, step=-1, collective=-1, bytes=snd.bytes,
+                packets=0, packets_sent=0, posted=self.wall(t), start=self.wall(t),
+                finish=self.wall(t), local=True))
+        for r, m in self.metrics.items():
+            m.completed = self.state[r].done and m.error is None
+            m.collectives = m.collective_times(self.s)
+        return self.metrics

@@ -1,0 +1,189 @@
+"""Host-side measurements: per flow, per step, per collective; one JSON + one CSV per rank.
+
+Times are wall-clock seconds (time.time()) so that records from different hosts of one machine
+(Mininet) or of NTP/PTP-synchronised machines can be merged: a collective's completion time
+(CCT) is the last rank's finish minus the first rank's start.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .schedules import Schedule
+
+
+@dataclass
+class FlowRecord:
+    """A flow this rank sent. posted: the step posted it; start/finish: first packet sent,
+    last packet acknowledged; fct = finish - posted."""
+
+    flow: int
+    src: int
+    dst: int
+    step: int
+    collective: int
+    bytes: int
+    packets: int
+    packets_sent: int
+    posted: float
+    start: float | None
+    finish: float | None
+    retransmissions: int = 0
+    timeouts: int = 0
+    nacks: int = 0
+    acked_packets: int = 0
+    local: bool = False
+
+    @property
+    def fct(self) -> float | None:
+        return None if self.finish is None else self.finish - self.posted
+
+
+@dataclass
+class RecvRecord:
+    """A flow this rank received; reordered counts first transmissions that arrived after a
+    higher sequence number, reorder_distance is the histogram of (highest - seq)."""
+
+    flow: int
+    src: int
+    dst: int
+    bytes: int
+    packets: int
+    packets_received: int
+    arrivals: int
+    duplicates: int
+    reordered: int
+    reorder_distance: dict[int, int]
+    start: float | None
+    finish: float | None
+
+
+@dataclass
+class StepRecord:
+    rank: int
+    step: int
+    label: str
+    collective: int
+    compute_start: float
+    start: float          # sends posted (compute over)
+    finish: float
+
+    @property
+    def duration(self) -> float:
+        return self.finish - self.start
+
+
+@dataclass
+class RankMetrics:
+    rank: int
+    host: str
+    job: int
+    schedule: str
+    start: float | None = None
+    finish: float | None = None
+    completed: bool = False
+    error: str | None = None
+    flows: list[FlowRecord] = field(default_factory=list)
+    received: list[RecvRecord] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+    collectives: list[dict[str, Any]] = field(default_factory=list)
+
+    def collective_times(self, s: Schedule) -> list[dict[str, Any]]:
+        """This rank's view of each collective: from its first step's start (compute excluded)
+        to its last step's finish."""
+        names = {c.id: c.name for c in s.collectives}
+        out: dict[int, dict[str, Any]] = {}
+        for st in self.steps:
+            c = out.setdefault(st.collective, {"collective": st.collective,
+                                               "name": names.get(st.collective, ""),
+                                               "start": st.start, "finish": st.finish})
+            c["start"] = min(c["start"], st.start)
+            c["finish"] = max(c["finish"], st.finish)
+        for c in out.values():
+            c["cct"] = c["finish"] - c["start"]
+        return [out[k] for k in sorted(out)]
+
+    def totals(self) -> dict[str, Any]:
+        net = [f for f in self.flows if not f.local]
+        return {
+            "bytes_sent": sum(f.bytes for f in self.flows),
+            "bytes_received": sum(r.bytes for r in self.received),
+            "packets_sent": sum(f.packets_sent for f in net),
+            "retransmissions": sum(f.retransmissions for f in net),
+            "timeouts": sum(f.timeouts for f in net),
+            "reordered": sum(r.reordered for r in self.received),
+            "duplicates": sum(r.duplicates for r in self.received),
+            "duration": (self.finish - self.start) if self.finish and self.start else None,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        for f, rec in zip(d["flows"], self.flows, strict=True):
+            f["fct"] = rec.fct
+        for s_, rec in zip(d["steps"], self.steps, strict=True):
+            s_["duration"] = rec.duration
+        for r in d["received"]:
+            dist = r["reorder_distance"]
+            n = sum(dist.values())
+            r["reorder_distance_max"] = max(dist, default=0)
+            r["reorder_distance_mean"] = (sum(k * v for k, v in dist.items()) / n) if n else 0.0
+            r["reorder_distance"] = {str(k): v for k, v in dist.items()}
+        d["totals"] = self.totals()
+        return d
+
+    def write(self, outdir: str | Path) -> tuple[Path, Path]:
+        """rank<r>.json (everything) and rank<r>_flows.csv (one row per flow, both ways)."""
+        outdir = Path(outdir)
+        outdir.mkdir(parents=True, exist_ok=True)
+        jp = outdir / f"rank{self.rank}.json"
+        jp.write_text(json.dumps(self.to_json(), indent=1))
+        cp = outdir / f"rank{self.rank}_flows.csv"
+        cols = ["direction", "flow", "src", "dst", "bytes", "packets", "start", "finish", "fct",
+                "retransmissions", "timeouts", "reordered", "duplicates", "reorder_distance_max"]
+        with cp.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, cols)
+            w.writeheader()
+            for f in self.flows:
+                w.writerow({"direction": "local" if f.local else "send", "flow": f.flow,
+                            "src": f.src, "dst": f.dst, "bytes": f.bytes, "packets": f.packets,
+                            "start": f.posted, "finish": f.finish, "fct": f.fct,
+                            "retransmissions": f.retransmissions, "timeouts": f.timeouts})
+            for r in self.received:
+                w.writerow({"direction": "recv", "flow": r.flow, "src": r.src, "dst": r.dst,
+                            "bytes": r.bytes, "packets": r.packets, "start": r.start,
+                            "finish": r.finish,
+                            "fct": (r.finish - r.start) if r.finish and r.start else None,
+                            "reordered": r.reordered, "duplicates": r.duplicates,
+                            "reorder_distance_max": max(r.reorder_distance, default=0)})
+        return jp, cp
+
+
+def summarize(outdir: str | Path) -> dict[str, Any]:
+    """Merge every rank<r>.json of a run: job-wide CCT per collective and byte accounting."""
+    ranks = [json.loads(p.read_text()) for p in sorted(Path(outdir).glob("rank*.json"))]
+    colls: dict[int, dict[str, Any]] = {}
+    for r in ranks:
+        for c in r["collectives"]:
+            m = colls.setdefault(c["collective"], {"collective": c["collective"],
+                                                   "name": c["name"], "start": c["start"],
+                                                   "finish": c["finish"]})
+            m["start"] = min(m["start"], c["start"])
+            m["finish"] = max(m["finish"], c["finish"])
+    for c in colls.values():
+        c["cct"] = c["finish"] - c["start"]
+    sent = {(f["flow"]): f["bytes"] for r in ranks for f in r["flows"] if not f["local"]}
+    got = {(f["flow"]): f["bytes"] for r in ranks for f in r["received"]}
+    return {
+        "ranks": len(ranks),
+        "completed": all(r["completed"] for r in ranks),
+        "collectives": [colls[k] for k in sorted(colls)],
+        "bytes_sent": sum(sent.values()),
+        "bytes_received": sum(got.values()),
+        "flows_mismatched": sorted(f for f in sent if got.get(f) != sent[f]),
+        "retransmissions": sum(r["totals"]["retransmissions"] for r in ranks),
+        "reordered": sum(r["totals"]["reordered"] for r in ranks),
+    }

@@ -1,0 +1,205 @@
+"""`python -m traffic.run`: build or load a schedule, then run this host's ranks of it.
+
+    python -m traffic.run --schedule ring_allreduce --ranks 16 --size 1MB \\
+        --hosts 10.0.0.1,10.0.0.2,... --rate 1G --qps 4 --out results/run1
+
+--hosts lists one IPv4 address per host (or name=ip); ranks are placed on them with
+--placement unless the schedule file carries a placement of host names. The agent runs the
+ranks whose host address is local (or --rank). --dump-schedule writes the schedule and exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .schedules import (
+    GENERATORS,
+    Schedule,
+    ScheduleError,
+    bsp_training,
+    dump,
+    load,
+    load_trace,
+    parse_size,
+    place,
+)
+from .schedules.placement import POLICIES
+from .transport import TransportConfig
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _rate(text: str) -> float:
+    units = {"K": 1e3, "M": 1e6, "G": 1e9}
+    t = text.strip().upper().removesuffix("BPS").removesuffix("BIT/S")
+    try:
+        return float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad rate {text!r} (use e.g. 800M, 1G)") from None
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") \
+            from None
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m traffic.run", description=__doc__,
+                                usage="%(prog)s --schedule NAME|FILE [options]  (see --help)",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = p.add_argument_group("schedule")
+    g.add_argument("--schedule", required=True,
+                   help=f"a generator ({', '.join(GENERATORS)}) or a .json/.yaml file")
+    g.add_argument("--trace", action="store_true", help="--schedule is a CSV/JSON trace")
+    g.add_argument("--ranks", type=int, help="number of ranks (generators)")
+    g.add_argument("--size", type=_size, default=1 << 20, help="message size, e.g. 1MB, 4MiB")
+    g.add_argument("--job", type=int, default=1)
+    g.add_argument("--algorithm", default="direct", help="AllToAll: direct or pairwise")
+    g.add_argument("--skew", default="zipf", help="MoE: zipf, hot or uniform")
+    g.add_argument("--alpha", type=float, default=1.2, help="MoE Zipf exponent")
+    g.add_argument("--hot", type=int, default=1, help="MoE: number of hot experts")
+    g.add_argument("--hot-fraction", type=float, default=0.8)
+    g.add_argument("--tokens", type=int, default=0, help="MoE: sample this many tokens")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--iterations", type=int, default=0, help="BSP: repeat with compute phases")
+    g.add_argument("--compute-us", type=float, default=0.0, help="BSP compute time per step")
+    g.add_argument("--stragglers", type=_ints, default=[], help="BSP: slow ranks, e.g. 3,7")
+    g.add_argument("--straggler-prob", type=float, default=0.0)
+    g.add_argument("--straggler-factor", type=float, default=2.0)
+    g.add_argument("--jitter", type=float, default=0.0, help="BSP lognormal sigma")
+    g.add_argument("--dump-schedule", type=Path, help="write the schedule here and exit")
+    h = p.add_argument_group("placement")
+    h.add_argument("--hosts", help="comma-separated IPv4 addresses (or name=ip) of the hosts")
+    h.add_argument("--placement", choices=POLICIES, default="block")
+    h.add_argument("--rank", type=_ints, help="run these ranks (default: ranks on local IPs)")
+    t = p.add_argument_group("transport")
+    t.add_argument("--rate", type=_rate, default=1e9, help="pacing rate, e.g. 500M, 1G")
+    t.add_argument("--qps", type=int, default=1, help="entropy values (source ports) per flow")
+    t.add_argument("--mss", type=int, default=1400, help="payload bytes per packet")
+    t.add_argument("--window", type=int, default=256, help="packets in flight per flow")
+    t.add_argument("--rto-ms", type=float, default=20.0)
+    t.add_argument("--nack-gap", type=int, default=64)
+    t.add_argument("--next-hop-mac", help="override the neighbour-table next-hop MAC")
+    r = p.add_argument_group("run")
+    r.add_argument("--start-at", type=float, help="wall-clock start (time.time())")
+    r.add_argument("--start-in", type=float, help="start this many seconds from now")
+    r.add_argument("--timeout", type=float, default=60.0, help="hard bound on the run, s")
+    r.add_argument("--linger", type=float, default=0.3)
+    r.add_argument("--out", type=Path, default=Path("traffic-out"), help="metrics directory")
+    return p
+
+
+def build_schedule(a: argparse.Namespace) -> Schedule:
+    if a.schedule in GENERATORS:
+        if a.ranks is None:
+            raise ScheduleError("ranks", "--ranks is required with a generator")
+        kw: dict = {}
+        if a.schedule in ("alltoall", "moe_alltoall"):
+            kw["algorithm"] = a.algorithm
+        if a.schedule == "moe_alltoall":
+            kw.update(skew=a.skew, alpha=a.alpha, hot=a.hot, hot_fraction=a.hot_fraction,
+                      tokens=a.tokens, seed=a.seed)
+
+        def gen() -> Schedule:
+            return GENERATORS[a.schedule](a.ranks, a.size, **kw)
+
+        if a.iterations:
+            s = bsp_training(gen, a.iterations, a.compute_us, a.stragglers, a.straggler_prob,
+                             a.straggler_factor, jitter=a.jitter, seed=a.seed)
+        else:
+            s = gen()
+    elif a.trace:
+        s = load_trace(a.schedule, a.ranks)
+    elif Path(a.schedule).suffix in (".json", ".yaml", ".yml"):
+        s = load(a.schedule)
+    else:
+        raise ScheduleError("schedule", f"unknown generator or file {a.schedule!r}; "
+                            f"generators: {', '.join(GENERATORS)}")
+    s.job = a.job
+    return s
+
+
+def host_map(a: argparse.Namespace, s: Schedule) -> list[str]:
+    """Rank -> IPv4 address."""
+    if not a.hosts:
+        raise ScheduleError("hosts", "--hosts is required to run")
+    names: dict[str, str] = {}
+    ips = []
+    for item in a.hosts.split(","):
+        name, _, ip = item.strip().rpartition("=")
+        ips.append(ip)
+        names[name or ip] = ip
+    if s.placement is None:
+        place(s, ips, a.placement, a.seed)
+    try:
+        return [names[h] for h in s.placement or []]
+    except KeyError as e:
+        raise ScheduleError("placement", f"host {e.args[0]} is not in --hosts") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
+    a = p.parse_args(argv)
+    try:
+        s = build_schedule(a)
+        if a.dump_schedule:
+            dump(s, a.dump_schedule)
+            print(f"wrote {a.dump_schedule}: {s.name}, {s.ranks} ranks")
+            return 0
+        hosts = host_map(a, s)
+    except (ScheduleError, ValueError) as e:
+        p.error(str(e))
+    from .agent import AgentConfig, HostAgent
+    from .nexthop import NextHopError, local_addresses
+
+    if a.rank:
+        bad = [r for r in a.rank if not 0 <= r < s.ranks]
+        if bad:
+            p.error(f"--rank: {bad[0]} out of range 0..{s.ranks - 1}")
+        local = a.rank
+    else:
+        mine = local_addresses()
+        local = [r for r, ip in enumerate(hosts) if ip in mine]
+        if not local:
+            p.error("--hosts: none of these addresses is local; pass --rank")
+    if a.qps < 1 or a.mss < 1 or a.mss > 8900 or a.rate <= 0:
+        p.error("--qps, --mss (1..8900) and --rate must be positive")
+    start_at = a.start_at if a.start_at is not None else (
+        time.time() + a.start_in if a.start_in is not None else None)
+    cfg = AgentConfig(rate_bps=a.rate, qps=a.qps, timeout=a.timeout, linger=a.linger,
+                      start_at=start_at, nexthop_mac=a.next_hop_mac,
+                      transport=TransportConfig(mss=a.mss, window=a.window,
+                                                rto=a.rto_ms / 1000, nack_gap=a.nack_gap))
+    agent = HostAgent(s, local, hosts, cfg)
+    try:
+        agent.run()
+    except (NextHopError, OSError) as e:
+        print(f"traffic.run: error: {e}", file=sys.stderr)
+        return 2
+    ok = True
+    for r, m in sorted(agent.results().items()):
+        m.write(a.out)
+        ok &= m.completed
+        colls = ", ".join(f"{c['name']} {c['cct'] * 1e3:.2f} ms" for c in m.collectives)
+        tot = m.totals()
+        print(f"rank {r}: {'done' if m.completed else m.error}; sent {tot['bytes_sent']} B, "
+              f"received {tot['bytes_received']} B, retx {tot['retransmissions']}, "
+              f"reordered {tot['reordered']}; {colls}")
+    print(json.dumps({"out": str(a.out), "ranks": local}))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
