@@ -1,0 +1,525 @@
+"""The running switch: ports, egress queues and the packet loop around one pipeline.
+
+One I/O thread owns the packet path. It waits (epoll) on every port and on a wake-up eventfd,
+reads ready frames in batches, and for each frame runs ``ingress → queue → egress → send`` inline.
+Queues without a rate never hold a packet (the loop is their server); rate-limited queues are
+served when their head is due, the epoll timeout being the timer.
+
+Concurrency rule (DESIGN.md: the pipeline is not thread-safe): ``Switch.lock`` is held around
+every pipeline call and every queue operation by the loop, and by the P4Runtime server around each
+state operation or Write batch, so a Write is applied atomically with respect to packets. The loop
+holds it for one batch of events at a time (at most ``BATCH`` frames per port), which keeps
+control-plane latency bounded under load. Listener callbacks (packet-in, digests) run in the loop
+thread *after* the lock is released, so a callback that takes its own locks cannot deadlock with
+a gRPC thread that holds one of them and waits for ``Switch.lock``.
+
+The switch owns the clock: ``now_us()`` is microseconds since the switch was created, read per
+packet; the pipeline only receives it as an argument.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from p4switch import ir
+from p4switch.pipeline import api
+from p4switch.ports import MIN_FRAME, MemoryPort, Port, RawPort
+from p4switch.queues import DEFAULT_QUEUE_DEPTH, EgressQueues, QueueStats
+
+log = logging.getLogger("p4switch")
+
+DROP_PORT = 511
+BATCH = 64
+"""Frames read from one port per loop round: large enough to amortise the poll, small enough that
+other ports and control-plane writes are served promptly."""
+_MAX_IDLE_WAIT = 0.5
+_MAX_ERROR_LOGS = 20
+
+
+@dataclass
+class SwitchCounters:
+    """Switch-wide counters (per-port ones live in ``Port.stats`` and ``EgressQueue.stats``)."""
+
+    no_program: int = 0  # frames that arrived while no program was loaded
+    pipeline_errors: int = 0  # the pipeline raised (a bug) — frame dropped, switch stays up
+    tx_no_port: int = 0  # output on a port number with no interface behind it
+    packet_in: int = 0  # frames delivered to packet-in listeners (cpu_port output)
+    packet_out: int = 0  # frames injected from the controller
+    packet_out_dropped: int = 0  # packet_out with no cpu_port configured
+    digests: int = 0
+    flushed: int = 0  # queued packets discarded by a program load
+    drops: Counter[str] = field(default_factory=Counter)  # pipeline Drop reasons
+
+
+class Switch:
+    """A p4switch instance: call ``add_port``/``load_program``, then ``start()``; ``stop()``.
+
+    ``pipeline_factory(program, drop_port=..., cpu_port=...)`` builds the pipeline; the default
+    is ``p4switch.pipeline.Pipeline``. ``set_pipeline`` installs a ready object (tests use small
+    fakes that implement ``ingress``/``egress`` of ``p4switch.pipeline.api``)."""
+
+    def __init__(
+        self,
+        *,
+        device_id: int = 0,
+        cpu_port: int | None = None,
+        drop_port: int = DROP_PORT,
+        queue_depth: int = DEFAULT_QUEUE_DEPTH,
+        queue_rate: float | None = None,
+        pcap_dir: str | Path | None = None,
+        pipeline_factory: Callable[..., Any] | None = None,
+    ) -> None:
+        self.device_id = device_id
+        self.cpu_port = cpu_port
+        self.drop_port = drop_port
+        self.lock = threading.RLock()
+        self.pipeline: Any | None = None
+        self.program: ir.Program | None = None
+        self.ports: dict[int, Port] = {}
+        self.queues = EgressQueues(queue_depth, queue_rate)
+        self.counters = SwitchCounters()
+        self.pcap_dir = Path(pcap_dir) if pcap_dir else None
+        self._pipeline_factory = pipeline_factory
+        self._t0_ns = time.monotonic_ns()
+        self._inject: deque[tuple[int, bytes]] = deque()
+        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._epoll: select.epoll | None = None
+        self._fd_ports: dict[int, Port] = {}
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._packet_in_listeners: list[Callable[[bytes], None]] = []
+        self._digest_listeners: list[Callable[[api.Digest], None]] = []
+        self._pending_packet_in: list[bytes] = []
+        self._pending_digests: list[api.Digest] = []
+        self._busy = False  # the loop is between poll() returns (idle detection for tests)
+        self._error_logs = 0
+
+    # clock ---------------------------------------------------------------------------------
+    def now_us(self) -> int:
+        """Microseconds since the switch was created (v1model timestamps)."""
+        return (time.monotonic_ns() - self._t0_ns) // 1000
+
+    # configuration ---------------------------------------------------------------------------
+    def add_port(self, port: Port) -> Port:
+        """Attach a port (before or after ``start``); port numbers are unique."""
+        with self.lock:
+            if port.number in self.ports:
+                raise ValueError(f"port {port.number} is already attached")
+            if self.cpu_port is not None and port.number == self.cpu_port:
+                raise ValueError(f"port {port.number} is the CPU port")
+            if port.number == self.drop_port:
+                raise ValueError(f"port {port.number} is the drop port")
+            if self.pcap_dir is not None:
+                port.capture(self.pcap_dir)
+            self.ports[port.number] = port
+            self._fd_ports[port.fileno()] = port
+            if self._epoll is not None:
+                self._epoll.register(port.fileno(), select.EPOLLIN)
+        log.info("port %s attached (%s)", port.describe(), port.kind)
+        return port
+
+    def add_interface(self, number: int, ifname: str) -> RawPort:
+        """Attach Linux interface ``ifname`` as port ``number`` (AF_PACKET; needs root)."""
+        port = RawPort(number, ifname)
+        self.add_port(port)
+        return port
+
+    def set_queue_rate(self, port: int | None, rate_pps: float | None) -> None:
+        """Service rate in packets/s for one port's queue, or all when ``port`` is None."""
+        with self.lock:
+            self.queues.set_rate(port, rate_pps)
+        self._wake()
+
+    def set_queue_depth(self, port: int | None, depth: int) -> None:
+        with self.lock:
+            self.queues.set_depth(port, depth)
+
+    def _build_pipeline(self, program: ir.Program) -> Any:
+        factory = self._pipeline_factory
+        if factory is None:
+            from p4switch.pipeline import Pipeline  # type: ignore[attr-defined]
+
+            factory = Pipeline
+        return factory(program, drop_port=self.drop_port, cpu_port=self.cpu_port)
+
+    def load_program(self, program: ir.Program) -> None:
+        """Build a fresh pipeline for ``program`` and swap it in atomically; queued packets of
+        the old program are flushed (they carry the old pipeline's opaque state)."""
+        pipeline = self._build_pipeline(program)  # slow part outside the lock
+        self.set_pipeline(pipeline, program)
+
+    def set_pipeline(self, pipeline: Any, program: ir.Program | None = None) -> None:
+        """Swap in a ready pipeline object (see ``load_program``)."""
+        with self.lock:
+            flushed = self.queues.flush()
+            self.counters.flushed += flushed
+            self.pipeline = pipeline
+            self.program = program
+        if flushed:
+            log.info("program swap flushed %d queued packets", flushed)
+
+    # control-plane packet I/O ------------------------------------------------------------------
+    def packet_out(self, data: bytes) -> None:
+        """Inject ``data`` (starting with the packet_out header) into ingress on cpu_port.
+
+        Thread-safe and non-blocking: the frame is handed to the loop thread."""
+        self._inject.append((-1, bytes(data)))
+        self._wake()
+
+    def inject(self, port: int, data: bytes) -> None:
+        """Inject a frame into ingress as if it arrived on ``port`` (tests, tools)."""
+        self._inject.append((port, bytes(data)))
+        self._wake()
+
+    def add_packet_in_listener(self, cb: Callable[[bytes], None]) -> None:
+        """``cb(frame)`` for each frame the pipeline emits on cpu_port (packet_in header first).
+        Called from the loop thread, without ``lock`` held."""
+        self._packet_in_listeners.append(cb)
+
+    def remove_packet_in_listener(self, cb: Callable[[bytes], None]) -> None:
+        try:
+            self._packet_in_listeners.remove(cb)
+        except ValueError:
+            pass
+
+    def add_digest_listener(self, cb: Callable[[api.Digest], None]) -> None:
+        """``cb(digest)`` for each ``digest()`` the program emits (loop thread, lock released)."""
+        self._digest_listeners.append(cb)
+
+    def remove_digest_listener(self, cb: Callable[[api.Digest], None]) -> None:
+        try:
+            self._digest_listeners.remove(cb)
+        except ValueError:
+            pass
+
+    # lifecycle -------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the packet loop thread."""
+        if self._thread is not None:
+            raise RuntimeError("switch already started")
+        ep = select.epoll()
+        ep.register(self._wake_fd, select.EPOLLIN)
+        with self.lock:
+            for fd in self._fd_ports:
+                ep.register(fd, select.EPOLLIN)
+            self._epoll = ep
+        self._stopping = False
+        self._thread = threading.Thread(target=self._loop, name="p4switch-loop", daemon=True)
+        self._thread.start()
+        log.info(
+            "switch device_id=%d started: %d ports, cpu_port=%s, drop_port=%d",
+            self.device_id,
+            len(self.ports),
+            self.cpu_port,
+            self.drop_port,
+        )
+
+    def stop(self, *, log_stats: bool = True) -> None:
+        """Stop the loop, close ports, flush pcaps; idempotent."""
+        self._stopping = True
+        self._wake()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+            self._thread = None
+        with self.lock:
+            for port in self.ports.values():
+                port.flush()
+                port.close()
+            if self._epoll is not None:
+                self._epoll.close()
+                self._epoll = None
+        if log_stats:
+            for line in self.stats_report().splitlines():
+                log.info("%s", line)
+        try:
+            os.close(self._wake_fd)
+        except OSError:
+            pass
+
+    def __enter__(self) -> Switch:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop(log_stats=False)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def wait_idle(self, timeout: float = 5.0, settle: float = 0.02) -> bool:
+        """Wait until no input is pending on memory ports, nothing is injected or queued and
+        the loop is parked in poll; True if that happened within ``timeout``. For tests and
+        the ``--stop-after-input`` mode; raw sockets are not inspected."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._idle_now():
+                time.sleep(settle)
+                if self._idle_now():
+                    return True
+            time.sleep(0.002)
+        return False
+
+    def _idle_now(self) -> bool:
+        with self.lock:
+            if self._busy or self._inject or self.queues.backlogged:
+                return False
+            return not any(
+                isinstance(p, MemoryPort) and p.rx_pending for p in self.ports.values()
+            )
+
+    # statistics -------------------------------------------------------------------------------
+    def port_stats(self) -> dict[int, dict[str, int]]:
+        """Per port: rx/tx/malformed/... counters plus its egress queue's counters."""
+        out: dict[int, dict[str, int]] = {}
+        qstats = self.queues.stats()
+        for n in sorted(set(self.ports) | set(qstats)):
+            d: dict[str, int] = self.ports[n].stats.as_dict() if n in self.ports else {}
+            q = qstats.get(n, QueueStats())
+            d.update(
+                queue_enqueued=q.enqueued,
+                queue_dequeued=q.dequeued,
+                tail_drops=q.tail_drops,
+                queue_max_depth=q.max_depth_seen,
+                queue_depth_now=len(self.queues.queues[n]) if n in self.queues.queues else 0,
+            )
+            out[n] = d
+        return out
+
+    def stats_report(self) -> str:
+        """Human-readable counters (logged at shutdown)."""
+        lines = []
+        for n, d in self.port_stats().items():
+            name = self.ports[n].describe() if n in self.ports else f"{n}@-"
+            nz = " ".join(f"{k}={v}" for k, v in d.items() if v)
+            lines.append(f"port {name}: {nz or 'idle'}")
+        c = self.counters
+        sw = {
+            "no_program": c.no_program,
+            "pipeline_errors": c.pipeline_errors,
+            "tx_no_port": c.tx_no_port,
+            "packet_in": c.packet_in,
+            "packet_out": c.packet_out,
+            "packet_out_dropped": c.packet_out_dropped,
+            "digests": c.digests,
+            "flushed": c.flushed,
+        }
+        nz = " ".join(f"{k}={v}" for k, v in sw.items() if v)
+        drops = " ".join(f"{k}={v}" for k, v in sorted(c.drops.items()))
+        lines.append(f"switch: {nz or 'no events'}" + (f" drops: {drops}" if drops else ""))
+        return "\n".join(lines)
+
+    # the loop -----------------------------------------------------------------------------------
+    def _wake(self) -> None:
+        try:
+            os.eventfd_write(self._wake_fd, 1)
+        except OSError:
+            pass
+
+    def _loop(self) -> None:
+        ep = self._epoll
+        assert ep is not None
+        wake_fd = self._wake_fd
+        fd_ports = self._fd_ports
+        queues = self.queues
+        lock = self.lock
+        now_us = self.now_us
+        while not self._stopping:
+            timeout = _MAX_IDLE_WAIT
+            if queues.backlogged:
+                due = queues.next_departure_us()
+                if due is not None:
+                    timeout = min(timeout, max(0.0, (due - now_us()) / 1e6))
+            self._busy = False
+            try:
+                events = ep.poll(timeout)
+            except InterruptedError:
+                continue
+            self._busy = True
+            with lock:
+                try:
+                    for fd, _ev in events:
+                        if fd == wake_fd:
+                            try:
+                                os.eventfd_read(wake_fd)
+                            except BlockingIOError:
+                                pass
+                            continue
+                        port = fd_ports.get(fd)
+                        if port is not None:
+                            self._receive(port)
+                    if self._inject:
+                        self._drain_injected()
+                    if queues.backlogged:
+                        self._serve_queues()
+                except Exception:  # never let one bad frame or bug kill the switch
+                    self.counters.pipeline_errors += 1
+                    self._log_error("packet loop error")
+            if self._pending_packet_in or self._pending_digests:
+                self._dispatch_listeners()
+        self._busy = False
+
+    def _log_error(self, what: str) -> None:
+        if self._error_logs < _MAX_ERROR_LOGS:
+            self._error_logs += 1
+            log.exception("%s (logged %d/%d)", what, self._error_logs, _MAX_ERROR_LOGS)
+
+    def _receive(self, port: Port) -> None:
+        """Read one batch from ``port`` and run each frame through ingress (lock held)."""
+        try:
+            frames = port.recv_batch(BATCH)
+        except OSError:
+            port.stats.rx_errors += 1
+            self._log_error(f"receive error on port {port.describe()}")
+            return
+        st = port.stats
+        max_frame = port.max_frame
+        pcap_in = port.pcap_in
+        number = port.number
+        for data in frames:
+            n = len(data)
+            st.rx_packets += 1
+            st.rx_bytes += n
+            if pcap_in is not None:
+                pcap_in.write(data)
+            if n < MIN_FRAME:
+                st.rx_too_short += 1
+                continue
+            if n > max_frame:
+                st.rx_oversized += 1
+                continue
+            self._ingress(data, number, st)
+
+    def _drain_injected(self) -> None:
+        inject = self._inject
+        for _ in range(BATCH):
+            if not inject:
+                return
+            port, data = inject.popleft()
+            if port < 0:  # packet_out
+                if self.cpu_port is None:
+                    self.counters.packet_out_dropped += 1
+                    continue
+                self.counters.packet_out += 1
+                port = self.cpu_port
+            p = self.ports.get(port)
+            self._ingress(data, port, p.stats if p is not None else None)
+        if inject:
+            self._wake()
+
+    def _ingress(self, data: bytes, port: int, st: Any) -> None:
+        pipeline = self.pipeline
+        if pipeline is None:
+            self.counters.no_program += 1
+            return
+        now = self.now_us()
+        try:
+            res = pipeline.ingress(data, port, now)
+        except Exception:
+            self.counters.pipeline_errors += 1
+            if st is not None:
+                st.rx_errors += 1
+            self._log_error(f"pipeline ingress raised on a frame from port {port}")
+            return
+        if res.drops:
+            drops = self.counters.drops
+            for d in res.drops:
+                drops[d.reason] += 1
+                if st is not None:
+                    if d.reason == "parser_error":
+                        st.rx_malformed += 1
+                    else:
+                        st.rx_dropped += 1
+        if res.digests:
+            self._pending_digests.extend(res.digests)
+        if res.logs and log.isEnabledFor(logging.DEBUG):
+            for line in res.logs:
+                log.debug("log_msg: %s", line)
+        for job in res.jobs:
+            self._enqueue(job, now)
+
+    def _enqueue(self, job: api.EgressJob, now: int) -> None:
+        queues = self.queues
+        q = queues.queues.get(job.egress_port)
+        if q is None:
+            q = queues.get(job.egress_port)
+        qmeta = q.pass_through(job, now)
+        if qmeta is not None:
+            self._egress(job, now, qmeta)
+        elif q.enqueue(job, now):
+            queues.backlogged.add(q.port)
+
+    def _serve_queues(self) -> None:
+        queues = self.queues
+        for port in list(queues.backlogged):
+            q = queues.queues[port]
+            while True:
+                now = self.now_us()
+                item = q.dequeue(now)
+                if item is None:
+                    break
+                self._egress(item[0], now, item[1])
+            if not len(q):
+                queues.backlogged.discard(port)
+
+    def _egress(self, job: api.EgressJob, now: int, qmeta: api.QueueingMetadata) -> None:
+        pipeline = self.pipeline
+        if pipeline is None:  # defensive: a swap flushes queues, so this should not happen
+            self.counters.no_program += 1
+            return
+        try:
+            res = pipeline.egress(job, now, qmeta)
+        except Exception:
+            self.counters.pipeline_errors += 1
+            self._log_error(f"pipeline egress raised on a packet for port {job.egress_port}")
+            return
+        for out in res.outputs:
+            self._transmit(out.port, out.data)
+        if res.drops:
+            drops = self.counters.drops
+            for d in res.drops:
+                drops[d.reason] += 1
+        if res.digests:
+            self._pending_digests.extend(res.digests)
+        if res.logs and log.isEnabledFor(logging.DEBUG):
+            for line in res.logs:
+                log.debug("log_msg: %s", line)
+        for j in res.jobs:
+            self._enqueue(j, now)
+
+    def _transmit(self, port: int, data: bytes) -> None:
+        p = self.ports.get(port)
+        if p is not None:
+            p.send(data)
+        elif port == self.cpu_port:
+            self.counters.packet_in += 1
+            self._pending_packet_in.append(data)
+        else:
+            self.counters.tx_no_port += 1
+
+    def _dispatch_listeners(self) -> None:
+        """Run packet-in and digest callbacks (loop thread, lock released)."""
+        pkts, self._pending_packet_in = self._pending_packet_in, []
+        digests, self._pending_digests = self._pending_digests, []
+        self.counters.digests += len(digests)
+        for data in pkts:
+            for cb in list(self._packet_in_listeners):
+                try:
+                    cb(data)
+                except Exception:
+                    self._log_error("packet-in listener raised")
+        for dg in digests:
+            for cb in list(self._digest_listeners):
+                try:
+                    cb(dg)
+                except Exception:
+                    self._log_error("digest listener raised")

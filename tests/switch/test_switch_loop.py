@@ -1,0 +1,233 @@
+"""The switch loop with in-memory ports and a fake pipeline: forwarding, counted drops of bad
+frames, robustness against pipeline bugs, packet-out/in, digests, rate-limited queues and the
+lock that makes control-plane writes atomic with respect to packets."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from switch_fakes import FakePipeline, fake_factory, frame
+
+from p4switch.pcap import PcapWriter, read_pcap
+from p4switch.ports import MemoryPort, PcapFilePort
+from p4switch.switch import Switch
+
+
+@pytest.fixture
+def sw():
+    s = Switch(cpu_port=64, pipeline_factory=fake_factory)
+    s.add_port(MemoryPort(1))
+    s.add_port(MemoryPort(2))
+    s.start()
+    yield s
+    s.stop(log_stats=False)
+
+
+def test_forwards_between_ports_and_counts(sw: Switch):
+    sw.set_pipeline(FakePipeline(cpu_port=64))
+    p1, p2 = sw.ports[1], sw.ports[2]
+    assert isinstance(p1, MemoryPort) and isinstance(p2, MemoryPort)
+    frames = [frame(2, seq=i) for i in range(500)]
+    p1.feed(frames)
+    got = p2.wait_sent(500)
+    assert got == frames  # order kept, bytes unchanged
+    assert sw.wait_idle()
+    st = sw.port_stats()
+    assert st[1]["rx_packets"] == 500 and st[2]["tx_packets"] == 500
+    assert st[2]["tx_bytes"] == sum(len(f) for f in frames)
+    assert st[2]["tail_drops"] == 0
+
+
+def test_no_program_counted_and_dropped(sw: Switch):
+    sw.ports[1].feed([frame(2)] * 5)  # type: ignore[attr-defined]
+    assert sw.wait_idle()
+    assert sw.counters.no_program == 5
+    assert sw.ports[2].stats.tx_packets == 0
+
+
+def test_bad_frames_are_counted_per_port_and_the_switch_survives(sw: Switch):
+    sw.set_pipeline(FakePipeline(cpu_port=64))
+    p1, p2 = sw.ports[1], sw.ports[2]
+    bad = [b"", b"\x02" * 5, b"\x02" * 13]  # shorter than an Ethernet header
+    bad += [frame(2, size=20000), frame(2, size=1519)]  # oversized
+    bad += [b"\x02" * 15]  # parser error in the (fake) program
+    bad += [frame(2, tag=0xEE)] * 3  # the pipeline raises
+    bad += [frame(0xFF)]  # program drop
+    p1.feed(bad)  # type: ignore[attr-defined]
+    p1.feed(frame(2, seq=7))  # type: ignore[attr-defined]
+    assert p2.wait_sent(1) == [frame(2, seq=7)]  # type: ignore[attr-defined]
+    assert sw.wait_idle()
+    s = sw.port_stats()[1]
+    assert s["rx_packets"] == len(bad) + 1
+    assert s["rx_too_short"] == 3
+    assert s["rx_oversized"] == 2
+    assert s["rx_malformed"] == 1
+    assert s["rx_errors"] == 3
+    assert s["rx_dropped"] == 1
+    assert sw.counters.pipeline_errors == 3
+    assert sw.counters.drops["parser_error"] == 1 and sw.counters.drops["mark_to_drop"] == 1
+    assert sw.running
+    report = sw.stats_report()
+    assert "rx_too_short=3" in report and "rx_oversized=2" in report
+
+
+def test_output_to_missing_port_is_counted(sw: Switch):
+    sw.set_pipeline(FakePipeline(cpu_port=64))
+    sw.ports[1].feed(frame(9))  # type: ignore[attr-defined]
+    assert sw.wait_idle()
+    assert sw.counters.tx_no_port == 1
+
+
+def test_packet_out_and_packet_in(sw: Switch):
+    sw.set_pipeline(FakePipeline(cpu_port=64))
+    got: list[bytes] = []
+    ev = threading.Event()
+
+    def on_packet_in(data: bytes) -> None:
+        # listeners run without the switch lock held: taking it from another thread must work
+        t = threading.Thread(target=lambda: sw.lock.acquire() and sw.lock.release())
+        t.start()
+        t.join(2)
+        assert not t.is_alive()
+        got.append(data)
+        ev.set()
+
+    sw.add_packet_in_listener(on_packet_in)
+    # packet_out header (2 bytes) = egress port 2
+    sw.packet_out(b"\x00\x02" + frame(2, seq=1))
+    assert sw.ports[2].wait_sent(1) == [frame(2, seq=1)]  # type: ignore[attr-defined]
+    # a frame from port 1 to the CPU port becomes a packet-in with a 2-byte header (port 1)
+    sw.ports[1].feed(frame(64, seq=2))  # type: ignore[attr-defined]
+    assert ev.wait(5)
+    assert got == [b"\x00\x01" + frame(64, seq=2)]
+    assert sw.counters.packet_out == 1 and sw.counters.packet_in == 1
+
+
+def test_digest_listener(sw: Switch):
+    sw.set_pipeline(FakePipeline(cpu_port=64))
+    got = []
+    sw.add_digest_listener(got.append)
+    sw.ports[1].feed(frame(2, tag=0xDD))  # type: ignore[attr-defined]
+    sw.ports[2].wait_sent(1)  # type: ignore[attr-defined]
+    assert sw.wait_idle()
+    deadline = time.monotonic() + 2
+    while not got and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(got) == 1 and got[0].name == "learn" and got[0].values["port"] == 1
+
+
+def test_rate_limited_queue_builds_up_and_tail_drops():
+    sw = Switch(pipeline_factory=fake_factory, queue_depth=16)
+    p1, p2 = MemoryPort(1), MemoryPort(2)
+    sw.add_port(p1)
+    sw.add_port(p2)
+    fake = FakePipeline()
+    sw.set_pipeline(fake)
+    sw.set_queue_rate(2, 2000)  # 500 µs per packet: a 40-frame burst overruns 16 slots
+    with sw:
+        p1.feed([frame(2, seq=i) for i in range(40)])
+        sent = p2.wait_sent(16, timeout=5)
+        assert sw.wait_idle(timeout=5)
+        sent = p2.sent
+    q = sw.port_stats()[2]
+    assert q["tail_drops"] == 40 - len(sent)
+    assert len(sent) >= 16 and q["tail_drops"] >= 1
+    depths = [m.deq_qdepth for _, m in fake.qmetas]
+    enq = [m.enq_qdepth for _, m in fake.qmetas]
+    assert max(depths) >= 8, depths  # the program sees the queue grow
+    assert max(enq) >= 8
+    # departures paced at >= ~500 µs (allowing the poll's ms granularity to batch catch-ups)
+    times = [t for t, _ in fake.qmetas]
+    assert times[-1] - times[0] >= 0.5 * 500 * (len(times) - 1)
+    deltas = [m.deq_timedelta for _, m in fake.qmetas]
+    assert deltas[-1] > deltas[0]
+
+
+def test_load_program_swaps_atomically_and_flushes():
+    sw = Switch(pipeline_factory=fake_factory)
+    p1, p2 = MemoryPort(1), MemoryPort(2)
+    sw.add_port(p1)
+    sw.add_port(p2)
+    sw.set_queue_rate(2, 10)  # slow: packets stay queued
+    with sw:
+        sw.load_program("prog-A")  # type: ignore[arg-type]
+        first = sw.pipeline
+        assert isinstance(first, FakePipeline) and first.program == "prog-A"
+        p1.feed([frame(2, seq=i) for i in range(5)])
+        deadline = time.monotonic() + 2
+        while sw.port_stats().get(2, {}).get("queue_depth_now", 0) < 4:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        sw.load_program("prog-B")  # type: ignore[arg-type]
+        assert sw.pipeline is not first and sw.program == "prog-B"
+        assert sw.counters.flushed >= 4
+        assert sw.port_stats()[2]["queue_depth_now"] == 0
+
+
+def test_writes_under_the_lock_exclude_packets():
+    """While a control-plane thread holds ``lock``, no pipeline call happens."""
+    sw = Switch(pipeline_factory=fake_factory)
+    p1, p2 = MemoryPort(1), MemoryPort(2)
+    sw.add_port(p1)
+    sw.add_port(p2)
+    fake = FakePipeline()
+    sw.set_pipeline(fake)
+    with sw:
+        p1.feed([frame(2, seq=i) for i in range(100)])
+        p2.wait_sent(100)
+        with sw.lock:
+            before = (fake.ingress_calls, fake.egress_calls)
+            p1.feed([frame(2, seq=i) for i in range(100)])
+            time.sleep(0.1)
+            assert (fake.ingress_calls, fake.egress_calls) == before
+        assert len(p2.wait_sent(200)) == 200
+
+
+def test_pcap_file_port_and_capture(tmp_path):
+    inp = tmp_path / "in.pcap"
+    with PcapWriter(inp) as w:
+        for i in range(10):
+            w.write(frame(2, seq=i))
+        w.write(b"\x01\x02")  # too short: counted
+    cap = tmp_path / "cap"
+    sw = Switch(pipeline_factory=fake_factory, pcap_dir=cap)
+    sw.add_port(PcapFilePort(1, inp))
+    sw.add_port(PcapFilePort(2, None, tmp_path / "out2.pcap"))
+    sw.set_pipeline(FakePipeline())
+    with sw:
+        assert sw.wait_idle()
+    out = [d for _, d in read_pcap(tmp_path / "out2.pcap")]
+    assert out == [frame(2, seq=i) for i in range(10)]
+    assert len(list(read_pcap(cap / "1_in.pcap"))) == 11
+    assert not (cap / "2_out.pcap").exists() or len(list(read_pcap(cap / "2_out.pcap"))) == 0
+    assert sw.port_stats()[1]["rx_too_short"] == 1
+
+
+def test_port_number_checks():
+    sw = Switch(cpu_port=64)
+    sw.add_port(MemoryPort(1))
+    with pytest.raises(ValueError):
+        sw.add_port(MemoryPort(1))
+    with pytest.raises(ValueError):
+        sw.add_port(MemoryPort(64))
+    with pytest.raises(ValueError):
+        sw.add_port(MemoryPort(511))
+    with pytest.raises(ValueError):
+        MemoryPort(512)
+    sw.stop(log_stats=False)
+
+
+def test_pcap_files_open_in_scapy(tmp_path):
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.utils import rdpcap
+
+    pkts = [Ether() / IP(dst="10.0.0.1") / UDP(dport=i) for i in range(3)]
+    with PcapWriter(tmp_path / "x.pcap") as w:
+        for p in pkts:
+            w.write(bytes(p))
+    back = rdpcap(str(tmp_path / "x.pcap"))
+    assert [bytes(p) for p in back] == [bytes(p) for p in pkts]
+    assert back[1][UDP].dport == 1
