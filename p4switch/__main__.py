@@ -1,0 +1,368 @@
+"""``p4switch``: run the built-in P4 target as a switch, with flags modelled on simple_switch_grpc.
+
+    p4switch prog.p4 -i 1@veth1 -i 2@veth2 --cpu-port 64 --pcap /tmp/cap
+    p4switch --no-p4 -i 1@veth1 -i 2@veth2 --grpc-server-addr 127.0.0.1:9559
+
+Bad arguments get a one-line error and exit status 2; SIGINT/SIGTERM stop the switch cleanly
+(queues dropped, pcaps flushed, per-port counters logged).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("p4switch")
+
+LOG_LEVELS = {
+    "trace": logging.DEBUG,
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "off": logging.CRITICAL + 10,
+}
+
+
+@dataclass(frozen=True)
+class PortSpec:
+    """``-i PORT@IFACE`` (a Linux interface) or ``-i PORT@pcap:FILE`` (pcap input)."""
+
+    number: int
+    target: str
+
+    @property
+    def is_pcap(self) -> bool:
+        return self.target.startswith("pcap:")
+
+    @property
+    def pcap_input(self) -> str | None:
+        return self.target[len("pcap:") :] or None
+
+
+def _port_spec(text: str) -> PortSpec:
+    num, sep, target = text.partition("@")
+    if not sep or not target:
+        raise argparse.ArgumentTypeError(f"expected PORT@INTERFACE (e.g. 1@veth0), got {text!r}")
+    try:
+        n = int(num, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"port number {num!r} is not an integer") from None
+    if not 0 <= n < 511:
+        raise argparse.ArgumentTypeError(f"port number {n} out of range 0..510")
+    return PortSpec(n, target)
+
+
+def _queue_rate(text: str) -> tuple[int | None, float]:
+    port: int | None = None
+    rate = text
+    if ":" in text:
+        p, _, rate = text.partition(":")
+        try:
+            port = int(p, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"port {p!r} is not an integer") from None
+    try:
+        pps = float(rate)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"rate {rate!r} is not a number (packets/s)") from None
+    if pps < 0:
+        raise argparse.ArgumentTypeError(f"rate must be >= 0 packets/s, got {pps:g}")
+    return port, pps
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+    return v
+
+
+def _port_number(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= v < 512:
+        raise argparse.ArgumentTypeError(f"port {v} out of range 0..511 (9-bit ports)")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="p4switch",
+        description="p4fabric's built-in P4_16 v1model software switch (flags modelled on "
+        "BMv2's simple_switch_grpc). Ports are Linux interfaces (AF_PACKET, needs root) or "
+        "pcap files; the program comes from the command line or over P4Runtime.",
+    )
+    p.add_argument(
+        "program",
+        nargs="?",
+        help="P4_16 v1model source file to compile and run at start-up "
+        "(omit and pass --no-p4 to wait for SetForwardingPipelineConfig)",
+    )
+    p.add_argument(
+        "--no-p4",
+        action="store_true",
+        help="start without a program; packets are counted and dropped until a controller "
+        "pushes one with SetForwardingPipelineConfig",
+    )
+    p.add_argument(
+        "-i",
+        "--interface",
+        dest="interfaces",
+        action="append",
+        type=_port_spec,
+        default=[],
+        metavar="PORT@IFACE",
+        help="attach a Linux interface as switch port PORT (repeatable), e.g. -i 1@veth0; "
+        "PORT@pcap:FILE replays FILE as the port's input (PORT@pcap: for output only; "
+        "output is written with --pcap)",
+    )
+    p.add_argument("--device-id", type=int, default=0, help="P4Runtime device id (default 0)")
+    p.add_argument(
+        "--grpc-server-addr",
+        default="127.0.0.1:9559",
+        metavar="HOST:PORT",
+        help="P4Runtime server address (default 127.0.0.1:9559 — loopback only; use "
+        "0.0.0.0:9559 to accept remote controllers)",
+    )
+    p.add_argument("--no-grpc", action="store_true", help="do not start the P4Runtime server")
+    p.add_argument(
+        "--cpu-port",
+        type=_port_number,
+        default=None,
+        help="port number whose output becomes PacketIn and on which PacketOut enters "
+        "ingress (no CPU port by default)",
+    )
+    p.add_argument(
+        "--drop-port",
+        type=_port_number,
+        default=511,
+        help="egress_spec value that drops a packet (default 511, v1model's mark_to_drop)",
+    )
+    p.add_argument(
+        "--pcap",
+        default=None,
+        metavar="DIR",
+        help="write per-port pcap files DIR/<port>_in.pcap and DIR/<port>_out.pcap "
+        "(DIR is created if needed; files are flushed at shutdown and open in Wireshark)",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=list(LOG_LEVELS),
+        default="info",
+        help="logging level (default info); 'debug' also prints the program's log_msg lines",
+    )
+    p.add_argument(
+        "--queue-depth",
+        type=_positive_int,
+        default=64,
+        metavar="PKTS",
+        help="egress queue depth per port in packets (default 64); beyond it: tail drop, counted",
+    )
+    p.add_argument(
+        "--queue-rate",
+        action="append",
+        type=_queue_rate,
+        default=[],
+        metavar="[PORT:]PPS",
+        help="egress service rate in packets/s for all ports (PPS) or one port (PORT:PPS); "
+        "repeatable; 0 = unlimited (default)",
+    )
+    p.add_argument(
+        "--entries",
+        metavar="FILE",
+        help="install table entries at start-up from an STF-style file "
+        "('add TABLE [PRIO] KEY:VALUE ... ACTION(PARAM:VALUE,...)' and "
+        "'setdefault TABLE ACTION(...)' lines); needs a program on the command line",
+    )
+    p.add_argument(
+        "--stop-after-input",
+        action="store_true",
+        help="exit once all pcap inputs were processed and queues drained (batch mode)",
+    )
+    return p
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=LOG_LEVELS[level],
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def _fail(msg: str) -> int:
+    print(f"p4switch: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.program and args.no_p4:
+        parser.error("give either a program or --no-p4, not both")
+    if not args.program and not args.no_p4:
+        parser.error("a P4 program is required (or --no-p4 to wait for one over P4Runtime)")
+    if args.entries and not args.program:
+        parser.error("--entries needs a program on the command line")
+    numbers = [s.number for s in args.interfaces]
+    dup = {n for n in numbers if numbers.count(n) > 1}
+    if dup:
+        parser.error(f"port {sorted(dup)[0]} given twice")
+    for n in numbers:
+        if n == args.cpu_port:
+            parser.error(f"port {n} is the CPU port")
+        if n == args.drop_port:
+            parser.error(f"port {n} is the drop port")
+    _setup_logging(args.log_level)
+
+    from p4switch.ports import PcapFilePort, RawPort
+    from p4switch.switch import Switch
+
+    program = None
+    if args.program:
+        path = Path(args.program)
+        if not path.is_file():
+            return _fail(f"{path}: no such file")
+        try:
+            from p4switch.frontend import P4CompileError, compile_file  # type: ignore[attr-defined]
+        except ImportError as e:
+            return _fail(f"the P4 front end is not available ({e})")
+        try:
+            program = compile_file(str(path))
+        except P4CompileError as e:
+            print(str(e), file=sys.stderr)
+            return 2
+
+    sw = Switch(
+        device_id=args.device_id,
+        cpu_port=args.cpu_port,
+        drop_port=args.drop_port,
+        queue_depth=args.queue_depth,
+        pcap_dir=args.pcap,
+    )
+    for port, pps in args.queue_rate:
+        sw.set_queue_rate(port, pps or None)
+
+    try:
+        for spec in args.interfaces:
+            if spec.is_pcap:
+                sw.add_port(PcapFilePort(spec.number, spec.pcap_input))
+            else:
+                sw.add_port(RawPort(spec.number, spec.target))
+    except (OSError, ValueError) as e:
+        _close_ports(sw)
+        what = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        return _fail(f"cannot attach port: {what}")
+
+    if program is not None:
+        try:
+            sw.load_program(program)
+        except Exception as e:  # a pipeline that cannot be built is a user-facing error
+            _close_ports(sw)
+            return _fail(f"cannot load {args.program}: {e}")
+        log.info("program %s loaded", args.program)
+        if args.entries:
+            try:
+                n = install_entries(sw, args.entries)
+            except (OSError, EntriesError) as e:
+                _close_ports(sw)
+                return _fail(str(e))
+            log.info("%d entries installed from %s", n, args.entries)
+
+    server = None
+    if not args.no_grpc:
+        try:
+            from p4switch.runtime import start_server  # type: ignore[attr-defined]
+        except ImportError as e:
+            log.warning("P4Runtime server not available (%s): running without gRPC", e)
+        else:
+            try:
+                server = start_server(sw, args.grpc_server_addr)
+            except Exception as e:
+                _close_ports(sw)
+                return _fail(f"cannot start the P4Runtime server on {args.grpc_server_addr}: {e}")
+            log.info("P4Runtime server listening on %s", args.grpc_server_addr)
+    if program is None and server is None:
+        log.warning("no program and no P4Runtime server: every packet will be dropped")
+
+    stop = threading.Event()
+
+    def _on_signal(signum: int, _frame: object) -> None:
+        log.info("%s received, stopping", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+
+    sw.start()
+    try:
+        if args.stop_after_input:
+            while not stop.is_set() and not sw.wait_idle(timeout=0.5):
+                pass
+        else:
+            while not stop.wait(0.5):
+                pass
+    finally:
+        if server is not None:
+            server.stop(grace=0.5)
+        sw.stop()
+    return 0
+
+
+class EntriesError(Exception):
+    """A ``--entries`` file that cannot be applied; str is ``file:line: message``."""
+
+
+_PACKET_COMMANDS = ("PacketCmd", "ExpectCmd", "Wait", "CheckCounter", "CheckRegister")
+
+
+def install_entries(sw: Any, path: str) -> int:
+    """Apply the control-plane lines of an STF-style file (add, setdefault, member, group,
+    mirroring_add, mc_*, register/counter writes...) to the switch's pipeline, under the switch
+    lock. Packet/expect/check lines are refused: this is start-up state, not a test. Reuses
+    the STF parser and runner so the two dialects cannot drift apart."""
+    from p4switch.pipeline.api import StateError
+    from p4switch.stf.runner import StfRunError, StfRunner
+    from p4switch.stf.syntax import StfSyntaxError, parse_stf
+
+    text = Path(path).read_text()
+    try:
+        commands = parse_stf(text, path)
+    except StfSyntaxError as e:
+        raise EntriesError(str(e)) from None
+    runner = StfRunner(sw.program, sw.pipeline, path)
+    n = 0
+    with sw.lock:
+        for cmd in commands:
+            kind = type(cmd).__name__
+            if kind in _PACKET_COMMANDS:
+                raise EntriesError(f"{path}:{cmd.line}: '{kind}' lines are not allowed in --entries")
+            try:
+                runner.execute(cmd)
+            except (StfRunError, StateError, ValueError, KeyError) as e:
+                raise EntriesError(f"{path}:{cmd.line}: {e}") from None
+            if kind != "NoOp":
+                n += 1
+    return n
+
+
+def _close_ports(sw: object) -> None:
+    for port in getattr(sw, "ports", {}).values():
+        port.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
