@@ -14,19 +14,29 @@ from __future__ import annotations
 import errno
 import select
 import socket
-import struct
 import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from .frames import FLAGS_AT, SEQ_AT, FlowHeader, FrameCache
+from .frames import FlowHeader, FrameCache
 from .metrics import FlowRecord, RankMetrics, RecvRecord, StepRecord
 from .nexthop import Route, resolve
-from .packet import ACK, F_ACK, F_LAST, F_NACK, F_RETX, HDR, ROCEV2_PORT, VERSION
+from .packet import (
+    ACK,
+    F_ACK,
+    F_LAST,
+    F_NACK,
+    F_READY,
+    F_RETX,
+    HDR,
+    ROCEV2_PORT,
+    VERSION,
+    entropy_port,
+)
 from .schedules import Schedule
 from .transport import Ack, ReceiverFlow, SenderFlow, TransportConfig
 
-_SEQ = struct.Struct("!I")
+_SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux value; Python lacks the name
 
 
 @dataclass
@@ -53,6 +63,7 @@ class _TxFlow:
     header: FlowHeader
     dst_ip: str
     posted: float
+    sports: list[int]
 
 
 @dataclass
@@ -87,6 +98,8 @@ class HostAgent:
         self.state = {r: _RankState(r) for r in self.local}
         self._t0_wall = 0.0
         self._t0 = 0.0
+        self._start_mono = 0.0
+        self.unheard: set[str] = set()
 
     # -- clock: monotonic inside, wall clock in the records so hosts can be merged ----------
     def wall(self, t: float) -> float:
@@ -95,11 +108,17 @@ class HostAgent:
     # -- sockets -----------------------------------------------------------------------------
     def open(self) -> None:
         self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+        try:  # FORCE passes net.core.rmem_max (root); a small buffer drops bursts
+            self.udp.setsockopt(socket.SOL_SOCKET, _SO_RCVBUFFORCE, 16 << 20)
+        except OSError:
+            self.udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
         self.udp.bind(("0.0.0.0", self.cfg.port))
         self.udp.setblocking(False)
         peers = {self.hosts[snd.dst] for r in self.local for st in self.s.programs[r]
                  for snd in st.sends if snd.dst not in self.local}
+        srcs = {self.hosts[x.src] for r in self.local for st in self.s.programs[r]
+                for x in st.recvs if x.src not in self.local}
+        self.unheard = (peers | srcs) - {self.hosts[r] for r in self.local}
         for ip in sorted(peers):
             self.routes[ip] = resolve(ip, self.cfg.nexthop_mac)
         self.raw: dict[str, socket.socket] = {}
@@ -109,6 +128,17 @@ class HostAgent:
                 sk.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
                 sk.bind((rt.dev, 0))
                 self.raw[rt.dev] = sk
+        # pre-build every frame template the job needs (full and short last packets), so the
+        # data path never calls scapy
+        mss = self.cfg.transport.mss
+        for r in self.local:
+            for st in self.s.programs[r]:
+                for snd in st.sends:
+                    if snd.dst in self.local:
+                        continue
+                    ip = self.hosts[snd.dst]
+                    for length in {min(mss, snd.bytes), snd.bytes % mss or mss}:
+                        self.frames.prebuild(self.routes[ip], ip, length)
 
     def close(self) -> None:
         self.udp.close()
@@ -131,7 +161,9 @@ class HostAgent:
         start = now + max(0.0, (cfg.start_at or self._t0_wall) - self._t0_wall)
         deadline = now + cfg.timeout
         for st in self.state.values():
-            st.ready_at = start
+            st.ready_at = deadline  # until the start barrier below releases them
+        started = False
+        next_beacon = now
         next_tx = start
         next_tick = now
         finished_at: float | None = None
@@ -144,6 +176,18 @@ class HostAgent:
                     m.error = m.error or f"timeout after {cfg.timeout:g}s"
                 break
             self._receive(buf, now)
+            if not started:
+                # start barrier: every peer agent must be listening, or our first packets
+                # would hit a closed port and cost a retransmission timeout
+                if self.unheard and now >= next_beacon:
+                    for ip in self.unheard:
+                        self._send_ready(ip)
+                    next_beacon = now + 0.005
+                if not self.unheard and now >= start:
+                    started = True
+                    self._start_mono = now
+                    for st in self.state.values():
+                        st.ready_at = now
             self._advance(now)
             if finished_at is None and all(st.done for st in self.state.values()):
                 finished_at = now
@@ -182,6 +226,11 @@ class HostAgent:
              _r) = HDR.unpack_from(buf)
             if ver != VERSION or job != self.s.job:
                 continue
+            if self.unheard and addr[0] in self.unheard:
+                self.unheard.discard(addr[0])
+            if flags & F_READY:
+                self._send_ready(addr[0])  # so a peer that started after our beacons hears us
+                continue
             if flags & F_ACK:
                 tf = self.tx.get(flow)
                 if tf is not None and n >= HDR.size + ACK.size:
@@ -199,6 +248,13 @@ class HostAgent:
             _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now)
             for a in acks:
                 self._send_ack(addr[0], dst, src, flow, a)
+
+    def _send_ready(self, ip: str) -> None:
+        msg = HDR.pack(VERSION, F_READY, self.s.job, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        try:
+            self.udp.sendto(msg, (ip, self.cfg.port))
+        except OSError:
+            pass
 
     def _send_ack(self, ip: str, me: int, peer: int, flow: int, a: Ack) -> None:
         flags = F_ACK | (F_NACK if a.nack else 0)
@@ -218,7 +274,6 @@ class HostAgent:
             tf = self.tx[fid]
             if tf.tx.done:
                 self.active.remove(fid)
-                self.frames.drop_flow(fid)
                 continue
             pkt = tf.tx.next_packet(now)
             if pkt is None:
@@ -226,13 +281,11 @@ class HostAgent:
             seq, retx = pkt
             length = tf.tx.length(seq)
             qp = seq % self.cfg.qps
-            rt = self.routes[tf.dst_ip]
-            frame = self.frames.get(rt, tf.dst_ip, tf.header, qp, length)
-            _SEQ.pack_into(frame, SEQ_AT, seq)
-            frame[FLAGS_AT] = (F_RETX if retx else 0) | (F_LAST if seq == tf.tx.npkts - 1
-                                                        else 0)
+            flags = (F_RETX if retx else 0) | (F_LAST if seq == tf.tx.npkts - 1 else 0)
+            frame = self.frames.frame(tf.dst_ip, tf.header, tf.sports[qp], qp, seq, length,
+                                      flags)
             try:
-                self.raw[rt.dev].send(frame)
+                self.raw[self.routes[tf.dst_ip].dev].send(frame)
             except OSError as e:
                 if e.errno not in (errno.ENOBUFS, errno.EAGAIN):
                     raise
@@ -297,7 +350,7 @@ class HostAgent:
                     st.ready_at = now
 
     def _start_of(self, r: int) -> float:
-        return self._t0 + max(0.0, (self.cfg.start_at or self._t0_wall) - self._t0_wall)
+        return self._start_mono
 
     def _post(self, r: int, idx: int, now: float) -> None:
         step = self.s.programs[r][idx]
@@ -310,8 +363,9 @@ class HostAgent:
                 continue
             tx = SenderFlow(snd.bytes, self.cfg.transport)
             h = FlowHeader(self.s.job, r, snd.dst, idx, snd.flow, tx.npkts)
+            sports = [entropy_port(self.s.job, r, snd.flow, q) for q in range(self.cfg.qps)]
             self.tx[snd.flow] = _TxFlow(snd.flow, r, snd.dst, idx, step.collective, tx, h,
-                                        self.hosts[snd.dst], now)
+                                        self.hosts[snd.dst], now, sports)
             self.active.append(snd.flow)
 
     # -- results -----------------------------------------------------------------------------

@@ -1,31 +1,35 @@
 """Pre-built Ethernet frames for the data path.
 
-scapy composes each distinct frame once (per flow, QP and payload length); per packet the agent
-only patches the sequence number and flags into the bytes and hands them to a raw socket.
-Building every packet with scapy costs tens of microseconds; patching costs well under one.
-Pre-built frames on AF_PACKET (rather than a kernel UDP socket) give us full control of the
-bytes on the wire: the source port per QP (entropy) and any field a P4 program may read.
-The UDP checksum is 0 ("not computed", legal for IPv4) so patching needs no checksum update.
+scapy composes one frame per (destination, payload length) before the job starts; per packet the
+agent only writes the UDP source port (the flow's entropy value for this QP) and the 28-byte
+collective header into those bytes and hands them to a raw socket. Building a packet with scapy
+costs tens to hundreds of microseconds; patching costs about one. Pre-built frames on AF_PACKET
+(rather than a kernel UDP socket) give full control of the bytes on the wire: the source port per
+QP and any field a P4 program may read. The UDP checksum is 0 ("not computed", legal for IPv4),
+so patching needs no checksum update, and the IP header does not change per packet.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from .nexthop import Route
-from .packet import FLAGS_OFFSET, HDR, ROCEV2_PORT, SEQ_OFFSET, CollectiveHeader, entropy_port
+from .packet import HDR, ROCEV2_PORT, VERSION, CollectiveHeader, entropy_port
 
-L2L3L4 = 14 + 20 + 8
-SEQ_AT = L2L3L4 + SEQ_OFFSET
-FLAGS_AT = L2L3L4 + FLAGS_OFFSET
-OVERHEAD = L2L3L4 + HDR.size  # bytes on the wire besides payload (no FCS/preamble)
+SPORT_AT = 14 + 20           # UDP source port inside the frame
+HDR_AT = 14 + 20 + 8         # collective header inside the frame
+OVERHEAD = HDR_AT + HDR.size  # bytes on the wire besides payload (no FCS/preamble)
+_SPORT = struct.Struct("!H")
 
 
 @dataclass(frozen=True)
 class FlowHeader:
+    """The per-flow constant part of the collective header."""
+
     job: int
     src_rank: int
     dst_rank: int
@@ -34,32 +38,38 @@ class FlowHeader:
     npkts: int
 
 
-def build_frame(route: Route, dst_ip: str, h: FlowHeader, qp: int, length: int,
-                dscp: int = 0) -> bytearray:
-    """One frame template; its sequence number and flags are patched per packet."""
+def build_frame(route: Route, dst_ip: str, length: int, h: FlowHeader | None = None,
+                qp: int = 0, seq: int = 0, flags: int = 0) -> bytearray:
+    """A complete frame built by scapy (a template when `h` is None: header left zero)."""
+    hdr = CollectiveHeader(length=length) if h is None else CollectiveHeader(
+        flags=flags, job=h.job, src_rank=h.src_rank, dst_rank=h.dst_rank,
+        step=h.step & 0xFFFF, entropy=qp, flow=h.flow, seq=seq, npkts=h.npkts, length=length)
+    sport = 0 if h is None else entropy_port(h.job, h.src_rank, h.flow, qp)
     pkt = (Ether(src=route.src_mac, dst=route.nexthop_mac)
-           / IP(src=route.src_ip, dst=dst_ip, flags="DF", ttl=64, tos=dscp << 2)
-           / UDP(sport=entropy_port(h.job, h.src_rank, h.flow, qp), dport=ROCEV2_PORT, chksum=0)
-           / CollectiveHeader(job=h.job, src_rank=h.src_rank, dst_rank=h.dst_rank,
-                              step=h.step & 0xFFFF, entropy=qp, flow=h.flow, npkts=h.npkts,
-                              length=length)
-           / (b"\x00" * length))
+           / IP(src=route.src_ip, dst=dst_ip, flags="DF", ttl=64)
+           / UDP(sport=sport, dport=ROCEV2_PORT, chksum=0)
+           / hdr / (b"\x00" * length))
     return bytearray(bytes(pkt))
 
 
 class FrameCache:
-    """Templates per (flow, qp, length): a flow needs at most 2 x QPs of them."""
+    """Templates per (destination, payload length); `frame()` patches one packet into one."""
 
     def __init__(self) -> None:
-        self._frames: dict[tuple[int, int, int], bytearray] = {}
+        self._t: dict[tuple[str, int], bytearray] = {}
 
-    def get(self, route: Route, dst_ip: str, h: FlowHeader, qp: int, length: int) -> bytearray:
-        key = (h.flow, qp, length)
-        f = self._frames.get(key)
-        if f is None:
-            f = self._frames[key] = build_frame(route, dst_ip, h, qp, length)
+    def prebuild(self, route: Route, dst_ip: str, length: int) -> None:
+        if (dst_ip, length) not in self._t:
+            self._t[(dst_ip, length)] = build_frame(route, dst_ip, length)
+
+    def __len__(self) -> int:
+        return len(self._t)
+
+    def frame(self, dst_ip: str, h: FlowHeader, sport: int, qp: int, seq: int, length: int,
+              flags: int) -> bytearray:
+        """The frame for one packet (valid until the next call for the same template)."""
+        f = self._t[(dst_ip, length)]
+        _SPORT.pack_into(f, SPORT_AT, sport)
+        HDR.pack_into(f, HDR_AT, VERSION, flags, h.job, h.src_rank, h.dst_rank, h.step & 0xFFFF,
+                      qp, h.flow, seq, h.npkts, length, 0)
         return f
-
-    def drop_flow(self, flow: int) -> None:
-        for k in [k for k in self._frames if k[0] == flow]:
-            del self._frames[k]

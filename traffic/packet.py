@@ -22,15 +22,13 @@ from scapy.packet import Packet, Raw, bind_layers
 ROCEV2_PORT = 4791
 VERSION = 1
 
-F_ACK, F_NACK, F_RETX, F_LAST = 0x01, 0x02, 0x04, 0x08
-FLAG_NAMES = ["ACK", "NACK", "RETX", "LAST"]
+F_ACK, F_NACK, F_RETX, F_LAST, F_READY = 0x01, 0x02, 0x04, 0x08, 0x10
+FLAG_NAMES = ["ACK", "NACK", "RETX", "LAST", "READY"]
 
 #: version, flags, job, src_rank, dst_rank, step, entropy, flow, seq, npkts, length, reserved
 HDR = struct.Struct("!BBHHHHHIIIHH")
 #: cumulative ack (all seq < cum arrived), SACK base, bitmap for seq base .. base+63
 ACK = struct.Struct("!IIQ")
-SEQ_OFFSET = 16  # byte offset of `seq` inside HDR, patched into pre-built frames
-FLAGS_OFFSET = 1
 
 
 class CollectiveHeader(Packet):

@@ -5,13 +5,14 @@ from __future__ import annotations
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
+from traffic.frames import FlowHeader, FrameCache, build_frame
+from traffic.nexthop import Route
 from traffic.packet import (
     ACK,
     F_ACK,
     F_RETX,
     HDR,
     ROCEV2_PORT,
-    SEQ_OFFSET,
     VERSION,
     CollectiveAck,
     CollectiveHeader,
@@ -24,7 +25,23 @@ def test_scapy_layer_matches_struct_layout():
                          flow=123456, seq=0xABCDEF, npkts=99, length=1400)
     raw = bytes(h)
     assert raw == HDR.pack(VERSION, F_RETX, 7, 3, 9, 4, 2, 123456, 0xABCDEF, 99, 1400, 0)
-    assert raw[SEQ_OFFSET:SEQ_OFFSET + 4] == (0xABCDEF).to_bytes(4, "big")
+    assert CollectiveHeader(raw).seq == 0xABCDEF
+
+
+def test_patched_template_equals_scapy_built_frame():
+    route = Route("eth0", "10.0.0.1", "02:00:00:00:00:01", "10.0.0.254", "02:00:00:00:00:fe")
+    h = FlowHeader(job=3, src_rank=1, dst_rank=2, step=5, flow=77, npkts=10)
+    cache = FrameCache()
+    for length in (1400, 123):
+        cache.prebuild(route, "10.0.1.9", length)
+    for qp, seq, length, flags in [(0, 0, 1400, 0), (3, 9, 123, F_RETX), (1, 4, 1400, 0)]:
+        sport = entropy_port(3, 1, 77, qp)
+        got = cache.frame("10.0.1.9", h, sport, qp, seq, length, flags)
+        assert bytes(got) == bytes(build_frame(route, "10.0.1.9", length, h, qp, seq, flags))
+    assert len(cache) == 2
+    pkt = Ether(bytes(got))
+    assert pkt[Ether].dst == "02:00:00:00:00:fe" and pkt[IP].dst == "10.0.1.9"
+    assert pkt[UDP].dport == ROCEV2_PORT and pkt[CollectiveHeader].seq == 4
 
 
 def test_udp_dispatch_and_ack_layer():
