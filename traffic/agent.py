@@ -297,7 +297,7 @@ class HostAgent:
         for fid in self.active:
             self.tx[fid].tx.on_tick(now)
         for (src, flow), rx in self.rx.items():
-            if rx._pending:
+            if rx.ack_pending:
                 for a in rx.on_tick(now):
                     self._send_ack(self.hosts[src], self.flows[flow][1].dst, src, flow, a)
 

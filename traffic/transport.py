@@ -209,6 +209,10 @@ class ReceiverFlow:
             return True, self.ack(now)
         return True, []
 
+    @property
+    def ack_pending(self) -> bool:
+        return bool(self._pending)
+
     def on_tick(self, now: float) -> list[Ack]:
         if self._pending and now - self._last_ack >= self.cfg.ack_delay:
             return self.ack(now)
