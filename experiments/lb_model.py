@@ -22,7 +22,7 @@ CPU_PORT = 255
 LB_MAX_GROUPS = 256
 LB_MAX_MEMBERS = 64
 FLOWLET_SLOTS = 4096
-ROT_DST_SLOTS = 64
+ROT_SLOTS = 16384
 WAM_L_MAX = 16
 
 SCHEME_ECMP = 1
@@ -120,9 +120,24 @@ def ip(s: str) -> int:
 
 
 # ---- ECMP ------------------------------------------------------------------------------------
+def seeded_hash_member(fields: list[tuple[int, int]], n_members: int, seed: int) -> int:
+    """H(seed, fields) mod n, the variant chosen by seed[1:0].
+
+    0: crc32 over (seed, fields); 1: crc32 over (seed, reversed fields); 2 and 3: the same with
+    crc16. Variants exist because CRC is linear: a hashed-in seed only XORs a constant into the
+    CRC, which for 2^k members relabels them, so switches of one variant polarise whatever their
+    seeds; switches of different variants do not. crc32 comes first because CRC-16/ARC's low
+    bits spread structured inputs (consecutive ports) badly.
+    """
+    variant = seed & 3
+    ordered = fields[::-1] if variant in (1, 3) else fields
+    algo = "crc32" if variant in (0, 1) else "crc16"
+    return v1_hash(algo, [(seed, 16), *ordered], n_members) & _MASK16
+
+
 def ecmp_member(flow: FlowKey, n_members: int, seed: int) -> int:
-    """crc16(seed:16, src, dst, proto, sport, dport) mod n."""
-    return v1_hash("crc16", [(seed, 16), *flow.fields()], n_members) & _MASK16
+    """ECMP member of a flow: H(seed, src, dst, proto, sport, dport) mod n."""
+    return seeded_hash_member(flow.fields(), n_members, seed)
 
 
 # ---- flowlet ---------------------------------------------------------------------------------
@@ -150,7 +165,12 @@ def flowlet_member(
         fid = (fid + 1) & _MASK16
         state.flowlet_id[slot] = fid
     state.last_ts[slot] = now_us & _MASK48
-    return v1_hash("crc16", [(seed, 16), *flow.fields(), (fid, 16)], n_members) & _MASK16
+    return flowlet_hash_member(flow, fid, n_members, seed)
+
+
+def flowlet_hash_member(flow: FlowKey, flowlet_id: int, n_members: int, seed: int) -> int:
+    """As ECMP with the 16-bit flowlet id after dport (reversed variants: before it)."""
+    return seeded_hash_member([*flow.fields(), (flowlet_id, 16)], n_members, seed)
 
 
 # ---- random ----------------------------------------------------------------------------------
@@ -160,25 +180,23 @@ def random_member(n_members: int, rng: _random.Random) -> int:
 
 
 # ---- destination rotation --------------------------------------------------------------------
-def rotation_index(group_id: int, dst: int) -> int:
-    """rot_next index: group*ROT_DST_SLOTS + crc16(dst:32) mod ROT_DST_SLOTS."""
-    return group_id * ROT_DST_SLOTS + v1_hash("crc16", [(dst, 32)], ROT_DST_SLOTS)
-
-
 @dataclass
 class RotationState:
-    """The rot_next register (missing cells read 0)."""
+    """The rot_next register, indexed by the route's dst_id (missing cells read 0)."""
 
     next_member: dict[int, int] = field(default_factory=dict)
 
 
-def rotation_member(group_id: int, dst: int, n_members: int, state: RotationState) -> int:
-    """Return rot_next[idx] (0 if the group shrank below it) and advance it cyclically."""
-    idx = rotation_index(group_id, dst)
-    member = state.next_member.get(idx, 0)
+def rotation_member(dst_id: int, n_members: int, state: RotationState) -> int:
+    """Return rot_next[dst_id] (0 if the group shrank below it) and advance it cyclically.
+
+    dst_id is the per-(group, destination) slot the controller puts in the route's
+    set_lb_group(group_id, dst_id); it is exact, so destinations never share a counter.
+    """
+    member = state.next_member.get(dst_id, 0)
     if member >= n_members:
         member = 0
-    state.next_member[idx] = 0 if member + 1 == n_members else (member + 1) & _MASK16
+    state.next_member[dst_id] = 0 if member + 1 == n_members else (member + 1) & _MASK16
     return member
 
 

@@ -26,8 +26,7 @@ const bit<2>  ECN_CE         = 3;
 #define LB_MAX_MEMBERS     64       /* member indexes must be < this         */
 #define LB_MEMBER_CTR_SIZE 16384    /* LB_MAX_GROUPS * LB_MAX_MEMBERS        */
 #define FLOWLET_SLOTS      4096     /* flowlet register cells (shared)       */
-#define ROT_DST_SLOTS      64       /* rotation counters per group           */
-#define ROT_REG_SIZE       16384    /* LB_MAX_GROUPS * ROT_DST_SLOTS         */
+#define ROT_SLOTS          16384    /* rotation counters; dst_id < this      */
 #define WAM_L_MAX          16       /* WaM: m = 2^l with 0 <= l <= 16        */
 
 /* Table sizes (entries). */

@@ -82,9 +82,10 @@ struct headers_t {
  * then by MyIngress.lb_member (port + MAC). */
 struct lb_meta_t {
     bit<16> group_id;       /* from ipv4_lpm set_lb_group()                */
+    bit<16> dst_id;         /* from ipv4_lpm set_lb_group(): rotation slot  */
     bit<8>  scheme;         /* SCHEME_* (informational)                     */
     bit<16> n_members;      /* members 0 .. n_members-1 (not WaM)           */
-    bit<16> seed;           /* per-switch hash seed (ECMP, flowlet)         */
+    bit<16> seed;           /* ECMP/flowlet: hashed in; [1:0] = variant     */
     bit<48> flowlet_timeout;/* us; gap that starts a new flowlet            */
     bit<8>  wam_log2_m;     /* WaM: l, m = 2^l slots                        */
     bit<16> wam_a;          /* WaM: shuffle offset a                        */
@@ -95,7 +96,6 @@ struct lb_meta_t {
     bit<32> flow_slot;      /* flowlet register index                       */
     bit<48> flowlet_last;   /* flowlet: last-seen timestamp read back       */
     bit<16> flowlet_id;     /* flowlet: id read back (and maybe bumped)     */
-    bit<32> rot_index;      /* rotation register index                      */
     bit<16> member_idx;     /* the chosen member                            */
 }
 

@@ -49,10 +49,10 @@ control MyIngress(inout headers_t hdr,
     register<bit<48>>(FLOWLET_SLOTS) flowlet_last_ts;
     register<bit<16>>(FLOWLET_SLOTS) flowlet_id;
 
-    /* Destination rotation: index = group_id * ROT_DST_SLOTS
-     * + crc16(dstAddr) mod ROT_DST_SLOTS.  Holds the member index the next
-     * packet to that destination will use. */
-    register<bit<16>>(ROT_REG_SIZE) rot_next;
+    /* Destination rotation: index = dst_id, a per-(group, destination) slot
+     * the controller assigns in the route (set_lb_group).  Holds the member
+     * index the next packet to that destination will use. */
+    register<bit<16>>(ROT_SLOTS) rot_next;
 
     /* Whack-a-Mole: index = group_id.  Free-running 16-bit packet counter j;
      * only its low l bits matter (m = 2^l divides 2^16, so the wrap keeps
@@ -70,9 +70,11 @@ control MyIngress(inout headers_t hdr,
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
     }
 
-    /* Load-balanced next hop: the group decides the member. */
-    action set_lb_group(bit<16> group_id) {
+    /* Load-balanced next hop: the group decides the member.  dst_id names
+     * the route's destination for the rotation scheme (ignored by others). */
+    action set_lb_group(bit<16> group_id, bit<16> dst_id) {
         meta.lb.group_id = group_id;
+        meta.lb.dst_id = dst_id;
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
     }
 
@@ -110,14 +112,24 @@ control MyIngress(inout headers_t hdr,
     /* Load-balancing group: group id -> scheme and its parameters         */
     /* ------------------------------------------------------------------ */
 
-    /* ECMP: member = crc16(seed, 5-tuple) mod n_members. */
+    /* ECMP: member = H(seed, 5-tuple) mod n_members, where seed[1:0] picks
+     * the hash variant: 0 crc32 over (seed, src, dst, proto, sport, dport),
+     * 1 crc32 over (seed, dport, sport, proto, dst, src), 2 and 3 the same
+     * two layouts with crc16.
+     * Why variants: CRC is linear, so a seed hashed in with the fields only
+     * XORs a constant into the CRC, which for 2^k members merely relabels
+     * them -- switches with the same variant polarise whatever their seeds.
+     * Adjacent tiers must therefore use different seed[1:0].
+     * Why crc32 first: the low bits of CRC-16/ARC spread structured inputs
+     * (consecutive ports or addresses) badly, e.g. 2 of 8 members used. */
     action lb_ecmp(bit<16> n_members, bit<16> seed) {
         meta.lb.scheme = SCHEME_ECMP;
         meta.lb.n_members = n_members;
         meta.lb.seed = seed;
     }
 
-    /* Flowlet: member = crc16(seed, 5-tuple, flowlet id) mod n_members;
+    /* Flowlet: as ECMP with the flowlet id added after dport (forward
+     * variants) or before it (reversed variants);
      * a gap > timeout_us between a slot's packets bumps its flowlet id. */
     action lb_flowlet(bit<16> n_members, bit<16> seed, bit<32> timeout_us) {
         meta.lb.scheme = SCHEME_FLOWLET;
@@ -257,12 +269,24 @@ control MyIngress(inout headers_t hdr,
                         if (meta.lb.scheme != SCHEME_WAM && meta.lb.n_members == 16w0) {
                             meta.drop_reason = DROP_LB_EMPTY;
                         } else if (meta.lb.scheme == SCHEME_ECMP) {
-                            hash(meta.lb.member_idx, HashAlgorithm.crc16, 16w0,
-                                 { meta.lb.seed,
-                                   hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
-                                   hdr.ipv4.protocol,
-                                   meta.l4_src, meta.l4_dst },
-                                 meta.lb.n_members);
+                            /* Hash variant by seed[1:0]: see lb_ecmp. */
+                            if (meta.lb.seed[1:0] == 2w0) {
+                                hash(meta.lb.member_idx, HashAlgorithm.crc32, 16w0,
+                                     { meta.lb.seed, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol, meta.l4_src, meta.l4_dst },
+                                     meta.lb.n_members);
+                            } else if (meta.lb.seed[1:0] == 2w1) {
+                                hash(meta.lb.member_idx, HashAlgorithm.crc32, 16w0,
+                                     { meta.lb.seed, meta.l4_dst, meta.l4_src, hdr.ipv4.protocol, hdr.ipv4.dstAddr, hdr.ipv4.srcAddr },
+                                     meta.lb.n_members);
+                            } else if (meta.lb.seed[1:0] == 2w2) {
+                                hash(meta.lb.member_idx, HashAlgorithm.crc16, 16w0,
+                                     { meta.lb.seed, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol, meta.l4_src, meta.l4_dst },
+                                     meta.lb.n_members);
+                            } else {
+                                hash(meta.lb.member_idx, HashAlgorithm.crc16, 16w0,
+                                     { meta.lb.seed, meta.l4_dst, meta.l4_src, hdr.ipv4.protocol, hdr.ipv4.dstAddr, hdr.ipv4.srcAddr },
+                                     meta.lb.n_members);
+                            }
                         } else if (meta.lb.scheme == SCHEME_FLOWLET) {
                             hash(meta.lb.flow_slot, HashAlgorithm.crc32, 32w0,
                                  { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
@@ -281,30 +305,35 @@ control MyIngress(inout headers_t hdr,
                             }
                             flowlet_last_ts.write(meta.lb.flow_slot,
                                                   standard_metadata.ingress_global_timestamp);
-                            hash(meta.lb.member_idx, HashAlgorithm.crc16, 16w0,
-                                 { meta.lb.seed,
-                                   hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
-                                   hdr.ipv4.protocol,
-                                   meta.l4_src, meta.l4_dst,
-                                   meta.lb.flowlet_id },
-                                 meta.lb.n_members);
+                            if (meta.lb.seed[1:0] == 2w0) {
+                                hash(meta.lb.member_idx, HashAlgorithm.crc32, 16w0,
+                                     { meta.lb.seed, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol, meta.l4_src, meta.l4_dst, meta.lb.flowlet_id },
+                                     meta.lb.n_members);
+                            } else if (meta.lb.seed[1:0] == 2w1) {
+                                hash(meta.lb.member_idx, HashAlgorithm.crc32, 16w0,
+                                     { meta.lb.seed, meta.lb.flowlet_id, meta.l4_dst, meta.l4_src, hdr.ipv4.protocol, hdr.ipv4.dstAddr, hdr.ipv4.srcAddr },
+                                     meta.lb.n_members);
+                            } else if (meta.lb.seed[1:0] == 2w2) {
+                                hash(meta.lb.member_idx, HashAlgorithm.crc16, 16w0,
+                                     { meta.lb.seed, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol, meta.l4_src, meta.l4_dst, meta.lb.flowlet_id },
+                                     meta.lb.n_members);
+                            } else {
+                                hash(meta.lb.member_idx, HashAlgorithm.crc16, 16w0,
+                                     { meta.lb.seed, meta.lb.flowlet_id, meta.l4_dst, meta.l4_src, hdr.ipv4.protocol, hdr.ipv4.dstAddr, hdr.ipv4.srcAddr },
+                                     meta.lb.n_members);
+                            }
                         } else if (meta.lb.scheme == SCHEME_RANDOM) {
                             random(meta.lb.member_idx, 16w0, meta.lb.n_members - 16w1);
                         } else if (meta.lb.scheme == SCHEME_ROTATE) {
-                            hash(meta.lb.rot_index, HashAlgorithm.crc16, 32w0,
-                                 { hdr.ipv4.dstAddr },
-                                 (bit<32>)ROT_DST_SLOTS);
-                            meta.lb.rot_index = meta.lb.rot_index
-                                + (bit<32>)meta.lb.group_id * ROT_DST_SLOTS;
-                            rot_next.read(meta.lb.member_idx, meta.lb.rot_index);
+                            rot_next.read(meta.lb.member_idx, (bit<32>)meta.lb.dst_id);
                             /* The group may have shrunk since the last write. */
                             if (meta.lb.member_idx >= meta.lb.n_members) {
                                 meta.lb.member_idx = 16w0;
                             }
                             if (meta.lb.member_idx + 16w1 == meta.lb.n_members) {
-                                rot_next.write(meta.lb.rot_index, 16w0);
+                                rot_next.write((bit<32>)meta.lb.dst_id, 16w0);
                             } else {
-                                rot_next.write(meta.lb.rot_index, meta.lb.member_idx + 16w1);
+                                rot_next.write((bit<32>)meta.lb.dst_id, meta.lb.member_idx + 16w1);
                             }
                         } else if (meta.lb.scheme == SCHEME_WAM) {
                             wam_counter.read(meta.lb.wam_j, (bit<32>)meta.lb.group_id);
