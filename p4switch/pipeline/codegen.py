@@ -1,0 +1,1095 @@
+"""Compile IR blocks into Python source, once per pipeline.
+
+Representation (what the generated code manipulates):
+
+* a header is an instance of a generated ``__slots__`` class: ``_v`` (validity, bool) plus one
+  attribute ``f_<name>`` per field; a struct likewise (without ``_v``); a header stack is a
+  ``runtime.Stack`` (list ``h`` of headers, ``n`` = nextIndex);
+* ``bit<W>`` values are Python ints in [0, 2^W), ``int<W>`` values Python ints in
+  [-2^(W-1), 2^(W-1)); every operator that can leave the range re-wraps (masks) its result, so
+  values stay canonical; ``bool`` is a Python bool; ``error``/enum values are ints;
+* every parser/control becomes one Python function whose arguments are the block's parameters
+  plus ``_lv`` (an object holding control-level locals, shared with the block's actions) and
+  ``_ctx`` (``runtime.Ctx``); each action becomes a function of the same leading arguments
+  followed by its own parameters; each table becomes a function that computes the key, looks up
+  the run-time table state and calls the chosen action;
+* extraction reads a header with one ``int.from_bytes`` over the byte slice and splits fields
+  with pre-computed shifts and masks; emission joins them back the same way.
+
+Run-time objects (tables, registers, counters, meters, value sets, hash functions) are bound
+as module globals of the generated code by ``bind``; the pipeline owns them.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from collections.abc import Callable
+from typing import Any
+
+from p4switch import ir
+
+from . import hashes
+
+
+class BuildError(Exception):
+    """The program uses something p4switch cannot execute; raised when the pipeline is built."""
+
+
+def pyname(name: str) -> str:
+    return "v_" + re.sub(r"\W", "_", name)
+
+
+def fattr(name: str) -> str:
+    return "f_" + re.sub(r"\W", "_", name)
+
+
+def _mask(w: int) -> int:
+    return (1 << w) - 1
+
+
+def enum_member(c: ir.Expr) -> str:
+    """The member name of a Const of an enum type (e.g. HashAlgorithm.crc16 -> "crc16")."""
+    if isinstance(c, ir.Const) and isinstance(c.type, ir.EnumType):
+        for name, value in c.type.members:
+            if value == c.value:
+                return name
+    if isinstance(c, ir.Const) and isinstance(c.value, str):
+        return c.value
+    raise BuildError(f"expected an enum constant, got {c!r}")
+
+
+def const_int(e: ir.Expr) -> int:
+    if isinstance(e, ir.Const) and isinstance(e.value, int | bool):
+        return int(e.value)
+    raise BuildError(f"expected a constant, got {e!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# The module: classes for types, then functions for blocks
+# --------------------------------------------------------------------------------------------
+
+
+class Module:
+    """Collects generated source and the globals it needs; ``compile`` execs it once."""
+
+    def __init__(self, program: ir.Program) -> None:
+        self.program = program
+        self.lines: list[str] = []
+        self.globals: dict[str, Any] = {}
+        self._classes: dict[Any, str] = {}
+        self._bound: dict[int, str] = {}
+        self._n = 0
+        from . import runtime
+
+        self.globals.update(
+            _Stack=runtime.Stack,
+            _PErr=runtime.ParserErrorSignal,
+            _Exit=runtime.ExitSignal,
+            _PktErr=runtime.PacketError,
+            _Assert=runtime.AssertSignal,
+            _div=runtime.div,
+            _mod=runtime.mod,
+            _ifb=int.from_bytes,
+        )
+        for name, fn in hashes.ALGORITHMS.items():
+            self.globals["_H_" + name] = fn
+
+    def fresh(self, prefix: str) -> str:
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    def bind(self, obj: Any, prefix: str = "G") -> str:
+        """A global name for a run-time object."""
+        key = id(obj)
+        if key not in self._bound:
+            name = self.fresh("_" + prefix)
+            self.globals[name] = obj
+            self._bound[key] = name
+        return self._bound[key]
+
+    # types -----------------------------------------------------------------------------------
+    def cls(self, t: ir.Type) -> str:
+        """Name of the generated class for a header or struct type."""
+        if t in self._classes:
+            return self._classes[t]
+        if isinstance(t, ir.HeaderType):
+            name = self.fresh("H_" + re.sub(r"\W", "_", t.name) + "_")
+        elif isinstance(t, ir.StructType):
+            name = self.fresh("S_" + re.sub(r"\W", "_", t.name) + "_")
+        else:
+            raise BuildError(f"no class for type {t}")
+        self._classes[t] = name
+        fields = [f for f in t.fields]
+        for f in fields:  # nested classes first
+            if isinstance(f.type, ir.HeaderType | ir.StructType):
+                self.cls(f.type)
+            elif isinstance(f.type, ir.StackType):
+                self.cls(f.type.elem)
+        is_hdr = isinstance(t, ir.HeaderType)
+        slots = (["_v"] if is_hdr else []) + [fattr(f.name) for f in fields]
+        out = [f"class {name}:", f"    __slots__ = {tuple(slots)!r}", "    def __init__(self):"]
+        if is_hdr:
+            out.append("        self._v = False")
+        for f in fields:
+            out.append(f"        self.{fattr(f.name)} = {self.default(f.type)}")
+        if len(out) == 3:
+            out.append("        pass")
+        out.append("    def copy(self):")
+        out.append(f"        c = {name}.__new__({name})")
+        if is_hdr:
+            out.append("        c._v = self._v")
+        for f in fields:
+            a = fattr(f.name)
+            if isinstance(f.type, ir.HeaderType | ir.StructType | ir.StackType):
+                out.append(f"        c.{a} = self.{a}.copy()")
+            else:
+                out.append(f"        c.{a} = self.{a}")
+        out.append("        return c")
+        if is_hdr:
+            out.append("    def _pack(self):")
+            out.append(f"        return {self.pack_expr(t, 'self')}")
+        self.lines.extend(out)
+        self.lines.append("")
+        return name
+
+    def default(self, t: ir.Type) -> str:
+        if isinstance(t, ir.BoolType):
+            return "False"
+        if isinstance(t, ir.HeaderType | ir.StructType):
+            return f"{self.cls(t)}()"
+        if isinstance(t, ir.StackType):
+            return f"_Stack([{self.cls(t.elem)}() for _ in range({t.size})])"
+        return "0"
+
+    def pack_expr(self, t: ir.HeaderType, var: str) -> str:
+        """Expression giving the bytes of header object ``var``."""
+        w = t.width
+        if w % 8:
+            raise BuildError(f"header {t.name} is {w} bits wide, not a whole number of bytes")
+        parts = []
+        shift = w
+        for f in t.fields:
+            fw = ir.type_width(f.type)
+            shift -= fw
+            v = f"{var}.{fattr(f.name)}"
+            if isinstance(f.type, ir.BitsType) and f.type.signed:
+                v = f"({v} & {_mask(fw)})"
+            parts.append(f"({v} << {shift})" if shift else v)
+        if not parts:
+            return "b''"
+        return f"({' | '.join(parts)}).to_bytes({w // 8}, 'big')"
+
+    def compile(self, filename: str = "<p4switch>") -> dict[str, Any]:
+        src = "\n".join(self.lines) + "\n"
+        self.source = src
+        ns = dict(self.globals)
+        exec(compile(src, filename, "exec"), ns)  # noqa: S102 - our own generated code
+        return ns
+
+
+# --------------------------------------------------------------------------------------------
+# Expressions and statements of one block
+# --------------------------------------------------------------------------------------------
+
+
+class BlockGen:
+    """Generates the functions of one parser or control.
+
+    ``resolve_instance(name)`` gives the ExternInstance for an instance name;
+    ``runtime_obj(inst)`` the pipeline's run-time object for it; ``table_state(table)`` the
+    run-time table."""
+
+    def __init__(
+        self,
+        mod: Module,
+        block: ir.Parser | ir.Control,
+        *,
+        kind: str,
+        resolve_instance: Callable[[str], ir.ExternInstance],
+        runtime_obj: Callable[[ir.ExternInstance], Any],
+        table_state: Callable[[ir.Table], Any],
+        drop_port: int,
+        sm_var: str | None,
+    ) -> None:
+        self.mod = mod
+        self.block = block
+        self.kind = kind  # "parser", "control", "deparser"
+        self.prog = mod.program
+        self.resolve_instance = resolve_instance
+        self.runtime_obj = runtime_obj
+        self.table_state = table_state
+        self.drop_port = drop_port
+        self.lv_names: set[str] = set()
+        if isinstance(block, ir.Control):
+            self.lv_names = {d.name for d in block.locals}
+        self.pkt_param: str | None = None
+        self.params: list[str] = []
+        for p in block.params:
+            if isinstance(p.type, ir.ExternType) and p.type.name in ("packet_in", "packet_out"):
+                self.pkt_param = p.name
+            else:
+                self.params.append(pyname(p.name))
+        self.sm_var = sm_var
+        self.lines: list[str] = []
+        self.ind = 1
+        self.in_parser = kind == "parser"
+        self.action_outs: list[str] | None = None  # in an action with out params
+        self.action_fns: dict[str, str] = {}
+        self.table_fns: dict[str, str] = {}
+
+    # -- helpers ---------------------------------------------------------------------------
+    def w(self, line: str) -> None:
+        self.lines.append("    " * self.ind + line)
+
+    def err(self, name: str) -> int:
+        try:
+            return self.prog.error_code(name)
+        except ValueError:
+            raise BuildError(f"error.{name} is not declared") from None
+
+    def var(self, name: str) -> str:
+        if name in self.lv_names:
+            return "_lv." + pyname(name)
+        return pyname(name)
+
+    # -- expressions -----------------------------------------------------------------------
+    def ex(self, e: ir.Expr) -> str:  # noqa: C901 - one dispatch over the IR's expressions
+        t = e.type
+        if isinstance(e, ir.Const):
+            if isinstance(t, ir.BoolType):
+                return "True" if e.value else "False"
+            if isinstance(e.value, str):
+                return repr(e.value)
+            v = int(e.value)
+            if isinstance(t, ir.BitsType):
+                v = v & _mask(t.width) if not t.signed else _wrap_const(v, t.width)
+            return str(v) if v >= 0 else f"({v})"
+        if isinstance(e, ir.Var):
+            return self.var(e.name)
+        if isinstance(e, ir.Member):
+            bt = e.base.type
+            if isinstance(bt, ir.StackType):
+                return self.stack_prop(e.base, e.field)
+            return f"{self.ex(e.base)}.{fattr(e.field)}"
+        if isinstance(e, ir.StackElem):
+            s = self.ex(e.stack)
+            if isinstance(e.index, ir.Const):
+                i = const_int(e.index)
+                size = e.stack.type.size  # type: ignore[union-attr]
+                if not 0 <= i < size:
+                    raise BuildError(f"stack index {i} out of bounds")
+                return f"{s}.h[{i}]"
+            return f"_sget({s}, {self.ex(e.index)})"
+        if isinstance(e, ir.StackNext):
+            return f"_snext({self.ex(e.stack)})"
+        if isinstance(e, ir.StackLast):
+            return f"_slast({self.ex(e.stack)})"
+        if isinstance(e, ir.StackProp):
+            return self.stack_prop(e.stack, e.prop)
+        if isinstance(e, ir.Slice):
+            m = _mask(e.hi - e.lo + 1)
+            b = self.ex(e.base)
+            return f"(({b} >> {e.lo}) & {m})" if e.lo else f"({b} & {m})"
+        if isinstance(e, ir.Concat):
+            wr = ir.type_width(e.right.type)
+            r = self.ex(e.right)
+            if isinstance(e.right.type, ir.BitsType) and e.right.type.signed:
+                r = f"({r} & {_mask(wr)})"
+            elif isinstance(e.right.type, ir.BoolType):
+                r = f"int({r})"
+            return f"(({self.ex(e.left)} << {wr}) | {r})"
+        if isinstance(e, ir.Cast):
+            return self.cast(e)
+        if isinstance(e, ir.Unary):
+            a = self.ex(e.operand)
+            if e.op == "!":
+                return f"(not {a})"
+            if e.op == "~":
+                if isinstance(t, ir.BitsType) and not t.signed:
+                    return f"({a} ^ {_mask(t.width)})"
+                return f"(~{a})"
+            if e.op == "-":
+                return self.wrap(f"-{a}", t)
+            raise BuildError(f"unknown unary operator {e.op}")
+        if isinstance(e, ir.Binary):
+            return self.binary(e)
+        if isinstance(e, ir.Mux):
+            return f"({self.ex(e.then)} if {self.ex(e.cond)} else {self.ex(e.else_)})"
+        if isinstance(e, ir.IsValid):
+            return f"{self.ex(e.header)}._v"
+        if isinstance(e, ir.TableHit):
+            fn = self.table_fn(e.table)
+            hit = f"({fn}({self.call_args()})[3] is not None)"
+            return f"(not {hit})" if e.negate else hit
+        if isinstance(e, ir.Lookahead):
+            return self.lookahead(t)
+        if isinstance(e, ir.ListExpr):
+            if isinstance(t, ir.HeaderType | ir.StructType):
+                tmp = self.mod.cls(t)
+                vals = ", ".join(self.ex(i) for i in e.items)
+                fn = "_mkh" if isinstance(t, ir.HeaderType) else "_mks"
+                return f"{fn}({tmp}, ({vals}{',' if len(e.items) == 1 else ''}))"
+            return "(" + "".join(self.ex(i) + ", " for i in e.items) + ")"
+        raise BuildError(f"unsupported expression {type(e).__name__}")
+
+    def stack_prop(self, stack: ir.Expr, prop: str) -> str:
+        s = self.ex(stack)
+        if prop == "size":
+            return str(stack.type.size)  # type: ignore[union-attr]
+        if prop == "nextIndex":
+            return f"{s}.n"
+        if prop == "lastIndex":
+            return f"(({s}.n - 1) & 0xFFFFFFFF)"
+        raise BuildError(f"unknown stack property {prop}")
+
+    def wrap(self, code: str, t: ir.Type) -> str:
+        if isinstance(t, ir.BitsType):
+            if t.signed:
+                h = 1 << (t.width - 1)
+                return f"((({code}) + {h} & {_mask(t.width)}) - {h})"
+            return f"(({code}) & {_mask(t.width)})"
+        return f"({code})"
+
+    def cast(self, e: ir.Cast) -> str:
+        t, s = e.type, e.expr.type
+        a = self.ex(e.expr)
+        if isinstance(s, ir.EnumType) and s.underlying is not None:
+            s = s.underlying
+        if isinstance(t, ir.EnumType) and t.underlying is not None:
+            t = t.underlying
+        if isinstance(t, ir.BoolType):
+            return a if isinstance(s, ir.BoolType) else f"({a} != 0)"
+        if isinstance(t, ir.BitsType):
+            if isinstance(s, ir.BoolType):
+                return f"(1 if {a} else 0)"
+            if isinstance(s, ir.BitsType) and s.signed == t.signed and s.width <= t.width:
+                return a
+            if isinstance(s, ir.BitsType) and not s.signed and t.signed and s.width < t.width:
+                return a
+            return self.wrap(a, t)
+        return a
+
+    def binary(self, e: ir.Binary) -> str:
+        op, t = e.op, e.type
+        a, b = self.ex(e.left), self.ex(e.right)
+        if op in ("==", "!=", "<", "<=", ">", ">="):
+            if isinstance(e.left.type, ir.HeaderType | ir.StructType):
+                eq = f"_eq({a}, {b})"
+                return eq if op == "==" else f"(not {eq})"
+            return f"({a} {op} {b})"
+        if op == "&&":
+            return f"({a} and {b})"
+        if op == "||":
+            return f"({a} or {b})"
+        if op in ("&", "|", "^"):
+            return f"({a} {op} {b})"
+        if op in ("+", "-", "*"):
+            return self.wrap(f"{a} {op} {b}", t)
+        if op in ("/", "%"):
+            if isinstance(e.right, ir.Const) and const_int(e.right) > 0 and not _signed(t):
+                return f"({a} {'//' if op == '/' else '%'} {b})"
+            return self.wrap(f"{'_div' if op == '/' else '_mod'}({a}, {b})", t)
+        if op == "<<":
+            if not isinstance(t, ir.BitsType):
+                return f"({a} << {b})"
+            if isinstance(e.right, ir.Const):
+                n = const_int(e.right)
+                return "0" if n >= t.width else self.wrap(f"{a} << {n}", t)
+            return f"_shl({a}, {b}, {t.width}, {int(t.signed)})"
+        if op == ">>":
+            return f"({a} >> {b})"
+        if op in ("|+|", "|-|"):
+            sym = "+" if op == "|+|" else "-"
+            if isinstance(t, ir.BitsType):
+                if t.signed:
+                    h = 1 << (t.width - 1)
+                    return f"max(min({a} {sym} {b}, {h - 1}), {-h})"
+                return f"max(min({a} {sym} {b}, {_mask(t.width)}), 0)"
+            return f"({a} {sym} {b})"
+        raise BuildError(f"unknown operator {op}")
+
+    def lookahead(self, t: ir.Type) -> str:
+        if not self.in_parser:
+            raise BuildError("lookahead outside a parser")
+        w = ir.type_width(t)
+        nbytes = (w + 7) // 8
+        pad = nbytes * 8 - w
+        raw = f"_look(_pkt, _pos, {nbytes})"
+        if isinstance(t, ir.HeaderType):
+            return f"_hdr_from_int({self.mod.cls(t)}, {raw} >> {pad}, {self.fields_spec(t)!r})"
+        v = f"({raw} >> {pad})" if pad else raw
+        if isinstance(t, ir.BitsType) and t.signed:
+            return self.wrap(v, t)
+        if isinstance(t, ir.BoolType):
+            return f"({v} != 0)"
+        return v
+
+    @staticmethod
+    def fields_spec(t: ir.HeaderType) -> tuple[tuple[str, int, int], ...]:
+        out = []
+        for f in t.fields:
+            kind = 0
+            if isinstance(f.type, ir.BitsType) and f.type.signed:
+                kind = 1
+            elif isinstance(f.type, ir.BoolType):
+                kind = 2
+            out.append((fattr(f.name), ir.type_width(f.type), kind))
+        return tuple(out)
+
+    def call_args(self) -> str:
+        return ", ".join([*self.params, "_lv", "_ctx"])
+
+    # -- l-values --------------------------------------------------------------------------
+    def assign(self, lhs: ir.Expr, rhs_code: str) -> None:
+        if isinstance(lhs, ir.Slice):
+            m = _mask(lhs.hi - lhs.lo + 1)
+            cur = self.ex(lhs.base)
+            code = f"({cur} & {~(m << lhs.lo) & _mask(ir.type_width(lhs.base.type))}) | (({rhs_code} & {m}) << {lhs.lo})"
+            if _signed(lhs.base.type):
+                code = self.wrap(code, lhs.base.type)
+            self.assign(lhs.base, code)
+            return
+        if isinstance(lhs, ir.StackElem) and not isinstance(lhs.index, ir.Const):
+            self.w(f"_sset({self.ex(lhs.stack)}, {self.ex(lhs.index)}, {rhs_code})")
+            return
+        if isinstance(lhs, ir.StackNext | ir.StackLast):
+            fn = "_snext_i" if isinstance(lhs, ir.StackNext) else "_slast_i"
+            s = self.ex(lhs.stack)
+            self.w(f"{s}.h[{fn}({s})] = {rhs_code}")
+            return
+        self.w(f"{self.ex(lhs)} = {rhs_code}")
+
+    def value(self, e: ir.Expr) -> str:
+        """Code for the value of ``e`` as an assignment source (copies aggregates)."""
+        code = self.ex(e)
+        if isinstance(e.type, ir.HeaderType | ir.StructType | ir.StackType) and not isinstance(
+            e, ir.ListExpr | ir.Lookahead
+        ):
+            return f"{code}.copy()"
+        return code
+
+    # -- statements ------------------------------------------------------------------------
+    def stmts(self, ss: list[ir.Stmt]) -> None:
+        start = len(self.lines)
+        for s in ss:
+            self.stmt(s)
+        if len(self.lines) == start:
+            self.w("pass")
+
+    def stmt(self, s: ir.Stmt) -> None:  # noqa: C901 - one dispatch over the IR's statements
+        if isinstance(s, ir.Block):
+            self.stmts(s.stmts)
+        elif isinstance(s, ir.VarDecl):
+            code = self.value(s.init) if s.init is not None else self.mod.default(s.type)
+            self.w(f"{self.var(s.name)} = {code}")
+        elif isinstance(s, ir.Assign):
+            self.assign(s.lhs, self.value(s.rhs))
+        elif isinstance(s, ir.If):
+            self.w(f"if {self.ex(s.cond)}:")
+            self.ind += 1
+            self.stmts(s.then.stmts)
+            self.ind -= 1
+            if s.else_ is not None and s.else_.stmts:
+                self.w("else:")
+                self.ind += 1
+                self.stmts(s.else_.stmts)
+                self.ind -= 1
+        elif isinstance(s, ir.ApplyTable):
+            self.w(f"{self.table_fn(s.table)}({self.call_args()})")
+        elif isinstance(s, ir.SwitchAction):
+            tmp = self.mod.fresh("_a")
+            self.w(f"{tmp} = {self.table_fn(s.table)}({self.call_args()})[0]")
+            self.switch(tmp, [(c.actions, c.body) for c in s.cases], repr)
+        elif isinstance(s, ir.SwitchValue):
+            tmp = self.mod.fresh("_s")
+            self.w(f"{tmp} = {self.ex(s.expr)}")
+            cases = [
+                (None if c.values is None else [self.ex(v) for v in c.values], c.body)
+                for c in s.cases
+            ]
+            self.switch(tmp, cases, str)
+        elif isinstance(s, ir.ActionCall):
+            self.action_call(s)
+        elif isinstance(s, ir.ExternCall):
+            self.extern_call(s)
+        elif isinstance(s, ir.HeaderMethod):
+            h = self.ex(s.header)
+            if s.method == "setValid":
+                self.w(f"{h}._v = True")
+            elif s.method == "setInvalid":
+                self.w(f"{h}._v = False")
+            else:
+                raise BuildError(f"unknown header method {s.method}")
+        elif isinstance(s, ir.StackMethod):
+            self.w(f"_s{s.method}({self.ex(s.stack)}, {s.count})")
+        elif isinstance(s, ir.Extract):
+            self.extract(s.header)
+        elif isinstance(s, ir.Advance):
+            if isinstance(s.bits, ir.Const) and const_int(s.bits) % 8:
+                raise BuildError("advance by a number of bits that is not a multiple of 8")
+            n = self.mod.fresh("_n")
+            self.w(f"{n} = {self.ex(s.bits)} >> 3")
+            self.w(f"if _pos + {n} > _plen: raise _PErr({self.err('PacketTooShort')})")
+            self.w(f"_pos += {n}")
+        elif isinstance(s, ir.Emit):
+            self.emit(s.header)
+        elif isinstance(s, ir.Exit):
+            self.w("raise _Exit()")
+        elif isinstance(s, ir.Return):
+            if self.action_outs is not None:
+                self.w(f"return ({', '.join(self.action_outs)},)")
+            else:
+                self.w("return")
+        else:
+            raise BuildError(f"unsupported statement {type(s).__name__}")
+
+    def switch(self, tmp: str, cases: list[tuple[Any, ir.Block | None]], fmt: Callable) -> None:
+        pending: list[Any] = []
+        first = True
+        default_body: ir.Block | None = None
+        has_default = False
+        for labels, body in cases:
+            if labels is None:
+                has_default = True
+                default_body = body
+                continue
+            pending.extend(labels)
+            if body is None:
+                continue
+            vals = ", ".join(fmt(v) for v in pending)
+            self.w(f"{'if' if first else 'elif'} {tmp} in ({vals},):")
+            first = False
+            pending = []
+            self.ind += 1
+            self.stmts(body.stmts)
+            self.ind -= 1
+        if has_default and default_body is not None:
+            if first:
+                self.stmts(default_body.stmts)
+            else:
+                self.w("else:")
+                self.ind += 1
+                self.stmts(default_body.stmts)
+                self.ind -= 1
+
+    # -- parser pieces ---------------------------------------------------------------------
+    def extract(self, target: ir.Expr) -> None:
+        t = target.type
+        if not isinstance(t, ir.HeaderType):
+            raise BuildError("extract of something that is not a header")
+        w = t.width
+        if w % 8:
+            raise BuildError(f"header {t.name} is {w} bits wide, not a whole number of bytes")
+        n = w // 8
+        self.w(f"if _pos + {n} > _plen: raise _PErr({self.err('PacketTooShort')})")
+        if isinstance(target, ir.StackNext):
+            s = self.ex(target.stack)
+            self.w(f"if {s}.n >= {target.stack.type.size}: raise _PErr({self.err('StackOutOfBounds')})")  # type: ignore[union-attr]
+            self.w(f"_h = {s}.h[{s}.n]")
+            self.w(f"{s}.n += 1")
+        else:
+            self.w(f"_h = {self.ex(target)}")
+        if t.fields:
+            self.w(f"_x = _ifb(_pkt[_pos:_pos + {n}], 'big')")
+        shift = w
+        for i, f in enumerate(t.fields):
+            fw = ir.type_width(f.type)
+            shift -= fw
+            v = "_x" if not shift else f"(_x >> {shift})"
+            if i:
+                v = f"({v} & {_mask(fw)})"
+            if isinstance(f.type, ir.BitsType) and f.type.signed:
+                v = self.wrap(v, f.type)
+            elif isinstance(f.type, ir.BoolType):
+                v = f"({v} != 0)"
+            self.w(f"_h.{fattr(f.name)} = {v}")
+        self.w("_h._v = True")
+        self.w(f"_pos += {n}")
+
+    # -- deparser --------------------------------------------------------------------------
+    def emit(self, e: ir.Expr) -> None:
+        t = e.type
+        if isinstance(t, ir.HeaderType):
+            h = self.mod.fresh("_e")
+            self.w(f"{h} = {self.ex(e)}")
+            self.w(f"if {h}._v: _out.append({self.mod.pack_expr(t, h)})")
+        elif isinstance(t, ir.StackType):
+            self.w(f"for _eh in {self.ex(e)}.h:")
+            self.w("    if _eh._v: _out.append(_eh._pack())")
+        elif isinstance(t, ir.StructType):
+            for f in t.fields:
+                self.emit(ir.Member(e, f.name, type=f.type))
+        else:
+            raise BuildError(f"emit of {t}")
+
+    # -- hash input ------------------------------------------------------------------------
+    def flatten(self, e: ir.Expr) -> list[tuple[str, int, str | None]]:
+        """(value code, width, validity code or None) of each scalar of a field list, in order."""
+        t = e.type
+        if isinstance(e, ir.ListExpr) and not isinstance(t, ir.HeaderType | ir.StructType):
+            out = []
+            for i in e.items:
+                out.extend(self.flatten(i))
+            return out
+        if isinstance(t, ir.HeaderType):
+            h = self.ex(e)
+            return [
+                (f"{h}.{fattr(f.name)}", ir.type_width(f.type), f"{h}._v") for f in t.fields
+            ]
+        if isinstance(t, ir.StructType):
+            out = []
+            for f in t.fields:
+                out.extend(self.flatten(ir.Member(e, f.name, type=f.type)))
+            return out
+        if isinstance(t, ir.StackType):
+            out = []
+            for i in range(t.size):
+                out.extend(self.flatten(ir.StackElem(e, ir.Const(i, type=ir.InfIntType()), type=t.elem)))
+            return out
+        width = ir.type_width(t)
+        code = self.ex(e)
+        if isinstance(t, ir.BitsType) and t.signed:
+            code = f"({code} & {_mask(width)})"
+        elif isinstance(t, ir.BoolType):
+            code = f"int({code})"
+        valid = None
+        if isinstance(e, ir.Member) and isinstance(e.base.type, ir.HeaderType):
+            valid = f"{self.ex(e.base)}._v"
+        return [(code, width, valid)]
+
+    def hash_input(self, data: ir.Expr, payload: bool = False) -> str:
+        """Emit code building the hash input bytes; returns the variable holding them."""
+        items = self.flatten(data)
+        b = self.mod.fresh("_hb")
+        if all(v is None for _, _, v in items):
+            total = sum(w for _, w, _ in items)
+            pad = (-total) & 7
+            parts = []
+            shift = pad
+            for code, width, _ in reversed(items):
+                parts.append(f"({code} << {shift})" if shift else code)
+                shift += width
+            expr = " | ".join(reversed(parts)) if parts else "0"
+            self.w(f"{b} = ({expr}).to_bytes({(total + pad) // 8}, 'big')")
+        else:
+            acc, wv = self.mod.fresh("_ha"), self.mod.fresh("_hw")
+            self.w(f"{acc} = 0")
+            self.w(f"{wv} = 0")
+            groups: list[tuple[str | None, list[tuple[str, int]]]] = []
+            for code, width, valid in items:
+                if groups and groups[-1][0] == valid:
+                    groups[-1][1].append((code, width))
+                else:
+                    groups.append((valid, [(code, width)]))
+            for valid, fields in groups:
+                gw = sum(w for _, w in fields)
+                parts = []
+                shift = 0
+                for code, width in reversed(fields):
+                    parts.append(f"({code} << {shift})" if shift else code)
+                    shift += width
+                line = f"{acc} = ({acc} << {gw}) | {' | '.join(reversed(parts))}; {wv} += {gw}"
+                self.w(f"if {valid}: {line}" if valid else line)
+            self.w(f"{wv}_p = -{wv} & 7")
+            self.w(f"{b} = ({acc} << {wv}_p).to_bytes(({wv} + {wv}_p) >> 3, 'big')")
+        if payload:
+            self.w(f"{b} = {b} + _ctx.payload")
+        return b
+
+    # -- externs ---------------------------------------------------------------------------
+    def algo_fn(self, c: ir.Expr) -> str:
+        name = enum_member(c)
+        try:
+            hashes.algorithm(name)
+        except ValueError as exc:
+            raise BuildError(str(exc)) from None
+        return "_H_" + name
+
+    def extern_call(self, s: ir.ExternCall) -> None:  # noqa: C901 - one dispatch per extern
+        a = s.args
+        m = s.method
+        if s.instance is not None:
+            self.method_call(s)
+            return
+        if m == "mark_to_drop":
+            sm = self.ex(a[0]) if a else self.sm_var
+            if sm is None:
+                raise BuildError("mark_to_drop outside a block with standard_metadata")
+            self.w(f"{sm}.f_egress_spec = {self.drop_port}")
+            self.w(f"{sm}.f_mcast_grp = 0")
+        elif m == "hash":
+            out, algo, base, data, mx = a
+            fn = self.algo_fn(algo)
+            b = self.hash_input(data)
+            wout = ir.type_width(out.type)
+            base_c, max_c = self.ex(base), self.ex(mx)
+            if isinstance(mx, ir.Const) and const_int(mx) == 0:
+                v = f"({base_c} + {fn}({b}))"
+            elif isinstance(mx, ir.Const):
+                v = f"({base_c} + {fn}({b}) % {max_c})"
+            else:
+                v = f"_hmod({base_c}, {fn}({b}), {max_c})"
+            self.assign(out, f"({v} & {_mask(wout)})")
+        elif m in ("verify_checksum", "verify_checksum_with_payload"):
+            cond, data, field, algo = a
+            fn = self.algo_fn(algo)
+            self.w(f"if {self.ex(cond)}:")
+            self.ind += 1
+            b = self.hash_input(data, payload=m.endswith("payload"))
+            wf = ir.type_width(field.type)
+            self.w(f"if ({fn}({b}) & {_mask(wf)}) != {self.ex(field)}: _ctx.checksum_error = 1")
+            self.ind -= 1
+        elif m in ("update_checksum", "update_checksum_with_payload"):
+            cond, data, field, algo = a
+            fn = self.algo_fn(algo)
+            self.w(f"if {self.ex(cond)}:")
+            self.ind += 1
+            b = self.hash_input(data, payload=m.endswith("payload"))
+            self.assign(field, f"({fn}({b}) & {_mask(ir.type_width(field.type))})")
+            self.ind -= 1
+        elif m == "random":
+            out, lo, hi = a
+            self.assign(out, f"_random({self.ex(lo)}, {self.ex(hi)})")
+        elif m in ("clone", "clone3", "clone_preserving_field_list"):
+            ctype = enum_member(a[0])
+            fl = self.ex(a[2]) if m == "clone_preserving_field_list" else "-1"
+            self.w(f"_ctx.clone = ({1 if ctype == 'E2E' else 0}, {self.ex(a[1])}, {fl})")
+        elif m in ("resubmit_preserving_field_list", "resubmit"):
+            fl = self.ex(a[0]) if m.endswith("list") else "-1"
+            self.w(f"_ctx.resubmit = {fl}")
+        elif m in ("recirculate_preserving_field_list", "recirculate"):
+            fl = self.ex(a[0]) if m.endswith("list") else "-1"
+            self.w(f"_ctx.recirculate = {fl}")
+        elif m == "truncate":
+            self.w(f"_ctx.truncate = {self.ex(a[0])}")
+        elif m == "digest":
+            self.digest(s)
+        elif m == "log_msg":
+            msg = a[0].value if isinstance(a[0], ir.Const) else ""
+            vals = "()"
+            if len(a) > 1:
+                vals = "(" + "".join(c + ", " for c, _, _ in self.flatten(a[1])) + ")"
+            self.w(f"_log(_ctx, {msg!r}, {vals})")
+        elif m in ("assert", "assume"):
+            self.w(f"if not {self.ex(a[0])}: raise _Assert()")
+        elif m == "verify":
+            self.w(f"if not {self.ex(a[0])}: raise _PErr({self.ex(a[1])})")
+        else:
+            raise BuildError(f"unsupported extern function {m}")
+
+    def digest(self, s: ir.ExternCall) -> None:
+        receiver, data = s.args
+        t = s.type_args[0] if s.type_args else data.type
+        if not isinstance(t, ir.StructType):
+            raise BuildError("digest data must be a struct")
+        if isinstance(data, ir.ListExpr):
+            vals = [self.ex(i) for i in data.items]
+        else:
+            d = self.ex(data)
+            vals = [f"{d}.{fattr(f.name)}" for f in t.fields]
+        items = ", ".join(f"{f.name!r}: {v}" for f, v in zip(t.fields, vals, strict=True))
+        self.w(f"_digest(_ctx, {t.name!r}, {self.ex(receiver)}, {{{items}}})")
+
+    def method_call(self, s: ir.ExternCall) -> None:
+        inst = self.resolve_instance(s.instance)  # type: ignore[arg-type]
+        obj = self.runtime_obj(inst)
+        g = self.mod.bind(obj, "X")
+        a, m, tn = s.args, s.method, inst.type_name
+        if tn == "register" and m == "read":
+            i = self.mod.fresh("_i")
+            self.w(f"{i} = {self.ex(a[1])}")
+            self.assign(a[0], f"({g}.values[{i}] if {i} < {obj.size} else 0)")
+        elif tn == "register" and m == "write":
+            i = self.mod.fresh("_i")
+            self.w(f"{i} = {self.ex(a[0])}")
+            self.w(f"if {i} < {obj.size}: {g}.values[{i}] = {self.ex(a[1])}")
+        elif tn == "counter" and m == "count":
+            i = self.mod.fresh("_i")
+            self.w(f"{i} = {self.ex(a[0])}")
+            self.w(f"if {i} < {obj.size}:")
+            self.w(f"    {g}.packets[{i}] += 1")
+            self.w(f"    {g}.bytes[{i}] += _ctx.plen")
+        elif tn == "direct_counter" and m == "count":
+            pass  # counted by the table on a hit (v1model: count() is optional and a no-op)
+        elif tn == "meter" and m == "execute_meter":
+            i = self.mod.fresh("_i")
+            self.w(f"{i} = {self.ex(a[0])}")
+            self.w(f"if {i} < {obj.size}:")
+            self.ind += 1
+            self.assign(a[1], f"{g}.execute({i}, _ctx.now, _ctx.plen)")
+            self.ind -= 1
+        elif tn == "direct_meter" and m == "read":
+            self.assign(a[0], "_ctx.meter_colour")
+        else:
+            raise BuildError(f"unsupported extern method {tn}.{m}")
+
+    # -- actions and tables ----------------------------------------------------------------
+    def action_call(self, s: ir.ActionCall) -> None:
+        act = self.prog.actions[s.action]
+        fn = self.action_fn(s.action)
+        args = [self.ex(x) for x in s.args]
+        outs = [
+            (p, x)
+            for p, x in zip(act.params, s.args, strict=False)
+            if p.direction in ("out", "inout")
+            and not isinstance(p.type, ir.HeaderType | ir.StructType | ir.StackType)
+        ]
+        call = f"{fn}({', '.join([self.call_args(), *args])})"
+        if outs:
+            tmp = self.mod.fresh("_r")
+            self.w(f"{tmp} = {call}")
+            for k, (_, x) in enumerate(outs):
+                self.assign(x, f"{tmp}[{k}]")
+        else:
+            self.w(call)
+
+    def action_fn(self, key: str) -> str:
+        if key in self.action_fns:
+            return self.action_fns[key]
+        act = self.prog.actions.get(key)
+        if act is None:
+            raise BuildError(f"unknown action {key}")
+        name = self.mod.fresh("A_" + re.sub(r"\W", "_", act.cp_name.split(".")[-1]) + "_")
+        self.action_fns[key] = name
+        saved = (self.lines, self.ind, self.action_outs)
+        self.lines, self.ind = [], 1
+        outs = [
+            pyname(p.name)
+            for p in act.params
+            if p.direction in ("out", "inout")
+            and not isinstance(p.type, ir.HeaderType | ir.StructType | ir.StackType)
+        ]
+        self.action_outs = outs or None
+        params = [pyname(p.name) for p in act.params]
+        body_start = len(self.lines)
+        self.stmts(act.body.stmts)
+        if outs:
+            self.w(f"return ({', '.join(outs)},)")
+        body = self.lines[body_start:]
+        self.lines, self.ind, self.action_outs = saved
+        head = f"def {name}({', '.join([*self.params, '_lv', '_ctx', *params])}):"
+        self.funcs.append([head, *body, ""])
+        return name
+
+    def table_fn(self, tname: str) -> str:
+        if tname in self.table_fns:
+            return self.table_fns[tname]
+        assert isinstance(self.block, ir.Control)
+        table = self.block.tables.get(tname)
+        if table is None:
+            raise BuildError(f"unknown table {tname}")
+        state = self.table_state(table)
+        name = self.mod.fresh("T_" + re.sub(r"\W", "_", tname) + "_")
+        self.table_fns[tname] = name
+        g = self.mod.bind(state, "TBL")
+        saved = (self.lines, self.ind)
+        self.lines, self.ind = [], 1
+        keys = [k for k in table.keys if k.match_kind != "selector"]
+        kcodes = [self.ex(k.expr) for k in keys]
+        if not kcodes:
+            key = "None"
+        elif len(kcodes) == 1:
+            key = kcodes[0]
+        else:
+            key = "(" + ", ".join(kcodes) + ")"
+        sel = [k for k in table.keys if k.match_kind == "selector"]
+        if sel:
+            sb = self.hash_input(
+                ir.ListExpr([k.expr for k in sel], type=ir.TupleType(tuple(k.expr.type for k in sel)))
+            )
+            self.w(f"_e = {g}.lookup_sel({key}, {sb})")
+        else:
+            self.w(f"_e = {g}.lookup({key})")
+        if table.direct_counter or table.direct_meter:
+            self.w("_n = _e[3]")
+            if table.direct_counter:
+                self.w("if _n is not None:")
+                self.w("    _n.packets += 1")
+                self.w("    _n.bytes += _ctx.plen")
+            if table.direct_meter:
+                self.w("_ctx.meter_colour = _n.execute_meter(_ctx.now, _ctx.plen) if _n is not None else 0")
+        self.w(f"_e[1]({self.call_args()}, *_e[2])")
+        self.w("return _e")
+        body = self.lines
+        self.lines, self.ind = saved
+        self.funcs.append([f"def {name}({self.call_args()}):", *body, ""])
+        # every action of the table needs a function; the table state binds them after exec
+        for ref in table.actions:
+            self.action_fn(ref.action)
+        return name
+
+    # -- whole blocks ----------------------------------------------------------------------
+    def gen_control(self, fname: str) -> list[str]:
+        assert isinstance(self.block, ir.Control)
+        self.funcs: list[list[str]] = []
+        lv_cls = None
+        if self.block.locals:
+            lv_cls = self.mod.fresh("LV_")
+            slots = tuple(pyname(d.name) for d in self.block.locals)
+            self.mod.lines.extend(
+                [f"class {lv_cls}:", f"    __slots__ = {slots!r}", ""]
+            )
+        self.lines, self.ind = [], 1
+        if lv_cls:
+            self.w(f"_lv = {lv_cls}()")
+            for d in self.block.locals:
+                code = self.value(d.init) if d.init is not None else self.mod.default(d.type)
+                self.w(f"_lv.{pyname(d.name)} = {code}")
+        else:
+            self.w("_lv = None")
+        if self.kind == "deparser":
+            self.w("_out = []")
+            self.stmts(self.block.body.stmts)
+            self.w("return _out")
+        else:
+            self.w("try:")
+            self.ind += 1
+            self.stmts(self.block.body.stmts)
+            self.ind -= 1
+            self.w("except _Exit:")
+            self.w("    pass")
+        body = self.lines
+        out: list[str] = []
+        for f in self.funcs:
+            out.extend(f)
+        out.append(f"def {fname}({', '.join([*self.params, '_ctx'])}):")
+        out.extend(body)
+        out.append("")
+        return out
+
+    def gen_parser(self, fname: str) -> list[str]:
+        assert isinstance(self.block, ir.Parser)
+        p = self.block
+        self.funcs = []
+        self.lines, self.ind = [], 1
+        self.w("_lv = None")
+        self.w("_pos = 0")
+        self.w("_plen = len(_pkt)")
+        for d in p.locals:
+            code = self.value(d.init) if d.init is not None else self.mod.default(d.type)
+            self.w(f"{self.var(d.name)} = {code}")
+        # states with one predecessor are inlined at their transition; the others are
+        # dispatched from a loop on a state number
+        preds: dict[str, int] = {"start": 1}
+        for st in p.states.values():
+            for nxt in _successors(st.transition):
+                preds[nxt] = preds.get(nxt, 0) + 1
+        self.loop_states = {
+            n: i for i, n in enumerate(sorted(s for s, c in preds.items() if c > 1 and s in p.states))
+        }
+        self.w("try:")
+        self.ind += 1
+        if self.loop_states:
+            self.w("_st = -1")
+            self.w("while True:")
+            self.ind += 1
+            self.w("if _st == -1:")
+            self.ind += 1
+            self.gen_state("start", set())
+            self.ind -= 1
+            for n, i in self.loop_states.items():
+                self.w(f"elif _st == {i}:")
+                self.ind += 1
+                self.gen_state(n, set())
+                self.ind -= 1
+            self.ind -= 1
+        else:
+            self.gen_state("start", set())
+        self.ind -= 1
+        self.w("except _PErr as _pe:")
+        self.w("    return _pos, _pe.code")
+        self.w("return _pos, 0")
+        body = self.lines
+        out: list[str] = []
+        for f in self.funcs:
+            out.extend(f)
+        out.append(f"def {fname}(_pkt, {', '.join([*self.params, '_ctx'])}):")
+        out.extend(body)
+        out.append("")
+        return out
+
+    def goto(self, nxt: str, active: set[str]) -> None:
+        if nxt in ("accept", "reject"):
+            # v1model: reject without an error behaves like accept (the packet goes to ingress)
+            self.w("break" if self.loop_states else "pass")
+            return
+        if nxt in self.loop_states:
+            self.w(f"_st = {self.loop_states[nxt]}")
+            self.w("continue")
+            return
+        self.gen_state(nxt, active)
+
+    def gen_state(self, name: str, active: set[str]) -> None:
+        st = self.block.states.get(name)  # type: ignore[union-attr]
+        if st is None:
+            raise BuildError(f"unknown parser state {name}")
+        if name in active:
+            raise BuildError(f"parser state {name} loops without a join point")
+        active = active | {name}
+        for s in st.stmts:
+            self.stmt(s)
+        tr = st.transition
+        if tr.select_keys is None:
+            self.goto(tr.next_state or "accept", active)
+            return
+        keys = []
+        for k in tr.select_keys:
+            tmp = self.mod.fresh("_k")
+            self.w(f"{tmp} = {self.ex(k)}")
+            keys.append(tmp)
+        first = True
+        for case in tr.cases:
+            conds = []
+            for kv, ks in zip(keys, case.keysets, strict=True):
+                c = self.keyset_cond(kv, ks)
+                if c is not None:
+                    conds.append(c)
+            cond = " and ".join(conds) if conds else "True"
+            self.w(f"{'if' if first else 'elif'} {cond}:")
+            first = False
+            self.ind += 1
+            self.goto(case.next_state, active)
+            self.ind -= 1
+            if cond == "True":
+                return
+        if first:
+            self.w(f"raise _PErr({self.err('NoMatch')})")
+        else:
+            self.w("else:")
+            self.w(f"    raise _PErr({self.err('NoMatch')})")
+
+    def keyset_cond(self, kv: str, ks: ir.Keyset) -> str | None:
+        if isinstance(ks, ir.KeysetDefault):
+            return None
+        if isinstance(ks, ir.KeysetValue):
+            return f"{kv} == {ks.value}"
+        if isinstance(ks, ir.KeysetMask):
+            return f"{kv} & {ks.mask} == {ks.value & ks.mask}"
+        if isinstance(ks, ir.KeysetRange):
+            return f"{ks.lo} <= {kv} <= {ks.hi}"
+        if isinstance(ks, ir.KeysetValueSet):
+            vs = self.block.value_sets.get(ks.name)  # type: ignore[union-attr]
+            if vs is None:
+                raise BuildError(f"unknown value_set {ks.name}")
+            g = self.mod.bind(self.runtime_obj(vs), "VS")
+            return f"{g}.match({kv})"
+        raise BuildError(f"unsupported keyset {ks!r}")
+
+
+def _successors(tr: ir.Transition) -> list[str]:
+    if tr.select_keys is None:
+        return [tr.next_state or "accept"]
+    return [c.next_state for c in tr.cases]
+
+
+def _signed(t: ir.Type) -> bool:
+    return isinstance(t, ir.BitsType) and t.signed
+
+
+def _wrap_const(v: int, w: int) -> int:
+    h = 1 << (w - 1)
+    return ((v + h) & _mask(w)) - h
+
+
+_ = keyword  # keyword-safe names: every generated identifier carries a v_/f_ prefix

@@ -1,0 +1,802 @@
+"""``Pipeline``: a v1model program compiled once into Python, plus its control-plane state.
+
+Packet path (BMv2 simple_switch order, read from targets/simple_switch/simple_switch.cpp):
+
+ingress: parser -> verify_checksum -> ingress control, then in this order
+  1. clone (I2E): the *original* packet bytes are parsed again (ingress_port kept), user
+     metadata reset except the @field_list fields, instance_type INGRESS_CLONE (1), one copy per
+     clone-session replica;
+  2. digests are reported;
+  3. resubmit: the original bytes re-enter ingress (instance_type RESUBMIT (6), metadata reset
+     except the preserved field list — BMv2 resets all metadata, so standard_metadata including
+     ingress_port starts at 0); the packet itself goes no further;
+  4. multicast: mcast_grp != 0 -> one copy per replica of the group (instance_type
+     REPLICATION (5), egress_rid = replica instance); the original is discarded;
+  5. egress_spec == drop port -> dropped; otherwise instance_type is set to NORMAL (0) and the
+     packet is queued for egress_spec. egress_spec starts at 0, so a program that never sets it
+     sends the packet to port 0, as BMv2 does.
+
+A parser error does not drop the packet: as in BMv2, parsing stops, standard_metadata.
+parser_error gets the error code, headers extracted so far stay valid, the unparsed bytes (from
+the failing extract on) are the payload, and ingress runs normally.
+
+egress: egress_port = the queue's port, egress_spec = 0 (BMv2 writes drop_port + 1 into the 9-bit
+field, which wraps to 0), queueing metadata from the queue; egress control; clone (E2E): a copy
+of the headers as they are now with metadata reset except the field list, instance_type
+EGRESS_CLONE (2); egress_spec == drop port -> dropped; compute_checksum + deparser; recirculate:
+the deparsed bytes re-enter ingress (instance_type RECIRC (4), packet_length = new length,
+metadata reset except the field list).
+
+Counters count bytes = packet_length of the packet as it entered the stage.
+"""
+
+from __future__ import annotations
+
+import random as _random
+import re
+from collections import deque
+from typing import Any
+
+from p4switch import ir
+
+from . import runtime
+from .api import (
+    ActionProfileGroup,
+    ActionProfileMember,
+    Digest,
+    Drop,
+    EgressJob,
+    EgressResult,
+    IngressResult,
+    MatchValue,
+    MeterConfig,
+    Output,
+    ProcessResult,
+    QueueingMetadata,
+    Replica,
+    StateCode,
+    StateError,
+    TableEntry,
+)
+from .codegen import BlockGen, BuildError, Module, const_int, enum_member, fattr
+from .externs import CounterArray, MeterArray, RegisterArray, ValueSet
+from .hashes import algorithm
+from .tables import ActionProfileState, TableState, check_params
+
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = range(7)
+
+MAX_RECIRCULATIONS = 16  # resubmit/recirculate passes per packet before it is dropped
+MAX_PROCESS_JOBS = 4096  # egress jobs one process() call follows
+
+_STANDARD_FIELDS = (
+    ("ingress_port", 9), ("egress_spec", 9), ("egress_port", 9), ("instance_type", 32),
+    ("packet_length", 32), ("enq_timestamp", 32), ("enq_qdepth", 19), ("deq_timedelta", 32),
+    ("deq_qdepth", 19), ("ingress_global_timestamp", 48), ("egress_global_timestamp", 48),
+    ("mcast_grp", 16), ("egress_rid", 16), ("checksum_error", 1), ("priority", 3),
+)
+
+
+class _PacketState:
+    """What travels from ingress to egress inside an EgressJob."""
+
+    __slots__ = ("hdr", "meta", "sm", "payload", "truncate", "depth")
+
+    def __init__(self, hdr: Any, meta: Any, sm: Any, payload: bytes, truncate: int | None,
+                 depth: int) -> None:
+        self.hdr, self.meta, self.sm = hdr, meta, sm
+        self.payload, self.truncate, self.depth = payload, truncate, depth
+
+
+class Pipeline:
+    """A v1model program ready to process packets (see the module docstring and api.py)."""
+
+    def __init__(self, program: ir.Program, *, drop_port: int = 511, cpu_port: int | None = None,
+                 seed: int | None = None) -> None:
+        self.program = program
+        self.drop_port = drop_port
+        self.cpu_port = cpu_port
+        self.rng = _random.Random(seed)
+        self.tables: dict[str, TableState] = {}
+        self.registers: dict[str, RegisterArray] = {}
+        self.counters: dict[str, CounterArray] = {}
+        self.direct_counters: dict[str, str] = {}  # direct_counter cp name -> table cp name
+        self.meters: dict[str, MeterArray] = {}
+        self.direct_meters: dict[str, str] = {}
+        self.profiles: dict[str, ActionProfileState] = {}
+        self.value_sets: dict[str, ValueSet] = {}
+        self.mcast: dict[int, list[Replica]] = {}
+        self.clone_sess: dict[int, tuple[list[Replica], int]] = {}
+        self._objs: dict[int, Any] = {}
+        self._build()
+
+    # ------------------------------------------------------------------------------------
+    # Build
+    # ------------------------------------------------------------------------------------
+    def _build(self) -> None:
+        prog = self.program
+        for role in ("parser", "verify_checksum", "ingress", "egress", "compute_checksum",
+                     "deparser"):
+            if role not in prog.package:
+                raise BuildError(f"the V1Switch package has no {role} block")
+        for inst in prog.all_instances():
+            self._make_extern(inst)
+        for p in prog.parsers.values():
+            for vs in p.value_sets.values():
+                obj = ValueSet(vs)
+                self.value_sets[vs.cp_name] = obj
+                self._objs[id(vs)] = obj
+        for c in prog.controls.values():
+            for t in c.tables.values():
+                ts = TableState(t, prog)
+                self.tables[t.cp_name] = ts
+                self._objs[id(t)] = ts
+                if t.implementation:
+                    inst = c.instances.get(t.implementation) or prog.instances.get(
+                        t.implementation)
+                    if inst is None:
+                        raise BuildError(f"table {t.cp_name}: unknown {t.implementation}")
+                    ts.profile = self._objs[id(inst)]
+                    ts.profile.tables.append(ts)
+                if t.direct_counter:
+                    inst = c.instances.get(t.direct_counter) or prog.instances[t.direct_counter]
+                    self.direct_counters[inst.cp_name] = t.cp_name
+                if t.direct_meter:
+                    inst = c.instances.get(t.direct_meter) or prog.instances[t.direct_meter]
+                    self.direct_meters[inst.cp_name] = t.cp_name
+
+        mod = Module(prog)
+        self.module = mod
+        parser = prog.parsers[prog.package["parser"]]
+        data_params = [p for p in parser.params if not isinstance(p.type, ir.ExternType)]
+        if len(data_params) != 3:
+            raise BuildError("the v1model parser needs (packet_in, hdr, meta, standard_metadata)")
+        self.hdr_t, self.meta_t, sm_t = (p.type for p in data_params)
+        if not isinstance(sm_t, ir.StructType):
+            raise BuildError("standard_metadata is not a struct")
+        have = {f.name for f in sm_t.fields}
+        extra = tuple(ir.Field(n, ir.BitsType(w)) for n, w in _STANDARD_FIELDS if n not in have)
+        if "parser_error" not in have:
+            extra += (ir.Field("parser_error", ir.ErrorType()),)
+        sm_aug = ir.StructType(sm_t.name + "_p4switch", sm_t.fields + extra)
+        mod._classes[sm_t] = mod.cls(sm_aug)
+        self.sm_t = sm_t
+        hdr_cls, meta_cls, sm_cls = (mod.cls(t) for t in (self.hdr_t, self.meta_t, sm_t))
+
+        fnames = {}
+        gens: list[BlockGen] = []
+        for role in ("parser", "verify_checksum", "ingress", "egress", "compute_checksum",
+                     "deparser"):
+            block = prog.block(role)
+            sm_var = None
+            if role in ("ingress", "egress", "parser"):
+                sm_var = _pyname_of(block.params[-1].name)
+            gen = BlockGen(
+                mod, block,
+                kind="parser" if role == "parser" else ("deparser" if role == "deparser"
+                                                        else "control"),
+                resolve_instance=lambda n, b=block: self._instance(b, n),
+                runtime_obj=lambda i: self._objs[id(i)],
+                table_state=lambda t: self._objs[id(t)],
+                drop_port=self.drop_port,
+                sm_var=sm_var,
+            )
+            fname = f"block_{role}"
+            lines = gen.gen_parser(fname) if role == "parser" else gen.gen_control(fname)
+            mod.lines.extend(lines)
+            fnames[role] = fname
+            gens.append(gen)
+
+        mod.globals.update(runtime.make_helpers(self._err("StackOutOfBounds")))
+        too_short = self._err("PacketTooShort")
+        rng = self.rng
+        mod.globals.update(
+            _shl=runtime.shl, _hmod=runtime.hmod, _hdr_from_int=runtime.hdr_from_int,
+            _mkh=runtime.mkh, _mks=runtime.mks, _eq=runtime.eq, _log=runtime.log,
+            _look=lambda p, pos, n: runtime.look(p, pos, n, too_short),
+            _random=lambda lo, hi: rng.randint(lo, hi) if hi >= lo else lo,
+            _digest=_digest,
+        )
+        ns = mod.compile(f"<p4switch:{prog.main_file or 'program'}>")
+        self.source = mod.source
+        self._parser = ns[fnames["parser"]]
+        self._verify = ns[fnames["verify_checksum"]]
+        self._ingress_fn = ns[fnames["ingress"]]
+        self._egress_fn = ns[fnames["egress"]]
+        self._compute = ns[fnames["compute_checksum"]]
+        self._deparser = ns[fnames["deparser"]]
+        self._hdr_cls, self._meta_cls, self._sm_cls = ns[hdr_cls], ns[meta_cls], ns[sm_cls]
+
+        for gen in gens:
+            if not isinstance(gen.block, ir.Control):
+                continue
+            fns = {k: ns[v] for k, v in gen.action_fns.items()}
+            for t in gen.block.tables.values():
+                ts = self._objs[id(t)]
+                ts.bind(fns)
+                if ts.profile is not None:
+                    ts.profile.fns = getattr(ts.profile, "fns", {})
+                    ts.profile.fns.update(fns)
+
+        # user-metadata fields to preserve, per @field_list index
+        self.field_lists: dict[int, list[str]] = {}
+        if isinstance(self.meta_t, ir.StructType):
+            for f in self.meta_t.fields:
+                for name, body in f.annotations:
+                    if name == "field_list":
+                        for idx in re.findall(r"\d+", body):
+                            self.field_lists.setdefault(int(idx), []).append(fattr(f.name))
+
+    def _err(self, name: str) -> int:
+        try:
+            return self.program.error_code(name)
+        except ValueError:
+            return 0
+
+    def _instance(self, block: ir.Parser | ir.Control, name: str) -> ir.ExternInstance:
+        inst = block.instances.get(name) or self.program.instances.get(name)
+        if inst is None:
+            raise BuildError(f"unknown extern instance {name}")
+        return inst
+
+    def _make_extern(self, inst: ir.ExternInstance) -> None:
+        tn = inst.type_name
+        args = inst.args
+        obj: Any
+        if tn == "register":
+            width = ir.type_width(inst.type_args[0]) if inst.type_args else 32
+            obj = RegisterArray(inst, const_int(args[0]), width)
+            self.registers[inst.cp_name] = obj
+        elif tn == "counter":
+            obj = CounterArray(inst, const_int(args[0]), enum_member(args[1]))
+            self.counters[inst.cp_name] = obj
+        elif tn == "meter":
+            obj = MeterArray(inst, const_int(args[0]), enum_member(args[1]))
+            self.meters[inst.cp_name] = obj
+        elif tn in ("direct_counter", "direct_meter"):
+            obj = inst
+        elif tn in ("action_profile", "action_selector"):
+            sel = tn == "action_selector"
+            algo = None
+            width = 0
+            if sel:
+                try:
+                    algo = algorithm(enum_member(args[0]))
+                except ValueError as exc:
+                    raise BuildError(f"{inst.cp_name}: {exc}") from None
+                size = const_int(args[1])
+                width = const_int(args[2]) if len(args) > 2 else 0
+            else:
+                size = const_int(args[0])
+            obj = ActionProfileState(inst, inst.cp_name, sel, size, algo, width)
+            self.profiles[inst.cp_name] = obj
+        else:
+            raise BuildError(f"unsupported extern {tn} ({inst.cp_name})")
+        self._objs[id(inst)] = obj
+
+    # ------------------------------------------------------------------------------------
+    # Packet path
+    # ------------------------------------------------------------------------------------
+    def ingress(self, data: bytes, port: int, now_us: int) -> IngressResult:
+        res = IngressResult()
+        self._run_ingress(bytes(data), port, now_us, NORMAL, None, None, res, 0)
+        return res
+
+    def _preserve(self, meta: Any, fl: int | None) -> list[tuple[str, Any]] | None:
+        if fl is None or fl < 0:
+            return None
+        return [(n, getattr(meta, n)) for n in self.field_lists.get(fl, [])]
+
+    def _run_ingress(self, data: bytes, port: int, now: int, itype: int,
+                     keep: list[tuple[str, Any]] | None, keep_sm: dict[str, int] | None,
+                     res: IngressResult | EgressResult, depth: int) -> None:
+        hdr, meta, sm = self._hdr_cls(), self._meta_cls(), self._sm_cls()
+        plen = len(data)
+        sm.f_ingress_port = port
+        sm.f_packet_length = plen
+        sm.f_instance_type = itype
+        sm.f_ingress_global_timestamp = now
+        if keep:
+            for n, v in keep:
+                setattr(meta, n, v)
+        ctx = runtime.Ctx(now, plen)
+        try:
+            pos, err = self._parser(data, hdr, meta, sm, ctx)
+            sm.f_parser_error = err
+            ctx.payload = data[pos:]
+            self._verify(hdr, meta, ctx)
+            sm.f_checksum_error = ctx.checksum_error
+            self._ingress_fn(hdr, meta, sm, ctx)
+        except runtime.AssertSignal:
+            self._collect(ctx, res)
+            res.drops.append(Drop("assert", "assert/assume failed in ingress"))
+            return
+        except (runtime.ParserErrorSignal, runtime.PacketError, IndexError) as exc:
+            self._collect(ctx, res)
+            res.drops.append(Drop("error", f"ingress: {self._describe(exc)}"))
+            return
+        self._collect(ctx, res)
+        jobs = res.jobs
+        if ctx.clone is not None:
+            _, session, fl = ctx.clone
+            cfg = self.clone_sess.get(session)
+            if cfg is not None:
+                c_hdr, c_meta, c_sm = self._hdr_cls(), self._meta_cls(), self._sm_cls()
+                c_sm.f_ingress_port = port
+                c_ctx = runtime.Ctx(now, plen)
+                try:
+                    pos2, err2 = self._parser(data, c_hdr, c_meta, c_sm, c_ctx)
+                except Exception as exc:  # noqa: BLE001 - a bad clone must not kill the switch
+                    res.drops.append(Drop("error", f"clone re-parse: {exc}"))
+                else:
+                    c_meta = self._meta_cls()
+                    for n, v in self._preserve(meta, fl) or []:
+                        setattr(c_meta, n, v)
+                    c_sm = self._sm_cls()
+                    c_sm.f_ingress_port = port
+                    c_sm.f_parser_error = err2
+                    c_sm.f_instance_type = INGRESS_CLONE
+                    c_sm.f_packet_length = plen
+                    c_sm.f_ingress_global_timestamp = now
+                    self._replicate(cfg[0], c_hdr, c_meta, c_sm, data[pos2:],
+                                    cfg[1] or None, depth, INGRESS_CLONE, jobs, set_rid=False)
+        if ctx.resubmit is not None:
+            if depth >= MAX_RECIRCULATIONS:
+                res.drops.append(Drop("error", "too many resubmissions"))
+                return
+            self._run_ingress(data, 0, now, RESUBMIT, self._preserve(meta, ctx.resubmit), None,
+                              res, depth + 1)
+            return
+        mgid = sm.f_mcast_grp
+        if mgid:
+            replicas = self.mcast.get(mgid)
+            if not replicas:
+                res.drops.append(Drop("no_egress", f"multicast group {mgid} has no replicas"))
+                return
+            sm.f_instance_type = REPLICATION
+            self._replicate(replicas, hdr, meta, sm, ctx.payload, ctx.truncate, depth,
+                            REPLICATION, jobs, set_rid=True)
+            return
+        spec = sm.f_egress_spec
+        if spec == self.drop_port:
+            res.drops.append(Drop("mark_to_drop"))
+            return
+        sm.f_instance_type = NORMAL
+        jobs.append(EgressJob(spec, NORMAL, sm.f_packet_length,
+                              _PacketState(hdr, meta, sm, ctx.payload, ctx.truncate, depth)))
+
+    def _replicate(self, replicas: list[Replica], hdr: Any, meta: Any, sm: Any, payload: bytes,
+                   truncate: int | None, depth: int, itype: int, jobs: list[EgressJob],
+                   set_rid: bool) -> None:
+        last = len(replicas) - 1
+        for i, r in enumerate(replicas):
+            if i == last:
+                h, m, s = hdr, meta, sm
+            else:
+                h, m, s = hdr.copy(), meta.copy(), sm.copy()
+            if set_rid:
+                s.f_egress_rid = r.instance
+            jobs.append(EgressJob(r.egress_port, itype, s.f_packet_length,
+                                  _PacketState(h, m, s, payload, truncate, depth)))
+
+    @staticmethod
+    def _describe(exc: BaseException) -> str:
+        if isinstance(exc, runtime.ParserErrorSignal):
+            return f"error code {exc.code}"
+        return f"{type(exc).__name__}: {exc}"
+
+    @staticmethod
+    def _collect(ctx: runtime.Ctx, res: Any) -> None:
+        if ctx.digests:
+            res.digests.extend(ctx.digests)
+        if ctx.logs:
+            res.logs.extend(ctx.logs)
+
+    def egress(self, job: EgressJob, now_us: int, qmeta: QueueingMetadata) -> EgressResult:
+        res = EgressResult()
+        st: _PacketState = job.state
+        hdr, meta, sm = st.hdr, st.meta, st.sm
+        sm.f_egress_port = job.egress_port
+        sm.f_egress_spec = 0
+        sm.f_packet_length = job.packet_length
+        sm.f_egress_global_timestamp = now_us
+        sm.f_enq_timestamp = qmeta.enq_timestamp
+        sm.f_enq_qdepth = qmeta.enq_qdepth
+        sm.f_deq_timedelta = qmeta.deq_timedelta
+        sm.f_deq_qdepth = qmeta.deq_qdepth
+        if hasattr(sm, "f_qid"):
+            sm.f_qid = qmeta.qid
+        ctx = runtime.Ctx(now_us, job.packet_length)
+        ctx.payload = st.payload
+        try:
+            self._egress_fn(hdr, meta, sm, ctx)
+        except runtime.AssertSignal:
+            self._collect(ctx, res)
+            res.drops.append(Drop("assert", "assert/assume failed in egress"))
+            return res
+        except (runtime.ParserErrorSignal, runtime.PacketError, IndexError) as exc:
+            self._collect(ctx, res)
+            res.drops.append(Drop("error", f"egress: {self._describe(exc)}"))
+            return res
+        self._collect(ctx, res)
+        if ctx.clone is not None:
+            _, session, fl = ctx.clone
+            cfg = self.clone_sess.get(session)
+            if cfg is not None:
+                c_meta = self._meta_cls()
+                for n, v in self._preserve(meta, fl) or []:
+                    setattr(c_meta, n, v)
+                c_sm = self._sm_cls()
+                c_sm.f_instance_type = EGRESS_CLONE
+                c_sm.f_packet_length = job.packet_length
+                self._replicate(cfg[0], hdr.copy(), c_meta, c_sm, st.payload, cfg[1] or None,
+                                st.depth, EGRESS_CLONE, res.jobs, set_rid=False)
+        if sm.f_egress_spec == self.drop_port:
+            res.drops.append(Drop("mark_to_drop", "dropped in egress"))
+            return res
+        try:
+            self._compute(hdr, meta, ctx)
+            out = self._deparser(hdr, ctx)
+        except (runtime.ParserErrorSignal, runtime.PacketError, IndexError) as exc:
+            res.drops.append(Drop("error", f"deparser: {self._describe(exc)}"))
+            return res
+        out.append(st.payload)
+        data = b"".join(out)
+        if ctx.recirculate is not None:
+            if st.depth >= MAX_RECIRCULATIONS:
+                res.drops.append(Drop("error", "too many recirculations"))
+                return res
+            ires = IngressResult()
+            self._run_ingress(data, 0, now_us, RECIRC, self._preserve(meta, ctx.recirculate),
+                              None, ires, st.depth + 1)
+            res.jobs.extend(ires.jobs)
+            res.digests.extend(ires.digests)
+            res.drops.extend(ires.drops)
+            res.logs.extend(ires.logs)
+            return res
+        trunc = ctx.truncate if ctx.truncate is not None else st.truncate
+        if trunc is not None and trunc < len(data):
+            data = data[:trunc]
+        res.outputs.append(Output(job.egress_port, data))
+        return res
+
+    def process(self, data: bytes, port: int, now_us: int) -> ProcessResult:
+        ires = self.ingress(data, port, now_us)
+        res = ProcessResult(digests=ires.digests, drops=ires.drops, logs=ires.logs)
+        queue = deque(ires.jobs)
+        done = 0
+        while queue:
+            done += 1
+            if done > MAX_PROCESS_JOBS:
+                res.drops.append(Drop("error", "too many copies"))
+                break
+            job = queue.popleft()
+            q = QueueingMetadata(enq_timestamp=now_us)
+            eres = self.egress(job, now_us, q)
+            res.outputs.extend(eres.outputs)
+            res.digests.extend(eres.digests)
+            res.drops.extend(eres.drops)
+            res.logs.extend(eres.logs)
+            queue.extend(eres.jobs)
+        return res
+
+    # ------------------------------------------------------------------------------------
+    # Names
+    # ------------------------------------------------------------------------------------
+    def _space(self, kind: str) -> dict[str, Any]:
+        spaces: dict[str, dict[str, Any]] = {
+            "table": self.tables,
+            "action": self.program.actions,
+            "counter": self.counters,
+            "direct_counter": self.direct_counters,
+            "register": self.registers,
+            "meter": self.meters,
+            "direct_meter": self.direct_meters,
+            "action_profile": self.profiles,
+            "value_set": self.value_sets,
+        }
+        if kind not in spaces:
+            raise StateError(StateCode.INVALID_ARGUMENT, f"unknown kind {kind!r}")
+        return spaces[kind]
+
+    def resolve(self, kind: str, name: str) -> str:
+        space = self._space(kind)
+        if kind == "action":
+            full = {a.cp_name: k for k, a in self.program.actions.items()}
+            if name in space:
+                return name
+            if name in full:
+                return full[name]
+            hits = [k for cp, k in full.items() if cp.endswith("." + name)]
+        else:
+            if name in space:
+                return name
+            hits = [k for k in space if k.endswith("." + name)]
+        if len(hits) == 1:
+            return hits[0]
+        if not hits:
+            raise StateError(StateCode.NOT_FOUND, f"no {kind} named {name!r}")
+        raise StateError(StateCode.NOT_FOUND, f"{kind} name {name!r} is ambiguous: {hits}")
+
+    def _table(self, name: str) -> TableState:
+        return self.tables[self.resolve("table", name)]
+
+    def _resolve_entry(self, ts: TableState, entry: TableEntry) -> TableEntry:
+        if entry.action is None:
+            return entry
+        key = self.resolve("action", entry.action)
+        e = TableEntry(**{**vars(entry), "action": key})
+        return e
+
+    # ------------------------------------------------------------------------------------
+    # Tables
+    # ------------------------------------------------------------------------------------
+    def table_add(self, table: str, entry: TableEntry) -> None:
+        ts = self._table(table)
+        ts.add(self._resolve_entry(ts, entry))
+
+    def table_modify(self, table: str, entry: TableEntry) -> None:
+        ts = self._table(table)
+        ts.modify(self._resolve_entry(ts, entry))
+
+    def table_delete(self, table: str, match: dict[str, MatchValue], priority: int = 0) -> None:
+        self._table(table).delete(match, priority)
+
+    def table_entries(self, table: str) -> list[TableEntry]:
+        return self._table(table).list_entries()
+
+    def table_set_default(self, table: str, action: str, params: dict[str, int]) -> None:
+        ts = self._table(table)
+        ts.set_default(self.resolve("action", action), params)
+
+    def table_get_default(self, table: str) -> TableEntry:
+        e = self._table(table).default_entry
+        return TableEntry(match={}, action=e.action, params=dict(e.params))
+
+    def table_clear(self, table: str) -> None:
+        self._table(table).clear()
+
+    def direct_counter_write(self, table: str, match: dict[str, MatchValue], priority: int,
+                             packets: int, bytes_: int) -> None:
+        ts = self._table(table)
+        if not ts.table.direct_counter:
+            raise StateError(StateCode.INVALID_ARGUMENT, f"{ts.table.cp_name} has no direct counter")
+        if packets < 0 or bytes_ < 0:
+            raise StateError(StateCode.INVALID_ARGUMENT, "counter values must be >= 0")
+        es = ts.find(match, priority)
+        es.packets, es.bytes = packets, bytes_
+
+    # ------------------------------------------------------------------------------------
+    # Action profiles
+    # ------------------------------------------------------------------------------------
+    def _profile(self, name: str) -> ActionProfileState:
+        return self.profiles[self.resolve("action_profile", name)]
+
+    def _member_hit(self, prof: ActionProfileState, m: ActionProfileMember) -> tuple[Any, ...]:
+        key = self.resolve("action", m.action)
+        refs = prof.table_actions()
+        if key not in refs:
+            raise StateError(StateCode.INVALID_ARGUMENT,
+                             f"action {m.action} is not an action of {prof.cp_name}'s tables")
+        if refs[key].scope == "defaultonly":
+            raise StateError(StateCode.INVALID_ARGUMENT, f"action {m.action} is @defaultonly")
+        act = self.program.actions[key]
+        check_params(act, m.params)
+        fns = getattr(prof, "fns", {})
+        args = tuple(m.params[p.name] for p in act.data_params)
+        return (key, fns.get(key), args, None)
+
+    def _refresh(self, prof: ActionProfileState) -> None:
+        prof.refresh_groups()
+        for t in prof.tables:
+            t.refresh_profile_hits()
+
+    def act_prof_add_member(self, profile: str, member: ActionProfileMember) -> None:
+        prof = self._profile(profile)
+        if member.member_id in prof.members:
+            raise StateError(StateCode.ALREADY_EXISTS, f"member {member.member_id} exists")
+        if len(prof.members) >= prof.size:
+            raise StateError(StateCode.RESOURCE_EXHAUSTED, f"{prof.cp_name} is full")
+        hit = self._member_hit(prof, member)
+        prof.members[member.member_id] = ActionProfileMember(member.member_id, hit[0],
+                                                             dict(member.params))
+        prof.member_hits[member.member_id] = hit
+
+    def act_prof_modify_member(self, profile: str, member: ActionProfileMember) -> None:
+        prof = self._profile(profile)
+        if member.member_id not in prof.members:
+            raise StateError(StateCode.NOT_FOUND, f"no member {member.member_id}")
+        hit = self._member_hit(prof, member)
+        prof.members[member.member_id] = ActionProfileMember(member.member_id, hit[0],
+                                                             dict(member.params))
+        prof.member_hits[member.member_id] = hit
+        self._refresh(prof)
+
+    def act_prof_delete_member(self, profile: str, member_id: int) -> None:
+        prof = self._profile(profile)
+        if member_id not in prof.members:
+            raise StateError(StateCode.NOT_FOUND, f"no member {member_id}")
+        for g in prof.groups.values():
+            if any(mid == member_id for mid, _ in g.members):
+                raise StateError(StateCode.FAILED_PRECONDITION,
+                                 f"member {member_id} is in group {g.group_id}")
+        for t in prof.tables:
+            if any(es.entry.member_id == member_id for es in t.entries.values()):
+                raise StateError(StateCode.FAILED_PRECONDITION,
+                                 f"member {member_id} is used by {t.table.cp_name}")
+        del prof.members[member_id]
+        del prof.member_hits[member_id]
+
+    def act_prof_members(self, profile: str) -> list[ActionProfileMember]:
+        prof = self._profile(profile)
+        return [ActionProfileMember(m.member_id, m.action, dict(m.params))
+                for m in sorted(prof.members.values(), key=lambda m: m.member_id)]
+
+    def _check_group(self, prof: ActionProfileState, group: ActionProfileGroup) -> None:
+        if not prof.selector:
+            raise StateError(StateCode.INVALID_ARGUMENT, f"{prof.cp_name} is not a selector")
+        seen = set()
+        for mid, weight in group.members:
+            if mid not in prof.members:
+                raise StateError(StateCode.NOT_FOUND, f"no member {mid}")
+            if mid in seen:
+                raise StateError(StateCode.INVALID_ARGUMENT, f"member {mid} listed twice")
+            if weight < 1:
+                raise StateError(StateCode.INVALID_ARGUMENT, "weights must be >= 1")
+            seen.add(mid)
+        if group.max_size and len(group.members) > group.max_size:
+            raise StateError(StateCode.RESOURCE_EXHAUSTED, "group larger than its max_size")
+
+    def act_prof_add_group(self, profile: str, group: ActionProfileGroup) -> None:
+        prof = self._profile(profile)
+        if group.group_id in prof.groups:
+            raise StateError(StateCode.ALREADY_EXISTS, f"group {group.group_id} exists")
+        self._check_group(prof, group)
+        prof.groups[group.group_id] = ActionProfileGroup(group.group_id, list(group.members),
+                                                         group.max_size)
+        self._refresh(prof)
+
+    def act_prof_modify_group(self, profile: str, group: ActionProfileGroup) -> None:
+        prof = self._profile(profile)
+        if group.group_id not in prof.groups:
+            raise StateError(StateCode.NOT_FOUND, f"no group {group.group_id}")
+        self._check_group(prof, group)
+        prof.groups[group.group_id] = ActionProfileGroup(group.group_id, list(group.members),
+                                                         group.max_size)
+        self._refresh(prof)
+
+    def act_prof_delete_group(self, profile: str, group_id: int) -> None:
+        prof = self._profile(profile)
+        if group_id not in prof.groups:
+            raise StateError(StateCode.NOT_FOUND, f"no group {group_id}")
+        for t in prof.tables:
+            if any(es.entry.group_id == group_id for es in t.entries.values()):
+                raise StateError(StateCode.FAILED_PRECONDITION,
+                                 f"group {group_id} is used by {t.table.cp_name}")
+        del prof.groups[group_id]
+        prof.group_hits.pop(group_id, None)
+
+    def act_prof_groups(self, profile: str) -> list[ActionProfileGroup]:
+        prof = self._profile(profile)
+        return [ActionProfileGroup(g.group_id, list(g.members), g.max_size)
+                for g in sorted(prof.groups.values(), key=lambda g: g.group_id)]
+
+    # ------------------------------------------------------------------------------------
+    # Counters, registers, meters
+    # ------------------------------------------------------------------------------------
+    def _counter(self, name: str, index: int) -> CounterArray:
+        c = self.counters[self.resolve("counter", name)]
+        if not 0 <= index < c.size:
+            raise StateError(StateCode.OUT_OF_RANGE, f"index {index} outside {c.inst.cp_name}")
+        return c
+
+    def counter_read(self, counter: str, index: int) -> tuple[int, int]:
+        c = self._counter(counter, index)
+        return c.packets[index], c.bytes[index]
+
+    def counter_write(self, counter: str, index: int, packets: int, bytes_: int) -> None:
+        c = self._counter(counter, index)
+        if packets < 0 or bytes_ < 0:
+            raise StateError(StateCode.INVALID_ARGUMENT, "counter values must be >= 0")
+        c.packets[index], c.bytes[index] = packets, bytes_
+
+    def counter_size(self, counter: str) -> int:
+        return self.counters[self.resolve("counter", counter)].size
+
+    def _register(self, name: str, index: int) -> RegisterArray:
+        r = self.registers[self.resolve("register", name)]
+        if not 0 <= index < r.size:
+            raise StateError(StateCode.OUT_OF_RANGE, f"index {index} outside {r.inst.cp_name}")
+        return r
+
+    def register_read(self, register: str, index: int) -> int:
+        return self._register(register, index).values[index]
+
+    def register_write(self, register: str, index: int, value: int) -> None:
+        r = self._register(register, index)
+        if not 0 <= value < (1 << r.width):
+            raise StateError(StateCode.INVALID_ARGUMENT,
+                             f"value {value:#x} does not fit {r.width} bits")
+        r.values[index] = value
+
+    def register_size(self, register: str) -> int:
+        return self.registers[self.resolve("register", register)].size
+
+    def _meter(self, name: str, index: int) -> MeterArray:
+        m = self.meters[self.resolve("meter", name)]
+        if not 0 <= index < m.size:
+            raise StateError(StateCode.OUT_OF_RANGE, f"index {index} outside {m.inst.cp_name}")
+        return m
+
+    def meter_set(self, meter: str, index: int, config: MeterConfig | None) -> None:
+        m = self._meter(meter, index)
+        if config is not None:
+            if min(config.cir, config.cburst, config.pir, config.pburst) < 0:
+                raise StateError(StateCode.INVALID_ARGUMENT, "meter rates/bursts must be >= 0")
+            if config.pir < config.cir:
+                raise StateError(StateCode.INVALID_ARGUMENT, "RFC 2698 needs PIR >= CIR")
+            config = MeterConfig(config.cir, config.cburst, config.pir, config.pburst)
+        m.meters[index].set(config)
+
+    def meter_get(self, meter: str, index: int) -> MeterConfig | None:
+        c = self._meter(meter, index).meters[index].config
+        return None if c is None else MeterConfig(c.cir, c.cburst, c.pir, c.pburst)
+
+    # ------------------------------------------------------------------------------------
+    # Replication
+    # ------------------------------------------------------------------------------------
+    @staticmethod
+    def _check_replicas(replicas: list[Replica]) -> list[Replica]:
+        seen = set()
+        for r in replicas:
+            if not 0 <= r.egress_port < (1 << 32) or r.instance < 0:
+                raise StateError(StateCode.INVALID_ARGUMENT, f"bad replica {r}")
+            if (r.egress_port, r.instance) in seen:
+                raise StateError(StateCode.INVALID_ARGUMENT, f"duplicate replica {r}")
+            seen.add((r.egress_port, r.instance))
+        return [Replica(r.egress_port, r.instance) for r in replicas]
+
+    def mcast_group_set(self, group_id: int, replicas: list[Replica]) -> None:
+        if not 0 < group_id < (1 << 16):
+            raise StateError(StateCode.INVALID_ARGUMENT, "multicast group ids are 1..65535")
+        self.mcast[group_id] = self._check_replicas(replicas)
+
+    def mcast_group_delete(self, group_id: int) -> None:
+        if group_id not in self.mcast:
+            raise StateError(StateCode.NOT_FOUND, f"no multicast group {group_id}")
+        del self.mcast[group_id]
+
+    def mcast_groups(self) -> dict[int, list[Replica]]:
+        return {g: [Replica(r.egress_port, r.instance) for r in rs] for g, rs in self.mcast.items()}
+
+    def clone_session_set(self, session_id: int, replicas: list[Replica],
+                          truncate_bytes: int = 0) -> None:
+        if session_id < 0 or truncate_bytes < 0:
+            raise StateError(StateCode.INVALID_ARGUMENT, "bad clone session")
+        self.clone_sess[session_id] = (self._check_replicas(replicas), truncate_bytes)
+
+    def clone_session_delete(self, session_id: int) -> None:
+        if session_id not in self.clone_sess:
+            raise StateError(StateCode.NOT_FOUND, f"no clone session {session_id}")
+        del self.clone_sess[session_id]
+
+    def clone_sessions(self) -> dict[int, list[Replica]]:
+        return {s: [Replica(r.egress_port, r.instance) for r in rs]
+                for s, (rs, _) in self.clone_sess.items()}
+
+    # ------------------------------------------------------------------------------------
+    # Value sets
+    # ------------------------------------------------------------------------------------
+    def value_set_set(self, value_set: str, members: list[list[MatchValue]]) -> None:
+        self.value_sets[self.resolve("value_set", value_set)].set(members)
+
+
+def _pyname_of(name: str) -> str:
+    from .codegen import pyname
+
+    return pyname(name)
+
+
+def _digest(ctx: runtime.Ctx, name: str, receiver: int, values: dict[str, int]) -> None:
+    if ctx.digests is None:
+        ctx.digests = []
+    ctx.digests.append(Digest(name, receiver, {k: int(v) for k, v in values.items()}))

@@ -1,0 +1,228 @@
+"""Run-time helpers shared by the generated code: packet context, control-flow exceptions,
+header-stack objects and small arithmetic helpers.
+
+The generated code (see ``codegen``) refers to these by name from its module globals.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ParserErrorSignal(Exception):
+    """Raised inside a generated parser: ends parsing with ``code`` (an index into
+    ``Program.errors``)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class ExitSignal(Exception):
+    """``exit``: ends the current top-level control (ingress or egress) at once."""
+
+
+class PacketError(Exception):
+    """A run-time error that is not a parser error (e.g. header stack index out of bounds in a
+    control): the packet is dropped with ``Drop(reason="error")``."""
+
+
+class AssertSignal(Exception):
+    """``assert``/``assume`` failed: the packet is dropped with ``Drop(reason="assert")``."""
+
+
+class Ctx:
+    """Per-packet-instance side channel between the generated code and the pipeline driver."""
+
+    __slots__ = (
+        "now",
+        "plen",
+        "payload",
+        "checksum_error",
+        "clone",
+        "resubmit",
+        "recirculate",
+        "truncate",
+        "digests",
+        "logs",
+        "meter_colour",
+    )
+
+    def __init__(self, now: int, plen: int) -> None:
+        self.now = now
+        self.plen = plen
+        self.payload = b""
+        self.checksum_error = 0
+        self.clone: tuple[int, int, int] | None = None  # (type, session, field_list)
+        self.resubmit: int | None = None  # field-list index
+        self.recirculate: int | None = None
+        self.truncate: int | None = None
+        self.digests: list[Any] | None = None
+        self.logs: list[str] | None = None
+        self.meter_colour: dict[str, int] | None = None
+
+
+class Stack:
+    """A header stack: ``h`` the element headers, ``n`` nextIndex."""
+
+    __slots__ = ("h", "n")
+
+    def __init__(self, h: list[Any], n: int = 0) -> None:
+        self.h = h
+        self.n = n
+
+    def copy(self) -> Stack:
+        return Stack([x.copy() for x in self.h], self.n)
+
+
+def div(a: int, b: int) -> int:
+    """Run-time ``/``: the spec allows only compile-time positive operands; p4switch also
+    evaluates run-time values, truncating toward zero, and yields 0 for a zero divisor."""
+    if b == 0:
+        return 0
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def mod(a: int, b: int) -> int:
+    """Run-time ``%`` (sign of the dividend, 0 for a zero divisor)."""
+    if b == 0:
+        return 0
+    r = abs(a) % abs(b)
+    return r if a >= 0 else -r
+
+
+def make_helpers(stack_oob: int) -> dict[str, Any]:
+    """Helpers the generated code calls; ``stack_oob`` is error.StackOutOfBounds's code."""
+
+    def sget(s: Stack, i: int) -> Any:
+        if 0 <= i < len(s.h):
+            return s.h[i]
+        raise ParserErrorSignal(stack_oob)
+
+    def sset(s: Stack, i: int, v: Any) -> None:
+        if 0 <= i < len(s.h):
+            s.h[i] = v
+        else:
+            raise ParserErrorSignal(stack_oob)
+
+    def snext_i(s: Stack) -> int:
+        if s.n >= len(s.h):
+            raise ParserErrorSignal(stack_oob)
+        return s.n
+
+    def slast_i(s: Stack) -> int:
+        if s.n == 0:
+            raise ParserErrorSignal(stack_oob)
+        return s.n - 1
+
+    def snext(s: Stack) -> Any:
+        return s.h[snext_i(s)]
+
+    def slast(s: Stack) -> Any:
+        return s.h[slast_i(s)]
+
+    def spush_front(s: Stack, count: int) -> None:
+        # elements move up by count; the first count become invalid; nextIndex grows (capped)
+        size = len(s.h)
+        cls = type(s.h[0])
+        new = [cls() for _ in range(min(count, size))] + s.h[: max(size - count, 0)]
+        s.h[:] = new
+        s.n = min(s.n + count, size)
+
+    def spop_front(s: Stack, count: int) -> None:
+        size = len(s.h)
+        cls = type(s.h[0])
+        new = s.h[count:] + [cls() for _ in range(min(count, size))]
+        s.h[:] = new[:size]
+        s.n = max(s.n - count, 0)
+
+    return {
+        "_sget": sget,
+        "_sset": sset,
+        "_snext": snext,
+        "_slast": slast,
+        "_snext_i": snext_i,
+        "_slast_i": slast_i,
+        "_spush_front": spush_front,
+        "_spop_front": spop_front,
+    }
+
+
+def shl(a: int, b: int, width: int, signed: int) -> int:
+    """Run-time ``<<`` on bit<W>/int<W>: a shift by >= W gives 0."""
+    if b >= width:
+        return 0
+    v = (a << b) & ((1 << width) - 1)
+    if signed and v >> (width - 1):
+        v -= 1 << width
+    return v
+
+
+def hmod(base: int, h: int, mx: int) -> int:
+    """base + (h mod max); a run-time max of 0 gives base + h (BMv2 divides by zero there)."""
+    return base + (h % mx if mx else h)
+
+
+def look(pkt: bytes, pos: int, nbytes: int, too_short: int) -> int:
+    if pos + nbytes > len(pkt):
+        raise ParserErrorSignal(too_short)
+    return int.from_bytes(pkt[pos : pos + nbytes], "big")
+
+
+def hdr_from_int(cls: type, x: int, spec: tuple[tuple[str, int, int], ...]) -> Any:
+    """A valid header of class ``cls`` whose fields are cut from the integer ``x``."""
+    h = cls()
+    shift = sum(w for _, w, _ in spec)
+    for name, w, kind in spec:
+        shift -= w
+        v = (x >> shift) & ((1 << w) - 1)
+        if kind == 1 and v >> (w - 1):
+            v -= 1 << w
+        elif kind == 2:
+            v = v != 0
+        setattr(h, name, v)
+    h._v = True
+    return h
+
+
+def mkh(cls: type, vals: tuple[Any, ...]) -> Any:
+    """A header from a list expression: valid, fields in order."""
+    h = cls()
+    for name, v in zip(cls.__slots__[1:], vals, strict=True):
+        setattr(h, name, v)
+    h._v = True
+    return h
+
+
+def mks(cls: type, vals: tuple[Any, ...]) -> Any:
+    s = cls()
+    for name, v in zip(cls.__slots__, vals, strict=True):
+        setattr(s, name, v)
+    return s
+
+
+def eq(a: Any, b: Any) -> bool:
+    """``==`` on headers/structs: two invalid headers are equal; otherwise all fields."""
+    if hasattr(a, "_v") and not a._v and not b._v:
+        return True
+    for name in a.__slots__:
+        x, y = getattr(a, name), getattr(b, name)
+        if hasattr(x, "__slots__"):
+            if not eq(x, y):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def log(ctx: Ctx, msg: str, vals: tuple[Any, ...]) -> None:
+    """``log_msg``: each "{}" is replaced by the next value, in order."""
+    parts = msg.split("{}")
+    out = [parts[0]]
+    for i, p in enumerate(parts[1:]):
+        out.append(str(int(vals[i])) if i < len(vals) else "{}")
+        out.append(p)
+    if ctx.logs is None:
+        ctx.logs = []
+    ctx.logs.append("".join(out))
