@@ -223,13 +223,16 @@ control FabricIngress(inout headers_t hdr,
     Register<bit<16>, bit<16>>(ROT_SLOTS, 0) rot_next;
     RegisterAction<bit<16>, bit<16>, bit<16>>(rot_next) rot_advance = {
         void apply(inout bit<16> value, out bit<16> rv) {
-            /* member_idx holds n_members - 1 here (set before execute). */
+            /* Returns the stored member and advances it; member_idx holds
+             * n_members - 1 here (set before execute).  Unlike v1model a
+             * stored value >= n (group just shrank) is returned as is, so
+             * that one packet misses lb_member and is dropped. */
+            rv = value;
             if (value >= ig_md.member_idx) {
                 value = 0;
             } else {
                 value = value + 1;
             }
-            rv = value;
         }
     };
 
@@ -273,6 +276,7 @@ control FabricIngress(inout headers_t hdr,
     }
     action route_miss() {
         ig_md.drop_reason = DROP_ROUTE_MISS;
+        ipv4_lpm_ctr.count();
     }
     table ipv4_lpm {
         key = { hdr.ipv4.dstAddr: lpm; }
@@ -416,9 +420,6 @@ control FabricIngress(inout headers_t hdr,
                                 ig_md.drop_reason = DROP_LB_EMPTY;
                             } else {
                                 ig_md.member_idx = ig_md.n_members - 1;
-                                /* returns the advanced value: member = value
-                                 * after the step; the controller's model
-                                 * differs from v1model by one rotation. */
                                 ig_md.member_idx = rot_advance.execute(ig_md.dst_id);
                             }
                         } else if (ig_md.scheme == SCHEME_WAM) {
