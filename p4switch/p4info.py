@@ -1,0 +1,611 @@
+"""IR -> ``p4.config.v1.P4Info``: the control-plane contract a P4Runtime client uses.
+
+Why this shape:
+
+* Ids carry the spec's 8-bit per-entity prefix (``p4.config.v1.P4Ids.Prefix``: actions 0x01,
+  tables 0x02, value sets 0x03, controller headers 0x04, action profiles 0x11, counters 0x12,
+  direct counters 0x13, meters 0x14, direct meters 0x15, registers 0x16, digests 0x17), so a
+  client can tell an id's kind from its top byte.
+* ``@id(n)`` is honoured: a bare ``n < 2**24`` gets the kind's prefix; a full 32-bit id must
+  already carry the right prefix.
+* Other ids are stable across runs and machines without a registry: the low 24 bits are the
+  CRC-32 of the control-plane name (masked to 24 bits, 0 skipped), with linear probing in
+  name order on a collision. Renaming an object changes its id; adding another object does not
+  (unless it collides), which keeps controllers that cache ids working across small edits.
+  (p4c also derives ids from name hashes, but with a different hash: compare by name.)
+* Names are the IR's ``cp_name`` (``MyIngress.ipv4_lpm``), exactly what the pipeline resolves,
+  so the runtime translates a P4Runtime id to a pipeline name with one lookup.
+* Match field ids are 1..n in key order (``@id`` honoured), named by ``TableKey.name``; action
+  parameter ids 1..n likewise; controller-header metadata ids 1..n over non-``@padding`` fields.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+from google.protobuf import json_format, text_format
+from p4.config.v1 import p4info_pb2, p4types_pb2
+
+from p4switch import ir
+
+# Spec prefixes, taken from the installed proto so they can never drift from it.
+_P = p4info_pb2.P4Ids
+PREFIX_ACTION = _P.ACTION
+PREFIX_TABLE = _P.TABLE
+PREFIX_VALUE_SET = _P.VALUE_SET
+PREFIX_CONTROLLER_HEADER = _P.CONTROLLER_HEADER
+PREFIX_ACTION_PROFILE = _P.ACTION_PROFILE
+PREFIX_COUNTER = _P.COUNTER
+PREFIX_DIRECT_COUNTER = _P.DIRECT_COUNTER
+PREFIX_METER = _P.METER
+PREFIX_DIRECT_METER = _P.DIRECT_METER
+PREFIX_REGISTER = _P.REGISTER
+PREFIX_DIGEST = _P.DIGEST
+
+_MATCH_TYPES = {
+    "exact": p4info_pb2.MatchField.EXACT,
+    "lpm": p4info_pb2.MatchField.LPM,
+    "ternary": p4info_pb2.MatchField.TERNARY,
+    "range": p4info_pb2.MatchField.RANGE,
+    "optional": p4info_pb2.MatchField.OPTIONAL,
+}
+
+_SCOPES = {
+    "": p4info_pb2.ActionRef.TABLE_AND_DEFAULT,
+    "tableonly": p4info_pb2.ActionRef.TABLE_ONLY,
+    "defaultonly": p4info_pb2.ActionRef.DEFAULT_ONLY,
+}
+
+# Annotations that P4Info expresses structurally (or that only steer compilation), so they are
+# not repeated as free-form annotation strings.
+_STRUCTURAL_ANNOTATIONS = {
+    "name", "id", "hidden", "defaultonly", "tableonly", "controller_header", "match",
+    "padding", "noWarn",
+}
+
+
+class P4InfoError(Exception):
+    """The program cannot be described as P4Info (e.g. two objects claim the same ``@id``)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Id allocation
+# --------------------------------------------------------------------------------------------
+
+
+def _low24(name: str) -> int:
+    h = zlib.crc32(name.encode()) & 0xFFFFFF
+    return h or 1
+
+
+def _explicit_id(annotations: dict[str, str], prefix: int, what: str) -> int | None:
+    body = annotations.get("id")
+    if body is None:
+        return None
+    try:
+        value = int(str(body).strip().strip('"'), 0)
+    except ValueError as e:
+        raise P4InfoError(f"{what}: @id({body}) is not an integer") from e
+    if value <= 0:
+        raise P4InfoError(f"{what}: @id({body}) must be positive")
+    if value < (1 << 24):
+        return (prefix << 24) | value
+    if value >> 24 != prefix:
+        raise P4InfoError(f"{what}: @id({body:}) does not carry the prefix 0x{prefix:02x}")
+    return value
+
+
+@dataclass
+class _IdAllocator:
+    """Allocates ids per prefix: explicit ``@id``s first, then name hashes in name order."""
+
+    used: set[int] = field(default_factory=set)
+
+    def allocate(self, prefix: int, items: list[tuple[str, int | None]]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for name, explicit in items:
+            if explicit is None:
+                continue
+            if explicit in self.used:
+                raise P4InfoError(f"{name}: id 0x{explicit:08x} is already in use")
+            self.used.add(explicit)
+            out[name] = explicit
+        for name, explicit in sorted(items):
+            if explicit is not None:
+                continue
+            low = _low24(name)
+            while (prefix << 24 | low) in self.used:
+                low = (low + 1) & 0xFFFFFF or 1
+            pid = prefix << 24 | low
+            self.used.add(pid)
+            out[name] = pid
+        return out
+
+
+def _member_ids(items: list[tuple[str, dict[str, str] | tuple]], what: str) -> list[int]:
+    """Ids 1..n for match fields / params / metadata, honouring ``@id`` on the member."""
+    explicit: list[int | None] = []
+    for name, ann in items:
+        ann_d = dict(ann) if not isinstance(ann, dict) else ann
+        body = ann_d.get("id")
+        if body is None:
+            explicit.append(None)
+            continue
+        try:
+            explicit.append(int(str(body).strip(), 0))
+        except ValueError as e:
+            raise P4InfoError(f"{what}.{name}: @id({body}) is not an integer") from e
+    used = {e for e in explicit if e is not None}
+    if len(used) != len([e for e in explicit if e is not None]):
+        raise P4InfoError(f"{what}: duplicate @id among its members")
+    out: list[int] = []
+    nxt = 1
+    for e in explicit:
+        if e is not None:
+            out.append(e)
+            continue
+        while nxt in used:
+            nxt += 1
+        used.add(nxt)
+        out.append(nxt)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _annotation_strings(annotations: dict[str, str] | tuple) -> list[str]:
+    items = annotations.items() if isinstance(annotations, dict) else annotations
+    out = []
+    for key, body in items:
+        if key in _STRUCTURAL_ANNOTATIONS:
+            continue
+        out.append(f"@{key}({body})" if body not in (None, "") else f"@{key}")
+    return out
+
+
+def _aliases(names: list[str]) -> dict[str, str]:
+    """Shortest dot-suffix of each name that no other name of the same kind ends with."""
+    out = {}
+    for name in names:
+        parts = name.split(".")
+        alias = name
+        for k in range(1, len(parts) + 1):
+            cand = ".".join(parts[-k:])
+            clash = [o for o in names if o != name and (o == cand or o.endswith("." + cand))]
+            if not clash:
+                alias = cand
+                break
+        out[name] = alias
+    return out
+
+
+def _const_int(e: ir.Expr | None, default: int = 0) -> int:
+    if isinstance(e, ir.Const) and isinstance(e.value, int | bool):
+        return int(e.value)
+    return default
+
+
+def _enum_member(e: ir.Expr | None) -> str | None:
+    """Member name of a constant enum argument (``CounterType.packets`` -> "packets")."""
+    if isinstance(e, ir.Const) and isinstance(e.type, ir.EnumType):
+        for name, value in e.type.members:
+            if value == e.value:
+                return name
+    if isinstance(e, ir.Const) and isinstance(e.value, str):
+        return e.value.split(".")[-1]
+    return None
+
+
+def _is_hidden(annotations: dict[str, str]) -> bool:
+    return "hidden" in annotations
+
+
+_COUNTER_UNITS = {
+    "packets": p4info_pb2.CounterSpec.PACKETS,
+    "bytes": p4info_pb2.CounterSpec.BYTES,
+    "packets_and_bytes": p4info_pb2.CounterSpec.BOTH,
+}
+_METER_UNITS = {
+    "packets": p4info_pb2.MeterSpec.PACKETS,
+    "bytes": p4info_pb2.MeterSpec.BYTES,
+}
+# v1model enum declaration order, used when the argument is a bare number.
+_COUNTER_ORDER = ["packets", "bytes", "packets_and_bytes"]
+_METER_ORDER = ["packets", "bytes"]
+
+
+def _unit(arg: ir.Expr | None, table: dict[str, int], order: list[str]) -> int:
+    member = _enum_member(arg)
+    if member is None and isinstance(arg, ir.Const) and isinstance(arg.value, int):
+        member = order[arg.value] if 0 <= arg.value < len(order) else None
+    return table.get(member or "", 0)
+
+
+class _TypeInfo:
+    """Builds ``P4DataTypeSpec``s, registering named types in ``P4TypeInfo`` as p4c does."""
+
+    def __init__(self, info: p4types_pb2.P4TypeInfo) -> None:
+        self.info = info
+
+    def spec(self, t: ir.Type) -> p4types_pb2.P4DataTypeSpec:
+        s = p4types_pb2.P4DataTypeSpec()
+        if isinstance(t, ir.BitsType):
+            if t.signed:
+                s.bitstring.int.bitwidth = t.width
+            else:
+                s.bitstring.bit.bitwidth = t.width
+        elif isinstance(t, ir.BoolType):
+            s.bool.SetInParent()
+        elif isinstance(t, ir.ErrorType):
+            s.error.SetInParent()
+        elif isinstance(t, ir.StructType):
+            s.struct.name = t.name
+            if t.name not in self.info.structs:
+                st = self.info.structs[t.name]
+                for f in t.fields:
+                    m = st.members.add(name=f.name)
+                    m.type_spec.CopyFrom(self.spec(f.type))
+        elif isinstance(t, ir.HeaderType):
+            s.header.name = t.name
+            if t.name not in self.info.headers:
+                ht = self.info.headers[t.name]
+                for f in t.fields:
+                    m = ht.members.add(name=f.name)
+                    ft = f.type
+                    if isinstance(ft, ir.EnumType) and ft.underlying is not None:
+                        ft = ft.underlying
+                    if isinstance(ft, ir.BitsType) and ft.signed:
+                        m.type_spec.int.bitwidth = ft.width
+                    else:
+                        m.type_spec.bit.bitwidth = ir.type_width(ft)
+        elif isinstance(t, ir.StackType):
+            s.header_stack.header.name = t.elem.name
+            s.header_stack.size = t.size
+            self.spec(t.elem)
+        elif isinstance(t, ir.TupleType):
+            for e in t.elems:
+                s.tuple.members.add().CopyFrom(self.spec(e))
+        elif isinstance(t, ir.EnumType):
+            if t.underlying is not None:
+                s.serializable_enum.name = t.name
+                if t.name not in self.info.serializable_enums:
+                    se = self.info.serializable_enums[t.name]
+                    se.underlying_type.bitwidth = t.underlying.width
+                    w = (t.underlying.width + 7) // 8
+                    for name, value in t.members:
+                        se.members.add(name=name, value=value.to_bytes(max(w, 1), "big"))
+            else:
+                s.enum.name = t.name
+                if t.name not in self.info.enums:
+                    en = self.info.enums[t.name]
+                    for name, _ in t.members:
+                        en.members.add(name=name)
+        else:
+            raise P4InfoError(f"type {t} cannot be exposed to the control plane")
+        return s
+
+
+# --------------------------------------------------------------------------------------------
+# The builder
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Ctx:
+    program: ir.Program
+    tables: list[tuple[ir.Control, ir.Table]]
+    instances: dict[tuple[str, str], ir.ExternInstance]  # (control or "", name) -> instance
+
+
+def _find_instance(ctx: _Ctx, control: ir.Control, name: str | None) -> ir.ExternInstance | None:
+    if name is None:
+        return None
+    return ctx.instances.get((control.name, name)) or ctx.instances.get(("", name))
+
+
+def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
+    """The P4Info of ``program``; raises ``P4InfoError`` for conflicting ``@id``s."""
+    tables = [
+        (c, t)
+        for c in program.controls.values()
+        for t in c.tables.values()
+        if not _is_hidden(t.annotations)
+    ]
+    instances: dict[tuple[str, str], ir.ExternInstance] = {}
+    for name, inst in program.instances.items():
+        instances[("", name)] = inst
+    for c in program.controls.values():
+        for name, inst in c.instances.items():
+            instances[(c.name, name)] = inst
+    ctx = _Ctx(program, tables, instances)
+
+    p4info = p4info_pb2.P4Info()
+    p4info.pkg_info.arch = "v1model"
+    if program.main_file:
+        p4info.pkg_info.name = program.main_file.rsplit("/", 1)[-1].removesuffix(".p4")
+    types = _TypeInfo(p4info.type_info)
+    alloc = _IdAllocator()
+
+    # ---- actions: those any table (or action profile, via its tables) can run, plus NoAction.
+    action_keys: list[str] = []
+    for _, t in tables:
+        for ref in t.actions:
+            if ref.action not in action_keys:
+                action_keys.append(ref.action)
+    if "NoAction" in program.actions and "NoAction" not in action_keys:
+        action_keys.append("NoAction")
+    actions = [program.actions[k] for k in action_keys if k in program.actions]
+    action_ids = alloc.allocate(
+        PREFIX_ACTION,
+        [(a.cp_name, _explicit_id(a.annotations, PREFIX_ACTION, a.cp_name)) for a in actions],
+    )
+    key_to_action_id = {a.name: action_ids[a.cp_name] for a in actions}
+    action_alias = _aliases([a.cp_name for a in actions])
+
+    # ---- extern instances by kind.
+    def instances_of(*kinds: str) -> list[tuple[ir.Control | None, ir.ExternInstance]]:
+        out: list[tuple[ir.Control | None, ir.ExternInstance]] = []
+        for inst in program.instances.values():
+            if inst.type_name in kinds and not _is_hidden(inst.annotations):
+                out.append((None, inst))
+        for c in program.controls.values():
+            for inst in c.instances.values():
+                if inst.type_name in kinds and not _is_hidden(inst.annotations):
+                    out.append((c, inst))
+        return out
+
+    def ids_for(prefix: int, insts: list[tuple[object, ir.ExternInstance]]) -> dict[str, int]:
+        return alloc.allocate(
+            prefix,
+            [(i.cp_name, _explicit_id(i.annotations, prefix, i.cp_name)) for _, i in insts],
+        )
+
+    profiles = instances_of("action_profile", "action_selector")
+    counters = instances_of("counter")
+    dcounters = instances_of("direct_counter")
+    meters = instances_of("meter")
+    dmeters = instances_of("direct_meter")
+    registers = instances_of("register")
+    profile_ids = ids_for(PREFIX_ACTION_PROFILE, profiles)
+    counter_ids = ids_for(PREFIX_COUNTER, counters)
+    dcounter_ids = ids_for(PREFIX_DIRECT_COUNTER, dcounters)
+    meter_ids = ids_for(PREFIX_METER, meters)
+    dmeter_ids = ids_for(PREFIX_DIRECT_METER, dmeters)
+    register_ids = ids_for(PREFIX_REGISTER, registers)
+    table_ids = alloc.allocate(
+        PREFIX_TABLE,
+        [(t.cp_name, _explicit_id(t.annotations, PREFIX_TABLE, t.cp_name)) for _, t in tables],
+    )
+    table_alias = _aliases([t.cp_name for _, t in tables])
+
+    # ---- tables
+    profile_tables: dict[str, list[int]] = {}
+    dres_table: dict[str, int] = {}
+    for c, t in tables:
+        pt = p4info.tables.add()
+        pt.preamble.id = table_ids[t.cp_name]
+        pt.preamble.name = t.cp_name
+        pt.preamble.alias = table_alias[t.cp_name]
+        pt.preamble.annotations.extend(_annotation_strings(t.annotations))
+        keys = [k for k in t.keys if k.match_kind != "selector"]
+        fids = _member_ids([(k.name, k.annotations) for k in keys], t.cp_name)
+        for fid, k in zip(fids, keys, strict=True):
+            mf = pt.match_fields.add(id=fid, name=k.name, bitwidth=k.width)
+            if k.match_kind in _MATCH_TYPES:
+                mf.match_type = _MATCH_TYPES[k.match_kind]
+            else:
+                mf.other_match_type = k.match_kind
+            mf.annotations.extend(_annotation_strings(k.annotations))
+        for ref in t.actions:
+            if ref.action not in key_to_action_id:
+                continue
+            ar = pt.action_refs.add(id=key_to_action_id[ref.action], scope=_SCOPES[ref.scope])
+            ar.annotations.extend(_annotation_strings(ref.annotations))
+        da = t.default_action
+        if da.action in key_to_action_id:
+            if t.default_action_const:
+                pt.const_default_action_id = key_to_action_id[da.action]
+            pt.initial_default_action.action_id = key_to_action_id[da.action]
+            action = program.actions[da.action]
+            pids = _member_ids(
+                [(p.name, p.annotations) for p in action.data_params], action.cp_name
+            )
+            for pid, prm, arg in zip(pids, action.data_params, da.args, strict=False):
+                width = _bitwidth(prm.type)
+                value = _const_int(arg) & ((1 << width) - 1) if width else _const_int(arg)
+                pt.initial_default_action.arguments.add(param_id=pid, value=canonical(value))
+        impl = _find_instance(ctx, c, t.implementation)
+        if impl is not None and impl.cp_name in profile_ids:
+            pt.implementation_id = profile_ids[impl.cp_name]
+            profile_tables.setdefault(impl.cp_name, []).append(pt.preamble.id)
+        for res_name, res_ids in ((t.direct_counter, dcounter_ids), (t.direct_meter, dmeter_ids)):
+            inst = _find_instance(ctx, c, res_name)
+            if inst is not None and inst.cp_name in res_ids:
+                pt.direct_resource_ids.append(res_ids[inst.cp_name])
+                dres_table[inst.cp_name] = pt.preamble.id
+        pt.size = t.size
+        if t.const_entries is not None:
+            pt.is_const_table = True
+            pt.has_initial_entries = len(t.const_entries) > 0
+
+    # ---- actions
+    for a in actions:
+        pa = p4info.actions.add()
+        pa.preamble.id = action_ids[a.cp_name]
+        pa.preamble.name = a.cp_name
+        pa.preamble.alias = action_alias[a.cp_name]
+        pa.preamble.annotations.extend(_annotation_strings(a.annotations))
+        params = a.data_params
+        pids = _member_ids([(p.name, p.annotations) for p in params], a.cp_name)
+        for pid, p in zip(pids, params, strict=True):
+            pp = pa.params.add(id=pid, name=p.name, bitwidth=_bitwidth(p.type))
+            pp.annotations.extend(_annotation_strings(p.annotations))
+
+    # ---- action profiles
+    for _, inst in profiles:
+        ap = p4info.action_profiles.add()
+        _preamble(ap.preamble, profile_ids[inst.cp_name], inst)
+        ap.table_ids.extend(profile_tables.get(inst.cp_name, []))
+        ap.with_selector = inst.type_name == "action_selector"
+        if ap.with_selector:
+            ap.size = _const_int(inst.args[1] if len(inst.args) > 1 else None)
+        else:
+            ap.size = _const_int(inst.args[0] if inst.args else None)
+        mgs = inst.annotations.get("max_group_size")
+        if mgs is not None:
+            ap.max_group_size = int(str(mgs).strip(), 0)
+
+    # ---- counters / direct counters
+    for _, inst in counters:
+        pc = p4info.counters.add()
+        _preamble(pc.preamble, counter_ids[inst.cp_name], inst)
+        pc.size = _const_int(inst.args[0] if inst.args else None)
+        pc.spec.unit = _unit(inst.args[1] if len(inst.args) > 1 else None,
+                             _COUNTER_UNITS, _COUNTER_ORDER)
+    for _, inst in dcounters:
+        pd = p4info.direct_counters.add()
+        _preamble(pd.preamble, dcounter_ids[inst.cp_name], inst)
+        pd.spec.unit = _unit(inst.args[0] if inst.args else None, _COUNTER_UNITS, _COUNTER_ORDER)
+        pd.direct_table_id = dres_table.get(inst.cp_name, 0)
+
+    # ---- meters / direct meters
+    for _, inst in meters:
+        pm = p4info.meters.add()
+        _preamble(pm.preamble, meter_ids[inst.cp_name], inst)
+        pm.size = _const_int(inst.args[0] if inst.args else None)
+        pm.spec.unit = _unit(inst.args[1] if len(inst.args) > 1 else None,
+                             _METER_UNITS, _METER_ORDER)
+    for _, inst in dmeters:
+        pd = p4info.direct_meters.add()
+        _preamble(pd.preamble, dmeter_ids[inst.cp_name], inst)
+        pd.spec.unit = _unit(inst.args[0] if inst.args else None, _METER_UNITS, _METER_ORDER)
+        pd.direct_table_id = dres_table.get(inst.cp_name, 0)
+
+    # ---- registers
+    for _, inst in registers:
+        pr = p4info.registers.add()
+        _preamble(pr.preamble, register_ids[inst.cp_name], inst)
+        pr.size = _const_int(inst.args[0] if inst.args else None)
+        if inst.type_args:
+            pr.type_spec.CopyFrom(types.spec(inst.type_args[0]))
+
+    # ---- controller packet metadata
+    cph = sorted(program.controller_headers.items())
+    cph_ids = alloc.allocate(
+        PREFIX_CONTROLLER_HEADER,
+        [(name, _explicit_id(dict(h.annotations), PREFIX_CONTROLLER_HEADER, name))
+         for name, h in cph],
+    )
+    for name, h in cph:
+        cm = p4info.controller_packet_metadata.add()
+        cm.preamble.id = cph_ids[name]
+        cm.preamble.name = name
+        cm.preamble.alias = name
+        cm.preamble.annotations.append(f'@controller_header("{name}")')
+        visible = [f for f in h.fields if "padding" not in dict(f.annotations)]
+        mids = _member_ids([(f.name, f.annotations) for f in visible], name)
+        for mid, f in zip(mids, visible, strict=True):
+            md = cm.metadata.add(id=mid, name=f.name, bitwidth=ir.type_width(f.type))
+            md.annotations.extend(_annotation_strings(f.annotations))
+
+    # ---- value sets
+    vsets = [vs for p in program.parsers.values() for vs in p.value_sets.values()
+             if not _is_hidden(vs.annotations)]
+    vs_ids = alloc.allocate(
+        PREFIX_VALUE_SET,
+        [(vs.cp_name, _explicit_id(vs.annotations, PREFIX_VALUE_SET, vs.cp_name))
+         for vs in vsets],
+    )
+    for vs in vsets:
+        pv = p4info.value_sets.add()
+        pv.preamble.id = vs_ids[vs.cp_name]
+        pv.preamble.name = vs.cp_name
+        pv.preamble.alias = vs.cp_name.split(".")[-1]
+        pv.size = vs.size
+        if isinstance(vs.type, ir.StructType | ir.HeaderType):
+            members = [(f.name, f.type, dict(f.annotations)) for f in vs.type.fields]
+        else:
+            members = [("", vs.type, {})]
+        mids = _member_ids([(n, a) for n, _, a in members], vs.cp_name)
+        for mid, (n, t, a) in zip(mids, members, strict=True):
+            mf = pv.match.add(id=mid, name=n, bitwidth=_bitwidth(t))
+            kind = str(a.get("match", "exact")).strip()
+            if kind in _MATCH_TYPES:
+                mf.match_type = _MATCH_TYPES[kind]
+            else:
+                mf.other_match_type = kind
+
+    # ---- digests (named by the digested type, as p4c does)
+    digest_types: list[ir.StructType] = []
+    for st in program.digests:
+        if st.name not in [d.name for d in digest_types]:
+            digest_types.append(st)
+    dig_ids = alloc.allocate(
+        PREFIX_DIGEST,
+        [(st.name, _explicit_id(dict(st.annotations), PREFIX_DIGEST, st.name))
+         for st in digest_types],
+    )
+    for st in digest_types:
+        pdg = p4info.digests.add()
+        pdg.preamble.id = dig_ids[st.name]
+        pdg.preamble.name = st.name
+        pdg.preamble.alias = st.name
+        pdg.type_spec.CopyFrom(types.spec(st))
+
+    return p4info
+
+
+def canonical(value: int) -> bytes:
+    """P4Runtime canonical bytestring (spec: shortest big-endian string, at least one byte)."""
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+def _bitwidth(t: ir.Type) -> int:
+    if isinstance(t, ir.EnumType) and t.underlying is not None:
+        return t.underlying.width
+    try:
+        return ir.type_width(t)
+    except TypeError:
+        return 0
+
+
+def _preamble(pre: p4info_pb2.Preamble, pid: int, inst: ir.ExternInstance) -> None:
+    pre.id = pid
+    pre.name = inst.cp_name
+    pre.alias = inst.cp_name.split(".")[-1]
+    pre.annotations.extend(_annotation_strings(inst.annotations))
+
+
+# --------------------------------------------------------------------------------------------
+# Serialisation (what ``python -m p4switch.compile --p4info-format`` writes)
+# --------------------------------------------------------------------------------------------
+
+FORMATS = ("text", "binary", "json")
+
+
+def serialize(p4info: p4info_pb2.P4Info, fmt: str = "text") -> bytes:
+    """P4Info as protobuf text (what p4runtime-shell's ``--config`` reads), binary or JSON."""
+    if fmt == "text":
+        return text_format.MessageToString(p4info).encode()
+    if fmt == "binary":
+        return p4info.SerializeToString()
+    if fmt == "json":
+        return json_format.MessageToJson(p4info).encode()
+    raise ValueError(f"unknown P4Info format {fmt!r} (choose from {', '.join(FORMATS)})")
+
+
+def parse(data: bytes, fmt: str = "text") -> p4info_pb2.P4Info:
+    p4info = p4info_pb2.P4Info()
+    if fmt == "text":
+        text_format.Parse(data.decode(), p4info)
+    elif fmt == "binary":
+        p4info.ParseFromString(data)
+    elif fmt == "json":
+        json_format.Parse(data.decode(), p4info)
+    else:
+        raise ValueError(f"unknown P4Info format {fmt!r}")
+    return p4info
