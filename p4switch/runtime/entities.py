@@ -1,0 +1,879 @@
+"""Translation between P4Runtime entities and pipeline state operations (``pipeline.api``).
+
+Every write handler validates the whole update against the schema first (ids, bitwidths, match
+kinds, scopes), then performs exactly one pipeline state operation (which itself validates
+before changing anything), and returns an *undo* closure that restores the previous state —
+used to roll a batch back under ROLLBACK_ON_ERROR / DATAPLANE_ATOMIC. The caller holds the
+switch lock for the whole batch, so packets never see a half-applied Write.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from google.rpc import code_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4data_pb2, p4runtime_pb2
+
+from p4switch.pipeline import api
+from p4switch.runtime.errors import (
+    P4RTError,
+    invalid,
+    not_found,
+    out_of_range,
+    permission_denied,
+    unimplemented,
+)
+from p4switch.runtime.schema import MF, Schema, TableInfo, decode, encode
+
+Undo = Callable[[], None]
+U = p4runtime_pb2.Update
+SCOPE = p4info_pb2.ActionRef
+
+
+def _noop() -> None:
+    return None
+
+
+def _call(fn, *args):
+    """Run a pipeline operation, turning its StateError into the matching P4Runtime error."""
+    try:
+        return fn(*args)
+    except api.StateError as e:
+        raise P4RTError.from_state(e) from None
+
+
+MatchKey = tuple  # hashable form of an entry's match + priority
+
+
+def match_key(match: dict[str, api.MatchValue], priority: int) -> MatchKey:
+    return (tuple(sorted(match.items(), key=lambda kv: kv[0])), priority)
+
+
+@dataclass
+class EntryCookie:
+    """What the target must store but the pipeline does not: opaque controller data."""
+
+    controller_metadata: int = 0
+    metadata: bytes = b""
+
+
+@dataclass
+class ServerState:
+    """Per-pipeline state kept by the server itself (reset on every new pipeline)."""
+
+    cookies: dict[tuple[str, MatchKey], EntryCookie] = field(default_factory=dict)
+    digest_configs: dict[int, p4runtime_pb2.DigestEntry.Config] = field(default_factory=dict)
+
+
+class Entities:
+    """Write/read of every supported entity kind against one pipeline + schema."""
+
+    def __init__(self, schema: Schema, pipeline: api.PipelineAPI, state: ServerState) -> None:
+        self.schema = schema
+        self.pipe = pipeline
+        self.state = state
+        self._initial_defaults = {
+            t.preamble.id: t.initial_default_action for t in schema.p4info.tables
+        }
+
+    # ========================================================================================
+    # Write dispatch
+    # ========================================================================================
+
+    def write(self, update: p4runtime_pb2.Update) -> Undo:
+        if update.type not in (U.INSERT, U.MODIFY, U.DELETE):
+            raise invalid("update type must be INSERT, MODIFY or DELETE")
+        kind = update.entity.WhichOneof("entity")
+        handler = {
+            "table_entry": self._write_table_entry,
+            "action_profile_member": self._write_member,
+            "action_profile_group": self._write_group,
+            "counter_entry": self._write_counter,
+            "direct_counter_entry": self._write_direct_counter,
+            "meter_entry": self._write_meter,
+            "direct_meter_entry": self._write_direct_meter,
+            "register_entry": self._write_register,
+            "packet_replication_engine_entry": self._write_pre,
+            "digest_entry": self._write_digest,
+        }.get(kind or "")
+        if handler is None:
+            raise unimplemented(f"writing {kind or 'an empty entity'} is not supported")
+        return handler(update.type, getattr(update.entity, kind))
+
+    # ========================================================================================
+    # Match keys and actions
+    # ========================================================================================
+
+    def decode_match(self, t: TableInfo, fields) -> dict[str, api.MatchValue]:
+        out: dict[str, api.MatchValue] = {}
+        seen: set[int] = set()
+        for fm in fields:
+            f = t.fields.get(fm.field_id)
+            if f is None:
+                raise invalid(f"{t.name}: unknown match field id {fm.field_id}")
+            if fm.field_id in seen:
+                raise invalid(f"{t.name}: match field {f.name} given twice")
+            seen.add(fm.field_id)
+            kind = fm.WhichOneof("field_match_type")
+            what = f"{t.name} field {f.name}"
+            bw = f.bitwidth
+            if kind == "exact" and f.match_type == MF.EXACT:
+                out[f.name] = api.ExactMatch(decode(fm.exact.value, bw, what))
+            elif kind == "lpm" and f.match_type == MF.LPM:
+                v = decode(fm.lpm.value, bw, what)
+                plen = fm.lpm.prefix_len
+                if plen <= 0 or plen > bw:
+                    raise invalid(f"{what}: prefix length {plen} not in 1..{bw} "
+                                  "(a /0 match must be omitted)")
+                if v & ((1 << (bw - plen)) - 1):
+                    raise invalid(f"{what}: value has bits set beyond the /{plen} prefix")
+                out[f.name] = api.LpmMatch(v, plen)
+            elif kind == "ternary" and f.match_type == MF.TERNARY:
+                v = decode(fm.ternary.value, bw, what)
+                m = decode(fm.ternary.mask, bw, what + " mask")
+                if m == 0:
+                    raise invalid(f"{what}: all-zero mask (a don't-care match must be omitted)")
+                if v & ~m:
+                    raise invalid(f"{what}: value has bits set outside the mask")
+                out[f.name] = api.TernaryMatch(v, m)
+            elif kind == "range" and f.match_type == MF.RANGE:
+                lo = decode(fm.range.low, bw, what + " low")
+                hi = decode(fm.range.high, bw, what + " high")
+                if lo > hi:
+                    raise invalid(f"{what}: range low > high")
+                if lo == 0 and hi == (1 << bw) - 1:
+                    raise invalid(f"{what}: full range (a don't-care match must be omitted)")
+                out[f.name] = api.RangeMatch(lo, hi)
+            elif kind == "optional" and f.match_type == MF.OPTIONAL:
+                out[f.name] = api.OptionalMatch(decode(fm.optional.value, bw, what))
+            else:
+                raise invalid(f"{what}: {kind or 'no'} match given for a "
+                              f"{MF.MatchType.Name(f.match_type)} field")
+        for fid, f in t.fields.items():
+            if f.match_type == MF.EXACT and fid not in seen:
+                raise invalid(f"{t.name}: exact match field {f.name} is missing")
+        return out
+
+    def encode_match(self, t: TableInfo, match: dict[str, api.MatchValue]) -> list:
+        out = []
+        for fid in sorted(t.fields):
+            f = t.fields[fid]
+            mv = match.get(f.name)
+            if mv is None:
+                continue
+            fm = p4runtime_pb2.FieldMatch(field_id=fid)
+            if isinstance(mv, api.ExactMatch):
+                fm.exact.value = encode(mv.value)
+            elif isinstance(mv, api.LpmMatch):
+                if mv.prefix_len == 0:
+                    continue
+                fm.lpm.value = encode(mv.value)
+                fm.lpm.prefix_len = mv.prefix_len
+            elif isinstance(mv, api.TernaryMatch):
+                if mv.mask == 0:
+                    continue
+                fm.ternary.value = encode(mv.value)
+                fm.ternary.mask = encode(mv.mask)
+            elif isinstance(mv, api.RangeMatch):
+                if mv.low == 0 and mv.high == (1 << f.bitwidth) - 1:
+                    continue
+                fm.range.low = encode(mv.low)
+                fm.range.high = encode(mv.high)
+            elif isinstance(mv, api.OptionalMatch):
+                fm.optional.value = encode(mv.value)
+            out.append(fm)
+        return out
+
+    def decode_action(
+        self, t: TableInfo | None, action: p4runtime_pb2.Action, *, default: bool,
+        allowed: dict[int, int] | None = None,
+    ) -> tuple[str, dict[str, int]]:
+        refs = t.actions if t is not None else (allowed or {})
+        owner = t.name if t is not None else "action profile"
+        if action.action_id not in refs:
+            raise invalid(f"{owner}: action id {action.action_id} is not one of its actions")
+        a = self.schema.action(action.action_id)
+        scope = refs[action.action_id]
+        if default and scope == SCOPE.TABLE_ONLY:
+            raise permission_denied(f"{owner}: action {a.name} is @tableonly")
+        if not default and scope == SCOPE.DEFAULT_ONLY:
+            raise permission_denied(f"{owner}: action {a.name} is @defaultonly")
+        params: dict[str, int] = {}
+        for p in action.params:
+            if p.param_id not in a.params:
+                raise invalid(f"action {a.name}: unknown parameter id {p.param_id}")
+            name, bw = a.params[p.param_id]
+            if name in params:
+                raise invalid(f"action {a.name}: parameter {name} given twice")
+            params[name] = decode(p.value, bw, f"action {a.name} parameter {name}")
+        missing = [n for n, _ in a.params.values() if n not in params]
+        if missing:
+            raise invalid(f"action {a.name}: missing parameter(s) {', '.join(missing)}")
+        return a.name, params
+
+    def encode_action(self, name: str, params: dict[str, int]) -> p4runtime_pb2.Action:
+        aid = self.schema.action_by_name.get(name)
+        if aid is None:  # a pipeline name that is a suffix of the P4Info name
+            aid = next((i for n, i in self.schema.action_by_name.items()
+                        if n.endswith("." + name) or name.endswith("." + n)), 0)
+        msg = p4runtime_pb2.Action(action_id=aid)
+        if aid:
+            a = self.schema.actions[aid]
+            for pid in sorted(a.params):
+                pname, _ = a.params[pid]
+                msg.params.add(param_id=pid, value=encode(params.get(pname, 0)))
+        return msg
+
+    # ========================================================================================
+    # Table entries
+    # ========================================================================================
+
+    def _find_entry(self, table: str, match, priority: int) -> api.TableEntry | None:
+        key = match_key(match, priority)
+        for e in _call(self.pipe.table_entries, table):
+            if match_key(e.match, e.priority) == key:
+                return e
+        return None
+
+    def _direct_counter_data(self, te: p4runtime_pb2.TableEntry, t: TableInfo):
+        if te.HasField("counter_data") and not t.direct_counter_id:
+            raise invalid(f"{t.name} has no direct counter")
+        if te.HasField("meter_config") and not t.direct_meter_id:
+            raise invalid(f"{t.name} has no direct meter")
+        if te.HasField("meter_counter_data"):
+            raise unimplemented("meter_counter_data is not supported")
+
+    def _table_action(self, t: TableInfo, ta: p4runtime_pb2.TableAction, entry: api.TableEntry):
+        kind = ta.WhichOneof("type")
+        if kind is None:
+            raise invalid(f"{t.name}: entry has no action")
+        if t.implementation_id == 0:
+            if kind != "action":
+                raise invalid(f"{t.name} is a direct table: it takes an action, not {kind}")
+            entry.action, entry.params = self.decode_action(t, ta.action, default=False)
+            return
+        prof = self.schema.profile(t.implementation_id)
+        if kind == "action_profile_member_id":
+            entry.member_id = ta.action_profile_member_id
+        elif kind == "action_profile_group_id":
+            if not prof.with_selector:
+                raise invalid(f"{t.name}: {prof.name} is not a selector; it takes members only")
+            entry.group_id = ta.action_profile_group_id
+        elif kind == "action_profile_action_set":
+            raise unimplemented("one-shot action selector programming is not supported")
+        else:
+            raise invalid(f"{t.name} is an indirect table: it takes a member or group id")
+
+    def _write_table_entry(self, utype: int, te: p4runtime_pb2.TableEntry) -> Undo:
+        t = self.schema.table(te.table_id)
+        if te.is_const:
+            raise invalid("is_const must be false in a write")
+        if te.idle_timeout_ns or te.HasField("time_since_last_hit"):
+            raise invalid(f"{t.name} does not support idle timeout")
+        self._direct_counter_data(te, t)
+        if te.is_default_action:
+            return self._write_default(utype, t, te)
+
+        match = self.decode_match(t, te.match)
+        if t.needs_priority and te.priority <= 0:
+            raise invalid(f"{t.name} needs a priority > 0 (it has ternary/range/optional keys)")
+        if not t.needs_priority and te.priority != 0:
+            raise invalid(f"{t.name} takes no priority (no ternary/range/optional keys)")
+        if t.is_const and not (utype == U.MODIFY and not te.HasField("action")):
+            raise permission_denied(f"{t.name} is a const table")
+        if not t.fields and utype == U.INSERT:
+            raise invalid(f"{t.name} is keyless: only its default entry can be set")
+        meter = _meter_from(te.meter_config) if te.HasField("meter_config") else None
+        ckey = (t.name, match_key(match, te.priority))
+        cookie = EntryCookie(te.controller_metadata, te.metadata)
+
+        if utype == U.INSERT:
+            entry = api.TableEntry(match=match, priority=te.priority, meter=meter)
+            self._table_action(t, te.action, entry)
+            _call(self.pipe.table_add, t.name, entry)
+            if te.HasField("counter_data"):
+                d = te.counter_data
+                try:
+                    _call(self.pipe.direct_counter_write, t.name, match, te.priority,
+                          d.packet_count, d.byte_count)
+                except P4RTError:
+                    _call(self.pipe.table_delete, t.name, match, te.priority)
+                    raise
+            self.state.cookies[ckey] = cookie
+
+            def undo_insert() -> None:
+                self.pipe.table_delete(t.name, match, te.priority)
+                self.state.cookies.pop(ckey, None)
+            return undo_insert
+
+        old = self._find_entry(t.name, match, te.priority)
+        if old is None:
+            raise not_found(f"{t.name}: no entry with this match and priority")
+        old_cookie = self.state.cookies.get(ckey, EntryCookie())
+
+        if utype == U.MODIFY:
+            new = copy.deepcopy(old)
+            if te.HasField("action"):
+                new.action, new.params, new.member_id, new.group_id = None, {}, None, None
+                self._table_action(t, te.action, new)
+            new.meter = meter
+            _call(self.pipe.table_modify, t.name, new)
+            if te.HasField("counter_data"):
+                d = te.counter_data
+                try:
+                    _call(self.pipe.direct_counter_write, t.name, match, te.priority,
+                          d.packet_count, d.byte_count)
+                except P4RTError:
+                    self.pipe.table_modify(t.name, old)
+                    raise
+            self.state.cookies[ckey] = cookie
+
+            def undo_modify() -> None:
+                self.pipe.table_modify(t.name, old)
+                if te.HasField("counter_data"):
+                    self.pipe.direct_counter_write(t.name, match, te.priority, old.packets,
+                                                   old.bytes)
+                self.state.cookies[ckey] = old_cookie
+            return undo_modify
+
+        # DELETE
+        if old.is_const:
+            raise permission_denied(f"{t.name}: const entries cannot be deleted")
+        _call(self.pipe.table_delete, t.name, match, te.priority)
+        self.state.cookies.pop(ckey, None)
+
+        def undo_delete() -> None:
+            self.pipe.table_add(t.name, old)
+            if t.direct_counter_id:
+                self.pipe.direct_counter_write(t.name, match, te.priority, old.packets, old.bytes)
+            self.state.cookies[ckey] = old_cookie
+        return undo_delete
+
+    def _write_default(self, utype: int, t: TableInfo, te: p4runtime_pb2.TableEntry) -> Undo:
+        if utype != U.MODIFY:
+            raise invalid("the default entry can only be modified (INSERT/DELETE are invalid)")
+        if len(te.match) or te.priority:
+            raise invalid("the default entry has no match fields and priority 0")
+        if t.const_default_action_id:
+            raise permission_denied(f"{t.name}: the default action is const")
+        if t.implementation_id:
+            raise permission_denied(f"{t.name}: an indirect table's default entry is fixed")
+        if te.HasField("action"):
+            if te.action.WhichOneof("type") != "action":
+                raise invalid(f"{t.name}: the default entry takes an action")
+            name, params = self.decode_action(t, te.action.action, default=True)
+        else:  # reset to the program's default
+            init = self._initial_defaults.get(t.id)
+            if init is None or init.action_id == 0:
+                raise invalid(f"{t.name}: no initial default action is known")
+            a = self.schema.action(init.action_id)
+            name = a.name
+            params = {a.params[arg.param_id][0]: int.from_bytes(arg.value, "big")
+                      for arg in init.arguments if arg.param_id in a.params}
+        old = _call(self.pipe.table_get_default, t.name)
+        _call(self.pipe.table_set_default, t.name, name, params)
+
+        def undo() -> None:
+            self.pipe.table_set_default(t.name, old.action, dict(old.params))
+        return undo
+
+    def read_table_entries(self, te: p4runtime_pb2.TableEntry) -> Iterator[p4runtime_pb2.Entity]:
+        if te.table_id == 0:
+            tables = list(self.schema.tables.values())
+        else:
+            tables = [self.schema.table(te.table_id)]
+        for t in tables:
+            with_counters = te.HasField("counter_data") and t.direct_counter_id != 0
+            with_meter = te.HasField("meter_config") and t.direct_meter_id != 0
+            if te.is_default_action:
+                d = _call(self.pipe.table_get_default, t.name)
+                ent = p4runtime_pb2.Entity()
+                out = ent.table_entry
+                out.table_id = t.id
+                out.is_default_action = True
+                if d.action:
+                    out.action.action.CopyFrom(self.encode_action(d.action, d.params))
+                yield ent
+                continue
+            match_filter = None
+            if te.table_id and len(te.match):
+                match_filter = match_key(self.decode_match(t, te.match), te.priority)
+            action_filter = 0
+            if te.table_id and te.action.WhichOneof("type") == "action":
+                action_filter = te.action.action.action_id
+            for e in _call(self.pipe.table_entries, t.name):
+                mk = match_key(e.match, e.priority)
+                if match_filter is not None and mk != match_filter:
+                    continue
+                if te.priority and e.priority != te.priority:
+                    continue
+                cookie = self.state.cookies.get((t.name, mk), EntryCookie())
+                if te.controller_metadata and cookie.controller_metadata != te.controller_metadata:
+                    continue
+                if te.metadata and cookie.metadata != te.metadata:
+                    continue
+                ent = p4runtime_pb2.Entity()
+                out = ent.table_entry
+                out.table_id = t.id
+                out.match.extend(self.encode_match(t, e.match))
+                out.priority = e.priority
+                out.is_const = e.is_const
+                out.controller_metadata = cookie.controller_metadata
+                out.metadata = cookie.metadata
+                if e.action is not None:
+                    out.action.action.CopyFrom(self.encode_action(e.action, e.params))
+                    if action_filter and out.action.action.action_id != action_filter:
+                        continue
+                elif e.member_id is not None:
+                    out.action.action_profile_member_id = e.member_id
+                elif e.group_id is not None:
+                    out.action.action_profile_group_id = e.group_id
+                if with_counters:
+                    out.counter_data.packet_count = e.packets
+                    out.counter_data.byte_count = e.bytes
+                if with_meter and e.meter is not None:
+                    _meter_to(e.meter, out.meter_config)
+                yield ent
+
+    # ========================================================================================
+    # Action profiles
+    # ========================================================================================
+
+    def _profile_actions(self, prof_id: int) -> dict[int, int]:
+        prof = self.schema.profile(prof_id)
+        refs: dict[int, int] = {}
+        for tid in prof.table_ids:
+            if tid in self.schema.tables:
+                refs.update(self.schema.tables[tid].actions)
+        return refs
+
+    def _write_member(self, utype: int, m: p4runtime_pb2.ActionProfileMember) -> Undo:
+        prof = self.schema.profile(m.action_profile_id)
+        if m.member_id == 0:
+            raise invalid("member_id 0 is reserved")
+        old = next((x for x in _call(self.pipe.act_prof_members, prof.name)
+                    if x.member_id == m.member_id), None)
+        if utype == U.DELETE:
+            if old is None:
+                raise not_found(f"{prof.name}: no member {m.member_id}")
+            _call(self.pipe.act_prof_delete_member, prof.name, m.member_id)
+            return lambda: self.pipe.act_prof_add_member(prof.name, old)
+        refs = {k: SCOPE.TABLE_AND_DEFAULT for k in self._profile_actions(prof.id)}
+        name, params = self.decode_action(None, m.action, default=False, allowed=refs)
+        member = api.ActionProfileMember(m.member_id, name, params)
+        if utype == U.INSERT:
+            _call(self.pipe.act_prof_add_member, prof.name, member)
+            return lambda: self.pipe.act_prof_delete_member(prof.name, m.member_id)
+        if old is None:
+            raise not_found(f"{prof.name}: no member {m.member_id}")
+        _call(self.pipe.act_prof_modify_member, prof.name, member)
+        return lambda: self.pipe.act_prof_modify_member(prof.name, old)
+
+    def _write_group(self, utype: int, g: p4runtime_pb2.ActionProfileGroup) -> Undo:
+        prof = self.schema.profile(g.action_profile_id)
+        if not prof.with_selector:
+            raise invalid(f"{prof.name} is not an action selector: it has no groups")
+        if g.group_id == 0:
+            raise invalid("group_id 0 is reserved")
+        old = next((x for x in _call(self.pipe.act_prof_groups, prof.name)
+                    if x.group_id == g.group_id), None)
+        if utype == U.DELETE:
+            if old is None:
+                raise not_found(f"{prof.name}: no group {g.group_id}")
+            _call(self.pipe.act_prof_delete_group, prof.name, g.group_id)
+            return lambda: self.pipe.act_prof_add_group(prof.name, old)
+        members: list[tuple[int, int]] = []
+        for gm in g.members:
+            if gm.weight <= 0:
+                raise invalid(f"{prof.name} group {g.group_id}: member weight must be > 0")
+            if any(mid == gm.member_id for mid, _ in members):
+                raise invalid(f"{prof.name} group {g.group_id}: member {gm.member_id} twice")
+            members.append((gm.member_id, gm.weight))
+        if prof.max_group_size and g.max_size > prof.max_group_size:
+            raise invalid(f"{prof.name}: max_size {g.max_size} exceeds the profile's "
+                          f"max_group_size {prof.max_group_size}")
+        if g.max_size and sum(w for _, w in members) > g.max_size:
+            raise P4RTError(code_pb2.RESOURCE_EXHAUSTED,
+                            f"{prof.name} group {g.group_id}: weights exceed max_size")
+        group = api.ActionProfileGroup(g.group_id, members, g.max_size)
+        if utype == U.INSERT:
+            _call(self.pipe.act_prof_add_group, prof.name, group)
+            return lambda: self.pipe.act_prof_delete_group(prof.name, g.group_id)
+        if old is None:
+            raise not_found(f"{prof.name}: no group {g.group_id}")
+        _call(self.pipe.act_prof_modify_group, prof.name, group)
+        return lambda: self.pipe.act_prof_modify_group(prof.name, old)
+
+    def read_members(self, m: p4runtime_pb2.ActionProfileMember):
+        profs = ([self.schema.profile(m.action_profile_id)] if m.action_profile_id
+                 else list(self.schema.profiles.values()))
+        for prof in profs:
+            for x in _call(self.pipe.act_prof_members, prof.name):
+                if m.member_id and x.member_id != m.member_id:
+                    continue
+                ent = p4runtime_pb2.Entity()
+                out = ent.action_profile_member
+                out.action_profile_id = prof.id
+                out.member_id = x.member_id
+                out.action.CopyFrom(self.encode_action(x.action, x.params))
+                yield ent
+
+    def read_groups(self, g: p4runtime_pb2.ActionProfileGroup):
+        profs = ([self.schema.profile(g.action_profile_id)] if g.action_profile_id
+                 else [p for p in self.schema.profiles.values() if p.with_selector])
+        for prof in profs:
+            if not prof.with_selector:
+                continue
+            for x in _call(self.pipe.act_prof_groups, prof.name):
+                if g.group_id and x.group_id != g.group_id:
+                    continue
+                ent = p4runtime_pb2.Entity()
+                out = ent.action_profile_group
+                out.action_profile_id = prof.id
+                out.group_id = x.group_id
+                out.max_size = x.max_size
+                for mid, w in x.members:
+                    out.members.add(member_id=mid, weight=w)
+                yield ent
+
+    # ========================================================================================
+    # Counters, meters, registers
+    # ========================================================================================
+
+    @staticmethod
+    def _modify_only(utype: int, what: str) -> None:
+        if utype != U.MODIFY:
+            raise invalid(f"{what} entries exist for every index: only MODIFY is valid")
+
+    @staticmethod
+    def _index(has: bool, index: int, size: int, what: str) -> int:
+        if not has:
+            raise invalid(f"{what}: a write needs an index")
+        if index < 0 or index >= size:
+            raise out_of_range(f"{what}: index {index} out of range 0..{size - 1}")
+        return index
+
+    def _write_counter(self, utype: int, c: p4runtime_pb2.CounterEntry) -> Undo:
+        self._modify_only(utype, "counter")
+        info = self.schema.counter(c.counter_id)
+        idx = self._index(c.HasField("index"), c.index.index, info.size, info.name)
+        old = _call(self.pipe.counter_read, info.name, idx)
+        _call(self.pipe.counter_write, info.name, idx, c.data.packet_count, c.data.byte_count)
+        return lambda: self.pipe.counter_write(info.name, idx, *old)
+
+    def read_counters(self, c: p4runtime_pb2.CounterEntry):
+        infos = [self.schema.counter(c.counter_id)] if c.counter_id else list(
+            self.schema.counters.values())
+        for info in infos:
+            if c.HasField("index"):
+                indexes = [self._index(True, c.index.index, info.size, info.name)]
+            else:
+                indexes = range(info.size)
+            for i in indexes:
+                pk, by = _call(self.pipe.counter_read, info.name, i)
+                ent = p4runtime_pb2.Entity()
+                out = ent.counter_entry
+                out.counter_id = info.id
+                out.index.index = i
+                out.data.packet_count = pk
+                out.data.byte_count = by
+                yield ent
+
+    def _direct_target(self, te: p4runtime_pb2.TableEntry, attr: str, what: str):
+        t = self.schema.table(te.table_id)
+        if not getattr(t, attr):
+            raise invalid(f"{t.name} has no {what}")
+        if te.is_default_action:
+            raise unimplemented(f"{what} of a default entry is not supported")
+        match = self.decode_match(t, te.match)
+        entry = self._find_entry(t.name, match, te.priority)
+        if entry is None:
+            raise not_found(f"{t.name}: no entry with this match and priority")
+        return t, match, entry
+
+    def _write_direct_counter(self, utype: int, d: p4runtime_pb2.DirectCounterEntry) -> Undo:
+        self._modify_only(utype, "direct counter")
+        t, match, entry = self._direct_target(d.table_entry, "direct_counter_id",
+                                              "direct counter")
+        prio = d.table_entry.priority
+        _call(self.pipe.direct_counter_write, t.name, match, prio, d.data.packet_count,
+              d.data.byte_count)
+        return lambda: self.pipe.direct_counter_write(t.name, match, prio, entry.packets,
+                                                      entry.bytes)
+
+    def read_direct_counters(self, d: p4runtime_pb2.DirectCounterEntry):
+        te = d.table_entry
+        tables = ([self.schema.table(te.table_id)] if te.table_id else
+                  [t for t in self.schema.tables.values() if t.direct_counter_id])
+        for t in tables:
+            if not t.direct_counter_id:
+                raise invalid(f"{t.name} has no direct counter")
+            want = (match_key(self.decode_match(t, te.match), te.priority)
+                    if te.table_id and len(te.match) else None)
+            for e in _call(self.pipe.table_entries, t.name):
+                if want is not None and match_key(e.match, e.priority) != want:
+                    continue
+                ent = p4runtime_pb2.Entity()
+                out = ent.direct_counter_entry
+                out.table_entry.table_id = t.id
+                out.table_entry.match.extend(self.encode_match(t, e.match))
+                out.table_entry.priority = e.priority
+                out.data.packet_count = e.packets
+                out.data.byte_count = e.bytes
+                yield ent
+
+    def _write_meter(self, utype: int, m: p4runtime_pb2.MeterEntry) -> Undo:
+        self._modify_only(utype, "meter")
+        info = self.schema.meter(m.meter_id)
+        idx = self._index(m.HasField("index"), m.index.index, info.size, info.name)
+        cfg = _meter_from(m.config) if m.HasField("config") else None
+        old = _call(self.pipe.meter_get, info.name, idx)
+        _call(self.pipe.meter_set, info.name, idx, cfg)
+        return lambda: self.pipe.meter_set(info.name, idx, old)
+
+    def read_meters(self, m: p4runtime_pb2.MeterEntry):
+        infos = [self.schema.meter(m.meter_id)] if m.meter_id else list(
+            self.schema.meters.values())
+        for info in infos:
+            if m.HasField("index"):
+                indexes = [self._index(True, m.index.index, info.size, info.name)]
+            else:
+                indexes = range(info.size)
+            for i in indexes:
+                cfg = _call(self.pipe.meter_get, info.name, i)
+                ent = p4runtime_pb2.Entity()
+                out = ent.meter_entry
+                out.meter_id = info.id
+                out.index.index = i
+                if cfg is not None:
+                    _meter_to(cfg, out.config)
+                yield ent
+
+    def _write_direct_meter(self, utype: int, d: p4runtime_pb2.DirectMeterEntry) -> Undo:
+        self._modify_only(utype, "direct meter")
+        t, _, entry = self._direct_target(d.table_entry, "direct_meter_id", "direct meter")
+        new = copy.deepcopy(entry)
+        new.meter = _meter_from(d.config) if d.HasField("config") else None
+        _call(self.pipe.table_modify, t.name, new)
+        return lambda: self.pipe.table_modify(t.name, entry)
+
+    def read_direct_meters(self, d: p4runtime_pb2.DirectMeterEntry):
+        te = d.table_entry
+        tables = ([self.schema.table(te.table_id)] if te.table_id else
+                  [t for t in self.schema.tables.values() if t.direct_meter_id])
+        for t in tables:
+            if not t.direct_meter_id:
+                raise invalid(f"{t.name} has no direct meter")
+            want = (match_key(self.decode_match(t, te.match), te.priority)
+                    if te.table_id and len(te.match) else None)
+            for e in _call(self.pipe.table_entries, t.name):
+                if want is not None and match_key(e.match, e.priority) != want:
+                    continue
+                ent = p4runtime_pb2.Entity()
+                out = ent.direct_meter_entry
+                out.table_entry.table_id = t.id
+                out.table_entry.match.extend(self.encode_match(t, e.match))
+                out.table_entry.priority = e.priority
+                if e.meter is not None:
+                    _meter_to(e.meter, out.config)
+                yield ent
+
+    def _write_register(self, utype: int, r: p4runtime_pb2.RegisterEntry) -> Undo:
+        self._modify_only(utype, "register")
+        info = self.schema.register(r.register_id)
+        idx = self._index(r.HasField("index"), r.index.index, info.size, info.name)
+        kind = r.data.WhichOneof("data")
+        if kind == "bitstring":
+            value = decode(r.data.bitstring, info.bitwidth, f"{info.name}[{idx}]")
+        elif kind == "bool":
+            value = int(r.data.bool)
+        else:
+            raise invalid(f"{info.name}: register data must be a bitstring")
+        old = _call(self.pipe.register_read, info.name, idx)
+        _call(self.pipe.register_write, info.name, idx, value)
+        return lambda: self.pipe.register_write(info.name, idx, old)
+
+    def read_registers(self, r: p4runtime_pb2.RegisterEntry):
+        infos = [self.schema.register(r.register_id)] if r.register_id else list(
+            self.schema.registers.values())
+        for info in infos:
+            if r.HasField("index"):
+                indexes = [self._index(True, r.index.index, info.size, info.name)]
+            else:
+                indexes = range(info.size)
+            for i in indexes:
+                v = _call(self.pipe.register_read, info.name, i)
+                ent = p4runtime_pb2.Entity()
+                out = ent.register_entry
+                out.register_id = info.id
+                out.index.index = i
+                out.data.bitstring = encode(v)
+                yield ent
+
+    # ========================================================================================
+    # Packet replication engine
+    # ========================================================================================
+
+    @staticmethod
+    def _replicas(replicas) -> list[api.Replica]:
+        out: list[api.Replica] = []
+        seen = set()
+        for r in replicas:
+            kind = r.WhichOneof("port_kind") if "port_kind" in r.DESCRIPTOR.oneofs_by_name \
+                else "egress_port"
+            if kind == "port":
+                port = decode(r.port, 32, "replica port")
+            else:
+                port = r.egress_port
+            if (port, r.instance) in seen:
+                raise invalid(f"replica (port {port}, instance {r.instance}) given twice")
+            seen.add((port, r.instance))
+            out.append(api.Replica(port, r.instance))
+        return out
+
+    def _write_pre(self, utype: int, pre: p4runtime_pb2.PacketReplicationEngineEntry) -> Undo:
+        kind = pre.WhichOneof("type")
+        if kind == "multicast_group_entry":
+            g = pre.multicast_group_entry
+            if g.multicast_group_id == 0:
+                raise invalid("multicast group id 0 is reserved")
+            gid = g.multicast_group_id
+            old = _call(self.pipe.mcast_groups).get(gid)
+            if utype == U.INSERT and old is not None:
+                raise P4RTError(code_pb2.ALREADY_EXISTS, f"multicast group {gid} exists")
+            if utype != U.INSERT and old is None:
+                raise not_found(f"no multicast group {gid}")
+            if utype == U.DELETE:
+                _call(self.pipe.mcast_group_delete, gid)
+                return lambda: self.pipe.mcast_group_set(gid, old)
+            _call(self.pipe.mcast_group_set, gid, self._replicas(g.replicas))
+            if old is None:
+                return lambda: self.pipe.mcast_group_delete(gid)
+            return lambda: self.pipe.mcast_group_set(gid, old)
+        if kind == "clone_session_entry":
+            c = pre.clone_session_entry
+            sid = c.session_id
+            if sid == 0:
+                raise invalid("clone session id 0 is reserved")
+            old = _call(self.pipe.clone_sessions).get(sid)
+            if utype == U.INSERT and old is not None:
+                raise P4RTError(code_pb2.ALREADY_EXISTS, f"clone session {sid} exists")
+            if utype != U.INSERT and old is None:
+                raise not_found(f"no clone session {sid}")
+            if utype == U.DELETE:
+                _call(self.pipe.clone_session_delete, sid)
+                return lambda: self.pipe.clone_session_set(sid, old)
+            _call(self.pipe.clone_session_set, sid, self._replicas(c.replicas),
+                  c.packet_length_bytes)
+            if old is None:
+                return lambda: self.pipe.clone_session_delete(sid)
+            return lambda: self.pipe.clone_session_set(sid, old)
+        raise invalid("packet replication entry has no multicast group or clone session")
+
+    def read_pre(self, pre: p4runtime_pb2.PacketReplicationEngineEntry):
+        kind = pre.WhichOneof("type")
+        if kind == "multicast_group_entry":
+            want = pre.multicast_group_entry.multicast_group_id
+            for gid, reps in sorted(_call(self.pipe.mcast_groups).items()):
+                if want and gid != want:
+                    continue
+                ent = p4runtime_pb2.Entity()
+                g = ent.packet_replication_engine_entry.multicast_group_entry
+                g.multicast_group_id = gid
+                for r in reps:
+                    g.replicas.add(egress_port=r.egress_port, instance=r.instance)
+                yield ent
+            if want and want not in _call(self.pipe.mcast_groups):
+                raise not_found(f"no multicast group {want}")
+        elif kind == "clone_session_entry":
+            want = pre.clone_session_entry.session_id
+            for sid, reps in sorted(_call(self.pipe.clone_sessions).items()):
+                if want and sid != want:
+                    continue
+                ent = p4runtime_pb2.Entity()
+                c = ent.packet_replication_engine_entry.clone_session_entry
+                c.session_id = sid
+                for r in reps:
+                    c.replicas.add(egress_port=r.egress_port, instance=r.instance)
+                yield ent
+            if want and want not in _call(self.pipe.clone_sessions):
+                raise not_found(f"no clone session {want}")
+        else:
+            raise invalid("read of a packet replication entry needs a multicast group or "
+                          "clone session")
+
+    # ========================================================================================
+    # Digests (configuration lives in the server: the pipeline just reports digest calls)
+    # ========================================================================================
+
+    def _write_digest(self, utype: int, d: p4runtime_pb2.DigestEntry) -> Undo:
+        self.schema.digest(d.digest_id)
+        configs = self.state.digest_configs
+        old = configs.get(d.digest_id)
+        if utype == U.INSERT and old is not None:
+            raise P4RTError(code_pb2.ALREADY_EXISTS, f"digest {d.digest_id} is configured")
+        if utype != U.INSERT and old is None:
+            raise not_found(f"digest {d.digest_id} is not configured")
+        if utype == U.DELETE:
+            del configs[d.digest_id]
+        else:
+            configs[d.digest_id] = copy.deepcopy(d.config)
+
+        def undo() -> None:
+            if old is None:
+                configs.pop(d.digest_id, None)
+            else:
+                configs[d.digest_id] = old
+        return undo
+
+    def read_digests(self, d: p4runtime_pb2.DigestEntry):
+        if d.digest_id:
+            self.schema.digest(d.digest_id)
+        for did, cfg in sorted(self.state.digest_configs.items()):
+            if d.digest_id and did != d.digest_id:
+                continue
+            ent = p4runtime_pb2.Entity()
+            ent.digest_entry.digest_id = did
+            ent.digest_entry.config.CopyFrom(cfg)
+            yield ent
+
+    # ========================================================================================
+    # Read dispatch
+    # ========================================================================================
+
+    def read(self, entity: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
+        kind = entity.WhichOneof("entity")
+        reader = {
+            "table_entry": self.read_table_entries,
+            "action_profile_member": self.read_members,
+            "action_profile_group": self.read_groups,
+            "counter_entry": self.read_counters,
+            "direct_counter_entry": self.read_direct_counters,
+            "meter_entry": self.read_meters,
+            "direct_meter_entry": self.read_direct_meters,
+            "register_entry": self.read_registers,
+            "packet_replication_engine_entry": self.read_pre,
+            "digest_entry": self.read_digests,
+        }.get(kind or "")
+        if reader is None:
+            raise unimplemented(f"reading {kind or 'an empty entity'} is not supported")
+        return reader(getattr(entity, kind))
+
+
+def _meter_from(cfg: p4runtime_pb2.MeterConfig) -> api.MeterConfig:
+    if cfg.cir < 0 or cfg.pir < 0 or cfg.cburst < 0 or cfg.pburst < 0:
+        raise invalid("meter rates and bursts must be >= 0")
+    if cfg.pir and cfg.cir > cfg.pir:
+        raise invalid("meter CIR must not exceed PIR")
+    return api.MeterConfig(cfg.cir, cfg.cburst, cfg.pir, cfg.pburst)
+
+
+def _meter_to(cfg: api.MeterConfig, out: p4runtime_pb2.MeterConfig) -> None:
+    out.cir, out.cburst, out.pir, out.pburst = cfg.cir, cfg.cburst, cfg.pir, cfg.pburst
+
+
+def p4data_bits(value: int) -> p4data_pb2.P4Data:
+    return p4data_pb2.P4Data(bitstring=encode(value))

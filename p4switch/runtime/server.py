@@ -1,0 +1,650 @@
+"""The P4Runtime gRPC service of p4switch (p4runtime 1.4.1 protos).
+
+Concurrency model: gRPC runs each RPC on a worker thread. Pipeline state is touched only while
+holding ``switch.lock`` — the same lock the switch's packet loop holds around each packet — so
+a Write batch is atomic with respect to packets and never races the data path. Server-side
+state (arbitration, the committed config, cookies, digest configs) has its own lock,
+``self._mu``; when both are needed, ``self._mu`` is taken first.
+
+Packet-in and digest callbacks arrive on the switch loop thread; they only format a message and
+put it on the primary's stream queue, so they never block packets.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+
+import grpc
+from google.rpc import code_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4data_pb2, p4runtime_pb2, p4runtime_pb2_grpc
+
+from p4switch import device_config, ir
+from p4switch.p4info import P4InfoError, build_p4info
+from p4switch.pipeline import api
+from p4switch.runtime.entities import Entities, ServerState
+from p4switch.runtime.errors import (
+    P4RTError,
+    abort,
+    batch_status,
+    failed_precondition,
+    invalid,
+    not_found,
+    permission_denied,
+)
+from p4switch.runtime.schema import Schema, build_schema, check_compatible, encode, is_empty
+
+log = logging.getLogger("p4switch.runtime")
+
+#: What Capabilities answers: the version of the protos this server is built on.
+API_VERSION = "1.4.1"
+READ_CHUNK = 1000
+_CLOSE = object()
+
+SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
+GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
+
+
+def _eid(e: p4runtime_pb2.Uint128) -> tuple[int, int]:
+    return (e.high, e.low)
+
+
+@dataclass
+class PipelineConfig:
+    """A verified forwarding pipeline config (committed, or saved by VERIFY_AND_SAVE)."""
+
+    program: ir.Program
+    p4info: p4info_pb2.P4Info
+    schema: Schema
+    device_config: bytes
+    cookie: int = 0
+
+
+@dataclass
+class Stream:
+    """One StreamChannel: its outgoing queue and arbitration data."""
+
+    q: queue.Queue
+    peer: str
+    election_id: tuple[int, int] | None = None
+    role: str = ""
+    arbitrated: bool = False
+
+
+@dataclass
+class _Counters:
+    packet_in_no_primary: int = 0
+    packet_in_malformed: int = 0
+    digests_unconfigured: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
+    """P4Runtime for one ``Switch`` (see p4switch.switch)."""
+
+    def __init__(self, switch, compiler=None) -> None:
+        """``compiler(bundle) -> ir.Program`` compiles device configs (default: the front end,
+        via ``device_config.compile_bundle``); tests substitute their own."""
+        self.switch = switch
+        self.compiler = compiler or device_config.compile_bundle
+        self._mu = threading.RLock()
+        self.config: PipelineConfig | None = None
+        self.saved: PipelineConfig | None = None
+        self.state = ServerState()
+        self.streams: list[Stream] = []
+        self.counters = _Counters()
+        self._list_ids = itertools.count(1)
+        self._adopt_running_program()
+        switch.add_packet_in_listener(self._on_packet_in)
+        switch.add_digest_listener(self._on_digest)
+
+    def close(self) -> None:
+        """Detach from the switch and end every stream (used by ``stop_server``)."""
+        self.switch.remove_packet_in_listener(self._on_packet_in)
+        self.switch.remove_digest_listener(self._on_digest)
+        with self._mu:
+            for s in self.streams:
+                s.q.put(_CLOSE)
+
+    # ----------------------------------------------------------------------------------------
+    # helpers
+    # ----------------------------------------------------------------------------------------
+
+    def _adopt_running_program(self) -> None:
+        """A switch started with a program (``p4switch prog.p4``) serves it right away, with the
+        P4Info p4switch generates, so clients can connect without pushing a pipeline."""
+        program = getattr(self.switch, "program", None)
+        if program is None:
+            return
+        try:
+            p4info = build_p4info(program)
+        except P4InfoError as e:
+            log.warning("no P4Info for the running program: %s", e)
+            return
+        bundle = device_config.bundle_from_program(program)
+        self.config = PipelineConfig(program, p4info, build_schema(p4info),
+                                     bundle.to_bytes() if bundle else b"")
+
+    def _current(self) -> PipelineConfig | None:
+        """The committed config, adopting a program loaded behind our back (CLI, tests)."""
+        program = getattr(self.switch, "program", None)
+        if program is not None and (self.config is None or self.config.program is not program):
+            self._adopt_running_program()
+            self.state = ServerState()
+        return self.config
+
+    def _check_device(self, device_id: int) -> None:
+        if device_id != self.switch.device_id:
+            raise not_found(f"unknown device id {device_id} (this is device "
+                            f"{self.switch.device_id})")
+
+    def _primary(self, role: str) -> Stream | None:
+        cands = [s for s in self.streams
+                 if s.arbitrated and s.role == role and s.election_id is not None]
+        return max(cands, key=lambda s: s.election_id) if cands else None  # type: ignore
+
+    def _check_primary(self, role: str, election_id: p4runtime_pb2.Uint128, has: bool) -> None:
+        prim = self._primary(role)
+        if prim is None:
+            raise permission_denied("no primary client: open a StreamChannel and send a "
+                                    "MasterArbitrationUpdate first")
+        if not has or prim.election_id != _eid(election_id):
+            raise permission_denied("only the primary client (highest election id) may write")
+
+    # ----------------------------------------------------------------------------------------
+    # Capabilities
+    # ----------------------------------------------------------------------------------------
+
+    def Capabilities(self, request, context):
+        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+
+    # ----------------------------------------------------------------------------------------
+    # Forwarding pipeline config
+    # ----------------------------------------------------------------------------------------
+
+    def _prepare(self, cfg: p4runtime_pb2.ForwardingPipelineConfig) -> PipelineConfig:
+        """VERIFY: compile the bundle and check the P4Info against the program."""
+        if cfg.p4_device_config:
+            try:
+                bundle = device_config.parse_bundle(cfg.p4_device_config)
+            except device_config.BundleError as e:
+                raise invalid(str(e)) from None
+            try:
+                program = self.compiler(bundle)
+            except Exception as e:  # P4CompileError (file:line:col) or a front-end failure
+                raise invalid(f"P4 compile error: {e}") from None
+            dev = cfg.p4_device_config
+        else:  # P4Info only: describe the program the switch already runs
+            cur = self._current()
+            if cur is None:
+                raise invalid("the config has no p4_device_config and no program is loaded "
+                              "(see docs/device-config.md)")
+            program, dev = cur.program, cur.device_config
+        try:
+            generated = build_p4info(program)
+        except P4InfoError as e:
+            raise invalid(f"cannot describe the program in P4Info: {e}") from None
+        if cfg.HasField("p4info") and not is_empty(cfg.p4info):
+            check_compatible(cfg.p4info, generated)
+            p4info = cfg.p4info
+        else:
+            p4info = generated
+        cookie = cfg.cookie.cookie if cfg.HasField("cookie") else 0
+        return PipelineConfig(program, p4info, build_schema(p4info), dev, cookie)
+
+    def _commit(self, new: PipelineConfig) -> None:
+        cur = self.config
+        if cur is not None and cur.program is new.program:
+            self.config = new  # P4Info-only update: forwarding state is kept
+            return
+        try:
+            self.switch.load_program(new.program)
+        except Exception as e:
+            raise invalid(f"cannot build a pipeline for the program: {e}") from None
+        self.config = new
+        self.state = ServerState()
+
+    def _reconcile(self, new: PipelineConfig) -> None:
+        """RECONCILE_AND_COMMIT: keep forwarding state. Possible without a reload when the
+        program is unchanged (same device config); otherwise reported as unsupported, leaving
+        the running pipeline untouched."""
+        cur = self._current()
+        if cur is None:
+            self._commit(new)
+            return
+        if new.device_config == cur.device_config:
+            new.program = cur.program
+            self.config = new
+            return
+        raise P4RTError(code_pb2.UNIMPLEMENTED,
+                        "RECONCILE_AND_COMMIT to a different program is not supported; use "
+                        "VERIFY_AND_COMMIT (forwarding state is then reset)")
+
+    def SetForwardingPipelineConfig(self, request, context):
+        try:
+            with self._mu:
+                self._check_device(request.device_id)
+                self._check_primary(request.role, request.election_id,
+                                    request.HasField("election_id"))
+                action = request.action
+                if action == SetAction.VERIFY:
+                    self._prepare(request.config)
+                elif action == SetAction.VERIFY_AND_SAVE:
+                    self.saved = self._prepare(request.config)
+                elif action == SetAction.VERIFY_AND_COMMIT:
+                    self._commit(self._prepare(request.config))
+                    self.saved = None
+                elif action == SetAction.COMMIT:
+                    if self.saved is None:
+                        raise failed_precondition("COMMIT without a config saved by "
+                                                  "VERIFY_AND_SAVE")
+                    self._commit(self.saved)
+                    self.saved = None
+                elif action == SetAction.RECONCILE_AND_COMMIT:
+                    self._reconcile(self._prepare(request.config))
+                else:
+                    raise invalid("SetForwardingPipelineConfig needs an action")
+        except P4RTError as e:
+            abort(context, e)
+        return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def GetForwardingPipelineConfig(self, request, context):
+        try:
+            with self._mu:
+                self._check_device(request.device_id)
+                cur = self._current()
+                if cur is None:
+                    raise failed_precondition("no forwarding pipeline config has been set")
+                resp = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+                rt = request.response_type
+                if cur.cookie:
+                    resp.config.cookie.cookie = cur.cookie
+                if rt in (GetType.ALL, GetType.P4INFO_AND_COOKIE):
+                    resp.config.p4info.CopyFrom(cur.p4info)
+                if rt in (GetType.ALL, GetType.DEVICE_CONFIG_AND_COOKIE):
+                    resp.config.p4_device_config = cur.device_config
+                return resp
+        except P4RTError as e:
+            abort(context, e)
+
+    # ----------------------------------------------------------------------------------------
+    # Write / Read
+    # ----------------------------------------------------------------------------------------
+
+    def Write(self, request, context):
+        try:
+            with self._mu:
+                self._check_device(request.device_id)
+                self._check_primary(request.role, request.election_id,
+                                    request.HasField("election_id"))
+                cur = self._current()
+                if cur is None:
+                    raise failed_precondition("no forwarding pipeline config has been set")
+                errors = self._apply(cur, request)
+        except P4RTError as e:
+            abort(context, e)
+            return None
+        if any(e is not None for e in errors):
+            context.abort_with_status(batch_status(errors))
+        return p4runtime_pb2.WriteResponse()
+
+    def _apply(self, cur: PipelineConfig, request) -> list[P4RTError | None]:
+        atomic = request.atomicity in (p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR,
+                                       p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC)
+        errors: list[P4RTError | None] = []
+        undo: list = []
+        with self.switch.lock:
+            pipe = self.switch.pipeline
+            if pipe is None:
+                raise failed_precondition("the switch has no pipeline")
+            ent = Entities(cur.schema, pipe, self.state)
+            for upd in request.updates:
+                try:
+                    undo.append(ent.write(upd))
+                    errors.append(None)
+                except P4RTError as e:
+                    errors.append(e)
+                    if atomic:
+                        break
+                except Exception as e:  # a bug must not leave a half-applied batch
+                    log.exception("Write update failed unexpectedly")
+                    errors.append(P4RTError(code_pb2.INTERNAL, f"internal error: {e}"))
+                    if atomic:
+                        break
+            if atomic and any(e is not None for e in errors):
+                for fn in reversed(undo):
+                    try:
+                        fn()
+                    except Exception:
+                        log.exception("rollback step failed")
+                aborted = P4RTError(code_pb2.ABORTED, "rolled back: another update failed")
+                errors = [e if e is not None else aborted for e in errors]
+                errors += [aborted] * (len(request.updates) - len(errors))
+        return errors
+
+    def Read(self, request, context):
+        try:
+            with self._mu:
+                self._check_device(request.device_id)
+                cur = self._current()
+                if cur is None:
+                    raise failed_precondition("no forwarding pipeline config has been set")
+                out: list[p4runtime_pb2.Entity] = []
+                with self.switch.lock:
+                    pipe = self.switch.pipeline
+                    if pipe is None:
+                        raise failed_precondition("the switch has no pipeline")
+                    ent = Entities(cur.schema, pipe, self.state)
+                    for e in request.entities:
+                        out.extend(ent.read(e))
+        except P4RTError as e:
+            abort(context, e)
+            return
+        except api.StateError as e:
+            abort(context, P4RTError.from_state(e))
+            return
+        for i in range(0, max(len(out), 1), READ_CHUNK):
+            yield p4runtime_pb2.ReadResponse(entities=out[i:i + READ_CHUNK])
+
+    # ----------------------------------------------------------------------------------------
+    # StreamChannel: arbitration, packet I/O, digests
+    # ----------------------------------------------------------------------------------------
+
+    def StreamChannel(self, request_iterator, context):
+        s = Stream(queue.Queue(), context.peer())
+        with self._mu:
+            self.streams.append(s)
+        context.add_callback(lambda: s.q.put(_CLOSE))
+        reader = threading.Thread(target=self._read_stream, args=(s, request_iterator, context),
+                                  name="p4rt-stream-reader", daemon=True)
+        reader.start()
+        try:
+            while True:
+                msg = s.q.get()
+                if msg is _CLOSE:
+                    break
+                if isinstance(msg, P4RTError):
+                    abort(context, msg)
+                    break
+                yield msg
+        finally:
+            with self._mu:
+                if s in self.streams:
+                    was_primary = self._primary(s.role) is s
+                    self.streams.remove(s)
+                    if was_primary:
+                        self._announce(s.role)
+
+    def _read_stream(self, s: Stream, it, context) -> None:
+        try:
+            for req in it:
+                kind = req.WhichOneof("update")
+                if kind == "arbitration":
+                    self._arbitrate(s, req.arbitration)
+                elif kind == "packet":
+                    self._packet_out(s, req.packet)
+                elif kind == "digest_ack":
+                    pass  # lists are sent once; nothing is retransmitted, so acks need no state
+                else:
+                    self._stream_error(s, code_pb2.UNIMPLEMENTED,
+                                       f"stream message {kind} is not supported")
+        except Exception:  # the client went away (or cancelled)
+            pass
+        finally:
+            s.q.put(_CLOSE)
+
+    def _arbitrate(self, s: Stream, arb: p4runtime_pb2.MasterArbitrationUpdate) -> None:
+        with self._mu:
+            if arb.device_id != self.switch.device_id:
+                s.q.put(not_found(f"unknown device id {arb.device_id}"))
+                return
+            role = arb.role.name
+            eid = _eid(arb.election_id) if arb.HasField("election_id") else None
+            if s.arbitrated and s.role != role:
+                s.q.put(invalid("a stream cannot change its role"))
+                return
+            if eid is not None and any(o is not s and o.arbitrated and o.role == role
+                                       and o.election_id == eid for o in self.streams):
+                s.q.put(invalid(f"election id {eid} is already used by another client"))
+                return
+            before = self._primary(role)
+            s.role, s.election_id, s.arbitrated = role, eid, True
+            after = self._primary(role)
+            if after is not before:
+                self._announce(role)
+            else:
+                self._send_arbitration(s, after)
+
+    def _announce(self, role: str) -> None:
+        prim = self._primary(role)
+        for o in self.streams:
+            if o.arbitrated and o.role == role:
+                self._send_arbitration(o, prim)
+
+    def _send_arbitration(self, s: Stream, primary: Stream | None) -> None:
+        """Spec/PI: the primary gets OK, a backup ALREADY_EXISTS (a primary exists), everybody
+        NOT_FOUND when there is no primary; election_id is the primary's."""
+        resp = p4runtime_pb2.StreamMessageResponse()
+        a = resp.arbitration
+        a.device_id = self.switch.device_id
+        if s.role:
+            a.role.name = s.role
+        if primary is not None:
+            a.election_id.high, a.election_id.low = primary.election_id  # type: ignore[misc]
+        if primary is s:
+            a.status.code = code_pb2.OK
+            a.status.message = "primary"
+        elif primary is not None:
+            a.status.code = code_pb2.ALREADY_EXISTS
+            a.status.message = "backup: another client is primary"
+        else:
+            a.status.code = code_pb2.NOT_FOUND
+            a.status.message = "no primary client"
+        s.q.put(resp)
+
+    def _stream_error(self, s: Stream, code: int, msg: str,
+                      packet: p4runtime_pb2.PacketOut | None = None) -> None:
+        resp = p4runtime_pb2.StreamMessageResponse()
+        resp.error.canonical_code = code
+        resp.error.message = msg
+        if packet is not None:
+            resp.error.packet_out.packet_out.CopyFrom(packet)
+        s.q.put(resp)
+
+    # packet-out ---------------------------------------------------------------------------
+
+    def _packet_out(self, s: Stream, pkt: p4runtime_pb2.PacketOut) -> None:
+        with self._mu:
+            prim = self._primary(s.role)
+            cur = self._current()
+        if prim is not s:
+            self._stream_error(s, code_pb2.PERMISSION_DENIED,
+                               "only the primary client may send packets", pkt)
+            return
+        if cur is None:
+            self._stream_error(s, code_pb2.FAILED_PRECONDITION, "no pipeline config", pkt)
+            return
+        try:
+            data = build_packet_out(cur, pkt)
+        except P4RTError as e:
+            self._stream_error(s, e.code, e.message, pkt)
+            return
+        if self.switch.cpu_port is None:
+            self._stream_error(s, code_pb2.FAILED_PRECONDITION,
+                               "the switch has no CPU port (start it with --cpu-port)", pkt)
+            return
+        self.switch.packet_out(data)
+
+    # packet-in / digests (switch loop thread) ------------------------------------------------
+
+    def _to_primary(self, msg: p4runtime_pb2.StreamMessageResponse) -> bool:
+        with self._mu:
+            prim = self._primary("")
+            if prim is None:
+                return False
+            prim.q.put(msg)
+            return True
+
+    def _on_packet_in(self, frame: bytes) -> None:
+        cur = self.config
+        if cur is None:
+            return
+        try:
+            pin = parse_packet_in(cur, frame)
+        except P4RTError:
+            self.counters.packet_in_malformed += 1
+            return
+        resp = p4runtime_pb2.StreamMessageResponse()
+        resp.packet.CopyFrom(pin)
+        if not self._to_primary(resp):
+            self.counters.packet_in_no_primary += 1
+
+    def _on_digest(self, digest: api.Digest) -> None:
+        cur = self.config
+        if cur is None:
+            return
+        did = cur.schema.digest_by_name.get(digest.name)
+        if did is None:
+            did = next((i for n, i in cur.schema.digest_by_name.items()
+                        if n.split(".")[-1] == digest.name.split(".")[-1]), None)
+        if did is None or did not in self.state.digest_configs:
+            self.counters.digests_unconfigured += 1
+            return
+        resp = p4runtime_pb2.StreamMessageResponse()
+        dl = resp.digest
+        dl.digest_id = did
+        dl.list_id = next(self._list_ids)
+        dl.timestamp = time.time_ns()
+        dl.data.append(digest_data(cur, did, digest.values))
+        self._to_primary(resp)
+
+
+# --------------------------------------------------------------------------------------------
+# Controller headers and digest data
+# --------------------------------------------------------------------------------------------
+
+
+def _header_fields(cur: PipelineConfig, role: str) -> list[tuple[str, int, int | None]]:
+    """(field name, width, P4Info metadata id or None for padding) of the controller header."""
+    h = cur.program.controller_headers.get(role)
+    if h is None:
+        return []
+    metas = cur.schema.packet_in if role == "packet_in" else cur.schema.packet_out
+    ids = {m.name: m.id for m in metas}
+    return [(f.name, ir.type_width(f.type), ids.get(f.name)) for f in h.fields]
+
+
+def build_packet_out(cur: PipelineConfig, pkt: p4runtime_pb2.PacketOut) -> bytes:
+    """packet_out header (fields in declaration order, padding zero) + payload, bit-packed."""
+    fields = _header_fields(cur, "packet_out")
+    if not fields:
+        return bytes(pkt.payload)
+    widths = {mid: w for _, w, mid in fields if mid is not None}
+    values: dict[int, int] = {}
+    for md in pkt.metadata:
+        if md.metadata_id not in widths:
+            raise invalid(f"unknown packet_out metadata id {md.metadata_id}")
+        if md.metadata_id in values:
+            raise invalid(f"packet_out metadata id {md.metadata_id} given twice")
+        v = int.from_bytes(md.value, "big")
+        if not md.value or v.bit_length() > widths[md.metadata_id]:
+            raise invalid(f"packet_out metadata id {md.metadata_id} does not fit in "
+                          f"{widths[md.metadata_id]} bits")
+        values[md.metadata_id] = v
+    hdr, hbits = 0, 0
+    for _, w, mid in fields:
+        hdr = (hdr << w) | (values.get(mid, 0) if mid is not None else 0)
+        hbits += w
+    payload = bytes(pkt.payload)
+    if hbits % 8 == 0:
+        return hdr.to_bytes(hbits // 8, "big") + payload
+    total = hbits + 8 * len(payload)
+    whole = (hdr << (8 * len(payload))) | int.from_bytes(payload, "big")
+    nbytes = (total + 7) // 8
+    return (whole << (nbytes * 8 - total)).to_bytes(nbytes, "big")
+
+
+def parse_packet_in(cur: PipelineConfig, frame: bytes) -> p4runtime_pb2.PacketIn:
+    """Split a CPU-port frame into packet_in metadata and payload."""
+    pin = p4runtime_pb2.PacketIn()
+    fields = _header_fields(cur, "packet_in")
+    hbits = sum(w for _, w, _ in fields)
+    if len(frame) * 8 < hbits:
+        raise invalid("frame shorter than the packet_in header")
+    whole = int.from_bytes(frame, "big")
+    total = len(frame) * 8
+    pos = 0
+    for _, w, mid in fields:
+        v = (whole >> (total - pos - w)) & ((1 << w) - 1)
+        pos += w
+        if mid is not None:
+            pin.metadata.add(metadata_id=mid, value=encode(v))
+    if hbits % 8 == 0:
+        pin.payload = frame[hbits // 8:]
+    else:
+        rest = total - hbits
+        pin.payload = ((whole & ((1 << rest) - 1)) << (8 - rest % 8) % 8).to_bytes(
+            (rest + 7) // 8, "big")
+    return pin
+
+
+def digest_data(cur: PipelineConfig, did: int, values: dict[str, int]) -> p4data_pb2.P4Data:
+    """A digest's fields as P4Data struct members, in the order of the P4Info type spec."""
+    d = next(x for x in cur.p4info.digests if x.preamble.id == did)
+    data = p4data_pb2.P4Data()
+    spec = d.type_spec
+    if spec.WhichOneof("type_spec") == "struct":
+        st = cur.p4info.type_info.structs[spec.struct.name]
+        for m in st.members:
+            v = int(values.get(m.name, 0))
+            if m.type_spec.WhichOneof("type_spec") == "bool":
+                data.struct.members.add(bool=bool(v))
+            else:
+                data.struct.members.add(bitstring=encode(v))
+    else:
+        data.bitstring = encode(int(next(iter(values.values()), 0)))
+    return data
+
+
+# --------------------------------------------------------------------------------------------
+# Server start / stop
+# --------------------------------------------------------------------------------------------
+
+
+def start_server(switch, address: str = "127.0.0.1:9559", *, max_workers: int = 16,
+                 compiler=None) -> grpc.Server:
+    """Start the P4Runtime service for ``switch`` on ``address`` (non-blocking). The returned
+    server's ``p4runtime`` attribute is the service; stop it with ``stop_server``."""
+    from concurrent import futures
+
+    service = P4RuntimeService(switch, compiler)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
+                                                    thread_name_prefix="p4rt"),
+                         options=[("grpc.max_receive_message_length", 256 << 20),
+                                  ("grpc.max_send_message_length", 256 << 20)])
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
+    port = server.add_insecure_port(address)
+    if port == 0:
+        service.close()
+        raise OSError(f"cannot listen on {address}")
+    server.start()
+    server.p4runtime = service  # type: ignore[attr-defined]
+    server.bound_port = port  # type: ignore[attr-defined]
+    _orig_stop = server.stop
+
+    def stop(grace: float | None = None):
+        """Graceful stop: end streams first so their generators return, then stop gRPC."""
+        service.close()
+        return _orig_stop(grace)
+
+    server.stop = stop  # type: ignore[method-assign]
+    return server
+
+
+def stop_server(server: grpc.Server, grace: float | None = 0.5) -> None:
+    server.stop(grace).wait()
