@@ -332,7 +332,12 @@ class StfRunner:
         name = self.pipeline.resolve("register", cmd.name)
         got = self.pipeline.register_read(name, cmd.index)
         self.say(f"check_register {name}({cmd.index}) = {got}")
-        if not _OPS[cmd.op](got, cmd.value):
+        want = cmd.value
+        width = self._register_width(name)
+        if width and cmd.op in ("==", "!="):
+            # int<W> cells may come back signed; compare the bit patterns, as P4Runtime would.
+            got, want = got & ((1 << width) - 1), want & ((1 << width) - 1)
+        if not _OPS[cmd.op](got, want):
             self.failures.append(
                 _Failure(
                     cmd.line,
@@ -342,6 +347,15 @@ class StfRunner:
                     ),
                 )
             )
+
+    def _register_width(self, name: str) -> int | None:
+        for inst in self.program.all_instances():
+            if inst.cp_name == name and inst.type_args:
+                try:
+                    return ir.type_width(inst.type_args[0])
+                except TypeError:
+                    return None
+        return None
 
     def _do_CounterRead(self, cmd: s.CounterRead) -> None:
         name = self.pipeline.resolve("counter", cmd.name)
