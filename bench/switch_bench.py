@@ -1,0 +1,376 @@
+"""Benchmark: packets/s p4switch forwards between two network namespaces, next to a bare-Python
+AF_PACKET forwarder measured in the same run, plus loss under bursty load below capacity.
+
+    sudo .venv/bin/python bench/switch_bench.py [--seconds 3] [--rates 5000,10000,20000]
+
+Set-up (created and removed by this script): namespaces p4ft-<pid>b-h1 / -h2, each with one
+veth whose other end is in the root namespace, where the device under test binds them:
+  bare    a minimal Python forwarder (epoll + AF_PACKET recv/send, port 1 -> port 2): the
+          ceiling any Python switch can reach on this machine
+  null    (optional, --duts ...,null) p4switch's loop, queues and ports with a do-nothing
+          pipeline: the switch's own overhead
+  ipv4    p4switch running tests/switch/p4/ipv4.p4 (LPM, MAC rewrite, TTL, checksum)
+  ecmp    p4switch running p4src/fabric.p4 with an ECMP group of 4 members (5-tuple crc16 hash)
+Traffic: 110-byte UDP frames built with scapy, sent by a Python blaster in h1 (64 source ports so
+ECMP hashes vary), counted by a Python sink in h2. Each tool runs in its own process.
+
+Method: load is offered in bursts of --burst back-to-back frames followed by a pause, at rising
+rates (--rates, then --ladder until more than 20% is lost), then once unpaced.
+  peak        the highest frames/s that reached the sink in any step (the DUT's capacity; an
+              unpaced blaster alone under-states it: on 2 cores its softirq load steals CPU
+              from the forwarder, receive livelock)
+  vs bare     peak / bare peak (target for ipv4: >= 0.5)
+  loss@R      loss with R frames/s offered in bursts (target: 0 below capacity)
+For scale (quoted in issue 5, not measured here): BMv2 1.15.5 simple_switch in this set-up peaked
+at ~11 kpps and lost ~35% of bursty traffic offered at 5 kpps; a bare Python forwarder reached
+~39 kpps with no loss up to 20 kpps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "switch"))
+
+PY = sys.executable
+P4SWITCH = [PY, "-m", "p4switch"]
+IPV4_P4 = ROOT / "tests" / "switch" / "p4" / "ipv4.p4"
+FABRIC_P4 = ROOT / "p4src" / "fabric.p4"
+DPORT = 9999
+FRAME_LEN = 110
+ROUTER_MAC = "02:00:00:00:00:fe"
+
+IPV4_ENTRIES = """\
+add MyIngress.ipv4_lpm hdr.ipv4.dstAddr:0x0a000200/24 MyIngress.ipv4_forward(dstAddr:0x020000000002, port:2)
+add MyIngress.ipv4_lpm hdr.ipv4.dstAddr:0x0a000100/24 MyIngress.ipv4_forward(dstAddr:0x020000000001, port:1)
+"""
+
+ECMP_ENTRIES = """\
+add MyIngress.ipv4_lpm hdr.ipv4.dstAddr:0x0a000200/24 MyIngress.set_lb_group(group_id:1)
+add MyIngress.lb_group meta.lb.group_id:1 MyIngress.lb_ecmp(n_members:4, seed:7)
+""" + "".join(
+    f"add MyIngress.lb_member meta.lb.group_id:1 meta.lb.member_idx:{i} "
+    f"MyIngress.set_member(port:2, dmac:0x020000000002)\n"
+    for i in range(4)
+)
+
+
+# --------------------------------------------------------------------------------------------
+# roles (run as child processes)
+# --------------------------------------------------------------------------------------------
+
+
+def _raw(ifname: str) -> socket.socket:
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    for opt in (33, 32):  # SO_RCVBUFFORCE, SO_SNDBUFFORCE
+        s.setsockopt(socket.SOL_SOCKET, opt, 8 << 20)
+    s.setsockopt(263, 23, 1)  # PACKET_IGNORE_OUTGOING
+    s.bind((ifname, 3))
+    return s
+
+
+def role_sink(ifname: str, idle: float, max_seconds: float) -> dict:
+    """Count our UDP frames until ``idle`` s pass without one (after the first) or timeout."""
+    s = _raw(ifname)
+    s.setblocking(False)
+    buf = bytearray(2048)
+    view = memoryview(buf)
+    count = 0
+    first = last = 0.0
+    print("READY", flush=True)
+    t_end = time.monotonic() + max_seconds
+    want = DPORT.to_bytes(2, "big")
+    while True:
+        now = time.monotonic()
+        if now > t_end or (count and now - last > idle):
+            break
+        r, _, _ = select.select([s], [], [], 0.05)
+        if not r:
+            continue
+        while True:
+            try:
+                n = s.recv_into(buf)
+            except BlockingIOError:
+                break
+            if n >= 38 and view[36:38] == want and view[12:14] == b"\x08\x00":
+                count += 1
+                last = time.monotonic()
+                if count == 1:
+                    first = last
+    return {"count": count, "seconds": (last - first) if count > 1 else 0.0}
+
+
+def _frames(dst_mac: str) -> list[bytes]:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    out = []
+    for sport in range(40000, 40064):
+        full = (
+            Ether(src="02:00:00:00:00:01", dst=dst_mac)
+            / IP(src="10.0.1.1", dst="10.0.2.1", ttl=64)
+            / UDP(sport=sport, dport=DPORT)
+            / bytes(FRAME_LEN - 42)
+        )
+        out.append(bytes(full))
+    return out
+
+
+def role_blast(ifname: str, seconds: float, rate: float, burst: int) -> dict:
+    """Send for ``seconds``: as fast as possible (rate 0) or ``rate`` frames/s in bursts."""
+    frames = _frames(ROUTER_MAC)
+    s = _raw(ifname)
+    send = s.send
+    n = 0
+    t0 = time.perf_counter()
+    t_end = t0 + seconds
+    if rate <= 0:
+        while True:
+            for f in frames:
+                send(f)
+            n += len(frames)
+            if time.perf_counter() >= t_end:
+                break
+    else:
+        gap = burst / rate
+        k = 0
+        while True:
+            t_burst = t0 + k * gap
+            now = time.perf_counter()
+            if t_burst >= t_end:
+                break
+            if t_burst > now:
+                time.sleep(t_burst - now)
+            for i in range(burst):
+                send(frames[(n + i) & 63])
+            n += burst
+            k += 1
+    dt = time.perf_counter() - t0
+    return {"sent": n, "seconds": dt}
+
+
+class _NullPipeline:
+    """Port 1 -> port 2, bytes unchanged: measures the switch loop, queues and ports alone."""
+
+    def ingress(self, data: bytes, port: int, now_us: int):
+        from p4switch.pipeline import api
+
+        return api.IngressResult(jobs=[api.EgressJob(2, 0, len(data), data)])
+
+    def egress(self, job, now_us: int, qmeta):
+        from p4switch.pipeline import api
+
+        return api.EgressResult(outputs=[api.Output(job.egress_port, job.state)])
+
+
+def role_null(in_if: str, out_if: str) -> None:
+    """p4switch's loop with a do-nothing pipeline (until killed)."""
+    import signal
+
+    from p4switch.switch import Switch
+
+    sw = Switch()
+    sw.add_interface(1, in_if)
+    sw.add_interface(2, out_if)
+    sw.set_pipeline(_NullPipeline())
+    sw.start()
+    print("READY", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop.wait()
+    sw.stop(log_stats=False)
+
+
+def role_bare(in_if: str, out_if: str) -> None:
+    """The reference: receive on in_if, send every frame unchanged on out_if (until killed)."""
+    si, so = _raw(in_if), _raw(out_if)
+    si.setblocking(False)
+    ep = select.epoll()
+    ep.register(si.fileno(), select.EPOLLIN)
+    recv, send = si.recv, so.send
+    print("READY", flush=True)
+    while True:
+        for _ in ep.poll(0.5):
+            for _ in range(64):
+                try:
+                    data = recv(2048)
+                except BlockingIOError:
+                    break
+                send(data)
+
+
+# --------------------------------------------------------------------------------------------
+# orchestration
+# --------------------------------------------------------------------------------------------
+
+
+class Child:
+    """A child process whose stdout we read line by line (READY, then one JSON line)."""
+
+    def __init__(self, cmd: list[str], ready: str | None = "READY", stderr_ready: str | None = None):
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
+        )
+        self.lines: list[str] = []
+        self.err: list[str] = []
+        self._ready = threading.Event()
+        threading.Thread(target=self._read, args=(self.proc.stdout, self.lines, ready), daemon=True).start()
+        threading.Thread(target=self._read, args=(self.proc.stderr, self.err, stderr_ready), daemon=True).start()
+
+    def _read(self, stream, sink: list[str], marker: str | None) -> None:
+        for line in stream:
+            sink.append(line.rstrip("\n"))
+            if marker and marker in line:
+                self._ready.set()
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        if not self._ready.wait(timeout):
+            self.kill()
+            raise RuntimeError(f"{self.proc.args} not ready:\n" + "\n".join(self.err[-20:]))
+
+    def result(self, timeout: float = 60) -> dict:
+        self.proc.wait(timeout)
+        for line in reversed(self.lines):
+            if line.startswith("{"):
+                return json.loads(line)
+        raise RuntimeError(f"{self.proc.args} gave no result:\n" + "\n".join(self.err[-20:]))
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def _in_ns(ns: str, *args: str) -> list[str]:
+    return ["ip", "netns", "exec", ns, PY, str(Path(__file__).resolve()), *args]
+
+
+def run_traffic(topo, seconds: float, rate: float, burst: int) -> tuple[int, int, float]:
+    """One measurement: (sent, received, receive-window seconds)."""
+    h1, h2 = topo.hosts
+    sink = Child(_in_ns(h2.ns, "--role", "sink", "--ifname", h2.ifname, "--idle", "1.0",
+                        "--max-seconds", str(seconds + 15)))
+    sink.wait_ready()
+    blast = Child(_in_ns(h1.ns, "--role", "blast", "--ifname", h1.ifname, "--seconds",
+                         str(seconds), "--rate", str(rate), "--burst", str(burst)), ready=None)
+    b = blast.result(seconds + 30)
+    s = sink.result(seconds + 30)
+    return b["sent"], s["count"], s["seconds"]
+
+
+def start_dut(name: str, topo, tmp: Path) -> Child:
+    h1, h2 = topo.hosts
+    if name in ("bare", "null"):
+        c = Child([PY, str(Path(__file__).resolve()), "--role", name, "--in-if", h1.sw_ifname,
+                   "--out-if", h2.sw_ifname])
+    else:
+        prog, entries = (IPV4_P4, IPV4_ENTRIES) if name == "ipv4" else (FABRIC_P4, ECMP_ENTRIES)
+        ef = tmp / f"{name}.stf"
+        ef.write_text(entries)
+        c = Child(P4SWITCH + [str(prog), "-i", f"1@{h1.sw_ifname}", "-i", f"2@{h2.sw_ifname}",
+                              "--no-grpc", "--entries", str(ef), "--log-level", "info"],
+                  ready=None, stderr_ready="started")
+    c.wait_ready(60)
+    return c
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--role", choices=["sink", "blast", "bare", "null"], help=argparse.SUPPRESS)
+    ap.add_argument("--ifname", help=argparse.SUPPRESS)
+    ap.add_argument("--in-if", help=argparse.SUPPRESS)
+    ap.add_argument("--out-if", help=argparse.SUPPRESS)
+    ap.add_argument("--idle", type=float, default=1.0, help=argparse.SUPPRESS)
+    ap.add_argument("--max-seconds", type=float, default=30, help=argparse.SUPPRESS)
+    ap.add_argument("--rate", type=float, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--seconds", type=float, default=1.5, help="seconds per offered-load step")
+    ap.add_argument("--rates", default="5000,10000,20000",
+                    help="offered loads (frames/s) whose loss is tabulated")
+    ap.add_argument("--ladder", default="30000,40000,60000,80000,120000,160000,240000",
+                    help="further offered loads (frames/s) tried to find the peak")
+    ap.add_argument("--burst", type=int, default=50, help="back-to-back frames per burst")
+    ap.add_argument("--duts", default="bare,ipv4,ecmp", help="devices to measure")
+    args = ap.parse_args()
+
+    if args.role == "sink":
+        print(json.dumps(role_sink(args.ifname, args.idle, args.max_seconds)), flush=True)
+        return 0
+    if args.role == "blast":
+        print(json.dumps(role_blast(args.ifname, args.seconds, args.rate, args.burst)), flush=True)
+        return 0
+    if args.role in ("bare", "null"):
+        (role_bare if args.role == "bare" else role_null)(args.in_if, args.out_if)
+        return 0
+
+    if os.geteuid() != 0:
+        print("switch_bench: needs root (network namespaces, raw sockets)", file=sys.stderr)
+        return 2
+    from netns_util import Topo
+
+    ladder = sorted({float(r) for r in args.ladder.split(",") if r} |
+                    {float(r) for r in args.rates.split(",") if r})
+    loss_rates = [float(r) for r in args.rates.split(",") if r]
+    results: dict[str, dict] = {}
+    with Topo(tag="b") as topo, tempfile.TemporaryDirectory(prefix="p4ft-bench-") as tmpd:
+        for name in args.duts.split(","):
+            dut = start_dut(name, topo, Path(tmpd))
+            try:
+                run_traffic(topo, 0.3, 2000, 10)  # warm-up (first-packet paths, caches)
+                steps: dict[float, tuple[int, int, float]] = {}
+                for rate in ladder:
+                    sent, got, _ = (b := run_traffic(topo, args.seconds, rate, args.burst))
+                    steps[rate] = b
+                    print(f"  [{name}] offered {rate / 1e3:6.1f} kpps: received "
+                          f"{got / args.seconds / 1e3:6.1f} kpps, loss {100 * (1 - got / sent):6.2f}%",
+                          flush=True)
+                    if got < 0.8 * sent and rate >= max(loss_rates):
+                        break  # well beyond capacity
+                sent, got, _ = run_traffic(topo, args.seconds, 0, args.burst)
+                blast = got / args.seconds
+                peak = max([g / args.seconds for _s, g, _w in steps.values()] + [blast])
+                results[name] = {"peak": peak, "blast": blast, "steps": steps}
+                print(f"[{name}] peak {peak / 1e3:.1f} kpps (unpaced blaster: "
+                      f"{blast / 1e3:.1f} kpps received of {sent / args.seconds / 1e3:.1f} sent)",
+                      flush=True)
+            finally:
+                dut.kill()
+                if name not in ("bare", "null"):
+                    tail = [ln for ln in dut.err if "port " in ln or "switch:" in ln]
+                    for ln in tail[-4:]:
+                        print(f"    {name} stats: {ln.split(': ', 1)[-1]}")
+
+    bare = results.get("bare", {}).get("peak", 0.0)
+    print()
+    print(f"{'device':8} {'peak kpps':>10} {'vs bare':>8}  "
+          + "  ".join(f"{'loss@' + format(r / 1e3, 'g') + 'k':>10}" for r in loss_rates))
+    for name, r in results.items():
+        ratio = f"{r['peak'] / bare:.2f}" if bare else "-"
+        cells = []
+        for rate in loss_rates:
+            st = r["steps"].get(rate)
+            cells.append(f"{100 * (1 - st[1] / st[0]):>9.2f}%" if st and st[0] else f"{'-':>10}")
+        print(f"{name:8} {r['peak'] / 1e3:10.1f} {ratio:>8}  " + "  ".join(cells))
+    print(f"\n{args.burst}-frame bursts, {FRAME_LEN}-byte UDP, {args.seconds:g} s per step. "
+          "Reference (issue 5, same set-up, not measured here): BMv2 simple_switch ~11 kpps "
+          "peak and ~35% loss at 5 kpps bursty; their bare Python forwarder ~39 kpps.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
