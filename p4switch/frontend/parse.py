@@ -1,0 +1,294 @@
+"""Parsing preprocessed P4 text into a lark parse tree.
+
+P4's grammar is only LALR(1) if the lexer knows which names are types (``T<bit<8>> x`` versus
+``a < b``). ``P4Lexer`` therefore lexes the whole text first, finds every declared type name
+(headers, structs, enums, typedefs, externs, parsers, controls, packages and type parameters),
+retypes those identifiers as TYPE_IDENTIFIER, and resolves the ``<``/``>`` ambiguities before the
+parser sees a token.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.lexer import BasicLexer, Lexer, LexerState
+from lark.utils import TextSlice
+
+from p4switch.frontend.errors import P4CompileError, unsupported
+from p4switch.frontend.preprocess import Preprocessed
+
+_GRAMMAR = Path(__file__).with_name("p4.lark")
+
+#: keywords that start a type (and so may follow a type-argument "<")
+_TYPE_KEYWORDS = {"bit", "int", "bool", "varbit", "tuple", "error", "string", "void"}
+#: keywords whose "<" always opens type arguments
+_ANGLE_TYPE_KEYWORDS = {"bit", "int", "varbit", "tuple", "value_set"}
+#: declarations whose name (the next identifier) is a type
+_NAMING_KEYWORDS = {"header", "header_union", "struct", "control", "parser", "package"}
+#: tokens p4switch does not support, reported by name when they cause a syntax error
+_UNSUPPORTED_TOKENS = {
+    "header_union": "header_union",
+    "varbit": "varbit",
+    "abstract": "abstract methods",
+    "priority": "entry priorities",
+    "this": "'this'",
+}
+
+
+def _is_ident(tok: Token) -> bool:
+    return tok.type == "IDENTIFIER"
+
+
+def _collect_type_names(toks: list[Token]) -> set[str]:
+    """Names declared as types anywhere in the token stream (P4 requires declare-before-use,
+    but a global set is enough to disambiguate the grammar)."""
+    names: set[str] = set()
+    n = len(toks)
+
+    def angle_params(i: int) -> int:
+        """toks[i] is '<': add the identifiers of a type-parameter list, return index after '>'."""
+        depth = 0
+        j = i
+        while j < n:
+            v = toks[j].value
+            if v == "<":
+                depth += 1
+            elif v == ">":
+                depth -= 1
+                if depth == 0:
+                    return j + 1
+            elif depth == 1 and _is_ident(toks[j]) and toks[j + 1].value in (",", ">"):
+                names.add(toks[j].value)
+            j += 1
+        return j
+
+    extern_depth: int | None = None
+    brace = 0
+    i = 0
+    while i < n:
+        t = toks[i]
+        v = t.value
+        if t.type == "STRING_LITERAL":
+            i += 1
+            continue
+        if v == "{":
+            brace += 1
+        elif v == "}":
+            brace -= 1
+            if extern_depth is not None and brace < extern_depth:
+                extern_depth = None
+        if v in _NAMING_KEYWORDS and i + 1 < n and _is_ident(toks[i + 1]):
+            names.add(toks[i + 1].value)
+            if i + 2 < n and toks[i + 2].value == "<":
+                i = angle_params(i + 2)
+                continue
+        elif v == "enum":
+            j = i + 1
+            if j < n and toks[j].value in ("bit", "int"):
+                j += 1
+                if j < n and toks[j].value == "<":
+                    while j < n and toks[j].value != ">":
+                        j += 1
+                    j += 1
+            elif j + 1 < n and _is_ident(toks[j]) and _is_ident(toks[j + 1]):
+                j += 1  # enum T Name (underlying type given by a typedef)
+            if j < n and _is_ident(toks[j]):
+                names.add(toks[j].value)
+        elif v in ("typedef", "type") and t.type in ("TYPEDEF", "TYPE"):
+            j = i + 1
+            last = None
+            while j < n and toks[j].value != ";":
+                if _is_ident(toks[j]):
+                    last = toks[j].value
+                j += 1
+            if last:
+                names.add(last)
+        elif v == "extern" and i + 1 < n:
+            j = i + 1
+            if _is_ident(toks[j]) and j + 1 < n and toks[j + 1].value in ("{", "<"):
+                # an extern object type (a generic return type "extern T<..> f(" is not handled)
+                names.add(toks[j].value)
+                if toks[j + 1].value == "<":
+                    k = angle_params(j + 1)
+                    if k < n and toks[k].value == "{":
+                        extern_depth = brace + 1
+                    i = k
+                    continue
+                extern_depth = brace + 1
+            else:
+                # an extern function: its type parameters follow its name
+                k = j
+                while k < n and toks[k].value not in ("(", ";"):
+                    if (
+                        toks[k].value == "<"
+                        and k > 0
+                        and _is_ident(toks[k - 1])
+                        and toks[k - 2].value not in ("bit", "int")
+                    ):
+                        angle_params(k)
+                        break
+                    k += 1
+        elif (
+            extern_depth is not None
+            and v == "<"
+            and _is_ident(toks[i - 1])
+            and brace == extern_depth
+        ):
+            # a generic method inside an extern object body: `void f<T>(...)`
+            depth, k = 0, i
+            while k < n:
+                if toks[k].value == "<":
+                    depth += 1
+                elif toks[k].value == ">":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                k += 1
+            if k + 1 < n and toks[k + 1].value == "(":
+                i = angle_params(i)
+                continue
+        i += 1
+    return names
+
+
+def _retype(tok: Token, new_type: str) -> Token:
+    return Token.new_borrow_pos(new_type, tok.value, tok)
+
+
+def _adjacent(a: Token, b: Token) -> bool:
+    return a.end_pos is not None and a.end_pos == b.start_pos
+
+
+def _disambiguate(toks: list[Token]) -> list[Token]:
+    types = _collect_type_names(toks)
+    toks = [
+        _retype(t, "TYPE_IDENTIFIER") if t.type == "IDENTIFIER" and t.value in types else t
+        for t in toks
+    ]
+    out: list[Token] = []
+    angle_stack: list[int] = []  # paren depth at which each open type-argument '<' sits
+    paren = 0
+    i, n = 0, len(toks)
+    while i < n:
+        t = toks[i]
+        v = t.value
+        nxt = toks[i + 1] if i + 1 < n else None
+        if t.type in ("STRING_LITERAL", "INTEGER"):
+            out.append(t)
+            i += 1
+            continue
+        if v in ("(", "[", "{"):
+            paren += 1
+        elif v in (")", "]", "}"):
+            paren -= 1
+            while angle_stack and angle_stack[-1] > paren:
+                angle_stack.pop()
+        elif v in (";",):
+            angle_stack.clear()
+        if t.type == "LT":
+            prev = out[-1] if out else None
+            if prev is not None and (
+                prev.type == "TYPE_IDENTIFIER"
+                or (prev.value in _ANGLE_TYPE_KEYWORDS and prev.type != "IDENTIFIER")
+            ):
+                angle_stack.append(paren)
+                out.append(t)
+                i += 1
+                continue
+            if (
+                prev is not None
+                and prev.type == "IDENTIFIER"
+                and nxt is not None
+                and (
+                    nxt.type == "TYPE_IDENTIFIER"
+                    or (nxt.value in _TYPE_KEYWORDS and nxt.type != "IDENTIFIER")
+                )
+                and not (nxt.type == "TYPE_IDENTIFIER" and i + 2 < n and toks[i + 2].value == ".")
+                and not (nxt.value == "error" and i + 2 < n and toks[i + 2].value == ".")
+            ):
+                angle_stack.append(paren)
+                out.append(_retype(t, "L_ANGLE_ARGS"))
+                i += 1
+                continue
+            if nxt is not None and nxt.type == "LT" and _adjacent(t, nxt):
+                out.append(Token.new_borrow_pos("SHL", "<<", t))
+                i += 2
+                continue
+            out.append(t)
+            i += 1
+            continue
+        if t.type == "GT":
+            if angle_stack and angle_stack[-1] == paren:
+                angle_stack.pop()
+                out.append(t)
+                i += 1
+                continue
+            if nxt is not None and nxt.type == "GT" and _adjacent(t, nxt):
+                out.append(Token.new_borrow_pos("SHR", ">>", t))
+                i += 2
+                continue
+        out.append(t)
+        i += 1
+    return out
+
+
+class P4Lexer(Lexer):
+    """lark lexer: the basic lexer, then the type-name and angle-bracket passes."""
+
+    def __init__(self, lexer_conf) -> None:  # noqa: ANN001
+        self.basic = BasicLexer(lexer_conf)
+
+    def lex(self, text: str) -> Iterator[Token]:  # type: ignore[override]
+        toks = list(self.basic.lex(LexerState(TextSlice.cast_from(text)), None))
+        yield from _disambiguate(toks)
+
+
+@functools.cache
+def _parser() -> Lark:
+    return Lark(
+        _GRAMMAR.read_text(),
+        parser="lalr",
+        lexer=P4Lexer,
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+
+
+def _describe(tok: Token) -> str:
+    if tok.type == "$END":
+        return "end of file"
+    return f"'{tok.value}'"
+
+
+def parse(pp: Preprocessed) -> Tree:
+    """Parse preprocessed text; syntax errors become located P4CompileErrors."""
+    try:
+        return _parser().parse(pp.text)
+    except UnexpectedToken as e:
+        tok = e.token
+        line = tok.line if tok.line is not None else e.line
+        col = tok.column if tok.column is not None else e.column
+        if tok.type == "$END":
+            line, col = _end_position(pp.text)
+        loc = pp.locate(line, col)
+        if tok.value in _UNSUPPORTED_TOKENS and tok.type != "STRING_LITERAL":
+            raise pp.error(loc, unsupported(_UNSUPPORTED_TOKENS[tok.value])) from None
+        raise pp.error(loc, f"syntax error: unexpected {_describe(tok)}") from None
+    except UnexpectedCharacters as e:
+        loc = pp.locate(e.line, e.column)
+        ch = pp.text[e.pos_in_stream] if e.pos_in_stream < len(pp.text) else "?"
+        raise pp.error(loc, f"syntax error: unexpected character '{ch}'") from None
+    except UnexpectedEOF:
+        line, col = _end_position(pp.text)
+        raise pp.error(pp.locate(line, col), "syntax error: unexpected end of file") from None
+    except UnexpectedInput as e:  # pragma: no cover - other lark errors
+        raise P4CompileError(pp.locate(e.line, e.column), f"syntax error: {e}") from None
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    lines = text.rstrip("\n").split("\n")
+    return len(lines), len(lines[-1]) + 1

@@ -1,0 +1,382 @@
+"""A C-style preprocessor for P4 sources, with a line map back to the original files.
+
+P4 programs rely on a small part of the C preprocessor: ``#include "x"`` / ``#include <x>``,
+object-like ``#define``, ``#undef``, ``#if/#ifdef/#ifndef/#elif/#else/#endif``, ``#error`` and
+comments. We implement exactly that, and remember for every output line which file and line it
+came from (and how macro expansion moved columns), so every later error can name the original
+``file:line:col``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from p4switch import ir
+from p4switch.frontend.errors import P4CompileError, unsupported
+
+#: Where ``#include <core.p4>`` and ``#include <v1model.p4>`` are found.
+PACKAGE_INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MAX_INCLUDE_DEPTH = 64
+
+
+@dataclass
+class LineOrigin:
+    """Where one output line came from. ``segments`` maps output columns (0-based) to original
+    columns: (out_start, orig_start, shifts) where ``shifts`` False means the whole segment (a
+    macro expansion) maps to ``orig_start``. None means identity."""
+
+    file: str
+    line: int
+    segments: list[tuple[int, int, bool]] | None = None
+
+    def orig_col(self, col0: int) -> int:
+        if not self.segments:
+            return col0
+        chosen = self.segments[0]
+        for seg in self.segments:
+            if seg[0] <= col0:
+                chosen = seg
+            else:
+                break
+        out_start, orig_start, shifts = chosen
+        return orig_start + (col0 - out_start) if shifts else orig_start
+
+
+@dataclass
+class Preprocessed:
+    """The preprocessed text plus everything needed to point back at the original sources."""
+
+    text: str
+    origins: list[LineOrigin]
+    sources: dict[str, str] = field(default_factory=dict)
+    main_file: str = ""
+
+    def locate(self, line: int, col: int) -> ir.SourceLoc:
+        """Original location of 1-based (line, col) in ``text``."""
+        if not self.origins:
+            return ir.SourceLoc(self.main_file, line, col)
+        idx = min(max(line - 1, 0), len(self.origins) - 1)
+        origin = self.origins[idx]
+        return ir.SourceLoc(origin.file, origin.line, origin.orig_col(max(col - 1, 0)) + 1)
+
+    def source_line(self, loc: ir.SourceLoc) -> str | None:
+        text = self.sources.get(loc.file)
+        if text is None:
+            return None
+        lines = text.splitlines()
+        if 1 <= loc.line <= len(lines):
+            return lines[loc.line - 1]
+        return None
+
+    def error(self, loc: ir.SourceLoc, message: str) -> P4CompileError:
+        return P4CompileError(loc, message, self.source_line(loc))
+
+
+def strip_comments(text: str) -> str:
+    """Replace comments by spaces (keeping newlines, so lines and columns do not move)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"' and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            j = min(j + 1, n)
+            out.append(text[i:j])
+            i = j
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("".join(ch if ch == "\n" else " " for ch in text[i:j]))
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+class _Preprocessor:
+    def __init__(self, include_dirs: Sequence[Path], defines: Mapping[str, str] | None):
+        self.include_dirs = [Path(d) for d in include_dirs]
+        self.macros: dict[str, str] = dict(defines or {})
+        self.out_lines: list[str] = []
+        self.origins: list[LineOrigin] = []
+        self.sources: dict[str, str] = {}
+        self.pragma_once: set[str] = set()
+
+    # errors -------------------------------------------------------------------------------
+    def _error(self, file: str, line: int, col: int, message: str) -> P4CompileError:
+        text = self.sources.get(file, "")
+        lines = text.splitlines()
+        src = lines[line - 1] if 1 <= line <= len(lines) else None
+        return P4CompileError(ir.SourceLoc(file, line, col), message, src)
+
+    # files --------------------------------------------------------------------------------
+    def run_file(self, name: str, text: str, depth: int = 0) -> None:
+        if depth > _MAX_INCLUDE_DEPTH:
+            raise self._error(name, 1, 1, "#include nested too deeply (include cycle?)")
+        self.sources.setdefault(name, text)
+        raw_lines = strip_comments(text).split("\n")
+        # (active, some branch taken, else seen) per open conditional
+        cond: list[list[bool]] = []
+        i = 0
+        while i < len(raw_lines):
+            lineno = i + 1
+            line = raw_lines[i]
+            while line.endswith("\\") and i + 1 < len(raw_lines):
+                i += 1
+                line = line[:-1] + " " + raw_lines[i]
+            i += 1
+            active = all(c[0] for c in cond)
+            stripped = line.lstrip()
+            if stripped.startswith("#"):
+                col = len(line) - len(stripped) + 1
+                self._directive(name, lineno, col, stripped[1:].strip(), cond, active, depth)
+                continue
+            if not active:
+                continue
+            expanded, segments = self._expand_line(line)
+            self.out_lines.append(expanded)
+            self.origins.append(LineOrigin(name, lineno, segments))
+        if cond:
+            raise self._error(name, len(raw_lines), 1, "unterminated #if/#ifdef/#ifndef")
+
+    def _directive(
+        self, file: str, line: int, col: int, body: str, cond: list[list[bool]], active: bool,
+        depth: int,
+    ) -> None:
+        m = re.match(r"([A-Za-z_]+)\s*(.*)$", body)
+        if not m:
+            if body == "":
+                return  # a lone '#' is a null directive
+            raise self._error(file, line, col, f"invalid preprocessor directive '#{body}'")
+        word, rest = m.group(1), m.group(2).strip()
+        if word in ("if", "ifdef", "ifndef"):
+            if not active:
+                cond.append([False, True, False])
+                return
+            if word == "if":
+                value = self._eval_if(file, line, col, rest)
+            else:
+                name = rest.split()[0] if rest.split() else ""
+                if not name:
+                    raise self._error(file, line, col, f"#{word} needs a macro name")
+                value = (name in self.macros) == (word == "ifdef")
+            cond.append([value, value, False])
+            return
+        if word in ("elif", "else", "endif"):
+            if not cond:
+                raise self._error(file, line, col, f"#{word} without #if")
+            top = cond[-1]
+            parent_active = all(c[0] for c in cond[:-1])
+            if word == "endif":
+                cond.pop()
+            elif word == "else":
+                if top[2]:
+                    raise self._error(file, line, col, "#else after #else")
+                top[2] = True
+                top[0] = parent_active and not top[1]
+                top[1] = True
+            else:
+                if top[2]:
+                    raise self._error(file, line, col, "#elif after #else")
+                if parent_active and not top[1]:
+                    top[0] = self._eval_if(file, line, col, rest)
+                    top[1] = top[0]
+                else:
+                    top[0] = False
+            return
+        if not active:
+            return
+        if word == "include":
+            self._include(file, line, col, rest, depth)
+        elif word == "define":
+            dm = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(\(?)\s*(.*)$", rest)
+            if not dm:
+                raise self._error(file, line, col, "#define needs a macro name")
+            if dm.group(2):
+                raise self._error(file, line, col, unsupported("function-like macro"))
+            self.macros[dm.group(1)] = dm.group(3).strip()
+        elif word == "undef":
+            self.macros.pop(rest.split()[0] if rest.split() else "", None)
+        elif word == "error":
+            raise self._error(file, line, col, f"#error {rest}")
+        elif word == "pragma":
+            if rest.split()[:1] == ["once"]:
+                self.pragma_once.add(file)
+        elif word in ("warning", "line"):
+            pass
+        else:
+            raise self._error(file, line, col, f"unknown preprocessor directive '#{word}'")
+
+    def _include(self, file: str, line: int, col: int, rest: str, depth: int) -> None:
+        m = re.match(r'"([^"]+)"|<([^>]+)>', rest)
+        if not m:
+            raise self._error(file, line, col, '#include expects "file" or <file>')
+        if m.group(1) is not None:
+            target = m.group(1)
+            here = Path(file).parent if not file.startswith("<") else Path.cwd()
+            candidates = [here / target]
+        else:
+            target = m.group(2)
+            candidates = []
+        candidates += [d / target for d in self.include_dirs]
+        candidates.append(PACKAGE_INCLUDE_DIR / target)
+        for cand in candidates:
+            if cand.is_file():
+                name = str(cand)
+                if name in self.pragma_once:
+                    return
+                try:
+                    text = cand.read_text()
+                except (OSError, UnicodeDecodeError) as e:
+                    raise self._error(file, line, col, f"cannot read {target}: {e}") from None
+                self.run_file(name, text, depth + 1)
+                return
+        raise self._error(file, line, col, f"cannot find include file '{target}'")
+
+    # macros -------------------------------------------------------------------------------
+    def _expand_text(self, text: str, active: frozenset[str] = frozenset()) -> str:
+        def repl(m: re.Match[str]) -> str:
+            name = m.group(0)
+            if name in self.macros and name not in active:
+                return self._expand_text(self.macros[name], active | {name})
+            return name
+
+        return _sub_outside_strings(_IDENT, repl, text)
+
+    def _expand_line(self, line: str) -> tuple[str, list[tuple[int, int, bool]] | None]:
+        if not self.macros or not _IDENT.search(line):
+            return line, None
+        out: list[str] = []
+        segments: list[tuple[int, int, bool]] = []
+        pos = 0
+        out_len = 0
+        changed = False
+        for start, end, in_string in _ident_spans(line):
+            name = line[start:end]
+            if in_string or name not in self.macros:
+                continue
+            changed = True
+            if start > pos:
+                segments.append((out_len, pos, True))
+                out.append(line[pos:start])
+                out_len += start - pos
+            body = self._expand_text(self.macros[name], frozenset({name}))
+            segments.append((out_len, start, False))
+            out.append(body)
+            out_len += len(body)
+            pos = end
+        if not changed:
+            return line, None
+        segments.append((out_len, pos, True))
+        out.append(line[pos:])
+        return "".join(out), segments
+
+    def _eval_if(self, file: str, line: int, col: int, expr: str) -> bool:
+        expr = re.sub(
+            r"\bdefined\s*(\(\s*([A-Za-z_]\w*)\s*\)|([A-Za-z_]\w*))",
+            lambda m: "1" if (m.group(2) or m.group(3)) in self.macros else "0",
+            expr,
+        )
+        expr = self._expand_text(expr)
+        tokens = re.findall(r"\s+|0[xX][0-9a-fA-F]+|\d+|[A-Za-z_]\w*|&&|\|\||==|!=|<=|>=|<<|>>|.",
+                            expr)
+        py: list[str] = []
+        for tok in tokens:
+            if tok.isspace():
+                continue
+            if re.fullmatch(r"0[xX][0-9a-fA-F]+|\d+", tok):
+                py.append(str(int(tok, 0) if not re.fullmatch(r"0\d+", tok) else int(tok, 8)))
+            elif re.fullmatch(r"[A-Za-z_]\w*", tok):
+                py.append("0")  # an undefined identifier is 0, as in C
+            elif tok == "&&":
+                py.append(" and ")
+            elif tok == "||":
+                py.append(" or ")
+            elif tok == "!":
+                py.append(" not ")
+            elif tok == "/":
+                py.append("//")
+            elif tok in ("==", "!=", "<=", ">=", "<<", ">>", "<", ">", "+", "-", "*", "%", "(",
+                         ")", "&", "|", "^", "~"):
+                py.append(tok)
+            else:
+                raise self._error(file, line, col, f"invalid #if expression '{expr}'")
+        try:
+            return bool(eval("".join(py) or "0", {"__builtins__": {}}, {}))  # noqa: S307
+        except Exception:
+            raise self._error(file, line, col, f"invalid #if expression '{expr}'") from None
+
+
+def _ident_spans(line: str) -> list[tuple[int, int, bool]]:
+    """Identifier spans in a line, flagged when inside a string literal."""
+    spans: list[tuple[int, int, bool]] = []
+    in_string = False
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c == '"':
+            in_string = not in_string
+            i += 1
+        elif in_string and c == "\\":
+            i += 2
+        elif c.isalpha() or c == "_":
+            j = i + 1
+            while j < n and (line[j].isalnum() or line[j] == "_"):
+                j += 1
+            # identifiers glued to digits (8w5, 0xab) are part of a number, not macro names
+            if i > 0 and line[i - 1].isdigit():
+                i = j
+                continue
+            spans.append((i, j, in_string))
+            i = j
+        elif c.isdigit():
+            j = i + 1
+            while j < n and (line[j].isalnum() or line[j] == "_"):
+                j += 1
+            i = j
+        else:
+            i += 1
+    return spans
+
+
+def _sub_outside_strings(pattern: re.Pattern[str], repl, text: str) -> str:  # noqa: ANN001
+    out: list[str] = []
+    pos = 0
+    for start, end, in_string in _ident_spans(text):
+        if in_string:
+            continue
+        out.append(text[pos:start])
+        out.append(repl(pattern.fullmatch(text[start:end])))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def preprocess(
+    text: str,
+    filename: str = "<string>",
+    include_dirs: Sequence[Path] = (),
+    defines: Mapping[str, str] | None = None,
+) -> Preprocessed:
+    """Preprocess ``text`` (the contents of ``filename``)."""
+    pp = _Preprocessor(include_dirs, defines)
+    pp.run_file(filename, text)
+    return Preprocessed(
+        text="\n".join(pp.out_lines) + "\n",
+        origins=pp.origins,
+        sources=pp.sources,
+        main_file=filename,
+    )
