@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
                 pass
     finally:
         if server is not None:
-            server.stop(grace=0.5)
+            server.stop(0.5).wait(2.0)
         sw.stop()
     return 0
 

@@ -58,7 +58,7 @@ class PortStats:
     tx_bytes: int = 0
     rx_too_short: int = 0  # < 14 bytes: no Ethernet header
     rx_oversized: int = 0  # > MTU + Ethernet header + one VLAN tag
-    rx_malformed: int = 0  # the parser rejected it (parser_error drop)
+    rx_malformed: int = 0  # parser_error / run-time "error" drops reported by the pipeline
     rx_errors: int = 0  # the pipeline raised on it (a bug, never a crash)
     rx_dropped: int = 0  # dropped by the program (mark_to_drop, no egress port, ...)
     tx_errors: int = 0  # the kernel refused the send (ENOBUFS, ENETDOWN, EMSGSIZE, ...)

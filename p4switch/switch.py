@@ -32,6 +32,7 @@ from typing import Any
 
 from p4switch import ir
 from p4switch.pipeline import api
+from p4switch.pipeline.api import QueueingMetadata
 from p4switch.ports import MIN_FRAME, MemoryPort, Port, RawPort
 from p4switch.queues import DEFAULT_QUEUE_DEPTH, EgressQueues, QueueStats
 
@@ -43,6 +44,11 @@ BATCH = 64
 other ports and control-plane writes are served promptly."""
 _MAX_IDLE_WAIT = 0.5
 _MAX_ERROR_LOGS = 20
+_MALFORMED_REASONS = frozenset({"parser_error", "error"})
+"""Pipeline drop reasons counted as ``rx_malformed`` on the ingress port: the parser rejected the
+frame, or executing the program on it hit a run-time error (e.g. a header stack index out of
+bounds). A v1model parser error does not drop by itself; a program that then drops the frame
+with mark_to_drop is counted ``rx_dropped`` (the switch cannot tell why the program dropped)."""
 
 
 @dataclass
@@ -374,7 +380,11 @@ class Switch:
             log.exception("%s (logged %d/%d)", what, self._error_logs, _MAX_ERROR_LOGS)
 
     def _receive(self, port: Port) -> None:
-        """Read one batch from ``port`` and run each frame through ingress (lock held)."""
+        """Read one batch from ``port`` and run each frame through ingress (lock held).
+
+        This is the hot path: the common case (no drops/digests/logs, an unlimited and empty
+        queue) is handled inline with local names; everything else goes to the general
+        helpers."""
         try:
             frames = port.recv_batch(BATCH)
         except OSError:
@@ -385,6 +395,12 @@ class Switch:
         max_frame = port.max_frame
         pcap_in = port.pcap_in
         number = port.number
+        pipeline = self.pipeline
+        ingress = pipeline.ingress if pipeline is not None else None
+        monotonic_ns = time.monotonic_ns
+        t0 = self._t0_ns
+        qget = self.queues.queues.get
+        egress = self._egress
         for data in frames:
             n = len(data)
             st.rx_packets += 1
@@ -397,7 +413,28 @@ class Switch:
             if n > max_frame:
                 st.rx_oversized += 1
                 continue
-            self._ingress(data, number, st)
+            if ingress is None:
+                self.counters.no_program += 1
+                continue
+            now = (monotonic_ns() - t0) // 1000
+            try:
+                res = ingress(data, number, now)
+            except Exception:
+                self.counters.pipeline_errors += 1
+                st.rx_errors += 1
+                self._log_error(f"pipeline ingress raised on a frame from port {number}")
+                continue
+            if res.drops or res.digests or res.logs:
+                self._ingress_extras(res, st)
+            for job in res.jobs:
+                q = qget(job.egress_port)
+                if q is not None and not q._interval_us and not q._fifo:
+                    qs = q.stats  # fast path of EgressQueue.pass_through, inlined
+                    qs.enqueued += 1
+                    qs.dequeued += 1
+                    egress(job, now, QueueingMetadata(now))
+                else:
+                    self._enqueue(job, now)
 
     def _drain_injected(self) -> None:
         inject = self._inject
@@ -417,6 +454,7 @@ class Switch:
             self._wake()
 
     def _ingress(self, data: bytes, port: int, st: Any) -> None:
+        """General (not hot) ingress path: injected frames and packet_out."""
         pipeline = self.pipeline
         if pipeline is None:
             self.counters.no_program += 1
@@ -430,12 +468,18 @@ class Switch:
                 st.rx_errors += 1
             self._log_error(f"pipeline ingress raised on a frame from port {port}")
             return
+        if res.drops or res.digests or res.logs:
+            self._ingress_extras(res, st)
+        for job in res.jobs:
+            self._enqueue(job, now)
+
+    def _ingress_extras(self, res: api.IngressResult, st: Any) -> None:
         if res.drops:
             drops = self.counters.drops
             for d in res.drops:
                 drops[d.reason] += 1
                 if st is not None:
-                    if d.reason == "parser_error":
+                    if d.reason in _MALFORMED_REASONS:
                         st.rx_malformed += 1
                     else:
                         st.rx_dropped += 1
@@ -444,8 +488,6 @@ class Switch:
         if res.logs and log.isEnabledFor(logging.DEBUG):
             for line in res.logs:
                 log.debug("log_msg: %s", line)
-        for job in res.jobs:
-            self._enqueue(job, now)
 
     def _enqueue(self, job: api.EgressJob, now: int) -> None:
         queues = self.queues
@@ -482,8 +524,13 @@ class Switch:
             self.counters.pipeline_errors += 1
             self._log_error(f"pipeline egress raised on a packet for port {job.egress_port}")
             return
+        ports = self.ports
         for out in res.outputs:
-            self._transmit(out.port, out.data)
+            p = ports.get(out.port)
+            if p is not None:
+                p.send(out.data)
+            else:
+                self._transmit(out.port, out.data)
         if res.drops:
             drops = self.counters.drops
             for d in res.drops:
