@@ -139,12 +139,12 @@ def test_shell_packet_out_packet_in_and_digest(env, shell):
     digests = sh.DigestList()
     payload = bytes.fromhex("aabbccddeeff") + b"hello"
     sh.PacketOut(payload, egress_port="5", mcast="0").send()
-    got = list(pin.sniff(timeout=1.5))
+    got = list(pin.sniff(timeout=1))
     assert len(got) == 1
     msg = got[0].packet
     assert msg.payload == payload
     assert [(m.metadata_id, m.value) for m in msg.metadata] == [(1, b"\x05")]
-    dl = list(digests.sniff(timeout=1.5))
+    dl = list(digests.sniff(timeout=1))
     assert len(dl) == 1
     members = dl[0].digest.data[0].struct.members
     assert members[0].bitstring == bytes.fromhex("aabbccddeeff")
