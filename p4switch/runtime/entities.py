@@ -271,9 +271,10 @@ class Entities:
         t = self.schema.table(te.table_id)
         if te.is_const:
             raise invalid("is_const must be false in a write")
-        if te.idle_timeout_ns or te.HasField("time_since_last_hit"):
-            raise invalid(f"{t.name} does not support idle timeout")
-        self._direct_counter_data(te, t)
+        if utype != U.DELETE:  # a DELETE is identified by match + priority; the rest is ignored
+            if te.idle_timeout_ns or te.HasField("time_since_last_hit"):
+                raise invalid(f"{t.name} does not support idle timeout")
+            self._direct_counter_data(te, t)
         if te.is_default_action:
             return self._write_default(utype, t, te)
 

@@ -135,3 +135,41 @@ def test_registers_read_write_on_the_real_pipeline(fabric):
             sh.client.write_update(upd)
     finally:
         client.close()
+
+
+def test_switch_started_with_a_program_serves_it_without_a_push(tmp_path):
+    """What `p4switch fabric.p4` does: the program is loaded before the server starts; a client
+    connects, fetches the P4Info and a device config that compiles back to the same P4Info."""
+    from conftest import free_port
+
+    from p4switch import device_config
+    from p4switch.frontend import compile_file
+    from p4switch.runtime import start_server
+    from p4switch.switch import Switch
+
+    sw = Switch(device_id=3, cpu_port=CPU)
+    sw.load_program(compile_file(str(FABRIC)))
+    addr = f"127.0.0.1:{free_port()}"
+    server = start_server(sw, addr)
+    try:
+        sh.setup(device_id=3, grpc_addr=addr, election_id=(0, 1), verbose=False)
+        try:
+            assert sh.context.get_table_id("ipv4_lpm")
+            te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.drop_route")
+            te.match["hdr.ipv4.dstAddr"] = "10.0.0.0/8"
+            te.insert()
+            assert len(sw.pipeline.table_entries("MyIngress.ipv4_lpm")) == 1
+        finally:
+            sh.teardown()
+        c = RawClient(addr, (0, 0), device_id=3)
+        try:
+            resp = c.stub.GetForwardingPipelineConfig(
+                p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=3))
+        finally:
+            c.close()
+        bundle = device_config.parse_bundle(resp.config.p4_device_config)
+        again = p4info_mod.build_p4info(device_config.compile_bundle(bundle))
+        assert again == resp.config.p4info
+    finally:
+        server.stop(0).wait()
+        sw.stop(log_stats=False)
