@@ -218,6 +218,7 @@ class Elaborator:
         self.reserved: set[str] = set()  # top-level action param/local names
         self.top = BlockCtx("toplevel", "", set())
         self.main_seen = False
+        self.decl_locs: dict[tuple[int, str], ir.SourceLoc] = {}
 
     # ---------------------------------------------------------------- errors / locations
     def loc(self, node: object) -> ir.SourceLoc | None:
@@ -272,8 +273,17 @@ class Elaborator:
             if isinstance(old, FuncB) and isinstance(binding, FuncB):
                 old.sigs.extend(binding.sigs)
                 return
-            raise self.err(node, f"redeclaration of '{name}'")
+            where = self.decl_locs.get((id(scope), name))
+            msg = f"redeclaration of '{name}'"
+            if where is not None:
+                msg += f" (first declared at {where})"
+                if "/p4switch/include/" in where.file:
+                    msg += "; p4c rejects this too: choose another name"
+            raise self.err(node, msg)
         scope.names[name] = binding
+        loc = self.loc(node)
+        if loc is not None:
+            self.decl_locs[(id(scope), name)] = loc
 
     def declaration(self, d: Tree) -> None:
         handler = getattr(self, "decl_" + d.data, None)

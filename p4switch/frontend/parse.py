@@ -39,6 +39,16 @@ _UNSUPPORTED_TOKENS = {
 }
 
 
+#: P4 keywords (reserved words that cannot name things)
+_KEYWORDS = {
+    "action", "apply", "bit", "bool", "const", "control", "default", "else", "enum", "error",
+    "exit", "extern", "false", "header", "header_union", "if", "in", "inout", "int", "key",
+    "match_kind", "out", "package", "parser", "return", "select", "state", "struct", "switch",
+    "table", "transition", "true", "tuple", "typedef", "varbit", "value_set", "void", "actions",
+    "entries", "type", "string",
+}
+
+
 def _is_ident(tok: Token) -> bool:
     return tok.type == "IDENTIFIER"
 
@@ -255,6 +265,7 @@ def _parser() -> Lark:
         lexer=P4Lexer,
         propagate_positions=True,
         maybe_placeholders=True,
+        cache=True,  # lark caches the LALR tables in the temp dir, keyed by grammar+options
     )
 
 
@@ -277,6 +288,9 @@ def parse(pp: Preprocessed) -> Tree:
         loc = pp.locate(line, col)
         if tok.value in _UNSUPPORTED_TOKENS and tok.type != "STRING_LITERAL":
             raise pp.error(loc, unsupported(_UNSUPPORTED_TOKENS[tok.value])) from None
+        if tok.value in _KEYWORDS and tok.type not in ("STRING_LITERAL", "IDENTIFIER"):
+            raise pp.error(loc, f"syntax error: unexpected '{tok.value}' ('{tok.value}' is a P4 "
+                                "keyword and cannot be used as a name)") from None
         raise pp.error(loc, f"syntax error: unexpected {_describe(tok)}") from None
     except UnexpectedCharacters as e:
         loc = pp.locate(e.line, e.column)
