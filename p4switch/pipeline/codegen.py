@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import keyword
 import re
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -79,6 +80,7 @@ class Module:
         self.globals: dict[str, Any] = {}
         self._classes: dict[Any, str] = {}
         self._bound: dict[int, str] = {}
+        self._layouts: dict[Any, Any] = {}
         self._n = 0
         from . import runtime
 
@@ -94,6 +96,9 @@ class Module:
         )
         for name, fn in hashes.ALGORITHMS.items():
             self.globals["_H_" + name] = fn
+        # the table-driven Python CRC-16 is the one costly algorithm: memoise it per pipeline
+        self.globals["_H_crc16"] = hashes.memoize(hashes.crc16_arc)
+        self.globals["_H_csum16_int"] = hashes.csum16_int
 
     def fresh(self, prefix: str) -> str:
         self._n += 1
@@ -127,24 +132,28 @@ class Module:
             elif isinstance(f.type, ir.StackType):
                 self.cls(f.type.elem)
         is_hdr = isinstance(t, ir.HeaderType)
-        slots = (["_v"] if is_hdr else []) + [fattr(f.name) for f in fields]
-        out = [f"class {name}:", f"    __slots__ = {tuple(slots)!r}", "    def __init__(self):"]
+        # Scalars default at class level (no per-packet initialisation); instances get a
+        # __dict__ entry only for what is written. Nested aggregates are built in __init__.
+        out = [f"class {name}:"]
         if is_hdr:
-            out.append("        self._v = False")
+            out.append("    _v = False")
+        nested = []
         for f in fields:
-            out.append(f"        self.{fattr(f.name)} = {self.default(f.type)}")
-        if len(out) == 3:
-            out.append("        pass")
+            if isinstance(f.type, ir.HeaderType | ir.StructType | ir.StackType):
+                nested.append(f)
+            else:
+                out.append(f"    {fattr(f.name)} = {self.default(f.type)}")
+        out.append(f"    _fields = {tuple(fattr(f.name) for f in fields)!r}")
+        if nested:
+            out.append("    def __init__(self):")
+            for f in nested:
+                out.append(f"        self.{fattr(f.name)} = {self.default(f.type)}")
         out.append("    def copy(self):")
         out.append(f"        c = {name}.__new__({name})")
-        if is_hdr:
-            out.append("        c._v = self._v")
-        for f in fields:
+        out.append("        c.__dict__.update(self.__dict__)")
+        for f in nested:
             a = fattr(f.name)
-            if isinstance(f.type, ir.HeaderType | ir.StructType | ir.StackType):
-                out.append(f"        c.{a} = self.{a}.copy()")
-            else:
-                out.append(f"        c.{a} = self.{a}")
+            out.append(f"        c.{a} = self.{a}.copy()")
         out.append("        return c")
         if is_hdr:
             out.append("    def _pack(self):")
@@ -162,23 +171,66 @@ class Module:
             return f"_Stack([{self.cls(t.elem)}() for _ in range({t.size})])"
         return "0"
 
-    def pack_expr(self, t: ir.HeaderType, var: str) -> str:
-        """Expression giving the bytes of header object ``var``."""
+    def layout(self, t: ir.HeaderType) -> tuple[str, list[tuple[list[int], list[tuple[ir.Field, int, int]]]]]:
+        """The header cut into byte-aligned units: (struct format name, units); a unit is
+        (its piece widths in bits, [(field, width, shift within the unit)]). Pieces are the
+        1/2/4/8-byte integers ``struct`` reads, so extraction is one C call plus small shifts."""
+        if t in self._layouts:
+            return self._layouts[t]
         w = t.width
         if w % 8:
             raise BuildError(f"header {t.name} is {w} bits wide, not a whole number of bytes")
-        parts = []
-        shift = w
+        units: list[tuple[list[int], list[tuple[ir.Field, int, int]]]] = []
+        cur: list[tuple[ir.Field, int]] = []
+        bits = 0
+        fmt = "!"
         for f in t.fields:
             fw = ir.type_width(f.type)
-            shift -= fw
-            v = f"{var}.{fattr(f.name)}"
-            if isinstance(f.type, ir.BitsType) and f.type.signed:
-                v = f"({v} & {_mask(fw)})"
-            parts.append(f"({v} << {shift})" if shift else v)
-        if not parts:
+            cur.append((f, fw))
+            bits += fw
+            if bits % 8 == 0:
+                nbytes = bits // 8
+                pieces = []
+                while nbytes:
+                    for size, code in ((8, "Q"), (4, "I"), (2, "H"), (1, "B")):
+                        if nbytes >= size:
+                            pieces.append(size * 8)
+                            fmt += code
+                            nbytes -= size
+                            break
+                fields = []
+                shift = bits
+                for fld, fw2 in cur:
+                    shift -= fw2
+                    fields.append((fld, fw2, shift))
+                units.append((pieces, fields))
+                cur, bits = [], 0
+        name = self.bind(struct.Struct(fmt), "ST")
+        self._layouts[t] = (name, units)
+        return self._layouts[t]
+
+    def pack_expr(self, t: ir.HeaderType, var: str) -> str:
+        """Expression giving the bytes of header object ``var``."""
+        if not t.fields:
             return "b''"
-        return f"({' | '.join(parts)}).to_bytes({w // 8}, 'big')"
+        sname, units = self.layout(t)
+        args = []
+        for pieces, fields in units:
+            parts = []
+            for f, fw, shift in fields:
+                v = f"{var}.{fattr(f.name)}"
+                if isinstance(f.type, ir.BitsType) and f.type.signed:
+                    v = f"({v} & {_mask(fw)})"
+                parts.append(f"({v} << {shift})" if shift else v)
+            u = " | ".join(parts)
+            if len(pieces) == 1:
+                args.append(u)
+                continue
+            rest = sum(pieces)
+            for pw in pieces:
+                rest -= pw
+                args.append(f"((({u}) >> {rest}) & {_mask(pw)})" if rest else f"(({u}) & {_mask(pw)})")
+        return f"{sname}.pack({', '.join(args)})"
 
     def compile(self, filename: str = "<p4switch>") -> dict[str, Any]:
         src = "\n".join(self.lines) + "\n"
@@ -496,10 +548,11 @@ class BlockGen:
                 self.stmts(s.else_.stmts)
                 self.ind -= 1
         elif isinstance(s, ir.ApplyTable):
-            self.w(f"{self.table_fn(s.table)}({self.call_args()})")
+            self.table_code(s.table, self.mod.fresh("_t"))
         elif isinstance(s, ir.SwitchAction):
-            tmp = self.mod.fresh("_a")
-            self.w(f"{tmp} = {self.table_fn(s.table)}({self.call_args()})[0]")
+            tmp = self.mod.fresh("_t")
+            self.table_code(s.table, tmp)
+            tmp = f"{tmp}[0]"
             self.switch(tmp, [(c.actions, c.body) for c in s.cases], repr)
         elif isinstance(s, ir.SwitchValue):
             tmp = self.mod.fresh("_s")
@@ -591,19 +644,36 @@ class BlockGen:
         else:
             self.w(f"_h = {self.ex(target)}")
         if t.fields:
-            self.w(f"_x = _ifb(_pkt[_pos:_pos + {n}], 'big')")
-        shift = w
-        for i, f in enumerate(t.fields):
-            fw = ir.type_width(f.type)
-            shift -= fw
-            v = "_x" if not shift else f"(_x >> {shift})"
-            if i:
-                v = f"({v} & {_mask(fw)})"
-            if isinstance(f.type, ir.BitsType) and f.type.signed:
-                v = self.wrap(v, f.type)
-            elif isinstance(f.type, ir.BoolType):
-                v = f"({v} != 0)"
-            self.w(f"_h.{fattr(f.name)} = {v}")
+            sname, units = self.mod.layout(t)
+            names = []
+            k = 0
+            for pieces, _ in units:
+                for _ in pieces:
+                    names.append(f"_u{k}")
+                    k += 1
+            self.w(f"{', '.join(names)}{',' if len(names) == 1 else ''} = {sname}.unpack_from(_pkt, _pos)")
+            k = 0
+            for pieces, fields in units:
+                if len(pieces) == 1:
+                    u = f"_u{k}"
+                else:
+                    rest = sum(pieces)
+                    parts = []
+                    for j, pw in enumerate(pieces):
+                        rest -= pw
+                        parts.append(f"(_u{k + j} << {rest})" if rest else f"_u{k + j}")
+                    u = "(" + " | ".join(parts) + ")"
+                k += len(pieces)
+                uw = sum(pieces)
+                for f, fw, shift in fields:
+                    v = u if not shift else f"({u} >> {shift})"
+                    if shift + fw < uw:
+                        v = f"({v} & {_mask(fw)})"
+                    if isinstance(f.type, ir.BitsType) and f.type.signed:
+                        v = self.wrap(v, f.type)
+                    elif isinstance(f.type, ir.BoolType):
+                        v = f"({v} != 0)"
+                    self.w(f"_h.{fattr(f.name)} = {v}")
         self.w("_h._v = True")
         self.w(f"_pos += {n}")
 
@@ -658,20 +728,26 @@ class BlockGen:
             valid = f"{self.ex(e.base)}._v"
         return [(code, width, valid)]
 
-    def hash_input(self, data: ir.Expr, payload: bool = False) -> str:
-        """Emit code building the hash input bytes; returns the variable holding them."""
+    def hash_input(self, data: ir.Expr, payload: bool = False, align: int = 8) -> str:
+        """Emit code building the hash input; returns the variable holding it: bytes (fields
+        concatenated MSB first, zero-padded at the end to a whole byte, fields of invalid
+        headers skipped), or with ``align=16`` an int padded to whole 16-bit words (csum16)."""
         items = self.flatten(data)
         b = self.mod.fresh("_hb")
+        am = align - 1
         if all(v is None for _, _, v in items):
             total = sum(w for _, w, _ in items)
-            pad = (-total) & 7
+            pad = (-total) & am
             parts = []
             shift = pad
             for code, width, _ in reversed(items):
                 parts.append(f"({code} << {shift})" if shift else code)
                 shift += width
             expr = " | ".join(reversed(parts)) if parts else "0"
-            self.w(f"{b} = ({expr}).to_bytes({(total + pad) // 8}, 'big')")
+            if align == 16:
+                self.w(f"{b} = {expr}")
+            else:
+                self.w(f"{b} = ({expr}).to_bytes({(total + pad) // 8}, 'big')")
         else:
             acc, wv = self.mod.fresh("_ha"), self.mod.fresh("_hw")
             self.w(f"{acc} = 0")
@@ -691,11 +767,21 @@ class BlockGen:
                     shift += width
                 line = f"{acc} = ({acc} << {gw}) | {' | '.join(reversed(parts))}; {wv} += {gw}"
                 self.w(f"if {valid}: {line}" if valid else line)
-            self.w(f"{wv}_p = -{wv} & 7")
-            self.w(f"{b} = ({acc} << {wv}_p).to_bytes(({wv} + {wv}_p) >> 3, 'big')")
+            if align == 16:
+                self.w(f"{b} = {acc} << (-{wv} & 15)")
+            else:
+                self.w(f"{wv}_p = -{wv} & 7")
+                self.w(f"{b} = ({acc} << {wv}_p).to_bytes(({wv} + {wv}_p) >> 3, 'big')")
         if payload:
             self.w(f"{b} = {b} + _ctx.payload")
         return b
+
+    def checksum_value(self, algo: ir.Expr, data: ir.Expr, payload: bool) -> str:
+        """Emit the hash input and return an expression for the algorithm's value over it."""
+        fn = self.algo_fn(algo)
+        if fn == "_H_csum16" and not payload:
+            return f"_H_csum16_int({self.hash_input(data, align=16)})"
+        return f"{fn}({self.hash_input(data, payload=payload)})"
 
     # -- externs ---------------------------------------------------------------------------
     def algo_fn(self, c: ir.Expr) -> str:
@@ -720,33 +806,30 @@ class BlockGen:
             self.w(f"{sm}.f_mcast_grp = 0")
         elif m == "hash":
             out, algo, base, data, mx = a
-            fn = self.algo_fn(algo)
-            b = self.hash_input(data)
+            hv = self.checksum_value(algo, data, False)
             wout = ir.type_width(out.type)
             base_c, max_c = self.ex(base), self.ex(mx)
             if isinstance(mx, ir.Const) and const_int(mx) == 0:
-                v = f"({base_c} + {fn}({b}))"
+                v = f"({base_c} + {hv})"
             elif isinstance(mx, ir.Const):
-                v = f"({base_c} + {fn}({b}) % {max_c})"
+                v = f"({base_c} + {hv} % {max_c})"
             else:
-                v = f"_hmod({base_c}, {fn}({b}), {max_c})"
+                v = f"_hmod({base_c}, {hv}, {max_c})"
             self.assign(out, f"({v} & {_mask(wout)})")
         elif m in ("verify_checksum", "verify_checksum_with_payload"):
             cond, data, field, algo = a
-            fn = self.algo_fn(algo)
             self.w(f"if {self.ex(cond)}:")
             self.ind += 1
-            b = self.hash_input(data, payload=m.endswith("payload"))
+            hv = self.checksum_value(algo, data, m.endswith("payload"))
             wf = ir.type_width(field.type)
-            self.w(f"if ({fn}({b}) & {_mask(wf)}) != {self.ex(field)}: _ctx.checksum_error = 1")
+            self.w(f"if ({hv} & {_mask(wf)}) != {self.ex(field)}: _ctx.checksum_error = 1")
             self.ind -= 1
         elif m in ("update_checksum", "update_checksum_with_payload"):
             cond, data, field, algo = a
-            fn = self.algo_fn(algo)
             self.w(f"if {self.ex(cond)}:")
             self.ind += 1
-            b = self.hash_input(data, payload=m.endswith("payload"))
-            self.assign(field, f"({fn}({b}) & {_mask(ir.type_width(field.type))})")
+            hv = self.checksum_value(algo, data, m.endswith("payload"))
+            self.assign(field, f"({hv} & {_mask(ir.type_width(field.type))})")
             self.ind -= 1
         elif m == "random":
             out, lo, hi = a
@@ -799,17 +882,19 @@ class BlockGen:
         if tn == "register" and m == "read":
             i = self.mod.fresh("_i")
             self.w(f"{i} = {self.ex(a[1])}")
-            self.assign(a[0], f"({g}.values[{i}] if {i} < {obj.size} else 0)")
+            vals = self.mod.bind(obj.values, "RV")
+            self.assign(a[0], f"({vals}[{i}] if {i} < {obj.size} else 0)")
         elif tn == "register" and m == "write":
             i = self.mod.fresh("_i")
             self.w(f"{i} = {self.ex(a[0])}")
-            self.w(f"if {i} < {obj.size}: {g}.values[{i}] = {self.ex(a[1])}")
+            vals = self.mod.bind(obj.values, "RV")
+            self.w(f"if {i} < {obj.size}: {vals}[{i}] = {self.ex(a[1])}")
         elif tn == "counter" and m == "count":
             i = self.mod.fresh("_i")
             self.w(f"{i} = {self.ex(a[0])}")
             self.w(f"if {i} < {obj.size}:")
-            self.w(f"    {g}.packets[{i}] += 1")
-            self.w(f"    {g}.bytes[{i}] += _ctx.plen")
+            self.w(f"    {self.mod.bind(obj.packets, 'CP')}[{i}] += 1")
+            self.w(f"    {self.mod.bind(obj.bytes, 'CB')}[{i}] += _ctx.plen")
         elif tn == "direct_counter" and m == "count":
             pass  # counted by the table on a hit (v1model: count() is optional and a no-op)
         elif tn == "meter" and m == "execute_meter":
@@ -872,19 +957,18 @@ class BlockGen:
         self.funcs.append([head, *body, ""])
         return name
 
-    def table_fn(self, tname: str) -> str:
-        if tname in self.table_fns:
-            return self.table_fns[tname]
+    def table(self, tname: str) -> tuple[ir.Table, Any]:
         assert isinstance(self.block, ir.Control)
         table = self.block.tables.get(tname)
         if table is None:
             raise BuildError(f"unknown table {tname}")
-        state = self.table_state(table)
-        name = self.mod.fresh("T_" + re.sub(r"\W", "_", tname) + "_")
-        self.table_fns[tname] = name
+        return table, self.table_state(table)
+
+    def table_code(self, tname: str, ev: str) -> None:
+        """Emit the application of a table at the current indentation: ``ev`` ends up holding
+        the hit tuple (action key, function, args, entry or None on a miss)."""
+        table, state = self.table(tname)
         g = self.mod.bind(state, "TBL")
-        saved = (self.lines, self.ind)
-        self.lines, self.ind = [], 1
         keys = [k for k in table.keys if k.match_kind != "selector"]
         kcodes = [self.ex(k.expr) for k in keys]
         if not kcodes:
@@ -898,25 +982,39 @@ class BlockGen:
             sb = self.hash_input(
                 ir.ListExpr([k.expr for k in sel], type=ir.TupleType(tuple(k.expr.type for k in sel)))
             )
-            self.w(f"_e = {g}.lookup_sel({key}, {sb})")
+            self.w(f"{ev} = {g}.lookup_sel({key}, {sb})")
+        elif state.mode == "exact":
+            d = self.mod.bind(state._exact, "TD")
+            self.w(f"{ev} = {d}.get({key})")
+            self.w(f"if {ev} is None: {ev} = {g}.default_hit")
         else:
-            self.w(f"_e = {g}.lookup({key})")
+            self.w(f"{ev} = {g}.lookup({key})")
         if table.direct_counter or table.direct_meter:
-            self.w("_n = _e[3]")
+            self.w(f"_n = {ev}[3]")
             if table.direct_counter:
                 self.w("if _n is not None:")
                 self.w("    _n.packets += 1")
                 self.w("    _n.bytes += _ctx.plen")
             if table.direct_meter:
                 self.w("_ctx.meter_colour = _n.execute_meter(_ctx.now, _ctx.plen) if _n is not None else 0")
-        self.w(f"_e[1]({self.call_args()}, *_e[2])")
+        self.w(f"{ev}[1]({self.call_args()}, *{ev}[2])")
+        # every action of the table needs a function; the table state binds them after exec
+        for ref in table.actions:
+            self.action_fn(ref.action)
+
+    def table_fn(self, tname: str) -> str:
+        """A function applying the table (for table applications inside expressions)."""
+        if tname in self.table_fns:
+            return self.table_fns[tname]
+        name = self.mod.fresh("T_" + re.sub(r"\W", "_", tname) + "_")
+        self.table_fns[tname] = name
+        saved = (self.lines, self.ind)
+        self.lines, self.ind = [], 1
+        self.table_code(tname, "_e")
         self.w("return _e")
         body = self.lines
         self.lines, self.ind = saved
         self.funcs.append([f"def {name}({self.call_args()}):", *body, ""])
-        # every action of the table needs a function; the table state binds them after exec
-        for ref in table.actions:
-            self.action_fn(ref.action)
         return name
 
     # -- whole blocks ----------------------------------------------------------------------

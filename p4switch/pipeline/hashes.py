@@ -7,6 +7,7 @@ CRC-32/ISO-HDLC 0xCBF43926.
 
 from __future__ import annotations
 
+import sys
 import zlib
 from collections.abc import Callable, Iterable
 
@@ -23,14 +24,41 @@ def _crc16_arc_table() -> list[int]:
 
 
 _CRC16_TABLE = _crc16_arc_table()
+_LITTLE = sys.byteorder == "little"
+
+
+def _crc16_arc_table2() -> list[int]:
+    # Two bytes per step: for a reflected 16-bit CRC the whole register is consumed by a
+    # 16-bit little-endian word, so T2[w] = two single-byte steps from register w.
+    t = _CRC16_TABLE
+    out = []
+    for w in range(1 << 16):
+        crc = (w >> 8) ^ t[w & 0xFF]
+        out.append((crc >> 8) ^ t[crc & 0xFF])
+    return out
+
+
+_CRC16_TABLE2: list[int] | None = None
 
 
 def crc16_arc(data: bytes) -> int:
     """CRC-16/ARC (BMv2 ``crc16``): poly 0x8005, init 0, reflected, xorout 0."""
+    global _CRC16_TABLE2
+    t2 = _CRC16_TABLE2
+    if t2 is None:
+        t2 = _CRC16_TABLE2 = _crc16_arc_table2()
+    n = len(data)
     crc = 0
-    table = _CRC16_TABLE
-    for b in data:
-        crc = (crc >> 8) ^ table[(crc ^ b) & 0xFF]
+    if n > 1:
+        words = memoryview(data)[: n & ~1].cast("H")
+        if _LITTLE:
+            for w in words:
+                crc = t2[crc ^ w]
+        else:
+            for w in words:
+                crc = t2[crc ^ (((w & 0xFF) << 8) | (w >> 8))]
+    if n & 1:
+        crc = (crc >> 8) ^ _CRC16_TABLE[(crc ^ data[-1]) & 0xFF]
     return crc
 
 
@@ -42,13 +70,21 @@ def crc32(data: bytes) -> int:
 def csum16(data: bytes) -> int:
     """Ones'-complement of the ones'-complement sum of 16-bit big-endian words (RFC 1071); an odd
     trailing byte is padded with a zero byte."""
+    x = int.from_bytes(data, "big")
     if len(data) & 1:
-        data = data + b"\x00"
-    total = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
-    # Fold the carries back in: the sum of n 16-bit words needs at most a few folds.
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return (~total) & 0xFFFF
+        x <<= 8
+    return csum16_int(x)
+
+
+def csum16_int(x: int) -> int:
+    """csum16 of the 16-bit words of the non-negative integer ``x`` (big-endian words).
+
+    Since 2^16 = 1 (mod 0xFFFF), the end-around-carry sum of the words is x mod 0xFFFF, except
+    that a non-zero input whose sum is a multiple of 0xFFFF sums to 0xFFFF, never 0."""
+    s = x % 0xFFFF
+    if s == 0 and x:
+        s = 0xFFFF
+    return (~s) & 0xFFFF
 
 
 def xor16(data: bytes) -> int:
@@ -75,6 +111,23 @@ ALGORITHMS: dict[str, Callable[[bytes], int]] = {
 }
 
 UNSUPPORTED = ("crc16_custom", "crc32_custom", "random")
+
+
+def memoize(fn: Callable[[bytes], int], limit: int = 1 << 16) -> Callable[[bytes], int]:
+    """``fn`` with a bounded per-input cache (cleared when full): packets of one flow hash the
+    same bytes, so a pure-Python CRC is computed once per flow rather than once per packet."""
+    cache: dict[bytes, int] = {}
+    get = cache.get
+
+    def cached(data: bytes) -> int:
+        r = get(data)
+        if r is None:
+            if len(cache) >= limit:
+                cache.clear()
+            r = cache[data] = fn(data)
+        return r
+
+    return cached
 
 
 def algorithm(name: str) -> Callable[[bytes], int]:

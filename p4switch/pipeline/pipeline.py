@@ -205,6 +205,7 @@ class Pipeline:
         self._compute = ns[fnames["compute_checksum"]]
         self._deparser = ns[fnames["deparser"]]
         self._hdr_cls, self._meta_cls, self._sm_cls = ns[hdr_cls], ns[meta_cls], ns[sm_cls]
+        self._has_qid = "f_qid" in self._sm_cls._fields
 
         for gen in gens:
             if not isinstance(gen.block, ir.Control):
@@ -278,7 +279,9 @@ class Pipeline:
     # ------------------------------------------------------------------------------------
     def ingress(self, data: bytes, port: int, now_us: int) -> IngressResult:
         res = IngressResult()
-        self._run_ingress(bytes(data), port, now_us, NORMAL, None, None, res, 0)
+        jobs: list[tuple[Any, ...]] = []
+        self._run_ingress(bytes(data), port, now_us, NORMAL, None, res, jobs, 0)
+        res.jobs = [EgressJob(j[0], j[1], j[2], j[3]) for j in jobs]
         return res
 
     def _preserve(self, meta: Any, fl: int | None) -> list[tuple[str, Any]] | None:
@@ -287,8 +290,10 @@ class Pipeline:
         return [(n, getattr(meta, n)) for n in self.field_lists.get(fl, [])]
 
     def _run_ingress(self, data: bytes, port: int, now: int, itype: int,
-                     keep: list[tuple[str, Any]] | None, keep_sm: dict[str, int] | None,
-                     res: IngressResult | EgressResult, depth: int) -> None:
+                     keep: list[tuple[str, Any]] | None, res: Any, jobs: list[tuple[Any, ...]],
+                     depth: int) -> None:
+        """Ingress of one packet instance; appends (port, instance_type, packet_length, state)
+        tuples to ``jobs`` and digests/drops/logs to ``res``."""
         hdr, meta, sm = self._hdr_cls(), self._meta_cls(), self._sm_cls()
         plen = len(data)
         sm.f_ingress_port = port
@@ -314,38 +319,11 @@ class Pipeline:
             self._collect(ctx, res)
             res.drops.append(Drop("error", f"ingress: {self._describe(exc)}"))
             return
-        self._collect(ctx, res)
-        jobs = res.jobs
-        if ctx.clone is not None:
-            _, session, fl = ctx.clone
-            cfg = self.clone_sess.get(session)
-            if cfg is not None:
-                c_hdr, c_meta, c_sm = self._hdr_cls(), self._meta_cls(), self._sm_cls()
-                c_sm.f_ingress_port = port
-                c_ctx = runtime.Ctx(now, plen)
-                try:
-                    pos2, err2 = self._parser(data, c_hdr, c_meta, c_sm, c_ctx)
-                except Exception as exc:  # noqa: BLE001 - a bad clone must not kill the switch
-                    res.drops.append(Drop("error", f"clone re-parse: {exc}"))
-                else:
-                    c_meta = self._meta_cls()
-                    for n, v in self._preserve(meta, fl) or []:
-                        setattr(c_meta, n, v)
-                    c_sm = self._sm_cls()
-                    c_sm.f_ingress_port = port
-                    c_sm.f_parser_error = err2
-                    c_sm.f_instance_type = INGRESS_CLONE
-                    c_sm.f_packet_length = plen
-                    c_sm.f_ingress_global_timestamp = now
-                    self._replicate(cfg[0], c_hdr, c_meta, c_sm, data[pos2:],
-                                    cfg[1] or None, depth, INGRESS_CLONE, jobs, set_rid=False)
-        if ctx.resubmit is not None:
-            if depth >= MAX_RECIRCULATIONS:
-                res.drops.append(Drop("error", "too many resubmissions"))
+        if ctx.digests is not None or ctx.logs is not None:
+            self._collect(ctx, res)
+        if ctx.clone is not None or ctx.resubmit is not None:
+            if self._ingress_specials(data, port, now, plen, meta, ctx, res, jobs, depth):
                 return
-            self._run_ingress(data, 0, now, RESUBMIT, self._preserve(meta, ctx.resubmit), None,
-                              res, depth + 1)
-            return
         mgid = sm.f_mcast_grp
         if mgid:
             replicas = self.mcast.get(mgid)
@@ -361,11 +339,47 @@ class Pipeline:
             res.drops.append(Drop("mark_to_drop"))
             return
         sm.f_instance_type = NORMAL
-        jobs.append(EgressJob(spec, NORMAL, sm.f_packet_length,
-                              _PacketState(hdr, meta, sm, ctx.payload, ctx.truncate, depth)))
+        jobs.append((spec, NORMAL, sm.f_packet_length,
+                     _PacketState(hdr, meta, sm, ctx.payload, ctx.truncate, depth)))
+
+    def _ingress_specials(self, data: bytes, port: int, now: int, plen: int, meta: Any,
+                          ctx: runtime.Ctx, res: Any, jobs: list[tuple[Any, ...]],
+                          depth: int) -> bool:
+        """I2E clone and resubmit at the end of ingress; True if the packet goes no further."""
+        if ctx.clone is not None:
+            _, session, fl = ctx.clone
+            cfg = self.clone_sess.get(session)
+            if cfg is not None:
+                c_hdr, c_meta, c_sm = self._hdr_cls(), self._meta_cls(), self._sm_cls()
+                c_sm.f_ingress_port = port
+                c_ctx = runtime.Ctx(now, plen)
+                try:
+                    pos2, err2 = self._parser(data, c_hdr, c_meta, c_sm, c_ctx)
+                except (runtime.ParserErrorSignal, runtime.PacketError, IndexError) as exc:
+                    res.drops.append(Drop("error", f"clone re-parse: {self._describe(exc)}"))
+                else:
+                    c_meta = self._meta_cls()
+                    for n, v in self._preserve(meta, fl) or []:
+                        setattr(c_meta, n, v)
+                    c_sm = self._sm_cls()
+                    c_sm.f_ingress_port = port
+                    c_sm.f_parser_error = err2
+                    c_sm.f_instance_type = INGRESS_CLONE
+                    c_sm.f_packet_length = plen
+                    c_sm.f_ingress_global_timestamp = now
+                    self._replicate(cfg[0], c_hdr, c_meta, c_sm, data[pos2:],
+                                    cfg[1] or None, depth, INGRESS_CLONE, jobs, set_rid=False)
+        if ctx.resubmit is not None:
+            if depth >= MAX_RECIRCULATIONS:
+                res.drops.append(Drop("error", "too many resubmissions"))
+                return True
+            self._run_ingress(data, 0, now, RESUBMIT, self._preserve(meta, ctx.resubmit), res,
+                              jobs, depth + 1)
+            return True
+        return False
 
     def _replicate(self, replicas: list[Replica], hdr: Any, meta: Any, sm: Any, payload: bytes,
-                   truncate: int | None, depth: int, itype: int, jobs: list[EgressJob],
+                   truncate: int | None, depth: int, itype: int, jobs: list[tuple[Any, ...]],
                    set_rid: bool) -> None:
         last = len(replicas) - 1
         for i, r in enumerate(replicas):
@@ -375,8 +389,8 @@ class Pipeline:
                 h, m, s = hdr.copy(), meta.copy(), sm.copy()
             if set_rid:
                 s.f_egress_rid = r.instance
-            jobs.append(EgressJob(r.egress_port, itype, s.f_packet_length,
-                                  _PacketState(h, m, s, payload, truncate, depth)))
+            jobs.append((r.egress_port, itype, s.f_packet_length,
+                         _PacketState(h, m, s, payload, truncate, depth)))
 
     @staticmethod
     def _describe(exc: BaseException) -> str:
@@ -393,31 +407,41 @@ class Pipeline:
 
     def egress(self, job: EgressJob, now_us: int, qmeta: QueueingMetadata) -> EgressResult:
         res = EgressResult()
-        st: _PacketState = job.state
+        jobs: list[tuple[Any, ...]] = []
+        self._run_egress(job.egress_port, job.packet_length, job.state, now_us,
+                         qmeta.enq_timestamp, qmeta.enq_qdepth, qmeta.deq_timedelta,
+                         qmeta.deq_qdepth, qmeta.qid, res, res.outputs, jobs)
+        res.jobs = [EgressJob(j[0], j[1], j[2], j[3]) for j in jobs]
+        return res
+
+    def _run_egress(self, port: int, plen: int, st: _PacketState, now_us: int, enq_ts: int,
+                    enq_qdepth: int, deq_timedelta: int, deq_qdepth: int, qid: int, res: Any,
+                    outputs: list[Output], jobs: list[tuple[Any, ...]]) -> None:
         hdr, meta, sm = st.hdr, st.meta, st.sm
-        sm.f_egress_port = job.egress_port
+        sm.f_egress_port = port
         sm.f_egress_spec = 0
-        sm.f_packet_length = job.packet_length
+        sm.f_packet_length = plen
         sm.f_egress_global_timestamp = now_us
-        sm.f_enq_timestamp = qmeta.enq_timestamp
-        sm.f_enq_qdepth = qmeta.enq_qdepth
-        sm.f_deq_timedelta = qmeta.deq_timedelta
-        sm.f_deq_qdepth = qmeta.deq_qdepth
-        if hasattr(sm, "f_qid"):
-            sm.f_qid = qmeta.qid
-        ctx = runtime.Ctx(now_us, job.packet_length)
+        sm.f_enq_timestamp = enq_ts
+        sm.f_enq_qdepth = enq_qdepth
+        sm.f_deq_timedelta = deq_timedelta
+        sm.f_deq_qdepth = deq_qdepth
+        if self._has_qid:
+            sm.f_qid = qid
+        ctx = runtime.Ctx(now_us, plen)
         ctx.payload = st.payload
         try:
             self._egress_fn(hdr, meta, sm, ctx)
         except runtime.AssertSignal:
             self._collect(ctx, res)
             res.drops.append(Drop("assert", "assert/assume failed in egress"))
-            return res
+            return
         except (runtime.ParserErrorSignal, runtime.PacketError, IndexError) as exc:
             self._collect(ctx, res)
             res.drops.append(Drop("error", f"egress: {self._describe(exc)}"))
-            return res
-        self._collect(ctx, res)
+            return
+        if ctx.digests is not None or ctx.logs is not None:
+            self._collect(ctx, res)
         if ctx.clone is not None:
             _, session, fl = ctx.clone
             cfg = self.clone_sess.get(session)
@@ -427,56 +451,57 @@ class Pipeline:
                     setattr(c_meta, n, v)
                 c_sm = self._sm_cls()
                 c_sm.f_instance_type = EGRESS_CLONE
-                c_sm.f_packet_length = job.packet_length
+                c_sm.f_packet_length = plen
                 self._replicate(cfg[0], hdr.copy(), c_meta, c_sm, st.payload, cfg[1] or None,
-                                st.depth, EGRESS_CLONE, res.jobs, set_rid=False)
+                                st.depth, EGRESS_CLONE, jobs, set_rid=False)
         if sm.f_egress_spec == self.drop_port:
             res.drops.append(Drop("mark_to_drop", "dropped in egress"))
-            return res
+            return
         try:
             self._compute(hdr, meta, ctx)
             out = self._deparser(hdr, ctx)
         except (runtime.ParserErrorSignal, runtime.PacketError, IndexError) as exc:
             res.drops.append(Drop("error", f"deparser: {self._describe(exc)}"))
-            return res
+            return
         out.append(st.payload)
         data = b"".join(out)
         if ctx.recirculate is not None:
             if st.depth >= MAX_RECIRCULATIONS:
                 res.drops.append(Drop("error", "too many recirculations"))
-                return res
-            ires = IngressResult()
+                return
             self._run_ingress(data, 0, now_us, RECIRC, self._preserve(meta, ctx.recirculate),
-                              None, ires, st.depth + 1)
-            res.jobs.extend(ires.jobs)
-            res.digests.extend(ires.digests)
-            res.drops.extend(ires.drops)
-            res.logs.extend(ires.logs)
-            return res
+                              res, jobs, st.depth + 1)
+            return
         trunc = ctx.truncate if ctx.truncate is not None else st.truncate
         if trunc is not None and trunc < len(data):
             data = data[:trunc]
-        res.outputs.append(Output(job.egress_port, data))
-        return res
+        outputs.append(Output(port, data))
 
     def process(self, data: bytes, port: int, now_us: int) -> ProcessResult:
-        ires = self.ingress(data, port, now_us)
-        res = ProcessResult(digests=ires.digests, drops=ires.drops, logs=ires.logs)
-        queue = deque(ires.jobs)
-        done = 0
+        res = ProcessResult()
+        jobs: list[tuple[Any, ...]] = []
+        self._run_ingress(bytes(data), port, now_us, NORMAL, None, res, jobs, 0)
+        if not jobs:
+            return res
+        outputs = res.outputs
+        if len(jobs) == 1:
+            eport, _, plen, st = jobs.pop()
+            self._run_egress(eport, plen, st, now_us, now_us, 0, 0, 0, 0, res, outputs, jobs)
+            if not jobs:
+                return res
+        queue = deque(jobs)
+        jobs.clear()
+        done = 1
         while queue:
             done += 1
             if done > MAX_PROCESS_JOBS:
                 res.drops.append(Drop("error", "too many copies"))
                 break
-            job = queue.popleft()
-            q = QueueingMetadata(enq_timestamp=now_us)
-            eres = self.egress(job, now_us, q)
-            res.outputs.extend(eres.outputs)
-            res.digests.extend(eres.digests)
-            res.drops.extend(eres.drops)
-            res.logs.extend(eres.logs)
-            queue.extend(eres.jobs)
+            eport, _, plen, st = queue.popleft()
+            self._run_egress(eport, plen, st, now_us, now_us, 0, 0, 0, 0, res, outputs, jobs)
+            if jobs:
+                queue.extend(jobs)
+                jobs.clear()
         return res
 
     # ------------------------------------------------------------------------------------

@@ -32,34 +32,23 @@ class AssertSignal(Exception):
 
 
 class Ctx:
-    """Per-packet-instance side channel between the generated code and the pipeline driver."""
+    """Per-packet-instance side channel between the generated code and the pipeline driver.
 
-    __slots__ = (
-        "now",
-        "plen",
-        "payload",
-        "checksum_error",
-        "clone",
-        "resubmit",
-        "recirculate",
-        "truncate",
-        "digests",
-        "logs",
-        "meter_colour",
-    )
+    Rarely used attributes default at class level, so creating one per packet stays cheap."""
+
+    checksum_error = 0
+    clone: tuple[int, int, int] | None = None  # (type, session, field list)
+    resubmit: int | None = None  # field-list index (-1: none)
+    recirculate: int | None = None
+    truncate: int | None = None
+    digests: list[Any] | None = None
+    logs: list[str] | None = None
+    meter_colour = 0
 
     def __init__(self, now: int, plen: int) -> None:
         self.now = now
         self.plen = plen
         self.payload = b""
-        self.checksum_error = 0
-        self.clone: tuple[int, int, int] | None = None  # (type, session, field_list)
-        self.resubmit: int | None = None  # field-list index
-        self.recirculate: int | None = None
-        self.truncate: int | None = None
-        self.digests: list[Any] | None = None
-        self.logs: list[str] | None = None
-        self.meter_colour: dict[str, int] | None = None
 
 
 class Stack:
@@ -189,7 +178,7 @@ def hdr_from_int(cls: type, x: int, spec: tuple[tuple[str, int, int], ...]) -> A
 def mkh(cls: type, vals: tuple[Any, ...]) -> Any:
     """A header from a list expression: valid, fields in order."""
     h = cls()
-    for name, v in zip(cls.__slots__[1:], vals, strict=True):
+    for name, v in zip(cls._fields, vals, strict=True):
         setattr(h, name, v)
     h._v = True
     return h
@@ -197,18 +186,21 @@ def mkh(cls: type, vals: tuple[Any, ...]) -> Any:
 
 def mks(cls: type, vals: tuple[Any, ...]) -> Any:
     s = cls()
-    for name, v in zip(cls.__slots__, vals, strict=True):
+    for name, v in zip(cls._fields, vals, strict=True):
         setattr(s, name, v)
     return s
 
 
 def eq(a: Any, b: Any) -> bool:
     """``==`` on headers/structs: two invalid headers are equal; otherwise all fields."""
-    if hasattr(a, "_v") and not a._v and not b._v:
-        return True
-    for name in a.__slots__:
+    if hasattr(a, "_v"):
+        if a._v != b._v:
+            return False
+        if not a._v:
+            return True
+    for name in a._fields:
         x, y = getattr(a, name), getattr(b, name)
-        if hasattr(x, "__slots__"):
+        if hasattr(x, "_fields"):
             if not eq(x, y):
                 return False
         elif x != y:

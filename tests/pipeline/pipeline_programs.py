@@ -165,3 +165,25 @@ def struct_enum_counter() -> ir.EnumType:
     from pipeline_irb import COUNTER_TYPE
 
     return COUNTER_TYPE
+
+
+# -- a small frame for feature tests: Ethernet only, user metadata given per test ----------
+ETH_HDRS = struct("headers", ("ethernet", ETH))
+
+
+def eth_program(meta: ir.StructType, ingress: list[ir.Stmt], *, egress: list[ir.Stmt] = (),
+                actions: list[ir.Action] = (), tables: list[ir.Table] = (),
+                instances: list[ir.ExternInstance] = (),
+                egress_instances: list[ir.ExternInstance] = (),
+                states: dict[str, ir.ParserState] | None = None,
+                headers: ir.StructType = ETH_HDRS, emits: list[str] = ("ethernet",),
+                value_sets: dict[str, ir.ValueSet] | None = None,
+                locals_: list[ir.VarDecl] = ()) -> ir.Program:
+    h = v("hdr", headers)
+    if states is None:
+        states = {"start": state("start", [ir.Extract(path(h, "ethernet"))])}
+    ing = control("MyIngress", headers, meta, list(ingress), tables=list(tables),
+                  instances=list(instances), locals_=list(locals_))
+    eg = control("MyEgress", headers, meta, list(egress), instances=list(egress_instances))
+    return program(headers=headers, meta=meta, states=states, ingress=ing, egress=eg,
+                   deparser_emits=list(emits), actions=list(actions), value_sets=value_sets)
