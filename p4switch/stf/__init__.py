@@ -75,7 +75,8 @@ As in bmv2stf, expectations are compared after the whole file ran, per port and 
 a port's k-th ``expect`` must match the k-th packet that left on that port, and the counts must
 be equal (extra packets fail). The relative order of ``packet`` and ``expect`` lines does not
 matter, nor does the order across ports. Packets to a port the STF never names in a ``packet``
-or ``expect`` line are not checked (bmv2stf creates no interface for it); ``-v`` shows them.
+or ``expect`` line are not checked (bmv2stf creates no interface for it); ``-v`` shows them, and
+``--strict`` (``run_stf(..., strict=True)``, used by p4fabric's own tests) fails on them.
 """
 
 from __future__ import annotations

@@ -18,6 +18,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("stf", help="the STF test file")
     ap.add_argument("-v", "--verbose", action="store_true", help="log every command and packet")
     ap.add_argument("--seed", type=int, default=0, help="seed of random() (default 0)")
+    ap.add_argument(
+        "--strict",
+        action="store_true",
+        help="also fail on packets to ports the STF never names (bmv2stf ignores those)",
+    )
     args = ap.parse_args(argv)
     result = run_stf(
         args.program,
@@ -25,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         verbose=args.verbose,
         echo=lambda text: print(text, flush=True),
         seed=args.seed,
+        strict=args.strict,
     )
     if result.ok:
         print(f"{args.stf}: PASS")

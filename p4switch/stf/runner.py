@@ -102,8 +102,10 @@ class StfRunner:
         *,
         verbose: bool = False,
         echo: Callable[[str], None] | None = None,
+        strict: bool = False,
     ) -> None:
         self.program = program
+        self.strict = strict
         self.pipeline = pipeline
         self.stf_name = stf_name
         self.verbose = verbose
@@ -451,17 +453,16 @@ class StfRunner:
     def _check_packets(self) -> None:
         """Per port, the received packets must match that port's expects one to one, in order.
         Ports the STF never names have no interface in bmv2stf's set-up, so packets sent there
-        are not checked (they are logged)."""
+        are not checked (they are logged) -- unless ``strict``, which checks every port."""
         by_port: dict[int, list[Received]] = {}
         for r in self.received:
             by_port.setdefault(r.port, []).append(r)
         for port, got in sorted(by_port.items()):
             if port not in self.ports_named:
-                self.say(
-                    f"note: {len(got)} packet(s) on port {port}, which the STF never names: "
-                    "not checked (as with bmv2stf)"
-                )
-        for port in sorted(self.ports_named):
+                verdict = "a failure (strict)" if self.strict else "not checked (as bmv2stf)"
+                self.say(f"note: {len(got)} packet(s) on port {port}, never named: {verdict}")
+        ports = set(self.ports_named) | (set(by_port) if self.strict else set())
+        for port in sorted(ports):
             if port in self.any_ports:
                 continue
             want = self.expects.get(port, [])
@@ -556,11 +557,13 @@ def run_stf(
     verbose: bool = False,
     echo: Callable[[str], None] | None = None,
     seed: int = 0,
+    strict: bool = False,
 ) -> StfResult:
     """Compile ``program_path``, run ``stf_path`` against a fresh pipeline, check expectations.
 
     Never raises for bad input: a compile error gives exit_code 2 with the front end's message,
-    an STF or run-time error exit_code 1 with ``file.stf:line: ...``."""
+    an STF or run-time error exit_code 1 with ``file.stf:line: ...``. ``strict`` also fails on
+    packets to ports the STF never names (bmv2stf does not see those)."""
     from p4switch.frontend.errors import P4CompileError
 
     stf_path = Path(stf_path)
@@ -589,5 +592,5 @@ def run_stf(
     except Exception as e:  # a crash in the pipeline compiler is a finding: report, don't raise
         msg = f"{program_path}: pipeline construction failed: {type(e).__name__}: {e}"
         return StfResult(EXIT_FAIL, msg, [msg])
-    runner = StfRunner(program, pipeline, stf_name, verbose=verbose, echo=echo)
+    runner = StfRunner(program, pipeline, stf_name, verbose=verbose, echo=echo, strict=strict)
     return runner.run(commands)

@@ -310,7 +310,10 @@ def test_expect_without_data_accepts_anything_and_unnamed_ports_are_ignored():
     r, _ = run("expect 2\npacket 0 02aa\npacket 0 02bb\n")
     assert r.ok, r.message
     r, _ = run("packet 0 07aa\n")  # port 7 never named: not checked, as bmv2stf does
-    assert r.ok and any("never names" in line for line in r.log)
+    assert r.ok and any("never named" in line for line in r.log)
+    strict = StfRunner(_program(), FakePipeline(), "t.stf", strict=True)  # type: ignore[arg-type]
+    r = strict.run(parse_stf("packet 0 07aa\n", "t.stf"))
+    assert not r.ok and "unexpected packet on port 7" in r.message
 
 
 def test_two_packets_same_port_in_order_and_dollar_length():

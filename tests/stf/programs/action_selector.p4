@@ -8,7 +8,7 @@ struct metadata_t { }
 
 #include "include/l4_pipeline.p4"
 
-control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     action drop() {
         mark_to_drop(sm);
     }
@@ -35,4 +35,4 @@ control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metad
     }
 }
 
-V1Switch(L4Parser(), NoVerify(), Ingress(), NoEgress(), NoCompute(), L4Deparser()) main;
+V1Switch(L4Parser(), NoVerify(), MyIngress(), NoEgress(), NoCompute(), L4Deparser()) main;

@@ -1,4 +1,4 @@
-/* Egress-to-egress clone: the copy is the packet as the original's egress left it (its edits
+/* MyEgress-to-egress clone: the copy is the packet as the original's egress left it (its edits
  * included), goes through egress again with instance_type EGRESS_CLONE on the session's port. */
 #include <core.p4>
 #include <v1model.p4>
@@ -7,13 +7,13 @@ struct metadata_t { }
 
 #include "include/trace.p4"
 
-control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     apply {
         sm.egress_spec = 2;
     }
 }
 
-control Egress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     apply {
         if (sm.instance_type == PKT_INSTANCE_TYPE_NORMAL) {
             hdr.ethernet.srcAddr = 0x222222222222;
@@ -26,4 +26,4 @@ control Egress(inout headers_t hdr, inout metadata_t meta, inout standard_metada
     }
 }
 
-V1Switch(TraceParser(), NoVerify(), Ingress(), Egress(), NoCompute(), TraceDeparser()) main;
+V1Switch(TraceParser(), NoVerify(), MyIngress(), MyEgress(), NoCompute(), TraceDeparser()) main;

@@ -1,4 +1,4 @@
-/* Ingress-to-egress clone to a mirroring session: the clone carries the packet as it arrived
+/* MyIngress-to-egress clone to a mirroring session: the clone carries the packet as it arrived
  * (ingress edits are not in it), instance_type INGRESS_CLONE, and the metadata of field list 1
  * only when clone_preserving_field_list is used; an unconfigured session makes no copy. */
 #include <core.p4>
@@ -12,7 +12,7 @@ struct metadata_t {
 
 #include "include/trace.p4"
 
-control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     apply {
         meta.tag = 0x5a;
         meta.other = 0x77;
@@ -28,7 +28,7 @@ control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metad
     }
 }
 
-control Egress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     apply {
         hdr.trace.b = (bit<8>)sm.instance_type;
         hdr.trace.c = meta.tag;
@@ -39,4 +39,4 @@ control Egress(inout headers_t hdr, inout metadata_t meta, inout standard_metada
     }
 }
 
-V1Switch(TraceParser(), NoVerify(), Ingress(), Egress(), NoCompute(), TraceDeparser()) main;
+V1Switch(TraceParser(), NoVerify(), MyIngress(), MyEgress(), NoCompute(), TraceDeparser()) main;

@@ -7,7 +7,7 @@ struct metadata_t { }
 
 #include "include/trace.p4"
 
-control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     counter(8, CounterType.packets_and_bytes) port_stats;
     counter(8, CounterType.packets) port_packets;
     counter(8, CounterType.bytes) port_bytes;
@@ -23,4 +23,4 @@ control NoEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
     apply { }
 }
 
-V1Switch(TraceParser(), NoVerify(), Ingress(), NoEgress(), NoCompute(), TraceDeparser()) main;
+V1Switch(TraceParser(), NoVerify(), MyIngress(), NoEgress(), NoCompute(), TraceDeparser()) main;

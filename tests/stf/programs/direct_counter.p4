@@ -10,7 +10,7 @@ struct metadata_t {
 
 #include "include/trace.p4"
 
-control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     direct_counter(CounterType.packets_and_bytes) fwd_stats;
     direct_meter<bit<8>>(MeterType.packets) fwd_meter;
     action set_port(port_t port) {
@@ -38,4 +38,4 @@ control NoEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
     apply { }
 }
 
-V1Switch(TraceParser(), NoVerify(), Ingress(), NoEgress(), NoCompute(), TraceDeparser()) main;
+V1Switch(TraceParser(), NoVerify(), MyIngress(), NoEgress(), NoCompute(), TraceDeparser()) main;

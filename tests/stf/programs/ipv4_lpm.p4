@@ -7,7 +7,7 @@ struct metadata_t { }
 
 #include "include/l4_pipeline.p4"
 
-control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     action drop() {
         mark_to_drop(sm);
     }
@@ -32,5 +32,5 @@ control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metad
     }
 }
 
-V1Switch(L4Parser(), Ipv4VerifyChecksum(), Ingress(), NoEgress(), Ipv4ComputeChecksum(),
+V1Switch(L4Parser(), Ipv4VerifyChecksum(), MyIngress(), NoEgress(), Ipv4ComputeChecksum(),
          L4Deparser()) main;

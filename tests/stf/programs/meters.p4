@@ -9,7 +9,7 @@ struct metadata_t {
 
 #include "include/trace.p4"
 
-control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     meter(4, MeterType.packets) m;
     apply {
         m.execute_meter((bit<32>)hdr.trace.a, meta.colour);
@@ -22,4 +22,4 @@ control NoEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
     apply { }
 }
 
-V1Switch(TraceParser(), NoVerify(), Ingress(), NoEgress(), NoCompute(), TraceDeparser()) main;
+V1Switch(TraceParser(), NoVerify(), MyIngress(), NoEgress(), NoCompute(), TraceDeparser()) main;

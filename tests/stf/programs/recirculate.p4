@@ -10,7 +10,7 @@ struct metadata_t {
 
 #include "include/trace.p4"
 
-control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     apply {
         meta.passes = meta.passes + 1;
         hdr.trace.b = meta.passes;
@@ -19,7 +19,7 @@ control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metad
     }
 }
 
-control Egress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     apply {
         if (hdr.trace.a < 3) {
             hdr.trace.a = hdr.trace.a + 1;
@@ -28,4 +28,4 @@ control Egress(inout headers_t hdr, inout metadata_t meta, inout standard_metada
     }
 }
 
-V1Switch(TraceParser(), NoVerify(), Ingress(), Egress(), NoCompute(), TraceDeparser()) main;
+V1Switch(TraceParser(), NoVerify(), MyIngress(), MyEgress(), NoCompute(), TraceDeparser()) main;

@@ -11,7 +11,7 @@ struct metadata_t {
 
 #include "include/trace.p4"
 
-control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     register<bit<8>>(4) acc;
     register<int<8>>(1) signed_acc;
     apply {
@@ -30,4 +30,4 @@ control NoEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
     apply { }
 }
 
-V1Switch(TraceParser(), NoVerify(), Ingress(), NoEgress(), NoCompute(), TraceDeparser()) main;
+V1Switch(TraceParser(), NoVerify(), MyIngress(), NoEgress(), NoCompute(), TraceDeparser()) main;

@@ -12,7 +12,7 @@ struct metadata_t {
 
 #include "include/trace.p4"
 
-control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     apply {
         if (sm.instance_type == PKT_INSTANCE_TYPE_NORMAL) {
             meta.first_port = (bit<8>)sm.ingress_port;
@@ -32,4 +32,4 @@ control NoEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
     apply { }
 }
 
-V1Switch(TraceParser(), NoVerify(), Ingress(), NoEgress(), NoCompute(), TraceDeparser()) main;
+V1Switch(TraceParser(), NoVerify(), MyIngress(), NoEgress(), NoCompute(), TraceDeparser()) main;

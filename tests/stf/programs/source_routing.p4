@@ -44,7 +44,7 @@ parser SrParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
 }
 
-control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     action set_port(port_t port) {
         sm.egress_spec = port;
     }
@@ -86,4 +86,4 @@ control SrDeparser(packet_out pkt, in headers_t hdr) {
     }
 }
 
-V1Switch(SrParser(), NoVerify(), Ingress(), NoEgress(), NoCompute(), SrDeparser()) main;
+V1Switch(SrParser(), NoVerify(), MyIngress(), NoEgress(), NoCompute(), SrDeparser()) main;

@@ -48,7 +48,7 @@ parser StackParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
 }
 
-control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     apply {
         sm.egress_spec = 1;
         hdr.count.last_v = meta.last_v;
@@ -87,4 +87,4 @@ control StackDeparser(packet_out pkt, in headers_t hdr) {
     }
 }
 
-V1Switch(StackParser(), NoVerify(), Ingress(), NoEgress(), NoCompute(), StackDeparser()) main;
+V1Switch(StackParser(), NoVerify(), MyIngress(), NoEgress(), NoCompute(), StackDeparser()) main;
