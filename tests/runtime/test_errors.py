@@ -566,3 +566,23 @@ def test_packet_out_errors_come_back_on_the_stream(loaded, client):
     err = client.next_message("error")
     assert err.error.canonical_code == code_pb2.INVALID_ARGUMENT
     assert err.error.packet_out.packet_out.payload == b"x"
+
+
+def test_packet_out_from_a_backup_is_refused_and_unconfigured_digests_are_not_sent(loaded,
+                                                                                   client):
+    backup = RawClient(loaded.addr, (0, 0))
+    try:
+        assert backup.arbitrate().arbitration.status.code == code_pb2.ALREADY_EXISTS
+        req = p4runtime_pb2.StreamMessageRequest()
+        req.packet.payload = b"\xaa" * 6
+        backup.send(req)
+        err = backup.next_message("error")
+        assert err.error.canonical_code == code_pb2.PERMISSION_DENIED
+        assert loaded.switch.counters.packet_out == 0
+        # the primary's packet-out loops back as a packet-in, but its digest is not configured
+        client.send(req)
+        pin = client.next_message("packet")
+        assert pin.packet.payload == b"\xaa" * 6  # the server added, the fake stripped, the header
+        assert loaded.service.counters.digests_unconfigured >= 1
+    finally:
+        backup.close()
