@@ -1,10 +1,14 @@
 """Packets/s of the p4switch pipeline (``Pipeline.process``) against a bare-Python baseline.
 
-Programs: basic IPv4 LPM forwarding (basic.p4-like), and ECMP with a CRC16 5-tuple hash, a
-flowlet register pair (last-seen timestamp + flowlet id) and a per-port counter. The baseline
+Programs (bench/programs/, compiled by the p4switch front end): basic IPv4 LPM forwarding
+(bench_basic.p4), and ECMP with a CRC-16 5-tuple hash, a flowlet register pair (last-seen
+timestamp + flowlet id) and a per-port counter (bench_ecmp_flowlet.p4). The baseline
 parses Ethernet + IPv4 into fields with ``struct`` and shifts, decrements the TTL and serialises
 the two headers again (no tables, no checksum) — the least a Python data path does.
-All three run in the same process, over the same packets; ratios are program/baseline.
+All three run in the same process, over the same packets, interleaved for ``--rounds`` rounds;
+each figure is the best round; ratios are program/baseline. The pipeline memoises CRC-16 results
+per distinct hash input (bounded, 64k entries), so ``--flows`` matters: with more distinct
+5-tuples than that every packet pays the pure-Python CRC.
 
 Run: .venv/bin/python bench/pipeline_bench.py [--packets N]
 """
@@ -12,20 +16,19 @@ Run: .venv/bin/python bench/pipeline_bench.py [--packets N]
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import struct
-import sys
 import time
+from pathlib import Path
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "pipeline"))
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.l2 import Ether
 
-from pipeline_programs import basic_ipv4, ecmp_flowlet  # noqa: E402
-from scapy.layers.inet import IP, TCP, UDP  # noqa: E402
-from scapy.layers.l2 import Ether  # noqa: E402
+from p4switch.frontend import compile_file
+from p4switch.pipeline import Pipeline
+from p4switch.pipeline.api import ExactMatch, LpmMatch, TableEntry
 
-from p4switch.pipeline import Pipeline  # noqa: E402
-from p4switch.pipeline.api import ExactMatch, LpmMatch, TableEntry  # noqa: E402
+PROGRAMS = Path(__file__).parent / "programs"
 
 
 def make_packets(n_flows: int, seed: int = 1) -> list[bytes]:
@@ -63,7 +66,7 @@ def baseline(data: bytes) -> bytes:
 
 
 def setup_basic() -> Pipeline:
-    p = Pipeline(basic_ipv4())
+    p = Pipeline(compile_file(PROGRAMS / "bench_basic.p4"))
     for i in range(4):
         p.table_add("ipv4_lpm", TableEntry(match={"hdr.ipv4.dstAddr": LpmMatch(0x0A010000 | i << 8, 24)},
                                            action="ipv4_forward",
@@ -72,7 +75,7 @@ def setup_basic() -> Pipeline:
 
 
 def setup_ecmp() -> Pipeline:
-    p = Pipeline(ecmp_flowlet())
+    p = Pipeline(compile_file(PROGRAMS / "bench_ecmp_flowlet.p4"))
     p.table_add("ecmp_group", TableEntry(match={"hdr.ipv4.dstAddr": LpmMatch(0x0A010000, 16)},
                                          action="set_ecmp_select",
                                          params={"ecmp_base": 0, "ecmp_count": 4}))
@@ -93,19 +96,24 @@ def run(fn, packets: list[bytes], n: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--packets", type=int, default=100_000)
-    ap.add_argument("--flows", type=int, default=5000)
+    ap.add_argument("--packets", type=int, default=100_000, help="packets per run (>= 100k)")
+    ap.add_argument("--flows", type=int, default=5000, help="distinct 5-tuples cycled over")
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     pkts = make_packets(args.flows)
     basic, ecmp = setup_basic(), setup_ecmp()
-    # sanity: every packet forwards somewhere
+    # sanity: every packet forwards somewhere, and the baseline really rewrites the TTL
     assert all(basic.process(p, 0, 0).outputs for p in pkts[:100])
     assert all(ecmp.process(p, 0, 0).outputs for p in pkts[:100])
+    assert baseline(pkts[0])[22] == pkts[0][22] - 1
     n = args.packets
-    base = run(lambda d, i: baseline(d), pkts, n)
-    b = run(lambda d, i: basic.process(d, 0, i), pkts, n)
-    e = run(lambda d, i: ecmp.process(d, 0, i * 10), pkts, n)
-    print(f"packets per run: {n}, distinct flows: {args.flows}")
+    best = {"base": 0.0, "basic": 0.0, "ecmp": 0.0}
+    for _ in range(args.rounds):
+        best["base"] = max(best["base"], run(lambda d, i: baseline(d), pkts, n))
+        best["basic"] = max(best["basic"], run(lambda d, i: basic.process(d, 0, i), pkts, n))
+        best["ecmp"] = max(best["ecmp"], run(lambda d, i: ecmp.process(d, 0, i * 10), pkts, n))
+    base, b, e = best["base"], best["basic"], best["ecmp"]
+    print(f"packets per run: {n}, distinct flows: {args.flows}, rounds: {args.rounds} (best)")
     print(f"baseline (parse Eth+IPv4, TTL-1): {base:12,.0f} pkt/s")
     print(f"basic IPv4 LPM + checksum       : {b:12,.0f} pkt/s  ratio {b / base:.3f}")
     print(f"ECMP crc16 + flowlet + counter  : {e:12,.0f} pkt/s  ratio {e / base:.3f}")

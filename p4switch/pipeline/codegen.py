@@ -29,12 +29,17 @@ from collections.abc import Callable
 from typing import Any
 
 from p4switch import ir
+from p4switch.frontend.errors import P4CompileError
 
 from . import hashes
 
 
-class BuildError(Exception):
-    """The program uses something p4switch cannot execute; raised when the pipeline is built."""
+class BuildError(P4CompileError):
+    """The program uses something p4switch cannot execute; raised when the pipeline is built
+    (a P4CompileError, so drivers report it like a front-end error)."""
+
+    def __init__(self, message: str, loc: ir.SourceLoc | None = None) -> None:
+        super().__init__(loc, message)
 
 
 def pyname(name: str) -> str:
