@@ -489,7 +489,7 @@ class Elaborator:
             self.controller_headers[a["controller_header"]] = h
 
     def decl_header_union_decl(self, d: Tree) -> None:
-        raise self.err(d.children[1], unsupported("header_union"))
+        raise self.err(d, unsupported("header_union"))
 
     def decl_struct_decl(self, d: Tree) -> None:
         annos, name, targs = d.children[0], d.children[1], d.children[2]
@@ -575,7 +575,7 @@ class Elaborator:
         for p in params.children:
             _annos, direction, tref, pname, default = p.children
             if default is not None:
-                raise self.err(default, unsupported("default parameter values"))
+                raise self.err(default, unsupported("default parameter value"))
             d = str(direction.children[0]) if direction is not None else ""
             out.append(SigParam(_name(pname), d, self.resolve_type(tref, scope, tvars)))
         return out
@@ -599,7 +599,7 @@ class Elaborator:
                 decl.ctors.append(FuncSig(name, [], self.sig_params(m.children[2], self.globals,
                                                                     tvars), ir.VoidType()))
             elif m.data == "abstract_method":
-                raise self.err(m, unsupported("abstract methods"))
+                raise self.err(m, unsupported("abstract method"))
             else:
                 s = self.sig(m.children[1], self.globals, tvars, self.annotations(m.children[0]))
                 decl.methods.setdefault(s.name, []).append(s)
@@ -610,7 +610,7 @@ class Elaborator:
         self.declare(self.globals, s.name, FuncB([s]), d.children[1])
 
     def decl_function_decl(self, d: Tree) -> None:
-        raise self.err(d.children[1], unsupported("function declarations"))
+        raise self.err(d.children[1], unsupported("function declaration"))
 
     def decl_package_decl(self, d: Tree) -> None:
         _annos, name, targs, params = d.children
@@ -642,7 +642,7 @@ class Elaborator:
         for p in params.children:
             annos, direction, tref, pname, default = p.children
             if default is not None:
-                raise self.err(default, unsupported("default parameter values"))
+                raise self.err(default, unsupported("default parameter value"))
             d = str(direction.children[0]) if direction is not None else ""
             t = self.resolve_type(tref, scope)
             if isinstance(t, TypeVar | BlockTypeRef) or contains_typevar(t):
@@ -777,7 +777,7 @@ class Elaborator:
         out = []
         for a in args.children:
             if a.data == "named_arg":
-                raise self.err(a, unsupported("named arguments"))
+                raise self.err(a, unsupported("named argument"))
             if a.data == "dontcare_arg":
                 raise self.err(a, unsupported("'_' arguments"))
             out.append(a.children[0])

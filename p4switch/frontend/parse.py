@@ -33,8 +33,8 @@ _NAMING_KEYWORDS = {"header", "header_union", "struct", "control", "parser", "pa
 _UNSUPPORTED_TOKENS = {
     "header_union": "header_union",
     "varbit": "varbit",
-    "abstract": "abstract methods",
-    "priority": "entry priorities",
+    "abstract": "abstract method",
+    "priority": "explicit entry priority",
     "this": "'this'",
 }
 

@@ -128,8 +128,10 @@ class _Preprocessor:
             raise self._error(name, 1, 1, "#include nested too deeply (include cycle?)")
         self.sources.setdefault(name, text)
         raw_lines = strip_comments(text).split("\n")
-        # (active, some branch taken, else seen) per open conditional
-        cond: list[list[bool]] = []
+        if raw_lines and raw_lines[-1] == "":
+            raw_lines.pop()  # the text after the final newline is not a line
+        # (active, some branch taken, else seen, line, column) per open conditional
+        cond: list[list] = []
         i = 0
         while i < len(raw_lines):
             lineno = i + 1
@@ -150,10 +152,10 @@ class _Preprocessor:
             self.out_lines.append(expanded)
             self.origins.append(LineOrigin(name, lineno, segments))
         if cond:
-            raise self._error(name, len(raw_lines), 1, "unterminated #if/#ifdef/#ifndef")
+            raise self._error(name, cond[-1][3], cond[-1][4], "unterminated #if/#ifdef/#ifndef")
 
     def _directive(
-        self, file: str, line: int, col: int, body: str, cond: list[list[bool]], active: bool,
+        self, file: str, line: int, col: int, body: str, cond: list[list], active: bool,
         depth: int,
     ) -> None:
         m = re.match(r"([A-Za-z_]+)\s*(.*)$", body)
@@ -164,7 +166,7 @@ class _Preprocessor:
         word, rest = m.group(1), m.group(2).strip()
         if word in ("if", "ifdef", "ifndef"):
             if not active:
-                cond.append([False, True, False])
+                cond.append([False, True, False, line, col])
                 return
             if word == "if":
                 value = self._eval_if(file, line, col, rest)
@@ -173,7 +175,7 @@ class _Preprocessor:
                 if not name:
                     raise self._error(file, line, col, f"#{word} needs a macro name")
                 value = (name in self.macros) == (word == "ifdef")
-            cond.append([value, value, False])
+            cond.append([value, value, False, line, col])
             return
         if word in ("elif", "else", "endif"):
             if not cond:
