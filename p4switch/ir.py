@@ -252,7 +252,9 @@ class Expr(Node):
 class Const(Expr):
     """A compile-time value: an int for bit/int/InfInt, the member's numeric value for enums,
     the index into ``Program.errors`` for ``error``, 0/1 as bool for ``bool``, the string for
-    ``string``, the match-kind name for ``match_kind``."""
+    ``string``, the match-kind name for ``match_kind``. Values are already reduced to their
+    type: ``bit<W>`` in 0..2^W-1, ``int<W>`` as the signed value in -2^(W-1)..2^(W-1)-1
+    (``16s-1`` is -1)."""
 
     value: int | bool | str
 
@@ -565,6 +567,9 @@ class KeysetDefault:
 
 @dataclass
 class KeysetValue:
+    """A single value. Keyset and const-entry values are unsigned bit patterns of the key's
+    width (an ``int<8>`` key matched against -1 holds 255)."""
+
     value: int
 
 
@@ -736,6 +741,10 @@ class EntryKey:
 
 @dataclass
 class ConstEntry:
+    """A ``const entries`` entry. ``priority`` is None for tables without ternary/range/
+    optional keys; otherwise the front end numbers entries so that an earlier entry has a
+    larger priority (larger wins, as in P4Runtime): the first of N entries gets N."""
+
     keys: list[EntryKey]
     action: BoundAction
     priority: int | None = None
@@ -751,7 +760,10 @@ class Table:
     default_action_const: bool = False
     size: int = 1024
     const_entries: list[ConstEntry] | None = None
-    implementation: str | None = None  # action_profile / action_selector instance name
+    # action_profile / action_selector instance name; an inline
+    # ``implementation = action_selector(...)`` becomes an instance of the block named after the
+    # table (same cp_name as the table), as p4c names it
+    implementation: str | None = None
     direct_counter: str | None = None  # direct_counter instance name
     direct_meter: str | None = None  # direct_meter instance name
     annotations: dict[str, str] = field(default_factory=dict)
