@@ -71,8 +71,12 @@ class ServerState:
 class Entities:
     """Write/read of every supported entity kind against one pipeline + schema."""
 
-    def __init__(self, schema: Schema, pipeline: api.PipelineAPI, state: ServerState) -> None:
+    def __init__(self, schema: Schema, pipeline: api.PipelineAPI, state: ServerState,
+                 *, want_undo: bool = True) -> None:
+        """``want_undo``: the caller may roll back (atomic batch), so handlers must capture the
+        previous state; without it, MODIFY/DELETE skip the lookup of the old entry."""
         self.schema = schema
+        self.want_undo = want_undo
         self.pipe = pipeline
         self.state = state
         self._initial_defaults = {
@@ -309,6 +313,20 @@ class Entities:
                 self.pipe.table_delete(t.name, match, te.priority)
                 self.state.cookies.pop(ckey, None)
             return undo_insert
+
+        if not self.want_undo:
+            # Fast paths (no lookup of the old entry, which costs a scan of the table): the
+            # pipeline identifies the entry by match + priority and refuses const entries.
+            if utype == U.DELETE:
+                _call(self.pipe.table_delete, t.name, match, te.priority)
+                self.state.cookies.pop(ckey, None)
+                return _noop
+            if te.HasField("action") and not te.HasField("counter_data"):
+                new = api.TableEntry(match=match, priority=te.priority, meter=meter)
+                self._table_action(t, te.action, new)
+                _call(self.pipe.table_modify, t.name, new)
+                self.state.cookies[ckey] = cookie
+                return _noop
 
         old = self._find_entry(t.name, match, te.priority)
         if old is None:

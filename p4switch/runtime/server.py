@@ -302,7 +302,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             pipe = self.switch.pipeline
             if pipe is None:
                 raise failed_precondition("the switch has no pipeline")
-            ent = Entities(cur.schema, pipe, self.state)
+            ent = Entities(cur.schema, pipe, self.state, want_undo=atomic)
             for upd in request.updates:
                 try:
                     undo.append(ent.write(upd))

@@ -114,6 +114,8 @@ class FakePipeline:
         old = tb.entries.get(k)
         if old is None:
             raise E(C.NOT_FOUND, "no such entry")
+        if old.is_const and (entry.action, entry.params) != (old.action, old.params):
+            raise E(C.PERMISSION_DENIED, "const entry")
         self._check_entry(tb, entry)
         new = copy.deepcopy(entry)
         new.packets, new.bytes, new.is_const = old.packets, old.bytes, old.is_const
@@ -122,8 +124,12 @@ class FakePipeline:
 
     def table_delete(self, table: str, match: dict, priority: int = 0) -> None:
         tb = self._t(table)
-        if tb.entries.pop(_key(match, priority), None) is None:
+        e = tb.entries.get(_key(match, priority))
+        if e is None:
             raise E(C.NOT_FOUND, "no such entry")
+        if e.is_const:
+            raise E(C.PERMISSION_DENIED, "const entry")
+        del tb.entries[_key(match, priority)]
         self.ops += 1
 
     def table_entries(self, table: str) -> list[api.TableEntry]:
