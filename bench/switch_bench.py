@@ -58,7 +58,7 @@ add MyIngress.ipv4_lpm hdr.ipv4.dstAddr:0x0a000100/24 MyIngress.ipv4_forward(dst
 """
 
 ECMP_ENTRIES = """\
-add MyIngress.ipv4_lpm hdr.ipv4.dstAddr:0x0a000200/24 MyIngress.set_lb_group(group_id:1)
+add MyIngress.ipv4_lpm hdr.ipv4.dstAddr:0x0a000200/24 MyIngress.set_lb_group(group_id:1, dst_id:2)
 add MyIngress.lb_group meta.lb.group_id:1 MyIngress.lb_ecmp(n_members:4, seed:7)
 """ + "".join(
     f"add MyIngress.lb_member meta.lb.group_id:1 meta.lb.member_idx:{i} "
