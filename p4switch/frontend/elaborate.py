@@ -648,12 +648,9 @@ class Elaborator:
             if isinstance(t, TypeVar | BlockTypeRef) or contains_typevar(t):
                 raise self.err(tref, unsupported("generic parameter types in blocks"))
             n = _name(pname)
-            if kind == "action":
-                irn = n
-                if irn in ctx.used and not ctx.kind == "toplevel":
-                    irn = n  # action params keep their names (control-plane API)
-            else:
-                irn = ctx.fresh(n)
+            # action parameters keep their names (they are the control-plane API); block
+            # parameters and locals are renamed around them instead
+            irn = n if kind == "action" else ctx.fresh(n)
             if d == "" and kind != "action" and not isinstance(t, ir.ExternType):
                 raise self.err(p, unsupported("directionless (constructor) parameters of "
                                               f"{kind}s"))
@@ -767,8 +764,7 @@ class Elaborator:
                 raise self.err(a, f"constructor argument '{p.name}' of {t.name} must be a "
                                   "compile-time constant")
             vals.append(e)
-        irn = local if ctx is self.top else local
-        return ir.ExternInstance(irn, self.cp_name(ctx, local, annos), t.name, t.type_args, vals,
+        return ir.ExternInstance(local, self.cp_name(ctx, local, annos), t.name, t.type_args, vals,
                                  annos, loc=self.loc(name_node))
 
     def arg_list(self, args: Tree | None) -> list[Tree]:
