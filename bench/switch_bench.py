@@ -321,7 +321,7 @@ def main() -> int:
     if os.geteuid() != 0:
         print("switch_bench: needs root (network namespaces, raw sockets)", file=sys.stderr)
         return 2
-    from netns_util import Topo
+    from switch_netns import Topo
 
     ladder = sorted({float(r) for r in args.ladder.split(",") if r} |
                     {float(r) for r in args.rates.split(",") if r})

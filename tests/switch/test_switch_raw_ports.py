@@ -7,8 +7,8 @@ import os
 import random
 
 import pytest
-from netns_util import Topo, recv_all
 from switch_fakes import FakePipeline, frame
+from switch_netns import Topo, recv_all
 
 from p4switch.switch import Switch
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from netns_util import Topo, recv_all
+from switch_netns import Topo, recv_all
 
 pytestmark = pytest.mark.root
 
