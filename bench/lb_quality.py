@@ -296,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     console.print(
         f"large = 4 flows in turns of {args.burst}-packet bursts; small = 1000 flows, random "
         f"interleaving; 1 packet/us.\n"
-        f"max load/share: max over members of packets / weighted share. window dev: packets off the share over every window of 1..{args.max_window} "
+        f"max load/share: max over members of packets / weighted share.\n"
+        f"window dev: packets off the share over every window of 1..{args.max_window} "
         f"consecutive packets (Whack-a-Mole bound log2 m = {args.log2_m}, m = {m}).\n"
         f"reordered: packets arriving after a later-sent packet of the same flow, member k "
         f"being a FIFO with fixed latency {','.join(f'{x:g}' for x in args.latencies)} us.\n"
