@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 all: demo
 
 help:
-	@echo "make demo    compile a sample v1model program and run packets through p4switch"
+	@echo "make demo    run p4src/fabric.p4 on p4switch with each load-balancing scheme"
 	@echo "make test    install everything and run the test suite (lint included)"
 	@echo "make bench   run the benchmarks (prints figures and same-run ratios)"
 	@echo "make clean   remove the venv, caches and results"
@@ -20,7 +20,7 @@ setup:
 	@bash $(SETUP)
 
 demo: setup
-	@$(PY) -m p4switch.demo
+	@$(PY) -m experiments.demo
 
 test: setup
 	$(VENV)/bin/ruff check .
