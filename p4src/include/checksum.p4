@@ -3,7 +3,8 @@
  *
  * Verification sets standard_metadata.checksum_error; MyIngress drops and
  * counts (DROP_BAD_CHECKSUM).  The update runs after egress, so it covers
- * both the ingress TTL decrement and the egress ECN mark.  TCP/UDP checksums
+ * both the ingress TTL decrement and the egress ECN mark; it skips controller
+ * packet-outs, which leave unchanged.  TCP/UDP checksums
  * need no update: TTL and ECN are not in the L4 pseudo-header.
  */
 #ifndef _P4FABRIC_CHECKSUM_P4_
@@ -24,7 +25,8 @@ control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
 
 control MyComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
     apply {
-        update_checksum(hdr.ipv4.isValid(),
+        /* Not for a packet-out: it leaves exactly as the controller sent it. */
+        update_checksum(hdr.ipv4.isValid() && meta.packet_out == 1w0,
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
               hdr.ipv4.totalLen, hdr.ipv4.identification,
               hdr.ipv4.flags, hdr.ipv4.fragOffset,

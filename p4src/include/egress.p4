@@ -69,7 +69,9 @@ control MyEgress(inout headers_t hdr,
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = standard_metadata.ingress_port;
             hdr.packet_in._pad = 7w0;
-        } else {
+        } else if (meta.packet_out == 1w0) {
+            /* A controller packet-out leaves exactly as sent: no router source
+             * MAC, no CE mark (the queue registers and tx counter still see it). */
             port_smac.apply();
             if (hdr.ipv4.isValid() && hdr.ipv4.ecn != ECN_NOT_ECT) {
                 if (ecn_config.apply().hit) {

@@ -242,6 +242,7 @@ control MyIngress(inout headers_t hdr,
             /* Controller packet-out: send as-is, no routing. */
             standard_metadata.egress_spec = hdr.packet_out.egress_port;
             hdr.packet_out.setInvalid();
+            meta.packet_out = 1w1;
         } else if (standard_metadata.parser_error != error.NoError) {
             meta.drop_reason = DROP_PARSER_ERROR;
         } else if (standard_metadata.checksum_error == 1w1) {

@@ -130,6 +130,7 @@ struct ig_metadata_t {
 
 struct eg_metadata_t {
     bit<32> ecn_threshold;
+    bool    packet_out;       /* came from CPU_PORT: leaves unchanged */
 }
 
 /* ============================ ingress parser ============================== */
@@ -530,6 +531,9 @@ control FabricEgress(inout headers_t hdr,
     }
 
     apply {
+        /* A controller packet-out (ingress port CPU_PORT) leaves exactly as
+         * sent: no source MAC, no CE mark, no checksum update. */
+        eg_md.packet_out = hdr.bridged.ingress_port == CPU_PORT;
         qdepth_max_update.execute(eg_intr_md.egress_port);
         qdepth_last_update.execute(eg_intr_md.egress_port);
 
@@ -537,7 +541,7 @@ control FabricEgress(inout headers_t hdr,
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = hdr.bridged.ingress_port;
             hdr.packet_in._pad = 0;
-        } else {
+        } else if (!eg_md.packet_out) {
             port_smac.apply();
             if (hdr.ipv4.isValid() && hdr.ipv4.ecn != ECN_NOT_ECT) {
                 if (ecn_config.apply().hit) {
@@ -561,7 +565,7 @@ control FabricEgressDeparser(packet_out pkt,
     apply {
         /* One checksum update after both the TTL (ingress) and ECN (egress)
          * changes. */
-        if (hdr.ipv4.isValid()) {
+        if (hdr.ipv4.isValid() && !eg_md.packet_out) {
             hdr.ipv4.hdrChecksum = ipv4_csum.update({
                 hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
                 hdr.ipv4.totalLen, hdr.ipv4.identification,

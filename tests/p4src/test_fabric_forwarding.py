@@ -250,3 +250,24 @@ def test_fast_packet_builder_matches_scapy() -> None:
         want = Ether(tcp_pkt(src=src, dst=dst, sport=sp, dport=dp, payload=b"p" * 16))
         want[TCP].chksum = 0
         assert fast_pkt(ip_int(src), ip_int(dst), sp, dp, proto=6) == bytes(want)
+
+
+def test_packet_out_is_not_rewritten_by_egress_or_the_checksum_update() -> None:
+    """README: a packet-out leaves unchanged -- even on a port with a router source MAC and an
+    ECN threshold, and even with a (deliberately) wrong IPv4 checksum."""
+    f = Fabric()
+    f.port_smac(300, 0x02AA000000FF)
+    f.ecn_threshold(300, 0)
+    good = udp_pkt(dst="10.9.0.1", tos=2)
+    bad = Ether(good)
+    bad[IP].chksum ^= 0x00FF
+    for inner in (good, bytes(bad)):
+        outs = f.through_queue((300 << 7).to_bytes(2, "big") + inner, deq_qdepth=40,
+                               port=CPU_PORT)
+        assert outs == [inner]
+    assert f.reg("MyEgress.port_qdepth_max", 300) == 40
+    assert f.p.counter_read("MyEgress.port_tx_ctr", 300)[0] == 2
+    # a routed packet on the same port is still rewritten and marked
+    f.route_nhop("10.2.0.0", 16, 300, NHOP_MAC)
+    out = Ether(f.through_queue(udp_pkt(dst="10.2.0.1", tos=2), deq_qdepth=40)[0])
+    assert out.src == "02:aa:00:00:00:ff" and out[IP].tos & 3 == 3
