@@ -193,6 +193,8 @@ DROP_CASES = [
     ("ip_options", _with_options, DROP_PARSER_ERROR),
     ("truncated_ip", _truncated_ip, DROP_PARSER_ERROR),
     ("truncated_eth", _truncated_eth, DROP_PARSER_ERROR),
+    ("truncated_tcp", lambda: tcp_pkt(dst="10.2.0.1", payload=b"")[: 14 + 20 + 10],
+     DROP_PARSER_ERROR),
     ("bad_checksum", _bad_checksum, DROP_BAD_CHECKSUM),
     ("arp", _arp, DROP_NOT_IPV4),
     ("ipv6", _ipv6, DROP_NOT_IPV4),
