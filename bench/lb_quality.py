@@ -279,8 +279,13 @@ def main(argv: list[str] | None = None) -> int:
                 progress.update(task, description=f"{scheme} / {wl.name}")
                 p = build_switch(program, scheme, args.weights, args)
                 members, pps = run(p, wl, n, lambda k: progress.advance(task, k))
-                load = np.bincount(members, minlength=n) / np.asarray(shares) / args.packets
-                rows.append((scheme, wl.name, load.max(),
+                load = np.bincount(members, minlength=n) / args.packets
+                weighted = np.asarray(shares) > 0
+                if (load[~weighted] > 0).any():  # packets to a zero-weight member
+                    ratio = float("inf")
+                else:
+                    ratio = float((load[weighted] / np.asarray(shares)[weighted]).max())
+                rows.append((scheme, wl.name, ratio,
                              max_window_deviation(members, shares, args.max_window),
                              reordered(members, wl.flow_of, args.latencies), pps))
     m = 1 << args.log2_m
