@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lark import Lark, Token, Tree
@@ -53,16 +54,53 @@ def _is_ident(tok: Token) -> bool:
     return tok.type == "IDENTIFIER"
 
 
-def _collect_type_names(toks: list[Token]) -> set[str]:
+def _decl_end(toks: list[Token], j: int) -> int:
+    """Index of the token that ends the declaration continuing at ``toks[j]``: the first ";" at
+    nesting depth 0, or the "}" closing the first "{" opened at depth 0."""
+    depth = 0
+    n = len(toks)
+    while j < n:
+        v = toks[j].value
+        if toks[j].type != "STRING_LITERAL":
+            if v in ("(", "[", "{"):
+                depth += 1
+            elif v in (")", "]", "}"):
+                depth -= 1
+                if depth == 0 and v == "}":
+                    return j
+                if depth < 0:
+                    return j
+            elif v == ";" and depth == 0:
+                return j
+        j += 1
+    return n - 1
+
+
+@dataclass
+class TypeNames:
+    """Declared type names: ``globals`` name types everywhere; each of ``scoped`` is a
+    (first, last, names) token range in which the type parameters ``names`` of one generic
+    declaration (``extern register<T> {...}``, ``control Ingress<H, M>(...);``,
+    ``extern void hash<O, T, D, M>(...);``) are types. Outside it, ``T`` or ``H`` is an ordinary
+    name a program may use for a field, variable or parameter."""
+
+    globals: set[str] = field(default_factory=set)
+    scoped: list[tuple[int, int, frozenset[str]]] = field(default_factory=list)
+
+
+def _collect_type_names(toks: list[Token]) -> TypeNames:
     """Names declared as types anywhere in the token stream (P4 requires declare-before-use,
-    but a global set is enough to disambiguate the grammar)."""
+    but a global set is enough to disambiguate the grammar), and the scoped type parameters."""
     names: set[str] = set()
+    scoped: list[tuple[int, int, frozenset[str]]] = []
     n = len(toks)
 
     def angle_params(i: int) -> int:
-        """toks[i] is '<': add the identifiers of a type-parameter list, return index after '>'."""
+        """toks[i] is '<': record the identifiers of a type-parameter list as types until the end
+        of the declaration they parameterize; return the index after '>'."""
         depth = 0
         j = i
+        params: set[str] = set()
         while j < n:
             v = toks[j].value
             if v == "<":
@@ -70,11 +108,18 @@ def _collect_type_names(toks: list[Token]) -> set[str]:
             elif v == ">":
                 depth -= 1
                 if depth == 0:
-                    return j + 1
+                    break
             elif depth == 1 and _is_ident(toks[j]) and toks[j + 1].value in (",", ">"):
-                names.add(toks[j].value)
+                params.add(toks[j].value)
             j += 1
-        return j
+        if params:
+            # the scope starts with the declaration (a generic method's return type comes
+            # before its type parameters: `T lookahead<T>();`)
+            first = i
+            while first > 0 and toks[first - 1].value not in (";", "{", "}"):
+                first -= 1
+            scoped.append((first, _decl_end(toks, j + 1), frozenset(params)))
+        return j + 1
 
     extern_depth: int | None = None
     brace = 0
@@ -162,7 +207,7 @@ def _collect_type_names(toks: list[Token]) -> set[str]:
                 i = angle_params(i)
                 continue
         i += 1
-    return names
+    return TypeNames(names, scoped)
 
 
 def _retype(tok: Token, new_type: str) -> Token:
@@ -176,9 +221,15 @@ def _adjacent(a: Token, b: Token) -> bool:
 def _disambiguate(toks: list[Token]) -> list[Token]:
     types = _collect_type_names(toks)
     toks = [
-        _retype(t, "TYPE_IDENTIFIER") if t.type == "IDENTIFIER" and t.value in types else t
+        _retype(t, "TYPE_IDENTIFIER") if t.type == "IDENTIFIER" and t.value in types.globals
+        else t
         for t in toks
     ]
+    for first, last, params in types.scoped:
+        for k in range(first, min(last + 1, len(toks))):
+            t = toks[k]
+            if t.type == "IDENTIFIER" and t.value in params:
+                toks[k] = _retype(t, "TYPE_IDENTIFIER")
     out: list[Token] = []
     angle_stack: list[int] = []  # paren depth at which each open type-argument '<' sits
     paren = 0

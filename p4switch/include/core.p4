@@ -5,6 +5,8 @@
  */
 #ifndef P4SWITCH_CORE_P4_
 #define P4SWITCH_CORE_P4_
+/* The guard macro p4c's core.p4 defines: programs test it with #ifdef _CORE_P4_. */
+#define _CORE_P4_
 
 /* The order fixes the numeric codes targets report (NoError is 0). */
 error {

@@ -6,6 +6,8 @@
  */
 #ifndef P4SWITCH_V1MODEL_P4_
 #define P4SWITCH_V1MODEL_P4_
+/* The guard macro p4c's v1model.p4 defines: programs test it with #ifdef _V1_MODEL_P4_. */
+#define _V1_MODEL_P4_
 
 #include <core.p4>
 
