@@ -6,9 +6,8 @@ timestamp + flowlet id) and a per-port counter (bench_ecmp_flowlet.p4). The base
 parses Ethernet + IPv4 into fields with ``struct`` and shifts, decrements the TTL and serialises
 the two headers again (no tables, no checksum) — the least a Python data path does.
 All three run in the same process, over the same packets, interleaved for ``--rounds`` rounds;
-each figure is the best round; ratios are program/baseline. The pipeline memoises CRC-16 results
-per distinct hash input (bounded, 64k entries), so ``--flows`` matters: with more distinct
-5-tuples than that every packet pays the pure-Python CRC.
+each figure is the best round; ratios are program/baseline. Nothing is cached per flow (CRC-16
+is fastcrc's C implementation on every packet), so ``--flows`` only changes the packet mix.
 
 Run: .venv/bin/python bench/pipeline_bench.py [--packets N]
 """

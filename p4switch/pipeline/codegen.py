@@ -101,8 +101,9 @@ class Module:
         )
         for name, fn in hashes.ALGORITHMS.items():
             self.globals["_H_" + name] = fn
-        # the table-driven Python CRC-16 is the one costly algorithm: memoise it per pipeline
-        self.globals["_H_crc16"] = hashes.memoize(hashes.crc16_arc)
+        # C implementations bound directly (no Python wrapper frame per hash)
+        self.globals["_H_crc16"] = hashes._crc16_arc
+        self.globals["_H_crc32"] = hashes.zlib.crc32
         self.globals["_H_csum16_int"] = hashes.csum16_int
 
     def fresh(self, prefix: str) -> str:
@@ -214,8 +215,10 @@ class Module:
         self._layouts[t] = (name, units)
         return self._layouts[t]
 
-    def pack_expr(self, t: ir.HeaderType, var: str) -> str:
-        """Expression giving the bytes of header object ``var``."""
+    def pack_expr(self, t: ir.HeaderType, var: str,
+                  field_code: Callable[[ir.Field], str] | None = None) -> str:
+        """Expression giving the bytes of header object ``var`` (or of the fields whose code
+        ``field_code`` gives)."""
         if not t.fields:
             return "b''"
         sname, units = self.layout(t)
@@ -223,7 +226,7 @@ class Module:
         for pieces, fields in units:
             parts = []
             for f, fw, shift in fields:
-                v = f"{var}.{fattr(f.name)}"
+                v = field_code(f) if field_code else f"{var}.{fattr(f.name)}"
                 if isinstance(f.type, ir.BitsType) and f.type.signed:
                     v = f"({v} & {_mask(fw)})"
                 parts.append(f"({v} << {shift})" if shift else v)
@@ -294,6 +297,14 @@ class BlockGen:
         self.action_outs: list[str] | None = None  # in an action with out params
         self.action_fns: dict[str, str] = {}
         self.table_fns: dict[str, str] = {}
+        # where per-packet context lives in the generated code (the fused generator keeps
+        # these in locals instead of a Ctx object)
+        self.c_plen = "_ctx.plen"
+        self.c_now = "_ctx.now"
+        self.c_payload = "_ctx.payload"
+        self.c_ckerr = "_ctx.checksum_error"
+        self.c_meter = "_ctx.meter_colour"
+        self.c_trunc = "_ctx.truncate"
 
     # -- helpers ---------------------------------------------------------------------------
     def w(self, line: str) -> None:
@@ -708,10 +719,10 @@ class BlockGen:
                 out.extend(self.flatten(i))
             return out
         if isinstance(t, ir.HeaderType):
-            h = self.ex(e)
-            return [
-                (f"{h}.{fattr(f.name)}", ir.type_width(f.type), f"{h}._v") for f in t.fields
-            ]
+            out = []
+            for f in t.fields:
+                out.extend(self.flatten(ir.Member(e, f.name, type=f.type)))
+            return out
         if isinstance(t, ir.StructType):
             out = []
             for f in t.fields:
@@ -730,56 +741,110 @@ class BlockGen:
             code = f"int({code})"
         valid = None
         if isinstance(e, ir.Member) and isinstance(e.base.type, ir.HeaderType):
-            valid = f"{self.ex(e.base)}._v"
+            valid = self.ex(ir.IsValid(e.base, type=ir.BoolType()))
         return [(code, width, valid)]
+
+    def packed_input(self, items: list[tuple[str, int, str | None]], align: int) -> str:
+        """An expression for the hash input of ``items`` (all taken as valid): one precompiled
+        ``struct.pack`` of byte-aligned units, each unit the OR of its shifted fields, cut into
+        the 8/4/2/1-byte integers struct packs (the last unit zero-padded to a byte). Bytes for
+        ``align=8``; for ``align=16`` the int of the bytes padded to whole 16-bit words."""
+        units: list[tuple[list[tuple[str, int]], int]] = []
+        cur: list[tuple[str, int]] = []
+        bits = 0
+        for code, width, _ in items:
+            cur.append((code, width))
+            bits += width
+            if bits % 8 == 0:
+                units.append((cur, 0))
+                cur, bits = [], 0
+        if cur:
+            units.append((cur, -bits & 7))
+        fmt = "!"
+        args: list[str] = []
+        nbytes_total = 0
+        for fields, pad in units:
+            parts = []
+            shift = pad
+            for code, width in reversed(fields):
+                parts.append(f"({code} << {shift})" if shift else code)
+                shift += width
+            u = " | ".join(reversed(parts))
+            nbytes = shift // 8
+            nbytes_total += nbytes
+            pieces = []
+            while nbytes:
+                for size, c in ((8, "Q"), (4, "I"), (2, "H"), (1, "B")):
+                    if nbytes >= size:
+                        pieces.append(size * 8)
+                        fmt += c
+                        nbytes -= size
+                        break
+            if len(pieces) == 1:
+                args.append(u)
+                continue
+            if len(parts) > 1:
+                u = f"({u})"
+            rest = shift
+            for pw in pieces:
+                rest -= pw
+                args.append(f"(({u} >> {rest}) & {_mask(pw)})" if rest else f"({u} & {_mask(pw)})")
+        if align == 16 and nbytes_total & 1:
+            fmt += "x"
+        st = self.mod.bind(struct.Struct(fmt), "ST")
+        code = f"{st}.pack({', '.join(args)})"
+        return f"_ifb({code}, 'big')" if align == 16 else code
 
     def hash_input(self, data: ir.Expr, payload: bool = False, align: int = 8) -> str:
         """Emit code building the hash input; returns the variable holding it: bytes (fields
         concatenated MSB first, zero-padded at the end to a whole byte, fields of invalid
-        headers skipped), or with ``align=16`` an int padded to whole 16-bit words (csum16)."""
+        headers skipped), or with ``align=16`` an int padded to whole 16-bit words (csum16).
+        The common case — every header named in the list is valid — is one ``struct.pack``;
+        otherwise the fields of valid headers are shifted into an int."""
         items = self.flatten(data)
         b = self.mod.fresh("_hb")
-        am = align - 1
-        if all(v is None for _, _, v in items):
-            total = sum(w for _, w, _ in items)
-            pad = (-total) & am
+        if not items:
+            self.w(f"{b} = {'0' if align == 16 else repr(b'')}")
+        else:
+            valids = list(dict.fromkeys(v for _, _, v in items if v is not None))
+            if valids:
+                self.w(f"if {' and '.join(valids)}:")
+                self.w(f"    {b} = {self.packed_input(items, align)}")
+                self.w("else:")
+                self.ind += 1
+                self.shifted_input(b, items, align)
+                self.ind -= 1
+            else:
+                self.w(f"{b} = {self.packed_input(items, align)}")
+        if payload:
+            self.w(f"{b} = {b} + {self.c_payload}")
+        return b
+
+    def shifted_input(self, b: str, items: list[tuple[str, int, str | None]], align: int) -> None:
+        """The hash input built as an int, skipping fields of invalid headers."""
+        acc, wv = self.mod.fresh("_ha"), self.mod.fresh("_hw")
+        self.w(f"{acc} = 0")
+        self.w(f"{wv} = 0")
+        groups: list[tuple[str | None, list[tuple[str, int]]]] = []
+        for code, width, valid in items:
+            if groups and groups[-1][0] == valid:
+                groups[-1][1].append((code, width))
+            else:
+                groups.append((valid, [(code, width)]))
+        for valid, fields in groups:
+            gw = sum(w for _, w in fields)
             parts = []
-            shift = pad
-            for code, width, _ in reversed(items):
+            shift = 0
+            for code, width in reversed(fields):
                 parts.append(f"({code} << {shift})" if shift else code)
                 shift += width
-            expr = " | ".join(reversed(parts)) if parts else "0"
-            if align == 16:
-                self.w(f"{b} = {expr}")
-            else:
-                self.w(f"{b} = ({expr}).to_bytes({(total + pad) // 8}, 'big')")
+            line = f"{acc} = ({acc} << {gw}) | {' | '.join(reversed(parts))}; {wv} += {gw}"
+            self.w(f"if {valid}: {line}" if valid else line)
+        if align == 16:
+            self.w(f"{b} = {acc} << (-{wv} & 15)")
         else:
-            acc, wv = self.mod.fresh("_ha"), self.mod.fresh("_hw")
-            self.w(f"{acc} = 0")
-            self.w(f"{wv} = 0")
-            groups: list[tuple[str | None, list[tuple[str, int]]]] = []
-            for code, width, valid in items:
-                if groups and groups[-1][0] == valid:
-                    groups[-1][1].append((code, width))
-                else:
-                    groups.append((valid, [(code, width)]))
-            for valid, fields in groups:
-                gw = sum(w for _, w in fields)
-                parts = []
-                shift = 0
-                for code, width in reversed(fields):
-                    parts.append(f"({code} << {shift})" if shift else code)
-                    shift += width
-                line = f"{acc} = ({acc} << {gw}) | {' | '.join(reversed(parts))}; {wv} += {gw}"
-                self.w(f"if {valid}: {line}" if valid else line)
-            if align == 16:
-                self.w(f"{b} = {acc} << (-{wv} & 15)")
-            else:
-                self.w(f"{wv}_p = -{wv} & 7")
-                self.w(f"{b} = ({acc} << {wv}_p).to_bytes(({wv} + {wv}_p) >> 3, 'big')")
-        if payload:
-            self.w(f"{b} = {b} + _ctx.payload")
-        return b
+            self.w(f"{wv}_p = -{wv} & 7")
+            self.w(f"{b} = ({acc} << {wv}_p).to_bytes(({wv} + {wv}_p) >> 3, 'big')")
 
     def checksum_value(self, algo: ir.Expr, data: ir.Expr, payload: bool) -> str:
         """Emit the hash input and return an expression for the algorithm's value over it."""
@@ -827,7 +892,7 @@ class BlockGen:
             self.ind += 1
             hv = self.checksum_value(algo, data, m.endswith("payload"))
             wf = ir.type_width(field.type)
-            self.w(f"if ({hv} & {_mask(wf)}) != {self.ex(field)}: _ctx.checksum_error = 1")
+            self.w(f"if ({hv} & {_mask(wf)}) != {self.ex(field)}: {self.c_ckerr} = 1")
             self.ind -= 1
         elif m in ("update_checksum", "update_checksum_with_payload"):
             cond, data, field, algo = a
@@ -850,7 +915,7 @@ class BlockGen:
             fl = self.ex(a[0]) if m.endswith("list") else "-1"
             self.w(f"_ctx.recirculate = {fl}")
         elif m == "truncate":
-            self.w(f"_ctx.truncate = {self.ex(a[0])}")
+            self.w(f"{self.c_trunc} = {self.ex(a[0])}")
         elif m == "digest":
             self.digest(s)
         elif m == "log_msg":
@@ -899,7 +964,7 @@ class BlockGen:
             self.w(f"{i} = {self.ex(a[0])}")
             self.w(f"if {i} < {obj.size}:")
             self.w(f"    {self.mod.bind(obj.packets, 'CP')}[{i}] += 1")
-            self.w(f"    {self.mod.bind(obj.bytes, 'CB')}[{i}] += _ctx.plen")
+            self.w(f"    {self.mod.bind(obj.bytes, 'CB')}[{i}] += {self.c_plen}")
         elif tn == "direct_counter" and m == "count":
             pass  # counted by the table on a hit (v1model: count() is optional and a no-op)
         elif tn == "meter" and m == "execute_meter":
@@ -907,10 +972,10 @@ class BlockGen:
             self.w(f"{i} = {self.ex(a[0])}")
             self.w(f"if {i} < {obj.size}:")
             self.ind += 1
-            self.assign(a[1], f"{g}.execute({i}, _ctx.now, _ctx.plen)")
+            self.assign(a[1], f"{g}.execute({i}, {self.c_now}, {self.c_plen})")
             self.ind -= 1
         elif tn == "direct_meter" and m == "read":
-            self.assign(a[0], "_ctx.meter_colour")
+            self.assign(a[0], self.c_meter)
         else:
             raise BuildError(f"unsupported extern method {tn}.{m}")
 
@@ -999,9 +1064,10 @@ class BlockGen:
             if table.direct_counter:
                 self.w("if _n is not None:")
                 self.w("    _n.packets += 1")
-                self.w("    _n.bytes += _ctx.plen")
+                self.w(f"    _n.bytes += {self.c_plen}")
             if table.direct_meter:
-                self.w("_ctx.meter_colour = _n.execute_meter(_ctx.now, _ctx.plen) if _n is not None else 0")
+                self.w(f"{self.c_meter} = _n.execute_meter({self.c_now}, {self.c_plen})"
+                       " if _n is not None else 0")
         self.w(f"{ev}[1]({self.call_args()}, *{ev}[2])")
         # every action of the table needs a function; the table state binds them after exec
         for ref in table.actions:

@@ -7,64 +7,22 @@ CRC-32/ISO-HDLC 0xCBF43926.
 
 from __future__ import annotations
 
-import sys
 import zlib
 from collections.abc import Callable, Iterable
 
+from fastcrc import crc16 as _fastcrc16
 
-def _crc16_arc_table() -> list[int]:
-    # CRC-16/ARC: poly 0x8005, reflected in and out -> process LSB first with poly 0xA001.
-    table = []
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-        table.append(crc)
-    return table
-
-
-_CRC16_TABLE = _crc16_arc_table()
-_LITTLE = sys.byteorder == "little"
-
-
-def _crc16_arc_table2() -> list[int]:
-    # Two bytes per step: for a reflected 16-bit CRC the whole register is consumed by a
-    # 16-bit little-endian word, so T2[w] = two single-byte steps from register w.
-    t = _CRC16_TABLE
-    out = []
-    for w in range(1 << 16):
-        crc = (w >> 8) ^ t[w & 0xFF]
-        out.append((crc >> 8) ^ t[crc & 0xFF])
-    return out
-
-
-_CRC16_TABLE2: list[int] | None = None
+_crc16_arc = _fastcrc16.arc
 
 
 def crc16_arc(data: bytes) -> int:
-    """CRC-16/ARC (BMv2 ``crc16``): poly 0x8005, init 0, reflected, xorout 0."""
-    global _CRC16_TABLE2
-    t2 = _CRC16_TABLE2
-    if t2 is None:
-        t2 = _CRC16_TABLE2 = _crc16_arc_table2()
-    n = len(data)
-    crc = 0
-    if n > 1:
-        words = memoryview(data)[: n & ~1].cast("H")
-        if _LITTLE:
-            for w in words:
-                crc = t2[crc ^ w]
-        else:
-            for w in words:
-                crc = t2[crc ^ (((w & 0xFF) << 8) | (w >> 8))]
-    if n & 1:
-        crc = (crc >> 8) ^ _CRC16_TABLE[(crc ^ data[-1]) & 0xFF]
-    return crc
+    """CRC-16/ARC (BMv2 ``crc16``): poly 0x8005, init 0, reflected, xorout 0 (``fastcrc``, C)."""
+    return _crc16_arc(data)
 
 
 def crc32(data: bytes) -> int:
-    """The IEEE 802.3 CRC-32 (BMv2 ``crc32``)."""
-    return zlib.crc32(data) & 0xFFFFFFFF
+    """The IEEE 802.3 CRC-32 (BMv2 ``crc32``); ``zlib.crc32`` is already unsigned."""
+    return zlib.crc32(data)
 
 
 def csum16(data: bytes) -> int:
@@ -111,23 +69,6 @@ ALGORITHMS: dict[str, Callable[[bytes], int]] = {
 }
 
 UNSUPPORTED = ("crc16_custom", "crc32_custom", "random")
-
-
-def memoize(fn: Callable[[bytes], int], limit: int = 1 << 16) -> Callable[[bytes], int]:
-    """``fn`` with a bounded per-input cache (cleared when full): packets of one flow hash the
-    same bytes, so a pure-Python CRC is computed once per flow rather than once per packet."""
-    cache: dict[bytes, int] = {}
-    get = cache.get
-
-    def cached(data: bytes) -> int:
-        r = get(data)
-        if r is None:
-            if len(cache) >= limit:
-                cache.clear()
-            r = cache[data] = fn(data)
-        return r
-
-    return cached
 
 
 def algorithm(name: str) -> Callable[[bytes], int]:

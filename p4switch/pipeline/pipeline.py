@@ -39,7 +39,7 @@ from typing import Any
 
 from p4switch import ir
 
-from . import runtime
+from . import fused, runtime
 from .api import (
     ActionProfileGroup,
     ActionProfileMember,
@@ -186,6 +186,20 @@ class Pipeline:
             fnames[role] = fname
             gens.append(gen)
 
+        # the fused process() path (fused.py), when the program allows it
+        self.fused_reason: str | None = None
+        try:
+            fused_lines = fused.generate(
+                mod, prog, "process_fused", drop_port=self.drop_port,
+                slow_fns={g.block.name: g.action_fns for g in gens},
+                resolve_instance=self._instance,
+                runtime_obj=lambda i: self._objs[id(i)],
+                table_state=lambda t: self._objs[id(t)],
+            )
+        except fused.NotFusable as exc:
+            self.fused_reason = str(exc)
+        else:
+            mod.lines.extend(fused_lines)
         mod.globals.update(runtime.make_helpers(self._err("StackOutOfBounds")))
         too_short = self._err("PacketTooShort")
         rng = self.rng
@@ -194,7 +208,7 @@ class Pipeline:
             _mkh=runtime.mkh, _mks=runtime.mks, _eq=runtime.eq, _log=runtime.log,
             _look=lambda p, pos, n: runtime.look(p, pos, n, too_short),
             _random=lambda lo, hi: rng.randint(lo, hi) if hi >= lo else lo,
-            _digest=_digest,
+            _digest=_digest, _Drop=Drop, _describe=self._describe, _ARet=runtime.ActionReturn,
         )
         ns = mod.compile(f"<p4switch:{prog.main_file or 'program'}>")
         self.source = mod.source
@@ -206,6 +220,7 @@ class Pipeline:
         self._deparser = ns[fnames["deparser"]]
         self._hdr_cls, self._meta_cls, self._sm_cls = ns[hdr_cls], ns[meta_cls], ns[sm_cls]
         self._has_qid = "f_qid" in self._sm_cls._fields
+        self._fused = ns.get("process_fused") if self.fused_reason is None else None
 
         for gen in gens:
             if not isinstance(gen.block, ir.Control):
@@ -478,6 +493,22 @@ class Pipeline:
         outputs.append(Output(port, data))
 
     def process(self, data: bytes, port: int, now_us: int) -> ProcessResult:
+        fast = self._fused
+        if fast is not None:
+            if data.__class__ is not bytes:
+                data = bytes(data)
+            r = fast(data, port, now_us)
+            res = ProcessResult()
+            if r.__class__ is tuple:
+                res.outputs.append(Output(r[0], r[1]))
+            else:
+                res.drops.append(r)
+            return res
+        return self.process_general(data, port, now_us)
+
+    def process_general(self, data: bytes, port: int, now_us: int) -> ProcessResult:
+        """``process`` through the general driver (ingress, then egress per copy); the fused
+        path must give the same results wherever it applies."""
         res = ProcessResult()
         jobs: list[tuple[Any, ...]] = []
         self._run_ingress(bytes(data), port, now_us, NORMAL, None, res, jobs, 0)

@@ -27,6 +27,10 @@ class PacketError(Exception):
     control): the packet is dropped with ``Drop(reason="error")``."""
 
 
+class ActionReturn(Exception):
+    """``return`` inside an action inlined by the fused generator: ends that action."""
+
+
 class AssertSignal(Exception):
     """``assert``/``assume`` failed: the packet is dropped with ``Drop(reason="assert")``."""
 

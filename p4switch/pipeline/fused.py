@@ -1,0 +1,583 @@
+"""The fused packet path: one generated function per program for ``Pipeline.process``.
+
+``BlockGen`` compiles each block into its own function over header/struct objects, which the
+general driver needs (ingress/egress split by queues, clones, multicast, resubmit, recirculate
+all copy or re-run those objects). Most programs use none of that in ``process()``: a packet
+is parsed, checked, forwarded once and deparsed. For those this module generates a single
+function ``(packet bytes, ingress port, now_us) -> (egress port, bytes) | Drop`` in which
+
+* every header field, header validity bit, user-metadata field and standard_metadata field is
+  a Python local (``h_f_ipv4_f_ttl``, ``h_f_ipv4__v``, ``m_f_x``, ``s_f_egress_spec``): no
+  per-packet objects, no attribute access;
+* parser, verify_checksum, ingress, egress, compute_checksum and the deparser run in order
+  in that one frame; table actions and directly called actions are inlined (a table hit
+  dispatches on its pre-bound action function by identity);
+* what the driver does between stages (drop checks, egress_port, timestamps, queue metadata
+  of an empty queue) is specialised to the fields the program reads.
+
+Semantics are those of ``Pipeline.process`` with empty queues (see ``pipeline``'s docstring);
+the generator refuses (``NotFusable``) anything whose semantics need the general driver:
+clone, resubmit, recirculate, digest, log_msg, multicast (a write of ``mcast_grp`` other than
+mark_to_drop's zero), header stacks, header-typed lookahead, aggregate values where a
+flattened path is not known (``==`` on headers, header-valued ``?:``), ``table.apply().hit``
+other than as an ``if`` condition. ``Pipeline`` then keeps using the general driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from p4switch import ir
+
+from .codegen import BlockGen, BuildError, Module, _mask, fattr, pyname
+
+_AGG = (ir.HeaderType, ir.StructType, ir.StackType)
+_UNFUSABLE_EXTERNS = {
+    "clone", "clone3", "clone_preserving_field_list", "resubmit",
+    "resubmit_preserving_field_list", "recirculate", "recirculate_preserving_field_list",
+    "digest", "log_msg",
+}
+_SM_ROOT = "s"
+
+
+class NotFusable(Exception):
+    """The program needs the general driver (the message says why)."""
+
+
+class FusedBlockGen(BlockGen):
+    """``BlockGen`` over flattened locals; one instance per block, all sharing ``leaves``."""
+
+    def __init__(self, mod: Module, block: ir.Parser | ir.Control, *, kind: str, prefix: str,
+                 roots: dict[str, str], leaves: dict[str, str], slow_fns: dict[str, str],
+                 plen: str, **kw: Any) -> None:
+        super().__init__(mod, block, kind=kind, sm_var=None, **kw)
+        self.prefix = prefix
+        self.roots = roots  # block parameter name -> root prefix ("h", "m", "s")
+        self.leaves = leaves  # local name -> its per-packet initial value (shared)
+        self.slow_fns = slow_fns  # action key -> name of the general driver's function
+        self.alias: dict[str, str] = {}  # aggregate action parameter -> argument's path
+        self.in_action = 0
+        self.funcs = []
+        self.c_plen = plen
+        self.c_now = "_now"
+        self.c_payload = "_pkt[_ppos:]"
+        self.c_ckerr = "_ckerr"
+        self.c_meter = "_mcol"
+        self.c_trunc = "_trunc"
+
+    # -- names -----------------------------------------------------------------------------
+    def var(self, name: str) -> str:
+        return f"{self.prefix}{pyname(name)}"
+
+    def path(self, e: ir.Expr) -> str:
+        """The local-name prefix of an aggregate l-value (``hdr.ipv4`` -> ``h_f_ipv4``)."""
+        if isinstance(e, ir.Var):
+            if e.name in self.alias:
+                return self.alias[e.name]
+            if e.name in self.roots:
+                return self.roots[e.name]
+            return self.var(e.name)
+        if isinstance(e, ir.Member) and isinstance(e.base.type, ir.HeaderType | ir.StructType):
+            return f"{self.path(e.base)}_{fattr(e.field)}"
+        raise NotFusable(f"aggregate expression {type(e).__name__}")
+
+    def leaf(self, name: str, t: ir.Type) -> str:
+        if name not in self.leaves:
+            self.leaves[name] = "False" if isinstance(t, ir.BoolType) else "0"
+        return name
+
+    def leaves_of(self, p: str, t: ir.Type) -> list[tuple[str, ir.Type]]:
+        """All scalar locals of the aggregate at path ``p`` (validity first for headers)."""
+        if isinstance(t, ir.HeaderType):
+            out = [(self.leaf(p + "__v", ir.BoolType()), ir.BoolType())]
+            out += [(self.leaf(f"{p}_{fattr(f.name)}", f.type), f.type) for f in t.fields]
+            return out
+        if isinstance(t, ir.StructType):
+            out = []
+            for f in t.fields:
+                q = f"{p}_{fattr(f.name)}"
+                if isinstance(f.type, _AGG):
+                    out += self.leaves_of(q, f.type)
+                else:
+                    out.append((self.leaf(q, f.type), f.type))
+            return out
+        raise NotFusable(f"aggregate of type {t}")
+
+    # -- expressions -----------------------------------------------------------------------
+    def ex(self, e: ir.Expr) -> str:
+        t = e.type
+        if isinstance(e, ir.Var | ir.Member):
+            if isinstance(t, _AGG):
+                raise NotFusable(f"{t} used as a value")
+            if isinstance(e, ir.Member):
+                if isinstance(e.base.type, ir.StackType):
+                    raise NotFusable("header stacks")
+                return self.leaf(f"{self.path(e.base)}_{fattr(e.field)}", t)
+            return self.var(e.name)
+        if isinstance(e, ir.IsValid):
+            if not isinstance(e.header.type, ir.HeaderType):
+                raise NotFusable("isValid of a non-header")
+            return self.leaf(self.path(e.header) + "__v", ir.BoolType())
+        if isinstance(e, ir.StackElem | ir.StackNext | ir.StackLast | ir.StackProp):
+            raise NotFusable("header stacks")
+        if isinstance(e, ir.TableHit):
+            raise NotFusable("table hit/miss inside an expression")
+        if isinstance(e, ir.Lookahead) and isinstance(t, _AGG):
+            raise NotFusable("lookahead of a header")
+        if isinstance(e, ir.ListExpr) and isinstance(t, ir.HeaderType | ir.StructType):
+            raise NotFusable("header/struct list expression outside an assignment")
+        return super().ex(e)
+
+    # -- statements ------------------------------------------------------------------------
+    def assign(self, lhs: ir.Expr, rhs_code: str) -> None:
+        if isinstance(lhs, ir.Member | ir.Var) and not isinstance(lhs, ir.Slice):
+            target = self.ex(lhs)
+            if target == f"{_SM_ROOT}_f_mcast_grp" and rhs_code != "0":
+                raise NotFusable("multicast (mcast_grp written)")
+            self.w(f"{target} = {rhs_code}")
+            return
+        super().assign(lhs, rhs_code)
+
+    def agg_assign(self, lhs: ir.Expr, rhs: ir.Expr) -> None:
+        p = self.path(lhs)
+        if p == _SM_ROOT:
+            raise NotFusable("assignment of standard_metadata as a whole")
+        targets = self.leaves_of(p, lhs.type)
+        if isinstance(rhs, ir.ListExpr):
+            t = lhs.type
+            if isinstance(t, ir.HeaderType):
+                fields = t.fields
+                names = ["True"]
+            elif isinstance(t, ir.StructType):
+                fields = t.fields
+                names = []
+            else:
+                raise NotFusable(f"list expression of type {t}")
+            if any(isinstance(f.type, _AGG) for f in fields):
+                raise NotFusable("nested aggregate in a list expression")
+            names += [self.value(i) for i in rhs.items]
+        else:
+            q = self.path(rhs)
+            names = [n for n, _ in self.leaves_of(q, rhs.type)]
+        if len(names) != len(targets):
+            raise NotFusable("aggregate assignment of mismatched shapes")
+        if targets:
+            lhs_s = ", ".join(n for n, _ in targets)
+            self.w(f"{lhs_s}, = ({', '.join(names)},)")
+
+    def init_agg(self, p: str, t: ir.Type) -> None:
+        """A fresh local aggregate: headers invalid, fields zero."""
+        targets = self.leaves_of(p, t)
+        if targets:
+            vals = ["False" if isinstance(lt, ir.BoolType) else "0" for _, lt in targets]
+            self.w(f"{', '.join(n for n, _ in targets)}, = ({', '.join(vals)},)")
+
+    def stmt(self, s: ir.Stmt) -> None:  # noqa: C901 - dispatch
+        if isinstance(s, ir.Assign) and isinstance(s.lhs.type, ir.HeaderType | ir.StructType):
+            self.agg_assign(s.lhs, s.rhs)
+        elif isinstance(s, ir.VarDecl) and isinstance(s.type, _AGG):
+            if isinstance(s.type, ir.StackType):
+                raise NotFusable("header stacks")
+            if s.init is not None:
+                self.leaves_of(self.var(s.name), s.type)
+                self.agg_assign(ir.Var(s.name, type=s.type), s.init)
+            else:
+                self.init_agg(self.var(s.name), s.type)
+        elif isinstance(s, ir.If) and _table_hit(s.cond) is not None:
+            th, negate = _table_hit(s.cond)  # type: ignore[misc]
+            ev = self.mod.fresh("_t")
+            self.table_code(th.table, ev)
+            self.w(f"if {ev}[3] is {'' if negate else 'not '}None:")
+            self.ind += 1
+            self.stmts(s.then.stmts)
+            self.ind -= 1
+            if s.else_ is not None and s.else_.stmts:
+                self.w("else:")
+                self.ind += 1
+                self.stmts(s.else_.stmts)
+                self.ind -= 1
+        elif isinstance(s, ir.HeaderMethod):
+            v = self.ex(ir.IsValid(s.header, type=ir.BoolType()))
+            if s.method not in ("setValid", "setInvalid"):
+                raise BuildError(f"unknown header method {s.method}")
+            self.w(f"{v} = {s.method == 'setValid'}")
+        elif isinstance(s, ir.StackMethod):
+            raise NotFusable("header stacks")
+        elif isinstance(s, ir.Return):
+            if self.kind == "deparser":
+                raise NotFusable("return in a deparser")
+            self.w("raise _ARet()" if self.in_action else "raise _Exit()")
+        else:
+            super().stmt(s)
+
+    def extern_call(self, s: ir.ExternCall) -> None:
+        m = s.method
+        if s.instance is None and m in _UNFUSABLE_EXTERNS:
+            raise NotFusable(f"{m} needs the general driver")
+        if s.instance is None and m == "mark_to_drop":
+            sm = self.path(s.args[0]) if s.args else _SM_ROOT
+            self.w(f"{self.leaf(sm + '_f_egress_spec', ir.BitsType(9))} = {self.drop_port}")
+            self.w(f"{self.leaf(sm + '_f_mcast_grp', ir.BitsType(16))} = 0")
+            return
+        super().extern_call(s)
+
+    # -- actions and tables (inlined) ------------------------------------------------------
+    def inline_action(self, act: ir.Action) -> None:
+        rets = _has_return(act.body)
+        self.in_action += 1
+        if rets:
+            self.w("try:")
+            self.ind += 1
+        self.stmts(act.body.stmts)
+        if rets:
+            self.ind -= 1
+            self.w("except _ARet:")
+            self.w("    pass")
+        self.in_action -= 1
+
+    def action_call(self, s: ir.ActionCall) -> None:
+        act = self.prog.actions.get(s.action)
+        if act is None:
+            raise BuildError(f"unknown action {s.action}")
+        saved = dict(self.alias)
+        outs = []
+        for p, x in zip(act.params, s.args, strict=False):
+            if isinstance(p.type, _AGG):
+                self.alias[p.name] = self.path(x)
+                continue
+            self.w(f"{self.var(p.name)} = {self.ex(x)}")
+            if p.direction in ("out", "inout"):
+                outs.append((p, x))
+        self.inline_action(act)
+        self.alias = saved
+        for p, x in outs:
+            self.assign(x, self.var(p.name))
+
+    def table_code(self, tname: str, ev: str) -> None:
+        table, state = self.table(tname)
+        g = self.mod.bind(state, "TBL")
+        keys = [k for k in table.keys if k.match_kind != "selector"]
+        kcodes = [self.ex(k.expr) for k in keys]
+        if not kcodes:
+            key = "None"
+        elif len(kcodes) == 1:
+            key = kcodes[0]
+        else:
+            key = "(" + ", ".join(kcodes) + ")"
+        sel = [k for k in table.keys if k.match_kind == "selector"]
+        if sel:
+            sb = self.hash_input(ir.ListExpr(
+                [k.expr for k in sel], type=ir.TupleType(tuple(k.expr.type for k in sel))))
+            self.w(f"{ev} = {g}.lookup_sel({key}, {sb})")
+        elif state.mode == "exact":
+            d = self.mod.bind(state._exact, "TD")
+            self.w(f"{ev} = {d}.get({key})")
+            self.w(f"if {ev} is None: {ev} = {g}.default_hit")
+        else:
+            self.w(f"{ev} = {g}.lookup({key})")
+        if table.direct_counter or table.direct_meter:
+            self.w(f"_n = {ev}[3]")
+            if table.direct_counter:
+                self.w("if _n is not None:")
+                self.w("    _n.packets += 1")
+                self.w(f"    _n.bytes += {self.c_plen}")
+            if table.direct_meter:
+                self.w(f"{self.c_meter} = _n.execute_meter({self.c_now}, {self.c_plen})"
+                       " if _n is not None else 0")
+        fv = ev + "f"
+        self.w(f"{fv} = {ev}[1]")
+        first = True
+        seen = set()
+        for ref in table.actions:
+            if ref.action in seen:
+                continue
+            seen.add(ref.action)
+            act = self.prog.actions[ref.action]
+            if any(p.direction for p in act.params):
+                raise NotFusable(f"table action {act.cp_name} with directional parameters")
+            fn = self.slow_fns.get(ref.action)
+            if fn is None:
+                raise NotFusable(f"no bound function for action {act.cp_name}")
+            self.w(f"{'if' if first else 'elif'} {fv} is {fn}:")
+            first = False
+            self.ind += 1
+            names = [self.var(p.name) for p in act.data_params]
+            if names:
+                self.w(f"{', '.join(names)}, = {ev}[2]")
+            self.inline_action(act)
+            self.ind -= 1
+
+    # -- parser ----------------------------------------------------------------------------
+    def extract(self, target: ir.Expr) -> None:
+        t = target.type
+        if isinstance(target, ir.StackNext) or not isinstance(t, ir.HeaderType):
+            raise NotFusable("extract into a header stack")
+        w = t.width
+        if w % 8:
+            raise BuildError(f"header {t.name} is {w} bits wide, not a whole number of bytes")
+        n = w // 8
+        p = self.path(target)
+        self.w(f"if _pos + {n} > _plen: raise _PErr({self.err('PacketTooShort')})")
+        if t.fields:
+            sname, units = self.mod.layout(t)
+            targets: list[str] = []
+            after: list[str] = []
+            k = 0
+            for pieces, fields in units:
+                f0, fw0, sh0 = fields[0]
+                direct = (len(pieces) == 1 and len(fields) == 1 and sh0 == 0
+                          and isinstance(f0.type, ir.BitsType) and not f0.type.signed)
+                if direct:
+                    targets.append(self.leaf(f"{p}_{fattr(f0.name)}", f0.type))
+                    k += 1
+                    continue
+                names = [f"_u{k + j}" for j in range(len(pieces))]
+                targets.extend(names)
+                if len(pieces) == 1:
+                    u = names[0]
+                else:
+                    rest = sum(pieces)
+                    parts = []
+                    for nm, pw in zip(names, pieces, strict=True):
+                        rest -= pw
+                        parts.append(f"({nm} << {rest})" if rest else nm)
+                    u = "(" + " | ".join(parts) + ")"
+                k += len(pieces)
+                uw = sum(pieces)
+                for f, fw, shift in fields:
+                    v = u if not shift else f"({u} >> {shift})"
+                    if shift + fw < uw:
+                        v = f"({v} & {_mask(fw)})"
+                    if isinstance(f.type, ir.BitsType) and f.type.signed:
+                        v = self.wrap(v, f.type)
+                    elif isinstance(f.type, ir.BoolType):
+                        v = f"({v} != 0)"
+                    after.append(f"{self.leaf(f'{p}_{fattr(f.name)}', f.type)} = {v}")
+            self.w(f"{', '.join(targets)}, = {sname}.unpack_from(_pkt, _pos)")
+            for line in after:
+                self.w(line)
+        self.w(f"{self.leaf(p + '__v', ir.BoolType())} = True")
+        self.w(f"_pos += {n}")
+
+    def gen_parser_body(self) -> list[str]:
+        p = self.block
+        assert isinstance(p, ir.Parser)
+        self.lines, self.ind = [], 0
+        for d in p.locals:
+            self.stmt(d)
+        preds: dict[str, int] = {"start": 1}
+        for st in p.states.values():
+            for nxt in _successors(st.transition):
+                preds[nxt] = preds.get(nxt, 0) + 1
+        self.loop_states = {
+            n: i for i, n in enumerate(sorted(s for s, c in preds.items() if c > 1 and s in p.states))
+        }
+        self.w("try:")
+        self.ind += 1
+        if self.loop_states:
+            self.w("_st = -1")
+            self.w("while True:")
+            self.ind += 1
+            self.w("if _st == -1:")
+            self.ind += 1
+            self.gen_state("start", set())
+            self.ind -= 1
+            for n, i in self.loop_states.items():
+                self.w(f"elif _st == {i}:")
+                self.ind += 1
+                self.gen_state(n, set())
+                self.ind -= 1
+            self.ind -= 1
+        else:
+            self.gen_state("start", set())
+        self.ind -= 1
+        self.w("except _PErr as _pe:")
+        self.w("    _perr = _pe.code")
+        return self.lines
+
+    # -- controls --------------------------------------------------------------------------
+    def emit(self, e: ir.Expr) -> None:
+        t = e.type
+        if isinstance(t, ir.HeaderType):
+            p = self.path(e)
+            v = self.leaf(p + "__v", ir.BoolType())
+            code = self.mod.pack_expr(t, p, lambda f: self.leaf(f"{p}_{fattr(f.name)}", f.type))
+            self.w(f"if {v}: _out.append({code})")
+        elif isinstance(t, ir.StructType):
+            for f in t.fields:
+                self.emit(ir.Member(e, f.name, type=f.type))
+        else:
+            raise NotFusable(f"emit of {t}")
+
+    def gen_control_body(self, wrap_exit: bool = True) -> list[str]:
+        c = self.block
+        assert isinstance(c, ir.Control)
+        self.lines, self.ind = [], 0
+        for d in c.locals:
+            self.stmt(d)
+        if wrap_exit:
+            self.w("try:")
+            self.ind += 1
+        self.stmts(c.body.stmts)
+        if wrap_exit:
+            self.ind -= 1
+            self.w("except _Exit:")
+            self.w("    pass")
+        return self.lines
+
+
+def _table_hit(cond: ir.Expr) -> tuple[ir.TableHit, bool] | None:
+    if isinstance(cond, ir.TableHit):
+        return cond, cond.negate
+    if isinstance(cond, ir.Unary) and cond.op == "!" and isinstance(cond.operand, ir.TableHit):
+        return cond.operand, not cond.operand.negate
+    return None
+
+
+def _has_return(b: ir.Stmt) -> bool:
+    if isinstance(b, ir.Return):
+        return True
+    if isinstance(b, ir.Block):
+        return any(_has_return(s) for s in b.stmts)
+    if isinstance(b, ir.If):
+        return _has_return(b.then) or (b.else_ is not None and _has_return(b.else_))
+    if isinstance(b, ir.SwitchAction | ir.SwitchValue):
+        return any(c.body is not None and _has_return(c.body) for c in b.cases)
+    return False
+
+
+def _successors(tr: ir.Transition) -> list[str]:
+    if tr.select_keys is None:
+        return [tr.next_state or "accept"]
+    return [c.next_state for c in tr.cases]
+
+
+# --------------------------------------------------------------------------------------------
+# The whole function
+# --------------------------------------------------------------------------------------------
+
+_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+_PREFIX = {"parser": "P", "verify_checksum": "V", "ingress": "I", "egress": "E",
+           "compute_checksum": "C", "deparser": "D"}
+
+
+def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
+             slow_fns: dict[str, dict[str, str]],
+             resolve_instance: Callable[[ir.Parser | ir.Control, str], ir.ExternInstance],
+             runtime_obj: Callable[[ir.ExternInstance], Any],
+             table_state: Callable[[ir.Table], Any]) -> list[str]:
+    """Source lines of ``fname(_pkt, _port, _now)`` for ``program`` (see the module docstring);
+    NotFusable if the program needs the general driver. ``slow_fns`` maps each control's
+    name to its action key -> function name map (table hits carry those functions)."""
+    leaves: dict[str, str] = {}
+    bodies: dict[str, list[str]] = {}
+    for role in _ROLES:
+        block = program.block(role)
+        data = [p for p in block.params if not isinstance(p.type, ir.ExternType)]
+        roots = dict(zip([p.name for p in data], ("h", "m", _SM_ROOT), strict=False))
+        kind = "parser" if role == "parser" else ("deparser" if role == "deparser" else "control")
+        gen = FusedBlockGen(
+            mod, block, kind=kind, prefix=_PREFIX[role] + "_", roots=roots, leaves=leaves,
+            slow_fns=slow_fns.get(block.name, {}),
+            plen="_plen" if role in ("parser", "verify_checksum", "ingress") else "_eplen",
+            resolve_instance=lambda n, b=block: resolve_instance(b, n),
+            runtime_obj=runtime_obj, table_state=table_state, drop_port=drop_port,
+        )
+        if role == "parser":
+            bodies[role] = gen.gen_parser_body()
+        else:
+            bodies[role] = gen.gen_control_body(wrap_exit=role != "deparser")
+        if gen.funcs:
+            raise NotFusable("a block needs helper functions")
+    return _assemble(fname, bodies, leaves, drop_port)
+
+
+def _assemble(fname: str, bodies: dict[str, list[str]], leaves: dict[str, str],
+              drop_port: int) -> list[str]:
+    out = [f"def {fname}(_pkt, _port, _now):"]
+
+    def w(line: str, ind: int = 1) -> None:
+        out.append("    " * ind + line)
+
+    def block(role: str, ind: int) -> None:
+        lines = bodies[role]
+        for line in lines or ["pass"]:
+            out.append("    " * ind + line)
+
+    def sm(name: str) -> str | None:
+        n = f"{_SM_ROOT}_f_{name}"
+        return n if n in leaves else None
+
+    text = "\n".join(line for b in bodies.values() for line in b)
+    special = {f"{_SM_ROOT}_f_ingress_port": "_port", f"{_SM_ROOT}_f_packet_length": "_plen",
+               f"{_SM_ROOT}_f_ingress_global_timestamp": "_now"}
+    w("_plen = len(_pkt)")
+    zeros = [n for n, v in leaves.items() if v == "0" and n not in special]
+    falses = [n for n, v in leaves.items() if v == "False" and n not in special]
+    for group, v in ((zeros, "0"), (falses, "False")):
+        for i in range(0, len(group), 16):
+            w(" = ".join(group[i:i + 16]) + f" = {v}")
+    for n, v in special.items():
+        if n in leaves:
+            w(f"{n} = {v}")
+    if "_trunc" in text:
+        w("_trunc = None")
+    if "_mcol" in text:
+        w("_mcol = 0")
+    w("_pos = 0")
+    w("_perr = 0")
+    if sm("checksum_error"):
+        w("_ckerr = 0")
+    # ingress side: parser, verify_checksum, ingress; errors as the general driver reports them
+    w("try:")
+    block("parser", 2)
+    w("_ppos = _pos", 2)
+    if sm("parser_error"):
+        w(f"{sm('parser_error')} = _perr", 2)
+    block("verify_checksum", 2)
+    if sm("checksum_error"):
+        w(f"{sm('checksum_error')} = _ckerr", 2)
+    block("ingress", 2)
+    w("except _Assert:")
+    w('    return _Drop("assert", "assert/assume failed in ingress")')
+    w("except (_PErr, _PktErr, IndexError) as _x:")
+    w('    return _Drop("error", "ingress: " + _describe(_x))')
+    spec = sm("egress_spec") or "0"
+    if spec != "0":
+        w(f"if {spec} == {drop_port}:")
+        w('    return _Drop("mark_to_drop")')
+        w(f"_eport = {spec}")
+    else:
+        w("_eport = 0")
+    w(f"_eplen = {sm('packet_length') or '_plen'}")
+    # egress with an empty queue: what Pipeline._run_egress sets
+    for name, v in (("instance_type", "0"), ("egress_port", "_eport"), ("egress_spec", "0"),
+                    ("egress_global_timestamp", "_now"), ("enq_timestamp", "_now"),
+                    ("enq_qdepth", "0"), ("deq_timedelta", "0"), ("deq_qdepth", "0"),
+                    ("qid", "0")):
+        if sm(name):
+            w(f"{sm(name)} = {v}")
+    w("try:")
+    block("egress", 2)
+    w("except _Assert:")
+    w('    return _Drop("assert", "assert/assume failed in egress")')
+    w("except (_PErr, _PktErr, IndexError) as _x:")
+    w('    return _Drop("error", "egress: " + _describe(_x))')
+    if spec != "0":
+        w(f"if {spec} == {drop_port}:")
+        w('    return _Drop("mark_to_drop", "dropped in egress")')
+    w("try:")
+    block("compute_checksum", 2)
+    w("_out = []", 2)
+    block("deparser", 2)
+    w("except (_PErr, _PktErr, IndexError) as _x:")
+    w('    return _Drop("error", "deparser: " + _describe(_x))')
+    w("_out.append(_pkt[_ppos:])")
+    w("_data = b''.join(_out)")
+    if "_trunc" in text:
+        w("if _trunc is not None and _trunc < len(_data):")
+        w("    _data = _data[:_trunc]")
+    w("return (_eport, _data)")
+    out.append("")
+    return out
