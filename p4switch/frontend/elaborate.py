@@ -7,7 +7,7 @@ blocks. Every error is raised as a located ``P4CompileError``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 
 from lark import Token, Tree
 
@@ -700,7 +700,14 @@ class Elaborator:
         ctx.in_action = saved_in_action
         if toplevel:
             self.reserved.update(ctx.used)
-        else:
+        if key != cp and _same_action(self.actions[cp], action):
+            # `@name(".NoAction") action NoAction_1() {}` (what p4c's own output and many
+            # programs contain) is the same action as NoAction: one action, one P4Info entry;
+            # references to the new name resolve to the existing one
+            del self.actions[key]
+            scope.names[n] = ActionB(cp)
+            return
+        if not toplevel:
             ctx.actions.append(key)
 
     # ---------------------------------------------------------------- instantiations
@@ -748,13 +755,18 @@ class Elaborator:
         if contains_typevar(t):
             raise self.err(node, f"extern {t.name} needs type arguments "
                                  f"<{', '.join(decl.type_params)}>")
-        arg_trees = self.arg_list(args)
-        ctors = [c for c in decl.ctors if len(c.params) == len(arg_trees)]
+        raw = self.arg_list(args)
+        ctors = [c for c in decl.ctors if raw.fits([p.name for p in c.params])]
+        if not ctors and any(raw.names):
+            same = [c for c in decl.ctors if len(c.params) == len(raw)]
+            if same:
+                self.bind(raw, [p.name for p in same[0].params], f"constructor of {t.name}")
         if not ctors:
             counts = sorted({len(c.params) for c in decl.ctors})
             raise self.err(node, f"constructor of {t.name} expects "
-                                 f"{' or '.join(map(str, counts))} arguments, got {len(arg_trees)}")
+                                 f"{' or '.join(map(str, counts))} arguments, got {len(raw)}")
         ctor = ctors[0]
+        arg_trees = self.bind(raw, [p.name for p in ctor.params], f"constructor of {t.name}")
         binding = dict(zip(decl.type_params, t.type_args, strict=False))
         vals: list[ir.Expr] = []
         for p, a in zip(ctor.params, arg_trees, strict=True):
@@ -767,17 +779,43 @@ class Elaborator:
         return ir.ExternInstance(local, self.cp_name(ctx, local, annos), t.name, t.type_args, vals,
                                  annos, loc=self.loc(name_node))
 
-    def arg_list(self, args: Tree | None) -> list[Tree]:
+    def arg_list(self, args: Tree | None) -> Args:
+        """The argument expressions in source order, with their names if they are named
+        (``f(x = 1, y = 2)``); ``bind`` puts them in parameter order."""
+        out = Args()
         if args is None:
-            return []
-        out = []
+            return out
         for a in args.children:
-            if a.data == "named_arg":
-                raise self.err(a, unsupported("named argument"))
             if a.data == "dontcare_arg":
                 raise self.err(a, unsupported("'_' arguments"))
-            out.append(a.children[0])
+            if a.data == "named_arg":
+                out.append(a.children[1])
+                out.names.append(_name(a.children[0]))
+                out.nodes.append(a)
+            else:
+                out.append(a.children[0])
+                out.names.append(None)
+                out.nodes.append(a)
+        if any(out.names) and not all(out.names):
+            bad = next(n for n, nm in zip(out.nodes, out.names, strict=True) if nm is None)
+            raise self.err(bad, "arguments must be all named or all positional")
         return out
+
+    def bind(self, args: Args, params: list[str], what: str) -> list[Tree]:
+        """Arguments in the order of ``params`` (named arguments are matched by name)."""
+        if not any(args.names):
+            return list(args)
+        by_name: dict[str, Tree] = {}
+        for name, e, node in zip(args.names, args, args.nodes, strict=True):
+            if name not in params:
+                raise self.err(node, f"{what} has no parameter named '{name}'")
+            if name in by_name:
+                raise self.err(node, f"argument '{name}' of {what} given twice")
+            by_name[name] = e
+        missing = [p for p in params if p not in by_name]
+        if missing:
+            raise self.err(args.nodes[0], f"{what}: no argument for parameter '{missing[0]}'")
+        return [by_name[p] for p in params]
 
     def package_instance(self, d: Tree, decl: PackageDecl, args: Tree | None,
                          name: object) -> None:
@@ -787,9 +825,10 @@ class Elaborator:
             raise self.err(d, "only one package instantiation is allowed")
         if _name(name) != "main":
             raise self.err(name, "the package instance must be called 'main'")
-        arg_trees = self.arg_list(args)
-        if len(arg_trees) != len(decl.params):
-            raise self.err(d, f"V1Switch expects {len(decl.params)} blocks, got {len(arg_trees)}")
+        raw = self.arg_list(args)
+        if len(raw) != len(decl.params):
+            raise self.err(d, f"V1Switch expects {len(decl.params)} blocks, got {len(raw)}")
+        arg_trees = self.bind(raw, [p.name for p in decl.params], "V1Switch")
         binding: dict[str, object] = {}
         for role, p, a in zip(V1SWITCH_ROLES, decl.params, arg_trees, strict=True):
             if a.data != "construct":
@@ -819,9 +858,12 @@ class Elaborator:
             pkg_args = {tp: pa for tp, pa in zip(proto.type_params, p.type.args, strict=False)}
             for pp_, bp, bt in zip(proto.params, b.block.params, b.param_types, strict=True):
                 if pp_.direction != bp.direction:
-                    raise self.err(a, f"parameter '{bp.name}' of '{bname}' must be "
-                                      f"'{pp_.direction or 'directionless'}' to match "
-                                      f"{proto.name}")
+                    # p4c unifies the block's apply signature with the package parameter's:
+                    # directions must be identical (an 'in' where 'inout' is declared fails too)
+                    raise self.err(a, f"parameter '{bp.name}' of '{bname}' is "
+                                      f"'{bp.direction or 'directionless'}', but {proto.name} "
+                                      f"declares it '{pp_.direction or 'directionless'}': the "
+                                      "directions must match (p4c rejects this too)")
                 expected = pp_.type
                 if isinstance(expected, TypeVar):
                     outer = pkg_args.get(expected.name)
@@ -1179,11 +1221,12 @@ class Elaborator:
             raise self.err(name_node, f"action '{an}' is @defaultonly and cannot be used in "
                                       "entries")
         action = self.actions[b.key]
-        arg_trees = self.arg_list(args_t)
+        raw = self.arg_list(args_t)
         data = action.data_params
-        if len(arg_trees) != len(data):
+        if len(raw) != len(data):
             raise self.err(name_node, f"action '{an}' expects {len(data)} arguments, got "
-                                      f"{len(arg_trees)}")
+                                      f"{len(raw)}")
+        arg_trees = self.bind(raw, [p.name for p in data], f"action '{an}'")
         vals = []
         for p, a in zip(data, arg_trees, strict=True):
             c = self.coerce(self.expr(a, scope, ctx), p.type, a, f"argument '{p.name}' of '{an}'")
@@ -1477,6 +1520,7 @@ class Elaborator:
                 raise self.err(c, f"{m}() does not return a value")
             if len(arg_trees) != 1:
                 raise self.err(c, f"{m}() takes one argument")
+            arg_trees = self.bind(arg_trees, ["count"], f"{m}()")
             n = self.const_int(arg_trees[0], scope, f"{m} count")
             if n < 0:
                 raise self.err(arg_trees[0], f"{m} count must not be negative")
@@ -1499,6 +1543,7 @@ class Elaborator:
                     raise self.err(c, unsupported("variable-size extract (varbit)"))
                 if len(arg_trees) != 1:
                     raise self.err(c, "extract() takes one header")
+                arg_trees = self.bind(arg_trees, ["hdr"], "extract()")
                 h = self.expr(arg_trees[0], scope, ctx)
                 if not isinstance(h.type, ir.HeaderType):
                     raise self.err(arg_trees[0], f"extract() needs a header, not {h.type}")
@@ -1521,6 +1566,7 @@ class Elaborator:
             if m == "advance":
                 if len(arg_trees) != 1:
                     raise self.err(c, "advance() takes one argument")
+                arg_trees = self.bind(arg_trees, ["sizeInBits"], "advance()")
                 bits = self.coerce(self.expr(arg_trees[0], scope, ctx), _BIT32, arg_trees[0],
                                    "advance")
                 return ir.Advance(bits, loc=loc)
@@ -1528,6 +1574,7 @@ class Elaborator:
         if ref.kind == "packet_out":
             if m != "emit" or len(arg_trees) != 1:
                 raise self.err(c, "packet_out supports emit(header) only")
+            arg_trees = self.bind(arg_trees, ["hdr"], "emit()")
             h = self.expr(arg_trees[0], scope, ctx)
             if not self._emittable(h.type):
                 raise self.err(arg_trees[0], f"emit() needs a header, header stack or struct "
@@ -1552,12 +1599,13 @@ class Elaborator:
             return all(self._emittable(f.type) for f in t.fields)
         return False
 
-    def action_call(self, key: str, name: str, arg_trees: list[Tree], c: Tree, scope: Scope,
+    def action_call(self, key: str, name: str, arg_trees: Args, c: Tree, scope: Scope,
                     ctx: BlockCtx) -> ir.ActionCall:
         action = self.actions[key]
         if len(arg_trees) != len(action.params):
             raise self.err(c, f"action '{name}' expects {len(action.params)} arguments, got "
                               f"{len(arg_trees)}")
+        arg_trees = self.bind(arg_trees, [p.name for p in action.params], f"action '{name}'")
         args = []
         for p, a in zip(action.params, arg_trees, strict=True):
             e = self.coerce(self.expr(a, scope, ctx), p.type, a, f"argument '{p.name}' of '{name}'")
@@ -1579,15 +1627,36 @@ class Elaborator:
                 self.digests.append(t)
         return r
 
+    def _standard_metadata_name(self, scope: Scope) -> str:
+        """The name under which the current block sees its standard_metadata_t parameter."""
+        s: Scope | None = scope
+        while s is not None:
+            for n, b in s.names.items():
+                if isinstance(b, VarB) and isinstance(b.type, ir.StructType) and \
+                        b.type.name == "standard_metadata_t":
+                    return n
+            s = s.parent
+        return "standard_metadata"
+
     def invoke(self, instance: str | None, method: str, sigs: list[FuncSig], targs: tuple,
-               arg_trees: list[Tree], c: Tree, scope: Scope, ctx: BlockCtx, as_stmt: bool):
-        cands = [s for s in sigs if len(s.params) == len(arg_trees)]
+               arg_trees: Args, c: Tree, scope: Scope, ctx: BlockCtx, as_stmt: bool):
+        cands = [s for s in sigs if arg_trees.fits([p.name for p in s.params])]
         what = f"{method}" if instance is None else f"{instance}.{method}"
+        if not cands and any(arg_trees.names):
+            same = [s for s in sigs if len(s.params) == len(arg_trees)]
+            if same:  # reports the first name that matches no parameter
+                self.bind(arg_trees, [p.name for p in same[0].params], what)
         if not cands:
             counts = sorted({len(s.params) for s in sigs})
-            raise self.err(c, f"{what} expects {' or '.join(map(str, counts))} arguments, got "
-                              f"{len(arg_trees)}")
+            msg = (f"{what} expects {' or '.join(map(str, counts))} arguments, got "
+                   f"{len(arg_trees)}")
+            if instance is None and method == "mark_to_drop" and not arg_trees:
+                sm = self._standard_metadata_name(scope)
+                msg += (f": pass the standard metadata, mark_to_drop({sm}) (the argument-less "
+                        "mark_to_drop() of old v1model versions is rejected by current p4c too)")
+            raise self.err(c, msg)
         sig = cands[0]
+        arg_trees = self.bind(arg_trees, [p.name for p in sig.params], what)
         if targs and len(targs) != len(sig.type_params):
             raise self.err(c, f"{what} expects {len(sig.type_params)} type arguments, got "
                               f"{len(targs)}")
@@ -1999,6 +2068,22 @@ class Elaborator:
         return ir.Mux(cond, a, b, type=a.type, loc=self.loc(t))
 
 
+class Args(list):
+    """Argument expressions in source order; ``names`` holds each one's name when the call
+    uses named arguments (``extract(hdr = h)``), else None."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str | None] = []
+        self.nodes: list[Tree] = []
+
+    def fits(self, params: list[str]) -> bool:
+        """Whether these arguments can bind the parameters ``params`` (count, then names)."""
+        if len(self) != len(params):
+            return False
+        return not any(self.names) or set(self.names) == set(params)
+
+
 @dataclass
 class _Named:
     """A name that denotes an object (table, instance, action...) rather than a value."""
@@ -2034,6 +2119,31 @@ def _fold(op: str, a: int, b: int, t: object) -> int:
     else:  # pragma: no cover
         raise ValueError(op)
     return wrap(v, t) if isinstance(t, ir.BitsType) else v
+
+
+def _same_action(a: ir.Action, b: ir.Action) -> bool:
+    """Whether two actions with the same control-plane name are one action: the same
+    parameters and body, and a body that refers only to its own parameters and locals (so that
+    it means the same thing wherever it is declared)."""
+    if a.params != b.params or a.body != b.body:
+        return False
+    own = {p.name for p in a.params}
+    used: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, ir.VarDecl):
+            own.add(node.name)
+        elif isinstance(node, ir.Var):
+            used.add(node.name)
+        if isinstance(node, list):
+            for x in node:
+                walk(x)
+        elif is_dataclass(node) and not isinstance(node, type):
+            for f in fields(node):
+                walk(getattr(node, f.name))
+
+    walk(a.body)
+    return used <= own
 
 
 def _prefix_len(mask: int, width: int) -> int | None:

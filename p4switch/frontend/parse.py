@@ -10,6 +10,7 @@ parser sees a token.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -339,6 +340,12 @@ def parse(pp: Preprocessed) -> Tree:
         loc = pp.locate(line, col)
         if tok.value in _UNSUPPORTED_TOKENS and tok.type != "STRING_LITERAL":
             raise pp.error(loc, unsupported(_UNSUPPORTED_TOKENS[tok.value])) from None
+        if tok.value == "(" and tok.start_pos is not None and _TABLE_PARENS.search(
+            pp.text, 0, tok.start_pos
+        ):
+            raise pp.error(loc, "syntax error: a table declaration has no parameter list: write "
+                                "'table name { ... }' (p4c rejects 'table name() { ... }' too)"
+                           ) from None
         if tok.value in _KEYWORDS and tok.type not in ("STRING_LITERAL", "IDENTIFIER"):
             raise pp.error(loc, f"syntax error: unexpected '{tok.value}' ('{tok.value}' is a P4 "
                                 "keyword and cannot be used as a name)") from None
@@ -352,6 +359,10 @@ def parse(pp: Preprocessed) -> Tree:
         raise pp.error(pp.locate(line, col), "syntax error: unexpected end of file") from None
     except UnexpectedInput as e:  # pragma: no cover - other lark errors
         raise P4CompileError(pp.locate(e.line, e.column), f"syntax error: {e}") from None
+
+
+#: "table name" right before a syntax error at "(": the old `table t() {` form
+_TABLE_PARENS = re.compile(r"\btable\s+[A-Za-z_][A-Za-z0-9_]*\s*\Z")
 
 
 def _end_position(text: str) -> tuple[int, int]:

@@ -3,7 +3,15 @@ construct checked on a small program of our own: the IR it compiles to, or the e
 
 from __future__ import annotations
 
-from fe_helpers import compile_ingress
+from fe_helpers import (
+    HEADERS,
+    PARSER,
+    REST,
+    compile_error,
+    compile_ingress,
+    ingress_program,
+    line_of,
+)
 
 from p4switch import ir
 from p4switch.frontend import compile_source
@@ -76,3 +84,133 @@ def test_include_guards_of_p4c_are_defined() -> None:
         "#ifdef _CORE_P4_\n#ifdef _V1_MODEL_P4_\nconst bit<8> SEEN = 1;\n#endif\n#endif\n"
         "struct uses_seen { bit<SEEN> b; }\n"))
     assert prog.types["uses_seen"].field_type("b") == ir.BitsType(1)
+
+
+# ------------------------------------------------------------------ named arguments
+
+
+def test_named_arguments_bind_by_parameter_name() -> None:
+    text = (HEADERS
+            + "parser P(packet_in pkt, out headers hdr, inout metadata meta,\n"
+              "         inout standard_metadata_t sm) {\n"
+              "    state start { pkt.extract(hdr = hdr.ethernet); transition accept; }\n"
+              "}\n"
+              "control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {\n"
+              "    register<bit<8>>(size = 16) r;\n"
+              "    action a(bit<9> port, bit<8> v) { sm.egress_spec = port; meta.m8 = v; }\n"
+              "    table t { key = { hdr.ethernet.etherType: exact; } actions = { a; }\n"
+              "              default_action = a(v = 7, port = 3); }\n"
+              "    apply {\n"
+              "        t.apply();\n"
+              "        r.read(index = 2, result = meta.m8);\n"
+              "        a(v = 1, port = 2);\n"
+              "        hash(max = 32w8, base = 8w0, data = { hdr.ethernet.srcAddr },\n"
+              "             algo = HashAlgorithm.crc16, result = meta.m8);\n"
+              "    }\n"
+              "}\n"
+              "control VC(inout headers hdr, inout metadata meta) { apply { } }\n"
+              "control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {\n"
+              "    apply { }\n"
+              "}\n"
+              "control CC(inout headers hdr, inout metadata meta) { apply { } }\n"
+              "control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr = hdr.ethernet); } }\n"
+              "V1Switch(p = P(), ig = I(), vr = VC(), eg = E(), ck = CC(), dep = D()) main;\n")
+    prog = compile_source(text, "named.p4")
+    assert prog.package == {"parser": "P", "verify_checksum": "VC", "ingress": "I",
+                            "egress": "E", "compute_checksum": "CC", "deparser": "D"}
+    ctl = prog.controls["I"]
+    assert ctl.instances["r"].args == [ir.Const(16, type=ir.BitsType(32))]
+    assert ctl.tables["t"].default_action == ir.BoundAction(
+        "I.a", [ir.Const(3, type=ir.BitsType(9)), ir.Const(7, type=B8)])
+    _, read, call, hsh = ctl.body.stmts
+    assert isinstance(read, ir.ExternCall) and read.method == "read"
+    assert [type(a) for a in read.args] == [ir.Member, ir.Const]  # (result, index)
+    assert read.args[1] == ir.Const(2, type=ir.BitsType(32))
+    assert isinstance(call, ir.ActionCall)
+    assert call.args == [ir.Const(2, type=ir.BitsType(9)), ir.Const(1, type=B8)]
+    assert isinstance(hsh, ir.ExternCall) and hsh.method == "hash"
+    assert [str(a.type) for a in hsh.args] == [
+        "bit<8>", "HashAlgorithm", "bit<8>", "tuple<bit<48>>", "bit<32>"]
+    start = prog.parsers["P"].states["start"]
+    assert isinstance(start.stmts[0], ir.Extract)
+    assert isinstance(prog.controls["D"].body.stmts[0], ir.Emit)
+
+
+def test_named_argument_errors() -> None:
+    err = compile_error(ingress_program(
+        "action a(bit<8> v) { meta.m8 = v; }\napply { a(w = 1); }"))
+    assert err.message == "action 'a' has no parameter named 'w'"
+    err = compile_error(ingress_program(
+        "action a(bit<8> v, bit<8> u) { meta.m8 = v; }\napply { a(v = 1, 2); }"))
+    assert err.message == "arguments must be all named or all positional"
+    err = compile_error(ingress_program("apply { mark_to_drop(standard = sm); }"))
+    assert err.message == "mark_to_drop has no parameter named 'standard'"
+    assert err.source_line.strip().startswith("apply { mark_to_drop(standard")
+    assert err.loc.col == len("apply { mark_to_drop(") + 1
+
+
+# ------------------------------------------------------------------ @name(".NoAction") copies
+
+
+def test_actions_renamed_to_an_existing_action_are_that_action() -> None:
+    # p4c's own output (and programs derived from it) declares local copies of NoAction
+    prog = compile_ingress(
+        "@name(\".NoAction\") action NoAction_1() { }\n"
+        "@name(\".NoAction\") action NoAction_2() { }\n"
+        "action set(bit<8> v) { meta.m8 = v; }\n"
+        "table t { key = { meta.m8: exact; } actions = { set; NoAction_1; }\n"
+        "          default_action = NoAction_1(); }\n"
+        "table u { key = { meta.m16: exact; } actions = { set; @defaultonly NoAction_2; }\n"
+        "          default_action = NoAction_2(); }\n"
+        "apply { switch (t.apply().action_run) { NoAction_1: { u.apply(); } } }")
+    assert sorted(prog.actions) == ["I.set", "NoAction"]
+    ctl = prog.controls["I"]
+    assert ctl.actions == ["I.set"]
+    t, u = ctl.tables["t"], ctl.tables["u"]
+    assert [r.action for r in t.actions] == ["I.set", "NoAction"]
+    assert t.default_action == ir.BoundAction("NoAction", [])
+    assert [(r.action, r.scope) for r in u.actions] == [("I.set", ""), ("NoAction", "defaultonly")]
+    sw = ctl.body.stmts[0]
+    assert isinstance(sw, ir.SwitchAction) and sw.cases[0].actions == ["NoAction"]
+
+
+def test_a_different_action_with_a_taken_name_stays_separate() -> None:
+    prog = compile_ingress(
+        "@name(\".NoAction\") action my_noop() { meta.m8 = 1; }\n"
+        "table t { key = { meta.m8: exact; } actions = { my_noop; } }\n"
+        "apply { t.apply(); }")
+    assert "NoAction_1" in prog.actions and prog.actions["NoAction_1"].cp_name == "NoAction"
+    assert prog.actions["NoAction"].body.stmts == []
+
+
+# ------------------------------------------------------------------ messages for old idioms
+
+
+def test_argument_less_mark_to_drop_says_what_to_pass() -> None:
+    text = HEADERS + PARSER.replace("standard_metadata_t sm", "standard_metadata_t smeta") + (
+        "control I(inout headers hdr, inout metadata meta, inout standard_metadata_t stdmeta) {\n"
+        "    action drop() {\n        mark_to_drop();\n    }\n"
+        "    apply { drop(); }\n}\n") + REST
+    err = compile_error(text)
+    assert err.message.startswith("mark_to_drop expects 1 arguments, got 0: pass the standard "
+                                  "metadata, mark_to_drop(stdmeta)")
+    assert (err.loc.line, err.loc.col) == (line_of(text, "mark_to_drop();"), 9)
+
+
+def test_table_with_parentheses_is_a_clear_syntax_error() -> None:
+    text = ingress_program("table t() { actions = { NoAction; } }\napply { t.apply(); }")
+    err = compile_error(text)
+    assert err.message == ("syntax error: a table declaration has no parameter list: write "
+                           "'table name { ... }' (p4c rejects 'table name() { ... }' too)")
+    assert (err.loc.line, err.loc.col) == (line_of(text, "table t()"), 8)
+
+
+def test_block_parameter_directions_must_match_the_package() -> None:
+    # p4c unifies the control's apply signature with VerifyChecksum<H, M>(inout H, inout M):
+    # an 'in' header parameter does not unify
+    text = ingress_program("apply { }").replace(
+        "control VC(inout headers hdr,", "control VC(in headers hdr,")
+    err = compile_error(text)
+    assert err.message == ("parameter 'hdr' of 'VC' is 'in', but VerifyChecksum declares it "
+                           "'inout': the directions must match (p4c rejects this too)")
+    assert err.loc.line == line_of(text, "V1Switch(")
