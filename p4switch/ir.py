@@ -712,11 +712,19 @@ class TableKey:
 @dataclass
 class ActionRef:
     """An entry of a table's ``actions`` list: ``action`` is a key into ``Program.actions``;
-    ``scope`` is "" or "defaultonly"/"tableonly" from @defaultonly/@tableonly."""
+    ``scope`` is "" or "defaultonly"/"tableonly" from @defaultonly/@tableonly.
+
+    ``args`` binds the action's directional parameters, in order, when the list names the
+    action with arguments (``actions = { setbyte(hdr.data.b1); }``): l-values for out/inout,
+    any expression for in. Whenever the table runs this action (entry, default action, const
+    entry), these are its leading arguments and the control plane supplies only the data
+    parameters. Empty for the usual plain reference. (Added for p4c-testdata programs; the front
+    end produces it only where the pipeline executes it, see ``frontend.elaborate``.)"""
 
     action: str
     scope: str = ""
     annotations: dict[str, str] = field(default_factory=dict)
+    args: list[Expr] = field(default_factory=list)
 
 
 @dataclass

@@ -32,6 +32,10 @@ from p4switch.frontend.types import (
     wrap,
 )
 
+#: Whether table actions lists may bind directional action arguments (``ir.ActionRef.args``).
+#: Off until p4switch's pipeline executes them: such programs get a clear error instead.
+BOUND_ACTION_ARGS = False
+
 V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 
 _BOOL = ir.BoolType()
@@ -1097,7 +1101,7 @@ class Elaborator:
             elif p.data == "actions_prop":
                 once("actions", p)
                 for ar in p.children:
-                    table.actions.append(self.action_ref(ar, scope, table))
+                    table.actions.append(self.action_ref(ar, scope, ctx, table))
         if "actions" not in seen:
             raise self.err(name, f"table '{n}' has no actions property")
         lpm = [k for k in table.keys if k.match_kind == "lpm"]
@@ -1176,23 +1180,42 @@ class Elaborator:
         name = annos.get("name") or expr_text(expr_t)
         return ir.TableKey(e, kind, name, annos)
 
-    def action_ref(self, ar: Tree, scope: Scope, table: ir.Table) -> ir.ActionRef:
+    def action_ref(self, ar: Tree, scope: Scope, ctx: BlockCtx,
+                   table: ir.Table) -> ir.ActionRef:
         annos_t, name, args = ar.children
         annos = self.annotations(annos_t)
         b = scope.lookup(_name(name))
         if not isinstance(b, ActionB):
             raise self.err(name, f"'{_name(name)}' is not an action")
         action = self.actions[b.key]
-        if args is not None and args.children:
-            raise self.err(args, unsupported("binding action arguments in a table's actions "
-                                             "list"))
-        if any(p.direction for p in action.params):
-            raise self.err(name, unsupported("actions with directional parameters in tables"))
+        an = _name(name)
+        directional = [p for p in action.params if p.direction]
+        bound: list[ir.Expr] = []
+        raw = self.arg_list(args)
+        if raw or directional:
+            # `actions = { setbyte(hdr.data.b1); }`: the directional parameters are bound here
+            if len(raw) != len(directional):
+                raise self.err(name, f"action '{an}' in the actions list of table "
+                                     f"'{table.name}' needs {len(directional)} argument(s) for "
+                                     f"its directional parameters, got {len(raw)}")
+            what = f"action '{an}'"
+            for p, a in zip(directional, self.bind(raw, [p.name for p in directional], what),
+                            strict=True):
+                e = self.coerce(self.expr(a, scope, ctx), p.type, a,
+                                f"argument '{p.name}' of '{an}'")
+                if p.direction in ("out", "inout"):
+                    self.check_lvalue(e, a, scope)
+                bound.append(e)
+            if not BOUND_ACTION_ARGS:
+                raise self.err(args if args is not None else name, unsupported(
+                    f"binding directional action arguments in a table's actions list "
+                    f"('{expr_text(ar.children[1])}(...)')") + " yet (its pipeline does not "
+                    "execute them); declare an action without directional parameters instead")
         if any(r.action == b.key for r in table.actions):
-            raise self.err(name, f"action '{_name(name)}' listed twice")
+            raise self.err(name, f"action '{an}' listed twice")
         scope_kw = "defaultonly" if "defaultonly" in annos else (
             "tableonly" if "tableonly" in annos else "")
-        return ir.ActionRef(b.key, scope_kw, annos)
+        return ir.ActionRef(b.key, scope_kw, annos, bound)
 
     def bound_action(self, value: Tree, scope: Scope, ctx: BlockCtx, table: ir.Table,
                      default: bool = False, name_node: object = None,

@@ -214,3 +214,45 @@ def test_block_parameter_directions_must_match_the_package() -> None:
     assert err.message == ("parameter 'hdr' of 'VC' is 'in', but VerifyChecksum declares it "
                            "'inout': the directions must match (p4c rejects this too)")
     assert err.loc.line == line_of(text, "V1Switch(")
+
+
+# ------------------------------------------------------------------ bound action arguments
+
+_BOUND = (
+    "action setbyte(out bit<8> dst, bit<8> val) { dst = val; }\n"
+    "table t { key = { meta.m16: ternary; }\n"
+    "          actions = { setbyte(hdr.ipv4.ttl); NoAction; } default_action = NoAction(); }\n"
+    "apply { t.apply(); }")
+
+
+def test_bound_action_arguments_are_refused_clearly_while_the_pipeline_lacks_them() -> None:
+    text = ingress_program(_BOUND)
+    err = compile_error(text)
+    assert err.message.startswith("binding directional action arguments in a table's actions "
+                                  "list ('setbyte(...)') is not supported by p4switch yet")
+    assert (err.loc.line, err.loc.col) == (line_of(text, "setbyte(hdr.ipv4.ttl)"), 31)
+
+
+def test_bound_action_arguments_ir_shape(monkeypatch) -> None:  # noqa: ANN001
+    from p4switch.frontend import elaborate
+
+    monkeypatch.setattr(elaborate, "BOUND_ACTION_ARGS", True)
+    prog = compile_ingress(_BOUND)
+    ref = prog.controls["I"].tables["t"].actions[0]
+    assert ref.action == "I.setbyte"
+    (arg,) = ref.args
+    assert isinstance(arg, ir.Member) and arg.field == "ttl" and arg.type == B8
+    assert [p.name for p in prog.actions["I.setbyte"].data_params] == ["val"]
+
+
+def test_bound_action_arguments_are_checked() -> None:
+    err = compile_error(ingress_program(
+        "action setbyte(out bit<8> dst, bit<8> val) { dst = val; }\n"
+        "table t { key = { meta.m16: exact; } actions = { setbyte; } }\napply { t.apply(); }"))
+    assert err.message == ("action 'setbyte' in the actions list of table 't' needs 1 "
+                           "argument(s) for its directional parameters, got 0")
+    err = compile_error(ingress_program(
+        "action setbyte(out bit<8> dst, bit<8> val) { dst = val; }\n"
+        "table t { key = { meta.m16: exact; } actions = { setbyte(8w1); } }\n"
+        "apply { t.apply(); }"))
+    assert err.message == "'8w1' cannot be written to"
