@@ -1913,7 +1913,9 @@ class Elaborator:
             e.type.name == t.name
         ):
             return e
-        raise self.err(node, f"{what}: expected {t}, got {e.type}")
+        hint = f" (convert with a cast: ({t})...)" if isinstance(t, ir.BitsType) and isinstance(
+            e.type, ir.BitsType) else ""
+        raise self.err(node, f"{what}: expected {t}, got {e.type}{hint}")
 
     def cast(self, e: ir.Expr, t: object, node: Tree) -> ir.Expr:
         src = e.type

@@ -51,6 +51,12 @@ _KEYWORDS = {
 }
 
 
+#: keywords that start a top-level or block-level declaration (after a missing "}")
+_BLOCK_KEYWORDS = {"control", "parser", "header", "struct", "action", "table", "state",
+                   "extern", "typedef", "const", "enum", "apply", "package", "error",
+                   "match_kind", "header_union"}
+
+
 def _is_ident(tok: Token) -> bool:
     return tok.type == "IDENTIFIER"
 
@@ -346,6 +352,19 @@ def parse(pp: Preprocessed) -> Tree:
             raise pp.error(loc, "syntax error: a table declaration has no parameter list: write "
                                 "'table name { ... }' (p4c rejects 'table name() { ... }' too)"
                            ) from None
+        expected = set(e.expected or ())
+        end = len(pp.text[:tok.start_pos or 0].rstrip())
+        if ("SEMICOLON" in expected and tok.type != "$END" and end > 0
+                and pp.text[end - 1] not in "{};"):
+            # a missing ';' is noticed at the next token, often on the next line: point just
+            # after the token it should follow, as C compilers do
+            eline = pp.text.count("\n", 0, end) + 1
+            ecol = end - (pp.text.rfind("\n", 0, end) + 1) + 1
+            raise pp.error(pp.locate(eline, ecol),
+                           f"syntax error: expected ';' before {_describe(tok)}") from None
+        if "RBRACE" in expected and tok.value in _BLOCK_KEYWORDS and tok.type != "IDENTIFIER":
+            raise pp.error(loc, f"syntax error: unexpected '{tok.value}' (is a '}}' missing "
+                                "before it?)") from None
         if tok.value in _KEYWORDS and tok.type not in ("STRING_LITERAL", "IDENTIFIER"):
             raise pp.error(loc, f"syntax error: unexpected '{tok.value}' ('{tok.value}' is a P4 "
                                 "keyword and cannot be used as a name)") from None

@@ -256,3 +256,29 @@ def test_bound_action_arguments_are_checked() -> None:
         "table t { key = { meta.m16: exact; } actions = { setbyte(8w1); } }\n"
         "apply { t.apply(); }"))
     assert err.message == "'8w1' cannot be written to"
+
+
+# ------------------------------------------------------------------ error quality
+
+
+def test_missing_semicolon_points_after_the_statement() -> None:
+    text = ingress_program("apply {\n    meta.m8 = meta.m8 + 1\n}")
+    err = compile_error(text)
+    line = line_of(text, "meta.m8 = meta.m8 + 1")
+    assert (err.loc.line, err.loc.col) == (line, len("    meta.m8 = meta.m8 + 1") + 1)
+    assert err.message == "syntax error: expected ';' before '}'"
+
+
+def test_missing_closing_brace_is_suggested() -> None:
+    text = ingress_program("apply {\n    if (meta.flag) {\n        meta.m8 = 1;\n}")
+    err = compile_error(text)
+    assert err.message == "syntax error: unexpected 'control' (is a '}' missing before it?)"
+    assert (err.loc.line, err.loc.col) == (line_of(text, "control VC("), 1)
+
+
+def test_width_mismatch_suggests_a_cast() -> None:
+    text = ingress_program("apply {\n    meta.m16 = hdr.ipv4.srcAddr;\n}")
+    err = compile_error(text)
+    assert err.message == ("assignment: expected bit<16>, got bit<32> (convert with a cast: "
+                           "(bit<16>)...)")
+    assert (err.loc.line, err.loc.col) == (line_of(text, "meta.m16 ="), 16)

@@ -12,8 +12,15 @@ from p4switch.frontend import P4CompileError, compile_source
 def test_error_format_has_location_source_line_and_caret() -> None:
     text = "header h_t {\n    bit<8> a\n}\n"
     err = compile_error(text, "bad.p4")
-    assert (err.loc.file, err.loc.line, err.loc.col) == ("bad.p4", 3, 1)
-    assert str(err) == "bad.p4:3:1: error: syntax error: unexpected '}'\n}\n^"
+    # a missing ';' is reported right after the token it should follow, not at the next line
+    assert (err.loc.file, err.loc.line, err.loc.col) == ("bad.p4", 2, 13)
+    assert str(err) == ("bad.p4:2:13: error: syntax error: expected ';' before '}'\n"
+                        "    bit<8> a\n            ^")
+
+
+def test_unexpected_token_without_a_missing_semicolon() -> None:
+    err = compile_error("header h_t {\n    bit<8> a;\n}}\n", "bad.p4")
+    assert str(err) == "bad.p4:3:2: error: syntax error: unexpected '}'\n}}\n ^"
 
 
 @pytest.mark.parametrize(
