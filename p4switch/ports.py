@@ -71,6 +71,10 @@ class Port:
     """Base of all ports. ``max_frame`` bounds accepted frame sizes (oversized -> counted)."""
 
     kind = "port"
+    raw_send: Callable[[bytes], object] | None = None
+    """The transmit primitive the switch's inline path may call directly (no pcap, no counters:
+    the switch counts per batch); it raises OSError when the frame was not taken, and the
+    switch then falls back to ``send``. None: always use ``send``."""
 
     def __init__(self, number: int, name: str, max_frame: int = 1500 + 18) -> None:
         if not 0 <= number < 512:
@@ -181,6 +185,7 @@ class RawPort(Port):
         # a buffer one byte larger than anything acceptable: a frame that fills it is oversized
         self._bufsize = max(self.max_frame + 1, 2048)
         self._sendfn = sock.send
+        self.raw_send = sock.send
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -199,9 +204,10 @@ class RawPort(Port):
                     out.append(data)
             return out
         recv = self.sock.recv
-        while len(out) < max_frames:
+        append = out.append
+        for _ in range(max_frames):  # until EAGAIN, bounded
             try:
-                out.append(recv(bufsize))
+                append(recv(bufsize))
             except (BlockingIOError, InterruptedError):
                 break
         return out
@@ -254,6 +260,7 @@ class MemoryPort(Port):
         self._on_send = on_send
         self.sent: list[bytes] = []
         self._cv = threading.Condition()
+        self.raw_send = self._send
 
     def fileno(self) -> int:
         return self._efd

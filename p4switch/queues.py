@@ -205,6 +205,13 @@ class EgressQueues:
             self._depths[port] = depth
             self.get(port).set_depth(depth)
 
+    def all_unlimited(self) -> bool:
+        """No queue has (or will be created with) a rate: none can ever hold a packet, so the
+        switch may run ingress and egress back to back (``Pipeline.process``)."""
+        if self.default_rate is not None or any(r and r > 0 for r in self._rates.values()):
+            return False
+        return not any(q.limited for q in self.queues.values())
+
     def flush(self) -> int:
         n = sum(q.flush() for q in self.queues.values())
         self.backlogged.clear()

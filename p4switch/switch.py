@@ -42,6 +42,10 @@ DROP_PORT = 511
 BATCH = 64
 """Frames read from one port per loop round: large enough to amortise the poll, small enough that
 other ports and control-plane writes are served promptly."""
+FAST_PATH = "process_fast"
+"""Name of the pipeline's optional fast path: ``(data, port, now_us)`` → ``(egress_port, bytes)``
+for a packet with exactly one output and nothing else to report, else a ``Drop`` or a
+``ProcessResult``. Used instead of ``process`` when every queue is unlimited."""
 _MAX_IDLE_WAIT = 0.5
 _MAX_ERROR_LOGS = 20
 _MALFORMED_REASONS = frozenset({"parser_error", "error"})
@@ -108,6 +112,11 @@ class Switch:
         self._pending_digests: list[api.Digest] = []
         self._busy = False  # the loop is between poll() returns (idle detection for tests)
         self._error_logs = 0
+        # hot-path state, kept current by add_port / set_pipeline / set_queue_rate (lock held)
+        self._tx_fast: dict[int, Callable[[bytes], Any]] = {}  # port -> its socket's send
+        self._tx_pending: dict[int, list[int]] = {}  # port -> [queued, sent, bytes] this batch
+        self._inline = self.queues.all_unlimited()  # no queue can hold a packet
+        self._fast: Callable[..., Any] | None = None  # the pipeline's fast path, if offered
 
     # clock ---------------------------------------------------------------------------------
     def now_us(self) -> int:
@@ -128,6 +137,8 @@ class Switch:
                 port.capture(self.pcap_dir)
             self.ports[port.number] = port
             self._fd_ports[port.fileno()] = port
+            if port.raw_send is not None and port.pcap_out is None:
+                self._tx_fast[port.number] = port.raw_send
             if self._epoll is not None:
                 self._epoll.register(port.fileno(), select.EPOLLIN)
         log.info("port %s attached (%s)", port.describe(), port.kind)
@@ -143,6 +154,7 @@ class Switch:
         """Service rate in packets/s for one port's queue, or all when ``port`` is None."""
         with self.lock:
             self.queues.set_rate(port, rate_pps)
+            self._inline = self.queues.all_unlimited()
         self._wake()
 
     def set_queue_depth(self, port: int | None, depth: int) -> None:
@@ -170,6 +182,7 @@ class Switch:
             self.counters.flushed += flushed
             self.pipeline = pipeline
             self.program = program
+            self._fast = getattr(pipeline, FAST_PATH, None)
         if flushed:
             log.info("program swap flushed %d queued packets", flushed)
 
@@ -339,6 +352,7 @@ class Switch:
         queues = self.queues
         lock = self.lock
         now_us = self.now_us
+        run_batch = self._run_batch
         while not self._stopping:
             timeout = _MAX_IDLE_WAIT
             if queues.backlogged:
@@ -351,25 +365,41 @@ class Switch:
             except InterruptedError:
                 continue
             self._busy = True
-            with lock:
+            for fd, _ev in events:
+                if fd == wake_fd:
+                    try:
+                        os.eventfd_read(wake_fd)
+                    except BlockingIOError:
+                        pass
+                    continue
+                port = fd_ports.get(fd)
+                if port is None:
+                    continue
+                # the socket read needs no lock: only this thread reads ports
                 try:
-                    for fd, _ev in events:
-                        if fd == wake_fd:
-                            try:
-                                os.eventfd_read(wake_fd)
-                            except BlockingIOError:
-                                pass
-                            continue
-                        port = fd_ports.get(fd)
-                        if port is not None:
-                            self._receive(port)
-                    if self._inject:
-                        self._drain_injected()
-                    if queues.backlogged:
-                        self._serve_queues()
-                except Exception:  # never let one bad frame or bug kill the switch
-                    self.counters.pipeline_errors += 1
-                    self._log_error("packet loop error")
+                    frames = port.recv_batch(BATCH)
+                except OSError:
+                    port.stats.rx_errors += 1
+                    self._log_error(f"receive error on port {port.describe()}")
+                    continue
+                if not frames:
+                    continue
+                with lock:  # once per batch (<= BATCH frames): bounded control-plane latency
+                    try:
+                        run_batch(port, frames)
+                    except Exception:  # never let one bad frame or bug kill the switch
+                        self.counters.pipeline_errors += 1
+                        self._log_error("packet loop error")
+            if self._inject or queues.backlogged:
+                with lock:
+                    try:
+                        if self._inject:
+                            self._drain_injected()
+                        if queues.backlogged:
+                            self._serve_queues()
+                    except Exception:
+                        self.counters.pipeline_errors += 1
+                        self._log_error("packet loop error")
             if self._pending_packet_in or self._pending_digests:
                 self._dispatch_listeners()
         self._busy = False
@@ -379,43 +409,200 @@ class Switch:
             self._error_logs += 1
             log.exception("%s (logged %d/%d)", what, self._error_logs, _MAX_ERROR_LOGS)
 
-    def _receive(self, port: Port) -> None:
-        """Read one batch from ``port`` and run each frame through ingress (lock held).
+    def _run_batch(self, port: Port, frames: list[bytes]) -> None:
+        """Account one received batch and run its frames through the pipeline (lock held).
 
-        This is the hot path: the common case (no drops/digests/logs, an unlimited and empty
-        queue) is handled inline with local names; everything else goes to the general
-        helpers."""
-        try:
-            frames = port.recv_batch(BATCH)
-        except OSError:
-            port.stats.rx_errors += 1
-            self._log_error(f"receive error on port {port.describe()}")
+        Counters that every frame touches are computed per batch at C speed (``sum``/``min``/
+        ``max`` over the lengths); frames too short or too long are filtered only when the batch
+        holds one. Then one of two paths:
+
+        * inline (every queue unlimited and empty — they would never hold a packet): the
+          pipeline's ``process`` (ingress and egress with empty queues, the metadata an
+          unlimited queue reports), or its fused fast path when it offers one, and the outputs
+          go straight to the sockets;
+        * queued (some queue has a rate or a backlog): ``ingress`` → queue → ``egress``.
+        """
+        st = port.stats
+        lens = list(map(len, frames))
+        st.rx_packets += len(frames)
+        st.rx_bytes += sum(lens)
+        pcap_in = port.pcap_in
+        if pcap_in is not None:
+            for data in frames:
+                pcap_in.write(data)
+        if min(lens) < MIN_FRAME or max(lens) > port.max_frame:
+            frames = self._size_filter(port, frames)
+            if not frames:
+                return
+        pipeline = self.pipeline
+        if pipeline is None:
+            self.counters.no_program += len(frames)
             return
+        if self._inline and not self.queues.backlogged:
+            fast = self._fast
+            if fast is not None:
+                self._run_fast(port, frames, fast)
+                return
+            process = getattr(pipeline, "process", None)
+            if process is not None:
+                self._run_process(port, frames, process)
+                return
+        self._run_queued(port, frames, pipeline)
+
+    @staticmethod
+    def _size_filter(port: Port, frames: list[bytes]) -> list[bytes]:
         st = port.stats
         max_frame = port.max_frame
-        pcap_in = port.pcap_in
+        ok = []
+        for data in frames:
+            n = len(data)
+            if n < MIN_FRAME:
+                st.rx_too_short += 1
+            elif n > max_frame:
+                st.rx_oversized += 1
+            else:
+                ok.append(data)
+        return ok
+
+    def _run_process(self, port: Port, frames: list[bytes], process: Callable[..., Any]) -> None:
+        """Inline path through ``pipeline.process``: one result object per frame."""
+        st = port.stats
         number = port.number
-        pipeline = self.pipeline
-        ingress = pipeline.ingress if pipeline is not None else None
+        monotonic_ns = time.monotonic_ns
+        t0 = self._t0_ns
+        out_to = self._out_to
+        for data in frames:
+            try:
+                res = process(data, number, (monotonic_ns() - t0) // 1000)
+            except Exception:
+                self.counters.pipeline_errors += 1
+                st.rx_errors += 1
+                self._log_error(f"pipeline raised on a frame from port {number}")
+                continue
+            if res.drops or res.digests or res.logs:
+                self._ingress_extras(res, st)
+            for out in res.outputs:
+                out_to(out.port, out.data)
+        self._flush_tx()
+
+    def _run_fast(self, port: Port, frames: list[bytes], fast: Callable[..., Any]) -> None:
+        """Inline path through the pipeline's fast path: a plain ``(port, bytes)`` tuple for
+        the common one-output case, an api result otherwise. The tx counters of a run of
+        frames to the same port live in local ints and are added to the port's and queue's
+        counters when the run ends (``_tx_flush``)."""
+        st = port.stats
+        number = port.number
+        monotonic_ns = time.monotonic_ns
+        t0 = self._t0_ns
+        tx_fast = self._tx_fast
+        out_to = self._out_to
+        last = -1
+        lsend: Any = None
+        lq = lcnt = lbytes = 0
+        for data in frames:
+            try:
+                r = fast(data, number, (monotonic_ns() - t0) // 1000)
+            except Exception:
+                self.counters.pipeline_errors += 1
+                st.rx_errors += 1
+                self._log_error(f"pipeline raised on a frame from port {number}")
+                continue
+            if r.__class__ is tuple:
+                op, out = r
+                if op != last:
+                    if lq:
+                        self._tx_add(last, lq, lcnt, lbytes)
+                        lq = lcnt = lbytes = 0
+                    lsend = tx_fast.get(op)
+                    if lsend is None:
+                        last = -1
+                        out_to(op, out)
+                        continue
+                    last = op
+                lq += 1
+                try:
+                    lsend(out)
+                except OSError:  # buffer full (wait for room) or refused: the careful path
+                    self.ports[op].send(out)
+                    continue
+                lcnt += 1
+                lbytes += len(out)
+            else:
+                if lq:
+                    self._tx_add(last, lq, lcnt, lbytes)
+                    lq = lcnt = lbytes = 0
+                    last = -1
+                self._fast_other(r, st)
+        if lq:
+            self._tx_add(last, lq, lcnt, lbytes)
+        self._flush_tx()
+
+    def _fast_other(self, r: Any, st: Any) -> None:
+        """A fast-path result that is not a single output: a ``Drop`` or a full result."""
+        if isinstance(r, api.Drop):
+            self._count_drop(r, st)
+            return
+        if r.drops or r.digests or r.logs:
+            self._ingress_extras(r, st)
+        for out in r.outputs:
+            self._out_to(out.port, out.data)
+
+    def _out_to(self, port: int, data: bytes) -> None:
+        """Send one inline output (the queue it passes counts it); tx counters are batched."""
+        pend = self._tx_pending.get(port)
+        if pend is None:
+            pend = self._tx_pending[port] = [0, 0, 0]
+        pend[0] += 1
+        send = self._tx_fast.get(port)
+        if send is not None:
+            try:
+                send(data)
+            except OSError:
+                self.ports[port].send(data)
+                return
+            pend[1] += 1
+            pend[2] += len(data)
+        else:
+            self._transmit(port, data)
+
+    def _tx_add(self, port: int, queued: int, sent: int, nbytes: int) -> None:
+        pend = self._tx_pending.get(port)
+        if pend is None:
+            pend = self._tx_pending[port] = [0, 0, 0]
+        pend[0] += queued
+        pend[1] += sent
+        pend[2] += nbytes
+
+    def _flush_tx(self) -> None:
+        """Add the batch's inline outputs to port and queue counters (an unlimited queue passes
+        every packet straight through: depth 1 at most)."""
+        pending = self._tx_pending
+        if not pending:
+            return
+        queues = self.queues
+        ports = self.ports
+        for port, (queued, sent, nbytes) in pending.items():
+            qs = queues.get(port).stats
+            qs.enqueued += queued
+            qs.dequeued += queued
+            if not qs.max_depth_seen:
+                qs.max_depth_seen = 1
+            if sent:
+                pst = ports[port].stats
+                pst.tx_packets += sent
+                pst.tx_bytes += nbytes
+        pending.clear()
+
+    def _run_queued(self, port: Port, frames: list[bytes], pipeline: Any) -> None:
+        """The general path: ingress → egress queue → (now or when due) egress → send."""
+        st = port.stats
+        number = port.number
+        ingress = pipeline.ingress
         monotonic_ns = time.monotonic_ns
         t0 = self._t0_ns
         qget = self.queues.queues.get
         egress = self._egress
         for data in frames:
-            n = len(data)
-            st.rx_packets += 1
-            st.rx_bytes += n
-            if pcap_in is not None:
-                pcap_in.write(data)
-            if n < MIN_FRAME:
-                st.rx_too_short += 1
-                continue
-            if n > max_frame:
-                st.rx_oversized += 1
-                continue
-            if ingress is None:
-                self.counters.no_program += 1
-                continue
             now = (monotonic_ns() - t0) // 1000
             try:
                 res = ingress(data, number, now)
@@ -473,21 +660,24 @@ class Switch:
         for job in res.jobs:
             self._enqueue(job, now)
 
-    def _ingress_extras(self, res: api.IngressResult, st: Any) -> None:
+    def _ingress_extras(self, res: Any, st: Any) -> None:
+        """Drops, digests and logs of an ingress (or inline process) result."""
         if res.drops:
-            drops = self.counters.drops
             for d in res.drops:
-                drops[d.reason] += 1
-                if st is not None:
-                    if d.reason in _MALFORMED_REASONS:
-                        st.rx_malformed += 1
-                    else:
-                        st.rx_dropped += 1
+                self._count_drop(d, st)
         if res.digests:
             self._pending_digests.extend(res.digests)
         if res.logs and log.isEnabledFor(logging.DEBUG):
             for line in res.logs:
                 log.debug("log_msg: %s", line)
+
+    def _count_drop(self, d: api.Drop, st: Any) -> None:
+        self.counters.drops[d.reason] += 1
+        if st is not None:
+            if d.reason in _MALFORMED_REASONS:
+                st.rx_malformed += 1
+            else:
+                st.rx_dropped += 1
 
     def _enqueue(self, job: api.EgressJob, now: int) -> None:
         queues = self.queues
