@@ -260,6 +260,15 @@ class PipelineAPI(Protocol):
 
     def process(self, data: bytes, port: int, now_us: int) -> ProcessResult: ...
 
+    def process_fast(
+        self, data: bytes, port: int, now_us: int
+    ) -> tuple[int, bytes] | Drop | ProcessResult:
+        """``process`` with the same state changes, minus the result objects where it can:
+        ``(egress_port, bytes)`` when the packet has exactly one output and nothing else to
+        report, the ``Drop`` when it has one drop and nothing else, else the ProcessResult.
+        Optional (drivers fall back to ``process``); for the switch's inline path."""
+        ...
+
     # names ---------------------------------------------------------------------------------
     def resolve(self, kind: str, name: str) -> str:
         """Full control-plane name for ``name`` (full or unambiguous dot-suffix) of ``kind``

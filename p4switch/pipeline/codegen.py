@@ -850,7 +850,11 @@ class BlockGen:
         """Emit the hash input and return an expression for the algorithm's value over it."""
         fn = self.algo_fn(algo)
         if fn == "_H_csum16" and not payload:
-            return f"_H_csum16_int({self.hash_input(data, align=16)})"
+            # csum16 inline: the ones'-complement sum of the words of x is x mod 0xFFFF, except
+            # that a non-zero x whose sum is a multiple of 0xFFFF sums to 0xFFFF (csum16_int)
+            b = self.hash_input(data, align=16)
+            self.w(f"{b} = {b} % 65535 or (65535 if {b} else 0)")
+            return f"(65535 - {b})"
         return f"{fn}({self.hash_input(data, payload=payload)})"
 
     # -- externs ---------------------------------------------------------------------------
@@ -883,8 +887,10 @@ class BlockGen:
                 v = f"({base_c} + {hv})"
             elif isinstance(mx, ir.Const):
                 v = f"({base_c} + {hv} % {max_c})"
-            else:
-                v = f"_hmod({base_c}, {hv}, {max_c})"
+            else:  # run-time max; 0 gives base + h (BMv2 would divide by zero)
+                h = self.mod.fresh("_hv")
+                self.w(f"{h} = {hv}")
+                v = f"({base_c} + ({h} % {max_c} if {max_c} else {h}))"
             self.assign(out, f"({v} & {_mask(wout)})")
         elif m in ("verify_checksum", "verify_checksum_with_payload"):
             cond, data, field, algo = a
@@ -1053,12 +1059,8 @@ class BlockGen:
                 ir.ListExpr([k.expr for k in sel], type=ir.TupleType(tuple(k.expr.type for k in sel)))
             )
             self.w(f"{ev} = {g}.lookup_sel({key}, {sb})")
-        elif state.mode == "exact":
-            d = self.mod.bind(state._exact, "TD")
-            self.w(f"{ev} = {d}.get({key})")
-            self.w(f"if {ev} is None: {ev} = {g}.default_hit")
         else:
-            self.w(f"{ev} = {g}.lookup({key})")
+            self.lookup_code(state, g, key, ev)
         if table.direct_counter or table.direct_meter:
             self.w(f"_n = {ev}[3]")
             if table.direct_counter:
@@ -1072,6 +1074,25 @@ class BlockGen:
         # every action of the table needs a function; the table state binds them after exec
         for ref in table.actions:
             self.action_fn(ref.action)
+
+    def lookup_code(self, state: Any, g: str, key: str, ev: str) -> None:
+        """``ev`` = the hit tuple of run-time table ``state`` (bound as ``g``) for ``key``:
+        exact tables probe their dict, single-key lpm tables their per-prefix-length dicts
+        (longest first) inline; anything else calls the table's lookup function."""
+        if state.mode == "exact":
+            d = self.mod.bind(state._exact, "TD")
+            self.w(f"{ev} = {d}.get({key})")
+            self.w(f"if {ev} is None: {ev} = {g}.default_hit")
+        elif state.mode == "lpm" and state.single:
+            k = self.mod.fresh("_lk")
+            self.w(f"{k} = {key}")
+            self.w(f"for _sh, _d in {g}.lpm_levels:")
+            self.w(f"    {ev} = _d.get({k} >> _sh)")
+            self.w(f"    if {ev} is not None: break")
+            self.w("else:")
+            self.w(f"    {ev} = {g}.default_hit")
+        else:
+            self.w(f"{ev} = {g}.lookup({key})")
 
     def table_fn(self, tname: str) -> str:
         """A function applying the table (for table applications inside expressions)."""

@@ -4,7 +4,8 @@
 general driver needs (ingress/egress split by queues, clones, multicast, resubmit, recirculate
 all copy or re-run those objects). Most programs use none of that in ``process()``: a packet
 is parsed, checked, forwarded once and deparsed. For those this module generates a single
-function ``(packet bytes, ingress port, now_us) -> (egress port, bytes) | Drop`` in which
+function ``(packet bytes, ingress port, now_us) -> ProcessResult`` (and a lean twin for
+``process_fast`` returning ``(egress port, bytes)`` or a ``Drop``) in which
 
 * every header field, header validity bit, user-metadata field and standard_metadata field is
   a Python local (``h_f_ipv4_f_ttl``, ``h_f_ipv4__v``, ``m_f_x``, ``s_f_egress_spec``): no
@@ -25,6 +26,8 @@ other than as an ``if`` condition. ``Pipeline`` then keeps using the general dri
 
 from __future__ import annotations
 
+import re
+import struct as _struct
 from collections.abc import Callable
 from typing import Any
 
@@ -270,12 +273,8 @@ class FusedBlockGen(BlockGen):
             sb = self.hash_input(ir.ListExpr(
                 [k.expr for k in sel], type=ir.TupleType(tuple(k.expr.type for k in sel))))
             self.w(f"{ev} = {g}.lookup_sel({key}, {sb})")
-        elif state.mode == "exact":
-            d = self.mod.bind(state._exact, "TD")
-            self.w(f"{ev} = {d}.get({key})")
-            self.w(f"if {ev} is None: {ev} = {g}.default_hit")
         else:
-            self.w(f"{ev} = {g}.lookup({key})")
+            self.lookup_code(state, g, key, ev)
         if table.direct_counter or table.direct_meter:
             self.w(f"_n = {ev}[3]")
             if table.direct_counter:
@@ -410,6 +409,100 @@ class FusedBlockGen(BlockGen):
         else:
             raise NotFusable(f"emit of {t}")
 
+    def emitted_headers(self) -> list[tuple[str, ir.HeaderType]] | None:
+        """The deparser's emits as (path, header type) in order, if its body is nothing but
+        emits of headers/structs of headers; None otherwise."""
+        out: list[tuple[str, ir.HeaderType]] = []
+
+        def add(e: ir.Expr) -> bool:
+            t = e.type
+            if isinstance(t, ir.HeaderType):
+                out.append((self.path(e), t))
+                return True
+            if isinstance(t, ir.StructType):
+                return all(add(ir.Member(e, f.name, type=f.type)) for f in t.fields)
+            return False
+
+        c = self.block
+        assert isinstance(c, ir.Control)
+        if c.locals or not all(isinstance(st, ir.Emit) and add(st.header) for st in c.body.stmts):
+            return None
+        return out
+
+    def gen_deparser_body(self, paths: list[list[str]]) -> list[str]:
+        """Deparser code leaving the packet in ``_data``. For each parser path (the headers it
+        extracts) the deparser would emit a fixed run of headers: when exactly those are valid,
+        the whole run is one precompiled ``struct.pack`` plus the payload."""
+        emitted = self.emitted_headers()
+        self.lines, self.ind = [], 0
+        first = True
+        if emitted:
+            seen: set[tuple[str, ...]] = set()
+            combos = []
+            for path in sorted(paths, key=len, reverse=True):
+                run = tuple(p for p, _ in emitted if p in path)
+                if run and run not in seen:
+                    seen.add(run)
+                    combos.append(run)
+            types = dict(emitted)
+            if len(types) != len(emitted):
+                combos = []  # a header emitted twice: keep the general code
+            for run in combos:
+                conds = [self.leaf(p + "__v", ir.BoolType()) if p in run
+                         else f"not {self.leaf(p + '__v', ir.BoolType())}" for p, _ in emitted]
+                fmt = "!"
+                args: list[str] = []
+                for p in run:
+                    t = types[p]
+                    if not t.fields:
+                        continue
+                    sname, _ = self.mod.layout(t)
+                    fmt += self.mod.globals[sname].format.lstrip("!")
+                    code = self.mod.pack_expr(
+                        t, p, lambda f, p=p: self.leaf(f"{p}_{fattr(f.name)}", f.type))
+                    args.append(code[code.index(".pack(") + 6:-1])
+                st = self.mod.bind(_struct.Struct(fmt), "ST")
+                self.w(f"{'if' if first else 'elif'} {' and '.join(conds)}:")
+                self.w(f"    _data = {st}.pack({', '.join(args)}) + _pkt[_ppos:]")
+                first = False
+        if not first:
+            self.w("else:")
+            self.ind += 1
+        self.w("_out = []")
+        for st in self.block.body.stmts:  # type: ignore[union-attr]
+            self.stmt(st)
+        self.w("_out.append(_pkt[_ppos:])")
+        self.w("_data = b''.join(_out)")
+        return self.lines
+
+    def parser_paths(self) -> list[list[str]]:
+        """The header paths each parser path extracts, in order (start to accept), for a
+        parser without loops whose extracts are top-level statements of states; [] if the
+        parser is not like that or has too many paths to be worth specialising."""
+        p = self.block
+        assert isinstance(p, ir.Parser)
+        out: list[list[str]] = []
+
+        def walk(name: str, acc: list[str], active: frozenset[str]) -> bool:
+            if name in ("accept", "reject"):
+                out.append(acc)
+                return len(out) <= 16
+            st = p.states.get(name)
+            if st is None or name in active:
+                return False
+            acc = list(acc)
+            for s in st.stmts:
+                if isinstance(s, ir.Extract):
+                    try:
+                        acc.append(self.path(s.header))
+                    except NotFusable:
+                        return False
+                elif _contains_extract(s):
+                    return False
+            return all(walk(n, acc, active | {name}) for n in dict.fromkeys(_successors(st.transition)))
+
+        return out if walk("start", [], frozenset()) else []
+
     def gen_control_body(self, wrap_exit: bool = True) -> list[str]:
         c = self.block
         assert isinstance(c, ir.Control)
@@ -433,6 +526,16 @@ def _table_hit(cond: ir.Expr) -> tuple[ir.TableHit, bool] | None:
     if isinstance(cond, ir.Unary) and cond.op == "!" and isinstance(cond.operand, ir.TableHit):
         return cond.operand, not cond.operand.negate
     return None
+
+
+def _contains_extract(s: ir.Stmt) -> bool:
+    if isinstance(s, ir.Extract):
+        return True
+    if isinstance(s, ir.Block):
+        return any(_contains_extract(x) for x in s.stmts)
+    if isinstance(s, ir.If):
+        return _contains_extract(s.then) or (s.else_ is not None and _contains_extract(s.else_))
+    return isinstance(s, ir.SwitchValue | ir.SwitchAction)
 
 
 def _has_return(b: ir.Stmt) -> bool:
@@ -472,6 +575,7 @@ def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
     name to its action key -> function name map (table hits carry those functions)."""
     leaves: dict[str, str] = {}
     bodies: dict[str, list[str]] = {}
+    paths: list[list[str]] = []
     for role in _ROLES:
         block = program.block(role)
         data = [p for p in block.params if not isinstance(p.type, ir.ExternType)]
@@ -486,6 +590,9 @@ def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
         )
         if role == "parser":
             bodies[role] = gen.gen_parser_body()
+            paths = gen.parser_paths()
+        elif role == "deparser":
+            bodies[role] = gen.gen_deparser_body(paths)
         else:
             bodies[role] = gen.gen_control_body(wrap_exit=role != "deparser")
         if gen.funcs:
@@ -540,13 +647,13 @@ def _assemble(fname: str, bodies: dict[str, list[str]], leaves: dict[str, str],
         w(f"{sm('checksum_error')} = _ckerr", 2)
     block("ingress", 2)
     w("except _Assert:")
-    w('    return _Drop("assert", "assert/assume failed in ingress")')
+    w('    return @@DROP("assert", "assert/assume failed in ingress")')
     w("except (_PErr, _PktErr, IndexError) as _x:")
-    w('    return _Drop("error", "ingress: " + _describe(_x))')
+    w('    return @@DROP("error", "ingress: " + _describe(_x))')
     spec = sm("egress_spec") or "0"
     if spec != "0":
         w(f"if {spec} == {drop_port}:")
-        w('    return _Drop("mark_to_drop")')
+        w('    return @@DROP("mark_to_drop")')
         w(f"_eport = {spec}")
     else:
         w("_eport = 0")
@@ -561,23 +668,25 @@ def _assemble(fname: str, bodies: dict[str, list[str]], leaves: dict[str, str],
     w("try:")
     block("egress", 2)
     w("except _Assert:")
-    w('    return _Drop("assert", "assert/assume failed in egress")')
+    w('    return @@DROP("assert", "assert/assume failed in egress")')
     w("except (_PErr, _PktErr, IndexError) as _x:")
-    w('    return _Drop("error", "egress: " + _describe(_x))')
+    w('    return @@DROP("error", "egress: " + _describe(_x))')
     if spec != "0":
         w(f"if {spec} == {drop_port}:")
-        w('    return _Drop("mark_to_drop", "dropped in egress")')
+        w('    return @@DROP("mark_to_drop", "dropped in egress")')
     w("try:")
     block("compute_checksum", 2)
-    w("_out = []", 2)
     block("deparser", 2)
     w("except (_PErr, _PktErr, IndexError) as _x:")
-    w('    return _Drop("error", "deparser: " + _describe(_x))')
-    w("_out.append(_pkt[_ppos:])")
-    w("_data = b''.join(_out)")
+    w('    return @@DROP("error", "deparser: " + _describe(_x))')
     if "_trunc" in text:
         w("if _trunc is not None and _trunc < len(_data):")
         w("    _data = _data[:_trunc]")
-    w("return (_eport, _data)")
+    w("return @@OUT")
     out.append("")
-    return out
+    src = "\n".join(out)
+    full = src.replace("@@OUT", "_PR([_Out(_eport, _data)])")
+    full = re.sub("@@DROP\\((.*)\\)$", r"_PR(drops=[_Drop(\1)])", full, flags=re.M)
+    lean = src.replace(f"def {fname}(", f"def {fname}_lean(").replace("@@OUT", "(_eport, _data)")
+    lean = re.sub("@@DROP\\((.*)\\)$", r"_Drop(\1)", lean, flags=re.M)
+    return [full, "", lean, ""]

@@ -208,7 +208,8 @@ class Pipeline:
             _mkh=runtime.mkh, _mks=runtime.mks, _eq=runtime.eq, _log=runtime.log,
             _look=lambda p, pos, n: runtime.look(p, pos, n, too_short),
             _random=lambda lo, hi: rng.randint(lo, hi) if hi >= lo else lo,
-            _digest=_digest, _Drop=Drop, _describe=self._describe, _ARet=runtime.ActionReturn,
+            _digest=_digest, _Drop=Drop, _PR=ProcessResult, _Out=Output,
+            _describe=self._describe, _ARet=runtime.ActionReturn,
         )
         ns = mod.compile(f"<p4switch:{prog.main_file or 'program'}>")
         self.source = mod.source
@@ -221,6 +222,7 @@ class Pipeline:
         self._hdr_cls, self._meta_cls, self._sm_cls = ns[hdr_cls], ns[meta_cls], ns[sm_cls]
         self._has_qid = "f_qid" in self._sm_cls._fields
         self._fused = ns.get("process_fused") if self.fused_reason is None else None
+        self._fused_lean = ns.get("process_fused_lean") if self.fused_reason is None else None
 
         for gen in gens:
             if not isinstance(gen.block, ir.Control):
@@ -497,14 +499,22 @@ class Pipeline:
         if fast is not None:
             if data.__class__ is not bytes:
                 data = bytes(data)
-            r = fast(data, port, now_us)
-            res = ProcessResult()
-            if r.__class__ is tuple:
-                res.outputs.append(Output(r[0], r[1]))
-            else:
-                res.drops.append(r)
-            return res
+            return fast(data, port, now_us)
         return self.process_general(data, port, now_us)
+
+    def process_fast(self, data: bytes, port: int,
+                     now_us: int) -> tuple[int, bytes] | Drop | ProcessResult:
+        """``process`` without result objects in the common cases (api.PipelineAPI)."""
+        lean = self._fused_lean
+        if lean is not None:
+            if data.__class__ is not bytes:
+                data = bytes(data)
+            return lean(data, port, now_us)
+        res = self.process_general(data, port, now_us)
+        if len(res.outputs) == 1 and not (res.drops or res.digests or res.logs):
+            out = res.outputs[0]
+            return (out.port, out.data)
+        return res
 
     def process_general(self, data: bytes, port: int, now_us: int) -> ProcessResult:
         """``process`` through the general driver (ingress, then egress per copy); the fused

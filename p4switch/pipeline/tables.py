@@ -133,7 +133,8 @@ class TableState:
         self._seq = 0
         self._exact: dict[Any, tuple[Any, ...]] = {}
         self._lpm: dict[int, dict[Any, tuple[Any, ...]]] = {}
-        self._lpm_levels: list[tuple[int, dict[Any, tuple[Any, ...]]]] = []
+        # (shift, dict) per prefix length in use, longest first: (key >> shift) -> hit
+        self.lpm_levels: list[tuple[int, dict[Any, tuple[Any, ...]]]] = []
         self._general: list[EntryState] = []
         self.lookup: Callable[[Any], tuple[Any, ...]] = lambda k: self.default_hit
         self._install_lookup()
@@ -450,6 +451,7 @@ class TableState:
         elif self.mode == "lpm":
             w = self.widths[self.lpm_pos]
             levels = [(w - plen, self._lpm[plen]) for plen in sorted(self._lpm, reverse=True)]
+            self.lpm_levels = levels  # probed inline by generated code (single-key tables)
             if self.single:
 
                 def lookup_lpm(k: Any) -> tuple[Any, ...]:

@@ -16,7 +16,14 @@ import pytest
 
 from p4switch.frontend import compile_file
 from p4switch.pipeline import Pipeline
-from p4switch.pipeline.api import ExactMatch, LpmMatch, ProcessResult, TableEntry
+from p4switch.pipeline.api import (
+    Drop,
+    ExactMatch,
+    LpmMatch,
+    Output,
+    ProcessResult,
+    TableEntry,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "programs"
@@ -29,7 +36,7 @@ GENERAL_ONLY = {"clone_e2e", "clone_i2e", "digest_log_drop", "multicast", "recir
 
 
 def _general(p: Pipeline) -> Pipeline:
-    p._fused = None
+    p._fused = p._fused_lean = None
     return p
 
 
@@ -83,6 +90,16 @@ def test_stf_program_fused_equals_general(prog: Path) -> None:
     result = runner.run(stf_parse.parse_stf(stf.read_text(), str(stf)))
     assert result.exit_code == 0, result
     assert pair.packets > 0
+
+
+def _as_result(r: object) -> ProcessResult:
+    """process_fast's answer as the ProcessResult process() gives."""
+    if isinstance(r, tuple):
+        return ProcessResult(outputs=[Output(*r)])
+    if isinstance(r, Drop):
+        return ProcessResult(drops=[r])
+    assert isinstance(r, ProcessResult)
+    return r
 
 
 def _ecmp_pipelines() -> tuple[Pipeline, Pipeline]:
@@ -146,6 +163,23 @@ def test_basic_random_and_malformed_packets_match() -> None:
         pkt = _random_packet(rnd)
         a, b = pipes[0].process(pkt, 1, i), pipes[1].process(pkt, 1, i)
         assert a == b, pkt.hex()
+    # process_fast: the same outputs as (port, bytes), with the same state changes
+    lean, full = (Pipeline(compile_file(BENCH / "bench_ecmp_flowlet.p4")) for _ in range(2))
+    for p in (lean, full):
+        p.table_add("ecmp_group", TableEntry(match={"hdr.ipv4.dstAddr": LpmMatch(0x0A010000, 16)},
+                                             action="set_ecmp_select",
+                                             params={"ecmp_base": 0, "ecmp_count": 1}))
+        p.table_add("ecmp_nhop", TableEntry(match={"meta.ecmp_select": ExactMatch(0)},
+                                            action="set_nhop", params={"nhop_dmac": 1, "port": 3}))
+    for i in range(500):
+        pkt = _random_packet(rnd)
+        assert _as_result(lean.process_fast(pkt, 2, i * 100)) == full.process(pkt, 2, i * 100)
+    assert lean.counter_read("port_pkts", 3) == full.counter_read("port_pkts", 3)
+    assert lean.counter_read("port_pkts", 3)[0] > 0
+    # the general driver's process_fast agrees too
+    g = _general(Pipeline(compile_file(BENCH / "bench_basic.p4")))
+    for pkt in (_random_packet(rnd) for _ in range(50)):
+        assert _as_result(g.process_fast(pkt, 1, 0)) == g.process(pkt, 1, 0)
     # bytearray/memoryview input is accepted like bytes
     pkt = _random_packet(rnd)
     assert pipes[0].process(bytearray(pkt), 1, 0) == pipes[1].process(pkt, 1, 0)
