@@ -53,8 +53,10 @@ class FusedBlockGen(BlockGen):
 
     def __init__(self, mod: Module, block: ir.Parser | ir.Control, *, kind: str, prefix: str,
                  roots: dict[str, str], leaves: dict[str, str], slow_fns: dict[str, str],
-                 plen: str, **kw: Any) -> None:
+                 plen: str, facts: _Facts, **kw: Any) -> None:
         super().__init__(mod, block, kind=kind, sm_var=None, **kw)
+        self.facts = facts
+        self.known: set[str] = set()  # header paths certainly valid at this point
         self.prefix = prefix
         self.roots = roots  # block parameter name -> root prefix ("h", "m", "s")
         self.leaves = leaves  # local name -> its per-packet initial value (shared)
@@ -116,7 +118,13 @@ class FusedBlockGen(BlockGen):
             if isinstance(e, ir.Member):
                 if isinstance(e.base.type, ir.StackType):
                     raise NotFusable("header stacks")
-                return self.leaf(f"{self.path(e.base)}_{fattr(e.field)}", t)
+                p = self.path(e.base)
+                name = self.leaf(f"{p}_{fattr(e.field)}", t)
+                if isinstance(e.base.type, ir.HeaderType):
+                    self.facts.fields[name] = p
+                    if not self.facts.guarded and not self.is_known(p):
+                        self.facts.unguarded.add(name)
+                return name
             return self.var(e.name)
         if isinstance(e, ir.IsValid):
             if not isinstance(e.header.type, ir.HeaderType):
@@ -132,6 +140,21 @@ class FusedBlockGen(BlockGen):
             raise NotFusable("header/struct list expression outside an assignment")
         return super().ex(e)
 
+    def is_known(self, p: str) -> bool:
+        """Header ``p`` is certainly valid here: it is inside an isValid() test (or after its
+        extract in the parser) and nothing ever invalidates or overwrites it as a whole."""
+        return p in self.known and p not in self.facts.touched
+
+    def flatten(self, e: ir.Expr) -> list[tuple[str, int, str | None]]:
+        # hash/checksum inputs read header fields only under a run-time validity test
+        self.facts.guarded += 1
+        try:
+            items = super().flatten(e)
+        finally:
+            self.facts.guarded -= 1
+        return [(c, w, None if v is not None and v.endswith("__v") and self.is_known(v[:-3])
+                 else v) for c, w, v in items]
+
     # -- statements ------------------------------------------------------------------------
     def assign(self, lhs: ir.Expr, rhs_code: str) -> None:
         if isinstance(lhs, ir.Member | ir.Var) and not isinstance(lhs, ir.Slice):
@@ -146,6 +169,9 @@ class FusedBlockGen(BlockGen):
         p = self.path(lhs)
         if p == _SM_ROOT:
             raise NotFusable("assignment of standard_metadata as a whole")
+        self.touch(p, lhs.type)
+        if not isinstance(rhs, ir.ListExpr):
+            self.touch(self.path(rhs), rhs.type)
         targets = self.leaves_of(p, lhs.type)
         if isinstance(rhs, ir.ListExpr):
             t = lhs.type
@@ -169,6 +195,14 @@ class FusedBlockGen(BlockGen):
             lhs_s = ", ".join(n for n, _ in targets)
             self.w(f"{lhs_s}, = ({', '.join(names)},)")
 
+    def touch(self, p: str, t: ir.Type) -> None:
+        """Header(s) at ``p`` get validity or fields other than by extract: never 'known'."""
+        if isinstance(t, ir.HeaderType):
+            self.facts.touched.add(p)
+        elif isinstance(t, ir.StructType):
+            for f in t.fields:
+                self.touch(f"{p}_{fattr(f.name)}", f.type)
+
     def init_agg(self, p: str, t: ir.Type) -> None:
         """A fresh local aggregate: headers invalid, fields zero."""
         targets = self.leaves_of(p, t)
@@ -182,6 +216,7 @@ class FusedBlockGen(BlockGen):
         elif isinstance(s, ir.VarDecl) and isinstance(s.type, _AGG):
             if isinstance(s.type, ir.StackType):
                 raise NotFusable("header stacks")
+            self.touch(self.var(s.name), s.type)
             if s.init is not None:
                 self.leaves_of(self.var(s.name), s.type)
                 self.agg_assign(ir.Var(s.name, type=s.type), s.init)
@@ -201,10 +236,25 @@ class FusedBlockGen(BlockGen):
                 self.stmts(s.else_.stmts)
                 self.ind -= 1
         elif isinstance(s, ir.HeaderMethod):
+            self.touch(self.path(s.header), s.header.type)
             v = self.ex(ir.IsValid(s.header, type=ir.BoolType()))
             if s.method not in ("setValid", "setInvalid"):
                 raise BuildError(f"unknown header method {s.method}")
             self.w(f"{v} = {s.method == 'setValid'}")
+        elif isinstance(s, ir.If) and _valid_terms(s.cond):
+            self.w(f"if {self.ex(s.cond)}:")
+            saved = set(self.known)
+            for h in _valid_terms(s.cond):
+                self.known.add(self.path(h))
+            self.ind += 1
+            self.stmts(s.then.stmts)
+            self.ind -= 1
+            self.known = saved
+            if s.else_ is not None and s.else_.stmts:
+                self.w("else:")
+                self.ind += 1
+                self.stmts(s.else_.stmts)
+                self.ind -= 1
         elif isinstance(s, ir.StackMethod):
             raise NotFusable("header stacks")
         elif isinstance(s, ir.Return):
@@ -222,6 +272,13 @@ class FusedBlockGen(BlockGen):
             sm = self.path(s.args[0]) if s.args else _SM_ROOT
             self.w(f"{self.leaf(sm + '_f_egress_spec', ir.BitsType(9))} = {self.drop_port}")
             self.w(f"{self.leaf(sm + '_f_mcast_grp', ir.BitsType(16))} = 0")
+            return
+        if s.instance is None and m.startswith(("verify_checksum", "update_checksum")):
+            # the checksum is computed only under its condition: headers it requires are valid
+            saved = set(self.known)
+            self.known.update(self.path(h) for h in _valid_terms(s.args[0]))
+            super().extern_call(s)
+            self.known = saved
             return
         super().extern_call(s)
 
@@ -356,8 +413,16 @@ class FusedBlockGen(BlockGen):
             self.w(f"{', '.join(targets)}, = {sname}.unpack_from(_pkt, _pos)")
             for line in after:
                 self.w(line)
+        for f in t.fields:
+            self.facts.fields[f"{p}_{fattr(f.name)}"] = p
         self.w(f"{self.leaf(p + '__v', ir.BoolType())} = True")
         self.w(f"_pos += {n}")
+        self.known.add(p)
+
+    def gen_state(self, name: str, active: set[str]) -> None:
+        saved = set(self.known)
+        super().gen_state(name, active)
+        self.known = saved
 
     def gen_parser_body(self) -> list[str]:
         p = self.block
@@ -385,6 +450,7 @@ class FusedBlockGen(BlockGen):
             for n, i in self.loop_states.items():
                 self.w(f"elif _st == {i}:")
                 self.ind += 1
+                self.known = set()
                 self.gen_state(n, set())
                 self.ind -= 1
             self.ind -= 1
@@ -528,6 +594,25 @@ def _table_hit(cond: ir.Expr) -> tuple[ir.TableHit, bool] | None:
     return None
 
 
+class _Facts:
+    """What one generation pass learns about the whole program (shared by all blocks)."""
+
+    def __init__(self, touched: set[str] | None = None) -> None:
+        self.touched: set[str] = set(touched or ())  # header paths set other than by extract
+        self.fields: dict[str, str] = {}  # header-field local -> header path
+        self.unguarded: set[str] = set()  # header-field locals read without a validity proof
+        self.guarded = 0  # > 0 while generating reads that test validity at run time
+
+
+def _valid_terms(cond: ir.Expr) -> list[ir.Expr]:
+    """Headers whose isValid() a condition requires (``a.isValid() && b.isValid() && ...``)."""
+    if isinstance(cond, ir.IsValid):
+        return [cond.header]
+    if isinstance(cond, ir.Binary) and cond.op == "&&":
+        return _valid_terms(cond.left) + _valid_terms(cond.right)
+    return []
+
+
 def _contains_extract(s: ir.Stmt) -> bool:
     if isinstance(s, ir.Extract):
         return True
@@ -573,6 +658,27 @@ def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
     """Source lines of ``fname(_pkt, _port, _now)`` for ``program`` (see the module docstring);
     NotFusable if the program needs the general driver. ``slow_fns`` maps each control's
     name to its action key -> function name map (table hits carry those functions)."""
+    # pass 1 finds the headers set other than by extract; pass 2 generates knowing them
+    facts = _Facts()
+    _generate(mod, program, facts, drop_port, slow_fns, resolve_instance, runtime_obj,
+              table_state)
+    facts = _Facts(facts.touched)
+    leaves, bodies = _generate(mod, program, facts, drop_port, slow_fns, resolve_instance,
+                               runtime_obj, table_state)
+    # a field of a header that only extract makes valid, read only where the header is valid,
+    # is always written before it is read: it needs no per-packet initial value
+    for name, p in facts.fields.items():
+        if p not in facts.touched and name not in facts.unguarded:
+            leaves.pop(name, None)
+    return _assemble(fname, bodies, leaves, drop_port)
+
+
+def _generate(mod: Module, program: ir.Program, facts: _Facts, drop_port: int,
+              slow_fns: dict[str, dict[str, str]],
+              resolve_instance: Callable[[ir.Parser | ir.Control, str], ir.ExternInstance],
+              runtime_obj: Callable[[ir.ExternInstance], Any],
+              table_state: Callable[[ir.Table], Any],
+              ) -> tuple[dict[str, str], dict[str, list[str]]]:
     leaves: dict[str, str] = {}
     bodies: dict[str, list[str]] = {}
     paths: list[list[str]] = []
@@ -585,6 +691,7 @@ def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
             mod, block, kind=kind, prefix=_PREFIX[role] + "_", roots=roots, leaves=leaves,
             slow_fns=slow_fns.get(block.name, {}),
             plen="_plen" if role in ("parser", "verify_checksum", "ingress") else "_eplen",
+            facts=facts,
             resolve_instance=lambda n, b=block: resolve_instance(b, n),
             runtime_obj=runtime_obj, table_state=table_state, drop_port=drop_port,
         )
@@ -597,7 +704,7 @@ def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
             bodies[role] = gen.gen_control_body(wrap_exit=role != "deparser")
         if gen.funcs:
             raise NotFusable("a block needs helper functions")
-    return _assemble(fname, bodies, leaves, drop_port)
+    return leaves, bodies
 
 
 def _assemble(fname: str, bodies: dict[str, list[str]], leaves: dict[str, str],

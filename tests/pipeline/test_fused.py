@@ -184,3 +184,46 @@ def test_basic_random_and_malformed_packets_match() -> None:
     pkt = _random_packet(rnd)
     assert pipes[0].process(bytearray(pkt), 1, 0) == pipes[1].process(pkt, 1, 0)
     assert pipes[0].process(memoryview(pkt), 1, 0) == pipes[1].process(pkt, 1, 0)
+
+
+UNGUARDED = """
+#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
+header ip_t { bit<8> ttl; bit<8> proto; bit<16> id; }
+struct h_t { eth_t eth; ip_t ip; }
+struct m_t { bit<8> x; bit<16> y; }
+parser P(packet_in pk, out h_t h, inout m_t m, inout standard_metadata_t sm) {
+    state start { pk.extract(h.eth); transition select(h.eth.type) { 0x0800: ip; default: accept; } }
+    state ip { pk.extract(h.ip); transition accept; }
+}
+control V(inout h_t h, inout m_t m) { apply { } }
+control I(inout h_t h, inout m_t m, inout standard_metadata_t sm) {
+    apply {
+        m.x = h.ip.ttl;  // read whether or not ip is valid: 0 when it is not
+        hash(m.y, HashAlgorithm.crc16, 16w0, { h.ip.ttl, h.ip.id, m.x }, 32w65536);
+        if (h.ip.isValid() && h.eth.isValid()) { h.ip.id = h.ip.id + 1; }
+        h.eth.type = (m.x ++ 8w0) ^ m.y;
+        sm.egress_spec = 1;
+    }
+}
+control E(inout h_t h, inout m_t m, inout standard_metadata_t sm) { apply { } }
+control C(inout h_t h, inout m_t m) { apply { } }
+control D(packet_out pk, in h_t h) { apply { pk.emit(h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_unguarded_reads_of_invalid_header_fields_are_zero() -> None:
+    from p4switch.frontend import compile_source
+
+    prog = compile_source(UNGUARDED, "unguarded.p4")
+    fused = Pipeline(prog)
+    general = _general(Pipeline(prog))
+    assert fused.fused_reason is None
+    rnd = random.Random(5)
+    for _ in range(300):
+        etype = rnd.choice((0x0800, 0x0800, 0x1234))
+        pkt = bytes(12) + struct.pack("!H", etype) + bytes(rnd.randrange(256) for _ in range(6))
+        pkt = pkt[: rnd.randrange(10, len(pkt) + 1)]
+        assert fused.process(pkt, 0, 0) == general.process(pkt, 0, 0), pkt.hex()
