@@ -50,6 +50,10 @@ class AgentConfig:
     nexthop_mac: str | None = None
     port: int = ROCEV2_PORT
     tick: float = 0.0005           # timer granularity for RTO and delayed ACKs
+    # TCP mode (tcpagent.py)
+    tcp_port: int = 4792           # listener port of every rank ...
+    tcp_ports: list[int] | None = None  # ... or one per rank (several agents on one address)
+    tcp_rate_bps: float | None = None   # SO_MAX_PACING_RATE of a flow (split over its QPs)
 
 
 @dataclass
@@ -308,13 +312,19 @@ class HostAgent:
         rx = self.rx.get((src, flow))
         return rx is not None and rx.done
 
+    def _send_done(self, flow: int) -> bool:
+        return flow in self.local_done or self.tx[flow].tx.done
+
+    def _rank_sends_done(self, r: int) -> bool:
+        return all(tf.tx.done for tf in self.tx.values() if tf.rank == r)
+
     def _advance(self, now: float) -> None:
         for r, st in self.state.items():
             prog = self.s.programs[r]
             while not st.done:
                 if st.pos >= len(prog):
                     # a rank is finished once its last step is and every send was acknowledged
-                    if not all(tf.tx.done for tf in self.tx.values() if tf.rank == r):
+                    if not self._rank_sends_done(r):
                         break
                     st.done = True
                     self.metrics[r].finish = self.wall(now)
@@ -337,9 +347,8 @@ class HostAgent:
                 if st.phase == "running":
                     if not all(self._recv_done(x.src, x.flow) for x in step.recvs):
                         break
-                    if step.wait_sends and not all(
-                            x.flow in self.local_done or self.tx[x.flow].tx.done
-                            for x in step.sends):
+                    if step.wait_sends and not all(self._send_done(x.flow)
+                                                   for x in step.sends):
                         break
                     self.metrics[r].steps.append(StepRecord(
                         rank=r, step=st.pos, label=step.label, collective=step.collective,

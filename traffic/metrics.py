@@ -37,6 +37,8 @@ class FlowRecord:
     nacks: int = 0
     acked_packets: int = 0
     local: bool = False
+    tcp: dict[str, Any] | None = None   # TCP mode: the sender's TCP_INFO, summed over QPs
+    connections: list[dict[str, Any]] = field(default_factory=list)  # TCP mode, per QP
 
     @property
     def fct(self) -> float | None:
@@ -60,6 +62,8 @@ class RecvRecord:
     reorder_distance: dict[int, int]
     start: float | None
     finish: float | None
+    tcp: dict[str, Any] | None = None   # TCP mode: the receiver's TCP_INFO, summed over QPs
+    connections: list[dict[str, Any]] = field(default_factory=list)  # TCP mode, per QP
 
 
 @dataclass
@@ -83,6 +87,7 @@ class RankMetrics:
     host: str
     job: int
     schedule: str
+    transport: str = "udp"
     start: float | None = None
     finish: float | None = None
     completed: bool = False
@@ -118,6 +123,30 @@ class RankMetrics:
             "reordered": sum(r.reordered for r in self.received),
             "duplicates": sum(r.duplicates for r in self.received),
             "duration": (self.finish - self.start) if self.finish and self.start else None,
+            **self.tcp_totals(),
+        }
+
+    def tcp_totals(self) -> dict[str, Any]:
+        """TCP mode: TCP_INFO counters summed over this rank's connections ({} in UDP mode).
+        Sender side: retransmissions, reordering events, D-SACKs, timeouts, the largest
+        reordering degree; receiver side: out-of-order segments queued."""
+        sent = [f.tcp for f in self.flows if f.tcp]
+        got = [r.tcp for r in self.received if r.tcp]
+        if not sent and not got:
+            return {}
+
+        def total(recs: list[dict[str, Any]], key: str) -> int | None:
+            vals = [x[key] for x in recs if x.get(key) is not None]
+            return sum(vals) if vals else None
+
+        reo = [x["reordering_max"] for x in sent if x.get("reordering_max") is not None]
+        return {
+            "tcp_total_retrans": total(sent, "total_retrans"),
+            "tcp_reord_seen": total(sent, "reord_seen"),
+            "tcp_dsack_dups": total(sent, "dsack_dups"),
+            "tcp_total_rto": total(sent, "total_rto"),
+            "tcp_reordering_max": max(reo) if reo else None,
+            "tcp_rcv_ooopack": total(got, "rcv_ooopack"),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -143,7 +172,8 @@ class RankMetrics:
         jp.write_text(json.dumps(self.to_json(), indent=1))
         cp = outdir / f"rank{self.rank}_flows.csv"
         cols = ["direction", "flow", "src", "dst", "bytes", "packets", "start", "finish", "fct",
-                "retransmissions", "timeouts", "reordered", "duplicates", "reorder_distance_max"]
+                "retransmissions", "timeouts", "reordered", "duplicates", "reorder_distance_max",
+                *(f"tcp_{k}" for k in _TCP_CSV)]
         with cp.open("w", newline="") as fh:
             w = csv.DictWriter(fh, cols)
             w.writeheader()
@@ -151,15 +181,25 @@ class RankMetrics:
                 w.writerow({"direction": "local" if f.local else "send", "flow": f.flow,
                             "src": f.src, "dst": f.dst, "bytes": f.bytes, "packets": f.packets,
                             "start": f.posted, "finish": f.finish, "fct": f.fct,
-                            "retransmissions": f.retransmissions, "timeouts": f.timeouts})
+                            "retransmissions": f.retransmissions, "timeouts": f.timeouts,
+                            **_tcp_cols(f.tcp)})
             for r in self.received:
                 w.writerow({"direction": "recv", "flow": r.flow, "src": r.src, "dst": r.dst,
                             "bytes": r.bytes, "packets": r.packets, "start": r.start,
                             "finish": r.finish,
                             "fct": (r.finish - r.start) if r.finish and r.start else None,
                             "reordered": r.reordered, "duplicates": r.duplicates,
-                            "reorder_distance_max": max(r.reorder_distance, default=0)})
+                            "reorder_distance_max": max(r.reorder_distance, default=0),
+                            **_tcp_cols(r.tcp)})
         return jp, cp
+
+
+_TCP_CSV = ("total_retrans", "reordering_max", "reord_seen", "dsack_dups", "rcv_ooopack",
+            "rtt_max")
+
+
+def _tcp_cols(tcp: dict[str, Any] | None) -> dict[str, Any]:
+    return {f"tcp_{k}": tcp.get(k) for k in _TCP_CSV} if tcp else {}
 
 
 def summarize(outdir: str | Path) -> dict[str, Any]:
@@ -186,4 +226,21 @@ def summarize(outdir: str | Path) -> dict[str, Any]:
         "flows_mismatched": sorted(f for f in sent if got.get(f) != sent[f]),
         "retransmissions": sum(r["totals"]["retransmissions"] for r in ranks),
         "reordered": sum(r["totals"]["reordered"] for r in ranks),
+        **_tcp_summary(ranks),
     }
+
+
+def _tcp_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Job-wide sums of the TCP mode's TCP_INFO counters (nothing for UDP runs)."""
+    keys = ("tcp_total_retrans", "tcp_reord_seen", "tcp_dsack_dups", "tcp_total_rto",
+            "tcp_rcv_ooopack")
+    tcp = [r["totals"] for r in ranks if "tcp_total_retrans" in r["totals"]]
+    if not tcp:
+        return {}
+    out: dict[str, Any] = {"transport": "tcp"}
+    for k in keys:
+        vals = [t[k] for t in tcp if t.get(k) is not None]
+        out[k] = sum(vals) if vals else None
+    reo = [t["tcp_reordering_max"] for t in tcp if t.get("tcp_reordering_max") is not None]
+    out["tcp_reordering_max"] = max(reo) if reo else None
+    return out
