@@ -33,7 +33,7 @@ from typing import Any
 from p4switch import ir
 from p4switch.pipeline import api
 from p4switch.pipeline.api import QueueingMetadata
-from p4switch.ports import MIN_FRAME, MemoryPort, Port, RawPort
+from p4switch.ports import MIN_FRAME, MemoryPort, Port, PortStats, RawPort
 from p4switch.queues import DEFAULT_QUEUE_DEPTH, EgressQueues, QueueStats
 
 log = logging.getLogger("p4switch")
@@ -68,6 +68,17 @@ class SwitchCounters:
     digests: int = 0
     flushed: int = 0  # queued packets discarded by a program load
     drops: Counter[str] = field(default_factory=Counter)  # pipeline Drop reasons
+
+
+def _count_tx(ps: PortStats, qs: QueueStats, queued: int, sent: int, nbytes: int) -> None:
+    """Add a run of inline outputs to a port's and its queue's counters (an unlimited queue
+    passes each packet straight through: depth 1 at most)."""
+    ps.tx_packets += sent
+    ps.tx_bytes += nbytes
+    qs.enqueued += queued
+    qs.dequeued += queued
+    if not qs.max_depth_seen:
+        qs.max_depth_seen = 1
 
 
 class Switch:
@@ -113,8 +124,8 @@ class Switch:
         self._busy = False  # the loop is between poll() returns (idle detection for tests)
         self._error_logs = 0
         # hot-path state, kept current by add_port / set_pipeline / set_queue_rate (lock held)
-        self._tx_fast: dict[int, Callable[[bytes], Any]] = {}  # port -> its socket's send
-        self._tx_pending: dict[int, list[int]] = {}  # port -> [queued, sent, bytes] this batch
+        # port -> (its socket's send, its counters, its queue's counters): the inline path
+        self._tx: dict[int, tuple[Callable[[bytes], Any], PortStats, QueueStats]] = {}
         self._inline = self.queues.all_unlimited()  # no queue can hold a packet
         self._fast: Callable[..., Any] | None = None  # the pipeline's fast path, if offered
 
@@ -138,7 +149,8 @@ class Switch:
             self.ports[port.number] = port
             self._fd_ports[port.fileno()] = port
             if port.raw_send is not None and port.pcap_out is None:
-                self._tx_fast[port.number] = port.raw_send
+                qstats = self.queues.get(port.number).stats
+                self._tx[port.number] = (port.raw_send, port.stats, qstats)
             if self._epoll is not None:
                 self._epoll.register(port.fileno(), select.EPOLLIN)
         log.info("port %s attached (%s)", port.describe(), port.kind)
@@ -414,13 +426,11 @@ class Switch:
 
         Counters that every frame touches are computed per batch at C speed (``sum``/``min``/
         ``max`` over the lengths); frames too short or too long are filtered only when the batch
-        holds one. Then one of two paths:
-
-        * inline (every queue unlimited and empty — they would never hold a packet): the
-          pipeline's ``process`` (ingress and egress with empty queues, the metadata an
-          unlimited queue reports), or its fused fast path when it offers one, and the outputs
-          go straight to the sockets;
-        * queued (some queue has a rate or a backlog): ``ingress`` → queue → ``egress``.
+        holds one. When every queue is unlimited and empty (no queue would ever hold a packet)
+        frames run inline: the pipeline's fast path (this function's loop: the common
+        one-output result is a plain tuple, sent with the port's socket directly, and the tx and
+        queue counters of a run of frames to the same port are local ints added when the run
+        ends), else its ``process``. Otherwise: ingress → queue → egress (``_run_queued``).
         """
         st = port.stats
         lens = list(map(len, frames))
@@ -438,16 +448,64 @@ class Switch:
         if pipeline is None:
             self.counters.no_program += len(frames)
             return
-        if self._inline and not self.queues.backlogged:
-            fast = self._fast
-            if fast is not None:
-                self._run_fast(port, frames, fast)
-                return
-            process = getattr(pipeline, "process", None)
-            if process is not None:
-                self._run_process(port, frames, process)
-                return
-        self._run_queued(port, frames, pipeline)
+        fast = self._fast
+        if fast is None or not self._inline or self.queues.backlogged:
+            if self._inline and not self.queues.backlogged and hasattr(pipeline, "process"):
+                self._run_process(port, frames, pipeline.process)
+            else:
+                self._run_queued(port, frames, pipeline)
+            return
+        number = port.number
+        monotonic_ns = time.monotonic_ns
+        t0 = self._t0_ns
+        tx = self._tx
+        out_slow = self._out_slow
+        last = -1
+        lsend: Any = None
+        lps: Any = None
+        lqs: Any = None
+        lq = lcnt = lbytes = 0
+        for data in frames:
+            try:
+                r = fast(data, number, (monotonic_ns() - t0) // 1000)
+            except Exception:
+                self._pipeline_raised(st, number)
+                continue
+            if r.__class__ is tuple:
+                op, out = r
+                if op != last:
+                    if lq:
+                        _count_tx(lps, lqs, lq, lcnt, lbytes)
+                        lq = lcnt = lbytes = 0
+                    ent = tx.get(op)
+                    if ent is None:  # CPU port, no port behind it, or a port with a pcap
+                        last = -1
+                        out_slow(op, out)
+                        continue
+                    lsend, lps, lqs = ent
+                    last = op
+                lq += 1
+                try:
+                    lsend(out)
+                except OSError:  # buffer full (wait for room) or refused: the careful path
+                    self.ports[op].send(out)
+                    continue
+                lcnt += 1
+                lbytes += len(out)
+            elif isinstance(r, api.Drop):
+                self._count_drop(r, st)
+            else:  # a full result: several outputs, digests, logs, ...
+                if r.drops or r.digests or r.logs:
+                    self._ingress_extras(r, st)
+                for o in r.outputs:
+                    out_slow(o.port, o.data)
+        if lq:
+            _count_tx(lps, lqs, lq, lcnt, lbytes)
+
+    def _pipeline_raised(self, st: Any, number: int) -> None:
+        self.counters.pipeline_errors += 1
+        st.rx_errors += 1
+        self._log_error(f"pipeline raised on a frame from port {number}")
 
     @staticmethod
     def _size_filter(port: Port, frames: list[bytes]) -> list[bytes]:
@@ -465,133 +523,31 @@ class Switch:
         return ok
 
     def _run_process(self, port: Port, frames: list[bytes], process: Callable[..., Any]) -> None:
-        """Inline path through ``pipeline.process``: one result object per frame."""
+        """Inline path through ``pipeline.process`` (a pipeline without a fast path)."""
         st = port.stats
         number = port.number
         monotonic_ns = time.monotonic_ns
         t0 = self._t0_ns
-        out_to = self._out_to
+        out_slow = self._out_slow
         for data in frames:
             try:
                 res = process(data, number, (monotonic_ns() - t0) // 1000)
             except Exception:
-                self.counters.pipeline_errors += 1
-                st.rx_errors += 1
-                self._log_error(f"pipeline raised on a frame from port {number}")
+                self._pipeline_raised(st, number)
                 continue
             if res.drops or res.digests or res.logs:
                 self._ingress_extras(res, st)
             for out in res.outputs:
-                out_to(out.port, out.data)
-        self._flush_tx()
+                out_slow(out.port, out.data)
 
-    def _run_fast(self, port: Port, frames: list[bytes], fast: Callable[..., Any]) -> None:
-        """Inline path through the pipeline's fast path: a plain ``(port, bytes)`` tuple for
-        the common one-output case, an api result otherwise. The tx counters of a run of
-        frames to the same port live in local ints and are added to the port's and queue's
-        counters when the run ends (``_tx_flush``)."""
-        st = port.stats
-        number = port.number
-        monotonic_ns = time.monotonic_ns
-        t0 = self._t0_ns
-        tx_fast = self._tx_fast
-        out_to = self._out_to
-        last = -1
-        lsend: Any = None
-        lq = lcnt = lbytes = 0
-        for data in frames:
-            try:
-                r = fast(data, number, (monotonic_ns() - t0) // 1000)
-            except Exception:
-                self.counters.pipeline_errors += 1
-                st.rx_errors += 1
-                self._log_error(f"pipeline raised on a frame from port {number}")
-                continue
-            if r.__class__ is tuple:
-                op, out = r
-                if op != last:
-                    if lq:
-                        self._tx_add(last, lq, lcnt, lbytes)
-                        lq = lcnt = lbytes = 0
-                    lsend = tx_fast.get(op)
-                    if lsend is None:
-                        last = -1
-                        out_to(op, out)
-                        continue
-                    last = op
-                lq += 1
-                try:
-                    lsend(out)
-                except OSError:  # buffer full (wait for room) or refused: the careful path
-                    self.ports[op].send(out)
-                    continue
-                lcnt += 1
-                lbytes += len(out)
-            else:
-                if lq:
-                    self._tx_add(last, lq, lcnt, lbytes)
-                    lq = lcnt = lbytes = 0
-                    last = -1
-                self._fast_other(r, st)
-        if lq:
-            self._tx_add(last, lq, lcnt, lbytes)
-        self._flush_tx()
-
-    def _fast_other(self, r: Any, st: Any) -> None:
-        """A fast-path result that is not a single output: a ``Drop`` or a full result."""
-        if isinstance(r, api.Drop):
-            self._count_drop(r, st)
-            return
-        if r.drops or r.digests or r.logs:
-            self._ingress_extras(r, st)
-        for out in r.outputs:
-            self._out_to(out.port, out.data)
-
-    def _out_to(self, port: int, data: bytes) -> None:
-        """Send one inline output (the queue it passes counts it); tx counters are batched."""
-        pend = self._tx_pending.get(port)
-        if pend is None:
-            pend = self._tx_pending[port] = [0, 0, 0]
-        pend[0] += 1
-        send = self._tx_fast.get(port)
-        if send is not None:
-            try:
-                send(data)
-            except OSError:
-                self.ports[port].send(data)
-                return
-            pend[1] += 1
-            pend[2] += len(data)
-        else:
-            self._transmit(port, data)
-
-    def _tx_add(self, port: int, queued: int, sent: int, nbytes: int) -> None:
-        pend = self._tx_pending.get(port)
-        if pend is None:
-            pend = self._tx_pending[port] = [0, 0, 0]
-        pend[0] += queued
-        pend[1] += sent
-        pend[2] += nbytes
-
-    def _flush_tx(self) -> None:
-        """Add the batch's inline outputs to port and queue counters (an unlimited queue passes
-        every packet straight through: depth 1 at most)."""
-        pending = self._tx_pending
-        if not pending:
-            return
-        queues = self.queues
-        ports = self.ports
-        for port, (queued, sent, nbytes) in pending.items():
-            qs = queues.get(port).stats
-            qs.enqueued += queued
-            qs.dequeued += queued
-            if not qs.max_depth_seen:
-                qs.max_depth_seen = 1
-            if sent:
-                pst = ports[port].stats
-                pst.tx_packets += sent
-                pst.tx_bytes += nbytes
-        pending.clear()
+    def _out_slow(self, port: int, data: bytes) -> None:
+        """One inline output, counted on its own: it passes the port's (unlimited) queue."""
+        qs = self.queues.get(port).stats
+        qs.enqueued += 1
+        qs.dequeued += 1
+        if not qs.max_depth_seen:
+            qs.max_depth_seen = 1
+        self._transmit(port, data)
 
     def _run_queued(self, port: Port, frames: list[bytes], pipeline: Any) -> None:
         """The general path: ingress → egress queue → (now or when due) egress → send."""
@@ -619,6 +575,8 @@ class Switch:
                     qs = q.stats  # fast path of EgressQueue.pass_through, inlined
                     qs.enqueued += 1
                     qs.dequeued += 1
+                    if not qs.max_depth_seen:
+                        qs.max_depth_seen = 1
                     egress(job, now, QueueingMetadata(now))
                 else:
                     self._enqueue(job, now)

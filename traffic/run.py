@@ -6,6 +6,11 @@
 --hosts lists one IPv4 address per host (or name=ip); ranks are placed on them with
 --placement unless the schedule file carries a placement of host names. The agent runs the
 ranks whose host address is local (or --rank). --dump-schedule writes the schedule and exits.
+
+--transport udp (default) is the reorder-tolerant transport on raw frames (needs root);
+--transport tcp runs the same schedule over kernel TCP connections, one per flow and QP,
+listening on --tcp-port (4792), and records TCP_INFO (retransmissions, reordering) per
+connection, to show how packet spraying hurts a reorder-intolerant transport.
 """
 
 from __future__ import annotations
@@ -85,8 +90,15 @@ def parser() -> argparse.ArgumentParser:
     h.add_argument("--placement", choices=POLICIES, default="block")
     h.add_argument("--rank", type=_ints, help="run these ranks (default: ranks on local IPs)")
     t = p.add_argument_group("transport")
-    t.add_argument("--rate", type=_rate, default=1e9, help="pacing rate, e.g. 500M, 1G")
-    t.add_argument("--qps", type=int, default=1, help="entropy values (source ports) per flow")
+    t.add_argument("--transport", choices=("udp", "tcp"), default="udp",
+                   help="udp: reorder-tolerant selective repeat on raw frames (default); "
+                   "tcp: kernel TCP, one connection per flow and QP")
+    t.add_argument("--rate", type=_rate, default=None,
+                   help="pacing rate, e.g. 500M, 1G (udp: per host, default 1G; tcp: per flow "
+                   "via SO_MAX_PACING_RATE, exact with the fq qdisc; default unpaced)")
+    t.add_argument("--qps", type=int, default=1,
+                   help="entropy values (source ports) per flow; tcp: parallel connections")
+    t.add_argument("--tcp-port", type=int, default=4792, help="tcp: listener port")
     t.add_argument("--mss", type=int, default=1400, help="payload bytes per packet")
     t.add_argument("--window", type=int, default=256, help="packets in flight per flow")
     t.add_argument("--rto-ms", type=float, default=20.0)
@@ -174,15 +186,22 @@ def main(argv: list[str] | None = None) -> int:
         local = [r for r, ip in enumerate(hosts) if ip in mine]
         if not local:
             p.error("--hosts: none of these addresses is local; pass --rank")
-    if a.qps < 1 or a.mss < 1 or a.mss > 8900 or a.rate <= 0:
+    if a.qps < 1 or a.mss < 1 or a.mss > 8900 or (a.rate is not None and a.rate <= 0):
         p.error("--qps, --mss (1..8900) and --rate must be positive")
+    if not 0 < a.tcp_port < 65536:
+        p.error(f"--tcp-port: {a.tcp_port} out of range 1..65535")
     start_at = a.start_at if a.start_at is not None else (
         time.time() + a.start_in if a.start_in is not None else None)
-    cfg = AgentConfig(rate_bps=a.rate, qps=a.qps, timeout=a.timeout, linger=a.linger,
+    cfg = AgentConfig(rate_bps=a.rate or 1e9, qps=a.qps, timeout=a.timeout, linger=a.linger,
                       start_at=start_at, nexthop_mac=a.next_hop_mac,
+                      tcp_port=a.tcp_port, tcp_rate_bps=a.rate,
                       transport=TransportConfig(mss=a.mss, window=a.window,
                                                 rto=a.rto_ms / 1000, nack_gap=a.nack_gap))
-    agent = HostAgent(s, local, hosts, cfg)
+    if a.transport == "tcp":
+        from .tcpagent import TcpHostAgent
+        agent: HostAgent = TcpHostAgent(s, local, hosts, cfg)
+    else:
+        agent = HostAgent(s, local, hosts, cfg)
     try:
         agent.run()
     except (NextHopError, OSError) as e:
@@ -194,9 +213,14 @@ def main(argv: list[str] | None = None) -> int:
         ok &= m.completed
         colls = ", ".join(f"{c['name']} {c['cct'] * 1e3:.2f} ms" for c in m.collectives)
         tot = m.totals()
+        if m.transport == "tcp":
+            seen = (f"tcp retrans {tot.get('tcp_total_retrans')}, reord_seen "
+                    f"{tot.get('tcp_reord_seen')}, dsack {tot.get('tcp_dsack_dups')}, "
+                    f"ooo segs in {tot.get('tcp_rcv_ooopack')}")
+        else:
+            seen = f"retx {tot['retransmissions']}, reordered {tot['reordered']}"
         print(f"rank {r}: {'done' if m.completed else m.error}; sent {tot['bytes_sent']} B, "
-              f"received {tot['bytes_received']} B, retx {tot['retransmissions']}, "
-              f"reordered {tot['reordered']}; {colls}")
+              f"received {tot['bytes_received']} B, {seen}; {colls}")
     print(json.dumps({"out": str(a.out), "ranks": local}))
     return 0 if ok else 1
 

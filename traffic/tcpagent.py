@@ -155,10 +155,12 @@ class TcpHostAgent(HostAgent):
                                                  [])
         n_in = sum(max(1, min(self.cfg.qps, f.nbytes)) for f in self.rxf.values())
         self._raise_fd_limit(len(self.conns) + n_in)
-        for port in sorted({self.port_of(r) for r in self.local}):
+        # one listener per (address, port) of our ranks: the rank's own address, so that
+        # agents on 127.0.0.1 and 127.0.0.2 (or several addresses of one host) can share a port
+        for addr in sorted({(self.hosts[r], self.port_of(r)) for r in self.local}):
             ls = socket.socket()
             ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            ls.bind(("0.0.0.0", port))
+            ls.bind(addr)
             ls.listen(4096)
             ls.setblocking(False)
             self.sel.register(ls, selectors.EVENT_READ, None)

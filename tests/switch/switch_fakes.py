@@ -6,6 +6,7 @@ Frame convention (all frames are Ethernet-sized byte strings):
 * a frame shorter than 20 bytes is a parser error (too short for the "parser");
 * a frame whose byte 1 is 0xEE makes ingress raise (a pipeline bug must not kill the switch);
 * a frame whose byte 1 is 0xDD also emits a digest;
+* byte 0 = 0xFE makes two copies, to ports 2 and 3 (a multicast group);
 * packet_out frames (ingress on cpu_port) carry a 2-byte header = egress port, stripped here;
 * output on cpu_port gets a 2-byte packet_in header = ingress port.
 Egress appends nothing; it records the QueueingMetadata it saw in ``qmetas``.
@@ -51,6 +52,10 @@ class FakePipeline:
             if egress_port == 0xFF:
                 res.drops.append(api.Drop("mark_to_drop"))
                 return res
+            if egress_port == 0xFE:
+                for p in (2, 3):
+                    res.jobs.append(api.EgressJob(p, 0, len(data), _State(data, port)))
+                return res
         res.jobs.append(api.EgressJob(egress_port, 0, len(data), _State(data, port)))
         return res
 
@@ -75,3 +80,43 @@ def frame(egress_port: int, size: int = 64, tag: int = 0, seq: int = 0) -> bytes
     """A frame the fake forwards to ``egress_port``; ``seq`` is put in bytes 14..17."""
     body = bytes([egress_port, tag]) + bytes(12) + seq.to_bytes(4, "big")
     return body + bytes(max(0, size - len(body)))
+
+
+@dataclass
+class FakeProcessPipeline(FakePipeline):
+    """Also offers ``process`` (ingress and egress with empty queues), as the real pipeline
+    does: the switch then runs frames inline when no queue has a rate."""
+
+    process_calls: int = 0
+
+    def process(self, data: bytes, port: int, now_us: int) -> api.ProcessResult:
+        self.process_calls += 1
+        ing = self.ingress(data, port, now_us)
+        res = api.ProcessResult(digests=ing.digests, drops=ing.drops, logs=ing.logs)
+        for job in ing.jobs:
+            eg = self.egress(job, now_us, api.QueueingMetadata(enq_timestamp=now_us))
+            res.outputs.extend(eg.outputs)
+        return res
+
+
+@dataclass
+class FakeFastPipeline(FakeProcessPipeline):
+    """Also offers ``process_fast``: ``(port, bytes)`` for a lone output, a ``Drop`` for a lone
+    drop, the full ``ProcessResult`` otherwise."""
+
+    fast_calls: int = 0
+
+    def process_fast(
+        self, data: bytes, port: int, now_us: int
+    ) -> tuple[int, bytes] | api.Drop | api.ProcessResult:
+        self.fast_calls += 1
+        res = self.process(data, port, now_us)
+        if len(res.outputs) == 1 and not (res.drops or res.digests or res.logs):
+            return res.outputs[0].port, res.outputs[0].data
+        if len(res.drops) == 1 and not (res.outputs or res.digests or res.logs):
+            return res.drops[0]
+        return res
+
+
+FAKES = {"split": FakePipeline, "process": FakeProcessPipeline, "fast": FakeFastPipeline}
+"""The switch's three packet paths: ingress/queue/egress, inline ``process``, ``process_fast``."""

@@ -8,11 +8,24 @@ import threading
 import time
 
 import pytest
-from switch_fakes import FakePipeline, fake_factory, frame
+from switch_fakes import (
+    FAKES,
+    FakeFastPipeline,
+    FakePipeline,
+    FakeProcessPipeline,
+    fake_factory,
+    frame,
+)
 
 from p4switch.pcap import PcapWriter, read_pcap
 from p4switch.ports import MemoryPort, PcapFilePort
 from p4switch.switch import Switch
+
+
+@pytest.fixture(params=list(FAKES))
+def Fake(request):  # noqa: N802 - a class
+    """Each test below runs on the three packet paths of the switch."""
+    return FAKES[request.param]
 
 
 @pytest.fixture
@@ -25,8 +38,18 @@ def sw():
     s.stop(log_stats=False)
 
 
-def test_forwards_between_ports_and_counts(sw: Switch):
-    sw.set_pipeline(FakePipeline(cpu_port=64))
+def _calls(fake: FakePipeline) -> int:
+    """Frames that went through the path the fake's class selects."""
+    if isinstance(fake, FakeFastPipeline):
+        return fake.fast_calls
+    if isinstance(fake, FakeProcessPipeline):
+        return fake.process_calls
+    return fake.ingress_calls
+
+
+def test_forwards_between_ports_and_counts(sw: Switch, Fake):  # noqa: N803
+    fake = Fake(cpu_port=64)
+    sw.set_pipeline(fake)
     p1, p2 = sw.ports[1], sw.ports[2]
     assert isinstance(p1, MemoryPort) and isinstance(p2, MemoryPort)
     frames = [frame(2, seq=i) for i in range(500)]
@@ -38,6 +61,9 @@ def test_forwards_between_ports_and_counts(sw: Switch):
     assert st[1]["rx_packets"] == 500 and st[2]["tx_packets"] == 500
     assert st[2]["tx_bytes"] == sum(len(f) for f in frames)
     assert st[2]["tail_drops"] == 0
+    assert st[2]["queue_enqueued"] == st[2]["queue_dequeued"] == 500
+    assert st[2]["queue_max_depth"] == 1  # an unlimited queue passes packets straight through
+    assert _calls(fake) == 500
 
 
 def test_no_program_counted_and_dropped(sw: Switch):
@@ -47,8 +73,8 @@ def test_no_program_counted_and_dropped(sw: Switch):
     assert sw.ports[2].stats.tx_packets == 0
 
 
-def test_bad_frames_are_counted_per_port_and_the_switch_survives(sw: Switch):
-    sw.set_pipeline(FakePipeline(cpu_port=64))
+def test_bad_frames_are_counted_per_port_and_the_switch_survives(sw: Switch, Fake):  # noqa: N803
+    sw.set_pipeline(Fake(cpu_port=64))
     p1, p2 = sw.ports[1], sw.ports[2]
     bad = [b"", b"\x02" * 5, b"\x02" * 13]  # shorter than an Ethernet header
     bad += [frame(2, size=20000), frame(2, size=1519)]  # oversized
@@ -73,15 +99,15 @@ def test_bad_frames_are_counted_per_port_and_the_switch_survives(sw: Switch):
     assert "rx_too_short=3" in report and "rx_oversized=2" in report
 
 
-def test_output_to_missing_port_is_counted(sw: Switch):
-    sw.set_pipeline(FakePipeline(cpu_port=64))
+def test_output_to_missing_port_is_counted(sw: Switch, Fake):  # noqa: N803
+    sw.set_pipeline(Fake(cpu_port=64))
     sw.ports[1].feed(frame(9))  # type: ignore[attr-defined]
     assert sw.wait_idle()
     assert sw.counters.tx_no_port == 1
 
 
-def test_packet_out_and_packet_in(sw: Switch):
-    sw.set_pipeline(FakePipeline(cpu_port=64))
+def test_packet_out_and_packet_in(sw: Switch, Fake):  # noqa: N803
+    sw.set_pipeline(Fake(cpu_port=64))
     got: list[bytes] = []
     ev = threading.Event()
 
@@ -105,8 +131,8 @@ def test_packet_out_and_packet_in(sw: Switch):
     assert sw.counters.packet_out == 1 and sw.counters.packet_in == 1
 
 
-def test_digest_listener(sw: Switch):
-    sw.set_pipeline(FakePipeline(cpu_port=64))
+def test_digest_listener(sw: Switch, Fake):  # noqa: N803
+    sw.set_pipeline(Fake(cpu_port=64))
     got = []
     sw.add_digest_listener(got.append)
     sw.ports[1].feed(frame(2, tag=0xDD))  # type: ignore[attr-defined]
@@ -185,7 +211,7 @@ def test_writes_under_the_lock_exclude_packets():
         assert len(p2.wait_sent(200)) == 200
 
 
-def test_pcap_file_port_and_capture(tmp_path):
+def test_pcap_file_port_and_capture(tmp_path, Fake):  # noqa: N803
     inp = tmp_path / "in.pcap"
     with PcapWriter(inp) as w:
         for i in range(10):
@@ -195,7 +221,7 @@ def test_pcap_file_port_and_capture(tmp_path):
     sw = Switch(pipeline_factory=fake_factory, pcap_dir=cap)
     sw.add_port(PcapFilePort(1, inp))
     sw.add_port(PcapFilePort(2, None, tmp_path / "out2.pcap"))
-    sw.set_pipeline(FakePipeline())
+    sw.set_pipeline(Fake())
     with sw:
         assert sw.wait_idle()
     out = [d for _, d in read_pcap(tmp_path / "out2.pcap")]
@@ -231,3 +257,85 @@ def test_pcap_files_open_in_scapy(tmp_path):
     back = rdpcap(str(tmp_path / "x.pcap"))
     assert [bytes(p) for p in back] == [bytes(p) for p in pkts]
     assert back[1][UDP].dport == 1
+
+
+def test_copies_to_several_ports_are_sent_and_counted(Fake):  # noqa: N803
+    """A frame with two outputs (multicast): each port and queue counts its copy; the fast
+    path hands back a full result for it, and lone outputs around it stay in order."""
+    sw = Switch(pipeline_factory=fake_factory)
+    ports = [MemoryPort(n) for n in (1, 2, 3)]
+    for p in ports:
+        sw.add_port(p)
+    sw.set_pipeline(Fake())
+    with sw:
+        ports[0].feed([frame(2, seq=0), frame(0xFE, seq=1), frame(2, seq=2), frame(3, seq=3)])
+        assert sw.wait_idle()
+    assert ports[1].sent == [frame(2, seq=0), frame(0xFE, seq=1), frame(2, seq=2)]
+    assert ports[2].sent == [frame(0xFE, seq=1), frame(3, seq=3)]
+    st = sw.port_stats()
+    assert (st[2]["tx_packets"], st[2]["queue_enqueued"]) == (3, 3)
+    assert (st[3]["tx_packets"], st[3]["queue_enqueued"]) == (2, 2)
+    assert st[3]["tx_bytes"] == 2 * len(frame(3))
+
+
+def test_refused_sends_are_counted_and_forwarding_goes_on(Fake):  # noqa: N803
+    """A send the port refuses (OSError) is retried once through ``Port.send`` and counted in
+    tx_errors; the frames around it are sent and counted normally."""
+
+    def refuse(data: bytes) -> None:
+        if data[14:18] == (3).to_bytes(4, "big"):
+            raise OSError(105, "No buffer space available")
+
+    sw = Switch(pipeline_factory=fake_factory)
+    p1, p2 = MemoryPort(1), MemoryPort(2, on_send=refuse)
+    sw.add_port(p1)
+    sw.add_port(p2)
+    sw.set_pipeline(Fake())
+    with sw:
+        p1.feed([frame(2, seq=i) for i in range(6)])
+        assert sw.wait_idle()
+    st = sw.port_stats()[2]
+    # the refused frame reached the memory port's list before on_send raised, twice
+    assert st["tx_errors"] == 1
+    assert st["tx_packets"] == 5
+    assert st["tx_bytes"] == 5 * len(frame(2))
+    assert st["queue_enqueued"] == 6
+
+
+def test_a_rate_limited_queue_takes_the_queued_path_and_back():
+    """With a queue rate, even a pipeline with a fast path runs ingress -> queue -> egress
+    (the program sees queue depths); clearing the rate brings the inline path back."""
+    sw = Switch(pipeline_factory=fake_factory, queue_depth=64)
+    p1, p2 = MemoryPort(1), MemoryPort(2)
+    sw.add_port(p1)
+    sw.add_port(p2)
+    fake = FakeFastPipeline()
+    sw.set_pipeline(fake)
+    sw.set_queue_rate(2, 5000)
+    with sw:
+        p1.feed([frame(2, seq=i) for i in range(20)])
+        assert len(p2.wait_sent(20)) == 20
+        assert sw.wait_idle()
+        assert fake.fast_calls == 0 and fake.ingress_calls == 20
+        assert max(m.deq_qdepth for _, m in fake.qmetas) >= 5
+        sw.set_queue_rate(2, None)
+        p1.feed([frame(2, seq=i) for i in range(20, 30)])
+        assert len(p2.wait_sent(30)) == 30
+        assert sw.wait_idle()
+    assert fake.fast_calls == 10
+    assert p2.sent == [frame(2, seq=i) for i in range(30)]
+    assert sw.port_stats()[2]["queue_enqueued"] == 30
+
+
+def test_queue_rate_for_all_ports_disables_the_inline_path():
+    sw = Switch(pipeline_factory=fake_factory, queue_rate=100000)
+    p1, p2 = MemoryPort(1), MemoryPort(2)
+    sw.add_port(p1)
+    sw.add_port(p2)
+    fake = FakeFastPipeline()
+    sw.set_pipeline(fake)
+    with sw:
+        p1.feed([frame(2, seq=i) for i in range(5)])
+        assert len(p2.wait_sent(5)) == 5
+        assert sw.wait_idle()
+    assert fake.fast_calls == 0 and fake.egress_calls == 5
