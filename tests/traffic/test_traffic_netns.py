@@ -1,7 +1,8 @@
 """Integration: a 4-rank ring AllReduce between network namespaces joined by a Linux bridge.
 
 The bridge stands in for the P4 fabric (the agent needs only L2/L3 connectivity). Everything
-lives in namespaces this test creates (p4ft-<pid>-*), and is removed in teardown.
+lives in namespaces the traffic_netns helper creates (p4ft-<pid>-*) and removes, also on
+failure.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ pytestmark = [pytest.mark.root,
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_ring_allreduce_across_bridge(bridged_hosts, tmp_path):
+def test_ring_allreduce_across_bridge(bridged_hosts, tmp_path):  # noqa: F811
     hosts = ",".join(f"{SUBNET}.{i + 1}" for i in range(HOSTS))
     size = 300_000
     start_at = time.time() + 1.0
