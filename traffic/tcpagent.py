@@ -411,7 +411,7 @@ class TcpHostAgent(HostAgent):
         ack = Header(framing.ACK, self.s.job, f.dst, f.src, c.qp, len(f.conns), c.flow,
                      c.got).pack()
         try:
-            c.sock.send(ack)  # 32 bytes into an empty send buffer: never partial
+            c.sock.send(ack)  # 28 bytes into an empty send buffer: never partial
         except OSError as e:
             self._fail(c, f"send ACK: {e.strerror or e}")
 
