@@ -267,7 +267,7 @@ class TcpHostAgent(HostAgent):
                 self._event(key, ev, buf, time.monotonic())
 
     def _ready(self) -> bool:
-        return (not self.pending and all(c.hello for c in self.conns)
+        return (not self.pending and all(c.hello for c in self.conns if c.out)
                 and self.n_in_known == self.n_in_expected)
 
     def _event(self, key: selectors.SelectorKey, ev: int, buf: bytearray, now: float) -> None:
