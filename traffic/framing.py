@@ -5,7 +5,7 @@ flow's bytes are complete. Each connection (one per flow and QP) therefore start
 (who we are, sent at set-up, before the start barrier); each send is one DATA message whose
 header carries its length; the receiver answers each completed DATA message with an ACK message
 on the same connection, which is what ends the flow at the sender (as the last ACK does in the
-UDP mode). The decoder consumes arbitrary chunks of the stream and never keeps payload bytes.
+UDP mode). READY (both directions, at set-up) is the start barrier: "all my connections are up". The decoder consumes arbitrary chunks of the stream and never keeps payload bytes.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 MAGIC = b"P4FT"
 VERSION = 1
-HELLO, DATA, ACK = 1, 2, 3
-KINDS = {HELLO: "HELLO", DATA: "DATA", ACK: "ACK"}
+HELLO, DATA, ACK, READY = 1, 2, 3, 4
+KINDS = {HELLO: "HELLO", DATA: "DATA", ACK: "ACK", READY: "READY"}
 
 #: magic, version, kind, job, src_rank, dst_rank, qp, nqps, flow, length
 MSG = struct.Struct("!4sBBHHHHHIQ")

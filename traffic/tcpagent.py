@@ -51,6 +51,8 @@ class _Conn:
     peer: tuple[str, int] = ("", 0)
     connected: bool = False
     hello: bool = False            # HELLO fully written (out) / received (in)
+    ready_sent: bool = False       # start barrier: we told the peer all our connections are up
+    peer_ready: bool = False       # ... and the peer told us
     wbuf: bytes = b""              # header bytes still to write
     to_write: int = 0              # payload bytes still to write
     got: int = 0                   # payload bytes received (in)
@@ -248,8 +250,12 @@ class TcpHostAgent(HostAgent):
                 for c in self.pending:
                     self._try_connect(c, now)
                 self.pending = [c for c in self.pending if c.retry_at != float("inf")]
-            if not started and self._ready() and now >= start:
-                # start barrier: every connection this host sends or receives on is up
+            if not started and self._ready():
+                self._send_ready()
+            if not started and self._ready() and now >= start and all(
+                    c.peer_ready for c in self.conns if c.flow >= 0 and c.hello):
+                # start barrier: every connection this host sends or receives on is up, and
+                # every peer at their other ends said the same of theirs (READY)
                 started = True
                 self._start_mono = now
                 for st in self.state.values():
@@ -265,6 +271,19 @@ class TcpHostAgent(HostAgent):
                 wait = min(wait, max(0.0, start - now), _RETRY)
             for key, ev in self.sel.select(max(0.0, wait)):
                 self._event(key, ev, buf, time.monotonic())
+
+    def _send_ready(self) -> None:
+        for c in self.conns:
+            if c.ready_sent or c.closed or c.flow < 0 or not c.hello:
+                continue
+            c.ready_sent = True
+            h = self.txf[c.flow] if c.out else self.rxf[c.flow]
+            msg = Header(framing.READY, self.s.job, h.src if c.out else h.dst,
+                         h.dst if c.out else h.src, c.qp, len(h.conns), c.flow).pack()
+            try:
+                c.sock.send(msg)  # the connection is idle: its send buffer is empty
+            except OSError as e:
+                self._fail(c, f"send READY: {e.strerror or e}")
 
     def _ready(self) -> bool:
         return (not self.pending and all(c.hello for c in self.conns if c.out)
@@ -367,6 +386,9 @@ class TcpHostAgent(HostAgent):
                 self._on_data_end(c, now)
 
     def _on_header(self, c: _Conn, h: Header, now: float) -> None:
+        if h.kind == framing.READY:
+            c.peer_ready = True
+            return
         if c.out:
             if h.kind == framing.ACK and h.flow == c.flow:
                 c.done = True
