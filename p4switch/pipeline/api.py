@@ -161,7 +161,7 @@ class Replica:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class Output:
     """A packet leaving the switch on ``port`` (the CPU port too: the runtime turns those into
     PacketIn messages by stripping the @controller_header("packet_in") header)."""
@@ -234,9 +234,10 @@ class EgressResult:
     logs: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class ProcessResult:
-    """``process()``: ingress and egress with empty queues, all copies followed to the end."""
+    """``process()``: ingress and egress with empty queues, all copies followed to the end.
+    (``slots``: the fused path builds one per packet, so construction cost counts.)"""
 
     outputs: list[Output] = field(default_factory=list)
     digests: list[Digest] = field(default_factory=list)

@@ -792,7 +792,11 @@ def _assemble(fname: str, bodies: dict[str, list[str]], leaves: dict[str, str],
     w("return @@OUT")
     out.append("")
     src = "\n".join(out)
-    full = src.replace("@@OUT", "_PR([_Out(_eport, _data)])")
+    # the one-output result built field by field: no __init__ frames, no default factories
+    full = src.replace("    return @@OUT", "\n".join((
+        "    _o = _new(_Out); _o.port = _eport; _o.data = _data",
+        "    _r = _new(_PR); _r.outputs = [_o]; _r.digests = []; _r.drops = []; _r.logs = []",
+        "    return _r")))
     full = re.sub("@@DROP\\((.*)\\)$", r"_PR(drops=[_Drop(\1)])", full, flags=re.M)
     lean = src.replace(f"def {fname}(", f"def {fname}_lean(").replace("@@OUT", "(_eport, _data)")
     lean = re.sub("@@DROP\\((.*)\\)$", r"_Drop(\1)", lean, flags=re.M)

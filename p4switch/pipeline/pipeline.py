@@ -208,7 +208,7 @@ class Pipeline:
             _mkh=runtime.mkh, _mks=runtime.mks, _eq=runtime.eq, _log=runtime.log,
             _look=lambda p, pos, n: runtime.look(p, pos, n, too_short),
             _random=lambda lo, hi: rng.randint(lo, hi) if hi >= lo else lo,
-            _digest=_digest, _Drop=Drop, _PR=ProcessResult, _Out=Output,
+            _digest=_digest, _Drop=Drop, _PR=ProcessResult, _Out=Output, _new=object.__new__,
             _describe=self._describe, _ARet=runtime.ActionReturn,
         )
         ns = mod.compile(f"<p4switch:{prog.main_file or 'program'}>")
