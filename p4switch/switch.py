@@ -128,6 +128,7 @@ class Switch:
         self._tx: dict[int, tuple[Callable[[bytes], Any], PortStats, QueueStats]] = {}
         self._inline = self.queues.all_unlimited()  # no queue can hold a packet
         self._fast: Callable[..., Any] | None = None  # the pipeline's fast path, if offered
+        self._inline_fast: Callable[..., Any] | None = None  # _fast if _inline else None
 
     # clock ---------------------------------------------------------------------------------
     def now_us(self) -> int:
@@ -167,6 +168,7 @@ class Switch:
         with self.lock:
             self.queues.set_rate(port, rate_pps)
             self._inline = self.queues.all_unlimited()
+            self._inline_fast = self._fast if self._inline else None
         self._wake()
 
     def set_queue_depth(self, port: int | None, depth: int) -> None:
@@ -195,6 +197,7 @@ class Switch:
             self.pipeline = pipeline
             self.program = program
             self._fast = getattr(pipeline, FAST_PATH, None)
+            self._inline_fast = self._fast if self._inline else None
         if flushed:
             log.info("program swap flushed %d queued packets", flushed)
 
@@ -365,9 +368,13 @@ class Switch:
         lock = self.lock
         now_us = self.now_us
         run_batch = self._run_batch
+        backlogged = queues.backlogged  # these containers are never replaced, only mutated
+        inject = self._inject
+        pending_in = self._pending_packet_in
+        pending_digests = self._pending_digests
         while not self._stopping:
             timeout = _MAX_IDLE_WAIT
-            if queues.backlogged:
+            if backlogged:
                 due = queues.next_departure_us()
                 if due is not None:
                     timeout = min(timeout, max(0.0, (due - now_us()) / 1e6))
@@ -402,17 +409,17 @@ class Switch:
                     except Exception:  # never let one bad frame or bug kill the switch
                         self.counters.pipeline_errors += 1
                         self._log_error("packet loop error")
-            if self._inject or queues.backlogged:
+            if inject or backlogged:
                 with lock:
                     try:
-                        if self._inject:
+                        if inject:
                             self._drain_injected()
-                        if queues.backlogged:
+                        if backlogged:
                             self._serve_queues()
                     except Exception:
                         self.counters.pipeline_errors += 1
                         self._log_error("packet loop error")
-            if self._pending_packet_in or self._pending_digests:
+            if pending_in or pending_digests:
                 self._dispatch_listeners()
         self._busy = False
 
@@ -433,14 +440,21 @@ class Switch:
         ends), else its ``process``. Otherwise: ingress → queue → egress (``_run_queued``).
         """
         st = port.stats
-        lens = list(map(len, frames))
-        st.rx_packets += len(frames)
-        st.rx_bytes += sum(lens)
+        k = len(frames)
+        st.rx_packets += k
+        if k == 1:  # the common case below capacity: skip the list
+            nbytes = lo = hi = len(frames[0])
+        else:
+            lens = list(map(len, frames))
+            nbytes = sum(lens)
+            lo = min(lens)
+            hi = max(lens)
+        st.rx_bytes += nbytes
         pcap_in = port.pcap_in
         if pcap_in is not None:
             for data in frames:
                 pcap_in.write(data)
-        if min(lens) < MIN_FRAME or max(lens) > port.max_frame:
+        if lo < MIN_FRAME or hi > port.max_frame:
             frames = self._size_filter(port, frames)
             if not frames:
                 return
@@ -448,8 +462,8 @@ class Switch:
         if pipeline is None:
             self.counters.no_program += len(frames)
             return
-        fast = self._fast
-        if fast is None or not self._inline or self.queues.backlogged:
+        fast = self._inline_fast
+        if fast is None or self.queues.backlogged:
             if self._inline and not self.queues.backlogged and hasattr(pipeline, "process"):
                 self._run_process(port, frames, pipeline.process)
             else:
@@ -499,8 +513,13 @@ class Switch:
                     self._ingress_extras(r, st)
                 for o in r.outputs:
                     out_slow(o.port, o.data)
-        if lq:
-            _count_tx(lps, lqs, lq, lcnt, lbytes)
+        if lq:  # _count_tx, inlined
+            lps.tx_packets += lcnt
+            lps.tx_bytes += lbytes
+            lqs.enqueued += lq
+            lqs.dequeued += lq
+            if not lqs.max_depth_seen:
+                lqs.max_depth_seen = 1
 
     def _pipeline_raised(self, st: Any, number: int) -> None:
         self.counters.pipeline_errors += 1
@@ -703,8 +722,10 @@ class Switch:
 
     def _dispatch_listeners(self) -> None:
         """Run packet-in and digest callbacks (loop thread, lock released)."""
-        pkts, self._pending_packet_in = self._pending_packet_in, []
-        digests, self._pending_digests = self._pending_digests, []
+        pkts = self._pending_packet_in[:]
+        self._pending_packet_in.clear()
+        digests = self._pending_digests[:]
+        self._pending_digests.clear()
         self.counters.digests += len(digests)
         for data in pkts:
             for cb in list(self._packet_in_listeners):
