@@ -883,10 +883,15 @@ class BlockGen:
             hv = self.checksum_value(algo, data, False)
             wout = ir.type_width(out.type)
             base_c, max_c = self.ex(base), self.ex(mx)
+            zero_base = isinstance(base, ir.Const) and const_int(base) == 0
             if isinstance(mx, ir.Const) and const_int(mx) == 0:
-                v = f"({base_c} + {hv})"
+                v = hv if zero_base else f"({base_c} + {hv})"
             elif isinstance(mx, ir.Const):
-                v = f"({base_c} + {hv} % {max_c})"
+                v = f"({hv} % {max_c})" if zero_base else f"({base_c} + {hv} % {max_c})"
+                if (zero_base and const_int(mx) <= 1 << wout and isinstance(out.type, ir.BitsType)
+                        and not out.type.signed):  # already fits the output
+                    self.assign(out, v)
+                    return
             else:  # run-time max; 0 gives base + h (BMv2 would divide by zero)
                 h = self.mod.fresh("_hv")
                 self.w(f"{h} = {hv}")

@@ -70,6 +70,8 @@ class FusedBlockGen(BlockGen):
         self.c_ckerr = "_ckerr"
         self.c_meter = "_mcol"
         self.c_trunc = "_trunc"
+        self.writing = False  # ex() is naming an assignment target, not reading it
+        self.flat_reads: list[str] | None = None  # field reads of the hash input being built
 
     # -- names -----------------------------------------------------------------------------
     def var(self, name: str) -> str:
@@ -122,8 +124,17 @@ class FusedBlockGen(BlockGen):
                 name = self.leaf(f"{p}_{fattr(e.field)}", t)
                 if isinstance(e.base.type, ir.HeaderType):
                     self.facts.fields[name] = p
-                    if not self.facts.guarded and not self.is_known(p):
-                        self.facts.unguarded.add(name)
+                    self.facts.htypes[p] = e.base.type
+                    if self.writing:
+                        self.facts.wfields.add(name)
+                        self.facts.written.add(p)
+                    else:
+                        if self.flat_reads is not None:
+                            self.flat_reads.append(name)
+                        else:
+                            self.facts.read.add(name)
+                        if not self.facts.guarded and not self.is_known(p):
+                            self.facts.unguarded.add(name)
                 return name
             return self.var(e.name)
         if isinstance(e, ir.IsValid):
@@ -147,18 +158,114 @@ class FusedBlockGen(BlockGen):
 
     def flatten(self, e: ir.Expr) -> list[tuple[str, int, str | None]]:
         # hash/checksum inputs read header fields only under a run-time validity test
+        outer = self.flat_reads is None
+        if outer:
+            self.flat_reads = []
         self.facts.guarded += 1
         try:
             items = super().flatten(e)
         finally:
             self.facts.guarded -= 1
-        return [(c, w, None if v is not None and v.endswith("__v") and self.is_known(v[:-3])
-                 else v) for c, w, v in items]
+        items = [(c, w, None if v is not None and v.endswith("__v") and self.is_known(v[:-3])
+                  else v) for c, w, v in items]
+        if outer:
+            reads, self.flat_reads = self.flat_reads, None
+            items, raw = self.raw_units(items)
+            self.facts.read.update(n for n in reads if n not in raw)
+        return items
+
+    # -- raw units -------------------------------------------------------------------------
+    # A header is cut into byte-aligned units (Module.layout). A unit of a header that only
+    # extract makes valid, none of whose fields is ever written, always holds the bits it was
+    # extracted with: its raw struct pieces (``h_f_ipv4__u0``) stand for its fields wherever
+    # they are packed (deparser, hash/checksum input), so fields nobody reads on their own are
+    # never split out. A "pristine" header (no field written at all) is re-emitted as its
+    # original bytes (``_pkt[h_f_tcp__o:...]``) and unpacks only the fields something reads.
+    def rawable(self, p: str, fields: list[tuple[ir.Field, int, int]]) -> bool:
+        return p not in self.facts.touched and not any(
+            f"{p}_{fattr(f.name)}" in self.facts.wfields for f, _, _ in fields)
+
+    def pristine(self, p: str) -> bool:
+        return p not in self.facts.touched and p not in self.facts.written
+
+    def raw_units(self, items: list[tuple[str, int, str | None]]
+                  ) -> tuple[list[tuple[str, int, str | None]], set[str]]:
+        """``items`` with each complete run of a raw-able multi-field unit's fields replaced
+        by the unit's raw pieces (the same bits, concatenated); and the replaced field names."""
+        out: list[tuple[str, int, str | None]] = []
+        raw: set[str] = set()
+        i = 0
+        while i < len(items):
+            code, _, valid = items[i]
+            p = self.facts.fields.get(code)
+            t = self.facts.htypes.get(p) if p is not None else None
+            if t is not None:
+                _, units = self.mod.layout(t)
+                k = ui = 0
+                names = []
+                for ui, (pieces, fields) in enumerate(units):  # noqa: B007 - used below
+                    if f"{p}_{fattr(fields[0][0].name)}" == code:
+                        names = [f"{p}_{fattr(f.name)}" for f, _, _ in fields]
+                        break
+                    k += len(pieces)
+                run = [c for c, _, _ in items[i:i + len(names)]]
+                if (names and not _direct(pieces, fields) and run == names
+                        and all(v == valid for _, _, v in items[i:i + len(names)])
+                        and self.rawable(p, fields)):
+                    out += [(f"{p}__u{k + j}", pw, valid) for j, pw in enumerate(pieces)]
+                    raw.update(names)
+                    self.facts.raw_used.add((p, ui))
+                    i += len(names)
+                    continue
+            out.append(items[i])
+            i += 1
+        return out, raw
+
+    def reads(self, name: str) -> bool:
+        """``name`` is read somewhere (as the previous generation pass found)."""
+        return self.facts.prev_read is None or name in self.facts.prev_read
+
+    def pack_args(self, p: str, t: ir.HeaderType) -> list[str]:
+        """``struct.pack`` arguments of header ``p`` in its layout: raw pieces for raw-able
+        units, else the fields shifted together (fields are always in range, so the top
+        piece needs no mask)."""
+        _, units = self.mod.layout(t)
+        args: list[str] = []
+        k = 0
+        for pieces, fields in units:
+            if not _direct(pieces, fields) and self.rawable(p, fields):
+                args += [f"{p}__u{k + j}" for j in range(len(pieces))]
+                k += len(pieces)
+                continue
+            k += len(pieces)
+            parts = []
+            for f, fw, shift in fields:
+                v = self.leaf(f"{p}_{fattr(f.name)}", f.type)
+                if isinstance(f.type, ir.BitsType) and f.type.signed:
+                    v = f"({v} & {_mask(fw)})"
+                parts.append(f"({v} << {shift})" if shift else v)
+            u = " | ".join(parts)
+            if len(pieces) == 1:
+                args.append(u)
+                continue
+            rest = sum(pieces)
+            for j, pw in enumerate(pieces):
+                rest -= pw
+                if j == 0:
+                    args.append(f"(({u}) >> {rest})")
+                else:
+                    args.append(f"((({u}) >> {rest}) & {_mask(pw)})" if rest
+                                else f"(({u}) & {_mask(pw)})")
+        return args
 
     # -- statements ------------------------------------------------------------------------
     def assign(self, lhs: ir.Expr, rhs_code: str) -> None:
         if isinstance(lhs, ir.Member | ir.Var) and not isinstance(lhs, ir.Slice):
-            target = self.ex(lhs)
+            self.writing = True
+            try:
+                target = self.ex(lhs)
+            finally:
+                self.writing = False
             if target == f"{_SM_ROOT}_f_mcast_grp" and rhs_code != "0":
                 raise NotFusable("multicast (mcast_grp written)")
             self.w(f"{target} = {rhs_code}")
@@ -374,22 +481,44 @@ class FusedBlockGen(BlockGen):
             raise BuildError(f"header {t.name} is {w} bits wide, not a whole number of bytes")
         n = w // 8
         p = self.path(target)
+        self.facts.htypes[p] = t
+        pristine = self.pristine(p)
         self.w(f"if _pos + {n} > _plen: raise _PErr({self.err('PacketTooShort')})")
         if t.fields:
             sname, units = self.mod.layout(t)
+            fmt = ""  # the unpack format: pieces nobody needs become pad bytes
+            pad = 0
             targets: list[str] = []
             after: list[str] = []
             k = 0
-            for pieces, fields in units:
-                f0, fw0, sh0 = fields[0]
-                direct = (len(pieces) == 1 and len(fields) == 1 and sh0 == 0
-                          and isinstance(f0.type, ir.BitsType) and not f0.type.signed)
-                if direct:
-                    targets.append(self.leaf(f"{p}_{fattr(f0.name)}", f0.type))
-                    k += 1
-                    continue
-                names = [f"_u{k + j}" for j in range(len(pieces))]
+            for ui, (pieces, fields) in enumerate(units):
+                locs = [f"{p}_{fattr(f.name)}" for f, _, _ in fields]
+                ks = range(k, k + len(pieces))
+                k += len(pieces)
+                if _direct(pieces, fields):
+                    # the piece is the field: unpacked if read, or packed again
+                    if pristine and not self.reads(locs[0]):
+                        pad += pieces[0] // 8
+                        continue
+                    names = [self.leaf(locs[0], fields[0][0].type)]
+                    need: list[tuple[ir.Field, int, int]] = []
+                else:
+                    rawable = self.rawable(p, fields)
+                    raw = rawable and (not pristine or self.facts.prev_raw_used is None
+                                       or (p, ui) in self.facts.prev_raw_used)
+                    need = [fld for fld, loc in zip(fields, locs, strict=True)
+                            if self.reads(loc) or not rawable]
+                    if not raw and not need:
+                        pad += sum(pieces) // 8
+                        continue
+                    names = [f"{p}__u{j}" if raw else f"_u{j}" for j in ks]
+                if pad:
+                    fmt += f"{pad}x"
+                    pad = 0
+                fmt += "".join(_PIECE[pw] for pw in pieces)
                 targets.extend(names)
+                if not need:
+                    continue
                 if len(pieces) == 1:
                     u = names[0]
                 else:
@@ -399,9 +528,8 @@ class FusedBlockGen(BlockGen):
                         rest -= pw
                         parts.append(f"({nm} << {rest})" if rest else nm)
                     u = "(" + " | ".join(parts) + ")"
-                k += len(pieces)
                 uw = sum(pieces)
-                for f, fw, shift in fields:
+                for f, fw, shift in need:
                     v = u if not shift else f"({u} >> {shift})"
                     if shift + fw < uw:
                         v = f"({v} & {_mask(fw)})"
@@ -410,11 +538,16 @@ class FusedBlockGen(BlockGen):
                     elif isinstance(f.type, ir.BoolType):
                         v = f"({v} != 0)"
                     after.append(f"{self.leaf(f'{p}_{fattr(f.name)}', f.type)} = {v}")
-            self.w(f"{', '.join(targets)}, = {sname}.unpack_from(_pkt, _pos)")
+            if targets:
+                if "!" + fmt != self.mod.globals[sname].format:
+                    sname = self.mod.bind(_struct.Struct("!" + fmt), "ST")
+                self.w(f"{', '.join(targets)}, = {sname}.unpack_from(_pkt, _pos)")
             for line in after:
                 self.w(line)
         for f in t.fields:
             self.facts.fields[f"{p}_{fattr(f.name)}"] = p
+        if pristine:
+            self.w(f"{p}__o = _pos")
         self.w(f"{self.leaf(p + '__v', ir.BoolType())} = True")
         self.w(f"_pos += {n}")
         self.known.add(p)
@@ -467,7 +600,13 @@ class FusedBlockGen(BlockGen):
         if isinstance(t, ir.HeaderType):
             p = self.path(e)
             v = self.leaf(p + "__v", ir.BoolType())
-            code = self.mod.pack_expr(t, p, lambda f: self.leaf(f"{p}_{fattr(f.name)}", f.type))
+            if not t.fields:
+                return
+            if self.pristine(p):
+                code = f"_pkt[{p}__o:{p}__o + {t.width // 8}]"
+            else:
+                sname, _ = self.mod.layout(t)
+                code = f"{sname}.pack({', '.join(self.pack_args(p, t))})"
             self.w(f"if {v}: _out.append({code})")
         elif isinstance(t, ir.StructType):
             for f in t.fields:
@@ -495,10 +634,14 @@ class FusedBlockGen(BlockGen):
             return None
         return out
 
-    def gen_deparser_body(self, paths: list[list[str]]) -> list[str]:
+    def gen_deparser_body(self, paths: list[list[str]], simple: bool) -> list[str]:
         """Deparser code leaving the packet in ``_data``. For each parser path (the headers it
         extracts) the deparser would emit a fixed run of headers: when exactly those are valid,
-        the whole run is one precompiled ``struct.pack`` plus the payload."""
+        the run is precompiled ``struct.pack``s of the headers that may have changed, original
+        byte slices of pristine ones, and the payload. When the run ends with pristine headers
+        that (``simple`` parser: no advance, no header extracted twice on a path) every parse
+        matching the validity test extracted last and back to back, those and the payload are
+        one slice ``_pkt[first__o:]``."""
         emitted = self.emitted_headers()
         self.lines, self.ind = [], 0
         first = True
@@ -516,20 +659,34 @@ class FusedBlockGen(BlockGen):
             for run in combos:
                 conds = [self.leaf(p + "__v", ir.BoolType()) if p in run
                          else f"not {self.leaf(p + '__v', ir.BoolType())}" for p, _ in emitted]
-                fmt = "!"
-                args: list[str] = []
-                for p in run:
+                tail = 0
+                if simple:
+                    while tail < len(run) and self.pristine(run[-1 - tail]) and _ends_with(
+                            paths, [p for p, _ in emitted if p not in self.facts.touched],
+                            run, run[len(run) - 1 - tail:]):
+                        tail += 1
+                segs: list[str] = []
+                fmt, args = "", []
+                for p in run[:len(run) - tail]:
                     t = types[p]
                     if not t.fields:
                         continue
+                    if self.pristine(p):
+                        if fmt:
+                            segs.append(f"{self.mod.bind(_struct.Struct('!' + fmt), 'ST')}"
+                                        f".pack({', '.join(args)})")
+                            fmt, args = "", []
+                        segs.append(f"_pkt[{p}__o:{p}__o + {t.width // 8}]")
+                        continue
                     sname, _ = self.mod.layout(t)
                     fmt += self.mod.globals[sname].format.lstrip("!")
-                    code = self.mod.pack_expr(
-                        t, p, lambda f, p=p: self.leaf(f"{p}_{fattr(f.name)}", f.type))
-                    args.append(code[code.index(".pack(") + 6:-1])
-                st = self.mod.bind(_struct.Struct(fmt), "ST")
+                    args += self.pack_args(p, t)
+                if fmt:
+                    segs.append(f"{self.mod.bind(_struct.Struct('!' + fmt), 'ST')}"
+                                f".pack({', '.join(args)})")
+                segs.append(f"_pkt[{run[-tail]}__o:]" if tail else "_pkt[_ppos:]")
                 self.w(f"{'if' if first else 'elif'} {' and '.join(conds)}:")
-                self.w(f"    _data = {st}.pack({', '.join(args)}) + _pkt[_ppos:]")
+                self.w(f"    _data = {' + '.join(segs)}")
                 first = False
         if not first:
             self.w("else:")
@@ -586,6 +743,45 @@ class FusedBlockGen(BlockGen):
         return self.lines
 
 
+_PIECE = {8: "B", 16: "H", 32: "I", 64: "Q"}
+
+
+def _direct(pieces: list[int], fields: list[tuple[ir.Field, int, int]]) -> bool:
+    """A layout unit that is one unsigned field in one struct piece (unpacked as is)."""
+    f0, _, shift = fields[0]
+    return (len(pieces) == 1 and len(fields) == 1 and shift == 0
+            and isinstance(f0.type, ir.BitsType) and not f0.type.signed)
+
+
+def _ends_with(paths: list[list[str]], certain: list[str], run: tuple[str, ...],
+               tail: tuple[str, ...]) -> bool:
+    """Every parse that can pass the deparser's validity test for ``run`` extracted ``tail``
+    last, back to back. A parse extracts a prefix of a parser path (a parser error stops it
+    early); ``certain`` are the emitted headers whose validity only extract sets, so a parse
+    passes the test only if it extracted exactly those of them that ``run`` holds."""
+    for path in paths:
+        for j in range(len(path) + 1):
+            done = path[:j]
+            if all((h in done) == (h in run) for h in certain) and (
+                    len(done) < len(tail) or tuple(done[j - len(tail):]) != tail):
+                return False
+    return True
+
+
+def _has_advance(s: ir.Stmt | list[ir.Stmt]) -> bool:
+    if isinstance(s, list):
+        return any(_has_advance(x) for x in s)
+    if isinstance(s, ir.Advance):
+        return True
+    if isinstance(s, ir.Block):
+        return _has_advance(s.stmts)
+    if isinstance(s, ir.If):
+        return _has_advance(s.then) or (s.else_ is not None and _has_advance(s.else_))
+    if isinstance(s, ir.SwitchValue | ir.SwitchAction):
+        return any(c.body is not None and _has_advance(c.body) for c in s.cases)
+    return False
+
+
 def _table_hit(cond: ir.Expr) -> tuple[ir.TableHit, bool] | None:
     if isinstance(cond, ir.TableHit):
         return cond, cond.negate
@@ -595,10 +791,18 @@ def _table_hit(cond: ir.Expr) -> tuple[ir.TableHit, bool] | None:
 
 
 class _Facts:
-    """What one generation pass learns about the whole program (shared by all blocks)."""
+    """What one generation pass learns about the whole program (shared by all blocks); a pass
+    starts from what the previous one learnt (None: nothing yet, assume the worst)."""
 
-    def __init__(self, touched: set[str] | None = None) -> None:
-        self.touched: set[str] = set(touched or ())  # header paths set other than by extract
+    def __init__(self, prev: _Facts | None = None) -> None:
+        self.touched: set[str] = set(prev.touched if prev else ())  # set other than by extract
+        self.written: set[str] = set(prev.written if prev else ())  # a field assigned
+        self.wfields: set[str] = set(prev.wfields if prev else ())  # header-field locals assigned
+        self.read: set[str] = set()  # header-field locals read on their own
+        self.raw_used: set[tuple[str, int]] = set()  # (header path, unit) packed as raw pieces
+        self.prev_read = prev.read if prev else None
+        self.prev_raw_used = prev.raw_used if prev else None
+        self.htypes: dict[str, ir.HeaderType] = {}  # header path -> its type
         self.fields: dict[str, str] = {}  # header-field local -> header path
         self.unguarded: set[str] = set()  # header-field locals read without a validity proof
         self.guarded = 0  # > 0 while generating reads that test validity at run time
@@ -658,13 +862,14 @@ def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
     """Source lines of ``fname(_pkt, _port, _now)`` for ``program`` (see the module docstring);
     NotFusable if the program needs the general driver. ``slow_fns`` maps each control's
     name to its action key -> function name map (table hits carry those functions)."""
-    # pass 1 finds the headers set other than by extract; pass 2 generates knowing them
-    facts = _Facts()
-    _generate(mod, program, facts, drop_port, slow_fns, resolve_instance, runtime_obj,
-              table_state)
-    facts = _Facts(facts.touched)
-    leaves, bodies = _generate(mod, program, facts, drop_port, slow_fns, resolve_instance,
-                               runtime_obj, table_state)
+    # pass 1 finds the headers set other than by extract and the fields written; pass 2,
+    # knowing them, which fields are read on their own (raw units and original bytes replace
+    # the other reads); pass 3 generates knowing both
+    facts = None
+    for _ in range(3):
+        facts = _Facts(facts)
+        leaves, bodies = _generate(mod, program, facts, drop_port, slow_fns, resolve_instance,
+                                   runtime_obj, table_state)
     # a field of a header that only extract makes valid, read only where the header is valid,
     # is always written before it is read: it needs no per-packet initial value
     for name, p in facts.fields.items():
@@ -682,6 +887,7 @@ def _generate(mod: Module, program: ir.Program, facts: _Facts, drop_port: int,
     leaves: dict[str, str] = {}
     bodies: dict[str, list[str]] = {}
     paths: list[list[str]] = []
+    simple = False
     for role in _ROLES:
         block = program.block(role)
         data = [p for p in block.params if not isinstance(p.type, ir.ExternType)]
@@ -698,8 +904,11 @@ def _generate(mod: Module, program: ir.Program, facts: _Facts, drop_port: int,
         if role == "parser":
             bodies[role] = gen.gen_parser_body()
             paths = gen.parser_paths()
+            simple = not _has_advance([s for st in block.states.values()  # type: ignore[union-attr]
+                                       for s in st.stmts])
+            simple = simple and all(len(set(p)) == len(p) for p in paths)
         elif role == "deparser":
-            bodies[role] = gen.gen_deparser_body(paths)
+            bodies[role] = gen.gen_deparser_body(paths, simple)
         else:
             bodies[role] = gen.gen_control_body(wrap_exit=role != "deparser")
         if gen.funcs:
@@ -726,6 +935,7 @@ def _assemble(fname: str, bodies: dict[str, list[str]], leaves: dict[str, str],
     text = "\n".join(line for b in bodies.values() for line in b)
     special = {f"{_SM_ROOT}_f_ingress_port": "_port", f"{_SM_ROOT}_f_packet_length": "_plen",
                f"{_SM_ROOT}_f_ingress_global_timestamp": "_now"}
+    w("if _pkt.__class__ is not bytes: _pkt = bytes(_pkt)")
     w("_plen = len(_pkt)")
     zeros = [n for n, v in leaves.items() if v == "0" and n not in special]
     falses = [n for n, v in leaves.items() if v == "False" and n not in special]

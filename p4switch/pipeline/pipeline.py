@@ -223,6 +223,11 @@ class Pipeline:
         self._has_qid = "f_qid" in self._sm_cls._fields
         self._fused = ns.get("process_fused") if self.fused_reason is None else None
         self._fused_lean = ns.get("process_fused_lean") if self.fused_reason is None else None
+        if self._fused is not None and self._fused_lean is not None:
+            # the generated functions are process()/process_fast() themselves (they take any
+            # bytes-like packet): no method frame in between
+            self.process = self._fused  # type: ignore[method-assign]
+            self.process_fast = self._fused_lean  # type: ignore[method-assign]
 
         for gen in gens:
             if not isinstance(gen.block, ir.Control):
