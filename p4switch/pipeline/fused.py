@@ -974,13 +974,18 @@ def _assemble(fname: str, bodies: dict[str, list[str]], leaves: dict[str, str],
         w(f"_eport = {spec}")
     else:
         w("_eport = 0")
-    w(f"_eplen = {sm('packet_length') or '_plen'}")
+    late = "\n".join(line for r in ("egress", "compute_checksum", "deparser") for line in bodies[r])
+    if "_eplen" in late:
+        w(f"_eplen = {sm('packet_length') or '_plen'}")
+    # egress_spec neither read nor written after ingress: it stays 0 through egress
+    spec_late = spec != "0" and (drop_port == 0 or re.search(rf"\b{spec}\b", late) is not None)
     # egress with an empty queue: what Pipeline._run_egress sets
-    for name, v in (("instance_type", "0"), ("egress_port", "_eport"), ("egress_spec", "0"),
+    for name, v in (("instance_type", "0"), ("egress_port", "_eport"),
+                    ("egress_spec", "0" if spec_late else None),
                     ("egress_global_timestamp", "_now"), ("enq_timestamp", "_now"),
                     ("enq_qdepth", "0"), ("deq_timedelta", "0"), ("deq_qdepth", "0"),
                     ("qid", "0")):
-        if sm(name):
+        if sm(name) and v is not None:
             w(f"{sm(name)} = {v}")
     w("try:")
     block("egress", 2)
@@ -988,7 +993,7 @@ def _assemble(fname: str, bodies: dict[str, list[str]], leaves: dict[str, str],
     w('    return @@DROP("assert", "assert/assume failed in egress")')
     w("except (_PErr, _PktErr, IndexError) as _x:")
     w('    return @@DROP("error", "egress: " + _describe(_x))')
-    if spec != "0":
+    if spec_late:
         w(f"if {spec} == {drop_port}:")
         w('    return @@DROP("mark_to_drop", "dropped in egress")')
     w("try:")

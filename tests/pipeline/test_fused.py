@@ -293,6 +293,9 @@ SPEC_CASES: dict[str, dict[str, str]] = {
     # TCP modified in egress: packed again from its fields
     "egress_writes_tcp": {"INGRESS": _TTL,
                           "EGRESS": "if (h.tcp.isValid()) { h.tcp.win = h.tcp.win + 1; }"},
+    # egress drops (egress_spec written after ingress)
+    "egress_drop": {"INGRESS": _TTL, "EGRESS": "if (h.tcp.isValid() && h.tcp.flags > 128) {"
+                    " mark_to_drop(sm); }"},
     # validity changed by the program
     "set_invalid": {"INGRESS": _TTL + " if (h.udp.isValid() && h.udp.dport < 512) {"
                     " h.udp.setInvalid(); } if (h.vlan.isValid()) { h.vlan.setInvalid();"
@@ -375,7 +378,7 @@ def test_specialised_headers_fused_equals_general(case: str) -> None:
     # the specialisations engage exactly where the program allows them
     tail_tcp = "_pkt[h_f_tcp__o:]" in src
     assert tail_tcp == (case in ("pristine_l4", "set_invalid", "parser_assigns", "decap_vlan",
-                                 "raw_units_in_hashes", "reordered_emits")), case
+                                 "raw_units_in_hashes", "reordered_emits", "egress_drop")), case
     assert "h_f_ip__u0" in src  # ip never touched, version/ihl never written: a raw unit
     if case == "pristine_l4":
         assert "h_f_tcp_f_seq" not in src.split("def process_fused(")[1]  # never unpacked
