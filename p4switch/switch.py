@@ -1,20 +1,31 @@
 """The running switch: ports, egress queues and the packet loop around one pipeline.
 
 One I/O thread owns the packet path. It waits (epoll) on every port and on a wake-up eventfd,
-reads ready frames in batches, and for each frame runs ``ingress → queue → egress → send`` inline.
-Queues without a rate never hold a packet (the loop is their server); rate-limited queues are
-served when their head is due, the epoll timeout being the timer.
+reads each ready port until EAGAIN (at most ``BATCH`` frames), and runs the batch:
+
+* inline, when every egress queue is unlimited and empty (such a queue never holds a packet, so
+  ingress and egress run back to back with the metadata of an empty queue): the pipeline's
+  ``process_fast`` (api.py) — its common result, a plain ``(port, bytes)`` tuple, is sent with
+  the port's socket directly — or ``process`` for a pipeline without it. No per-packet objects
+  of the switch's own; counters that every frame touches are kept in locals and added per batch;
+* queued, when some queue has a rate (or still holds packets): ``ingress → queue → egress``;
+  rate-limited queues are served when their head is due, the epoll timeout being the timer.
 
 Concurrency rule (DESIGN.md: the pipeline is not thread-safe): ``Switch.lock`` is held around
 every pipeline call and every queue operation by the loop, and by the P4Runtime server around each
 state operation or Write batch, so a Write is applied atomically with respect to packets. The loop
-holds it for one batch of events at a time (at most ``BATCH`` frames per port), which keeps
-control-plane latency bounded under load. Listener callbacks (packet-in, digests) run in the loop
-thread *after* the lock is released, so a callback that takes its own locks cannot deadlock with
-a gRPC thread that holds one of them and waits for ``Switch.lock``.
+takes it once per batch (at most ``BATCH`` frames of one port; the socket reads happen outside
+it), which keeps control-plane latency bounded under load. Listener callbacks (packet-in,
+digests) run in the loop thread *after* the lock is released, so a callback that takes its own
+locks cannot deadlock with a gRPC thread that holds one of them and waits for ``Switch.lock``.
 
 The switch owns the clock: ``now_us()`` is microseconds since the switch was created, read per
 packet; the pipeline only receives it as an argument.
+
+Counting on the inline path: each output counts one enqueue and one dequeue on its port's
+queue; a drop the pipeline reports (ingress or egress — ``process`` does not say which) counts
+on the ingress port (``rx_dropped``/``rx_malformed``), and a copy dropped in egress is not
+counted as enqueued.
 """
 
 from __future__ import annotations
@@ -366,6 +377,7 @@ class Switch:
         fd_ports = self._fd_ports
         queues = self.queues
         lock = self.lock
+        acquire, release = lock.acquire, lock.release  # cheaper than `with lock` per batch
         now_us = self.now_us
         run_batch = self._run_batch
         backlogged = queues.backlogged  # these containers are never replaced, only mutated
@@ -403,12 +415,14 @@ class Switch:
                     continue
                 if not frames:
                     continue
-                with lock:  # once per batch (<= BATCH frames): bounded control-plane latency
-                    try:
-                        run_batch(port, frames)
-                    except Exception:  # never let one bad frame or bug kill the switch
-                        self.counters.pipeline_errors += 1
-                        self._log_error("packet loop error")
+                acquire()  # once per batch (<= BATCH frames): bounded control-plane latency
+                try:
+                    run_batch(port, frames)
+                except Exception:  # never let one bad frame or bug kill the switch
+                    self.counters.pipeline_errors += 1
+                    self._log_error("packet loop error")
+                finally:
+                    release()
             if inject or backlogged:
                 with lock:
                     try:

@@ -144,12 +144,12 @@ def test_digest_listener(sw: Switch, Fake):  # noqa: N803
     assert len(got) == 1 and got[0].name == "learn" and got[0].values["port"] == 1
 
 
-def test_rate_limited_queue_builds_up_and_tail_drops():
+def test_rate_limited_queue_builds_up_and_tail_drops(Fake):  # noqa: N803
     sw = Switch(pipeline_factory=fake_factory, queue_depth=16)
     p1, p2 = MemoryPort(1), MemoryPort(2)
     sw.add_port(p1)
     sw.add_port(p2)
-    fake = FakePipeline()
+    fake = Fake()
     sw.set_pipeline(fake)
     sw.set_queue_rate(2, 2000)  # 500 µs per packet: a 40-frame burst overruns 16 slots
     with sw:
@@ -192,13 +192,13 @@ def test_load_program_swaps_atomically_and_flushes():
         assert sw.port_stats()[2]["queue_depth_now"] == 0
 
 
-def test_writes_under_the_lock_exclude_packets():
+def test_writes_under_the_lock_exclude_packets(Fake):  # noqa: N803
     """While a control-plane thread holds ``lock``, no pipeline call happens."""
     sw = Switch(pipeline_factory=fake_factory)
     p1, p2 = MemoryPort(1), MemoryPort(2)
     sw.add_port(p1)
     sw.add_port(p2)
-    fake = FakePipeline()
+    fake = Fake()
     sw.set_pipeline(fake)
     with sw:
         p1.feed([frame(2, seq=i) for i in range(100)])
