@@ -7,6 +7,8 @@ blocks. Every error is raised as a located ``P4CompileError``.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 
 from lark import Token, Tree
@@ -108,8 +110,44 @@ class ProtoB:
 @dataclass
 class BlockB:
     kind: str  # "parser" | "control"
-    block: ir.Parser | ir.Control
+    block: ir.Parser | ir.Control | None  # None: has constructor parameters (no standalone IR)
     param_types: list[object]
+    tree: Tree | None = None  # the declaration, re-elaborated for each sub-block instance
+
+
+@dataclass
+class SubParam:
+    name: str
+    direction: str
+    type: object
+    ir_name: str  # the per-instance variable holding the parameter ("" for packet_in/out)
+
+
+@dataclass
+class SubInstB:
+    """A parser or control instantiated inside another block (``Sub() c;``). It is inlined:
+    its locals, extern instances, actions, tables and value sets were elaborated once, into the
+    enclosing block, at the instantiation (with control-plane names ``<outer>.<inst>.<x>``);
+    each ``c.apply(...)`` re-elaborates its apply body (or states) in ``scope``/``ctx``."""
+
+    kind: str
+    name: str
+    tree: Tree
+    scope: Scope
+    ctx: BlockCtx
+    params: list[SubParam]
+    local_inits: list[tuple[str, object, ir.Expr | None]]
+    applies: int = 0
+
+
+@dataclass
+class _ParserCall:
+    """``p.apply(...)`` of a sub-parser in a parser state: the state is split there."""
+
+    inst: SubInstB
+    pre: list[ir.Stmt]
+    post: list[ir.Stmt]
+    node: Tree
 
 
 @dataclass
@@ -145,6 +183,9 @@ class BlockCtx:
     locals: list[ir.VarDecl] = field(default_factory=list)
     in_action: bool = False
     deparser: bool = False
+    # prefix of the IR names of tables, extern instances and value sets of an inlined
+    # sub-block instance ("c1." for `Sub() c1;`), so that they cannot clash with the outer's
+    local_prefix: str = ""
 
     def fresh(self, name: str) -> str:
         if name not in self.used:
@@ -223,6 +264,7 @@ class Elaborator:
         self.top = BlockCtx("toplevel", "", set())
         self.main_seen = False
         self.decl_locs: dict[tuple[int, str], ir.SourceLoc] = {}
+        self.sub_used: set[str] = set()  # parser/control types instantiated inside a block
 
     # ---------------------------------------------------------------- errors / locations
     def loc(self, node: object) -> ir.SourceLoc | None:
@@ -252,6 +294,14 @@ class Elaborator:
         for decl in tree.children:
             if isinstance(decl, Tree):
                 self.declaration(decl)
+        for bname in self.sub_used - set(self.package.values()):
+            # a type used only as a sub-block exists only inlined into its users (as in p4c,
+            # its standalone tables and actions are not part of the program)
+            control = self.controls.pop(bname, None)
+            if control is not None:
+                for key in control.actions:
+                    self.actions.pop(key, None)
+            self.parsers.pop(bname, None)
         if not self.main_seen:
             end = ir.SourceLoc(self.pp.main_file, max(1, len(self.pp.sources.get(
                 self.pp.main_file, "").splitlines())), 1)
@@ -732,10 +782,14 @@ class Elaborator:
                     raise self.err(d, "a package can only be instantiated at top level")
                 self.package_instance(d, b.decl, args, name)
                 return
-            raise self.err(tref, unsupported("instantiating a parser or control inside "
-                                             "another block (sub-parsers/sub-controls)")
-                           if ctx is not self.top else unsupported(
-                               "top-level parser or control instances"))
+            if ctx is self.top:
+                raise self.err(tref, unsupported("top-level parser or control instances"))
+            if not isinstance(b, BlockB):
+                raise self.err(tref, f"'{t.name}' is a {b.proto.kind} type without an "
+                                     "implementation and cannot be instantiated"
+                               if isinstance(b, ProtoB) else f"cannot instantiate '{t.name}'")
+            self.sub_instance(d, b, t, args, name, scope, ctx, annos)
+            return
         if not isinstance(t, ir.ExternType):
             raise self.err(tref, f"cannot instantiate type {t}")
         inst = self.make_instance(t, args, d, scope, ctx, _name(name), annos, name)
@@ -780,8 +834,9 @@ class Elaborator:
                 raise self.err(a, f"constructor argument '{p.name}' of {t.name} must be a "
                                   "compile-time constant")
             vals.append(e)
-        return ir.ExternInstance(local, self.cp_name(ctx, local, annos), t.name, t.type_args, vals,
-                                 annos, loc=self.loc(name_node))
+        ir_name = local if ctx is self.top else ctx.local_prefix + local
+        return ir.ExternInstance(ir_name, self.cp_name(ctx, local, annos), t.name, t.type_args,
+                                 vals, annos, loc=self.loc(name_node))
 
     def arg_list(self, args: Tree | None) -> Args:
         """The argument expressions in source order, with their names if they are named
@@ -848,6 +903,9 @@ class Elaborator:
             b = self.globals.lookup(bname)
             if not isinstance(b, BlockB):
                 raise self.err(a, f"'{bname}' is not a parser or control implementation")
+            if b.block is None:
+                raise self.err(a, unsupported(f"constructor parameters of a V1Switch block "
+                                              f"('{bname}')"))
             assert isinstance(p.type, BlockTypeRef)
             proto_b = self.globals.lookup(p.type.name)
             assert isinstance(proto_b, ProtoB)
@@ -900,15 +958,41 @@ class Elaborator:
 
     def decl_parser_impl(self, d: Tree) -> None:
         ttree, ctor = d.children[0], d.children[1]
-        name, annos, scope, ctx, plist = self.block_prelude("parser", ttree, ctor)
+        if _has_ctor_params(ctor):
+            self.template_block("parser", d)
+            return
+        name, annos, scope, ctx, plist = self.block_prelude("parser", ttree, None)
         if not plist or not (isinstance(plist[0].type, ir.ExternType)
                              and plist[0].type.name == "packet_in"):
             raise self.err(ttree, f"parser '{name}' must take a packet_in as first parameter")
-        states_t = _kids(d, "parser_state")
         for item in d.children[2:]:
             if not isinstance(item, Tree) or item.data == "parser_state":
                 continue
             self.block_local(item, scope, ctx)
+        states = self.parser_states(_kids(d, "parser_state"), scope, ctx, "", "accept",
+                                    ttree.children[1], name)
+        parser = ir.Parser(name, plist, ctx.locals, ctx.instances, ctx.value_sets, states, annos)
+        self.parsers[name] = parser
+        self.declare(self.globals, name, BlockB("parser", parser, [p.type for p in plist], d),
+                     ttree.children[1])
+
+    def template_block(self, kind: str, d: Tree) -> None:
+        """A parser/control with constructor parameters: only usable as a sub-block instance
+        (``C(5) c;``), where its constructor arguments are known; elaborated there."""
+        ttree = d.children[0]
+        if ttree.children[2] is not None:
+            raise self.err(ttree.children[2], unsupported(f"generic {kind}s"))
+        self.declare(self.globals, _name(ttree.children[1]), BlockB(kind, None, [], d),
+                     ttree.children[1])
+
+    def parser_states(self, states_t: list[Tree], scope: Scope, ctx: BlockCtx, prefix: str,
+                      accept_to: str, name_node: object,
+                      pname: str) -> dict[str, ir.ParserState]:
+        """The states of a parser, named ``prefix + name``; ``accept`` leads to ``accept_to``
+        (a sub-parser's accept continues its caller's state). A state that applies a
+        sub-parser is split there: its statements so far plus the copy-in, a transition to the
+        callee's (inlined, renamed) start, and a continuation state that the callee's accept
+        reaches, holding the copy-out, the rest of the statements and the transition."""
         state_names: dict[str, Tree] = {}
         for s in states_t:
             sn = _name(s.children[1])
@@ -918,33 +1002,52 @@ class Elaborator:
                 raise self.err(s.children[1], f"duplicate state '{sn}'")
             state_names[sn] = s
         if "start" not in state_names:
-            raise self.err(ttree.children[1], f"parser '{name}' has no 'start' state")
+            raise self.err(name_node, f"parser '{pname}' has no 'start' state")
+
+        def rename(sn: str) -> str:
+            if sn == "accept":
+                return accept_to
+            return sn if sn == "reject" else prefix + sn
+
         states: dict[str, ir.ParserState] = {}
         for sn, s in state_names.items():
             sscope = Scope(scope)
+            cur = prefix + sn
+            cur_loc = self.loc(s.children[1])
             stmts: list[ir.Stmt] = []
+            calls: dict[str, int] = {}
             trans_t = s.children[-1]
             for st in s.children[2:-1]:
                 r = self.stmt(st, sscope, ctx)
-                if r is not None:
+                if isinstance(r, _ParserCall):
+                    ib = r.inst
+                    k = calls[ib.name] = calls.get(ib.name, 0) + 1
+                    sub = f"{prefix}{sn}.{ib.name}{'' if k == 1 else k}."
+                    cont = sub + "accept"
+                    states[cur] = ir.ParserState(
+                        cur, stmts + r.pre,
+                        ir.Transition(next_state=sub + "start", loc=self.loc(r.node)),
+                        loc=cur_loc)
+                    states.update(self.parser_states(
+                        _kids(ib.tree, "parser_state"), Scope(ib.scope), ib.ctx, sub, cont,
+                        ib.tree.children[0].children[1], _name(ib.tree.children[0].children[1])))
+                    cur, cur_loc, stmts = cont, self.loc(r.node), list(r.post)
+                elif r is not None:
                     stmts.append(r)
             if trans_t is None:
                 trans = ir.Transition(next_state="reject", loc=self.loc(s))
             else:
-                trans = self.transition(trans_t, sscope, ctx, state_names)
-            states[sn] = ir.ParserState(sn, stmts, trans, loc=self.loc(s.children[1]))
-        parser = ir.Parser(name, plist, ctx.locals, ctx.instances, ctx.value_sets, states, annos)
-        self.parsers[name] = parser
-        self.declare(self.globals, name, BlockB("parser", parser, [p.type for p in plist]),
-                     ttree.children[1])
+                trans = self.transition(trans_t, sscope, ctx, state_names, rename)
+            states[cur] = ir.ParserState(cur, stmts, trans, loc=cur_loc)
+        return states
 
-    def transition(self, t: Tree, scope: Scope, ctx: BlockCtx,
-                   states: dict[str, Tree]) -> ir.Transition:
+    def transition(self, t: Tree, scope: Scope, ctx: BlockCtx, states: dict[str, Tree],
+                   rename: Callable[[str], str] | None = None) -> ir.Transition:
         def target(n: object) -> str:
             sn = _name(n)
             if sn not in states and sn not in ("accept", "reject"):
                 raise self.err(n, f"unknown parser state '{sn}'")
-            return sn
+            return rename(sn) if rename is not None else sn
 
         if t.data == "transition_direct":
             return ir.Transition(next_state=target(t.children[0]), loc=self.loc(t))
@@ -1029,8 +1132,8 @@ class Elaborator:
             if not isinstance(vt, ir.BitsType):
                 raise self.err(targs, unsupported(f"value_set of type {vt} (use bit<W>)"))
             n = _name(name)
-            vs = ir.ValueSet(n, self.cp_name(ctx, n, annos), vt, size, annos)
-            ctx.value_sets[n] = vs
+            vs = ir.ValueSet(ctx.local_prefix + n, self.cp_name(ctx, n, annos), vt, size, annos)
+            ctx.value_sets[vs.name] = vs
             self.declare(scope, n, ValueSetB(vs), name)
         elif item.data == "action_decl":
             self.decl_action_decl(item, scope, ctx)
@@ -1059,12 +1162,13 @@ class Elaborator:
     # ---------------------------------------------------------------- controls
     def decl_control_impl(self, d: Tree) -> None:
         ttree, ctor = d.children[0], d.children[1]
-        # action parameter names of this control keep their names: reserve them first
-        reserved = set()
-        for item in d.children[2:-1]:
-            if isinstance(item, Tree) and item.data == "action_decl" and item.children[2]:
-                reserved.update(_name(p.children[3]) for p in item.children[2].children)
-        name, annos, scope, ctx, plist = self.block_prelude("control", ttree, ctor, reserved)
+        if _has_ctor_params(ctor):
+            self.template_block("control", d)
+            return
+        # action parameter names of this control (and of the sub-controls it instantiates,
+        # which are inlined into it) keep their names: reserve them first
+        reserved = self.action_param_names(d)
+        name, annos, scope, ctx, plist = self.block_prelude("control", ttree, None, reserved)
         ctx.deparser = bool(plist) and isinstance(plist[0].type, ir.ExternType) and \
             plist[0].type.name == "packet_out"
         for item in d.children[2:-1]:
@@ -1074,8 +1178,179 @@ class Elaborator:
         control = ir.Control(name, plist, ctx.locals, ctx.instances, ctx.actions, ctx.tables,
                              body, annos)
         self.controls[name] = control
-        self.declare(self.globals, name, BlockB("control", control, [p.type for p in plist]),
+        self.declare(self.globals, name, BlockB("control", control, [p.type for p in plist], d),
                      ttree.children[1])
+
+    def action_param_names(self, d: Tree) -> set[str]:
+        out: set[str] = set()
+        for item in d.children[2:-1]:
+            if not isinstance(item, Tree):
+                continue
+            if item.data == "action_decl" and item.children[2]:
+                out.update(_name(p.children[3]) for p in item.children[2].children)
+            elif item.data == "instantiation":
+                inner = _core(item.children[1])
+                if inner.data == "named_type":
+                    b = self.globals.lookup(str(inner.children[0]))
+                    if isinstance(b, BlockB) and b.kind == "control" and b.tree is not None:
+                        out |= self.action_param_names(b.tree)
+        return out
+
+    # ---------------------------------------------------------------- sub-blocks (inlined)
+    def sub_instance(self, d: Tree, b: BlockB, t: BlockTypeRef, args: Tree | None,
+                     name: object, scope: Scope, ctx: BlockCtx, annos: dict[str, str]) -> None:
+        """``Sub(...) c;`` inside a parser/control: elaborate the instance's parameters (as
+        per-instance variables of the enclosing block), constructor arguments (as constants),
+        locals, extern instances, actions, tables and value sets into the enclosing block."""
+        inst = _name(name)
+        if b.kind != ctx.kind or ctx.in_action:
+            raise self.err(d, f"a {ctx.kind} cannot instantiate a {b.kind} ('{t.name}')")
+        if t.args:
+            raise self.err(d, unsupported(f"generic {b.kind}s"))
+        assert b.tree is not None
+        tree = b.tree
+        ttree, ctor = tree.children[0], tree.children[1]
+        iscope = Scope(self.globals)
+        sub = BlockCtx(ctx.kind, self.cp_name(ctx, inst, annos), ctx.used, ctx.instances,
+                       ctx.tables, ctx.actions, ctx.value_sets, ctx.locals,
+                       deparser=ctx.deparser, local_prefix=f"{ctx.local_prefix}{inst}.")
+        # constructor parameters: compile-time constants in the instance's scope
+        cparams = ctor.children[0].children if _has_ctor_params(ctor) else []
+        raw = self.arg_list(args)
+        if len(raw) != len(cparams):
+            raise self.err(d, f"{b.kind} '{t.name}' expects {len(cparams)} constructor "
+                              f"arguments, got {len(raw)}")
+        what = f"constructor of {t.name}"
+        for p, a in zip(cparams, self.bind(raw, [_name(p.children[3]) for p in cparams], what),
+                        strict=True):
+            _pa, direction, tref, pname, default = p.children
+            if direction is not None or default is not None:
+                raise self.err(p, unsupported("constructor parameters with a direction or "
+                                              "a default value"))
+            pt = self.resolve_type(tref, self.globals)
+            if not isinstance(pt, ir.BitsType | ir.BoolType | ir.EnumType | ir.ErrorType
+                              | ir.InfIntType):
+                raise self.err(tref, unsupported(f"constructor parameters of type {pt} (only "
+                                                 "values: bit/int/bool/enum/error)"))
+            e = self.coerce(self.expr(a, scope, ctx), pt, a, f"argument '{_name(pname)}' of "
+                                                             f"{what}")
+            if not isinstance(e, ir.Const):
+                raise self.err(a, f"argument '{_name(pname)}' of {what} must be a "
+                                  "compile-time constant")
+            self.declare(iscope, _name(pname), ConstB(e), pname)
+        # apply parameters: one variable per instance in the enclosing block (control-level,
+        # so that the instance's actions and table keys see them)
+        params: list[SubParam] = []
+        ptree = ttree.children[3]
+        for p in ptree.children if ptree is not None else []:
+            _pa, direction, tref, pname, default = p.children
+            if default is not None:
+                raise self.err(default, unsupported("default parameter value"))
+            dname = str(direction.children[0]) if direction is not None else ""
+            pt = self.resolve_type(tref, iscope)
+            n = _name(pname)
+            if isinstance(pt, ir.ExternType):
+                if pt.name not in ("packet_in", "packet_out"):
+                    raise self.err(p, unsupported(f"{pt.name} parameters of sub-{b.kind}s"))
+                # extract/emit do not name the packet: the parameter only gives access to them
+                self.declare(iscope, n, VarB(f"{inst}_{n}", pt, False, "parameter"), pname)
+                params.append(SubParam(n, dname, pt, ""))
+                continue
+            if dname == "":
+                raise self.err(p, unsupported(f"directionless parameters of {b.kind}s"))
+            if isinstance(pt, TypeVar | BlockTypeRef) or contains_typevar(pt):
+                raise self.err(tref, unsupported(f"generic parameter types in {b.kind}s"))
+            irn = ctx.fresh(f"{inst}_{n}")
+            what_p = "'in' parameter" if dname == "in" else "parameter"
+            self.declare(iscope, n, VarB(irn, pt, dname != "in", what_p), pname)
+            ctx.locals.append(ir.VarDecl(irn, pt, loc=self.loc(pname)))
+            params.append(SubParam(n, dname, pt, irn))
+        # locals: declared in the enclosing block, (re)initialised at each apply
+        items = [c for c in (tree.children[2:-1] if b.kind == "control" else tree.children[2:])
+                 if isinstance(c, Tree) and c.data != "parser_state"]
+        inits: list[tuple[str, object, ir.Expr | None]] = []
+        for item in items:
+            if item.data == "var_decl":
+                vd = self.var_decl(item, iscope, sub)
+                ctx.locals.append(ir.VarDecl(vd.name, vd.type, loc=vd.loc))
+                inits.append((vd.name, vd.type, vd.init))
+            else:
+                self.block_local(item, iscope, sub)
+        self.declare(scope, inst, SubInstB(b.kind, inst, tree, iscope, sub, params, inits), name)
+        self.sub_used.add(t.name)
+
+    def sub_apply(self, ib: SubInstB, arg_trees: Args, c: Tree, scope: Scope,
+                  ctx: BlockCtx) -> ir.Stmt | _ParserCall:
+        """``c.apply(args)``: copy-in (left to right; ``out`` parameters start at zero), the
+        re-initialised locals, the callee's body with ``return`` lowered to a flag, copy-out
+        (left to right). For a sub-parser the caller's state is split instead."""
+        what = f"{ib.name}.apply()"
+        if len(arg_trees) != len(ib.params):
+            raise self.err(c, f"{what} expects {len(ib.params)} arguments, got "
+                              f"{len(arg_trees)}")
+        arg_trees = self.bind(arg_trees, [p.name for p in ib.params], what)
+        pre: list[ir.Stmt] = []
+        post: list[ir.Stmt] = []
+        loc = self.loc(c)
+        for p, a in zip(ib.params, arg_trees, strict=True):
+            if not p.ir_name:
+                e = self.expr(a, scope, ctx)
+                if not (isinstance(e.type, ir.ExternType) and e.type.name == p.type.name):
+                    raise self.err(a, f"argument '{p.name}' of {what}: expected {p.type}, got "
+                                      f"{e.type}")
+                continue
+            e = self.coerce(self.expr(a, scope, ctx), p.type, a, f"argument '{p.name}' of "
+                                                                  f"{what}")
+            var = ir.Var(p.ir_name, type=p.type, loc=loc)
+            if p.direction in ("out", "inout"):
+                self.check_lvalue(e, a, scope)
+                e = self.pin_lvalue(e, pre, ctx)
+                post.append(ir.Assign(copy.deepcopy(e), var, loc=loc))
+            if p.direction in ("in", "inout"):
+                pre.append(ir.Assign(var, e, loc=loc))
+            else:
+                pre.extend(self.zero(var, ctx))
+        for n, t, init in ib.local_inits:
+            var = ir.Var(n, type=t)
+            if init is not None:
+                pre.append(ir.Assign(var, copy.deepcopy(init), loc=init.loc))
+            else:
+                pre.extend(self.zero(var, ctx))
+        if ib.kind == "parser":
+            return _ParserCall(ib, pre, post, c)
+        body = self.block(ib.tree.children[-1], Scope(ib.scope), ib.ctx)
+        if _has_return(body):
+            flag = ctx.fresh(f"{ib.name}_returned")
+            pre.append(ir.VarDecl(flag, _BOOL, ir.Const(False, type=_BOOL), loc=loc))
+            body = ir.Block(_lower_returns(body.stmts, flag), loc=body.loc)
+        return ir.Block([*pre, body, *post], loc=loc)
+
+    def pin_lvalue(self, e: ir.Expr, pre: list[ir.Stmt], ctx: BlockCtx) -> ir.Expr:
+        """An out/inout argument is evaluated to a location once, at the call: run-time stack
+        indexes are saved in temporaries so that copy-out writes where copy-in read."""
+        if isinstance(e, ir.Member | ir.Slice):
+            return replace(e, base=self.pin_lvalue(e.base, pre, ctx))
+        if isinstance(e, ir.StackNext | ir.StackLast):
+            return replace(e, stack=self.pin_lvalue(e.stack, pre, ctx))
+        if isinstance(e, ir.StackElem):
+            stack = self.pin_lvalue(e.stack, pre, ctx)
+            idx = e.index
+            if not isinstance(idx, ir.Const):
+                tmp = ctx.fresh("index")
+                pre.append(ir.VarDecl(tmp, idx.type, idx, loc=idx.loc))
+                idx = ir.Var(tmp, type=idx.type, loc=idx.loc)
+            return replace(e, stack=stack, index=idx)
+        return e
+
+    def zero(self, var: ir.Var, ctx: BlockCtx) -> list[ir.Stmt]:
+        """Statements that reset ``var`` to a fresh variable's value (zero, headers invalid)."""
+        t = var.type
+        if isinstance(t, ir.BitsType):
+            return [ir.Assign(var, ir.Const(0, type=t))]
+        if isinstance(t, ir.BoolType):
+            return [ir.Assign(var, ir.Const(False, type=t))]
+        tmp = ctx.fresh(f"{var.name}_init")
+        return [ir.VarDecl(tmp, t), ir.Assign(var, ir.Var(tmp, type=t))]
 
     # ---------------------------------------------------------------- tables
     def table_decl(self, d: Tree, scope: Scope, ctx: BlockCtx) -> None:
@@ -1083,7 +1358,7 @@ class Elaborator:
         annos = self.annotations(annos_t)
         n = _name(name)
         props = d.children[2:]
-        table = ir.Table(n, self.cp_name(ctx, n, annos), [], [],
+        table = ir.Table(ctx.local_prefix + n, self.cp_name(ctx, n, annos), [], [],
                          ir.BoundAction("NoAction", []), annotations=annos, loc=self.loc(name))
         seen: set[str] = set()
 
@@ -1161,7 +1436,7 @@ class Elaborator:
         if entries_t is not None:
             table.const_entries = self.const_entries(entries_t, scope, ctx, table)
         self.declare(scope, n, TableB(table), name)
-        ctx.tables[n] = table
+        ctx.tables[table.name] = table
 
     def table_key(self, k: Tree, scope: Scope, ctx: BlockCtx) -> ir.TableKey:
         expr_t, kind_t, annos_t = k.children
@@ -1275,6 +1550,7 @@ class Elaborator:
             inst = self.make_instance(t, args, value, scope, ctx, local, annos, value)
             inst.cp_name = table.cp_name if local == table.name else f"{table.cp_name}_{prop}"
             inst.annotations = {}
+            inst.name = local  # the table's IR name already carries ctx.local_prefix
             ctx.instances[local] = inst
             return local
         if value.data == "name_ref":
@@ -1349,6 +1625,9 @@ class Elaborator:
         inner = Scope(scope)
         for s in b.children[1:]:
             r = self.stmt(s, inner, ctx)
+            if isinstance(r, _ParserCall):
+                raise self.err(s, "a sub-parser can only be applied by a statement of a parser "
+                                  "state itself (not inside a block)")
             if r is not None:
                 out.stmts.append(r)
         return out
@@ -1403,6 +1682,9 @@ class Elaborator:
         if s.data == "block":
             return self.block(s, scope, ctx)
         r = self.stmt(s, Scope(scope), ctx)
+        if isinstance(r, _ParserCall):
+            raise self.err(s, "a sub-parser can only be applied by a statement of a parser "
+                              "state itself (not under a condition)")
         return ir.Block([r] if r is not None else [], loc=self.loc(s))
 
     def switch(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt:
@@ -1558,6 +1840,15 @@ class Elaborator:
             if as_stmt:
                 return ir.ApplyTable(table.name, loc=loc)
             return _ApplyResult(table, c)
+        if ref.kind == "subblock":
+            ib: SubInstB = ref.target
+            if not as_stmt:
+                raise self.err(c, f"{ib.name}.apply() does not return a value")
+            if ctx.in_action:
+                raise self.err(c, f"a {ib.kind} cannot be applied inside an action")
+            if targs:
+                raise self.err(c, "apply() takes no type arguments")
+            return self.sub_apply(ib, arg_trees, c, scope, ctx)
         if ref.kind == "packet_in":
             if ctx.kind != "parser":
                 raise self.err(c, f"packet_in.{m} is only available in parsers")
@@ -1747,7 +2038,7 @@ class Elaborator:
                 return ir.Var(b.ir_name, type=b.type, loc=loc)
             if isinstance(b, ConstB):
                 return replace(b.value, loc=loc)
-            if isinstance(b, InstanceB | TableB | ActionB | ValueSetB | FuncB):
+            if isinstance(b, InstanceB | TableB | ActionB | ValueSetB | FuncB | SubInstB):
                 return _Named(b, name, t)
             if b is None:
                 raise self.err(t, f"unknown name '{name}'")
@@ -1838,6 +2129,10 @@ class Elaborator:
                 raise self.err(mname_t, f"table '{base.name}' has no member '{m}'")
             if isinstance(b, InstanceB):
                 return _MethodRef("instance", b, m, t)
+            if isinstance(b, SubInstB):
+                if m == "apply":
+                    return _MethodRef("subblock", b, m, t)
+                raise self.err(mname_t, f"{b.kind} instance '{base.name}' has no member '{m}'")
             raise self.err(base_t, f"'{base.name}' has no members")
         if isinstance(base, _MethodRef):
             raise self.err(t, f"method '{base.method}' must be called")
@@ -2169,6 +2464,66 @@ def _same_action(a: ir.Action, b: ir.Action) -> bool:
 
     walk(a.body)
     return used <= own
+
+
+def _has_ctor_params(ctor: Tree | None) -> bool:
+    return ctor is not None and ctor.children[0] is not None
+
+
+def _has_return(s: object) -> bool:
+    """Whether statement ``s`` (not counting the actions it calls) contains a ``return``."""
+    if isinstance(s, ir.Return):
+        return True
+    if isinstance(s, ir.Block):
+        return any(_has_return(x) for x in s.stmts)
+    if isinstance(s, ir.If):
+        return _has_return(s.then) or (s.else_ is not None and _has_return(s.else_))
+    if isinstance(s, ir.SwitchAction | ir.SwitchValue):
+        return any(c.body is not None and _has_return(c.body) for c in s.cases)
+    return False
+
+
+def _lower_returns(stmts: list[ir.Stmt], flag: str) -> list[ir.Stmt]:
+    """The statements of an inlined control body with ``return`` (which must end only the
+    sub-control) expressed without it: ``return`` sets the bool ``flag`` and everything after
+    a statement that may have returned runs under ``if (!flag)``."""
+    out: list[ir.Stmt] = []
+    for i, s in enumerate(stmts):
+        if isinstance(s, ir.Return):
+            out.append(ir.Assign(ir.Var(flag, type=_BOOL), ir.Const(True, type=_BOOL),
+                                 loc=s.loc))
+            return out  # the rest of this list is unreachable
+        if not _has_return(s):
+            out.append(s)
+            continue
+        out.append(_lower_stmt(s, flag))
+        rest = _lower_returns(stmts[i + 1:], flag)
+        if rest:
+            out.append(ir.If(ir.Unary("!", ir.Var(flag, type=_BOOL), type=_BOOL),
+                             ir.Block(rest)))
+        return out
+    return out
+
+
+def _lower_block(b: ir.Block, flag: str) -> ir.Block:
+    return ir.Block(_lower_returns(b.stmts, flag), loc=b.loc)
+
+
+def _lower_stmt(s: ir.Stmt, flag: str) -> ir.Stmt:
+    if isinstance(s, ir.Block):
+        return _lower_block(s, flag)
+    if isinstance(s, ir.If):
+        return ir.If(s.cond, _lower_block(s.then, flag),
+                     _lower_block(s.else_, flag) if s.else_ is not None else None, loc=s.loc)
+    if isinstance(s, ir.SwitchAction):
+        return ir.SwitchAction(s.table, [
+            ir.ActionCase(c.actions, _lower_block(c.body, flag) if c.body is not None else None)
+            for c in s.cases], loc=s.loc)
+    if isinstance(s, ir.SwitchValue):
+        return ir.SwitchValue(s.expr, [
+            ir.ValueCase(c.values, _lower_block(c.body, flag) if c.body is not None else None)
+            for c in s.cases], loc=s.loc)
+    return s  # pragma: no cover - _has_return covers exactly the cases above
 
 
 def _prefix_len(mask: int, width: int) -> int | None:

@@ -45,7 +45,6 @@ def test_unsupported_top_level_constructs_are_named(construct: str, snippet: str
 @pytest.mark.parametrize(
     ("body", "construct"),
     [
-        ("Sub() s;\napply { }", "instantiating a parser or control inside another block"),
         ("table t { key = { meta.m8: exact; } actions = { NoAction; }\n"
          "    entries = { 1: NoAction(); } }\napply { }", "non-const 'entries'"),
     ],
