@@ -125,6 +125,9 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             a5.apply(hdr.data.b);
             a7.apply(hdr.data.c);
             a7.apply(hdr.data.c);
+        } else if (hdr.data.a == 0xF5) {
+            s1.apply(hdr.data.b, sm.ingress_port);
+            s1.apply(hdr.data.c, sm.ingress_port);
         }
     }
 }
@@ -193,6 +196,15 @@ def test_two_instances_have_their_own_tables_and_registers(controls: ir.Program)
     assert pipe.register_read("I.s2.seen", 0) == 41
     # another port misses in s1 too
     assert run(pipe, ETH + bytes([0xF0, 1, 2, 3]), port=4)[14:] == bytes([0xF0, 1, 2, 3])
+
+
+def test_one_instance_applied_twice_shares_its_state(controls: ir.Program) -> None:
+    # as p4c accepts (its testdata issue1127-bmv2.p4 applies one instance twice)
+    pipe = Pipeline(controls)
+    pipe.table_add("I.s1.t", TableEntry({"port": ExactMatch(3)}, "I.s1.set", {"value": 0x42}))
+    assert run(pipe, ETH + bytes([0xF5, 1, 2, 3]))[14:] == bytes([0xF5, 0x42, 0x42, 3])
+    assert pipe.register_read("I.s1.seen", 0) == 2
+    assert pipe.register_read("I.s2.seen", 0) == 0
 
 
 def test_copy_in_copy_out(controls: ir.Program) -> None:
@@ -348,3 +360,78 @@ def test_constructor_argument_count_is_checked() -> None:
            "{\n    K() k;\n    apply { k.apply(hdr.data.a); }\n}\n")
     err = _error(PRELUDE + PLAIN_PARSER + sub + ing + TAIL)
     assert "expects 1 constructor arguments, got 0" in err.message
+
+
+MIXED = PRELUDE + PLAIN_PARSER + """
+control Pick(inout bit<8> v) {
+    action one() { v = 1; }
+    action two() { v = 2; }
+    table t { key = { v: exact; } actions = { one; two; } default_action = two(); }
+    apply {
+        switch (t.apply().action_run) {
+            one: { return; }
+            default: { v = v + 0x20; }
+        }
+        v = v + 0x40;
+    }
+}
+
+control EmitData(packet_out pkt, in data_t d) {
+    apply { pkt.emit(d); }
+}
+
+control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    @name("chooser") Pick() p;
+    apply {
+        sm.egress_spec = 2;
+        p.apply(hdr.data.a);
+        hdr.data.d = 0x33;
+    }
+}
+control VC(inout headers hdr, inout metadata meta) { apply { } }
+control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers hdr, inout metadata meta) { apply { } }
+control D(packet_out pkt, in headers hdr) {
+    EmitData() ed;
+    apply { pkt.emit(hdr.ethernet); ed.apply(pkt, hdr.data); }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+@pytest.fixture(scope="module")
+def mixed() -> ir.Program:
+    return compile_source(MIXED, "mixed.p4")
+
+
+def test_name_annotation_on_an_instance_renames_its_objects(mixed: ir.Program) -> None:
+    assert [t.cp_name for t in mixed.controls["I"].tables.values()] == ["I.chooser.t"]
+    assert {a.preamble.name for a in build_p4info(mixed).actions} == {
+        "I.chooser.one", "I.chooser.two", "NoAction"}
+
+
+def test_return_in_action_run_switch_and_sub_deparser(mixed: ir.Program) -> None:
+    pipe = Pipeline(mixed)
+    pipe.table_add("I.chooser.t", TableEntry({"v": ExactMatch(5)}, "I.chooser.one"))
+    # hit `one`: v = 1 then return (no +0x40); the caller goes on (d = 0x33); the deparser's
+    # sub-control emitted the data header after Ethernet
+    assert run(pipe, ETH + bytes([5, 0, 0, 0])) == ETH + bytes([1, 0, 0, 0x33])
+    # miss -> default two(): v = 2, + 0x20, + 0x40
+    assert run(pipe, ETH + bytes([6, 0, 0, 0])) == ETH + bytes([0x62, 0, 0, 0x33])
+
+
+def test_general_ingress_egress_path_agrees(controls: ir.Program) -> None:
+    from p4switch.pipeline.api import QueueingMetadata
+
+    pipe = Pipeline(controls)
+    pipe.table_add("I.s2.t", TableEntry({"port": ExactMatch(3)}, "I.s2.set", {"value": 0x24}))
+    for data, want in [
+        (ETH + bytes([0xF0, 1, 2, 3]), bytes([0xF0, 1, 0x24, 3])),
+        (ETH + bytes([0xF1, 10, 0, 0]), bytes([0xF1, 21, 5, 0])),
+        (ETH + bytes([0xF2, 2, 0, 0]), bytes([0xF2, 2, 3, 0x55])),
+        (ETH + bytes([0xF3, 9, 0xAB, 0]), bytes([0xF3, 9, 0xAB, 0])),
+    ]:
+        ing = pipe.ingress(data, 3, 0)
+        [job] = ing.jobs
+        eg = pipe.egress(job, 0, QueueingMetadata())
+        assert [(o.port, o.data[14:]) for o in eg.outputs] == [(2, want)]
