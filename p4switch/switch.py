@@ -48,6 +48,7 @@ from p4switch.ports import MIN_FRAME, MemoryPort, Port, PortStats, RawPort
 from p4switch.queues import DEFAULT_QUEUE_DEPTH, EgressQueues, QueueStats
 
 log = logging.getLogger("p4switch")
+_monotonic_ns = time.monotonic_ns
 
 DROP_PORT = 511
 BATCH = 64
@@ -484,10 +485,8 @@ class Switch:
                 self._run_queued(port, frames, pipeline)
             return
         number = port.number
-        monotonic_ns = time.monotonic_ns
         t0 = self._t0_ns
         tx = self._tx
-        out_slow = self._out_slow
         last = -1
         lsend: Any = None
         lps: Any = None
@@ -495,7 +494,7 @@ class Switch:
         lq = lcnt = lbytes = 0
         for data in frames:
             try:
-                r = fast(data, number, (monotonic_ns() - t0) // 1000)
+                r = fast(data, number, (_monotonic_ns() - t0) // 1000)
             except Exception:
                 self._pipeline_raised(st, number)
                 continue
@@ -508,7 +507,7 @@ class Switch:
                     ent = tx.get(op)
                     if ent is None:  # CPU port, no port behind it, or a port with a pcap
                         last = -1
-                        out_slow(op, out)
+                        self._out_slow(op, out)
                         continue
                     lsend, lps, lqs = ent
                     last = op
@@ -526,7 +525,7 @@ class Switch:
                 if r.drops or r.digests or r.logs:
                     self._ingress_extras(r, st)
                 for o in r.outputs:
-                    out_slow(o.port, o.data)
+                    self._out_slow(o.port, o.data)
         if lq:  # _count_tx, inlined
             lps.tx_packets += lcnt
             lps.tx_bytes += lbytes
