@@ -583,23 +583,51 @@ class Entities:
         _call(self.pipe.counter_write, info.name, idx, c.data.packet_count, c.data.byte_count)
         return lambda: self.pipe.counter_write(info.name, idx, *old)
 
-    def read_counters(self, c: p4runtime_pb2.CounterEntry):
-        infos = [self.schema.counter(c.counter_id)] if c.counter_id else list(
-            self.schema.counters.values())
+    def _read_cells(self, req, array_id: int, lookup, every: dict, kind: str, fill):
+        """Entities of an indexed array (counter, meter, register): the request names one array
+        or all (id 0), one index or every index; fill(info, index, out) sets the cell's data."""
+        infos = [lookup(array_id)] if array_id else list(every.values())
         for info in infos:
-            if c.HasField("index"):
-                indexes = [self._index(True, c.index.index, info.size, info.name)]
+            if req.HasField("index"):
+                indexes = [self._index(True, req.index.index, info.size, info.name)]
             else:
                 indexes = range(info.size)
             for i in indexes:
-                pk, by = _call(self.pipe.counter_read, info.name, i)
                 ent = p4runtime_pb2.Entity()
-                out = ent.counter_entry
-                out.counter_id = info.id
+                out = getattr(ent, f"{kind}_entry")
+                setattr(out, f"{kind}_id", info.id)
                 out.index.index = i
-                out.data.packet_count = pk
-                out.data.byte_count = by
+                fill(info, i, out)
                 yield ent
+
+    def _read_direct(self, te: p4runtime_pb2.TableEntry, kind: str, fill):
+        """Entities of a direct resource: the request names one table or all that have one (id 0),
+        one entry (a match) or every entry; fill(entry, out) sets the entry's data."""
+        attr, what = f"{kind}_id", kind.replace("_", " ")
+        tables = ([self.schema.table(te.table_id)] if te.table_id else
+                  [t for t in self.schema.tables.values() if getattr(t, attr)])
+        for t in tables:
+            if not getattr(t, attr):
+                raise invalid(f"{t.name} has no {what}")
+            want = (match_key(self.decode_match(t, te.match), te.priority)
+                    if te.table_id and len(te.match) else None)
+            for e in _call(self.pipe.table_entries, t.name):
+                if want is not None and match_key(e.match, e.priority) != want:
+                    continue
+                ent = p4runtime_pb2.Entity()
+                out = getattr(ent, f"{kind}_entry")
+                out.table_entry.table_id = t.id
+                out.table_entry.match.extend(self.encode_match(t, e.match))
+                out.table_entry.priority = e.priority
+                fill(e, out)
+                yield ent
+
+    def read_counters(self, c: p4runtime_pb2.CounterEntry):
+        def fill(info, i, out):
+            out.data.packet_count, out.data.byte_count = _call(self.pipe.counter_read,
+                                                               info.name, i)
+        return self._read_cells(c, c.counter_id, self.schema.counter, self.schema.counters,
+                                "counter", fill)
 
     def _direct_target(self, te: p4runtime_pb2.TableEntry, attr: str, what: str):
         t = self.schema.table(te.table_id)
@@ -624,25 +652,10 @@ class Entities:
                                                       entry.bytes)
 
     def read_direct_counters(self, d: p4runtime_pb2.DirectCounterEntry):
-        te = d.table_entry
-        tables = ([self.schema.table(te.table_id)] if te.table_id else
-                  [t for t in self.schema.tables.values() if t.direct_counter_id])
-        for t in tables:
-            if not t.direct_counter_id:
-                raise invalid(f"{t.name} has no direct counter")
-            want = (match_key(self.decode_match(t, te.match), te.priority)
-                    if te.table_id and len(te.match) else None)
-            for e in _call(self.pipe.table_entries, t.name):
-                if want is not None and match_key(e.match, e.priority) != want:
-                    continue
-                ent = p4runtime_pb2.Entity()
-                out = ent.direct_counter_entry
-                out.table_entry.table_id = t.id
-                out.table_entry.match.extend(self.encode_match(t, e.match))
-                out.table_entry.priority = e.priority
-                out.data.packet_count = e.packets
-                out.data.byte_count = e.bytes
-                yield ent
+        def fill(e, out):
+            out.data.packet_count = e.packets
+            out.data.byte_count = e.bytes
+        return self._read_direct(d.table_entry, "direct_counter", fill)
 
     def _write_meter(self, utype: int, m: p4runtime_pb2.MeterEntry) -> Undo:
         self._modify_only(utype, "meter")
@@ -654,22 +667,12 @@ class Entities:
         return lambda: self.pipe.meter_set(info.name, idx, old)
 
     def read_meters(self, m: p4runtime_pb2.MeterEntry):
-        infos = [self.schema.meter(m.meter_id)] if m.meter_id else list(
-            self.schema.meters.values())
-        for info in infos:
-            if m.HasField("index"):
-                indexes = [self._index(True, m.index.index, info.size, info.name)]
-            else:
-                indexes = range(info.size)
-            for i in indexes:
-                cfg = _call(self.pipe.meter_get, info.name, i)
-                ent = p4runtime_pb2.Entity()
-                out = ent.meter_entry
-                out.meter_id = info.id
-                out.index.index = i
-                if cfg is not None:
-                    _meter_to(cfg, out.config)
-                yield ent
+        def fill(info, i, out):
+            cfg = _call(self.pipe.meter_get, info.name, i)
+            if cfg is not None:
+                _meter_to(cfg, out.config)
+        return self._read_cells(m, m.meter_id, self.schema.meter, self.schema.meters, "meter",
+                                fill)
 
     def _write_direct_meter(self, utype: int, d: p4runtime_pb2.DirectMeterEntry) -> Undo:
         self._modify_only(utype, "direct meter")
@@ -680,25 +683,10 @@ class Entities:
         return lambda: self.pipe.table_modify(t.name, entry)
 
     def read_direct_meters(self, d: p4runtime_pb2.DirectMeterEntry):
-        te = d.table_entry
-        tables = ([self.schema.table(te.table_id)] if te.table_id else
-                  [t for t in self.schema.tables.values() if t.direct_meter_id])
-        for t in tables:
-            if not t.direct_meter_id:
-                raise invalid(f"{t.name} has no direct meter")
-            want = (match_key(self.decode_match(t, te.match), te.priority)
-                    if te.table_id and len(te.match) else None)
-            for e in _call(self.pipe.table_entries, t.name):
-                if want is not None and match_key(e.match, e.priority) != want:
-                    continue
-                ent = p4runtime_pb2.Entity()
-                out = ent.direct_meter_entry
-                out.table_entry.table_id = t.id
-                out.table_entry.match.extend(self.encode_match(t, e.match))
-                out.table_entry.priority = e.priority
-                if e.meter is not None:
-                    _meter_to(e.meter, out.config)
-                yield ent
+        def fill(e, out):
+            if e.meter is not None:
+                _meter_to(e.meter, out.config)
+        return self._read_direct(d.table_entry, "direct_meter", fill)
 
     def _write_register(self, utype: int, r: p4runtime_pb2.RegisterEntry) -> Undo:
         self._modify_only(utype, "register")
@@ -716,21 +704,10 @@ class Entities:
         return lambda: self.pipe.register_write(info.name, idx, old)
 
     def read_registers(self, r: p4runtime_pb2.RegisterEntry):
-        infos = [self.schema.register(r.register_id)] if r.register_id else list(
-            self.schema.registers.values())
-        for info in infos:
-            if r.HasField("index"):
-                indexes = [self._index(True, r.index.index, info.size, info.name)]
-            else:
-                indexes = range(info.size)
-            for i in indexes:
-                v = _call(self.pipe.register_read, info.name, i)
-                ent = p4runtime_pb2.Entity()
-                out = ent.register_entry
-                out.register_id = info.id
-                out.index.index = i
-                out.data.bitstring = encode(v)
-                yield ent
+        def fill(info, i, out):
+            out.data.bitstring = encode(_call(self.pipe.register_read, info.name, i))
+        return self._read_cells(r, r.register_id, self.schema.register, self.schema.registers,
+                                "register", fill)
 
     # ========================================================================================
     # Packet replication engine
