@@ -545,6 +545,18 @@ class BlockGen:
         if len(self.lines) == start:
             self.w("pass")
 
+    def if_else(self, cond: str, s: ir.If) -> None:
+        """``if cond:`` with ``s``'s branches (no ``else:`` for an empty one)."""
+        self.w(f"if {cond}:")
+        self.ind += 1
+        self.stmts(s.then.stmts)
+        self.ind -= 1
+        if s.else_ is not None and s.else_.stmts:
+            self.w("else:")
+            self.ind += 1
+            self.stmts(s.else_.stmts)
+            self.ind -= 1
+
     def stmt(self, s: ir.Stmt) -> None:  # noqa: C901 - one dispatch over the IR's statements
         if isinstance(s, ir.Block):
             self.stmts(s.stmts)
@@ -554,15 +566,7 @@ class BlockGen:
         elif isinstance(s, ir.Assign):
             self.assign(s.lhs, self.value(s.rhs))
         elif isinstance(s, ir.If):
-            self.w(f"if {self.ex(s.cond)}:")
-            self.ind += 1
-            self.stmts(s.then.stmts)
-            self.ind -= 1
-            if s.else_ is not None and s.else_.stmts:
-                self.w("else:")
-                self.ind += 1
-                self.stmts(s.else_.stmts)
-                self.ind -= 1
+            self.if_else(self.ex(s.cond), s)
         elif isinstance(s, ir.ApplyTable):
             self.table_code(s.table, self.mod.fresh("_t"))
         elif isinstance(s, ir.SwitchAction):
@@ -1045,9 +1049,9 @@ class BlockGen:
             raise BuildError(f"unknown table {tname}")
         return table, self.table_state(table)
 
-    def table_code(self, tname: str, ev: str) -> None:
-        """Emit the application of a table at the current indentation: ``ev`` ends up holding
-        the hit tuple (action key, function, args, entry or None on a miss)."""
+    def table_lookup(self, tname: str, ev: str) -> ir.Table:
+        """Emit a table's lookup into ``ev`` (the hit tuple) and the update of its direct
+        counter and meter; the caller emits the action call."""
         table, state = self.table(tname)
         g = self.mod.bind(state, "TBL")
         keys = [k for k in table.keys if k.match_kind != "selector"]
@@ -1075,6 +1079,12 @@ class BlockGen:
             if table.direct_meter:
                 self.w(f"{self.c_meter} = _n.execute_meter({self.c_now}, {self.c_plen})"
                        " if _n is not None else 0")
+        return table
+
+    def table_code(self, tname: str, ev: str) -> None:
+        """Emit the application of a table at the current indentation: ``ev`` ends up holding
+        the hit tuple (action key, function, args, entry or None on a miss)."""
+        table = self.table_lookup(tname, ev)
         self.w(f"{ev}[1]({self.call_args()}, *{ev}[2])")
         # every action of the table needs a function; the table state binds them after exec
         for ref in table.actions:
@@ -1144,14 +1154,12 @@ class BlockGen:
             self.ind -= 1
             self.w("except _Exit:")
             self.w("    pass")
-        body = self.lines
-        out: list[str] = []
-        for f in self.funcs:
-            out.extend(f)
-        out.append(f"def {fname}({', '.join([*self.params, '_ctx'])}):")
-        out.extend(body)
-        out.append("")
-        return out
+        return self.block_fn(f"def {fname}({', '.join([*self.params, '_ctx'])}):")
+
+    def block_fn(self, head: str) -> list[str]:
+        """The block's helper functions, then the function ``head`` with the lines written."""
+        out = [line for f in self.funcs for line in f]
+        return [*out, head, *self.lines, ""]
 
     def gen_parser(self, fname: str) -> list[str]:
         assert isinstance(self.block, ir.Parser)
@@ -1164,8 +1172,14 @@ class BlockGen:
         for d in p.locals:
             code = self.value(d.init) if d.init is not None else self.mod.default(d.type)
             self.w(f"{self.var(d.name)} = {code}")
-        # states with one predecessor are inlined at their transition; the others are
-        # dispatched from a loop on a state number
+        self.gen_state_machine(p, "return _pos, _pe.code")
+        self.w("return _pos, 0")
+        return self.block_fn(f"def {fname}(_pkt, {', '.join([*self.params, '_ctx'])}):")
+
+    def gen_state_machine(self, p: ir.Parser, on_error: str) -> None:
+        """The parser's states, from ``start``, in a ``try`` whose ``except _PErr as _pe``
+        runs ``on_error``. States with one predecessor are inlined at their transition; the
+        others are dispatched from a loop on a state number."""
         preds: dict[str, int] = {"start": 1}
         for st in p.states.values():
             for nxt in _successors(st.transition):
@@ -1186,6 +1200,7 @@ class BlockGen:
             for n, i in self.loop_states.items():
                 self.w(f"elif _st == {i}:")
                 self.ind += 1
+                self.enter_loop_state()
                 self.gen_state(n, set())
                 self.ind -= 1
             self.ind -= 1
@@ -1193,16 +1208,10 @@ class BlockGen:
             self.gen_state("start", set())
         self.ind -= 1
         self.w("except _PErr as _pe:")
-        self.w("    return _pos, _pe.code")
-        self.w("return _pos, 0")
-        body = self.lines
-        out: list[str] = []
-        for f in self.funcs:
-            out.extend(f)
-        out.append(f"def {fname}(_pkt, {', '.join([*self.params, '_ctx'])}):")
-        out.extend(body)
-        out.append("")
-        return out
+        self.w(f"    {on_error}")
+
+    def enter_loop_state(self) -> None:
+        """Hook: a dispatched state starts; it may be reached from anywhere."""
 
     def goto(self, nxt: str, active: set[str]) -> None:
         if nxt in ("accept", "reject"):

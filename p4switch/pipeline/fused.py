@@ -33,7 +33,7 @@ from typing import Any
 
 from p4switch import ir
 
-from .codegen import BlockGen, BuildError, Module, _mask, fattr, pyname
+from .codegen import BlockGen, BuildError, Module, _mask, _successors, fattr, pyname
 
 _AGG = (ir.HeaderType, ir.StructType, ir.StackType)
 _UNFUSABLE_EXTERNS = {
@@ -333,15 +333,7 @@ class FusedBlockGen(BlockGen):
             th, negate = _table_hit(s.cond)  # type: ignore[misc]
             ev = self.mod.fresh("_t")
             self.table_code(th.table, ev)
-            self.w(f"if {ev}[3] is {'' if negate else 'not '}None:")
-            self.ind += 1
-            self.stmts(s.then.stmts)
-            self.ind -= 1
-            if s.else_ is not None and s.else_.stmts:
-                self.w("else:")
-                self.ind += 1
-                self.stmts(s.else_.stmts)
-                self.ind -= 1
+            self.if_else(f"{ev}[3] is {'' if negate else 'not '}None", s)
         elif isinstance(s, ir.HeaderMethod):
             self.touch(self.path(s.header), s.header.type)
             v = self.ex(ir.IsValid(s.header, type=ir.BoolType()))
@@ -422,32 +414,7 @@ class FusedBlockGen(BlockGen):
             self.assign(x, self.var(p.name))
 
     def table_code(self, tname: str, ev: str) -> None:
-        table, state = self.table(tname)
-        g = self.mod.bind(state, "TBL")
-        keys = [k for k in table.keys if k.match_kind != "selector"]
-        kcodes = [self.ex(k.expr) for k in keys]
-        if not kcodes:
-            key = "None"
-        elif len(kcodes) == 1:
-            key = kcodes[0]
-        else:
-            key = "(" + ", ".join(kcodes) + ")"
-        sel = [k for k in table.keys if k.match_kind == "selector"]
-        if sel:
-            sb = self.hash_input(ir.ListExpr(
-                [k.expr for k in sel], type=ir.TupleType(tuple(k.expr.type for k in sel))))
-            self.w(f"{ev} = {g}.lookup_sel({key}, {sb})")
-        else:
-            self.lookup_code(state, g, key, ev)
-        if table.direct_counter or table.direct_meter:
-            self.w(f"_n = {ev}[3]")
-            if table.direct_counter:
-                self.w("if _n is not None:")
-                self.w("    _n.packets += 1")
-                self.w(f"    _n.bytes += {self.c_plen}")
-            if table.direct_meter:
-                self.w(f"{self.c_meter} = _n.execute_meter({self.c_now}, {self.c_plen})"
-                       " if _n is not None else 0")
+        table = self.table_lookup(tname, ev)
         fv = ev + "f"
         self.w(f"{fv} = {ev}[1]")
         first = True
@@ -563,36 +530,11 @@ class FusedBlockGen(BlockGen):
         self.lines, self.ind = [], 0
         for d in p.locals:
             self.stmt(d)
-        preds: dict[str, int] = {"start": 1}
-        for st in p.states.values():
-            for nxt in _successors(st.transition):
-                preds[nxt] = preds.get(nxt, 0) + 1
-        self.loop_states = {
-            n: i for i, n in enumerate(sorted(s for s, c in preds.items() if c > 1 and s in p.states))
-        }
-        self.w("try:")
-        self.ind += 1
-        if self.loop_states:
-            self.w("_st = -1")
-            self.w("while True:")
-            self.ind += 1
-            self.w("if _st == -1:")
-            self.ind += 1
-            self.gen_state("start", set())
-            self.ind -= 1
-            for n, i in self.loop_states.items():
-                self.w(f"elif _st == {i}:")
-                self.ind += 1
-                self.known = set()
-                self.gen_state(n, set())
-                self.ind -= 1
-            self.ind -= 1
-        else:
-            self.gen_state("start", set())
-        self.ind -= 1
-        self.w("except _PErr as _pe:")
-        self.w("    _perr = _pe.code")
+        self.gen_state_machine(p, "_perr = _pe.code")
         return self.lines
+
+    def enter_loop_state(self) -> None:
+        self.known = set()
 
     # -- controls --------------------------------------------------------------------------
     def emit(self, e: ir.Expr) -> None:
@@ -837,12 +779,6 @@ def _has_return(b: ir.Stmt) -> bool:
     if isinstance(b, ir.SwitchAction | ir.SwitchValue):
         return any(c.body is not None and _has_return(c.body) for c in b.cases)
     return False
-
-
-def _successors(tr: ir.Transition) -> list[str]:
-    if tr.select_keys is None:
-        return [tr.next_state or "accept"]
-    return [c.next_state for c in tr.cases]
 
 
 # --------------------------------------------------------------------------------------------
