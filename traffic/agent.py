@@ -33,7 +33,7 @@ from .packet import (
     VERSION,
     entropy_port,
 )
-from .schedules import Schedule
+from .schedules import Schedule, Send, Step
 from .transport import Ack, ReceiverFlow, SenderFlow, TransportConfig
 
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux value; Python lacks the name
@@ -158,14 +158,34 @@ class HostAgent:
             self.close()
         return self.metrics
 
-    def _loop(self) -> None:
-        cfg = self.cfg
+    def _begin(self) -> tuple[float, float, float]:
+        """The run's clocks start: (now, start time, deadline); no rank is ready before the
+        start barrier releases them (``_release``)."""
         now = time.monotonic()
         self._t0, self._t0_wall = now, time.time()
-        start = now + max(0.0, (cfg.start_at or self._t0_wall) - self._t0_wall)
-        deadline = now + cfg.timeout
+        start = now + max(0.0, (self.cfg.start_at or self._t0_wall) - self._t0_wall)
+        deadline = now + self.cfg.timeout
         for st in self.state.values():
-            st.ready_at = deadline  # until the start barrier below releases them
+            st.ready_at = deadline
+        return now, start, deadline
+
+    def _timed_out(self, now: float, deadline: float) -> bool:
+        """Past the deadline every rank's metrics say so (unless they have an error already)."""
+        if now < deadline:
+            return False
+        for m in self.metrics.values():
+            m.error = m.error or f"timeout after {self.cfg.timeout:g}s"
+        return True
+
+    def _release(self, now: float) -> None:
+        """The start barrier is passed: every rank may run."""
+        self._start_mono = now
+        for st in self.state.values():
+            st.ready_at = now
+
+    def _loop(self) -> None:
+        cfg = self.cfg
+        now, start, deadline = self._begin()
         started = False
         next_beacon = now
         next_tx = start
@@ -175,9 +195,7 @@ class HostAgent:
         buf = bytearray(65536)
         while True:
             now = time.monotonic()
-            if now >= deadline:
-                for m in self.metrics.values():
-                    m.error = m.error or f"timeout after {cfg.timeout:g}s"
+            if self._timed_out(now, deadline):
                 break
             self._receive(buf, now)
             if not started:
@@ -189,9 +207,7 @@ class HostAgent:
                     next_beacon = now + 0.005
                 if not self.unheard and now >= start:
                     started = True
-                    self._start_mono = now
-                    for st in self.state.values():
-                        st.ready_at = now
+                    self._release(now)
             self._advance(now)
             if finished_at is None and all(st.done for st in self.state.values()):
                 finished_at = now
@@ -362,6 +378,8 @@ class HostAgent:
         return self._start_mono
 
     def _post(self, r: int, idx: int, now: float) -> None:
+        """Rank ``r`` posts its step ``idx``: its sends start (a send to a rank on this host
+        is done at once)."""
         step = self.s.programs[r][idx]
         m = self.metrics[r]
         if m.start is None:
@@ -369,16 +387,36 @@ class HostAgent:
         for snd in step.sends:
             if snd.dst in self.state:  # both ranks on this host: no network involved
                 self.local_done[snd.flow] = now
-                continue
-            tx = SenderFlow(snd.bytes, self.cfg.transport)
-            h = FlowHeader(self.s.job, r, snd.dst, idx, snd.flow, tx.npkts)
-            sports = [entropy_port(self.s.job, r, snd.flow, q) for q in range(self.cfg.qps)]
-            self.tx[snd.flow] = _TxFlow(snd.flow, r, snd.dst, idx, step.collective, tx, h,
-                                        self.hosts[snd.dst], now, sports)
-            self.active.append(snd.flow)
+            else:
+                self._post_send(r, idx, step, snd, now)
+
+    def _post_send(self, r: int, idx: int, step: Step, snd: Send, now: float) -> None:
+        """Hook: start send ``snd`` of step ``idx`` of rank ``r`` over the network."""
+        tx = SenderFlow(snd.bytes, self.cfg.transport)
+        h = FlowHeader(self.s.job, r, snd.dst, idx, snd.flow, tx.npkts)
+        sports = [entropy_port(self.s.job, r, snd.flow, q) for q in range(self.cfg.qps)]
+        self.tx[snd.flow] = _TxFlow(snd.flow, r, snd.dst, idx, step.collective, tx, h,
+                                    self.hosts[snd.dst], now, sports)
+        self.active.append(snd.flow)
 
     # -- results -----------------------------------------------------------------------------
     def results(self) -> dict[int, RankMetrics]:
+        """Every rank's metrics: the network flows' records (``_flow_records``), the local
+        flows', whether the rank finished, its collectives' times."""
+        self._flow_records()
+        for flow, t in self.local_done.items():
+            src, snd = self.flows[flow]
+            self.metrics[src].flows.append(FlowRecord(
+                flow=flow, src=src, dst=snd.dst, step=-1, collective=-1, bytes=snd.bytes,
+                packets=0, packets_sent=0, posted=self.wall(t), start=self.wall(t),
+                finish=self.wall(t), local=True))
+        for r, m in self.metrics.items():
+            m.completed = self.state[r].done and m.error is None
+            m.collectives = m.collective_times(self.s)
+        return self.metrics
+
+    def _flow_records(self) -> None:
+        """Hook: append the records of the flows sent and received over the network."""
         for tf in self.tx.values():
             t = tf.tx
             self.metrics[tf.rank].flows.append(FlowRecord(
@@ -399,13 +437,3 @@ class HostAgent:
                 reorder_distance={int(k): v for k, v in sorted(st.reorder_distance.items())},
                 start=self.wall(rx.start) if rx.start is not None else None,
                 finish=self.wall(rx.finish) if rx.finish is not None else None))
-        for flow, t in self.local_done.items():
-            src, snd = self.flows[flow]
-            self.metrics[src].flows.append(FlowRecord(
-                flow=flow, src=src, dst=snd.dst, step=-1, collective=-1, bytes=snd.bytes,
-                packets=0, packets_sent=0, posted=self.wall(t), start=self.wall(t),
-                finish=self.wall(t), local=True))
-        for r, m in self.metrics.items():
-            m.completed = self.state[r].done and m.error is None
-            m.collectives = m.collective_times(self.s)
-        return self.metrics

@@ -30,7 +30,7 @@ from . import framing
 from .agent import AgentConfig, HostAgent
 from .framing import Decoder, Header
 from .metrics import FlowRecord, RecvRecord
-from .schedules import Schedule, split
+from .schedules import Schedule, Send, Step, split
 from .tcpinfo import TcpInfo, aggregate
 from .tcpinfo import read as read_tcp_info
 
@@ -231,20 +231,13 @@ class TcpHostAgent(HostAgent):
     # -- main loop ---------------------------------------------------------------------------
     def _loop(self) -> None:
         cfg = self.cfg
-        now = time.monotonic()
-        self._t0, self._t0_wall = now, time.time()
-        start = now + max(0.0, (cfg.start_at or self._t0_wall) - self._t0_wall)
-        deadline = now + cfg.timeout
-        for st in self.state.values():
-            st.ready_at = deadline
+        now, start, deadline = self._begin()
         started = False
         finished_at: float | None = None
         buf = bytearray(_CHUNK)
         while True:
             now = time.monotonic()
-            if now >= deadline:
-                for m in self.metrics.values():
-                    m.error = m.error or f"timeout after {cfg.timeout:g}s"
+            if self._timed_out(now, deadline):
                 break
             if self.pending:
                 for c in self.pending:
@@ -257,9 +250,7 @@ class TcpHostAgent(HostAgent):
                 # start barrier: every connection this host sends or receives on is up, and
                 # every peer at their other ends said the same of theirs (READY)
                 started = True
-                self._start_mono = now
-                for st in self.state.values():
-                    st.ready_at = now
+                self._release(now)
             self._advance(now)
             if finished_at is None and all(st.done for st in self.state.values()):
                 finished_at = now
@@ -438,23 +429,15 @@ class TcpHostAgent(HostAgent):
             self._fail(c, f"send ACK: {e.strerror or e}")
 
     # -- programs: hooks of HostAgent ---------------------------------------------------------
-    def _post(self, r: int, idx: int, now: float) -> None:
-        step = self.s.programs[r][idx]
-        m = self.metrics[r]
-        if m.start is None:
-            m.start = self.wall(now)
-        for snd in step.sends:
-            if snd.dst in self.state:
-                self.local_done[snd.flow] = now
-                continue
-            f = self.txf[snd.flow]
-            f.posted = now
-            for c in f.conns:
-                c.wbuf += Header(framing.DATA, self.s.job, r, snd.dst, c.qp, len(f.conns),
-                                 snd.flow, c.nbytes).pack()
-                c.to_write = c.nbytes
-                if not c.closed:
-                    self.sel.modify(c.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, c)
+    def _post_send(self, r: int, idx: int, step: Step, snd: Send, now: float) -> None:
+        f = self.txf[snd.flow]
+        f.posted = now
+        for c in f.conns:
+            c.wbuf += Header(framing.DATA, self.s.job, r, snd.dst, c.qp, len(f.conns),
+                             snd.flow, c.nbytes).pack()
+            c.to_write = c.nbytes
+            if not c.closed:
+                self.sel.modify(c.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, c)
 
     def _recv_done(self, src: int, flow: int) -> bool:
         if flow in self.local_done:
@@ -472,7 +455,7 @@ class TcpHostAgent(HostAgent):
     def _w(self, t: float | None) -> float | None:
         return None if t is None else self.wall(t)
 
-    def results(self):
+    def _flow_records(self) -> None:
         for f in self.txf.values():
             agg = aggregate([c.info for c in f.conns])
             self.metrics[f.src].flows.append(FlowRecord(
@@ -493,13 +476,3 @@ class TcpHostAgent(HostAgent):
                 start=self._w(f.start), finish=self._w(f.finish), tcp=agg,
                 connections=[c.describe(self.wall)
                              for c in sorted(f.conns, key=lambda c: c.qp)]))
-        for flow, t in self.local_done.items():
-            src, snd = self.flows[flow]
-            self.metrics[src].flows.append(FlowRecord(
-                flow=flow, src=src, dst=snd.dst, step=-1, collective=-1, bytes=snd.bytes,
-                packets=0, packets_sent=0, posted=self.wall(t), start=self.wall(t),
-                finish=self.wall(t), local=True))
-        for r, m in self.metrics.items():
-            m.completed = self.state[r].done and m.error is None
-            m.collectives = m.collective_times(self.s)
-        return self.metrics
