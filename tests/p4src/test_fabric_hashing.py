@@ -13,21 +13,12 @@ import struct
 import zlib
 
 import pytest
+from crc_reference import crc16_arc
 from fabric_harness import FLOWLET_SLOTS, Fabric, fast_pkt, ip_int, tcp_pkt, udp_pkt
 from scapy.layers.inet import ICMP, IP
 from scapy.layers.l2 import Ether
 
 from experiments import lb_model as lm
-
-
-def crc16_arc(data: bytes) -> int:
-    """CRC-16/ARC bit by bit: reflected poly 0xA001, init 0, xorout 0."""
-    crc = 0
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
 
 
 def crc32(data: bytes) -> int:

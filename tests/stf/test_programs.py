@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from crc_reference import crc16_arc, crc32_ieee
 
 from p4switch.stf import parse_stf, run_stf
 from p4switch.stf import syntax as s
@@ -102,27 +103,9 @@ def test_cli_exit_codes(tmp_path: Path):
 
 
 # ------------------------------------------------------------------------------------------
-# Independent check of the ECMP expectations (CRC-16/ARC and CRC-32 written here, not shared
-# with the pipeline)
+# Independent check of the ECMP expectations (CRC-16/ARC and CRC-32 from tests/crc_reference.py,
+# not shared with the pipeline)
 # ------------------------------------------------------------------------------------------
-
-
-def crc16_arc(data: bytes) -> int:
-    crc = 0
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
-
-
-def crc32_ieee(data: bytes) -> int:
-    crc = 0xFFFFFFFF
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xEDB88320 if crc & 1 else crc >> 1
-    return crc ^ 0xFFFFFFFF
 
 
 def test_crc_check_values():
