@@ -5,45 +5,25 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from traffic_netns import HOSTS, SUBNET, bridged_hosts  # noqa: F401 (fixture)
+from traffic_netns import HOST_IPS, HOSTS, bridged_hosts, run_agents  # noqa: F401 (fixture)
 
 from traffic.metrics import summarize
 
 pytestmark = [pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for netns")]
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def test_tcp_ring_allreduce_across_bridge(bridged_hosts, tmp_path):  # noqa: F811
-    hosts = ",".join(f"{SUBNET}.{i + 1}" for i in range(HOSTS))
     size, qps = 400_000, 4
     start_at = time.time() + 1.0
-    procs = []
-    try:
-        for ns in bridged_hosts:
-            cmd = ["ip", "netns", "exec", ns, sys.executable, "-m", "traffic.run",
-                   "--schedule", "ring_allreduce", "--ranks", "4", "--size", str(size),
-                   "--hosts", hosts, "--transport", "tcp", "--qps", str(qps),
-                   "--rate", "500M", "--start-at", repr(start_at), "--timeout", "20",
-                   "--out", str(tmp_path)]
-            procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True))
-        outs = [p.communicate(timeout=40) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait(timeout=5)
-    for p, (out, err) in zip(procs, outs, strict=True):
-        assert p.returncode == 0, f"agent failed:\n{out}\n{err}"
-        print(out)
+    run_agents(bridged_hosts, lambda i: [
+        "--schedule", "ring_allreduce", "--ranks", "4", "--size", str(size),
+        "--hosts", HOST_IPS, "--transport", "tcp", "--qps", str(qps),
+        "--rate", "500M", "--start-at", repr(start_at), "--timeout", "20",
+        "--out", str(tmp_path)])
     ranks = [json.loads((tmp_path / f"rank{i}.json").read_text()) for i in range(HOSTS)]
     per_rank = 2 * (HOSTS - 1) * size // HOSTS
     for r, m in enumerate(ranks):

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 PREFIX = f"p4ft-{os.getpid()}"
 HOSTS = 4
 SUBNET = "10.213.7"
+HOST_IPS = ",".join(f"{SUBNET}.{i + 1}" for i in range(HOSTS))  # the agents' --hosts
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def sh(*cmd: str) -> None:
@@ -42,3 +47,24 @@ def bridged_hosts():
     finally:
         for ns in reversed(created):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
+
+
+def run_agents(namespaces: list[str], args: Callable[[int], list[str]]) -> None:
+    """Run one ``traffic.run`` agent in each namespace at once (``args(i)``: the i-th one's
+    arguments), wait for all and assert each exited 0; any still running on the way out (a
+    timeout, a failure) is killed."""
+    procs: list[subprocess.Popen] = []
+    try:
+        for i, ns in enumerate(namespaces):
+            cmd = ["ip", "netns", "exec", ns, sys.executable, "-m", "traffic.run", *args(i)]
+            procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+        outs = [p.communicate(timeout=40) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=5)
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, f"agent failed:\n{out}\n{err}"
+        print(out)
