@@ -40,6 +40,8 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+# m balls by weight, largest remainder (ties to the lower index), as the controller splits them
+from experiments.lb_model import balls_from_weights as wam_balls
 from p4switch.frontend import compile_file
 from p4switch.pipeline import Pipeline
 from p4switch.pipeline.api import ExactMatch, LpmMatch, RangeMatch, TableEntry
@@ -98,17 +100,6 @@ def make_workload(name: str, packets: int, burst: int, seed: int) -> Workload:
 def member_slots(weights: list[int]) -> list[int]:
     """Weighted ECMP as the README says: member k installed under weights[k] indexes."""
     return [k for k, w in enumerate(weights) for _ in range(w)]
-
-
-def wam_balls(weights: list[int], m: int) -> list[int]:
-    """m balls by weight, largest remainder (ties to the lower index), as the controller does."""
-    total = sum(weights)
-    exact = [w * m / total for w in weights]
-    balls = [int(x) for x in exact]
-    order = sorted(range(len(weights)), key=lambda k: (-(exact[k] - balls[k]), k))
-    for k in order[: m - sum(balls)]:
-        balls[k] += 1
-    return balls
 
 
 def build_switch(program, scheme: str, weights: list[int], args: argparse.Namespace) -> Pipeline:
