@@ -138,6 +138,13 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.state = ServerState()
         return self.config
 
+    def _configured(self) -> PipelineConfig:
+        """The committed config, for the RPCs that need one (FAILED_PRECONDITION without)."""
+        cur = self._current()
+        if cur is None:
+            raise failed_precondition("no forwarding pipeline config has been set")
+        return cur
+
     def _check_device(self, device_id: int) -> None:
         if device_id != self.switch.device_id:
             raise not_found(f"unknown device id {device_id} (this is device "
@@ -257,9 +264,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         try:
             with self._mu:
                 self._check_device(request.device_id)
-                cur = self._current()
-                if cur is None:
-                    raise failed_precondition("no forwarding pipeline config has been set")
+                cur = self._configured()
                 resp = p4runtime_pb2.GetForwardingPipelineConfigResponse()
                 rt = request.response_type
                 if cur.cookie:
@@ -282,9 +287,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 self._check_device(request.device_id)
                 self._check_primary(request.role, request.election_id,
                                     request.HasField("election_id"))
-                cur = self._current()
-                if cur is None:
-                    raise failed_precondition("no forwarding pipeline config has been set")
+                cur = self._configured()
                 errors = self._apply(cur, request)
         except P4RTError as e:
             abort(context, e)
@@ -331,9 +334,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         try:
             with self._mu:
                 self._check_device(request.device_id)
-                cur = self._current()
-                if cur is None:
-                    raise failed_precondition("no forwarding pipeline config has been set")
+                cur = self._configured()
                 out: list[p4runtime_pb2.Entity] = []
                 with self.switch.lock:
                     pipe = self.switch.pipeline
