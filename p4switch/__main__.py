@@ -47,14 +47,19 @@ class PortSpec:
         return self.target[len("pcap:") :] or None
 
 
+def _int(text: str, what: str = "") -> int:
+    """``text`` as an integer (0x/0o/0b prefixes allowed), or an argparse error naming ``what``."""
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{what}{text!r} is not an integer") from None
+
+
 def _port_spec(text: str) -> PortSpec:
     num, sep, target = text.partition("@")
     if not sep or not target:
         raise argparse.ArgumentTypeError(f"expected PORT@INTERFACE (e.g. 1@veth0), got {text!r}")
-    try:
-        n = int(num, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"port number {num!r} is not an integer") from None
+    n = _int(num, "port number ")
     if not 0 <= n < 511:
         raise argparse.ArgumentTypeError(f"port number {n} out of range 0..510")
     return PortSpec(n, target)
@@ -65,10 +70,7 @@ def _queue_rate(text: str) -> tuple[int | None, float]:
     rate = text
     if ":" in text:
         p, _, rate = text.partition(":")
-        try:
-            port = int(p, 0)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"port {p!r} is not an integer") from None
+        port = _int(p, "port ")
     try:
         pps = float(rate)
     except ValueError:
@@ -79,20 +81,14 @@ def _queue_rate(text: str) -> tuple[int | None, float]:
 
 
 def _positive_int(text: str) -> int:
-    try:
-        v = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    v = _int(text)
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
     return v
 
 
 def _port_number(text: str) -> int:
-    try:
-        v = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    v = _int(text)
     if not 0 <= v < 512:
         raise argparse.ArgumentTypeError(f"port {v} out of range 0..511 (9-bit ports)")
     return v
