@@ -647,6 +647,18 @@ class BlockGen:
                 self.ind -= 1
 
     # -- parser pieces ---------------------------------------------------------------------
+    def unit_field(self, u: str, uw: int, t: ir.Type, fw: int, shift: int) -> str:
+        """The value of a ``fw``-bit field of type ``t`` at bit ``shift`` of the ``uw``-bit
+        unpacked unit ``u``."""
+        v = u if not shift else f"({u} >> {shift})"
+        if shift + fw < uw:
+            v = f"({v} & {_mask(fw)})"
+        if isinstance(t, ir.BitsType) and t.signed:
+            v = self.wrap(v, t)
+        elif isinstance(t, ir.BoolType):
+            v = f"({v} != 0)"
+        return v
+
     def extract(self, target: ir.Expr) -> None:
         t = target.type
         if not isinstance(t, ir.HeaderType):
@@ -686,14 +698,7 @@ class BlockGen:
                 k += len(pieces)
                 uw = sum(pieces)
                 for f, fw, shift in fields:
-                    v = u if not shift else f"({u} >> {shift})"
-                    if shift + fw < uw:
-                        v = f"({v} & {_mask(fw)})"
-                    if isinstance(f.type, ir.BitsType) and f.type.signed:
-                        v = self.wrap(v, f.type)
-                    elif isinstance(f.type, ir.BoolType):
-                        v = f"({v} != 0)"
-                    self.w(f"_h.{fattr(f.name)} = {v}")
+                    self.w(f"_h.{fattr(f.name)} = {self.unit_field(u, uw, f.type, fw, shift)}")
         self.w("_h._v = True")
         self.w(f"_pos += {n}")
 

@@ -497,13 +497,7 @@ class FusedBlockGen(BlockGen):
                     u = "(" + " | ".join(parts) + ")"
                 uw = sum(pieces)
                 for f, fw, shift in need:
-                    v = u if not shift else f"({u} >> {shift})"
-                    if shift + fw < uw:
-                        v = f"({v} & {_mask(fw)})"
-                    if isinstance(f.type, ir.BitsType) and f.type.signed:
-                        v = self.wrap(v, f.type)
-                    elif isinstance(f.type, ir.BoolType):
-                        v = f"({v} != 0)"
+                    v = self.unit_field(u, uw, f.type, fw, shift)
                     after.append(f"{self.leaf(f'{p}_{fattr(f.name)}', f.type)} = {v}")
             if targets:
                 if "!" + fmt != self.mod.globals[sname].format:
