@@ -769,34 +769,31 @@ class Entities:
             return lambda: self.pipe.clone_session_set(sid, old)
         raise invalid("packet replication entry has no multicast group or clone session")
 
+    def _read_replicas(self, want: int, table, kind: str, id_field: str, what: str):
+        """Entities of multicast groups or clone sessions (``table()``: id -> replicas): all,
+        or only ``want`` (NOT_FOUND when it does not exist)."""
+        for key, reps in sorted(_call(table).items()):
+            if want and key != want:
+                continue
+            ent = p4runtime_pb2.Entity()
+            out = getattr(ent.packet_replication_engine_entry, kind)
+            setattr(out, id_field, key)
+            for r in reps:
+                out.replicas.add(egress_port=r.egress_port, instance=r.instance)
+            yield ent
+        if want and want not in _call(table):
+            raise not_found(f"no {what} {want}")
+
     def read_pre(self, pre: p4runtime_pb2.PacketReplicationEngineEntry):
         kind = pre.WhichOneof("type")
         if kind == "multicast_group_entry":
-            want = pre.multicast_group_entry.multicast_group_id
-            for gid, reps in sorted(_call(self.pipe.mcast_groups).items()):
-                if want and gid != want:
-                    continue
-                ent = p4runtime_pb2.Entity()
-                g = ent.packet_replication_engine_entry.multicast_group_entry
-                g.multicast_group_id = gid
-                for r in reps:
-                    g.replicas.add(egress_port=r.egress_port, instance=r.instance)
-                yield ent
-            if want and want not in _call(self.pipe.mcast_groups):
-                raise not_found(f"no multicast group {want}")
+            yield from self._read_replicas(
+                pre.multicast_group_entry.multicast_group_id, self.pipe.mcast_groups,
+                kind, "multicast_group_id", "multicast group")
         elif kind == "clone_session_entry":
-            want = pre.clone_session_entry.session_id
-            for sid, reps in sorted(_call(self.pipe.clone_sessions).items()):
-                if want and sid != want:
-                    continue
-                ent = p4runtime_pb2.Entity()
-                c = ent.packet_replication_engine_entry.clone_session_entry
-                c.session_id = sid
-                for r in reps:
-                    c.replicas.add(egress_port=r.egress_port, instance=r.instance)
-                yield ent
-            if want and want not in _call(self.pipe.clone_sessions):
-                raise not_found(f"no clone session {want}")
+            yield from self._read_replicas(
+                pre.clone_session_entry.session_id, self.pipe.clone_sessions,
+                kind, "session_id", "clone session")
         else:
             raise invalid("read of a packet replication entry needs a multicast group or "
                           "clone session")
