@@ -7,7 +7,11 @@ reads each ready port until EAGAIN (at most ``BATCH`` frames), and runs the batc
   ingress and egress run back to back with the metadata of an empty queue): the pipeline's
   ``process_fast`` (api.py) — its common result, a plain ``(port, bytes)`` tuple, is sent with
   the port's socket directly — or ``process`` for a pipeline without it. No per-packet objects
-  of the switch's own; counters that every frame touches are kept in locals and added per batch;
+  of the switch's own; counters that every frame touches are kept in locals and added per batch.
+  The fast path runs the pipeline over the whole batch first and then sends its outputs back to
+  back, in order: a send to a veth does the receiver's work and wakes it if it sleeps, and sends
+  spaced out by pipeline runs found it asleep each time, a wake-up (an IPI in a VM) per frame
+  that cost about as much as the pipeline itself (see bench/switch_bench.py);
 * queued, when some queue has a rate (or still holds packets): ``ingress → queue → egress``;
   rate-limited queues are served when their head is due, the epoll timeout being the timer.
 
@@ -449,10 +453,10 @@ class Switch:
         Counters that every frame touches are computed per batch at C speed (``sum``/``min``/
         ``max`` over the lengths); frames too short or too long are filtered only when the batch
         holds one. When every queue is unlimited and empty (no queue would ever hold a packet)
-        frames run inline: the pipeline's fast path (this function's loop: the common
-        one-output result is a plain tuple, sent with the port's socket directly, and the tx and
-        queue counters of a run of frames to the same port are local ints added when the run
-        ends), else its ``process``. Otherwise: ingress → queue → egress (``_run_queued``).
+        frames run inline: the pipeline's fast path (this function's loop; the common
+        one-output results, plain tuples, are collected and sent together by ``_send_outputs``
+        after the batch, or before a result that needs the slow path: outputs leave in the order
+        of their frames), else its ``process``. Otherwise: ingress → queue → egress (``_run_queued``).
         """
         st = port.stats
         k = len(frames)
@@ -486,12 +490,8 @@ class Switch:
             return
         number = port.number
         t0 = self._t0_ns
-        tx = self._tx
-        last = -1
-        lsend: Any = None
-        lps: Any = None
-        lqs: Any = None
-        lq = lcnt = lbytes = 0
+        outs: list[tuple[int, bytes]] = []
+        keep = outs.append
         for data in frames:
             try:
                 r = fast(data, number, (_monotonic_ns() - t0) // 1000)
@@ -499,33 +499,50 @@ class Switch:
                 self._pipeline_raised(st, number)
                 continue
             if r.__class__ is tuple:
-                op, out = r
-                if op != last:
-                    if lq:
-                        _count_tx(lps, lqs, lq, lcnt, lbytes)
-                        lq = lcnt = lbytes = 0
-                    ent = tx.get(op)
-                    if ent is None:  # CPU port, no port behind it, or a port with a pcap
-                        last = -1
-                        self._out_slow(op, out)
-                        continue
-                    lsend, lps, lqs = ent
-                    last = op
-                lq += 1
-                try:
-                    lsend(out)
-                except OSError:  # buffer full (wait for room) or refused: the careful path
-                    self.ports[op].send(out)
-                    continue
-                lcnt += 1
-                lbytes += len(out)
+                keep(r)
             elif isinstance(r, api.Drop):
                 self._count_drop(r, st)
             else:  # a full result: several outputs, digests, logs, ...
+                if outs:  # what came before goes out first
+                    self._send_outputs(outs)
+                    outs.clear()
                 if r.drops or r.digests or r.logs:
                     self._ingress_extras(r, st)
                 for o in r.outputs:
                     self._out_slow(o.port, o.data)
+        if outs:
+            self._send_outputs(outs)
+
+    def _send_outputs(self, outs: list[tuple[int, bytes]]) -> None:
+        """Transmit the one-output results of a batch, in order (lock held): each with its
+        port's socket directly; the tx and queue counters of a run of outputs to the same port
+        are local ints added when the run ends."""
+        tx = self._tx
+        last = -1
+        lsend: Any = None
+        lps: Any = None
+        lqs: Any = None
+        lq = lcnt = lbytes = 0
+        for op, out in outs:
+            if op != last:
+                if lq:
+                    _count_tx(lps, lqs, lq, lcnt, lbytes)
+                    lq = lcnt = lbytes = 0
+                ent = tx.get(op)
+                if ent is None:  # CPU port, no port behind it, or a port with a pcap
+                    last = -1
+                    self._out_slow(op, out)
+                    continue
+                lsend, lps, lqs = ent
+                last = op
+            lq += 1
+            try:
+                lsend(out)
+            except OSError:  # buffer full (wait for room) or refused: the careful path
+                self.ports[op].send(out)
+                continue
+            lcnt += 1
+            lbytes += len(out)
         if lq:  # _count_tx, inlined
             lps.tx_packets += lcnt
             lps.tx_bytes += lbytes

@@ -339,3 +339,39 @@ def test_queue_rate_for_all_ports_disables_the_inline_path():
         assert len(p2.wait_sent(5)) == 5
         assert sw.wait_idle()
     assert fake.fast_calls == 0 and fake.egress_calls == 5
+
+
+def test_inline_outputs_leave_in_frame_order_after_the_batch_ran():
+    """The fast path runs the pipeline over a received batch, then sends its one-output
+    results back to back (so a sleeping receiver is woken once, not once per frame); every
+    output still leaves in the order of its frame, across ports, drops and full results."""
+    events: list[str] = []
+
+    class Tracing(FakeFastPipeline):
+        def process_fast(self, data: bytes, port: int, now_us: int):
+            events.append(f"run {int.from_bytes(data[14:18], 'big')}")
+            return super().process_fast(data, port, now_us)
+
+    def sent(n: int):
+        return lambda data: events.append(f"send {int.from_bytes(data[14:18], 'big')}@{n}")
+
+    sw = Switch(pipeline_factory=fake_factory)
+    ports = [MemoryPort(n, keep_sent=False, on_send=sent(n)) for n in (1, 2, 3)]
+    for p in ports:
+        sw.add_port(p)
+    sw.set_pipeline(Tracing())
+    # fed before start: one received batch
+    ports[0].feed([frame(2, seq=0), frame(3, seq=1), frame(0xFF, seq=2), frame(2, seq=3),
+                   frame(0xFE, seq=4), frame(3, seq=5), frame(2, seq=6)])
+    with sw:
+        assert sw.wait_idle()
+    assert events == [
+        "run 0", "run 1", "run 2", "run 3", "run 4",  # a full result: what came before goes
+        "send 0@2", "send 1@3", "send 3@2",  # out first, then its own outputs
+        "send 4@2", "send 4@3",
+        "run 5", "run 6", "send 5@3", "send 6@2",
+    ]
+    st = sw.port_stats()
+    assert (st[2]["tx_packets"], st[2]["queue_enqueued"]) == (4, 4)
+    assert (st[3]["tx_packets"], st[3]["queue_enqueued"]) == (3, 3)
+    assert st[1]["rx_dropped"] == 1
