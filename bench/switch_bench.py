@@ -28,7 +28,12 @@ rates (--rates, then --ladder until more than 20% is lost), then once unpaced.
               competing for the cores
   CPU us/fr   the DUT's CPU time (user + system, from /proc) per forwarded frame at --cpu-rate;
               bare's / the DUT's is the capacity ratio with a core each — steadier than the peak
-              ratio on a small shared machine, where blaster, sink and DUT compete for CPU
+              ratio on a small shared machine, where blaster, sink and DUT compete for CPU.
+              It includes the sink's delivery and wake-up: a send to a veth runs them in the
+              sender's context, and a sender whose sends are spaced out (by a pipeline) finds
+              the sink asleep each time. With the sink busy-polling instead, ipv4 cost ~5.5
+              rather than ~9.5 us/frame (issue 5); p4switch therefore sends a batch's outputs
+              back to back after running the pipeline over the batch
   loss        per offered load, in bursts (target: 0 below capacity)
 For scale (quoted in issue 5, not measured here): BMv2 1.15.5 simple_switch in this set-up peaked
 at ~11 kpps and lost ~35% of bursty traffic offered at 5 kpps; a bare Python forwarder reached
