@@ -35,8 +35,8 @@ from p4switch.frontend.types import (
 )
 
 #: Whether table actions lists may bind directional action arguments (``ir.ActionRef.args``).
-#: Off until p4switch's pipeline executes them: such programs get a clear error instead.
-BOUND_ACTION_ARGS = False
+#: On since both pipeline paths (codegen's general driver, fused) execute them.
+BOUND_ACTION_ARGS = True
 
 V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 

@@ -297,6 +297,8 @@ class BlockGen:
         self.action_outs: list[str] | None = None  # in an action with out params
         self.action_fns: dict[str, str] = {}
         self.table_fns: dict[str, str] = {}
+        # (table name, action key) -> function of an action with bound directional arguments
+        self.bound_fns: dict[tuple[str, str], str] = {}
         # where per-packet context lives in the generated code (the fused generator keeps
         # these in locals instead of a Ctx object)
         self.c_plen = "_ctx.plen"
@@ -1001,16 +1003,21 @@ class BlockGen:
 
     # -- actions and tables ----------------------------------------------------------------
     def action_call(self, s: ir.ActionCall) -> None:
-        act = self.prog.actions[s.action]
-        fn = self.action_fn(s.action)
-        args = [self.ex(x) for x in s.args]
+        self.call_action(s.action, s.args, [])
+
+    def call_action(self, key: str, args: list[ir.Expr], data: list[str]) -> None:
+        """Call action ``key`` with ``args`` for its leading parameters and the codes ``data``
+        after them: scalar out/inout arguments are copied back from the returned tuple."""
+        act = self.prog.actions[key]
+        fn = self.action_fn(key)
+        codes = [self.ex(x) for x in args]
         outs = [
             (p, x)
-            for p, x in zip(act.params, s.args, strict=False)
+            for p, x in zip(act.params, args, strict=False)
             if p.direction in ("out", "inout")
             and not isinstance(p.type, ir.HeaderType | ir.StructType | ir.StackType)
         ]
-        call = f"{fn}({', '.join([self.call_args(), *args])})"
+        call = f"{fn}({', '.join([self.call_args(), *codes, *data])})"
         if outs:
             tmp = self.mod.fresh("_r")
             self.w(f"{tmp} = {call}")
@@ -1018,6 +1025,25 @@ class BlockGen:
                 self.assign(x, f"{tmp}[{k}]")
         else:
             self.w(call)
+
+    def bound_fn(self, table: ir.Table, ref: ir.ActionRef) -> str:
+        """A function running ``ref``'s action from ``table`` with the directional arguments
+        its actions list binds (``ir.ActionRef.args``): it takes only the action data, like an
+        unbound action's function, so table hits carry it the same way."""
+        key = (table.name, ref.action)
+        if key in self.bound_fns:
+            return self.bound_fns[key]
+        act = self.prog.actions[ref.action]
+        name = self.mod.fresh("B_" + re.sub(r"\W", "_", act.cp_name.split(".")[-1]) + "_")
+        self.bound_fns[key] = name
+        saved = (self.lines, self.ind, self.action_outs)
+        self.lines, self.ind, self.action_outs = [], 1, None
+        data = [f"_d{i}" for i in range(len(act.data_params))]
+        self.call_action(ref.action, ref.args, data)
+        body = self.lines
+        self.lines, self.ind, self.action_outs = saved
+        self.funcs.append([f"def {name}({', '.join([self.call_args(), *data])}):", *body, ""])
+        return name
 
     def action_fn(self, key: str) -> str:
         if key in self.action_fns:
@@ -1093,7 +1119,10 @@ class BlockGen:
         self.w(f"{ev}[1]({self.call_args()}, *{ev}[2])")
         # every action of the table needs a function; the table state binds them after exec
         for ref in table.actions:
-            self.action_fn(ref.action)
+            if ref.args:
+                self.bound_fn(table, ref)
+            else:
+                self.action_fn(ref.action)
 
     def lookup_code(self, state: Any, g: str, key: str, ev: str) -> None:
         """``ev`` = the hit tuple of run-time table ``state`` (bound as ``g``) for ``key``:

@@ -53,7 +53,8 @@ class FusedBlockGen(BlockGen):
 
     def __init__(self, mod: Module, block: ir.Parser | ir.Control, *, kind: str, prefix: str,
                  roots: dict[str, str], leaves: dict[str, str], slow_fns: dict[str, str],
-                 plen: str, facts: _Facts, **kw: Any) -> None:
+                 plen: str, facts: _Facts,
+                 bound_fns: dict[tuple[str, str], str] | None = None, **kw: Any) -> None:
         super().__init__(mod, block, kind=kind, sm_var=None, **kw)
         self.facts = facts
         self.known: set[str] = set()  # header paths certainly valid at this point
@@ -61,6 +62,7 @@ class FusedBlockGen(BlockGen):
         self.roots = roots  # block parameter name -> root prefix ("h", "m", "s")
         self.leaves = leaves  # local name -> its per-packet initial value (shared)
         self.slow_fns = slow_fns  # action key -> name of the general driver's function
+        self.slow_bound = bound_fns or {}  # (table, action key) -> same, for bound arguments
         self.alias: dict[str, str] = {}  # aggregate action parameter -> argument's path
         self.in_action = 0
         self.funcs = []
@@ -399,15 +401,24 @@ class FusedBlockGen(BlockGen):
         act = self.prog.actions.get(s.action)
         if act is None:
             raise BuildError(f"unknown action {s.action}")
+        self.inline_call(act, s.args)
+
+    def inline_call(self, act: ir.Action, args: list[ir.Expr], data: str | None = None) -> None:
+        """Inline ``act`` with ``args`` bound to its leading parameters (copy-in, then
+        copy-out of scalar out/inout ones); ``data``, if given, is the code of the tuple of
+        its action data, unpacked after the copy-in."""
         saved = dict(self.alias)
         outs = []
-        for p, x in zip(act.params, s.args, strict=False):
+        for p, x in zip(act.params, args, strict=False):
             if isinstance(p.type, _AGG):
                 self.alias[p.name] = self.path(x)
                 continue
             self.w(f"{self.var(p.name)} = {self.ex(x)}")
             if p.direction in ("out", "inout"):
                 outs.append((p, x))
+        names = [self.var(p.name) for p in act.data_params]
+        if data is not None and names:
+            self.w(f"{', '.join(names)}, = {data}")
         self.inline_action(act)
         self.alias = saved
         for p, x in outs:
@@ -424,18 +435,17 @@ class FusedBlockGen(BlockGen):
                 continue
             seen.add(ref.action)
             act = self.prog.actions[ref.action]
-            if any(p.direction for p in act.params):
+            if any(p.direction for p in act.params) and not ref.args:
                 raise NotFusable(f"table action {act.cp_name} with directional parameters")
-            fn = self.slow_fns.get(ref.action)
+            # an action the actions list binds arguments for has this table's own function
+            fn = (self.slow_bound.get((table.name, ref.action)) if ref.args
+                  else self.slow_fns.get(ref.action))
             if fn is None:
                 raise NotFusable(f"no bound function for action {act.cp_name}")
             self.w(f"{'if' if first else 'elif'} {fv} is {fn}:")
             first = False
             self.ind += 1
-            names = [self.var(p.name) for p in act.data_params]
-            if names:
-                self.w(f"{', '.join(names)}, = {ev}[2]")
-            self.inline_action(act)
+            self.inline_call(act, ref.args, f"{ev}[2]")
             self.ind -= 1
 
     # -- parser ----------------------------------------------------------------------------
@@ -788,10 +798,12 @@ def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
              slow_fns: dict[str, dict[str, str]],
              resolve_instance: Callable[[ir.Parser | ir.Control, str], ir.ExternInstance],
              runtime_obj: Callable[[ir.ExternInstance], Any],
-             table_state: Callable[[ir.Table], Any]) -> list[str]:
+             table_state: Callable[[ir.Table], Any],
+             bound_fns: dict[str, dict[tuple[str, str], str]] | None = None) -> list[str]:
     """Source lines of ``fname(_pkt, _port, _now)`` for ``program`` (see the module docstring);
     NotFusable if the program needs the general driver. ``slow_fns`` maps each control's
-    name to its action key -> function name map (table hits carry those functions)."""
+    name to its action key -> function name map (table hits carry those functions);
+    ``bound_fns`` likewise maps (table, action key) for actions a table binds arguments for."""
     # pass 1 finds the headers set other than by extract and the fields written; pass 2,
     # knowing them, which fields are read on their own (raw units and original bytes replace
     # the other reads); pass 3 generates knowing both
@@ -799,7 +811,7 @@ def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
     for _ in range(3):
         facts = _Facts(facts)
         leaves, bodies = _generate(mod, program, facts, drop_port, slow_fns, resolve_instance,
-                                   runtime_obj, table_state)
+                                   runtime_obj, table_state, bound_fns or {})
     # a field of a header that only extract makes valid, read only where the header is valid,
     # is always written before it is read: it needs no per-packet initial value
     for name, p in facts.fields.items():
@@ -813,6 +825,7 @@ def _generate(mod: Module, program: ir.Program, facts: _Facts, drop_port: int,
               resolve_instance: Callable[[ir.Parser | ir.Control, str], ir.ExternInstance],
               runtime_obj: Callable[[ir.ExternInstance], Any],
               table_state: Callable[[ir.Table], Any],
+              bound_fns: dict[str, dict[tuple[str, str], str]],
               ) -> tuple[dict[str, str], dict[str, list[str]]]:
     leaves: dict[str, str] = {}
     bodies: dict[str, list[str]] = {}
@@ -825,7 +838,7 @@ def _generate(mod: Module, program: ir.Program, facts: _Facts, drop_port: int,
         kind = "parser" if role == "parser" else ("deparser" if role == "deparser" else "control")
         gen = FusedBlockGen(
             mod, block, kind=kind, prefix=_PREFIX[role] + "_", roots=roots, leaves=leaves,
-            slow_fns=slow_fns.get(block.name, {}),
+            slow_fns=slow_fns.get(block.name, {}), bound_fns=bound_fns.get(block.name, {}),
             plen="_plen" if role in ("parser", "verify_checksum", "ingress") else "_eplen",
             facts=facts,
             resolve_instance=lambda n, b=block: resolve_instance(b, n),

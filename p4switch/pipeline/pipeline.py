@@ -192,6 +192,7 @@ class Pipeline:
             fused_lines = fused.generate(
                 mod, prog, "process_fused", drop_port=self.drop_port,
                 slow_fns={g.block.name: g.action_fns for g in gens},
+                bound_fns={g.block.name: g.bound_fns for g in gens},
                 resolve_instance=self._instance,
                 runtime_obj=lambda i: self._objs[id(i)],
                 table_state=lambda t: self._objs[id(t)],
@@ -235,10 +236,13 @@ class Pipeline:
             fns = {k: ns[v] for k, v in gen.action_fns.items()}
             for t in gen.block.tables.values():
                 ts = self._objs[id(t)]
-                ts.bind(fns)
+                # actions whose directional arguments this table binds get its own functions
+                tfns = {**fns, **{a: ns[v] for (tn, a), v in gen.bound_fns.items()
+                                  if tn == t.name}}
+                ts.bind(tfns)
                 if ts.profile is not None:
                     ts.profile.fns = getattr(ts.profile, "fns", {})
-                    ts.profile.fns.update(fns)
+                    ts.profile.fns.update(tfns)
 
         # user-metadata fields to preserve, per @field_list index
         self.field_lists: dict[int, list[str]] = {}

@@ -366,7 +366,7 @@ class TableState:
         elif e.member_id is not None:
             assert self.profile is not None
             a, fn, args, _ = self.profile.member_hits[e.member_id]
-            es.hit = (a, fn, args, es)
+            es.hit = (a, self.action_fns.get(a, fn), args, es)  # this table's bound arguments
         else:
             es.hit = ("__group__", e.group_id, (), es)
 
@@ -502,7 +502,7 @@ class TableState:
                 return self.default_hit
             h = self.profile.algo(sel) & self.profile.out_mask
             a, fn, args, _ = members[h % len(members)]
-            return (a, fn, args, hit[3])
+            return (a, self.action_fns.get(a, fn), args, hit[3])
         return hit
 
 
