@@ -74,10 +74,6 @@ class SenderFlow:
             return self.nbytes - seq * self.cfg.mss
         return self.cfg.mss
 
-    def can_send(self) -> bool:
-        return bool(self._retx) or (self.next_new < self.npkts
-                                    and self.next_new - self.n_acked < self.cfg.window)
-
     def next_packet(self, now: float) -> tuple[int, bool] | None:
         """(seq, is_retransmission) to put on the wire now, or None if blocked."""
         while self._retx:
