@@ -222,13 +222,6 @@ def _kids(t: Tree, data: str) -> list[Tree]:
     return [c for c in t.children if isinstance(c, Tree) and c.data == data]
 
 
-def _kid(t: Tree, data: str) -> Tree | None:
-    for c in t.children:
-        if isinstance(c, Tree) and c.data == data:
-            return c
-    return None
-
-
 def _trees(t: Tree | None) -> list[Tree]:
     return [] if t is None else [c for c in t.children if isinstance(c, Tree)]
 
