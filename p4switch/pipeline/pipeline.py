@@ -595,23 +595,22 @@ class Pipeline:
     def _table(self, name: str) -> TableState:
         return self.tables[self.resolve("table", name)]
 
-    def _resolve_entry(self, ts: TableState, entry: TableEntry) -> TableEntry:
+    def _resolve_entry(self, entry: TableEntry) -> TableEntry:
         if entry.action is None:
             return entry
         key = self.resolve("action", entry.action)
-        e = TableEntry(**{**vars(entry), "action": key})
-        return e
+        return TableEntry(**{**vars(entry), "action": key})
 
     # ------------------------------------------------------------------------------------
     # Tables
     # ------------------------------------------------------------------------------------
     def table_add(self, table: str, entry: TableEntry) -> None:
         ts = self._table(table)
-        ts.add(self._resolve_entry(ts, entry))
+        ts.add(self._resolve_entry(entry))
 
     def table_modify(self, table: str, entry: TableEntry) -> None:
         ts = self._table(table)
-        ts.modify(self._resolve_entry(ts, entry))
+        ts.modify(self._resolve_entry(entry))
 
     def table_delete(self, table: str, match: dict[str, MatchValue], priority: int = 0) -> None:
         self._table(table).delete(match, priority)
