@@ -543,13 +543,8 @@ class Switch:
                 continue
             lcnt += 1
             lbytes += len(out)
-        if lq:  # _count_tx, inlined
-            lps.tx_packets += lcnt
-            lps.tx_bytes += lbytes
-            lqs.enqueued += lq
-            lqs.dequeued += lq
-            if not lqs.max_depth_seen:
-                lqs.max_depth_seen = 1
+        if lq:
+            _count_tx(lps, lqs, lq, lcnt, lbytes)
 
     def _pipeline_raised(self, st: Any, number: int) -> None:
         self.counters.pipeline_errors += 1
