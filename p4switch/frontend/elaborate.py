@@ -583,22 +583,21 @@ class Elaborator:
         self.types[e.name] = e
 
     def decl_error_decl(self, d: Tree) -> None:
-        for n in d.children:
-            if n is None:
-                continue
-            name = _name(n)
-            if name in self.errors:
-                raise self.err(n, f"error '{name}' declared twice")
-            self.errors.append(name)
+        self.declare_members(d, self.errors, "error")
 
     def decl_match_kind_decl(self, d: Tree) -> None:
+        self.declare_members(d, self.match_kinds, "match_kind")
+
+    def declare_members(self, d: Tree, names: list[str], kind: str) -> None:
+        """Appends the members of an ``error``/``match_kind`` declaration to ``names`` (the
+        spec merges all declarations of each into one set)."""
         for n in d.children:
             if n is None:
                 continue
             name = _name(n)
-            if name in self.match_kinds:
-                raise self.err(n, f"match_kind '{name}' declared twice")
-            self.match_kinds.append(name)
+            if name in names:
+                raise self.err(n, f"{kind} '{name}' declared twice")
+            names.append(name)
 
     # ---------------------------------------------------------------- externs
     def sig(self, proto: Tree, scope: Scope, outer: dict[str, TypeVar],

@@ -157,3 +157,13 @@ def test_error_inside_included_file_points_at_that_file(tmp_path) -> None:  # no
     assert err.loc.file == str(inc)
     assert (err.loc.line, err.loc.col) == (2, 18)
     assert "const bit<8> X = 8w1 + 16w1;" in str(err)
+
+
+
+@pytest.mark.parametrize("kind", ["error", "match_kind"])
+def test_error_and_match_kind_member_declared_twice(kind: str) -> None:
+    """Declarations of each merge into one set, so a member repeated across them is an error."""
+    text = ingress_program("apply { }", f"{kind} {{ Oops }}\n{kind} {{ Other, Oops }}\n")
+    err = compile_error(text)
+    assert err.message == f"{kind} 'Oops' declared twice"
+    assert err.loc.line == line_of(text, "Other")
