@@ -507,7 +507,7 @@ class Switch:
                     self._send_outputs(outs)
                     outs.clear()
                 if r.drops or r.digests or r.logs:
-                    self._ingress_extras(r, st)
+                    self._result_extras(r, st)
                 for o in r.outputs:
                     self._out_slow(o.port, o.data)
         if outs:
@@ -580,7 +580,7 @@ class Switch:
                 self._pipeline_raised(st, number)
                 continue
             if res.drops or res.digests or res.logs:
-                self._ingress_extras(res, st)
+                self._result_extras(res, st)
             for out in res.outputs:
                 out_slow(out.port, out.data)
 
@@ -612,7 +612,7 @@ class Switch:
                 self._log_error(f"pipeline ingress raised on a frame from port {number}")
                 continue
             if res.drops or res.digests or res.logs:
-                self._ingress_extras(res, st)
+                self._result_extras(res, st)
             for job in res.jobs:
                 q = qget(job.egress_port)
                 if q is not None and not q._interval_us and not q._fifo:
@@ -658,12 +658,12 @@ class Switch:
             self._log_error(f"pipeline ingress raised on a frame from port {port}")
             return
         if res.drops or res.digests or res.logs:
-            self._ingress_extras(res, st)
+            self._result_extras(res, st)
         for job in res.jobs:
             self._enqueue(job, now)
 
-    def _ingress_extras(self, res: Any, st: Any) -> None:
-        """Drops, digests and logs of an ingress (or inline process) result."""
+    def _result_extras(self, res: Any, st: Any) -> None:
+        """Drops, digests and logs of a pipeline result; drops count on ``st`` unless None."""
         if res.drops:
             for d in res.drops:
                 self._count_drop(d, st)
@@ -716,22 +716,10 @@ class Switch:
             self.counters.pipeline_errors += 1
             self._log_error(f"pipeline egress raised on a packet for port {job.egress_port}")
             return
-        ports = self.ports
         for out in res.outputs:
-            p = ports.get(out.port)
-            if p is not None:
-                p.send(out.data)
-            else:
-                self._transmit(out.port, out.data)
-        if res.drops:
-            drops = self.counters.drops
-            for d in res.drops:
-                drops[d.reason] += 1
-        if res.digests:
-            self._pending_digests.extend(res.digests)
-        if res.logs and log.isEnabledFor(logging.DEBUG):
-            for line in res.logs:
-                log.debug("log_msg: %s", line)
+            self._transmit(out.port, out.data)
+        if res.drops or res.digests or res.logs:
+            self._result_extras(res, None)  # an egress drop is not counted on any port
         for j in res.jobs:
             self._enqueue(j, now)
 
