@@ -67,6 +67,9 @@ NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = 
 
 MAX_RECIRCULATIONS = 16  # resubmit/recirculate passes per packet before it is dropped
 MAX_PROCESS_JOBS = 4096  # egress jobs one process() call follows
+# what stops a parser/control/deparser run with the packet dropped (asserts, parser errors,
+# malformed packets, out-of-range stack indices)
+_BLOCK_FAILURES = (runtime.AssertSignal, runtime.ParserErrorSignal, runtime.PacketError, IndexError)
 
 _STANDARD_FIELDS = (
     ("ingress_port", 9), ("egress_spec", 9), ("egress_port", 9), ("instance_type", 32),
@@ -337,13 +340,8 @@ class Pipeline:
             self._verify(hdr, meta, ctx)
             sm.f_checksum_error = ctx.checksum_error
             self._ingress_fn(hdr, meta, sm, ctx)
-        except runtime.AssertSignal:
-            self._collect(ctx, res)
-            res.drops.append(Drop("assert", "assert/assume failed in ingress"))
-            return
-        except (runtime.ParserErrorSignal, runtime.PacketError, IndexError) as exc:
-            self._collect(ctx, res)
-            res.drops.append(Drop("error", f"ingress: {self._describe(exc)}"))
+        except _BLOCK_FAILURES as exc:
+            self._fail(ctx, res, "ingress", exc)
             return
         if ctx.digests is not None or ctx.logs is not None:
             self._collect(ctx, res)
@@ -424,6 +422,15 @@ class Pipeline:
             return f"error code {exc.code}"
         return f"{type(exc).__name__}: {exc}"
 
+    @classmethod
+    def _fail(cls, ctx: runtime.Ctx, res: Any, where: str, exc: BaseException) -> None:
+        """A block that stopped with ``exc``: keep what it produced so far, drop the packet."""
+        cls._collect(ctx, res)
+        if isinstance(exc, runtime.AssertSignal):
+            res.drops.append(Drop("assert", f"assert/assume failed in {where}"))
+        else:
+            res.drops.append(Drop("error", f"{where}: {cls._describe(exc)}"))
+
     @staticmethod
     def _collect(ctx: runtime.Ctx, res: Any) -> None:
         if ctx.digests:
@@ -458,13 +465,8 @@ class Pipeline:
         ctx.payload = st.payload
         try:
             self._egress_fn(hdr, meta, sm, ctx)
-        except runtime.AssertSignal:
-            self._collect(ctx, res)
-            res.drops.append(Drop("assert", "assert/assume failed in egress"))
-            return
-        except (runtime.ParserErrorSignal, runtime.PacketError, IndexError) as exc:
-            self._collect(ctx, res)
-            res.drops.append(Drop("error", f"egress: {self._describe(exc)}"))
+        except _BLOCK_FAILURES as exc:
+            self._fail(ctx, res, "egress", exc)
             return
         if ctx.digests is not None or ctx.logs is not None:
             self._collect(ctx, res)
