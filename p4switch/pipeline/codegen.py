@@ -54,6 +54,22 @@ def _mask(w: int) -> int:
     return (1 << w) - 1
 
 
+def unit_pieces(u: str, pieces: list[int], mask_top: bool) -> list[str]:
+    """``struct.pack`` arguments for one layout unit whose value is expression ``u``: the unit
+    cut into its pieces, top first. ``mask_top=False`` where ``u`` is known to fit the unit."""
+    if len(pieces) == 1:
+        return [u]
+    out = []
+    rest = sum(pieces)
+    for j, pw in enumerate(pieces):
+        rest -= pw
+        if j == 0 and not mask_top:
+            out.append(f"(({u}) >> {rest})")
+        else:
+            out.append(f"((({u}) >> {rest}) & {_mask(pw)})" if rest else f"(({u}) & {_mask(pw)})")
+    return out
+
+
 def enum_member(c: ir.Expr) -> str:
     """The member name of a Const of an enum type (e.g. HashAlgorithm.crc16 -> "crc16")."""
     if isinstance(c, ir.Const) and isinstance(c.type, ir.EnumType):
@@ -230,14 +246,7 @@ class Module:
                 if isinstance(f.type, ir.BitsType) and f.type.signed:
                     v = f"({v} & {_mask(fw)})"
                 parts.append(f"({v} << {shift})" if shift else v)
-            u = " | ".join(parts)
-            if len(pieces) == 1:
-                args.append(u)
-                continue
-            rest = sum(pieces)
-            for pw in pieces:
-                rest -= pw
-                args.append(f"((({u}) >> {rest}) & {_mask(pw)})" if rest else f"(({u}) & {_mask(pw)})")
+            args += unit_pieces(" | ".join(parts), pieces, mask_top=True)
         return f"{sname}.pack({', '.join(args)})"
 
     def compile(self, filename: str = "<p4switch>") -> dict[str, Any]:

@@ -33,7 +33,7 @@ from typing import Any
 
 from p4switch import ir
 
-from .codegen import BlockGen, BuildError, Module, _mask, _successors, fattr, pyname
+from .codegen import BlockGen, BuildError, Module, _mask, _successors, fattr, pyname, unit_pieces
 
 _AGG = (ir.HeaderType, ir.StructType, ir.StackType)
 _UNFUSABLE_EXTERNS = {
@@ -246,18 +246,7 @@ class FusedBlockGen(BlockGen):
                 if isinstance(f.type, ir.BitsType) and f.type.signed:
                     v = f"({v} & {_mask(fw)})"
                 parts.append(f"({v} << {shift})" if shift else v)
-            u = " | ".join(parts)
-            if len(pieces) == 1:
-                args.append(u)
-                continue
-            rest = sum(pieces)
-            for j, pw in enumerate(pieces):
-                rest -= pw
-                if j == 0:
-                    args.append(f"(({u}) >> {rest})")
-                else:
-                    args.append(f"((({u}) >> {rest}) & {_mask(pw)})" if rest
-                                else f"(({u}) & {_mask(pw)})")
+            args += unit_pieces(" | ".join(parts), pieces, mask_top=False)
         return args
 
     # -- statements ------------------------------------------------------------------------
