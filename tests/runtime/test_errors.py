@@ -586,3 +586,47 @@ def test_packet_out_from_a_backup_is_refused_and_unconfigured_digests_are_not_se
         assert loaded.service.counters.digests_unconfigured >= 1
     finally:
         backup.close()
+
+
+def _member(i, utype, mid, port=b"\x01"):
+    upd = U(type=utype)
+    m = upd.entity.action_profile_member
+    m.action_profile_id, m.member_id = i["ecmp_sel"], mid
+    m.action.action_id = i["set_nhop"]
+    m.action.params.add(param_id=1, value=b"\x00\x00\x00\x00\x00\x01")
+    m.action.params.add(param_id=2, value=port)
+    return upd
+
+
+def _group(i, utype, gid, *members):
+    upd = U(type=utype)
+    g = upd.entity.action_profile_group
+    g.action_profile_id, g.group_id = i["ecmp_sel"], gid
+    for mid in members:
+        g.members.add(member_id=mid, weight=1)
+    return upd
+
+
+def test_profile_members_and_groups_modify_delete_and_roll_back(loaded, client, i):
+    pipe = loaded.pipeline
+
+    def state():
+        by_id = {m.member_id: m for m in pipe.act_prof_members("MyIngress.ecmp_sel")}
+        return sorted(by_id.items()), pipe.act_prof_groups("MyIngress.ecmp_sel")
+
+    assert write_codes(client, _member(i, U.MODIFY, 1), _member(i, U.DELETE, 1),
+                       _group(i, U.MODIFY, 9), _group(i, U.DELETE, 9),
+                       atomicity=W.CONTINUE_ON_ERROR) == [code_pb2.NOT_FOUND] * 4
+    client.write(_member(i, U.INSERT, 1), _member(i, U.INSERT, 2), _group(i, U.INSERT, 9, 1))
+    client.write(_member(i, U.MODIFY, 1, b"\x04"), _group(i, U.MODIFY, 9, 1, 2))
+    members, groups = state()
+    assert members[0][1].params["port"] == 4
+    assert groups[0].members == [(1, 1), (2, 1)]
+    before = state()
+    batch = [_member(i, U.MODIFY, 2, b"\x05"), _group(i, U.DELETE, 9), _member(i, U.DELETE, 1),
+             _member(i, U.INSERT, 3), _member(i, U.DELETE, 7)]  # the last: NOT_FOUND
+    codes = write_codes(client, *batch, atomicity=W.ROLLBACK_ON_ERROR)
+    assert codes[-1] == code_pb2.NOT_FOUND
+    assert state() == before
+    client.write(_group(i, U.DELETE, 9), _member(i, U.DELETE, 1))
+    assert [mid for mid, _ in state()[0]] == [2] and state()[1] == []
