@@ -12,6 +12,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
@@ -43,6 +45,27 @@ def _call(fn, *args):
         return fn(*args)
     except api.StateError as e:
         raise P4RTError.from_state(e) from None
+
+
+def _write_keyed(utype: int, missing: str, old: Any, build: Callable[[], Any],
+                 add: Callable[[Any], Any], delete: Callable[[], Any],
+                 modify: Callable[[Any], Any]) -> Undo:
+    """INSERT/MODIFY/DELETE of one action-profile member or group and its undo. ``old`` is the
+    one stored under the same id (None if absent; ``missing`` is the NOT_FOUND message);
+    ``build`` validates the request into the new one (not called for DELETE)."""
+    if utype == U.DELETE:
+        if old is None:
+            raise not_found(missing)
+        _call(delete)
+        return lambda: add(old)
+    new = build()
+    if utype == U.INSERT:
+        _call(add, new)
+        return delete
+    if old is None:
+        raise not_found(missing)
+    _call(modify, new)
+    return lambda: modify(old)
 
 
 MatchKey = tuple  # hashable form of an entry's match + priority
@@ -475,21 +498,16 @@ class Entities:
             raise invalid("member_id 0 is reserved")
         old = next((x for x in _call(self.pipe.act_prof_members, prof.name)
                     if x.member_id == m.member_id), None)
-        if utype == U.DELETE:
-            if old is None:
-                raise not_found(f"{prof.name}: no member {m.member_id}")
-            _call(self.pipe.act_prof_delete_member, prof.name, m.member_id)
-            return lambda: self.pipe.act_prof_add_member(prof.name, old)
-        refs = {k: SCOPE.TABLE_AND_DEFAULT for k in self._profile_actions(prof.id)}
-        name, params = self.decode_action(None, m.action, default=False, allowed=refs)
-        member = api.ActionProfileMember(m.member_id, name, params)
-        if utype == U.INSERT:
-            _call(self.pipe.act_prof_add_member, prof.name, member)
-            return lambda: self.pipe.act_prof_delete_member(prof.name, m.member_id)
-        if old is None:
-            raise not_found(f"{prof.name}: no member {m.member_id}")
-        _call(self.pipe.act_prof_modify_member, prof.name, member)
-        return lambda: self.pipe.act_prof_modify_member(prof.name, old)
+
+        def build() -> api.ActionProfileMember:
+            refs = {k: SCOPE.TABLE_AND_DEFAULT for k in self._profile_actions(prof.id)}
+            name, params = self.decode_action(None, m.action, default=False, allowed=refs)
+            return api.ActionProfileMember(m.member_id, name, params)
+
+        return _write_keyed(utype, f"{prof.name}: no member {m.member_id}", old, build,
+                            partial(self.pipe.act_prof_add_member, prof.name),
+                            partial(self.pipe.act_prof_delete_member, prof.name, m.member_id),
+                            partial(self.pipe.act_prof_modify_member, prof.name))
 
     def _write_group(self, utype: int, g: p4runtime_pb2.ActionProfileGroup) -> Undo:
         prof = self.schema.profile(g.action_profile_id)
@@ -499,32 +517,27 @@ class Entities:
             raise invalid("group_id 0 is reserved")
         old = next((x for x in _call(self.pipe.act_prof_groups, prof.name)
                     if x.group_id == g.group_id), None)
-        if utype == U.DELETE:
-            if old is None:
-                raise not_found(f"{prof.name}: no group {g.group_id}")
-            _call(self.pipe.act_prof_delete_group, prof.name, g.group_id)
-            return lambda: self.pipe.act_prof_add_group(prof.name, old)
-        members: list[tuple[int, int]] = []
-        for gm in g.members:
-            if gm.weight <= 0:
-                raise invalid(f"{prof.name} group {g.group_id}: member weight must be > 0")
-            if any(mid == gm.member_id for mid, _ in members):
-                raise invalid(f"{prof.name} group {g.group_id}: member {gm.member_id} twice")
-            members.append((gm.member_id, gm.weight))
-        if prof.max_group_size and g.max_size > prof.max_group_size:
-            raise invalid(f"{prof.name}: max_size {g.max_size} exceeds the profile's "
-                          f"max_group_size {prof.max_group_size}")
-        if g.max_size and sum(w for _, w in members) > g.max_size:
-            raise P4RTError(code_pb2.RESOURCE_EXHAUSTED,
-                            f"{prof.name} group {g.group_id}: weights exceed max_size")
-        group = api.ActionProfileGroup(g.group_id, members, g.max_size)
-        if utype == U.INSERT:
-            _call(self.pipe.act_prof_add_group, prof.name, group)
-            return lambda: self.pipe.act_prof_delete_group(prof.name, g.group_id)
-        if old is None:
-            raise not_found(f"{prof.name}: no group {g.group_id}")
-        _call(self.pipe.act_prof_modify_group, prof.name, group)
-        return lambda: self.pipe.act_prof_modify_group(prof.name, old)
+
+        def build() -> api.ActionProfileGroup:
+            members: list[tuple[int, int]] = []
+            for gm in g.members:
+                if gm.weight <= 0:
+                    raise invalid(f"{prof.name} group {g.group_id}: member weight must be > 0")
+                if any(mid == gm.member_id for mid, _ in members):
+                    raise invalid(f"{prof.name} group {g.group_id}: member {gm.member_id} twice")
+                members.append((gm.member_id, gm.weight))
+            if prof.max_group_size and g.max_size > prof.max_group_size:
+                raise invalid(f"{prof.name}: max_size {g.max_size} exceeds the profile's "
+                              f"max_group_size {prof.max_group_size}")
+            if g.max_size and sum(w for _, w in members) > g.max_size:
+                raise P4RTError(code_pb2.RESOURCE_EXHAUSTED,
+                                f"{prof.name} group {g.group_id}: weights exceed max_size")
+            return api.ActionProfileGroup(g.group_id, members, g.max_size)
+
+        return _write_keyed(utype, f"{prof.name}: no group {g.group_id}", old, build,
+                            partial(self.pipe.act_prof_add_group, prof.name),
+                            partial(self.pipe.act_prof_delete_group, prof.name, g.group_id),
+                            partial(self.pipe.act_prof_modify_group, prof.name))
 
     def read_members(self, m: p4runtime_pb2.ActionProfileMember):
         profs = ([self.schema.profile(m.action_profile_id)] if m.action_profile_id
