@@ -505,22 +505,14 @@ class Pipeline:
             data = data[:trunc]
         outputs.append(Output(port, data))
 
+    # Where the program is fusable, __init__ binds the generated functions over ``process`` and
+    # ``process_fast`` per instance, so these methods only run the general driver.
     def process(self, data: bytes, port: int, now_us: int) -> ProcessResult:
-        fast = self._fused
-        if fast is not None:
-            if data.__class__ is not bytes:
-                data = bytes(data)
-            return fast(data, port, now_us)
         return self.process_general(data, port, now_us)
 
     def process_fast(self, data: bytes, port: int,
                      now_us: int) -> tuple[int, bytes] | Drop | ProcessResult:
         """``process`` without result objects in the common cases (api.PipelineAPI)."""
-        lean = self._fused_lean
-        if lean is not None:
-            if data.__class__ is not bytes:
-                data = bytes(data)
-            return lean(data, port, now_us)
         res = self.process_general(data, port, now_us)
         if len(res.outputs) == 1 and not (res.drops or res.digests or res.logs):
             out = res.outputs[0]
