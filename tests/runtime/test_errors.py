@@ -630,3 +630,35 @@ def test_profile_members_and_groups_modify_delete_and_roll_back(loaded, client, 
     assert state() == before
     client.write(_group(i, U.DELETE, 9), _member(i, U.DELETE, 1))
     assert [mid for mid, _ in state()[0]] == [2] and state()[1] == []
+
+
+def _pre(utype, kind, key, *ports):
+    upd = U(type=utype)
+    e = getattr(upd.entity.packet_replication_engine_entry, kind)
+    setattr(e, "multicast_group_id" if kind == "multicast_group_entry" else "session_id", key)
+    for p in ports:
+        e.replicas.add(egress_port=p, instance=0)
+    return upd
+
+
+@pytest.mark.parametrize("kind", ["multicast_group_entry", "clone_session_entry"])
+def test_replication_entries_modify_delete_and_roll_back(loaded, client, kind):
+    pipe = loaded.pipeline
+    table = pipe.mcast_groups if kind == "multicast_group_entry" else pipe.clone_sessions
+
+    def ports():
+        return {k: [r.egress_port for r in v] for k, v in table().items()}
+
+    assert write_codes(client, _pre(U.MODIFY, kind, 5, 1), _pre(U.DELETE, kind, 5),
+                       atomicity=W.CONTINUE_ON_ERROR) == [code_pb2.NOT_FOUND] * 2
+    client.write(_pre(U.INSERT, kind, 5, 1), _pre(U.INSERT, kind, 6, 2))
+    assert write_codes(client, _pre(U.INSERT, kind, 5, 3)) == [code_pb2.ALREADY_EXISTS]
+    client.write(_pre(U.MODIFY, kind, 5, 1, 2))
+    assert ports() == {5: [1, 2], 6: [2]}
+    codes = write_codes(client, _pre(U.MODIFY, kind, 5, 3), _pre(U.DELETE, kind, 6),
+                        _pre(U.INSERT, kind, 7, 1), _pre(U.DELETE, kind, 8),
+                        atomicity=W.ROLLBACK_ON_ERROR)
+    assert codes[-1] == code_pb2.NOT_FOUND
+    assert ports() == {5: [1, 2], 6: [2]}
+    client.write(_pre(U.DELETE, kind, 5))
+    assert ports() == {6: [2]}
