@@ -749,38 +749,39 @@ class Entities:
             g = pre.multicast_group_entry
             if g.multicast_group_id == 0:
                 raise invalid("multicast group id 0 is reserved")
-            gid = g.multicast_group_id
-            old = _call(self.pipe.mcast_groups).get(gid)
-            if utype == U.INSERT and old is not None:
-                raise P4RTError(code_pb2.ALREADY_EXISTS, f"multicast group {gid} exists")
-            if utype != U.INSERT and old is None:
-                raise not_found(f"no multicast group {gid}")
-            if utype == U.DELETE:
-                _call(self.pipe.mcast_group_delete, gid)
-                return lambda: self.pipe.mcast_group_set(gid, old)
-            _call(self.pipe.mcast_group_set, gid, self._replicas(g.replicas))
-            if old is None:
-                return lambda: self.pipe.mcast_group_delete(gid)
-            return lambda: self.pipe.mcast_group_set(gid, old)
+            return self._write_replication(
+                utype, "multicast group", g.multicast_group_id, self.pipe.mcast_groups,
+                self.pipe.mcast_group_set, self.pipe.mcast_group_delete,
+                lambda: (self._replicas(g.replicas),))
         if kind == "clone_session_entry":
             c = pre.clone_session_entry
-            sid = c.session_id
-            if sid == 0:
+            if c.session_id == 0:
                 raise invalid("clone session id 0 is reserved")
-            old = _call(self.pipe.clone_sessions).get(sid)
-            if utype == U.INSERT and old is not None:
-                raise P4RTError(code_pb2.ALREADY_EXISTS, f"clone session {sid} exists")
-            if utype != U.INSERT and old is None:
-                raise not_found(f"no clone session {sid}")
-            if utype == U.DELETE:
-                _call(self.pipe.clone_session_delete, sid)
-                return lambda: self.pipe.clone_session_set(sid, old)
-            _call(self.pipe.clone_session_set, sid, self._replicas(c.replicas),
-                  c.packet_length_bytes)
-            if old is None:
-                return lambda: self.pipe.clone_session_delete(sid)
-            return lambda: self.pipe.clone_session_set(sid, old)
+            return self._write_replication(
+                utype, "clone session", c.session_id, self.pipe.clone_sessions,
+                self.pipe.clone_session_set, self.pipe.clone_session_delete,
+                lambda: (self._replicas(c.replicas), c.packet_length_bytes))
         raise invalid("packet replication entry has no multicast group or clone session")
+
+    @staticmethod
+    def _write_replication(utype: int, what: str, key: int, table: Callable[[], dict],
+                           set_: Callable[..., None], delete: Callable[[int], None],
+                           args: Callable[[], tuple]) -> Undo:
+        """INSERT/MODIFY/DELETE of a multicast group or clone session (``table()``: id ->
+        replicas) and its undo; ``args()`` validates the request into ``set_``'s arguments
+        after ``key``."""
+        old = _call(table).get(key)
+        if utype == U.INSERT and old is not None:
+            raise P4RTError(code_pb2.ALREADY_EXISTS, f"{what} {key} exists")
+        if utype != U.INSERT and old is None:
+            raise not_found(f"no {what} {key}")
+        if utype == U.DELETE:
+            _call(delete, key)
+            return lambda: set_(key, old)
+        _call(set_, key, *args())
+        if old is None:
+            return lambda: delete(key)
+        return lambda: set_(key, old)
 
     def _read_replicas(self, want: int, table, kind: str, id_field: str, what: str):
         """Entities of multicast groups or clone sessions (``table()``: id -> replicas): all,
