@@ -547,8 +547,10 @@ class Switch:
             _count_tx(lps, lqs, lq, lcnt, lbytes)
 
     def _pipeline_raised(self, st: Any, number: int) -> None:
+        """The pipeline raised on a frame from port ``number`` (``st``: its counters, or None)."""
         self.counters.pipeline_errors += 1
-        st.rx_errors += 1
+        if st is not None:
+            st.rx_errors += 1
         self._log_error(f"pipeline raised on a frame from port {number}")
 
     @staticmethod
@@ -607,9 +609,7 @@ class Switch:
             try:
                 res = ingress(data, number, now)
             except Exception:
-                self.counters.pipeline_errors += 1
-                st.rx_errors += 1
-                self._log_error(f"pipeline ingress raised on a frame from port {number}")
+                self._pipeline_raised(st, number)
                 continue
             if res.drops or res.digests or res.logs:
                 self._result_extras(res, st)
@@ -652,10 +652,7 @@ class Switch:
         try:
             res = pipeline.ingress(data, port, now)
         except Exception:
-            self.counters.pipeline_errors += 1
-            if st is not None:
-                st.rx_errors += 1
-            self._log_error(f"pipeline ingress raised on a frame from port {port}")
+            self._pipeline_raised(st, port)
             return
         if res.drops or res.digests or res.logs:
             self._result_extras(res, st)
