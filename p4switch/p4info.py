@@ -358,7 +358,10 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
                     out.append((c, inst))
         return out
 
+    extern_alias: dict[str, str] = {}  # per kind, like tables and actions
+
     def ids_for(prefix: int, insts: list[tuple[object, ir.ExternInstance]]) -> dict[str, int]:
+        extern_alias.update(_aliases([i.cp_name for _, i in insts]))
         return alloc.allocate(
             prefix,
             [(i.cp_name, _explicit_id(i.annotations, prefix, i.cp_name)) for _, i in insts],
@@ -448,7 +451,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     # ---- action profiles
     for _, inst in profiles:
         ap = p4info.action_profiles.add()
-        _preamble(ap.preamble, profile_ids[inst.cp_name], inst)
+        _preamble(ap.preamble, profile_ids[inst.cp_name], inst, extern_alias)
         ap.table_ids.extend(profile_tables.get(inst.cp_name, []))
         ap.with_selector = inst.type_name == "action_selector"
         if ap.with_selector:
@@ -462,33 +465,33 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     # ---- counters / direct counters
     for _, inst in counters:
         pc = p4info.counters.add()
-        _preamble(pc.preamble, counter_ids[inst.cp_name], inst)
+        _preamble(pc.preamble, counter_ids[inst.cp_name], inst, extern_alias)
         pc.size = _const_int(inst.args[0] if inst.args else None)
         pc.spec.unit = _unit(inst.args[1] if len(inst.args) > 1 else None,
                              _COUNTER_UNITS, _COUNTER_ORDER)
     for _, inst in dcounters:
         pd = p4info.direct_counters.add()
-        _preamble(pd.preamble, dcounter_ids[inst.cp_name], inst)
+        _preamble(pd.preamble, dcounter_ids[inst.cp_name], inst, extern_alias)
         pd.spec.unit = _unit(inst.args[0] if inst.args else None, _COUNTER_UNITS, _COUNTER_ORDER)
         pd.direct_table_id = dres_table.get(inst.cp_name, 0)
 
     # ---- meters / direct meters
     for _, inst in meters:
         pm = p4info.meters.add()
-        _preamble(pm.preamble, meter_ids[inst.cp_name], inst)
+        _preamble(pm.preamble, meter_ids[inst.cp_name], inst, extern_alias)
         pm.size = _const_int(inst.args[0] if inst.args else None)
         pm.spec.unit = _unit(inst.args[1] if len(inst.args) > 1 else None,
                              _METER_UNITS, _METER_ORDER)
     for _, inst in dmeters:
         pd = p4info.direct_meters.add()
-        _preamble(pd.preamble, dmeter_ids[inst.cp_name], inst)
+        _preamble(pd.preamble, dmeter_ids[inst.cp_name], inst, extern_alias)
         pd.spec.unit = _unit(inst.args[0] if inst.args else None, _METER_UNITS, _METER_ORDER)
         pd.direct_table_id = dres_table.get(inst.cp_name, 0)
 
     # ---- registers
     for _, inst in registers:
         pr = p4info.registers.add()
-        _preamble(pr.preamble, register_ids[inst.cp_name], inst)
+        _preamble(pr.preamble, register_ids[inst.cp_name], inst, extern_alias)
         pr.size = _const_int(inst.args[0] if inst.args else None)
         if inst.type_args:
             pr.type_spec.CopyFrom(types.spec(inst.type_args[0]))
@@ -520,11 +523,12 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         [(vs.cp_name, _explicit_id(vs.annotations, PREFIX_VALUE_SET, vs.cp_name))
          for vs in vsets],
     )
+    vs_alias = _aliases([vs.cp_name for vs in vsets])
     for vs in vsets:
         pv = p4info.value_sets.add()
         pv.preamble.id = vs_ids[vs.cp_name]
         pv.preamble.name = vs.cp_name
-        pv.preamble.alias = vs.cp_name.split(".")[-1]
+        pv.preamble.alias = vs_alias[vs.cp_name]
         pv.size = vs.size
         if isinstance(vs.type, ir.StructType | ir.HeaderType):
             members = [(f.name, f.type, dict(f.annotations)) for f in vs.type.fields]
@@ -573,10 +577,11 @@ def _bitwidth(t: ir.Type) -> int:
         return 0
 
 
-def _preamble(pre: p4info_pb2.Preamble, pid: int, inst: ir.ExternInstance) -> None:
+def _preamble(pre: p4info_pb2.Preamble, pid: int, inst: ir.ExternInstance,
+              aliases: dict[str, str]) -> None:
     pre.id = pid
     pre.name = inst.cp_name
-    pre.alias = inst.cp_name.split(".")[-1]
+    pre.alias = aliases[inst.cp_name]
     pre.annotations.extend(_annotation_strings(inst.annotations))
 
 

@@ -159,3 +159,18 @@ def test_non_byte_types_get_type_specs():
     reg.type_args = (ir.BoolType(),)
     p = build_p4info(prog)
     assert by_name(p.registers, "MyIngress.flowlet_ts").type_spec.HasField("bool")
+
+
+def test_extern_aliases_are_unique_suffixes():
+    """Two counters with one local name in different controls: neither may take the bare name
+    as its alias (a name lookup would be ambiguous); a counter alone keeps its short alias."""
+    prog = sample_ir.build()
+    twin = prog.controls["MyIngress"].instances.get("port_counter") or prog.instances[
+        "port_counter"]
+    prog.instances["eg_port_counter"] = ir.ExternInstance(
+        "port_counter", "MyEgress.port_counter", "counter", (), twin.args)
+    p = build_p4info(prog)
+    assert {c.preamble.name: c.preamble.alias for c in p.counters} == {
+        "MyIngress.port_counter": "MyIngress.port_counter",
+        "MyEgress.port_counter": "MyEgress.port_counter"}
+    assert by_name(p.meters, "MyIngress.port_meter").preamble.alias == "port_meter"
