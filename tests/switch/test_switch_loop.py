@@ -18,6 +18,7 @@ from switch_fakes import (
 )
 
 from p4switch.pcap import PcapWriter, read_pcap
+from p4switch.pipeline import api
 from p4switch.ports import MemoryPort, PcapFilePort
 from p4switch.switch import Switch
 
@@ -375,3 +376,31 @@ def test_inline_outputs_leave_in_frame_order_after_the_batch_ran():
     assert (st[2]["tx_packets"], st[2]["queue_enqueued"]) == (4, 4)
     assert (st[3]["tx_packets"], st[3]["queue_enqueued"]) == (3, 3)
     assert st[1]["rx_dropped"] == 1
+
+
+class _EgressDropsAndDigests(FakePipeline):
+    """Egress drops a frame whose byte 1 is 0xCC and reports a digest for it."""
+
+    def egress(self, job, now_us, qmeta):
+        res = super().egress(job, now_us, qmeta)
+        if job.state.data[1] == 0xCC:
+            return api.EgressResult(drops=[api.Drop("egress_drop")],
+                                    digests=[api.Digest("eg", 1, {"port": job.egress_port})])
+        return res
+
+
+def test_egress_drops_and_digests_are_counted_and_delivered(sw: Switch):
+    """An egress drop counts switch-wide (not as an rx drop of any port); an egress digest
+    reaches the listeners like an ingress one."""
+    sw.set_pipeline(_EgressDropsAndDigests(cpu_port=64))
+    got = []
+    sw.add_digest_listener(got.append)
+    sw.ports[1].feed([frame(2, tag=0xCC), frame(2)])  # type: ignore[attr-defined]
+    assert sw.ports[2].wait_sent(1) == [frame(2)]  # type: ignore[attr-defined]
+    assert sw.wait_idle()
+    deadline = time.monotonic() + 2
+    while not got and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sw.counters.drops == {"egress_drop": 1}
+    assert sw.port_stats()[1]["rx_dropped"] == 0
+    assert [(d.name, d.values) for d in got] == [("eg", {"port": 2})]
