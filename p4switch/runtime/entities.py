@@ -17,7 +17,7 @@ from typing import Any
 
 from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
-from p4.v1 import p4data_pb2, p4runtime_pb2
+from p4.v1 import p4runtime_pb2
 
 from p4switch.pipeline import api
 from p4switch.runtime.errors import (
@@ -880,7 +880,3 @@ def _meter_from(cfg: p4runtime_pb2.MeterConfig) -> api.MeterConfig:
 
 def _meter_to(cfg: api.MeterConfig, out: p4runtime_pb2.MeterConfig) -> None:
     out.cir, out.cburst, out.pir, out.pburst = cfg.cir, cfg.cburst, cfg.pir, cfg.pburst
-
-
-def p4data_bits(value: int) -> p4data_pb2.P4Data:
-    return p4data_pb2.P4Data(bitstring=encode(value))

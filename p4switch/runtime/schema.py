@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from p4.config.v1 import p4info_pb2
 
-from p4switch.runtime.errors import P4RTError, invalid, not_found
+from p4switch.runtime.errors import invalid, not_found
 
 MF = p4info_pb2.MatchField
 
@@ -292,7 +292,3 @@ def check_compatible(pushed: p4info_pb2.P4Info, generated: p4info_pb2.P4Info) ->
             elif kind == "registers":
                 if _bitwidth_of(obj.type_spec) != _bitwidth_of(gen.type_spec):
                     raise invalid(f"P4Info register {name!r}: width differs from the program")
-
-
-def check_error(e: Exception) -> P4RTError:
-    return e if isinstance(e, P4RTError) else invalid(str(e))
