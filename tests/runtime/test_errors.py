@@ -662,3 +662,28 @@ def test_replication_entries_modify_delete_and_roll_back(loaded, client, kind):
     assert ports() == {5: [1, 2], 6: [2]}
     client.write(_pre(U.DELETE, kind, 5))
     assert ports() == {6: [2]}
+
+
+def test_counter_data_in_table_writes_sets_the_direct_counter(loaded, client, i):
+    """INSERT and MODIFY with counter_data set the entry's direct counter; a rolled-back MODIFY
+    restores the old counts."""
+
+    def counts():
+        (e,) = loaded.pipeline.table_entries("MyIngress.acl")
+        return e.packets, e.bytes
+
+    upd = acl_update(i)
+    upd.entity.table_entry.counter_data.packet_count = 3
+    upd.entity.table_entry.counter_data.byte_count = 300
+    client.write(upd)
+    assert counts() == (3, 300)
+    mod = acl_update(i)
+    mod.type = U.MODIFY
+    mod.entity.table_entry.counter_data.packet_count = 7
+    mod.entity.table_entry.counter_data.byte_count = 700
+    client.write(mod)
+    assert counts() == (7, 700)
+    mod.entity.table_entry.counter_data.packet_count = 9
+    codes = write_codes(client, mod, lpm_update(i, U.DELETE), atomicity=W.ROLLBACK_ON_ERROR)
+    assert codes == [code_pb2.ABORTED, code_pb2.NOT_FOUND]
+    assert counts() == (7, 700)
