@@ -322,14 +322,8 @@ class Entities:
             entry = api.TableEntry(match=match, priority=te.priority, meter=meter)
             self._table_action(t, te.action, entry)
             _call(self.pipe.table_add, t.name, entry)
-            if te.HasField("counter_data"):
-                d = te.counter_data
-                try:
-                    _call(self.pipe.direct_counter_write, t.name, match, te.priority,
-                          d.packet_count, d.byte_count)
-                except P4RTError:
-                    _call(self.pipe.table_delete, t.name, match, te.priority)
-                    raise
+            self._write_entry_counter(
+                t, te, match, lambda: _call(self.pipe.table_delete, t.name, match, te.priority))
             self.state.cookies[ckey] = cookie
 
             def undo_insert() -> None:
@@ -363,14 +357,7 @@ class Entities:
                 self._table_action(t, te.action, new)
             new.meter = meter
             _call(self.pipe.table_modify, t.name, new)
-            if te.HasField("counter_data"):
-                d = te.counter_data
-                try:
-                    _call(self.pipe.direct_counter_write, t.name, match, te.priority,
-                          d.packet_count, d.byte_count)
-                except P4RTError:
-                    self.pipe.table_modify(t.name, old)
-                    raise
+            self._write_entry_counter(t, te, match, lambda: self.pipe.table_modify(t.name, old))
             self.state.cookies[ckey] = cookie
 
             def undo_modify() -> None:
@@ -393,6 +380,21 @@ class Entities:
                 self.pipe.direct_counter_write(t.name, match, te.priority, old.packets, old.bytes)
             self.state.cookies[ckey] = old_cookie
         return undo_delete
+
+    def _write_entry_counter(self, t: TableInfo, te: p4runtime_pb2.TableEntry,
+                             match: dict[str, api.MatchValue],
+                             restore: Callable[[], object]) -> None:
+        """Set the entry's direct counter from ``te.counter_data``, if given; when the pipeline
+        refuses it, ``restore()`` takes back the table write just made (state stays unchanged)."""
+        if not te.HasField("counter_data"):
+            return
+        d = te.counter_data
+        try:
+            _call(self.pipe.direct_counter_write, t.name, match, te.priority,
+                  d.packet_count, d.byte_count)
+        except P4RTError:
+            restore()
+            raise
 
     def _write_default(self, utype: int, t: TableInfo, te: p4runtime_pb2.TableEntry) -> Undo:
         if utype != U.MODIFY:
