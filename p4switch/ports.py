@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import socket
 import struct
 import threading
@@ -184,7 +185,6 @@ class RawPort(Port):
         self.ifindex = ifindex
         # a buffer one byte larger than anything acceptable: a frame that fills it is oversized
         self._bufsize = max(self.max_frame + 1, 2048)
-        self._sendfn = sock.send
         self.raw_send = sock.send
 
     def fileno(self) -> int:
@@ -215,13 +215,11 @@ class RawPort(Port):
     def _send(self, data: bytes) -> None:
         while True:
             try:
-                self._sendfn(data)
+                self.sock.send(data)
                 return
             except BlockingIOError:
                 # the socket buffer is full: wait for room rather than drop (back-pressure,
                 # as a real egress port would); bounded so a wedged interface cannot hang us
-                import select
-
                 _, w, _ = select.select([], [self.sock], [], 0.05)
                 if not w:
                     raise
