@@ -250,6 +250,33 @@ class ProcessResult:
 # --------------------------------------------------------------------------------------------
 
 
+class TableBatch(Protocol):
+    """Table writes staged for one atomic commit (``PipelineAPI.table_batch``).
+
+    Each write is validated (and raises StateError) against the tables as they are plus the
+    batch's earlier writes; a failed write stages nothing. Nothing the packet path sees changes
+    until ``commit()``, which cannot fail and costs a few dict operations per write — so a
+    driver prepares a batch without its packet lock and holds the lock only for ``commit()``.
+    ``counters`` sets the entry's direct counter (packets, bytes). Between creating a batch and
+    committing it the caller must not change the tables by other means."""
+
+    def add(self, table: str, entry: TableEntry,
+            counters: tuple[int, int] | None = None) -> None: ...
+
+    def modify(self, table: str, entry: TableEntry,
+               counters: tuple[int, int] | None = None) -> None: ...
+
+    def delete(self, table: str, match: dict[str, MatchValue], priority: int = 0) -> None: ...
+
+    def get(self, table: str, match: dict[str, MatchValue],
+            priority: int = 0) -> TableEntry | None:
+        """The entry as the batch would leave it (None: absent)."""
+        ...
+
+    def commit(self) -> None: ...
+
+
+
 class PipelineAPI(Protocol):
     """What ``p4switch.pipeline.Pipeline(program, *, drop_port=511, cpu_port=None, seed=None)``
     offers. ``seed`` seeds ``random()`` so that runs are reproducible."""
@@ -289,6 +316,16 @@ class PipelineAPI(Protocol):
 
     def table_entries(self, table: str) -> list[TableEntry]:
         """All entries (const entries too, flagged is_const) with direct counter values."""
+        ...
+
+    def table_get(self, table: str, match: dict[str, MatchValue],
+                  priority: int = 0) -> TableEntry | None:
+        """The entry with this match and priority (as ``table_entries`` lists it) or None;
+        O(1): entries are indexed by match and priority."""
+        ...
+
+    def table_batch(self) -> TableBatch:
+        """A new, empty batch of table writes (see ``TableBatch``)."""
         ...
 
     def table_set_default(self, table: str, action: str, params: dict[str, int]) -> None:

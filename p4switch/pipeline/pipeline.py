@@ -61,7 +61,7 @@ from .api import (
 from .codegen import BlockGen, BuildError, Module, const_int, enum_member, fattr
 from .externs import CounterArray, MeterArray, RegisterArray, ValueSet
 from .hashes import algorithm
-from .tables import ActionProfileState, TableState, check_params
+from .tables import ActionProfileState, TableBatch, TableState, check_params
 
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = range(7)
 
@@ -611,6 +611,13 @@ class Pipeline:
 
     def table_entries(self, table: str) -> list[TableEntry]:
         return self._table(table).list_entries()
+
+    def table_get(self, table: str, match: dict[str, MatchValue],
+                  priority: int = 0) -> TableEntry | None:
+        return self._table(table).get(match, priority)
+
+    def table_batch(self) -> TableBatch:
+        return TableBatch(self._table, self._resolve_entry)
 
     def table_set_default(self, table: str, action: str, params: dict[str, int]) -> None:
         ts = self._table(table)

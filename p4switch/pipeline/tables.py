@@ -336,6 +336,12 @@ class TableState:
         self.default_hit = self._direct_hit(action, params, None)
         self._install_lookup()
 
+    def get(self, match: dict[str, MatchValue], priority: int) -> TableEntry | None:
+        """The entry with this match and priority (a copy, with its counters), or None: one
+        dict lookup, so that callers never scan the table to find an entry."""
+        es = self.entries.get(self.canonical(match, priority))
+        return None if es is None else _entry_view(es.entry, es)
+
     def find(self, match: dict[str, MatchValue], priority: int) -> EntryState:
         key = self.canonical(match, priority)
         es = self.entries.get(key)
@@ -344,13 +350,8 @@ class TableState:
         return es
 
     def list_entries(self) -> list[TableEntry]:
-        out = []
-        for es in sorted(self.entries.values(), key=lambda e: e.seq):
-            e = _copy_entry(es.entry, es.entry.is_const)
-            e.packets, e.bytes = es.packets, es.bytes
-            e.meter = es.meter.config
-            out.append(e)
-        return out
+        return [_entry_view(es.entry, es)
+                for es in sorted(self.entries.values(), key=lambda e: e.seq)]
 
     def refresh_profile_hits(self) -> None:
         for es in self.entries.values():
@@ -360,15 +361,16 @@ class TableState:
 
     # -- lookup structures -----------------------------------------------------------------
     def _rehit(self, es: EntryState) -> None:
-        e = es.entry
+        es.hit = self._hit_for(es.entry, es)
+
+    def _hit_for(self, e: TableEntry, es: EntryState) -> tuple[Any, ...]:
         if e.action is not None:
-            es.hit = self._direct_hit(e.action, e.params, es)
-        elif e.member_id is not None:
+            return self._direct_hit(e.action, e.params, es)
+        if e.member_id is not None:
             assert self.profile is not None
             a, fn, args, _ = self.profile.member_hits[e.member_id]
-            es.hit = (a, self.action_fns.get(a, fn), args, es)  # this table's bound arguments
-        else:
-            es.hit = ("__group__", e.group_id, (), es)
+            return (a, self.action_fns.get(a, fn), args, es)  # this table's bound arguments
+        return ("__group__", e.group_id, (), es)
 
     def _conds(self, key: tuple[Any, ...]) -> tuple[tuple[int, int, int, int, int], ...]:
         """(key position, kind, a, b, 0) per non-wildcard key: kind 0 masked compare
@@ -389,7 +391,9 @@ class TableState:
                 out.append((i, 1, part[1], part[2], 0))
         return tuple(out)
 
-    def _index_add(self, key: tuple[Any, ...], es: EntryState) -> None:
+    def _index_add(self, key: tuple[Any, ...], es: EntryState, install: bool = True) -> None:
+        """Store ``es``'s hit under ``key``; ``install=False`` (a batch commit) leaves the
+        general list unsorted and the lookup function stale for the caller to redo once."""
         if self.mode == "exact":
             k = key[0][1] if self.single else tuple(p[1] for p in key[:-1])
             if not self.keys:
@@ -402,8 +406,11 @@ class TableState:
         else:
             if es not in self._general:
                 self._general.append(es)
+            if not install:
+                return
             self._general.sort(key=self._general_order)
-        self._install_lookup()
+        if install:
+            self._install_lookup()
 
     def _general_order(self, es: EntryState) -> tuple[int, int]:
         prio = es.entry.priority
@@ -411,7 +418,7 @@ class TableState:
             prio = sum(bin(c[3]).count("1") for c in es.conds)
         return (-prio, es.seq)
 
-    def _index_remove(self, key: tuple[Any, ...], es: EntryState) -> None:
+    def _index_remove(self, key: tuple[Any, ...], es: EntryState, install: bool = True) -> None:
         if self.mode == "exact":
             k = key[0][1] if self.single else tuple(p[1] for p in key[:-1])
             if not self.keys:
@@ -425,7 +432,8 @@ class TableState:
                 self._lpm.pop(plen, None)
         else:
             self._general.remove(es)
-        self._install_lookup()
+        if install:
+            self._install_lookup()
 
     def _lpm_key(self, key: tuple[Any, ...]) -> tuple[int, Any]:
         p = self.lpm_pos
@@ -506,6 +514,145 @@ class TableState:
         return hit
 
 
+class StagedTable:
+    """One batch's writes to one table, validated against the table as it is plus the batch's
+    earlier writes, without changing the table: the packet path keeps the old state.
+
+    Everything that costs (validation, copies, hit tuples, match conditions) happens here;
+    ``commit`` then only stores prepared objects (a few dict operations per write), which is
+    what lets a caller hold the packet lock just for the commit."""
+
+    def __init__(self, ts: TableState) -> None:
+        self.ts = ts
+        self.view: dict[tuple[Any, ...], tuple[EntryState, TableEntry] | None] = {}
+        self.count = len(ts.entries)
+        self.seq = ts._seq
+        # (key, es, entry, hit, counters or None, meter changed) for writes, entry None for
+        # deletes: replayed in order by commit
+        self.ops: list[tuple[Any, ...]] = []
+
+    def _lookup(self, key: tuple[Any, ...]) -> tuple[EntryState, TableEntry] | None:
+        if key in self.view:
+            return self.view[key]
+        es = self.ts.entries.get(key)
+        return None if es is None else (es, es.entry)
+
+    def _writable(self) -> None:
+        if self.ts.table.const_entries is not None:
+            raise StateError(StateCode.PERMISSION_DENIED,
+                             f"table {self.ts.table.cp_name} has const entries")
+
+    def get(self, match: dict[str, MatchValue], priority: int) -> TableEntry | None:
+        cur = self._lookup(self.ts.canonical(match, priority))
+        return None if cur is None else _entry_view(cur[1], cur[0])
+
+    def add(self, entry: TableEntry, counters: tuple[int, int] | None) -> None:
+        ts = self.ts
+        self._writable()
+        key = ts.canonical(entry.match, entry.priority)
+        ts.check_action(entry)
+        if self._lookup(key) is not None:
+            raise StateError(StateCode.ALREADY_EXISTS, f"entry exists in {ts.table.cp_name}")
+        if self.count >= ts.table.size:
+            raise StateError(StateCode.RESOURCE_EXHAUSTED, f"table {ts.table.cp_name} is full")
+        stored = _copy_entry(entry, False)
+        stored.packets, stored.bytes = counters or (0, 0)
+        self.seq += 1
+        es = EntryState(stored, self.seq)
+        es.conds = ts._conds(key)
+        es.hit = ts._hit_for(stored, es)
+        self.count += 1
+        self.view[key] = (es, stored)
+        self.ops.append((key, es, stored, es.hit, None, False))
+
+    def modify(self, entry: TableEntry, counters: tuple[int, int] | None) -> None:
+        ts = self.ts
+        self._writable()
+        key = ts.canonical(entry.match, entry.priority)
+        cur = self._lookup(key)
+        if cur is None:
+            raise StateError(StateCode.NOT_FOUND, f"no such entry in {ts.table.cp_name}")
+        ts.check_action(entry)
+        es, old = cur
+        new = _copy_entry(entry, False)
+        new.match = old.match
+        self.view[key] = (es, new)
+        self.ops.append((key, es, new, ts._hit_for(new, es), counters,
+                         entry.meter is not None or old.meter is not None))
+
+    def delete(self, match: dict[str, MatchValue], priority: int) -> None:
+        ts = self.ts
+        self._writable()
+        key = ts.canonical(match, priority)
+        cur = self._lookup(key)
+        if cur is None:
+            raise StateError(StateCode.NOT_FOUND, f"no such entry in {ts.table.cp_name}")
+        self.count -= 1
+        self.view[key] = None
+        self.ops.append((key, cur[0], None, None, None, False))
+
+    def commit(self) -> None:
+        ts = self.ts
+        general = ts.mode == "general"
+        for key, es, entry, hit, counters, meter in self.ops:
+            if entry is None:
+                del ts.entries[key]
+                if not general:
+                    ts._index_remove(key, es, install=False)
+                continue
+            es.entry, es.hit = entry, hit
+            if meter:
+                es.meter.set(entry.meter)
+            if counters is not None:
+                es.packets, es.bytes = counters
+            ts.entries[key] = es
+            if not general:
+                ts._index_add(key, es, install=False)
+        ts._seq = self.seq
+        if general:
+            ts._general = sorted(ts.entries.values(), key=ts._general_order)
+        ts._install_lookup()
+        self.ops = []
+
+
+class TableBatch:
+    """``api.TableBatch`` over a pipeline's tables: ``table_of(name)`` resolves a table name,
+    ``resolve_entry`` an entry's action name."""
+
+    def __init__(self, table_of: Callable[[str], TableState],
+                 resolve_entry: Callable[[TableEntry], TableEntry]) -> None:
+        self._table_of = table_of
+        self._resolve_entry = resolve_entry
+        self._stages: dict[str, StagedTable] = {}
+
+    def _stage(self, table: str) -> StagedTable:
+        ts = self._table_of(table)
+        st = self._stages.get(ts.table.cp_name)
+        if st is None:
+            st = self._stages[ts.table.cp_name] = StagedTable(ts)
+        return st
+
+    def add(self, table: str, entry: TableEntry,
+            counters: tuple[int, int] | None = None) -> None:
+        self._stage(table).add(self._resolve_entry(entry), counters)
+
+    def modify(self, table: str, entry: TableEntry,
+               counters: tuple[int, int] | None = None) -> None:
+        self._stage(table).modify(self._resolve_entry(entry), counters)
+
+    def delete(self, table: str, match: dict[str, MatchValue], priority: int = 0) -> None:
+        self._stage(table).delete(match, priority)
+
+    def get(self, table: str, match: dict[str, MatchValue],
+            priority: int = 0) -> TableEntry | None:
+        return self._stage(table).get(match, priority)
+
+    def commit(self) -> None:
+        for st in self._stages.values():
+            st.commit()
+        self._stages = {}
+
+
 def check_params(act: ir.Action, params: dict[str, int]) -> None:
     want = {p.name: p for p in act.data_params}
     for name in params:
@@ -522,6 +669,14 @@ def check_params(act: ir.Action, params: dict[str, int]) -> None:
 
 def _prefix_mask(plen: int, w: int) -> int:
     return ((1 << plen) - 1) << (w - plen)
+
+
+def _entry_view(e: TableEntry, es: EntryState) -> TableEntry:
+    """What readers get: a copy of the entry with its direct counter and meter."""
+    out = _copy_entry(e, e.is_const)
+    out.packets, out.bytes = es.packets, es.bytes
+    out.meter = es.meter.config if es.entry is e else out.meter
+    return out
 
 
 def _copy_entry(e: TableEntry, const: bool) -> TableEntry:
