@@ -1,0 +1,505 @@
+"""The experiment file: topology + schemes + workloads + parameters + repetitions, in YAML.
+
+An experiment answers one question ("which scheme finishes these collectives fastest on this
+fabric?") reproducibly, so everything that decides a result is in the file and copied next to the
+results. Loading validates the whole file before anything starts: a typo must not surface after
+the fabric has been up for five minutes. Every error names the field by its dotted path, e.g.
+``workloads[1].size: '12XB' is not a size`` (docs/experiments.md has the full schema).
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from topo.spec import FabricSpec, SpecError, fat_tree, leaf_spine
+from traffic.schedules import GENERATORS, Schedule, ScheduleError, bsp_training, parse_size
+
+BACKENDS = ("mininet", "sim")
+TARGETS = ("p4switch", "bmv2")
+TOPOLOGIES = ("fattree", "leafspine")
+TRANSPORTS = ("udp", "tcp")
+PLACEMENTS = ("block", "random")
+SCHEME_NAMES = ("ecmp", "flowlet", "random", "rotate", "wam")
+"""The controller's scheme registry names (controller.schemes.SCHEMES); checked again against
+the registry itself when it is importable."""
+CONTROL_LOOPS = ("failure", "reconcile", "wam")
+_SCHEDULE_OPTIONS = {"algorithm", "skew", "alpha", "hot", "hot_fraction", "tokens", "seed",
+                     "combine"}
+
+
+class ConfigError(ValueError):
+    """A bad experiment file; ``field`` is the dotted path of the offending field."""
+
+    def __init__(self, field_path: str, message: str) -> None:
+        super().__init__(f"{field_path}: {message}" if field_path else message)
+        self.field = field_path
+
+
+# ---- the schema ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TopologyConfig:
+    """Which fabric to build: a k-ary fat-tree or a leaf-spine, every link at ``bw_mbps``."""
+
+    kind: str = "fattree"
+    k: int = 4
+    leaves: int = 4
+    spines: int = 2
+    hosts_per_leaf: int = 2
+    uplinks: int = 1
+    bw_mbps: float | None = 100.0
+
+    def spec(self) -> FabricSpec:
+        if self.kind == "fattree":
+            return fat_tree(self.k, self.bw_mbps)
+        return leaf_spine(self.leaves, self.spines, self.hosts_per_leaf, self.uplinks,
+                          self.bw_mbps)
+
+
+@dataclass(frozen=True)
+class SchemeConfig:
+    """One load-balancing scheme by registry name plus its parameters (e.g. flowlet timeout)."""
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        if not self.params:
+            return self.name
+        return f"{self.name}(" + ",".join(f"{k}={v}" for k, v in self.params.items()) + ")"
+
+    def build(self) -> Any:
+        """The controller's Scheme object (imports the controller only when a run needs it)."""
+        from controller.schemes import scheme_from_name
+        return scheme_from_name(self.name, **self.params)
+
+
+@dataclass(frozen=True)
+class BspConfig:
+    """BSP training iterations around the workload's collective (traffic/schedules/bsp.py).
+
+    ``lb_bsp``: at each iteration boundary re-size each worker's batch to its measured compute
+    speed (LB-BSP), so the next iteration's compute phases end together.
+    """
+
+    iterations: int = 3
+    compute_us: float = 0.0
+    stragglers: tuple[int, ...] = ()
+    straggler_factor: float = 2.0
+    straggler_prob: float = 0.0
+    jitter: float = 0.0
+    lb_bsp: bool = False
+
+
+@dataclass(frozen=True)
+class FailureConfig:
+    """Take a switch-switch link down ``at_s`` seconds into the collective (both interfaces,
+    ``net.link_down``), and up again ``restore_s`` seconds in (None: at the end of the run).
+    ``notify``: also tell the controller at once (``ctl.fail_link``) instead of leaving the
+    detection to its failure loop."""
+
+    link: tuple[str, str]
+    at_s: float = 0.2
+    restore_s: float | None = None
+    notify: bool = False
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """One collective job the hosts run under every scheme."""
+
+    name: str
+    schedule: str
+    size: int
+    hosts: tuple[str, ...] | None = None
+    """Host names the ranks are placed on, one rank each (None: every host of the fabric)."""
+    placement: str = "block"
+    """``block``: rank r on the r-th host; ``random``: a seeded shuffle of them, so that a ring's
+    neighbours sit in different pods and its few flows must share the core (low entropy)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Generator options (AllToAll ``algorithm``; MoE ``skew``, ``alpha``, ``hot``, ...)."""
+    transport: str = "udp"
+    rate: str | None = None
+    qps: int = 1
+    mss: int = 1400
+    window: int = 256
+    timeout_s: float = 60.0
+    bsp: BspConfig | None = None
+    failure: FailureConfig | None = None
+
+    def schedule_for(self, ranks: int, speeds: list[float] | None = None,
+                     iterations: int | None = None, seed: int = 0) -> Schedule:
+        """The schedule this workload runs on ``ranks`` ranks (BSP: ``iterations`` of them,
+        each rank's compute scaled by ``speeds``, its batch share relative to an even split)."""
+        def base() -> Schedule:
+            return GENERATORS[self.schedule](ranks, self.size, **self.options)
+
+        if self.bsp is None:
+            return base()
+        b = self.bsp
+        return bsp_training(base, iterations or b.iterations, b.compute_us, list(b.stragglers),
+                            b.straggler_prob, b.straggler_factor, speeds=speeds,
+                            jitter=b.jitter, seed=seed)
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """Run-level knobs shared by every workload and scheme."""
+
+    target: str = "p4switch"
+    sample_period_s: float = 0.25
+    """How often the sampler reads counters, queues and links during a run."""
+    control_period_s: float = 0.5
+    loops: tuple[str, ...] = ("failure", "reconcile")
+    settle_s: float = 0.3
+    """Pause after a scheme change so in-flight packets of the previous run drain."""
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    name: str
+    topology: TopologyConfig
+    schemes: tuple[SchemeConfig, ...]
+    workloads: tuple[WorkloadConfig, ...]
+    parameters: Parameters = Parameters()
+    repetitions: int = 1
+    backend: str = "mininet"
+    description: str = ""
+    source: dict[str, Any] = field(default_factory=dict)
+    """The parsed YAML as given (stored with the results)."""
+
+    def spec(self) -> FabricSpec:
+        return self.topology.spec()
+
+    def hosts_of(self, w: WorkloadConfig, spec: FabricSpec | None = None) -> list[str]:
+        """The host names of a workload's ranks, rank order."""
+        if w.hosts is not None:
+            hosts = list(w.hosts)
+        else:
+            spec = spec or self.spec()
+            hosts = sorted(spec.hosts, key=lambda h: spec.hosts[h].index)
+        if w.placement == "random":
+            rng = random.Random(self.parameters.seed)
+            rng.shuffle(hosts)
+        return hosts
+
+
+# ---- parsing helpers ----------------------------------------------------------------------------
+def _obj(v: Any, path: str) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise ConfigError(path, f"expected a mapping, got {type(v).__name__}")
+    return v
+
+
+def _keys(d: dict[str, Any], path: str, allowed: set[str], required: set[str] = frozenset()) \
+        -> None:
+    for k in d:
+        if k not in allowed:
+            raise ConfigError(_join(path, str(k)), "unknown field")
+    for k in sorted(required):
+        if k not in d:
+            raise ConfigError(_join(path, k), "required field missing")
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _int(d: dict[str, Any], k: str, path: str, default: int, lo: int | None = None,
+         hi: int | None = None) -> int:
+    v = d.get(k, default)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ConfigError(_join(path, k), f"{v!r} is not an integer")
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        rng = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+        raise ConfigError(_join(path, k), f"must be {rng}, got {v}")
+    return v
+
+
+def _num(d: dict[str, Any], k: str, path: str, default: float | None, lo: float | None = None,
+         positive: bool = False) -> float | None:
+    v = d.get(k, default)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise ConfigError(_join(path, k), f"{v!r} is not a number")
+    if positive and v <= 0:
+        raise ConfigError(_join(path, k), f"must be > 0, got {v}")
+    if lo is not None and v < lo:
+        raise ConfigError(_join(path, k), f"must be >= {lo}, got {v}")
+    return float(v)
+
+
+def _str(d: dict[str, Any], k: str, path: str, default: str | None,
+         choices: tuple[str, ...] | None = None) -> str:
+    v = d.get(k, default)
+    if not isinstance(v, str):
+        raise ConfigError(_join(path, k), f"{v!r} is not a string")
+    if choices and v not in choices:
+        raise ConfigError(_join(path, k), f"{v!r} is not one of {', '.join(choices)}")
+    return v
+
+
+def _bool(d: dict[str, Any], k: str, path: str, default: bool) -> bool:
+    v = d.get(k, default)
+    if not isinstance(v, bool):
+        raise ConfigError(_join(path, k), f"{v!r} is not true/false")
+    return v
+
+
+def _list(v: Any, path: str) -> list[Any]:
+    if not isinstance(v, list):
+        raise ConfigError(path, f"expected a list, got {type(v).__name__}")
+    return v
+
+
+# ---- sections -----------------------------------------------------------------------------------
+def _topology(v: Any) -> TopologyConfig:
+    p = "topology"
+    d = _obj(v, p)
+    _keys(d, p, {"kind", "k", "leaves", "spines", "hosts_per_leaf", "uplinks", "bw_mbps"},
+          {"kind"})
+    kind = _str(d, "kind", p, None, TOPOLOGIES)
+    bw = _num(d, "bw_mbps", p, 100.0, positive=True)
+    if kind == "fattree":
+        extra = {"leaves", "spines", "hosts_per_leaf", "uplinks"} & set(d)
+        if extra:
+            raise ConfigError(_join(p, sorted(extra)[0]), "is a leafspine field, not fattree")
+        k = _int(d, "k", p, 4, 2, 16)
+        if k % 2:
+            raise ConfigError(_join(p, "k"), f"must be even, got {k}")
+        t = TopologyConfig(kind=kind, k=k, bw_mbps=bw)
+    else:
+        if "k" in d:
+            raise ConfigError(_join(p, "k"), "is a fattree field, not leafspine")
+        t = TopologyConfig(kind=kind, leaves=_int(d, "leaves", p, 4, 1, 250),
+                           spines=_int(d, "spines", p, 2, 1, 250),
+                           hosts_per_leaf=_int(d, "hosts_per_leaf", p, 2, 1, 250),
+                           uplinks=_int(d, "uplinks", p, 1, 1, 16), bw_mbps=bw)
+    try:
+        t.spec()
+    except SpecError as e:
+        raise ConfigError(p, str(e)) from None
+    return t
+
+
+def _registry_names() -> tuple[str, ...]:
+    try:
+        from controller.schemes import SCHEMES
+    except ImportError:
+        return SCHEME_NAMES
+    return tuple(SCHEMES)
+
+
+def _scheme(v: Any, path: str) -> SchemeConfig:
+    names = _registry_names()
+    if isinstance(v, str):
+        name, params = v, {}
+    else:
+        d = _obj(v, path)
+        _keys(d, path, {"name", "params"}, {"name"})
+        name = _str(d, "name", path, None)
+        params = _obj(d.get("params", {}), _join(path, "params"))
+        path = _join(path, "name")
+    if name not in names:
+        raise ConfigError(path, f"unknown scheme {name!r}, choose from {', '.join(names)}")
+    s = SchemeConfig(name, dict(params))
+    try:
+        s.build()
+    except ImportError:
+        pass  # no controller here: the parameters are checked when a run builds the scheme
+    except (TypeError, ValueError) as e:
+        raise ConfigError(path.removesuffix(".name") + ".params", str(e)) from None
+    return s
+
+
+def _bsp(v: Any, path: str) -> BspConfig:
+    d = _obj(v, path)
+    _keys(d, path, {"iterations", "compute_us", "stragglers", "straggler_factor",
+                    "straggler_prob", "jitter", "lb_bsp"}, {"iterations"})
+    strag = _list(d.get("stragglers", []), _join(path, "stragglers"))
+    for i, r in enumerate(strag):
+        if isinstance(r, bool) or not isinstance(r, int) or r < 0:
+            raise ConfigError(f"{path}.stragglers[{i}]", f"{r!r} is not a rank")
+    prob = _num(d, "straggler_prob", path, 0.0, lo=0.0)
+    if prob is not None and prob > 1:
+        raise ConfigError(_join(path, "straggler_prob"), f"must be in [0, 1], got {prob}")
+    fac = _num(d, "straggler_factor", path, 2.0, lo=1.0)
+    return BspConfig(iterations=_int(d, "iterations", path, 3, 1, 1000),
+                     compute_us=_num(d, "compute_us", path, 0.0, lo=0.0) or 0.0,
+                     stragglers=tuple(strag), straggler_factor=fac or 2.0,
+                     straggler_prob=prob or 0.0, jitter=_num(d, "jitter", path, 0.0, lo=0.0) or 0.0,
+                     lb_bsp=_bool(d, "lb_bsp", path, False))
+
+
+def _failure(v: Any, path: str, spec: FabricSpec) -> FailureConfig:
+    d = _obj(v, path)
+    _keys(d, path, {"link", "at_s", "restore_s", "notify"}, {"link"})
+    link = _list(d["link"], _join(path, "link"))
+    if len(link) != 2 or not all(isinstance(x, str) for x in link):
+        raise ConfigError(_join(path, "link"), f"{link!r} is not two switch names")
+    a, b = link
+    for i, n in enumerate(link):
+        if n not in spec.switches:
+            raise ConfigError(f"{path}.link[{i}]", f"{n!r} is not a switch of {spec.name}")
+    if not spec.links_between(a, b):
+        raise ConfigError(_join(path, "link"), f"no link between {a} and {b} in {spec.name}")
+    at = _num(d, "at_s", path, 0.2, lo=0.0) or 0.0
+    restore = _num(d, "restore_s", path, None, lo=0.0)
+    if restore is not None and restore <= at:
+        raise ConfigError(_join(path, "restore_s"), f"must be after at_s ({at}), got {restore}")
+    return FailureConfig((a, b), at, restore, _bool(d, "notify", path, False))
+
+
+def _size(d: dict[str, Any], path: str) -> int:
+    v = d["size"]
+    if isinstance(v, bool) or not isinstance(v, int | str):
+        raise ConfigError(_join(path, "size"), f"{v!r} is not a size")
+    try:
+        n = parse_size(v)
+    except ValueError:
+        raise ConfigError(_join(path, "size"), f"{v!r} is not a size "
+                          "(use e.g. 4096, 64KiB, 1MB)") from None
+    if n < 1:
+        raise ConfigError(_join(path, "size"), f"must be >= 1 byte, got {v!r}")
+    return n
+
+
+def _rate(d: dict[str, Any], path: str) -> str | None:
+    v = d.get("rate")
+    if v is None:
+        return None
+    from argparse import ArgumentTypeError
+
+    from traffic.run import _rate as parse_rate
+    try:
+        if parse_rate(str(v)) <= 0:
+            raise ValueError
+    except (ValueError, ArgumentTypeError):
+        raise ConfigError(_join(path, "rate"), f"{v!r} is not a rate (use e.g. 50M, 1G)") \
+            from None
+    return str(v)
+
+
+def _workload(v: Any, path: str, spec: FabricSpec) -> WorkloadConfig:
+    d = _obj(v, path)
+    _keys(d, path, {"name", "schedule", "size", "hosts", "placement", "options", "transport", "rate", "qps",
+                    "mss", "window", "timeout_s", "bsp", "failure"}, {"schedule", "size"})
+    sched = _str(d, "schedule", path, None, tuple(GENERATORS))
+    size = _size(d, path)
+    hosts = None
+    if "hosts" in d:
+        hl = _list(d["hosts"], _join(path, "hosts"))
+        for i, h in enumerate(hl):
+            if h not in spec.hosts:
+                raise ConfigError(f"{path}.hosts[{i}]", f"{h!r} is not a host of {spec.name}")
+        if len(set(hl)) != len(hl):
+            raise ConfigError(_join(path, "hosts"), "lists a host twice")
+        if len(hl) < 2:
+            raise ConfigError(_join(path, "hosts"), "a collective needs >= 2 hosts")
+        hosts = tuple(hl)
+    opts = dict(_obj(d.get("options", {}), _join(path, "options")))
+    accepted = set(inspect.signature(GENERATORS[sched]).parameters) - {"ranks", "size"}
+    for k in opts:
+        if k not in accepted or k not in _SCHEDULE_OPTIONS:
+            raise ConfigError(f"{path}.options.{k}", f"not an option of {sched} "
+                              f"(its options: {', '.join(sorted(accepted)) or 'none'})")
+    w = WorkloadConfig(
+        name=_str(d, "name", path, sched), schedule=sched, size=size, hosts=hosts,
+        placement=_str(d, "placement", path, "block", PLACEMENTS), options=opts,
+        transport=_str(d, "transport", path, "udp", TRANSPORTS), rate=_rate(d, path),
+        qps=_int(d, "qps", path, 1, 1, 64), mss=_int(d, "mss", path, 1400, 64, 8900),
+        window=_int(d, "window", path, 256, 1, 65536),
+        timeout_s=_num(d, "timeout_s", path, 60.0, positive=True) or 60.0,
+        bsp=_bsp(d["bsp"], _join(path, "bsp")) if "bsp" in d else None,
+        failure=_failure(d["failure"], _join(path, "failure"), spec) if "failure" in d else None)
+    ranks = len(w.hosts) if w.hosts else len(spec.hosts)
+    if w.bsp:
+        for i, r in enumerate(w.bsp.stragglers):
+            if r >= ranks:
+                raise ConfigError(f"{path}.bsp.stragglers[{i}]",
+                                  f"rank {r} out of range 0..{ranks - 1}")
+    try:
+        w.schedule_for(ranks, iterations=1)
+    except ScheduleError as e:
+        sub = "bsp" if e.field in {"iterations", "compute_us", "jitter"} else "options"
+        raise ConfigError(f"{path}.{sub}.{e.field}", str(e).split(": ", 1)[-1]) from None
+    except (TypeError, ValueError) as e:
+        raise ConfigError(_join(path, "options"), str(e)) from None
+    return w
+
+
+def _parameters(v: Any) -> Parameters:
+    p = "parameters"
+    d = _obj(v, p)
+    _keys(d, p, {"target", "sample_period_s", "control_period_s", "loops", "settle_s", "seed"})
+    loops = _list(d.get("loops", ["failure", "reconcile"]), _join(p, "loops"))
+    for i, lp in enumerate(loops):
+        if lp not in CONTROL_LOOPS:
+            raise ConfigError(f"{p}.loops[{i}]", f"{lp!r} is not one of "
+                              f"{', '.join(CONTROL_LOOPS)}")
+    return Parameters(target=_str(d, "target", p, "p4switch", TARGETS),
+                      sample_period_s=_num(d, "sample_period_s", p, 0.25, positive=True) or 0.25,
+                      control_period_s=_num(d, "control_period_s", p, 0.5, positive=True) or 0.5,
+                      loops=tuple(loops), settle_s=_num(d, "settle_s", p, 0.3, lo=0.0) or 0.0,
+                      seed=_int(d, "seed", p, 0, 0))
+
+
+def from_dict(d: Any) -> ExperimentConfig:
+    """Validate a parsed experiment file; raises ConfigError naming the bad field."""
+    d = _obj(d, "")
+    _keys(d, "", {"name", "description", "backend", "topology", "schemes", "workloads",
+                  "parameters", "repetitions"}, {"name", "topology", "schemes", "workloads"})
+    name = _str(d, "name", "", None)
+    if not name or any(c in name for c in "/\\ ") or name.startswith("."):
+        raise ConfigError("name", f"{name!r} must be a non-empty word (it names the results "
+                          "directory)")
+    topo = _topology(d["topology"])
+    spec = topo.spec()
+    schemes = tuple(_scheme(s, f"schemes[{i}]")
+                    for i, s in enumerate(_list(d["schemes"], "schemes")))
+    if not schemes:
+        raise ConfigError("schemes", "needs at least one scheme")
+    labels = [s.label for s in schemes]
+    for i, lb in enumerate(labels):
+        if labels.index(lb) != i:
+            raise ConfigError(f"schemes[{i}]", f"{lb} is listed twice")
+    workloads = tuple(_workload(w, f"workloads[{i}]", spec)
+                      for i, w in enumerate(_list(d["workloads"], "workloads")))
+    if not workloads:
+        raise ConfigError("workloads", "needs at least one workload")
+    names = [w.name for w in workloads]
+    for i, n in enumerate(names):
+        if names.index(n) != i:
+            raise ConfigError(f"workloads[{i}].name", f"{n!r} is used twice")
+    return ExperimentConfig(
+        name=name, topology=topo, schemes=schemes, workloads=workloads,
+        parameters=_parameters(d.get("parameters", {})),
+        repetitions=_int(d, "repetitions", "", 1, 1, 1000),
+        backend=_str(d, "backend", "", "mininet", BACKENDS),
+        description=_str(d, "description", "", ""), source=d)
+
+
+def load(path: str | Path) -> ExperimentConfig:
+    """Read and validate an experiment YAML file. Errors: ``FILE: field: message``."""
+    path = Path(path)
+    try:
+        d = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise ConfigError("", f"{path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise ConfigError("", f"{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+    try:
+        return from_dict(d)
+    except ConfigError as e:
+        e.args = (f"{path}: {e}",)
+        raise

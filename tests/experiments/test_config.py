@@ -1,0 +1,127 @@
+"""Experiment files: the examples load, and every kind of bad field is named in the error."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from experiments import config
+from experiments.config import ConfigError
+
+CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "configs"
+
+BASE = {
+    "name": "t",
+    "topology": {"kind": "fattree", "k": 4, "bw_mbps": 10},
+    "schemes": ["ecmp", {"name": "flowlet", "params": {"timeout_us": 200}}],
+    "workloads": [
+        {"schedule": "ring_allreduce", "size": "64KB"},
+        {"name": "moe", "schedule": "moe_alltoall", "size": 4096, "options": {"alpha": 1.1}},
+    ],
+}
+
+
+def _with(path: str, value: object) -> dict:
+    d = copy.deepcopy(BASE)
+    *keys, last = path.split(".")
+    node = d
+    for k in keys:
+        node = node[int(k)] if k.isdigit() else node[k]
+    node[int(last) if last.isdigit() else last] = value
+    return d
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.name)
+def test_example_configs_load(path: Path) -> None:
+    c = config.load(path)
+    assert c.schemes and c.workloads
+    for w in c.workloads:
+        hosts = c.hosts_of(w)
+        assert len(set(hosts)) == len(hosts) >= 2
+        assert w.schedule_for(len(hosts)).ranks == len(hosts)
+
+
+def test_demo_config_is_the_brief() -> None:
+    c = config.load(CONFIGS / "demo.yaml")
+    assert (c.topology.kind, c.topology.k) == ("fattree", 4)
+    assert [s.name for s in c.schemes] == ["ecmp", "flowlet", "random", "rotate", "wam"]
+    assert {w.schedule for w in c.workloads} == {"ring_allreduce", "moe_alltoall"}
+
+
+def test_defaults_and_values() -> None:
+    c = config.from_dict(BASE)
+    ring, moe = c.workloads
+    assert ring.name == "ring_allreduce" and ring.size == 64000 and ring.transport == "udp"
+    assert moe.size == 4096 and moe.options == {"alpha": 1.1}
+    assert c.schemes[1].label == "flowlet(timeout_us=200)"
+    assert c.repetitions == 1 and c.backend == "mininet"
+    assert len(c.hosts_of(ring)) == 16
+    assert c.hosts_of(ring)[:3] == ["h1", "h2", "h3"]
+
+
+def test_random_placement_is_a_seeded_permutation() -> None:
+    d = _with("workloads.0.placement", "random")
+    a, b = config.from_dict(d), config.from_dict(d)
+    ha = a.hosts_of(a.workloads[0])
+    assert ha == b.hosts_of(b.workloads[0])
+    assert sorted(ha) == sorted(a.hosts_of(a.workloads[1])) and ha != a.hosts_of(a.workloads[1])
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    ("workloads.1.size", "12XB", "workloads[1].size: '12XB' is not a size"),
+    ("workloads.0.size", 0, "workloads[0].size: must be >= 1 byte"),
+    ("workloads.0.schedule", "ring", "workloads[0].schedule: 'ring' is not one of"),
+    ("workloads.0.colour", "red", "workloads[0].colour: unknown field"),
+    ("workloads.0.hosts", ["h1", "h99"], "workloads[0].hosts[1]: 'h99' is not a host"),
+    ("workloads.0.transport", "quic", "workloads[0].transport: 'quic' is not one of udp, tcp"),
+    ("workloads.0.rate", "fast", "workloads[0].rate: 'fast' is not a rate"),
+    ("workloads.0.qps", 0, "workloads[0].qps: must be in 1..64"),
+    ("workloads.1.options", {"alpha": -1}, "workloads[1].options.alpha: must be >= 0"),
+    ("workloads.1.options", {"colour": 1}, "workloads[1].options.colour: not an option"),
+    ("workloads.0.bsp", {"iterations": 0}, "workloads[0].bsp.iterations: must be in 1..1000"),
+    ("workloads.0.bsp", {"iterations": 2, "stragglers": [16]},
+     "workloads[0].bsp.stragglers[0]: rank 16 out of range 0..15"),
+    ("workloads.0.failure", {"link": ["agg1", "core3"]},
+     "workloads[0].failure.link: no link between agg1 and core3"),
+    ("workloads.0.failure", {"link": ["agg1", "sw9"]},
+     "workloads[0].failure.link[1]: 'sw9' is not a switch"),
+    ("workloads.0.failure", {"link": ["agg1", "core1"], "at_s": 1, "restore_s": 0.5},
+     "workloads[0].failure.restore_s: must be after at_s"),
+    ("schemes.0", "ecnp", "schemes[0]: unknown scheme 'ecnp'"),
+    ("schemes.1", "ecmp", "schemes[1]: ecmp is listed twice"),
+    ("topology.k", 5, "topology.k: must be even"),
+    ("topology.kind", "torus", "topology.kind: 'torus' is not one of fattree, leafspine"),
+    ("topology.spines", 2, "topology.spines: is a leafspine field"),
+    ("topology.bw_mbps", -1, "topology.bw_mbps: must be > 0"),
+    ("repetitions", 0, "repetitions: must be in 1..1000"),
+    ("backend", "ns3", "backend: 'ns3' is not one of mininet, sim"),
+    ("parameters", {"loops": ["failure", "magic"]}, "parameters.loops[1]: 'magic' is not one"),
+    ("parameters", {"sample_period_s": 0}, "parameters.sample_period_s: must be > 0"),
+    ("name", "a/b", "name: 'a/b' must be a non-empty word"),
+])
+def test_bad_field_is_named(path: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        config.from_dict(_with(path, value))
+    assert str(e.value).startswith(message), str(e.value)
+
+
+def test_missing_required_field() -> None:
+    d = copy.deepcopy(BASE)
+    del d["workloads"][0]["size"]
+    with pytest.raises(ConfigError, match=r"^workloads\[0\]\.size: required field missing"):
+        config.from_dict(d)
+
+
+def test_load_names_the_file_and_yaml_position(tmp_path: Path) -> None:
+    p = tmp_path / "bad.yaml"
+    p.write_text("name: x\ntopology: {kind: fattree\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml:\d+:\d+: not valid YAML"):
+        config.load(p)
+    p.write_text("name: x\ntopology: {kind: fattree}\nschemes: [ecmp]\n"
+                 "workloads: [{schedule: ring_allreduce, size: 12XB}]\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: workloads\[0\]\.size: '12XB'"):
+        config.load(p)
+    with pytest.raises(ConfigError, match="No such file"):
+        config.load(tmp_path / "missing.yaml")
