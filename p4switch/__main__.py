@@ -80,6 +80,21 @@ def _queue_rate(text: str) -> tuple[int | None, float]:
     return port, pps
 
 
+def _port_rate(text: str) -> tuple[int | None, float]:
+    """``[PORT:]RATE`` with RATE a bit rate (``100Mbps``, ``1G``, bits/s; 0 = unlimited)."""
+    from p4switch.queues import parse_bit_rate
+
+    port: int | None = None
+    rate = text
+    if ":" in text:
+        p, _, rate = text.partition(":")
+        port = _int(p, "port ")
+    try:
+        return port, parse_bit_rate(rate)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _positive_int(text: str) -> int:
     v = _int(text)
     if v < 1:
@@ -177,6 +192,25 @@ def build_parser() -> argparse.ArgumentParser:
         "repeatable; 0 = unlimited (default)",
     )
     p.add_argument(
+        "--port-rate",
+        action="append",
+        type=_port_rate,
+        default=[],
+        metavar="[PORT:]RATE",
+        help="link rate of all ports (RATE) or one port (PORT:RATE) in bits/s, e.g. 100Mbps, "
+        "1Gbps, 10M, 2.5G or plain bits/s: the egress queue sends a frame per len*8/RATE "
+        "seconds, so qdepth metadata and ECN see congestion; repeatable; 0 = unlimited; a "
+        "port has either a --queue-rate or a --port-rate",
+    )
+    p.add_argument(
+        "--control-socket",
+        metavar="PATH",
+        default=None,
+        help="serve the run-time control channel on Unix socket PATH (JSON lines: "
+        "set_port_rate, set_queue_rate, set_queue_depth, port_stats, ping; client: "
+        "python -m p4switch.control PATH ...)",
+    )
+    p.add_argument(
         "--entries",
         metavar="FILE",
         help="install table entries at start-up from an STF-style file "
@@ -217,6 +251,14 @@ def main(argv: list[str] | None = None) -> int:
     dup = {n for n in numbers if numbers.count(n) > 1}
     if dup:
         parser.error(f"port {sorted(dup)[0]} given twice")
+    pps_ports = {port for port, rate in args.queue_rate if rate}
+    both = pps_ports & {port for port, rate in args.port_rate if rate}
+    if both:
+        which = sorted(both, key=lambda p: -1 if p is None else p)[0]
+        parser.error(
+            f"{'every port' if which is None else f'port {which}'} has both a --queue-rate "
+            "and a --port-rate (a queue has one rate: packets/s or bits/s)"
+        )
     for n in numbers:
         if n == args.cpu_port:
             parser.error(f"port {n} is the CPU port")
@@ -249,8 +291,12 @@ def main(argv: list[str] | None = None) -> int:
         queue_depth=args.queue_depth,
         pcap_dir=args.pcap,
     )
-    for port, pps in args.queue_rate:
-        sw.set_queue_rate(port, pps or None)
+    # switch-wide rates first (a rate for every port replaces the per-port ones), and zeros
+    # (unlimited) before rates, so no flag undoes another one the check above allowed
+    rates = [(port, sw.set_queue_rate, pps) for port, pps in args.queue_rate]
+    rates += [(port, sw.set_port_rate, bps) for port, bps in args.port_rate]
+    for port, setter, rate in sorted(rates, key=lambda r: (r[0] is not None, bool(r[2]))):
+        setter(port, rate or None)
 
     try:
         for spec in args.interfaces:
@@ -303,6 +349,21 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
 
+    control = None
+    if args.control_socket:
+        from p4switch.control import ControlServer
+
+        control = ControlServer(sw, args.control_socket)
+        try:
+            control.start()
+        except OSError as e:
+            if server is not None:
+                server.stop(0.5).wait(2.0)
+            _close_ports(sw)
+            return _fail(f"cannot serve --control-socket {args.control_socket}: "
+                         f"{e.strerror or e}")
+        log.info("control socket listening on %s", args.control_socket)
+
     sw.start()
     try:
         if args.stop_after_input:
@@ -312,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
             while not stop.wait(0.5):
                 pass
     finally:
+        if control is not None:
+            control.stop()
         if server is not None:
             server.stop(0.5).wait(2.0)
         sw.stop()

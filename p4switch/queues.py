@@ -10,15 +10,24 @@ does, so programs that read it (congestion-aware load balancing, INT) behave the
 * ``deq_qdepth``: packets left in the queue right after this one was taken out.
 
 A queue without a rate is served as fast as the switch loop runs: the packet goes straight on to
-egress when the queue is empty (the fast path, no deque touched). A rate-limited queue paces
-departures exactly: the head leaves at ``max(previous departure + 1/rate, its enqueue time)``, so
-the long-run rate is exact even when the loop wakes late (late departures are caught up at once).
+egress when the queue is empty (the fast path, no deque touched). A rate-limited queue has either
+a packet rate (``rate_pps``, BMv2's ``set_queue_rate``) or a bit rate (``rate_bps``, the link's
+capacity) and paces departures exactly: the head leaves at ``max(previous departure + previous
+service time, its enqueue time)``, where the service time of a packet is ``1/rate_pps`` or its
+serialisation time ``packet_length * 8 / rate_bps``. A departure is the moment the packet starts
+onto the wire, so the first packet into an idle queue leaves at once and the one behind it waits
+for that packet's bits to go out. ``packet_length`` is the frame length entering the queue
+(standard_metadata.packet_length; Ethernet header to payload, no preamble/FCS/gap — what Linux
+HTB shapes the host side of a link by). The long-run rate is exact even when the loop wakes late:
+late departures are caught up at once.
 
 Nothing here reads a clock or does I/O: time is an argument (DESIGN.md: the switch owns the clock).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,6 +36,45 @@ from p4switch.pipeline.api import EgressJob, QueueingMetadata
 
 DEFAULT_QUEUE_DEPTH = 64
 """Packets per port (DESIGN.md; BMv2's default too)."""
+
+_RATE_RE = re.compile(
+    r"\s*(?P<num>[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(?P<prefix>[kKmMgGtT]?)"
+    r"(?P<unit>bps|bit/s|b/s|bit|bits)?\s*",
+)
+_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+
+
+def parse_bit_rate(text: str | float | int) -> float:
+    """A link rate in bits/s from ``100Mbps``, ``1Gbps``, ``10M``, ``2.5G``, ``100mbit`` (tc's
+    spelling) or a plain number of bits/s. Prefixes are decimal (k = 1000), as link rates are.
+    0 means unlimited. Raises ValueError with a one-line message otherwise (bytes, ``MBps``, are
+    refused on purpose: a link rate is in bits)."""
+    if isinstance(text, bool):
+        raise ValueError(f"rate {text!r} is not a bit rate")
+    if isinstance(text, int | float):
+        value = float(text)
+    elif not isinstance(text, str):
+        raise ValueError(f"rate {text!r} is not a bit rate")
+    else:
+        m = _RATE_RE.fullmatch(text)
+        if m is None:
+            raise ValueError(
+                f"rate {text!r} is not a bit rate (e.g. 100Mbps, 1Gbps, 10M, 2.5G, or bits/s)"
+            )
+        value = float(m["num"]) * _PREFIX[m["prefix"].lower()]
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"rate must be a finite number >= 0 bits/s, got {text!r}")
+    return value
+
+
+def format_bit_rate(bps: float | None) -> str:
+    """``50Mbps``-style text for a rate in bits/s (``unlimited`` for None/0)."""
+    if not bps:
+        return "unlimited"
+    for prefix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if bps >= scale:
+            return f"{bps / scale:g}{prefix}bps"
+    return f"{bps:g}bps"
 
 
 @dataclass
@@ -40,31 +88,57 @@ class QueueStats:
     max_depth_seen: int = 0
 
 
+def _positive(rate: float | None) -> float | None:
+    return rate if rate is not None and rate > 0 else None
+
+
 @dataclass
 class EgressQueue:
-    """One port's FIFO. ``depth`` >= 1; ``rate_pps`` None or <= 0 means unlimited."""
+    """One port's FIFO. ``depth`` >= 1; at most one of ``rate_pps`` (packets/s) and ``rate_bps``
+    (bits/s) is set (None or <= 0: that rate is off; both off: unlimited)."""
 
     port: int
     depth: int = DEFAULT_QUEUE_DEPTH
     rate_pps: float | None = None
+    rate_bps: float | None = None
     stats: QueueStats = field(default_factory=QueueStats)
     # (job, enq_timestamp_us, enq_qdepth)
     _fifo: deque[tuple[EgressJob, int, int]] = field(default_factory=deque, repr=False)
-    _interval_us: float = field(default=0.0, repr=False)
+    _interval_us: float = field(default=0.0, repr=False)  # per packet (pps rate)
+    _us_per_byte: float = field(default=0.0, repr=False)  # per byte (bps rate)
+    _paced: bool = field(default=False, repr=False)  # either rate is set
     _next_free_us: float = field(default=0.0, repr=False)
 
     def __post_init__(self) -> None:
         if self.depth < 1:
             raise ValueError(f"queue depth must be >= 1, got {self.depth}")
-        self.set_rate(self.rate_pps)
+        if _positive(self.rate_pps) and _positive(self.rate_bps):
+            raise ValueError("a queue has either a packet rate or a bit rate, not both")
+        if _positive(self.rate_bps):
+            self.set_rate_bps(self.rate_bps)
+        else:
+            self.set_rate(self.rate_pps)
 
     # configuration --------------------------------------------------------------------------
     def set_rate(self, rate_pps: float | None) -> None:
-        """Set (or clear with None/0) the service rate in packets per second."""
-        if rate_pps is not None and rate_pps <= 0:
-            rate_pps = None
+        """Set (or clear with None/0) the service rate in packets per second; clears a bit rate."""
+        rate_pps = _positive(rate_pps)
         self.rate_pps = rate_pps
+        self.rate_bps = None
         self._interval_us = 1e6 / rate_pps if rate_pps else 0.0
+        self._us_per_byte = 0.0
+        self._paced = rate_pps is not None
+
+    def set_rate_bps(self, rate_bps: float | None) -> None:
+        """Set (or clear with None/0) the service rate in bits per second (the link rate);
+        clears a packet rate. Packets already queued are served at the new rate from the next
+        departure on."""
+        rate_bps = _positive(rate_bps)
+        self.rate_bps = rate_bps
+        self.rate_pps = None
+        self._us_per_byte = 8e6 / rate_bps if rate_bps else 0.0
+        self._interval_us = 0.0
+        self._paced = rate_bps is not None
 
     def set_depth(self, depth: int) -> None:
         """Change the depth limit; packets already queued beyond it stay (no retroactive drop)."""
@@ -74,7 +148,11 @@ class EgressQueue:
 
     @property
     def limited(self) -> bool:
-        return self._interval_us > 0.0
+        return self._paced
+
+    def service_time_us(self, packet_length: int) -> float:
+        """How long the queue is busy sending a packet of ``packet_length`` bytes (0: unlimited)."""
+        return self._interval_us or packet_length * self._us_per_byte
 
     def __len__(self) -> int:
         return len(self._fifo)
@@ -97,7 +175,7 @@ class EgressQueue:
         """When the head may leave (switch µs), or None if the queue is empty."""
         if not self._fifo:
             return None
-        if not self._interval_us:
+        if not self._paced:
             return float(self._fifo[0][1])
         return max(self._next_free_us, float(self._fifo[0][1]))
 
@@ -107,11 +185,13 @@ class EgressQueue:
         if not fifo:
             return None
         job, enq_ts, enq_qdepth = fifo[0]
-        if self._interval_us:
+        if self._paced:
             departure = max(self._next_free_us, float(enq_ts))
             if departure > now_us:
                 return None
-            self._next_free_us = departure + self._interval_us
+            self._next_free_us = departure + (
+                self._interval_us or job.packet_length * self._us_per_byte
+            )
         fifo.popleft()
         self.stats.dequeued += 1
         qmeta = QueueingMetadata(
@@ -135,7 +215,7 @@ class EgressQueue:
 
         Returns the metadata (zero depth, zero delay), or None when the fast path does not apply
         and the caller must ``enqueue``. Counted like an enqueue and a dequeue."""
-        if self._interval_us or self._fifo:
+        if self._paced or self._fifo:
             return None
         st = self.stats
         st.enqueued += 1
@@ -153,18 +233,48 @@ class EgressQueue:
         return n
 
 
+@dataclass(frozen=True)
+class ServiceRate:
+    """A queue's configured rate: packets/s or bits/s (at most one set; neither: unlimited)."""
+
+    pps: float | None = None
+    bps: float | None = None
+
+    @classmethod
+    def of(cls, pps: float | None = None, bps: float | None = None) -> ServiceRate:
+        pps, bps = _positive(pps), _positive(bps)
+        if pps and bps:
+            raise ValueError("a queue has either a packet rate or a bit rate, not both")
+        return cls(pps, bps)
+
+    @property
+    def limited(self) -> bool:
+        return bool(self.pps or self.bps)
+
+    def apply(self, q: EgressQueue) -> None:
+        if self.bps:
+            q.set_rate_bps(self.bps)
+        else:
+            q.set_rate(self.pps)
+
+
 class EgressQueues:
     """All ports' queues, created on first use with the switch-wide defaults.
 
-    Per-port overrides (``set_rate(port, ...)``, ``set_depth(port, ...)``) survive queue creation
-    order: they are remembered and applied when the queue is created."""
+    Per-port overrides (``set_rate``/``set_rate_bps(port, ...)``, ``set_depth(port, ...)``)
+    survive queue creation order: they are remembered and applied when the queue is created."""
 
-    def __init__(self, depth: int = DEFAULT_QUEUE_DEPTH, rate_pps: float | None = None) -> None:
+    def __init__(
+        self,
+        depth: int = DEFAULT_QUEUE_DEPTH,
+        rate_pps: float | None = None,
+        rate_bps: float | None = None,
+    ) -> None:
         if depth < 1:
             raise ValueError(f"queue depth must be >= 1, got {depth}")
         self.default_depth = depth
-        self.default_rate = rate_pps if rate_pps and rate_pps > 0 else None
-        self._rates: dict[int, float | None] = {}
+        self.default_rate = ServiceRate.of(rate_pps, rate_bps)
+        self._rates: dict[int, ServiceRate] = {}
         self._depths: dict[int, int] = {}
         self.queues: dict[int, EgressQueue] = {}
         # queues that currently hold packets; the switch loop only looks at these
@@ -173,24 +283,42 @@ class EgressQueues:
     def get(self, port: int) -> EgressQueue:
         q = self.queues.get(port)
         if q is None:
+            rate = self._rates.get(port, self.default_rate)
             q = EgressQueue(
                 port=port,
                 depth=self._depths.get(port, self.default_depth),
-                rate_pps=self._rates.get(port, self.default_rate),
+                rate_pps=rate.pps,
+                rate_bps=rate.bps,
             )
             self.queues[port] = q
         return q
 
-    def set_rate(self, port: int | None, rate_pps: float | None) -> None:
-        """Rate for one port, or for all ports (existing and future) when ``port`` is None."""
+    def _set(self, port: int | None, rate: ServiceRate) -> None:
         if port is None:
-            self.default_rate = rate_pps if rate_pps and rate_pps > 0 else None
+            self.default_rate = rate
             self._rates.clear()
             for q in self.queues.values():
-                q.set_rate(rate_pps)
+                rate.apply(q)
         else:
-            self._rates[port] = rate_pps
-            self.get(port).set_rate(rate_pps)
+            self._rates[port] = rate
+            rate.apply(self.get(port))
+
+    def set_rate(self, port: int | None, rate_pps: float | None) -> None:
+        """Packet rate for one port, or for all ports (existing and future) when ``port`` is
+        None; replaces a bit rate there."""
+        self._set(port, ServiceRate.of(pps=rate_pps))
+
+    def set_rate_bps(self, port: int | None, rate_bps: float | None) -> None:
+        """Bit rate (link rate) for one port, or for all ports when ``port`` is None; replaces
+        a packet rate there."""
+        self._set(port, ServiceRate.of(bps=rate_bps))
+
+    def rate(self, port: int) -> ServiceRate:
+        """The rate port ``port``'s queue has (or will be created with)."""
+        q = self.queues.get(port)
+        if q is not None:
+            return ServiceRate(q.rate_pps, q.rate_bps)
+        return self._rates.get(port, self.default_rate)
 
     def set_depth(self, port: int | None, depth: int) -> None:
         """Depth for one port, or for all ports when ``port`` is None."""
@@ -205,10 +333,14 @@ class EgressQueues:
             self._depths[port] = depth
             self.get(port).set_depth(depth)
 
+    def depth(self, port: int) -> int:
+        q = self.queues.get(port)
+        return q.depth if q is not None else self._depths.get(port, self.default_depth)
+
     def all_unlimited(self) -> bool:
         """No queue has (or will be created with) a rate: none can ever hold a packet, so the
         switch may run ingress and egress back to back (``Pipeline.process``)."""
-        if self.default_rate is not None or any(r and r > 0 for r in self._rates.values()):
+        if self.default_rate.limited or any(r.limited for r in self._rates.values()):
             return False
         return not any(q.limited for q in self.queues.values())
 

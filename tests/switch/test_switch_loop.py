@@ -404,3 +404,32 @@ def test_egress_drops_and_digests_are_counted_and_delivered(sw: Switch):
     assert sw.counters.drops == {"egress_drop": 1}
     assert sw.port_stats()[1]["rx_dropped"] == 0
     assert [(d.name, d.values) for d in got] == [("eg", {"port": 2})]
+
+
+def test_port_rate_paces_by_frame_length_and_the_program_sees_the_queue():
+    """8 Mbps = 1 byte/µs: ten 1000-byte frames arriving in one batch leave at least 1000 µs
+    apart (the last no earlier than 9000 µs after the first entered), and egress sees the
+    depth each one found (0..9) — the congestion signal a link-rate port gives the program."""
+    sw = Switch(pipeline_factory=fake_factory)
+    p1, p2 = MemoryPort(1), MemoryPort(2)
+    sw.add_port(p1)
+    sw.add_port(p2)
+    fake = FakePipeline()
+    sw.set_pipeline(fake)
+    sw.set_port_rate(2, 8e6)
+    assert sw.port_rate(2).bps == 8e6 and sw.port_stats()[2]["rate_bps"] == 8e6
+    with sw:
+        p1.feed([frame(2, size=1000, seq=i) for i in range(10)])
+        p2.wait_sent(10, timeout=5)
+        assert sw.wait_idle(timeout=5)
+    assert len(p2.sent) == 10
+    metas = [m for _, m in fake.qmetas]
+    assert [m.enq_qdepth for m in metas] == list(range(10))
+    assert [m.deq_qdepth for m in metas] == list(range(9, -1, -1))
+    last_departure = metas[-1].enq_timestamp + metas[-1].deq_timedelta
+    assert last_departure - metas[0].enq_timestamp >= 9000
+    sw2 = Switch(port_rate=1e9)  # the switch-wide default reaches ports created later
+    assert sw2.port_rate(5).bps == 1e9 and not sw2._inline
+    sw2.set_port_rate(None, None)
+    assert sw2._inline
+    sw2.stop(log_stats=False)
