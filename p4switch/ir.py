@@ -409,7 +409,13 @@ class Stmt(Node):
 
 @dataclass
 class Block(Stmt):
+    """Statements in order. ``copy_out`` > 0 marks an inlined sub-control apply (copy-in,
+    body, copy-out): its last ``copy_out`` statements are the copy-out of the callee's out/inout
+    parameters, which run also when an ``exit`` ends the statements before them (spec: exit
+    still copies out)."""
+
     stmts: list[Stmt] = field(default_factory=list)
+    copy_out: int = field(default=0, kw_only=True)
 
 
 @dataclass

@@ -1315,7 +1315,7 @@ class Elaborator:
             flag = ctx.fresh(f"{ib.name}_returned")
             pre.append(ir.VarDecl(flag, _BOOL, ir.Const(False, type=_BOOL), loc=loc))
             body = ir.Block(_lower_returns(body.stmts, flag), loc=body.loc)
-        return ir.Block([*pre, body, *post], loc=loc)
+        return ir.Block([*pre, body, *post], loc=loc, copy_out=len(post))
 
     def pin_lvalue(self, e: ir.Expr, pre: list[ir.Stmt], ctx: BlockCtx) -> ir.Expr:
         """An out/inout argument is evaluated to a location once, at the call: run-time stack
@@ -1513,6 +1513,9 @@ class Elaborator:
         action = self.actions[b.key]
         raw = self.arg_list(args_t)
         data = action.data_params
+        if ref.args and len(raw) == len(action.params):
+            # p4c's spelling: the directional arguments the actions list binds, repeated
+            raw = self.bound_leading(raw, ref, action, scope, ctx, an)
         if len(raw) != len(data):
             raise self.err(name_node, f"action '{an}' expects {len(data)} arguments, got "
                                       f"{len(raw)}")
@@ -1525,6 +1528,21 @@ class Elaborator:
                                   "constant")
             vals.append(c)
         return ir.BoundAction(b.key, vals)
+
+    def bound_leading(self, raw: Args, ref: ir.ActionRef, action: ir.Action, scope: Scope,
+                      ctx: BlockCtx, an: str) -> Args:
+        """An entry or default action that repeats the directional arguments its actions list
+        binds (p4c requires them there): check they are the same, keep the action data."""
+        trees = self.bind(raw, [p.name for p in action.params], f"action '{an}'")
+        for a, bound in zip(trees, ref.args, strict=False):
+            if self.expr(a, scope, ctx) != bound:
+                raise self.err(a, f"argument of '{an}' must be the one its table's actions "
+                                  f"list binds ('{expr_text(a)}' differs)")
+        rest = Args()
+        rest.extend(trees[len(ref.args):])
+        rest.names = [None] * len(rest)
+        rest.nodes = list(rest)
+        return rest
 
     def table_instance_prop(self, value: Tree, scope: Scope, ctx: BlockCtx, table: ir.Table,
                             kinds: str | tuple[str, ...], prop: str) -> str:
@@ -2498,7 +2516,7 @@ def _lower_returns(stmts: list[ir.Stmt], flag: str) -> list[ir.Stmt]:
 
 
 def _lower_block(b: ir.Block, flag: str) -> ir.Block:
-    return ir.Block(_lower_returns(b.stmts, flag), loc=b.loc)
+    return replace(b, stmts=_lower_returns(b.stmts, flag))
 
 
 def _lower_stmt(s: ir.Stmt, flag: str) -> ir.Stmt:

@@ -32,6 +32,7 @@ from p4switch import ir
 from p4switch.frontend.errors import P4CompileError
 
 from . import hashes
+from .exits import ExitAnalysis
 
 
 class BuildError(P4CompileError):
@@ -109,6 +110,7 @@ class Module:
             _Stack=runtime.Stack,
             _PErr=runtime.ParserErrorSignal,
             _Exit=runtime.ExitSignal,
+            _into=runtime.assign_into,
             _PktErr=runtime.PacketError,
             _Assert=runtime.AssertSignal,
             _div=runtime.div,
@@ -292,6 +294,8 @@ class BlockGen:
         self.lv_names: set[str] = set()
         if isinstance(block, ir.Control):
             self.lv_names = {d.name for d in block.locals}
+        self.exits = ExitAnalysis(mod.program, block.tables if isinstance(block, ir.Control)
+                                  else {})
         self.pkt_param: str | None = None
         self.params: list[str] = []
         for p in block.params:
@@ -537,6 +541,11 @@ class BlockGen:
             s = self.ex(lhs.stack)
             self.w(f"{s}.h[{fn}({s})] = {rhs_code}")
             return
+        if (isinstance(lhs, ir.Var) and isinstance(lhs.type, _AGG)
+                and lhs.name not in self.lv_names and pyname(lhs.name) in self.params):
+            # the parameter names the caller's object: rebinding the name would lose the write
+            self.w(f"_into({self.var(lhs.name)}, {rhs_code})")
+            return
         self.w(f"{self.ex(lhs)} = {rhs_code}")
 
     def value(self, e: ir.Expr) -> str:
@@ -570,7 +579,12 @@ class BlockGen:
 
     def stmt(self, s: ir.Stmt) -> None:  # noqa: C901 - one dispatch over the IR's statements
         if isinstance(s, ir.Block):
-            self.stmts(s.stmts)
+            n = s.copy_out
+            if n and self.exits.stmts(s.stmts[:-n]):
+                self.exit_guarded(lambda: self.stmts(s.stmts[:-n]),
+                                  lambda _x: self.stmts(s.stmts[-n:]))
+            else:
+                self.stmts(s.stmts)
         elif isinstance(s, ir.VarDecl):
             code = self.value(s.init) if s.init is not None else self.mod.default(s.type)
             self.w(f"{self.var(s.name)} = {code}")
@@ -627,6 +641,21 @@ class BlockGen:
                 self.w("return")
         else:
             raise BuildError(f"unsupported statement {type(s).__name__}")
+
+    def exit_guarded(self, body: Callable[[], None], copy_out: Callable[[str | None], None],
+                     ) -> None:
+        """``body``, then ``copy_out(None)``; an ``exit`` inside ``body`` runs
+        ``copy_out("_x")`` (``_x`` the ExitSignal) before it goes on ending the control."""
+        self.w("try:")
+        self.ind += 1
+        body()
+        self.ind -= 1
+        self.w("except _Exit as _x:")
+        self.ind += 1
+        copy_out("_x")
+        self.w("raise")
+        self.ind -= 1
+        copy_out(None)
 
     def switch(self, tmp: str, cases: list[tuple[Any, ir.Block | None]], fmt: Callable) -> None:
         pending: list[Any] = []
@@ -1019,21 +1048,30 @@ class BlockGen:
         after them: scalar out/inout arguments are copied back from the returned tuple."""
         act = self.prog.actions[key]
         fn = self.action_fn(key)
-        codes = [self.ex(x) for x in args]
-        outs = [
-            (p, x)
-            for p, x in zip(act.params, args, strict=False)
-            if p.direction in ("out", "inout")
-            and not isinstance(p.type, ir.HeaderType | ir.StructType | ir.StackType)
-        ]
+        codes = []
+        for p, x in zip(act.params, args, strict=False):
+            if not isinstance(p.type, _AGG):
+                codes.append(self.ex(x))
+            else:  # copied in (spec 6.8): the action must not see or make writes through it
+                codes.append(self.mod.default(p.type) if p.direction == "out" else self.value(x))
+        outs = [(p, x) for p, x in zip(act.params, args, strict=False)
+                if p.direction in ("out", "inout")]
         call = f"{fn}({', '.join([self.call_args(), *codes, *data])})"
-        if outs:
-            tmp = self.mod.fresh("_r")
-            self.w(f"{tmp} = {call}")
-            for k, (_, x) in enumerate(outs):
-                self.assign(x, f"{tmp}[{k}]")
-        else:
+        if not outs:
             self.w(call)
+            return
+        tmp = self.mod.fresh("_r")
+
+        def copy_out(src: str) -> None:
+            for k, (_, x) in enumerate(outs):
+                self.assign(x, f"{src}[{k}]")
+
+        if self.exits.action(key):  # the action sets the values it had on ExitSignal.outs
+            self.exit_guarded(lambda: self.w(f"{tmp} = {call}"),
+                              lambda x: copy_out(f"{x}.outs" if x else tmp))
+        else:
+            self.w(f"{tmp} = {call}")
+            copy_out(tmp)
 
     def bound_fn(self, table: ir.Table, ref: ir.ActionRef) -> str:
         """A function running ``ref``'s action from ``table`` with the directional arguments
@@ -1064,16 +1102,21 @@ class BlockGen:
         self.action_fns[key] = name
         saved = (self.lines, self.ind, self.action_outs)
         self.lines, self.ind = [], 1
-        outs = [
-            pyname(p.name)
-            for p in act.params
-            if p.direction in ("out", "inout")
-            and not isinstance(p.type, ir.HeaderType | ir.StructType | ir.StackType)
-        ]
+        outs = [pyname(p.name) for p in act.params if p.direction in ("out", "inout")]
         self.action_outs = outs or None
         params = [pyname(p.name) for p in act.params]
         body_start = len(self.lines)
-        self.stmts(act.body.stmts)
+        if outs and self.exits.action(key):
+            # exit copies out too: the values go to the caller on the ExitSignal
+            self.w("try:")
+            self.ind += 1
+            self.stmts(act.body.stmts)
+            self.ind -= 1
+            self.w("except _Exit as _x:")
+            self.w(f"    _x.outs = ({', '.join(outs)},)")
+            self.w("    raise")
+        else:
+            self.stmts(act.body.stmts)
         if outs:
             self.w(f"return ({', '.join(outs)},)")
         body = self.lines[body_start:]
@@ -1328,6 +1371,9 @@ def _successors(tr: ir.Transition) -> list[str]:
     if tr.select_keys is None:
         return [tr.next_state or "accept"]
     return [c.next_state for c in tr.cases]
+
+
+_AGG = (ir.HeaderType, ir.StructType, ir.StackType)
 
 
 def _signed(t: ir.Type) -> bool:

@@ -63,7 +63,6 @@ class FusedBlockGen(BlockGen):
         self.leaves = leaves  # local name -> its per-packet initial value (shared)
         self.slow_fns = slow_fns  # action key -> name of the general driver's function
         self.slow_bound = bound_fns or {}  # (table, action key) -> same, for bound arguments
-        self.alias: dict[str, str] = {}  # aggregate action parameter -> argument's path
         self.in_action = 0
         self.funcs = []
         self.c_plen = plen
@@ -82,8 +81,6 @@ class FusedBlockGen(BlockGen):
     def path(self, e: ir.Expr) -> str:
         """The local-name prefix of an aggregate l-value (``hdr.ipv4`` -> ``h_f_ipv4``)."""
         if isinstance(e, ir.Var):
-            if e.name in self.alias:
-                return self.alias[e.name]
             if e.name in self.roots:
                 return self.roots[e.name]
             return self.var(e.name)
@@ -396,22 +393,33 @@ class FusedBlockGen(BlockGen):
         """Inline ``act`` with ``args`` bound to its leading parameters (copy-in, then
         copy-out of scalar out/inout ones); ``data``, if given, is the code of the tuple of
         its action data, unpacked after the copy-in."""
-        saved = dict(self.alias)
         outs = []
         for p, x in zip(act.params, args, strict=False):
-            if isinstance(p.type, _AGG):
-                self.alias[p.name] = self.path(x)
-                continue
-            self.w(f"{self.var(p.name)} = {self.ex(x)}")
             if p.direction in ("out", "inout"):
                 outs.append((p, x))
+            if not isinstance(p.type, _AGG):
+                self.w(f"{self.var(p.name)} = {self.ex(x)}")
+            elif p.direction == "out":  # a fresh value: headers invalid
+                self.touch(self.var(p.name), p.type)
+                self.init_agg(self.var(p.name), p.type)
+            else:  # copied in (spec 6.8), not aliased: writes to the original stay apart
+                self.agg_assign(ir.Var(p.name, type=p.type), x)
         names = [self.var(p.name) for p in act.data_params]
         if data is not None and names:
             self.w(f"{', '.join(names)}, = {data}")
-        self.inline_action(act)
-        self.alias = saved
-        for p, x in outs:
-            self.assign(x, self.var(p.name))
+
+        def copy_out(_exc: str | None = None) -> None:
+            for p, x in outs:
+                if isinstance(p.type, _AGG):
+                    self.agg_assign(x, ir.Var(p.name, type=p.type))
+                else:
+                    self.assign(x, self.var(p.name))
+
+        if outs and self.exits.action(act.name):
+            self.exit_guarded(lambda: self.inline_action(act), copy_out)
+        else:
+            self.inline_action(act)
+            copy_out()
 
     def table_code(self, tname: str, ev: str) -> None:
         table = self.table_lookup(tname, ev)

@@ -19,7 +19,11 @@ class ParserErrorSignal(Exception):
 
 
 class ExitSignal(Exception):
-    """``exit``: ends the current top-level control (ingress or egress) at once."""
+    """``exit``: ends the current top-level control (ingress or egress) at once. An action
+    with out/inout parameters it passes through sets ``outs`` to their values, which its
+    caller copies out before passing it on (the spec's copy-out on exit)."""
+
+    outs: tuple[Any, ...] = ()
 
 
 class PacketError(Exception):
@@ -89,15 +93,15 @@ def make_helpers(stack_oob: int) -> dict[str, Any]:
     """Helpers the generated code calls; ``stack_oob`` is error.StackOutOfBounds's code."""
 
     def sget(s: Stack, i: int) -> Any:
+        # out of range (spec 8.27): an unspecified value; BMv2 reads an invalid, zero header.
+        # A fresh one, so that writes through it (hs[i].f = 1, setValid) have no effect.
         if 0 <= i < len(s.h):
             return s.h[i]
-        raise ParserErrorSignal(stack_oob)
+        return type(s.h[0])()
 
     def sset(s: Stack, i: int, v: Any) -> None:
-        if 0 <= i < len(s.h):
+        if 0 <= i < len(s.h):  # out of range: the write has no effect (spec 8.27)
             s.h[i] = v
-        else:
-            raise ParserErrorSignal(stack_oob)
 
     def snext_i(s: Stack) -> int:
         if s.n >= len(s.h):
@@ -140,6 +144,18 @@ def make_helpers(stack_oob: int) -> dict[str, Any]:
         "_spush_front": spush_front,
         "_spop_front": spop_front,
     }
+
+
+def assign_into(dst: Any, src: Any) -> None:
+    """Whole-aggregate assignment to a block's parameter: the caller's object ``dst`` takes
+    the contents of ``src`` (a fresh copy nobody else holds), as rebinding the name would not."""
+    if dst.__class__ is Stack:
+        dst.h[:] = src.h
+        dst.n = src.n
+    else:
+        d = dst.__dict__
+        d.clear()
+        d.update(src.__dict__)
 
 
 def shl(a: int, b: int, width: int, signed: int) -> int:

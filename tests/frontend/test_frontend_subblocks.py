@@ -240,8 +240,9 @@ def test_return_lowering_leaves_no_return_in_the_body(controls: ir.Program) -> N
 
 def test_exit_in_sub_control_ends_the_outer_control(controls: ir.Program) -> None:
     pipe = Pipeline(controls)
-    # sel 9: exit before the caller's `d = 0x77`; the packet still leaves (egress_spec set)
-    assert run(pipe, ETH + bytes([0xF3, 9, 0xAB, 0]))[14:17] == bytes([0xF3, 9, 0xAB])
+    # sel 9: exit before the caller's `d = 0x77`; the packet still leaves (egress_spec set),
+    # and the exit still copies out v (the spec's exit statement): c = 0x22
+    assert run(pipe, ETH + bytes([0xF3, 9, 0xAB, 0]))[14:17] == bytes([0xF3, 9, 0x22])
     assert run(pipe, ETH + bytes([0xF3, 9, 0xAB, 0]))[17] == 0
     assert run(pipe, ETH + bytes([0xF3, 1, 0xAB, 0]))[14:] == bytes([0xF3, 1, 0x11, 0x77])
 
@@ -429,7 +430,7 @@ def test_general_ingress_egress_path_agrees(controls: ir.Program) -> None:
         (ETH + bytes([0xF0, 1, 2, 3]), bytes([0xF0, 1, 0x24, 3])),
         (ETH + bytes([0xF1, 10, 0, 0]), bytes([0xF1, 21, 5, 0])),
         (ETH + bytes([0xF2, 2, 0, 0]), bytes([0xF2, 2, 3, 0x55])),
-        (ETH + bytes([0xF3, 9, 0xAB, 0]), bytes([0xF3, 9, 0xAB, 0])),
+        (ETH + bytes([0xF3, 9, 0xAB, 0]), bytes([0xF3, 9, 0x22, 0])),  # exit copies out
     ]:
         ing = pipe.ingress(data, 3, 0)
         [job] = ing.jobs
