@@ -1,0 +1,200 @@
+"""FabricNet: a Mininet network of P4 switch processes and hosts built from a FabricSpec.
+
+It owns the machine-wide fabric lock for its lifetime, records every process and interface it
+creates in its run dir (so ``make stop`` can undo a crash), starts the switch processes in
+parallel and waits until each P4Runtime server listens. It installs nothing: the controller
+(``controller.FabricController``) programs the switches.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+
+from .lock import FabricLock
+from .nodes import BMv2Switch, FabricLink, P4Host, P4Switch, TopoError
+from .rundir import RunDir
+from .spec import FabricSpec
+from .topos import SpecTopo
+
+TARGETS = {"p4switch": P4Switch, "bmv2": BMv2Switch}
+
+
+class FabricNet:
+    """``with FabricNet(spec) as net:`` — the fabric, up; ``net.stop()`` tears everything down.
+
+    ``timings`` records the bring-up phases (``build``: namespaces, veths, HTB; ``processes``:
+    switch processes until every gRPC port listens) in seconds.
+    """
+
+    def __init__(self, spec: FabricSpec, target: str = "p4switch",
+                 run_dir: str | Path | None = None, pcap: bool = False,
+                 log_level: str = "warn", lock_timeout: float = 0.0,
+                 ready_timeout: float = 60.0) -> None:
+        if target not in TARGETS:
+            raise TopoError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
+        if target == "bmv2" and (missing := BMv2Switch.missing_tools()):
+            raise TopoError(f"target bmv2 needs {' and '.join(missing)} on PATH "
+                            "(bash ../shared/p4tools/install.sh; "
+                            "export PATH=/opt/p4tools/bin:$PATH)")
+        spec.validate()
+        self.spec = spec
+        self.target = target
+        self.pcap = pcap
+        self.log_level = log_level
+        self.ready_timeout = ready_timeout
+        self.lock = FabricLock(timeout=lock_timeout)
+        self._run_dir_arg = run_dir
+        self.run: RunDir | None = None
+        self.net: Mininet | None = None
+        self.timings: dict[str, float] = {}
+
+    # ---- life cycle ---------------------------------------------------------------------------
+    @property
+    def run_dir(self) -> Path:
+        if self.run is None:
+            raise TopoError("fabric not started")
+        return self.run.path
+
+    def start(self) -> FabricNet:
+        self.lock.acquire()
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        setLogLevel("warning")
+        self.run = RunDir.create(self.spec.name, self._run_dir_arg)
+        t0 = time.monotonic()
+        switch_cls = functools.partial(TARGETS[self.target], run_dir=self.run.path,
+                                       pcap=self.pcap, log_level=self.log_level)
+        self.net = Mininet(topo=SpecTopo(self.spec), switch=switch_cls, host=P4Host,
+                           link=FabricLink, controller=None, build=False, autoSetMacs=False)
+        # record what the build creates as it goes: a failure half-way is still undoable
+        self.run.record_intfs([f"{lk.a if lk.a in self.spec.switches else lk.b}"
+                               f"-eth{lk.a_port if lk.a in self.spec.switches else lk.b_port}"
+                               for lk in self.spec.links])
+        self.net.build()
+        for node in (*self.net.hosts, *self.net.switches):
+            self.run.record_pid(f"{node.name}.shell", node.pid)
+        t1 = time.monotonic()
+        self.net.start()
+        for sw in self.switches:
+            self.run.record_pid(sw.name, sw.proc_pid)
+        for sw in self.switches:
+            sw.wait_ready(max(1.0, self.ready_timeout - (time.monotonic() - t1)))
+        t2 = time.monotonic()
+        self.timings = {"build": t1 - t0, "processes": t2 - t1}
+        self.run.write_manifest({
+            "name": self.spec.name, "kind": self.spec.kind, "target": self.target,
+            "switches": {s.name: {"grpc_addr": s.grpc_addr, "device_id": s.device_id,
+                                  "thrift_port": s.thrift_port, "role": s.role}
+                         for s in self.spec.switches.values()},
+            "hosts": {h.name: h.ip for h in self.spec.hosts.values()},
+        })
+
+    def stop(self) -> None:
+        """Switch processes first (so none sees its ports vanish), then Mininet's links,
+        hosts and helper shells; then the records and the lock."""
+        try:
+            if self.net is not None:
+                for sw in self.switches:  # SIGTERM all first: they shut down in parallel
+                    if sw.proc is not None and sw.proc.poll() is None:
+                        sw.proc.terminate()
+                for sw in self.switches:
+                    sw.kill_process()
+                self.net.stop()
+                self.net = None
+            if self.run is not None:
+                for node in list(self.run.pids()):
+                    if node != "launcher":
+                        self.run.forget_pid(node)
+                (self.run.path / "intfs.txt").unlink(missing_ok=True)
+                self.run.forget_pid("launcher")
+        finally:
+            self.lock.release()
+
+    def __enter__(self) -> FabricNet:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- nodes --------------------------------------------------------------------------------
+    def _mn(self) -> Mininet:
+        if self.net is None:
+            raise TopoError("fabric not started")
+        return self.net
+
+    @property
+    def hosts(self) -> list:
+        return self._mn().hosts
+
+    @property
+    def switches(self) -> list[P4Switch]:
+        return self.net.switches if self.net is not None else []
+
+    def get(self, name: str):
+        try:
+            return self._mn()[name]
+        except KeyError:
+            raise TopoError(f"no node {name!r} in {self.spec.name}") from None
+
+    def host_ips(self) -> list[str]:
+        return [h.ip for h in self.spec.hosts.values()]
+
+    # ---- run-time changes ---------------------------------------------------------------------
+    def _check_linked(self, a: str, b: str) -> None:
+        if not self.spec.links_between(a, b):
+            raise TopoError(f"{a} and {b} are not linked")
+
+    def link_down(self, a: str, b: str) -> None:
+        """Physical failure: both interfaces of every a-b link down (the controller must
+        notice by itself)."""
+        self._check_linked(a, b)
+        self._mn().configLinkStatus(a, b, "down")
+
+    def link_up(self, a: str, b: str) -> None:
+        self._check_linked(a, b)
+        self._mn().configLinkStatus(a, b, "up")
+
+    def restart_switch(self, name: str, timeout: float = 30.0) -> None:
+        """Kill the switch's process (by PID) and start it again, empty: its P4Runtime state is
+        gone until the controller re-programs it."""
+        sw = self.get(name)
+        if not isinstance(sw, P4Switch):
+            raise TopoError(f"{name} is not a switch")
+        sw.kill_process()
+        sw.launch()
+        assert self.run is not None
+        self.run.record_pid(sw.name, sw.proc_pid)
+        sw.wait_ready(timeout)
+
+    def set_link_rate(self, a: str, b: str, mbps: float) -> None:
+        """Change an a-b link's rate at run time, both directions: switch ends through the
+        p4switch control socket, host ends by re-configuring HTB."""
+        from p4switch.control import ControlClient
+
+        if mbps <= 0:
+            raise TopoError("link rate must be > 0 Mbps")
+        links = self.spec.links_between(a, b)
+        if not links:
+            raise TopoError(f"{a} and {b} are not linked")
+        for lk in links:
+            for node in (lk.a, lk.b):
+                n = self.get(node)
+                if isinstance(n, BMv2Switch):
+                    raise TopoError("set_link_rate: BMv2 switches have no bits/s port rate")
+                if isinstance(n, P4Switch):
+                    with ControlClient(str(n.control_socket)) as c:
+                        c.set_port_rate(lk.port_of(node), mbps * 1e6)
+                    n.port_rates[lk.port_of(node)] = mbps
+                else:
+                    n.defaultIntf().config(bw=mbps)

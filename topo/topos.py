@@ -1,0 +1,54 @@
+"""Mininet ``Topo`` classes built from a :class:`~topo.spec.FabricSpec`.
+
+``SpecTopo(spec)`` adds every switch, host and link of the spec in ``build()`` with the spec's
+port numbers, so Mininet interface ``edge1-eth3`` is port 3 of ``edge1`` as the controller sees
+it. Node params carry the spec (role, pod, addresses) for the node classes in ``topo.nodes``.
+``FatTreeTopo`` and ``LeafSpineTopo`` only choose the generator.
+"""
+
+from __future__ import annotations
+
+from mininet.topo import Topo
+
+from .spec import FabricSpec, fat_tree, leaf_spine
+
+
+class SpecTopo(Topo):
+    """Every node and link of ``spec``; links carry ``bw`` (Mbps) for the host-side shaper."""
+
+    def __init__(self, spec: FabricSpec, **opts) -> None:
+        self.spec = spec
+        super().__init__(**opts)
+
+    def build(self, **_opts) -> None:
+        spec = self.spec
+        host_ips = tuple(h.ip for h in spec.hosts.values())
+        for sw in spec.switches.values():
+            self.addSwitch(sw.name, spec=sw, role=sw.role, pod=sw.pod,
+                           ports=spec.ports(sw.name), port_rates=self.port_rates(sw.name),
+                           dpid=f"{sw.device_id:016x}")
+        for h in spec.hosts.values():
+            self.addHost(h.name, spec=h, ip=f"{h.ip}/{h.prefixlen}", mac=h.mac, pod=h.pod,
+                         peers=host_ips)
+        for lk in spec.links:
+            self.addLink(lk.a, lk.b, port1=lk.a_port, port2=lk.b_port, bw=lk.bw_mbps)
+
+    def port_rates(self, switch: str) -> dict[int, float]:
+        """Link rate (Mbps) of each port of ``switch`` that has one."""
+        return {lk.port_of(switch): lk.bw_mbps for lk in self.spec.node_links(switch)
+                if lk.bw_mbps}
+
+
+class FatTreeTopo(SpecTopo):
+    """k-ary fat-tree (Al-Fares et al.): 5k²/4 switches, k³/4 hosts."""
+
+    def __init__(self, k: int = 4, bw_mbps: float | None = None, **opts) -> None:
+        super().__init__(fat_tree(k, bw_mbps), **opts)
+
+
+class LeafSpineTopo(SpecTopo):
+    """Two-tier Clos, ``uplinks`` parallel links between every leaf and spine."""
+
+    def __init__(self, leaves: int = 4, spines: int = 2, hosts_per_leaf: int = 2,
+                 uplinks: int = 1, bw_mbps: float | None = None, **opts) -> None:
+        super().__init__(leaf_spine(leaves, spines, hosts_per_leaf, uplinks, bw_mbps), **opts)
