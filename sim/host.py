@@ -1,0 +1,447 @@
+"""A simulated host: runs its ranks' schedule programs with traffic/transport.py in virtual time.
+
+It does what traffic/agent.py's HostAgent does on Mininet — post a step's sends, segment each
+into packets with the transport's SenderFlow, answer data with (S)ACKs from ReceiverFlow, step
+when every receive arrived and every send was acknowledged — but events replace the polling loop
+and the NIC replaces the pacer: one frame at a time onto the host link at its rate, pending ACKs
+first, then data round-robin over the flows that may send. The only addition is congestion
+control: each flow's window follows sim.congestion.DctcpWindow on the CE echoes its ACKs carry
+(sim.frames), so ECN marks from fabric.p4 slow senders down.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from topo.spec import HostSpec
+from traffic.metrics import FlowRecord, RankMetrics, RecvRecord, StepRecord
+from traffic.packet import ACK, F_ACK, F_LAST, F_NACK, F_RETX, HDR, ROCEV2_PORT, entropy_port
+from traffic.schedules import Schedule
+from traffic.transport import Ack, ReceiverFlow, SenderFlow, TransportConfig
+
+from . import frames
+from .congestion import DctcpWindow
+from .events import EventLoop
+from .link import Link
+
+if TYPE_CHECKING:
+    from .switch import Receive
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """``ecn``: send ECT(0) and follow a DCTCP window (False: the transport's fixed window, and
+    frames exactly as the agent's); ``init_window``: packets (None: the transport's window);
+    ``tick_us``: timer granularity for RTOs and delayed ACKs (the agent's 0.5 ms)."""
+
+    transport: TransportConfig = field(default_factory=TransportConfig)
+    qps: int = 1
+    ecn: bool = True
+    init_window: int | None = None
+    tick_us: float = 500.0
+
+
+@functools.cache
+def _with_window(cfg: TransportConfig, window: int) -> TransportConfig:
+    return dataclasses.replace(cfg, window=window)
+
+
+class _Tx:
+    __slots__ = ("flow", "rank", "dst", "step", "collective", "s", "cc", "prefixes", "posted",
+                 "dst_host")
+
+    def __init__(self, flow: int, rank: int, dst: int, step: int, collective: int,
+                 s: SenderFlow, cc: DctcpWindow | None, posted: float, dst_host: SimHost) -> None:
+        self.flow, self.rank, self.dst, self.step, self.collective = flow, rank, dst, step, \
+            collective
+        self.s, self.cc, self.posted, self.dst_host = s, cc, posted, dst_host
+        self.prefixes: dict[tuple[int, int], bytes] = {}
+
+
+class _Rx:
+    __slots__ = ("r", "src", "dst", "ce", "peer")
+
+    def __init__(self, r: ReceiverFlow, src: int, dst: int, peer: SimHost) -> None:
+        self.r, self.src, self.dst, self.ce, self.peer = r, src, dst, 0, peer
+
+
+_IDLE, _COMPUTE, _RUNNING = 0, 1, 2
+
+
+class _Rank:
+    """A rank's place in its program; ``waiting``: flows the running step still needs (its
+    receives, and its sends unless the step does not wait for them); ``open_sends``: network
+    sends not yet fully acknowledged (a rank is finished only when that is 0)."""
+
+    __slots__ = ("rank", "pos", "phase", "ready_at", "compute_start", "step_start", "done",
+                 "metrics", "waiting", "open_sends")
+
+    def __init__(self, rank: int, metrics: RankMetrics) -> None:
+        self.rank, self.pos, self.phase, self.ready_at = rank, 0, _IDLE, 0.0
+        self.compute_start = self.step_start = 0.0
+        self.done = False
+        self.metrics = metrics
+        self.waiting: set[int] = set()
+        self.open_sends = 0
+
+
+class Job:
+    """What the hosts of one run share: the schedule, where each rank runs, the config."""
+
+    def __init__(self, schedule: Schedule, rank_hosts: list[SimHost], cfg: HostConfig) -> None:
+        self.s = schedule
+        self.rank_hosts = rank_hosts
+        self.cfg = cfg
+        self.flows = schedule.flow_index()
+        self.ranks_left = schedule.ranks
+
+
+class SimHost:
+    """One host of the fabric; ``connect`` gives it its link to the edge switch."""
+
+    def __init__(self, spec: HostSpec, loop: EventLoop) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.ip = spec.ip
+        self.mac = spec.mac
+        self.gw_mac = spec.gateway_mac or "00:00:00:00:00:00"
+        self.loop = loop
+        self.link: Link | None = None
+        self._peer: Receive | None = None
+        self._peer_port = 0
+        self.job: Job | None = None
+        self.ranks: list[_Rank] = []
+        self._rank: dict[int, _Rank] = {}
+        self.tx: dict[int, _Tx] = {}
+        self.rx: dict[int, _Rx] = {}
+        self.local_done: dict[int, float] = {}
+        self._active: deque[_Tx] = deque()
+        self._acks: deque[bytes] = deque()
+        self._ack_prefix: dict[str, bytes] = {}
+        self._rx_pending: set[int] = set()
+        self._finished_tx: set[int] = set()
+        self._nic_free = 0.0
+        self._tx_scheduled = False
+        self._tick_scheduled = False
+        self._zeros = b""
+        self.frames_sent = 0
+        self.bytes_sent = 0
+        self.frames_received = 0
+        self.bad_frames = 0
+
+    def connect(self, link: Link, peer_receive: Receive, peer_port: int) -> None:
+        self.link, self._peer, self._peer_port = link, peer_receive, peer_port
+
+    def add_rank(self, rank: int, job: Job) -> None:
+        self.job = job
+        self._zeros = bytes(job.cfg.transport.mss)
+        m = RankMetrics(rank=rank, host=self.name, job=job.s.job, schedule=job.s.name,
+                        transport="sim")
+        st = _Rank(rank, m)
+        self.ranks.append(st)
+        self._rank[rank] = st
+
+    def start(self, now: float) -> None:
+        if self.ranks:
+            self._advance(now)
+
+    # -- NIC ---------------------------------------------------------------------------------
+    def _kick(self, now: float) -> None:
+        if self._tx_scheduled:
+            return
+        if self._nic_free > now:
+            self._tx_scheduled = True
+            self.loop.schedule(self._nic_free, self._tx_event)
+            return
+        self._send(now)
+
+    def _tx_event(self, now: float, _: Any) -> None:
+        self._tx_scheduled = False
+        self._send(now)
+
+    def _send(self, now: float) -> None:
+        frame = self._acks.popleft() if self._acks else self._next_data(now)
+        if frame is None:
+            return
+        link = self.link
+        assert link is not None and self._peer is not None
+        n = len(frame)
+        self.frames_sent += 1
+        self.bytes_sent += n
+        t = link.arrival_us(now, n)
+        if t is not None:
+            self.loop.schedule(t, self._peer, (self._peer_port, frame))
+        self._nic_free = now + n * link.us_per_byte
+        self._tx_scheduled = True
+        self.loop.schedule(self._nic_free, self._tx_event)
+
+    def _next_data(self, now: float) -> bytes | None:
+        active = self._active
+        job = self.job
+        for _ in range(len(active)):
+            f = active.popleft()
+            s = f.s
+            if s.done:
+                continue
+            active.append(f)
+            pkt = s.next_packet(now * 1e-6)
+            if pkt is None:
+                continue
+            seq, retx = pkt
+            assert job is not None
+            length = s.length(seq)
+            qp = seq % job.cfg.qps
+            prefix = f.prefixes.get((qp, length))
+            if prefix is None:
+                prefix = f.prefixes[(qp, length)] = frames.l2l3_header(
+                    self.mac, self.gw_mac, self.ip, f.dst_host.ip,
+                    entropy_port(job.s.job, f.rank, f.flow, qp), ROCEV2_PORT,
+                    HDR.size + length, frames.ECN_ECT0 if f.cc is not None else 0)
+            flags = (F_RETX if retx else 0) | (F_LAST if seq == s.npkts - 1 else 0)
+            return frames.data_frame(prefix, flags, job.s.job, f.rank, f.dst, f.step, qp, f.flow,
+                                     seq, s.npkts, length, self._zeros)
+        return None
+
+    # -- receive path ------------------------------------------------------------------------
+    def receive(self, now: float, arg: tuple[int, bytes]) -> None:
+        frame = arg[1]
+        self.frames_received += 1
+        job = self.job
+        if job is None or len(frame) < frames.HDR_AT + HDR.size:
+            self.bad_frames += 1
+            return
+        (_v, flags, jid, src, dst, _step, _qp, flow, seq, npkts, length,
+         resv) = HDR.unpack_from(frame, frames.HDR_AT)
+        if jid != job.s.job:
+            self.bad_frames += 1
+            return
+        now_s = now * 1e-6
+        if flags & F_ACK:
+            f = self.tx.get(flow)
+            if f is None or len(frame) < frames.ACK_FRAME_LEN:
+                self.bad_frames += 1
+                return
+            cum, base, sack = ACK.unpack_from(frame, frames.ACK_AT)
+            s = f.s
+            before = s.n_acked
+            s.on_ack(Ack(cum, base, sack, bool(flags & F_NACK)), now_s)
+            if f.cc is not None:
+                f.cc.on_ack(s.n_acked - before, resv)
+                w = min(f.cc.window, job.cfg.transport.window)
+                if w != s.cfg.window:
+                    s.cfg = _with_window(job.cfg.transport, w)
+            if s.done and f.rank in self._rank:
+                st = self._rank[f.rank]
+                if flow not in self._finished_tx:
+                    self._finished_tx.add(flow)
+                    st.open_sends -= 1
+                    self._flow_done(st, flow, now)
+            self._kick(now)
+            return
+        x = self.rx.get(flow)
+        if x is None:
+            info = job.flows.get(flow)
+            if info is None or info[0] != src or info[1].dst != dst:
+                self.bad_frames += 1
+                return
+            x = self.rx[flow] = _Rx(ReceiverFlow(npkts, job.cfg.transport), src, dst,
+                                    job.rank_hosts[src])
+        if frame[frames.TOS_AT] & frames.ECN_MASK == frames.ECN_CE:
+            x.ce += 1
+        new, acks = x.r.on_data(seq, length, bool(flags & F_RETX), now_s)
+        if acks:
+            self._queue_acks(x, flow, acks)
+            self._kick(now)
+        if x.r.ack_pending:
+            self._rx_pending.add(flow)
+            self._ensure_tick(now)
+        if new and x.r.done:
+            st = self._rank.get(x.dst)
+            if st is not None:
+                self._flow_done(st, flow, now)
+
+    def _queue_acks(self, x: _Rx, flow: int, acks: list[Ack]) -> None:
+        job = self.job
+        assert job is not None
+        peer = x.peer
+        prefix = self._ack_prefix.get(peer.ip)
+        if prefix is None:
+            prefix = self._ack_prefix[peer.ip] = frames.ack_prefix(self.mac, self.gw_mac,
+                                                                   self.ip, peer.ip)
+        for a in acks:
+            self._acks.append(frames.ack_frame(prefix, job.s.job, x.dst, x.src, flow, a.cum,
+                                               a.base, a.sack, a.nack, x.ce))
+            x.ce = 0
+
+    # -- timers ------------------------------------------------------------------------------
+    def _ensure_tick(self, now: float) -> None:
+        if not self._tick_scheduled and self.job is not None:
+            self._tick_scheduled = True
+            self.loop.schedule(now + self.job.cfg.tick_us, self._tick)
+
+    def _tick(self, now: float, _: Any) -> None:
+        self._tick_scheduled = False
+        now_s = now * 1e-6
+        for f in self._active:
+            f.s.on_tick(now_s)
+        for flow in list(self._rx_pending):
+            x = self.rx[flow]
+            acks = x.r.on_tick(now_s)
+            if acks:
+                self._queue_acks(x, flow, acks)
+            if not x.r.ack_pending:
+                self._rx_pending.discard(flow)
+        self._kick(now)
+        if self._rx_pending or any(not f.s.done for f in self._active):
+            self._ensure_tick(now)
+
+    # -- programs ----------------------------------------------------------------------------
+    def _wake(self, now: float, _: Any) -> None:
+        self._advance(now)
+
+    def _recv_done(self, flow: int) -> bool:
+        if flow in self.local_done:
+            return True
+        x = self.rx.get(flow)
+        return x is not None and x.r.done
+
+    def _flow_done(self, st: _Rank, flow: int, now: float) -> None:
+        """``flow`` (a receive or send of rank ``st``) completed; step on if nothing is left."""
+        w = st.waiting
+        if flow in w:
+            w.discard(flow)
+            if not w:
+                self._advance(now)
+        elif st.pos >= len(self.job.s.programs[st.rank]) and not st.open_sends:  # type: ignore[union-attr]
+            self._advance(now)
+
+    def _advance(self, now: float) -> None:
+        job = self.job
+        assert job is not None
+        now_s = now * 1e-6
+        for st in self.ranks:
+            prog = job.s.programs[st.rank]
+            while not st.done:
+                if st.pos >= len(prog):
+                    if st.open_sends:
+                        break
+                    st.done = True
+                    st.metrics.finish = now_s
+                    job.ranks_left -= 1
+                    if job.ranks_left == 0:
+                        self.loop.stop()  # the job is over; stray timers need not run
+                    break
+                step = prog[st.pos]
+                if st.phase == _IDLE:
+                    st.phase = _COMPUTE
+                    st.compute_start = now
+                    ready = now + step.compute_us
+                    if step.at_us is not None:
+                        ready = max(ready, step.at_us)
+                    st.ready_at = ready
+                    if ready > now:
+                        self.loop.schedule(ready, self._wake)
+                        break
+                if st.phase == _COMPUTE:
+                    if now < st.ready_at:
+                        break
+                    st.phase = _RUNNING
+                    st.step_start = now
+                    self._post(st, now)
+                    st.waiting = {x.flow for x in step.recvs if not self._recv_done(x.flow)}
+                    if step.wait_sends:
+                        st.waiting.update(x.flow for x in step.sends
+                                          if x.flow not in self.local_done
+                                          and x.flow not in self._finished_tx)
+                if st.phase == _RUNNING:
+                    if st.waiting:
+                        break
+                    st.metrics.steps.append(StepRecord(
+                        rank=st.rank, step=st.pos, label=step.label, collective=step.collective,
+                        compute_start=st.compute_start * 1e-6, start=st.step_start * 1e-6,
+                        finish=now_s))
+                    st.pos += 1
+                    st.phase = _IDLE
+
+    def _post(self, st: _Rank, now: float) -> None:
+        job = self.job
+        assert job is not None
+        step = job.s.programs[st.rank][st.pos]
+        if st.metrics.start is None:
+            st.metrics.start = now * 1e-6
+        posted = False
+        for snd in step.sends:
+            dst_host = job.rank_hosts[snd.dst]
+            if dst_host is self:
+                self.local_done[snd.flow] = now
+                continue
+            s = SenderFlow(snd.bytes, job.cfg.transport)
+            cc = None
+            if job.cfg.ecn:
+                cc = DctcpWindow(job.cfg.transport.window,
+                                 float(job.cfg.init_window or job.cfg.transport.window))
+                s.cfg = _with_window(job.cfg.transport, cc.window)
+            f = _Tx(snd.flow, st.rank, snd.dst, st.pos, step.collective, s, cc, now, dst_host)
+            self.tx[snd.flow] = f
+            self._active.append(f)
+            st.open_sends += 1
+            posted = True
+        if posted:
+            self._ensure_tick(now)
+            self._kick(now)
+        # a send to a rank on this host is a receive done there: tell that rank (later, so
+        # this rank's bookkeeping is complete first)
+        for snd in step.sends:
+            if snd.flow in self.local_done:
+                other = self._rank[snd.dst]
+                self.loop.schedule(now, self._local_arrival, (other, snd.flow))
+
+    def _local_arrival(self, now: float, arg: tuple[_Rank, int]) -> None:
+        self._flow_done(arg[0], arg[1], now)
+
+    # -- results -----------------------------------------------------------------------------
+    def results(self) -> list[RankMetrics]:
+        """Every local rank's metrics in the agent's record types (times: virtual seconds)."""
+        job = self.job
+        if job is None:
+            return []
+        by_rank = {st.rank: st.metrics for st in self.ranks}
+        for m in by_rank.values():
+            m.flows.clear()
+            m.received.clear()
+        for f in self.tx.values():
+            s = f.s
+            by_rank[f.rank].flows.append(FlowRecord(
+                flow=f.flow, src=f.rank, dst=f.dst, step=f.step, collective=f.collective,
+                bytes=s.nbytes, packets=s.npkts, packets_sent=s.packets_sent,
+                posted=f.posted * 1e-6, start=s.start, finish=s.finish,
+                retransmissions=s.retransmissions, timeouts=s.timeouts, nacks=s.nacks,
+                acked_packets=s.n_acked))
+        for flow, t in self.local_done.items():
+            src, snd = job.flows[flow]
+            if src in by_rank:
+                by_rank[src].flows.append(FlowRecord(
+                    flow=flow, src=src, dst=snd.dst, step=-1, collective=-1, bytes=snd.bytes,
+                    packets=0, packets_sent=0, posted=t * 1e-6, start=t * 1e-6,
+                    finish=t * 1e-6, local=True))
+        for flow, x in self.rx.items():
+            st_ = x.r.stats
+            by_rank[x.dst].received.append(RecvRecord(
+                flow=flow, src=x.src, dst=x.dst, bytes=x.r.bytes, packets=x.r.npkts,
+                packets_received=x.r.received, arrivals=st_.packets, duplicates=st_.duplicates,
+                reordered=st_.reordered,
+                reorder_distance={int(k): v for k, v in sorted(st_.reorder_distance.items())},
+                start=x.r.start, finish=x.r.finish))
+        out = []
+        for st in self.ranks:
+            m = st.metrics
+            m.completed = st.done
+            if not st.done and m.error is None:
+                m.error = "did not finish before the simulation ended"
+            m.collectives = m.collective_times(job.s)
+            out.append(m)
+        return out

@@ -1,0 +1,198 @@
+"""A FabricSpec as a simulated network: switches running fabric.p4, hosts, links, one clock.
+
+The fabric is programmed exactly as the emulated one: ``controller.routing.
+compute_fabric_entries`` computes the entries, ``controller.pipeline_target.install_on_pipeline``
+writes them into each switch's Pipeline. The program is compiled once per process; every switch
+gets its own Pipeline object (its own tables, registers, counters). A link failure at time t
+cuts the link then, and — like the controller's failure loop, ``reroute_after_us`` later — the
+entries are recomputed without it and the difference is applied to every switch.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from p4switch import ir
+from p4switch.pipeline import Pipeline
+from p4switch.queues import DEFAULT_QUEUE_DEPTH
+from topo.spec import CPU_PORT, FabricSpec
+from traffic.schedules import Schedule
+
+from .events import EventLoop
+from .host import HostConfig, Job, SimHost
+from .link import Link
+from .results import SimResult
+from .switch import SimSwitch
+
+FABRIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "fabric.p4"
+DROP_PORT = 511
+
+
+@functools.cache
+def fabric_program(path: str = str(FABRIC_P4)) -> ir.Program:
+    """The P4 program compiled by p4switch's front end, once per process."""
+    from p4switch.frontend import compile_file
+
+    return compile_file(path)
+
+
+@dataclass(frozen=True)
+class LinkFailure:
+    """Link(s) between ``a`` and ``b`` go down at ``at_us``; the fabric routes around them
+    ``reroute_after_us`` later (None: never — the data plane alone must cope)."""
+
+    a: str
+    b: str
+    at_us: float
+    reroute_after_us: float | None = 1000.0
+
+
+@dataclass
+class SimConfig:
+    """Everything but topology, scheme and workload. ``rate_bps`` overrides every link's
+    ``bw_mbps`` (None: use the spec; a spec link without a rate is then unlimited)."""
+
+    rate_bps: float | None = None
+    prop_delay_us: float = 1.0
+    queue_depth: int = DEFAULT_QUEUE_DEPTH
+    ecn_threshold: int | None = 20
+    host: HostConfig = field(default_factory=HostConfig)
+    fast_path: bool = True
+    seed: int = 0
+    record_ingress: bool = False
+    """Keep every (switch, time, port, frame) arriving at a switch: for fidelity tests."""
+
+
+class SimNetwork:
+    """Build with a spec and a scheme (name or controller.schemes.Scheme), then ``run``."""
+
+    def __init__(self, spec: FabricSpec, scheme: Any = "ecmp", config: SimConfig | None = None,
+                 program: ir.Program | None = None) -> None:
+        from controller.routing import compute_fabric_entries
+
+        self.spec = spec
+        self.scheme = scheme
+        self.cfg = config or SimConfig()
+        self.loop = EventLoop()
+        t0 = time.perf_counter()
+        prog = program or fabric_program()
+        self.switches: dict[str, SimSwitch] = {}
+        for name, sw in spec.switches.items():
+            pipe = Pipeline(prog, drop_port=DROP_PORT, cpu_port=CPU_PORT,
+                            seed=self.cfg.seed * 100_003 + sw.device_id)
+            self.switches[name] = SimSwitch(name, pipe, self.loop, self.cfg.queue_depth,
+                                            self.cfg.fast_path)
+        self.build_s = time.perf_counter() - t0
+        self.hosts: dict[str, SimHost] = {n: SimHost(h, self.loop) for n, h in spec.hosts.items()}
+        self.ingress_log: list[tuple[str, float, int, bytes]] = []
+        if self.cfg.record_ingress:
+            for sw in self.switches.values():
+                sw.receive = self._recorder(sw)  # type: ignore[method-assign]
+        self.links: list[tuple[Link, Link]] = []
+        for lk in spec.links:
+            rate = self.cfg.rate_bps or (lk.bw_mbps * 1e6 if lk.bw_mbps else None)
+            ab = Link(lk.a, lk.a_port, lk.b, lk.b_port, rate, self.cfg.prop_delay_us)
+            ba = Link(lk.b, lk.b_port, lk.a, lk.a_port, rate, self.cfg.prop_delay_us)
+            self._attach(ab)
+            self._attach(ba)
+            self.links.append((ab, ba))
+        t0 = time.perf_counter()
+        self._failed: set[frozenset[str]] = set()
+        self.entries = compute_fabric_entries(spec, scheme, ecn_threshold=self.cfg.ecn_threshold)
+        self._install_all()
+        self.install_s = time.perf_counter() - t0
+        self.events: list[tuple[float, str]] = []
+
+    def _recorder(self, sw: SimSwitch) -> Any:
+        inner = sw.receive
+        log = self.ingress_log
+
+        def receive(now: float, arg: tuple[int, bytes]) -> None:
+            log.append((sw.name, now, arg[0], arg[1]))
+            inner(now, arg)
+
+        return receive
+
+    def _node_receive(self, name: str) -> Any:
+        sw = self.switches.get(name)
+        return sw.receive if sw is not None else self.hosts[name].receive
+
+    def _attach(self, link: Link) -> None:
+        peer = self._node_receive(link.dst)
+        if link.src in self.switches:
+            self.switches[link.src].connect(link.src_port, link, peer, link.dst_port)
+        else:
+            self.hosts[link.src].connect(link, peer, link.dst_port)
+
+    def _install_all(self) -> None:
+        from controller.pipeline_target import install_on_pipeline
+
+        for name, sw in self.switches.items():
+            install_on_pipeline(sw.pipe, self.entries[name])
+
+    # -- failures ---------------------------------------------------------------------------
+    def fail_link(self, failure: LinkFailure) -> None:
+        """Schedule a failure (call before or during ``run``)."""
+        self.loop.schedule(failure.at_us, self._cut, failure)
+
+    def _links_between(self, a: str, b: str) -> list[Link]:
+        return [d for pair in self.links for d in pair if {d.src, d.dst} == {a, b}]
+
+    def _cut(self, now: float, f: LinkFailure) -> None:
+        found = self._links_between(f.a, f.b)
+        if not found:
+            raise KeyError(f"no link {f.a}-{f.b} in {self.spec.name}")
+        for d in found:
+            d.fail(now)
+        self.events.append((now, f"link {f.a}-{f.b} down"))
+        if f.reroute_after_us is not None:
+            self.loop.schedule(now + f.reroute_after_us, self._reroute, frozenset((f.a, f.b)))
+
+    def _reroute(self, now: float, pair: frozenset[str]) -> None:
+        from controller.entries import diff_entries
+        from controller.pipeline_target import apply_diff_on_pipeline
+        from controller.routing import compute_fabric_entries
+
+        self._failed.add(pair)
+        new = compute_fabric_entries(self.spec, self.scheme, self._failed,
+                                     ecn_threshold=self.cfg.ecn_threshold)
+        changed = 0
+        for name, sw in self.switches.items():
+            d = diff_entries(self.entries[name].entries, new[name].entries)
+            changed += apply_diff_on_pipeline(sw.pipe, d)
+        self.entries = new
+        self.events.append((now, f"rerouted around {'-'.join(sorted(pair))}: "
+                                 f"{changed} entries changed"))
+
+    # -- running ----------------------------------------------------------------------------
+    def place(self, schedule: Schedule) -> list[SimHost]:
+        """Rank -> host: the schedule's placement, else rank r on the r-th host of the spec."""
+        names = schedule.placement or list(self.spec.hosts)[:schedule.ranks]
+        if len(names) < schedule.ranks:
+            raise ValueError(f"{schedule.ranks} ranks but only {len(self.spec.hosts)} hosts "
+                             f"in {self.spec.name} (give the schedule a placement)")
+        try:
+            return [self.hosts[n] for n in names]
+        except KeyError as e:
+            raise ValueError(f"placement names unknown host {e.args[0]!r}") from None
+
+    def run(self, schedule: Schedule, until_us: float = 10e6,
+            failures: Iterable[LinkFailure] = ()) -> SimResult:
+        """Run one job to completion (or ``until_us`` of virtual time)."""
+        rank_hosts = self.place(schedule)
+        job = Job(schedule, rank_hosts, self.cfg.host)
+        for r, h in enumerate(rank_hosts):
+            h.add_rank(r, job)
+        for f in failures:
+            self.fail_link(f)
+        t0 = time.perf_counter()
+        for h in dict.fromkeys(rank_hosts):
+            h.start(0.0)
+        end = self.loop.run(until=until_us)
+        wall = time.perf_counter() - t0
+        return SimResult.collect(self, job, end, wall)

@@ -1,0 +1,125 @@
+"""What a simulation run reports: per-rank metrics in traffic.metrics' types, job-wide CCTs,
+the switches' LB member counters (as the controller reads them on Mininet) and run statistics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from traffic.metrics import RankMetrics
+
+if TYPE_CHECKING:
+    from .host import Job
+    from .network import SimNetwork
+
+LB_MAX_MEMBERS = 64
+LB_MEMBER_CTR = "MyIngress.lb_member_ctr"
+LB_MEMBER = "MyIngress.lb_member"
+
+
+@dataclass
+class SimResult:
+    ranks: list[RankMetrics]
+    collectives: list[dict[str, Any]]
+    """One per collective: id, name, start, finish, cct (seconds, job-wide)."""
+    end_us: float
+    wall_s: float
+    packet_hops: int
+    """Packets that entered a switch (each switch traversal counts once)."""
+    fast_hops: int
+    events: int
+    tail_drops: int
+    pipeline_drops: int
+    link_losses: int
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.ranks) and all(r.completed for r in self.ranks)
+
+    @property
+    def cct_s(self) -> float | None:
+        """Completion time of the whole job: first step start to last step finish."""
+        if not self.collectives:
+            return None
+        return max(c["finish"] for c in self.collectives) - min(c["start"]
+                                                                for c in self.collectives)
+
+    @property
+    def hops_per_s(self) -> float:
+        return self.packet_hops / self.wall_s if self.wall_s > 0 else 0.0
+
+    def flows(self) -> pd.DataFrame:
+        rows = [{**{k: getattr(f, k) for k in ("flow", "src", "dst", "step", "collective",
+                                                 "bytes", "packets", "packets_sent", "posted",
+                                                 "start", "finish", "retransmissions",
+                                                 "timeouts", "nacks", "local")},
+                 "fct": f.fct} for r in self.ranks for f in r.flows]
+        return pd.DataFrame(rows)
+
+    def received(self) -> pd.DataFrame:
+        rows = [{k: getattr(x, k) for k in ("flow", "src", "dst", "bytes", "packets",
+                                             "packets_received", "arrivals", "duplicates",
+                                             "reordered", "start", "finish")}
+                for r in self.ranks for x in r.received]
+        return pd.DataFrame(rows)
+
+    def summary(self) -> dict[str, Any]:
+        fl = self.flows()
+        net = fl[~fl["local"]] if len(fl) else fl
+        return {
+            "ok": self.ok, "cct_s": self.cct_s, "end_us": self.end_us,
+            "wall_s": round(self.wall_s, 3), "packet_hops": self.packet_hops,
+            "hops_per_s": round(self.hops_per_s), "fast_share": round(
+                self.fast_hops / self.packet_hops, 3) if self.packet_hops else 0.0,
+            "events": self.events, "tail_drops": self.tail_drops,
+            "pipeline_drops": self.pipeline_drops, "link_losses": self.link_losses,
+            "retransmissions": int(net["retransmissions"].sum()) if len(net) else 0,
+            "timeouts": int(net["timeouts"].sum()) if len(net) else 0,
+            "reordered": int(sum(x.reordered for r in self.ranks for x in r.received)),
+            "bytes_sent": int(sum(f.bytes for r in self.ranks for f in r.flows)),
+            "bytes_received": int(sum(x.bytes for r in self.ranks for x in r.received)),
+            **self.stats,
+        }
+
+    @classmethod
+    def collect(cls, net: SimNetwork, job: Job, end_us: float, wall_s: float) -> SimResult:
+        ranks = [m for h in dict.fromkeys(job.rank_hosts) for m in h.results()]
+        ranks.sort(key=lambda m: m.rank)
+        colls: dict[int, dict[str, Any]] = {}
+        for m in ranks:
+            for c in m.collectives:
+                x = colls.setdefault(c["collective"], dict(c))
+                x["start"] = min(x["start"], c["start"])
+                x["finish"] = max(x["finish"], c["finish"])
+        for c in colls.values():
+            c["cct"] = c["finish"] - c["start"]
+        sws = net.switches.values()
+        return cls(
+            ranks=ranks, collectives=[colls[k] for k in sorted(colls)], end_us=end_us,
+            wall_s=wall_s, packet_hops=sum(s.packets_in for s in sws),
+            fast_hops=sum(s.fast_packets for s in sws), events=net.loop.events_run,
+            tail_drops=sum(s.tail_drops() for s in sws),
+            pipeline_drops=sum(s.pipeline_drops for s in sws),
+            link_losses=sum(d.lost_packets for pair in net.links for d in pair),
+            stats={"switches": len(net.switches), "hosts": len(net.hosts),
+                   "build_s": round(net.build_s, 3), "install_s": round(net.install_s, 3)})
+
+
+def member_counters(net: SimNetwork) -> pd.DataFrame:
+    """lb_member_ctr of every installed (group, member index): switch, group, member, port,
+    packets, bytes — the rows ``FabricController.read_counters`` gives for that counter."""
+    rows = []
+    for name, sw in net.switches.items():
+        se = net.entries[name]
+        members = sorted((m["meta.lb.group_id"].value, m["meta.lb.member_idx"].value,
+                          e.params_dict["port"])
+                         for e in se.entries if e.table == LB_MEMBER
+                         for m in (e.match_dict,))
+        for gid, idx, port in members:
+            pk, by = sw.pipe.counter_read(LB_MEMBER_CTR, gid * LB_MAX_MEMBERS + idx)
+            rows.append({"switch": name, "group": gid, "member": idx, "port": port,
+                         "packets": pk, "bytes": by})
+    return pd.DataFrame(rows, columns=["switch", "group", "member", "port", "packets", "bytes"])
