@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from lark import Token, Tree
 
 from p4switch import ir
+from p4switch.frontend.compound import CompoundAssign
 from p4switch.frontend.errors import P4CompileError, unsupported
 from p4switch.frontend.preprocess import Preprocessed
 from p4switch.frontend.types import (
@@ -239,7 +240,10 @@ def _name(t: Tree | Token) -> str:
     return str(t.children[0])
 
 
-class Elaborator:
+class Elaborator(CompoundAssign):
+    """The one pass. Statements and expressions whose rule has a ``stmt_<rule>`` method
+    (defined here or in a per-concept mixin module) dispatch to it."""
+
     def __init__(self, pp: Preprocessed):
         self.pp = pp
         self.globals = Scope()
@@ -1644,6 +1648,9 @@ class Elaborator:
 
     def stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt | None:
         d = s.data
+        handler = getattr(self, f"stmt_{d}", None)
+        if handler is not None:
+            return handler(s, scope, ctx)
         loc = self.loc(s)
         if d == "empty_stmt":
             return None
@@ -2288,9 +2295,13 @@ class Elaborator:
 
     def binop(self, t: Tree, scope: Scope, ctx: BlockCtx) -> ir.Expr:
         lt, op_tok, rt = t.children
-        op = str(op_tok)
-        left = self.expr(lt, scope, ctx)
-        right = self.expr(rt, scope, ctx)
+        return self.binary(str(op_tok), self.expr(lt, scope, ctx), self.expr(rt, scope, ctx),
+                           lt, rt, t)
+
+    def binary(self, op: str, left: ir.Expr, right: ir.Expr, lt: Tree, rt: Tree,
+               t: Tree) -> ir.Expr:
+        """``left op right`` type-checked (and folded) as the spec's binary operators; the
+        trees locate errors."""
         loc = self.loc(t)
         if op in ("&&", "||"):
             for side, node in ((left, lt), (right, rt)):

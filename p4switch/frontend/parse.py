@@ -286,6 +286,10 @@ def _disambiguate(toks: list[Token]) -> list[Token]:
                 out.append(Token.new_borrow_pos("SHL", "<<", t))
                 i += 2
                 continue
+            if nxt is not None and nxt.type == "LE" and _adjacent(t, nxt):
+                out.append(Token.new_borrow_pos("COMPOUND_OP", "<<=", t))
+                i += 2
+                continue
             out.append(t)
             i += 1
             continue
@@ -297,6 +301,10 @@ def _disambiguate(toks: list[Token]) -> list[Token]:
                 continue
             if nxt is not None and nxt.type == "GT" and _adjacent(t, nxt):
                 out.append(Token.new_borrow_pos("SHR", ">>", t))
+                i += 2
+                continue
+            if nxt is not None and nxt.type == "GE" and _adjacent(t, nxt):
+                out.append(Token.new_borrow_pos("COMPOUND_OP", ">>=", t))
                 i += 2
                 continue
         out.append(t)

@@ -1,0 +1,39 @@
+"""Compound assignment ``lhs op= rhs`` (P4_16 spec, assignment statement: ``+= -= *= /= %=
+<<= >>= &= |= ^= |+|= |-|=``): ``lhs = lhs op rhs`` with ``lhs`` evaluated once.
+
+A mixin of ``Elaborator``: the statement dispatch calls ``stmt_<rule>`` for the rule.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING
+
+from lark import Tree
+
+from p4switch import ir
+
+if TYPE_CHECKING:  # pragma: no cover
+    from p4switch.frontend.elaborate import BlockCtx, Elaborator, Scope
+
+    _Base = Elaborator
+else:
+    _Base = object
+
+
+class CompoundAssign(_Base):
+    def stmt_compound_assign_stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt:
+        lhs_t, op_tok, rhs_t = s.children
+        op = str(op_tok)[:-1]
+        lhs = self.expr(lhs_t, scope, ctx)
+        self.check_lvalue(lhs, lhs_t, scope)
+        if not isinstance(lhs.type, ir.BitsType):
+            raise self.err(op_tok, f"'{op}=' needs a bit<W> or int<W> left side, not {lhs.type}")
+        # a run-time stack index on the left is evaluated once, before the right side
+        pre: list[ir.Stmt] = []
+        lhs = self.pin_lvalue(lhs, pre, ctx)
+        rhs = self.expr(rhs_t, scope, ctx)
+        value = self.binary(op, copy.deepcopy(lhs), rhs, lhs_t, rhs_t, s)
+        value = self.coerce(value, lhs.type, rhs_t, f"'{op}='")
+        assign = ir.Assign(lhs, value, loc=self.loc(s))
+        return ir.Block([*pre, assign], loc=self.loc(s)) if pre else assign
