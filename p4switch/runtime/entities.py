@@ -3,8 +3,17 @@
 Every write handler validates the whole update against the schema first (ids, bitwidths, match
 kinds, scopes), then performs exactly one pipeline state operation (which itself validates
 before changing anything), and returns an *undo* closure that restores the previous state —
-used to roll a batch back under ROLLBACK_ON_ERROR / DATAPLANE_ATOMIC. The caller holds the
-switch lock for the whole batch, so packets never see a half-applied Write.
+used to roll a batch back under ROLLBACK_ON_ERROR / DATAPLANE_ATOMIC. Entries are found by
+match + priority with one lookup (``table_get``), never by scanning a table, so a batch and its
+rollback cost O(1) per update.
+
+Two ways to run a batch (the server picks): with a ``TableBatch`` (only non-default table
+entries) the table writes are staged — validated outside the switch lock, committed under it,
+nothing to undo — and cookie changes wait in ``cookie_ops`` for ``apply_cookies``; otherwise
+each update is applied under the switch lock and returns its undo.
+
+Readers take what they need from the pipeline when called (the caller holds the switch lock
+for that) and return a generator that only encodes, which the caller runs after releasing it.
 """
 
 from __future__ import annotations
@@ -95,13 +104,16 @@ class Entities:
     """Write/read of every supported entity kind against one pipeline + schema."""
 
     def __init__(self, schema: Schema, pipeline: api.PipelineAPI, state: ServerState,
-                 *, want_undo: bool = True) -> None:
+                 *, want_undo: bool = True, batch: api.TableBatch | None = None) -> None:
         """``want_undo``: the caller may roll back (atomic batch), so handlers must capture the
-        previous state; without it, MODIFY/DELETE skip the lookup of the old entry."""
+        previous state; without it, MODIFY/DELETE skip the lookup of the old entry.
+        ``batch``: stage table-entry writes there instead of applying them."""
         self.schema = schema
         self.want_undo = want_undo
         self.pipe = pipeline
         self.state = state
+        self.batch = batch
+        self.cookie_ops: list[tuple[tuple[str, MatchKey], EntryCookie | None]] = []
         self._initial_defaults = {
             t.preamble.id: t.initial_default_action for t in schema.p4info.tables
         }
@@ -259,11 +271,17 @@ class Entities:
     # ========================================================================================
 
     def _find_entry(self, table: str, match, priority: int) -> api.TableEntry | None:
-        key = match_key(match, priority)
-        for e in _call(self.pipe.table_entries, table):
-            if match_key(e.match, e.priority) == key:
-                return e
-        return None
+        return _call(self.pipe.table_get, table, match, priority)
+
+    def apply_cookies(self) -> None:
+        """Store the cookies of a committed ``batch`` (None: the entry was deleted)."""
+        cookies = self.state.cookies
+        for key, cookie in self.cookie_ops:
+            if cookie is None:
+                cookies.pop(key, None)
+            else:
+                cookies[key] = cookie
+        self.cookie_ops = []
 
     def _direct_counter_data(self, te: p4runtime_pb2.TableEntry, t: TableInfo):
         if te.HasField("counter_data") and not t.direct_counter_id:
@@ -317,6 +335,9 @@ class Entities:
         meter = _meter_from(te.meter_config) if te.HasField("meter_config") else None
         ckey = (t.name, match_key(match, te.priority))
         cookie = EntryCookie(te.controller_metadata, te.metadata)
+        if self.batch is not None:
+            self._stage_table_entry(self.batch, utype, t, te, match, meter, ckey, cookie)
+            return _noop
 
         if utype == U.INSERT:
             entry = api.TableEntry(match=match, priority=te.priority, meter=meter)
@@ -381,6 +402,37 @@ class Entities:
             self.state.cookies[ckey] = old_cookie
         return undo_delete
 
+    def _stage_table_entry(self, b: api.TableBatch, utype: int, t: TableInfo,
+                           te: p4runtime_pb2.TableEntry, match: dict[str, api.MatchValue],
+                           meter: api.MeterConfig | None, ckey, cookie: EntryCookie) -> None:
+        """A table-entry INSERT/MODIFY/DELETE staged in ``b`` (validated now, applied at commit);
+        same semantics as the direct path below."""
+        counters = None
+        if te.HasField("counter_data"):
+            counters = (te.counter_data.packet_count, te.counter_data.byte_count)
+        if utype == U.INSERT:
+            entry = api.TableEntry(match=match, priority=te.priority, meter=meter)
+            self._table_action(t, te.action, entry)
+            _call(b.add, t.name, entry, counters)
+            self.cookie_ops.append((ckey, cookie))
+            return
+        old = _call(b.get, t.name, match, te.priority)
+        if old is None:
+            raise not_found(f"{t.name}: no entry with this match and priority")
+        if utype == U.MODIFY:
+            new = copy.deepcopy(old)
+            if te.HasField("action"):
+                new.action, new.params, new.member_id, new.group_id = None, {}, None, None
+                self._table_action(t, te.action, new)
+            new.meter = meter
+            _call(b.modify, t.name, new, counters)
+            self.cookie_ops.append((ckey, cookie))
+            return
+        if old.is_const:
+            raise permission_denied(f"{t.name}: const entries cannot be deleted")
+        _call(b.delete, t.name, match, te.priority)
+        self.cookie_ops.append((ckey, None))
+
     def _write_entry_counter(self, t: TableInfo, te: p4runtime_pb2.TableEntry,
                              match: dict[str, api.MatchValue],
                              restore: Callable[[], object]) -> None:
@@ -429,31 +481,42 @@ class Entities:
             tables = list(self.schema.tables.values())
         else:
             tables = [self.schema.table(te.table_id)]
+        snaps: list[tuple[TableInfo, Any]] = []
         for t in tables:
+            if te.is_default_action:
+                snaps.append((t, _call(self.pipe.table_get_default, t.name)))
+            elif te.table_id and len(te.match):
+                match = self.decode_match(t, te.match)
+                try:
+                    e = self.pipe.table_get(t.name, match, te.priority)
+                except api.StateError:  # e.g. no priority for a ternary table: matches nothing
+                    e = None
+                snaps.append((t, [e] if e is not None else []))
+            else:
+                snaps.append((t, _call(self.pipe.table_entries, t.name)))
+        return self._encode_table_entries(te, snaps)
+
+    def _encode_table_entries(self, te: p4runtime_pb2.TableEntry, snaps
+                              ) -> Iterator[p4runtime_pb2.Entity]:
+        for t, snap in snaps:
             with_counters = te.HasField("counter_data") and t.direct_counter_id != 0
             with_meter = te.HasField("meter_config") and t.direct_meter_id != 0
             if te.is_default_action:
-                d = _call(self.pipe.table_get_default, t.name)
                 ent = p4runtime_pb2.Entity()
                 out = ent.table_entry
                 out.table_id = t.id
                 out.is_default_action = True
-                if d.action:
-                    out.action.action.CopyFrom(self.encode_action(d.action, d.params))
+                if snap.action:
+                    out.action.action.CopyFrom(self.encode_action(snap.action, snap.params))
                 yield ent
                 continue
-            match_filter = None
-            if te.table_id and len(te.match):
-                match_filter = match_key(self.decode_match(t, te.match), te.priority)
             action_filter = 0
             if te.table_id and te.action.WhichOneof("type") == "action":
                 action_filter = te.action.action.action_id
-            for e in _call(self.pipe.table_entries, t.name):
-                mk = match_key(e.match, e.priority)
-                if match_filter is not None and mk != match_filter:
-                    continue
+            for e in snap:
                 if te.priority and e.priority != te.priority:
                     continue
+                mk = match_key(e.match, e.priority)
                 cookie = self.state.cookies.get((t.name, mk), EntryCookie())
                 if te.controller_metadata and cookie.controller_metadata != te.controller_metadata:
                     continue
@@ -544,8 +607,12 @@ class Entities:
     def read_members(self, m: p4runtime_pb2.ActionProfileMember):
         profs = ([self.schema.profile(m.action_profile_id)] if m.action_profile_id
                  else list(self.schema.profiles.values()))
-        for prof in profs:
-            for x in _call(self.pipe.act_prof_members, prof.name):
+        return self._encode_members(m, [(p, _call(self.pipe.act_prof_members, p.name))
+                                         for p in profs])
+
+    def _encode_members(self, m: p4runtime_pb2.ActionProfileMember, snaps):
+        for prof, members in snaps:
+            for x in members:
                 if m.member_id and x.member_id != m.member_id:
                     continue
                 ent = p4runtime_pb2.Entity()
@@ -558,10 +625,13 @@ class Entities:
     def read_groups(self, g: p4runtime_pb2.ActionProfileGroup):
         profs = ([self.schema.profile(g.action_profile_id)] if g.action_profile_id
                  else [p for p in self.schema.profiles.values() if p.with_selector])
-        for prof in profs:
-            if not prof.with_selector:
-                continue
-            for x in _call(self.pipe.act_prof_groups, prof.name):
+        return self._encode_groups(g, [(p, _call(self.pipe.act_prof_groups, p.name))
+                                       for p in profs if p.with_selector])
+
+    @staticmethod
+    def _encode_groups(g: p4runtime_pb2.ActionProfileGroup, snaps):
+        for prof, groups in snaps:
+            for x in groups:
                 if g.group_id and x.group_id != g.group_id:
                     continue
                 ent = p4runtime_pb2.Entity()
@@ -583,36 +653,57 @@ class Entities:
             raise invalid(f"{what} entries exist for every index: only MODIFY is valid")
 
     @staticmethod
-    def _index(has: bool, index: int, size: int, what: str) -> int:
+    def _indexes(has: bool, index: int, size: int, what: str) -> range:
+        """The cells a counter/meter/register entry names: one index, or all when the index is
+        unset (a wildcard, for reads and for MODIFY alike). A negative index is malformed
+        (INVALID_ARGUMENT); one past the array is OUT_OF_RANGE."""
         if not has:
-            raise invalid(f"{what}: a write needs an index")
-        if index < 0 or index >= size:
+            return range(size)
+        if index < 0:
+            raise invalid(f"{what}: index {index} is negative")
+        if index >= size:
             raise out_of_range(f"{what}: index {index} out of range 0..{size - 1}")
-        return index
+        return range(index, index + 1)
+
+    def _write_cells(self, info, idxs: range, read, write, value: tuple) -> Undo:
+        """Set every cell in ``idxs`` to ``value`` (``write(name, i, *value)``); the undo
+        restores each cell's old value (``read(name, i)``, a tuple or a scalar)."""
+        old = [_call(read, info.name, i) for i in idxs]
+        for i in idxs:
+            _call(write, info.name, i, *value)
+
+        def undo() -> None:
+            for i, v in zip(idxs, old, strict=True):
+                write(info.name, i, *(v if isinstance(v, tuple) else (v,)))
+        return undo
 
     def _write_counter(self, utype: int, c: p4runtime_pb2.CounterEntry) -> Undo:
         self._modify_only(utype, "counter")
         info = self.schema.counter(c.counter_id)
-        idx = self._index(c.HasField("index"), c.index.index, info.size, info.name)
-        old = _call(self.pipe.counter_read, info.name, idx)
-        _call(self.pipe.counter_write, info.name, idx, c.data.packet_count, c.data.byte_count)
-        return lambda: self.pipe.counter_write(info.name, idx, *old)
+        idxs = self._indexes(c.HasField("index"), c.index.index, info.size, info.name)
+        return self._write_cells(info, idxs, self.pipe.counter_read, self.pipe.counter_write,
+                                 (c.data.packet_count, c.data.byte_count))
 
-    def _read_cells(self, req, array_id: int, lookup, every: dict, kind: str, fill):
+    def _read_cells(self, req, array_id: int, lookup, every: dict, kind: str, value, put):
         """Entities of an indexed array (counter, meter, register): the request names one array
-        or all (id 0), one index or every index; fill(info, index, out) sets the cell's data."""
+        or all (id 0), one index or every index. ``value(info, i)`` reads a cell now (under
+        the caller's lock); the returned generator encodes them (``put(out, value)``)."""
         infos = [lookup(array_id)] if array_id else list(every.values())
+        snaps = []
         for info in infos:
-            if req.HasField("index"):
-                indexes = [self._index(True, req.index.index, info.size, info.name)]
-            else:
-                indexes = range(info.size)
-            for i in indexes:
+            idxs = self._indexes(req.HasField("index"), req.index.index, info.size, info.name)
+            snaps.append((info, [(i, value(info, i)) for i in idxs]))
+        return self._encode_cells(snaps, kind, put)
+
+    @staticmethod
+    def _encode_cells(snaps, kind: str, put):
+        for info, cells in snaps:
+            for i, v in cells:
                 ent = p4runtime_pb2.Entity()
                 out = getattr(ent, f"{kind}_entry")
                 setattr(out, f"{kind}_id", info.id)
                 out.index.index = i
-                fill(info, i, out)
+                put(out, v)
                 yield ent
 
     def _read_direct(self, te: p4runtime_pb2.TableEntry, kind: str, fill):
@@ -621,14 +712,20 @@ class Entities:
         attr, what = f"{kind}_id", kind.replace("_", " ")
         tables = ([self.schema.table(te.table_id)] if te.table_id else
                   [t for t in self.schema.tables.values() if getattr(t, attr)])
+        snaps = []
         for t in tables:
             if not getattr(t, attr):
                 raise invalid(f"{t.name} has no {what}")
-            want = (match_key(self.decode_match(t, te.match), te.priority)
-                    if te.table_id and len(te.match) else None)
-            for e in _call(self.pipe.table_entries, t.name):
-                if want is not None and match_key(e.match, e.priority) != want:
-                    continue
+            if te.table_id and len(te.match):
+                e = self._find_entry(t.name, self.decode_match(t, te.match), te.priority)
+                snaps.append((t, [e] if e is not None else []))
+            else:
+                snaps.append((t, _call(self.pipe.table_entries, t.name)))
+        return self._encode_direct(snaps, kind, fill)
+
+    def _encode_direct(self, snaps, kind: str, fill):
+        for t, entries in snaps:
+            for e in entries:
                 ent = p4runtime_pb2.Entity()
                 out = getattr(ent, f"{kind}_entry")
                 out.table_entry.table_id = t.id
@@ -638,11 +735,11 @@ class Entities:
                 yield ent
 
     def read_counters(self, c: p4runtime_pb2.CounterEntry):
-        def fill(info, i, out):
-            out.data.packet_count, out.data.byte_count = _call(self.pipe.counter_read,
-                                                               info.name, i)
+        def put(out, v):
+            out.data.packet_count, out.data.byte_count = v
         return self._read_cells(c, c.counter_id, self.schema.counter, self.schema.counters,
-                                "counter", fill)
+                                "counter", lambda info, i: _call(self.pipe.counter_read,
+                                                                 info.name, i), put)
 
     def _direct_target(self, te: p4runtime_pb2.TableEntry, attr: str, what: str):
         t = self.schema.table(te.table_id)
@@ -675,19 +772,16 @@ class Entities:
     def _write_meter(self, utype: int, m: p4runtime_pb2.MeterEntry) -> Undo:
         self._modify_only(utype, "meter")
         info = self.schema.meter(m.meter_id)
-        idx = self._index(m.HasField("index"), m.index.index, info.size, info.name)
+        idxs = self._indexes(m.HasField("index"), m.index.index, info.size, info.name)
         cfg = _meter_from(m.config) if m.HasField("config") else None
-        old = _call(self.pipe.meter_get, info.name, idx)
-        _call(self.pipe.meter_set, info.name, idx, cfg)
-        return lambda: self.pipe.meter_set(info.name, idx, old)
+        return self._write_cells(info, idxs, self.pipe.meter_get, self.pipe.meter_set, (cfg,))
 
     def read_meters(self, m: p4runtime_pb2.MeterEntry):
-        def fill(info, i, out):
-            cfg = _call(self.pipe.meter_get, info.name, i)
+        def put(out, cfg):
             if cfg is not None:
                 _meter_to(cfg, out.config)
         return self._read_cells(m, m.meter_id, self.schema.meter, self.schema.meters, "meter",
-                                fill)
+                                lambda info, i: _call(self.pipe.meter_get, info.name, i), put)
 
     def _write_direct_meter(self, utype: int, d: p4runtime_pb2.DirectMeterEntry) -> Undo:
         self._modify_only(utype, "direct meter")
@@ -706,23 +800,25 @@ class Entities:
     def _write_register(self, utype: int, r: p4runtime_pb2.RegisterEntry) -> Undo:
         self._modify_only(utype, "register")
         info = self.schema.register(r.register_id)
-        idx = self._index(r.HasField("index"), r.index.index, info.size, info.name)
+        idxs = self._indexes(r.HasField("index"), r.index.index, info.size, info.name)
         kind = r.data.WhichOneof("data")
         if kind == "bitstring":
-            value = decode(r.data.bitstring, info.bitwidth, f"{info.name}[{idx}]")
+            value = decode(r.data.bitstring, info.bitwidth, info.name)
         elif kind == "bool":
+            if not info.is_bool:  # P4Data must have the register's type (spec 8.4)
+                raise invalid(f"{info.name}: a bool given for a bit<{info.bitwidth}> register")
             value = int(r.data.bool)
         else:
             raise invalid(f"{info.name}: register data must be a bitstring")
-        old = _call(self.pipe.register_read, info.name, idx)
-        _call(self.pipe.register_write, info.name, idx, value)
-        return lambda: self.pipe.register_write(info.name, idx, old)
+        return self._write_cells(info, idxs, self.pipe.register_read, self.pipe.register_write,
+                                 (value,))
 
     def read_registers(self, r: p4runtime_pb2.RegisterEntry):
-        def fill(info, i, out):
-            out.data.bitstring = encode(_call(self.pipe.register_read, info.name, i))
+        def put(out, v):
+            out.data.bitstring = encode(v)
         return self._read_cells(r, r.register_id, self.schema.register, self.schema.registers,
-                                "register", fill)
+                                "register", lambda info, i: _call(self.pipe.register_read,
+                                                                  info.name, i), put)
 
     # ========================================================================================
     # Packet replication engine
@@ -785,34 +881,38 @@ class Entities:
             return lambda: delete(key)
         return lambda: set_(key, old)
 
-    def _read_replicas(self, want: int, table, kind: str, id_field: str, what: str):
+    @staticmethod
+    def _read_replicas(want: int, table, kind: str, id_field: str, what: str):
         """Entities of multicast groups or clone sessions (``table()``: id -> replicas): all,
         or only ``want`` (NOT_FOUND when it does not exist)."""
-        for key, reps in sorted(_call(table).items()):
-            if want and key != want:
-                continue
-            ent = p4runtime_pb2.Entity()
-            out = getattr(ent.packet_replication_engine_entry, kind)
-            setattr(out, id_field, key)
-            for r in reps:
-                out.replicas.add(egress_port=r.egress_port, instance=r.instance)
-            yield ent
-        if want and want not in _call(table):
+        groups = sorted(_call(table).items())
+        if want and want not in dict(groups):
             raise not_found(f"no {what} {want}")
+
+        def encode_all():
+            for key, reps in groups:
+                if want and key != want:
+                    continue
+                ent = p4runtime_pb2.Entity()
+                out = getattr(ent.packet_replication_engine_entry, kind)
+                setattr(out, id_field, key)
+                for r in reps:
+                    out.replicas.add(egress_port=r.egress_port, instance=r.instance)
+                yield ent
+        return encode_all()
 
     def read_pre(self, pre: p4runtime_pb2.PacketReplicationEngineEntry):
         kind = pre.WhichOneof("type")
         if kind == "multicast_group_entry":
-            yield from self._read_replicas(
+            return self._read_replicas(
                 pre.multicast_group_entry.multicast_group_id, self.pipe.mcast_groups,
                 kind, "multicast_group_id", "multicast group")
-        elif kind == "clone_session_entry":
-            yield from self._read_replicas(
+        if kind == "clone_session_entry":
+            return self._read_replicas(
                 pre.clone_session_entry.session_id, self.pipe.clone_sessions,
                 kind, "session_id", "clone session")
-        else:
-            raise invalid("read of a packet replication entry needs a multicast group or "
-                          "clone session")
+        raise invalid("read of a packet replication entry needs a multicast group or "
+                      "clone session")
 
     # ========================================================================================
     # Digests (configuration lives in the server: the pipeline just reports digest calls)
@@ -841,7 +941,11 @@ class Entities:
     def read_digests(self, d: p4runtime_pb2.DigestEntry):
         if d.digest_id:
             self.schema.digest(d.digest_id)
-        for did, cfg in sorted(self.state.digest_configs.items()):
+        return self._encode_digests(d, sorted(self.state.digest_configs.items()))
+
+    @staticmethod
+    def _encode_digests(d: p4runtime_pb2.DigestEntry, configs):
+        for did, cfg in configs:
             if d.digest_id and did != d.digest_id:
                 continue
             ent = p4runtime_pb2.Entity()

@@ -84,16 +84,23 @@ def grpc_status(code: int, message: str, details: list[any_pb2.Any] | None = Non
 
 def batch_status(errors: list[P4RTError | None]) -> _Status:
     """Spec §Error reporting: a Write with any failed update ends with UNKNOWN, and the details
-    hold one ``p4.v1.Error`` per update, in request order (OK for those that succeeded)."""
+    hold one ``p4.v1.Error`` per update, in request order (OK for those that succeeded).
+
+    The details travel in a trailer, and gRPC clients refuse trailers above 16 KiB by default
+    (``grpc.max_metadata_size``). So the form is kept as small as the spec allows: OK entries
+    are empty Errors and ABORTED ones (the rest of a failed atomic batch) carry only the code,
+    about 39 bytes an update, so ~400 updates fit a default client; only real failures carry a
+    message. Larger failed batches need the client to raise its limit (docs/p4runtime.md)."""
     details = []
     failed = 0
     for err in errors:
-        e = p4runtime_pb2.Error(canonical_code=code_pb2.OK)
+        e = p4runtime_pb2.Error()
         if err is not None:
-            failed += 1
+            failed += err.code != code_pb2.ABORTED
             e.canonical_code = err.code
-            e.message = err.message
-            e.space = "p4switch"
+            if err.code != code_pb2.ABORTED:
+                e.message = err.message
+                e.space = "p4switch"
         a = any_pb2.Any()
         a.Pack(e)
         details.append(a)

@@ -94,6 +94,7 @@ class SimpleInfo:
     table_ids: list[int] = field(default_factory=list)
     direct_table_id: int = 0
     max_group_size: int = 0
+    is_bool: bool = False  # a register of type bool (P4Data bool), not bit<1>
 
 
 @dataclass
@@ -218,7 +219,8 @@ def build_schema(p4info: p4info_pb2.P4Info) -> Schema:
                                              unit=m.spec.unit)
     for r in p4info.registers:
         s.registers[r.preamble.id] = SimpleInfo(r.preamble.id, r.preamble.name, size=r.size,
-                                                bitwidth=_bitwidth_of(r.type_spec))
+                                                bitwidth=_bitwidth_of(r.type_spec),
+                                                is_bool=r.type_spec.HasField("bool"))
     for d in p4info.digests:
         s.digests[d.preamble.id] = SimpleInfo(d.preamble.id, d.preamble.name)
         s.digest_by_name[d.preamble.name] = d.preamble.id

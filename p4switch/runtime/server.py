@@ -297,52 +297,77 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         return p4runtime_pb2.WriteResponse()
 
     def _apply(self, cur: PipelineConfig, request) -> list[P4RTError | None]:
+        """Run a batch; the per-update errors (None: applied). Under ROLLBACK_ON_ERROR and
+        DATAPLANE_ATOMIC one failure fails all: the others get ABORTED and nothing stays."""
         atomic = request.atomicity in (p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR,
                                        p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC)
+        pipe = self.switch.pipeline
+        if pipe is None:
+            raise failed_precondition("the switch has no pipeline")
+        if hasattr(pipe, "table_batch") and all(_stageable(u) for u in request.updates):
+            errors = self._apply_staged(cur, pipe, request.updates, atomic)
+        else:
+            with self.switch.lock:
+                errors = self._apply_direct(cur, self.switch.pipeline, request.updates, atomic)
+        if atomic and any(e is not None for e in errors):
+            aborted = P4RTError(code_pb2.ABORTED, "rolled back: another update failed")
+            errors = [e if e is not None else aborted for e in errors]
+            errors += [aborted] * (len(request.updates) - len(errors))
+        return errors
+
+    def _apply_staged(self, cur: PipelineConfig, pipe, updates, atomic: bool
+                      ) -> list[P4RTError | None]:
+        """Table entries only: validate and prepare every update into a pipeline TableBatch
+        without the switch lock (packets keep flowing), then hold the lock only for the commit,
+        which stores prepared objects. Nothing is applied before the commit, so a failed atomic
+        batch has nothing to undo. (Writes are serialised by ``self._mu``, so the tables cannot
+        change between preparing and committing.)"""
+        batch = pipe.table_batch()
+        ent = Entities(cur.schema, pipe, self.state, batch=batch)
+        errors: list[P4RTError | None] = []
+        for upd in updates:
+            err = _one(ent.write, upd)
+            errors.append(err)
+            if err is not None and atomic:
+                return errors
+        with self.switch.lock:
+            batch.commit()
+        ent.apply_cookies()
+        return errors
+
+    def _apply_direct(self, cur: PipelineConfig, pipe, updates, atomic: bool
+                      ) -> list[P4RTError | None]:
+        """Any entity: each update applied in turn (the caller holds the switch lock), with
+        its undo kept under ``atomic`` and run in reverse order on the first failure."""
+        ent = Entities(cur.schema, pipe, self.state, want_undo=atomic)
         errors: list[P4RTError | None] = []
         undo: list = []
-        with self.switch.lock:
-            pipe = self.switch.pipeline
-            if pipe is None:
-                raise failed_precondition("the switch has no pipeline")
-            ent = Entities(cur.schema, pipe, self.state, want_undo=atomic)
-            for upd in request.updates:
-                try:
-                    undo.append(ent.write(upd))
-                    errors.append(None)
-                except P4RTError as e:
-                    errors.append(e)
-                    if atomic:
-                        break
-                except Exception as e:  # a bug must not leave a half-applied batch
-                    log.exception("Write update failed unexpectedly")
-                    errors.append(P4RTError(code_pb2.INTERNAL, f"internal error: {e}"))
-                    if atomic:
-                        break
-            if atomic and any(e is not None for e in errors):
+        for upd in updates:
+            err = _one(lambda u: undo.append(ent.write(u)), upd)
+            errors.append(err)
+            if err is not None and atomic:
                 for fn in reversed(undo):
                     try:
                         fn()
                     except Exception:
                         log.exception("rollback step failed")
-                aborted = P4RTError(code_pb2.ABORTED, "rolled back: another update failed")
-                errors = [e if e is not None else aborted for e in errors]
-                errors += [aborted] * (len(request.updates) - len(errors))
+                break
         return errors
 
     def Read(self, request, context):
+        """Copy what the request names under the switch lock, encode it outside (packets flow
+        meanwhile), stream it in chunks outside ``self._mu``."""
         try:
             with self._mu:
                 self._check_device(request.device_id)
                 cur = self._configured()
-                out: list[p4runtime_pb2.Entity] = []
                 with self.switch.lock:
                     pipe = self.switch.pipeline
                     if pipe is None:
                         raise failed_precondition("the switch has no pipeline")
                     ent = Entities(cur.schema, pipe, self.state)
-                    for e in request.entities:
-                        out.extend(ent.read(e))
+                    encoders = [ent.read(e) for e in request.entities]
+                out = [x for enc in encoders for x in enc]
         except P4RTError as e:
             abort(context, e)
             return
@@ -523,6 +548,32 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         dl.timestamp = time.time_ns()
         dl.data.append(digest_data(cur, did, digest.values))
         self._to_primary(resp)
+
+
+# --------------------------------------------------------------------------------------------
+# Write helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _stageable(upd: p4runtime_pb2.Update) -> bool:
+    """Updates a pipeline TableBatch can stage: entries of match tables (not default entries,
+    not other entities, whose writes are applied under the lock with an undo)."""
+    return (upd.entity.WhichOneof("entity") == "table_entry"
+            and not upd.entity.table_entry.is_default_action)
+
+
+def _one(write, upd) -> P4RTError | None:
+    """Run one update; its error (a bug is reported as INTERNAL, never half-applied state)."""
+    try:
+        write(upd)
+        return None
+    except P4RTError as e:
+        return e
+    except api.StateError as e:
+        return P4RTError.from_state(e)
+    except Exception as e:
+        log.exception("Write update failed unexpectedly")
+        return P4RTError(code_pb2.INTERNAL, f"internal error: {e}")
 
 
 # --------------------------------------------------------------------------------------------

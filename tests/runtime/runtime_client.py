@@ -17,8 +17,8 @@ class RawClient:
     """A minimal P4Runtime client on the raw protos (to send what real clients never would)."""
 
     def __init__(self, addr: str, election_id: tuple[int, int] | None = (0, 1),
-                 device_id: int = DEVICE_ID) -> None:
-        self.channel = grpc.insecure_channel(addr)
+                 device_id: int = DEVICE_ID, options: list | None = None) -> None:
+        self.channel = grpc.insecure_channel(addr, options=options)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self.device_id = device_id
         self.election_id = election_id
@@ -85,6 +85,12 @@ class RawClient:
     def close(self) -> None:
         self.out.put(None)
         self.channel.close()
+
+
+#: Channel options of a client that reads the per-update errors of big failed batches: the
+#: details trailer of a failed Write grows ~39 bytes an update, and gRPC's default limit on
+#: received metadata is 8 KiB soft / 16 KiB hard (docs/p4runtime.md, "Big failed batches").
+WIDE_METADATA = [("grpc.max_metadata_size", 16 << 20)]
 
 
 def sample_bundle_bytes() -> bytes:

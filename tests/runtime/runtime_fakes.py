@@ -68,6 +68,8 @@ class FakePipeline:
         self.mcast: dict[int, list[api.Replica]] = {}
         self.clones: dict[int, list[api.Replica]] = {}
         self.ops = 0  # state-changing operations performed
+        self.scanned = 0  # entries copied out by table_entries (full-table reads)
+        self.lookups = 0  # single-entry lookups (table_get, TableBatch.get)
 
     # names ------------------------------------------------------------------------------------
     def resolve(self, kind: str, name: str) -> str:
@@ -133,7 +135,17 @@ class FakePipeline:
         self.ops += 1
 
     def table_entries(self, table: str) -> list[api.TableEntry]:
-        return [copy.deepcopy(e) for e in self._t(table).entries.values()]
+        entries = self._t(table).entries
+        self.scanned += len(entries)
+        return [copy.deepcopy(e) for e in entries.values()]
+
+    def table_get(self, table: str, match: dict, priority: int = 0) -> api.TableEntry | None:
+        self.lookups += 1
+        e = self._t(table).entries.get(_key(match, priority))
+        return copy.deepcopy(e)
+
+    def table_batch(self) -> FakeBatch:
+        return FakeBatch(self)
 
     def table_set_default(self, table: str, action: str, params: dict[str, int]) -> None:
         tb = self._t(table)
@@ -310,3 +322,74 @@ class FakePipeline:
 
     def process(self, data, port, now_us):
         raise NotImplementedError
+
+
+class FakeBatch:
+    """``api.TableBatch`` for FakePipeline: writes checked against the tables plus a view of the
+    batch's earlier writes, replayed onto the tables by commit()."""
+
+    def __init__(self, pipe: FakePipeline) -> None:
+        self.p = pipe
+        self.view: dict[tuple, api.TableEntry | None] = {}
+        self.sizes: dict[str, int] = {}
+        self.todo: list[tuple[str, tuple, api.TableEntry | None]] = []
+
+    def _cur(self, tb: _Table, k) -> api.TableEntry | None:
+        vk = (tb.t.cp_name, k)
+        return self.view[vk] if vk in self.view else tb.entries.get(k)
+
+    def _stage(self, tb: _Table, k, e: api.TableEntry | None, grow: int) -> None:
+        name = tb.t.cp_name
+        self.sizes[name] = self.sizes.get(name, len(tb.entries)) + grow
+        self.view[(name, k)] = e
+        self.todo.append((name, k, e))
+
+    def add(self, table, entry, counters=None) -> None:
+        tb = self.p._t(table)
+        k = _key(entry.match, entry.priority)
+        if self._cur(tb, k) is not None:
+            raise E(C.ALREADY_EXISTS, "entry exists")
+        if self.sizes.get(tb.t.cp_name, len(tb.entries)) >= tb.t.size:
+            raise E(C.RESOURCE_EXHAUSTED, "table full")
+        self.p._check_entry(tb, entry)
+        e = copy.deepcopy(entry)
+        e.packets, e.bytes = counters or (0, 0)
+        self._stage(tb, k, e, 1)
+
+    def modify(self, table, entry, counters=None) -> None:
+        tb = self.p._t(table)
+        k = _key(entry.match, entry.priority)
+        old = self._cur(tb, k)
+        if old is None:
+            raise E(C.NOT_FOUND, "no such entry")
+        if old.is_const and (entry.action, entry.params) != (old.action, old.params):
+            raise E(C.PERMISSION_DENIED, "const entry")
+        self.p._check_entry(tb, entry)
+        new = copy.deepcopy(entry)
+        new.packets, new.bytes = counters or (old.packets, old.bytes)
+        new.is_const = old.is_const
+        self._stage(tb, k, new, 0)
+
+    def delete(self, table, match, priority=0) -> None:
+        tb = self.p._t(table)
+        k = _key(match, priority)
+        old = self._cur(tb, k)
+        if old is None:
+            raise E(C.NOT_FOUND, "no such entry")
+        if old.is_const:
+            raise E(C.PERMISSION_DENIED, "const entry")
+        self._stage(tb, k, None, -1)
+
+    def get(self, table, match, priority=0) -> api.TableEntry | None:
+        self.p.lookups += 1
+        return copy.deepcopy(self._cur(self.p._t(table), _key(match, priority)))
+
+    def commit(self) -> None:
+        for name, k, e in self.todo:
+            entries = self.p.tables[name].entries
+            if e is None:
+                del entries[k]
+            else:
+                entries[k] = e
+            self.p.ops += 1
+        self.todo = []
