@@ -6,7 +6,17 @@ PY     := $(VENV)/bin/python
 SETUP  := scripts/setup.sh
 PYTEST_ARGS ?=
 
-.PHONY: all demo test lint bench setup clean help
+.PHONY: all demo test lint bench setup clean help topo topo-check stop shell clean-fabric
+
+# make topo / topo-check: the emulated fabric (python -m topo --help lists every option)
+TOPO   ?= fattree
+K      ?= 4
+TARGET ?= p4switch
+BW     ?=
+SCHEME ?= ecmp
+SW     ?= edge1
+TOPO_ARGS = --topo $(TOPO) --k $(K) --target $(TARGET) --scheme $(SCHEME) $(if $(BW),--bw $(BW))
+P4TOOLS_PATH := $(if $(wildcard /opt/p4tools/bin),/opt/p4tools/bin:)
 
 all: demo
 
@@ -14,7 +24,11 @@ help:
 	@echo "make demo    run p4src/fabric.p4 on p4switch with each load-balancing scheme"
 	@echo "make test    install everything and run the test suite (lint included)"
 	@echo "make bench   run the benchmarks (prints figures and same-run ratios)"
-	@echo "make clean   remove the venv, caches and results"
+	@echo "make topo    launch the fabric + controller and open its CLI (TOPO= K= TARGET= BW= SCHEME=)"
+	@echo "make topo-check  bring up k=4, ping all host pairs, one-line summary, tear down"
+	@echo "make stop    stop leftover fabric processes/interfaces recorded under /tmp/p4fabric"
+	@echo "make shell SW=edge1   p4runtime-shell on one switch of the running fabric"
+	@echo "make clean   remove the venv, caches and results (runs make stop first)"
 
 setup:
 	@bash $(SETUP)
@@ -32,6 +46,21 @@ lint: setup
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-clean:
+topo: setup
+	PATH=$(P4TOOLS_PATH)$$PATH $(PY) -m topo $(TOPO_ARGS)
+
+topo-check: setup
+	PATH=$(P4TOOLS_PATH)$$PATH $(PY) -m topo $(TOPO_ARGS) --check
+
+stop:
+	@if [ -x $(PY) ]; then $(PY) -m topo.stop $(if $(FORCE),--force); fi
+
+clean-fabric:
+	@if [ -x $(PY) ]; then $(PY) -m topo.stop --remove-dirs $(if $(FORCE),--force); fi
+
+shell: setup
+	$(PY) -m topo.shell $(SW)
+
+clean: clean-fabric
 	rm -rf $(VENV) .pytest_cache .ruff_cache results out *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
