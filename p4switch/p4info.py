@@ -6,22 +6,24 @@ Why this shape:
   tables 0x02, value sets 0x03, controller headers 0x04, action profiles 0x11, counters 0x12,
   direct counters 0x13, meters 0x14, direct meters 0x15, registers 0x16, digests 0x17), so a
   client can tell an id's kind from its top byte.
-* ``@id(n)`` is honoured: a bare ``n < 2**24`` gets the kind's prefix; a full 32-bit id must
-  already carry the right prefix.
-* Other ids are stable across runs and machines without a registry: the low 24 bits are the
-  CRC-32 of the control-plane name (masked to 24 bits, 0 skipped), with linear probing in
-  name order on a collision. Renaming an object changes its id; adding another object does not
-  (unless it collides), which keeps controllers that cache ids working across small edits.
-  (p4c also derives ids from name hashes, but with a different hash: compare by name.)
+* Ids are p4c's, so a controller holding p4c's P4Info (or ids taken from it) drives p4switch
+  and vice versa: ``prefix << 24 | (Jenkins one-at-a-time hash of the name & 0xffffff)``,
+  collisions resolved by probing the 32-bit hash upwards in name order, ``@id(n)`` honoured (a
+  value without a prefix byte gets the kind's; one with a prefix byte must carry the kind's).
+  Controller headers hash their header type's name but are named by the annotation's argument.
 * Names are the IR's ``cp_name`` (``MyIngress.ipv4_lpm``), exactly what the pipeline resolves,
-  so the runtime translates a P4Runtime id to a pipeline name with one lookup.
-* Match field ids are 1..n in key order (``@id`` honoured), named by ``TableKey.name``; action
-  parameter ids 1..n likewise; controller-header metadata ids 1..n over non-``@padding`` fields.
+  so the runtime translates a P4Runtime id to a pipeline name with one lookup. Aliases are the
+  shortest unique dot-suffix over the names of all kinds together (p4c's one suffix set).
+* Match-field, action-parameter and controller-metadata ids follow p4c: ``@id``s first, then
+  each member takes its 1-based position (selector keys hold a position too) or the next free
+  id above it.
+* What p4c leaves out is left out: actions no table can run and no control body calls (an
+  unused NoAction too). Known difference: p4c also drops tables that are never applied;
+  p4switch keeps every non-``@hidden`` table.
 """
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 
 from google.protobuf import json_format, text_format
@@ -57,11 +59,14 @@ _SCOPES = {
     "defaultonly": p4info_pb2.ActionRef.DEFAULT_ONLY,
 }
 
-# Annotations that P4Info expresses structurally (or that only steer compilation), so they are
-# not repeated as free-form annotation strings.
+# Annotations P4Info carries elsewhere, so (like p4c) they are not repeated as annotation
+# strings: @name/@id in the preamble, @brief/@description as documentation, @hidden objects are
+# left out; @controller_header and a value set's @match are written by their builders; and
+# support_timeout is the front end's note of a table property (idle_timeout_behavior here).
+# Everything else -- @defaultonly, @tableonly, @padding, @noWarn, user annotations -- is kept.
 _STRUCTURAL_ANNOTATIONS = {
-    "name", "id", "hidden", "defaultonly", "tableonly", "controller_header", "match",
-    "padding", "noWarn",
+    "name", "id", "brief", "description", "hidden", "controller_header", "match",
+    "support_timeout",
 }
 
 
@@ -74,12 +79,21 @@ class P4InfoError(Exception):
 # --------------------------------------------------------------------------------------------
 
 
-def _low24(name: str) -> int:
-    h = zlib.crc32(name.encode()) & 0xFFFFFF
-    return h or 1
+def jenkins_one_at_a_time(data: bytes) -> int:
+    """Bob Jenkins' one-at-a-time hash (32-bit), the hash p4c applies to control-plane names."""
+    h = 0
+    for byte in data:
+        h = (h + byte) & 0xFFFFFFFF
+        h = (h + (h << 10)) & 0xFFFFFFFF
+        h ^= h >> 6
+    h = (h + (h << 3)) & 0xFFFFFFFF
+    h ^= h >> 11
+    return (h + (h << 15)) & 0xFFFFFFFF
 
 
 def _explicit_id(annotations: dict[str, str], prefix: int, what: str) -> int | None:
+    """``@id(n)`` as p4c reads it: a value without a prefix byte gets the kind's prefix; one
+    with a prefix byte must carry the kind's own."""
     body = annotations.get("id")
     if body is None:
         return None
@@ -87,44 +101,45 @@ def _explicit_id(annotations: dict[str, str], prefix: int, what: str) -> int | N
         value = int(str(body).strip().strip('"'), 0)
     except ValueError as e:
         raise P4InfoError(f"{what}: @id({body}) is not an integer") from e
-    if value <= 0:
-        raise P4InfoError(f"{what}: @id({body}) must be positive")
-    if value < (1 << 24):
-        return (prefix << 24) | value
-    if value >> 24 != prefix:
-        raise P4InfoError(f"{what}: @id({body:}) does not carry the prefix 0x{prefix:02x}")
-    return value
+    if not 0 <= value < (1 << 32):
+        raise P4InfoError(f"{what}: @id({body}) should be an unsigned 32-bit integer")
+    if value >> 24 not in (0, prefix):
+        raise P4InfoError(f"{what}: @id({body}) has the wrong 8-bit prefix "
+                          f"(0x{prefix:02x} expected)")
+    return value | (prefix << 24)
 
 
 @dataclass
 class _IdAllocator:
-    """Allocates ids per prefix: explicit ``@id``s first, then name hashes in name order."""
+    """p4c's rule, so that ids are interchangeable with its P4Info: explicit ``@id``s first;
+    then, in name order, ``prefix << 24 | (hash & 0xffffff)`` with the 32-bit hash probed
+    upwards (linear probing on the hash, not on the id) past ids already taken."""
 
     used: set[int] = field(default_factory=set)
 
     def allocate(self, prefix: int, items: list[tuple[str, int | None]]) -> dict[str, int]:
         out: dict[str, int] = {}
         for name, explicit in items:
-            if explicit is None:
+            if explicit is None or name in out:
                 continue
             if explicit in self.used:
-                raise P4InfoError(f"{name}: id 0x{explicit:08x} is already in use")
+                raise P4InfoError(f"{name}: @id 0x{explicit:08x} is already in use")
             self.used.add(explicit)
             out[name] = explicit
-        for name, explicit in sorted(items):
-            if explicit is not None:
-                continue
-            low = _low24(name)
-            while (prefix << 24 | low) in self.used:
-                low = (low + 1) & 0xFFFFFF or 1
-            pid = prefix << 24 | low
+        for name in sorted({n for n, e in items if e is None and n not in out}):
+            start = value = jenkins_one_at_a_time(name.encode())
+            while (pid := prefix << 24 | (value & 0xFFFFFF)) in self.used:
+                value = (value + 1) & 0xFFFFFFFF
+                if value == start:
+                    raise P4InfoError(f"{name}: no id left for prefix 0x{prefix:02x}")
             self.used.add(pid)
             out[name] = pid
         return out
 
 
 def _member_ids(items: list[tuple[str, dict[str, str] | tuple]], what: str) -> list[int]:
-    """Ids 1..n for match fields / params / metadata, honouring ``@id`` on the member."""
+    """Ids of match fields / params / metadata as p4c allocates them: ``@id``s first, then
+    each other member takes its 1-based position, or the next free id above it."""
     explicit: list[int | None] = []
     for name, ann in items:
         ann_d = dict(ann) if not isinstance(ann, dict) else ann
@@ -133,22 +148,26 @@ def _member_ids(items: list[tuple[str, dict[str, str] | tuple]], what: str) -> l
             explicit.append(None)
             continue
         try:
-            explicit.append(int(str(body).strip(), 0))
+            value = int(str(body).strip(), 0)
         except ValueError as e:
             raise P4InfoError(f"{what}.{name}: @id({body}) is not an integer") from e
+        if value <= 0:
+            raise P4InfoError(f"{what}.{name}: @id({body}) is not a valid id (must be > 0)")
+        explicit.append(value)
     used = {e for e in explicit if e is not None}
     if len(used) != len([e for e in explicit if e is not None]):
         raise P4InfoError(f"{what}: duplicate @id among its members")
     out: list[int] = []
-    nxt = 1
+    index = 1
     for e in explicit:
         if e is not None:
             out.append(e)
+            index += 1
             continue
-        while nxt in used:
-            nxt += 1
-        used.add(nxt)
-        out.append(nxt)
+        while index in used:
+            index += 1
+        used.add(index)
+        out.append(index)
     return out
 
 
@@ -330,21 +349,25 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     types = _TypeInfo(p4info.type_info)
     alloc = _IdAllocator()
 
-    # ---- actions: those any table (or action profile, via its tables) can run, plus NoAction.
+    # ---- actions, as p4c keeps them: those a table can run (its list and default action) and
+    # those a control body calls directly (p4c moves such a call into a hidden table). An
+    # action nothing reaches -- NoAction included -- is not part of the control-plane API.
     action_keys: list[str] = []
     for _, t in tables:
-        for ref in t.actions:
-            if ref.action not in action_keys:
-                action_keys.append(ref.action)
-    if "NoAction" in program.actions and "NoAction" not in action_keys:
-        action_keys.append("NoAction")
-    actions = [program.actions[k] for k in action_keys if k in program.actions]
+        for key in [ref.action for ref in t.actions] + [t.default_action.action]:
+            if key not in action_keys:
+                action_keys.append(key)
+    for c in program.controls.values():
+        for key in _direct_action_calls(c.body):
+            if key not in action_keys:
+                action_keys.append(key)
+    actions = [program.actions[k] for k in action_keys
+               if k in program.actions and not _is_hidden(program.actions[k].annotations)]
     action_ids = alloc.allocate(
         PREFIX_ACTION,
         [(a.cp_name, _explicit_id(a.annotations, PREFIX_ACTION, a.cp_name)) for a in actions],
     )
     key_to_action_id = {a.name: action_ids[a.cp_name] for a in actions}
-    action_alias = _aliases([a.cp_name for a in actions])
 
     # ---- extern instances by kind.
     def instances_of(*kinds: str) -> list[tuple[ir.Control | None, ir.ExternInstance]]:
@@ -358,10 +381,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
                     out.append((c, inst))
         return out
 
-    extern_alias: dict[str, str] = {}  # per kind, like tables and actions
-
     def ids_for(prefix: int, insts: list[tuple[object, ir.ExternInstance]]) -> dict[str, int]:
-        extern_alias.update(_aliases([i.cp_name for _, i in insts]))
         return alloc.allocate(
             prefix,
             [(i.cp_name, _explicit_id(i.annotations, prefix, i.cp_name)) for _, i in insts],
@@ -383,7 +403,19 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         PREFIX_TABLE,
         [(t.cp_name, _explicit_id(t.annotations, PREFIX_TABLE, t.cp_name)) for _, t in tables],
     )
-    table_alias = _aliases([t.cp_name for _, t in tables])
+    vsets = [vs for p in program.parsers.values() for vs in p.value_sets.values()
+             if not _is_hidden(vs.annotations)]
+    digest_types: list[ir.StructType] = []
+    for st in program.digests:
+        if st.name not in [d.name for d in digest_types]:
+            digest_types.append(st)
+    # Aliases as p4c computes them: the shortest unique suffix among the names of ALL kinds
+    # (one suffix set), so a table and a counter sharing a local name both keep a prefix.
+    alias = _aliases(sorted(
+        {a.cp_name for a in actions} | {t.cp_name for _, t in tables}
+        | {i.cp_name for _, i in profiles + counters + dcounters + meters + dmeters + registers}
+        | {vs.cp_name for vs in vsets} | {h.name for h in program.controller_headers.values()}
+        | {st.name for st in digest_types}))
 
     # ---- tables
     profile_tables: dict[str, list[int]] = {}
@@ -392,11 +424,16 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         pt = p4info.tables.add()
         pt.preamble.id = table_ids[t.cp_name]
         pt.preamble.name = t.cp_name
-        pt.preamble.alias = table_alias[t.cp_name]
+        pt.preamble.alias = alias[t.cp_name]
         pt.preamble.annotations.extend(_annotation_strings(t.annotations))
-        keys = [k for k in t.keys if k.match_kind != "selector"]
-        fids = _member_ids([(k.name, k.annotations) for k in keys], t.cp_name)
-        for fid, k in zip(fids, keys, strict=True):
+        if t.annotations.get("support_timeout") == "true":
+            pt.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
+        # selector keys take a position (p4c numbers all keys) but are not match fields
+        fids = _member_ids([(k.name, k.annotations) for k in t.keys], t.cp_name)
+        for fid, k in zip(fids, t.keys, strict=True):
+            if k.match_kind == "selector":
+                continue
+            _register_type(types, k.expr.type)
             mf = pt.match_fields.add(id=fid, name=k.name, bitwidth=k.width)
             if k.match_kind in _MATCH_TYPES:
                 mf.match_type = _MATCH_TYPES[k.match_kind]
@@ -408,6 +445,9 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
                 continue
             ar = pt.action_refs.add(id=key_to_action_id[ref.action], scope=_SCOPES[ref.scope])
             ar.annotations.extend(_annotation_strings(ref.annotations))
+            # the front end's implicit ``@defaultonly NoAction`` has a scope but no annotation
+            if ref.scope and f"@{ref.scope}" not in ar.annotations:
+                ar.annotations.append(f"@{ref.scope}")
         da = t.default_action
         if da.action in key_to_action_id:
             if t.default_action_const:
@@ -420,7 +460,10 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
             for pid, prm, arg in zip(pids, action.data_params, da.args, strict=False):
                 width = _bitwidth(prm.type)
                 value = _const_int(arg) & ((1 << width) - 1) if width else _const_int(arg)
-                pt.initial_default_action.arguments.add(param_id=pid, value=canonical(value))
+                # p4c writes the argument at the parameter's full width, not canonically
+                data = value.to_bytes(max(1, (width + 7) // 8), "big") if width else canonical(
+                    value)
+                pt.initial_default_action.arguments.add(param_id=pid, value=data)
         impl = _find_instance(ctx, c, t.implementation)
         if impl is not None and impl.cp_name in profile_ids:
             pt.implementation_id = profile_ids[impl.cp_name]
@@ -440,18 +483,19 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         pa = p4info.actions.add()
         pa.preamble.id = action_ids[a.cp_name]
         pa.preamble.name = a.cp_name
-        pa.preamble.alias = action_alias[a.cp_name]
+        pa.preamble.alias = alias[a.cp_name]
         pa.preamble.annotations.extend(_annotation_strings(a.annotations))
         params = a.data_params
         pids = _member_ids([(p.name, p.annotations) for p in params], a.cp_name)
         for pid, p in zip(pids, params, strict=True):
+            _register_type(types, p.type)
             pp = pa.params.add(id=pid, name=p.name, bitwidth=_bitwidth(p.type))
             pp.annotations.extend(_annotation_strings(p.annotations))
 
     # ---- action profiles
     for _, inst in profiles:
         ap = p4info.action_profiles.add()
-        _preamble(ap.preamble, profile_ids[inst.cp_name], inst, extern_alias)
+        _preamble(ap.preamble, profile_ids[inst.cp_name], inst, alias)
         ap.table_ids.extend(profile_tables.get(inst.cp_name, []))
         ap.with_selector = inst.type_name == "action_selector"
         if ap.with_selector:
@@ -465,70 +509,71 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     # ---- counters / direct counters
     for _, inst in counters:
         pc = p4info.counters.add()
-        _preamble(pc.preamble, counter_ids[inst.cp_name], inst, extern_alias)
+        _preamble(pc.preamble, counter_ids[inst.cp_name], inst, alias)
         pc.size = _const_int(inst.args[0] if inst.args else None)
         pc.spec.unit = _unit(inst.args[1] if len(inst.args) > 1 else None,
                              _COUNTER_UNITS, _COUNTER_ORDER)
     for _, inst in dcounters:
         pd = p4info.direct_counters.add()
-        _preamble(pd.preamble, dcounter_ids[inst.cp_name], inst, extern_alias)
+        _preamble(pd.preamble, dcounter_ids[inst.cp_name], inst, alias)
         pd.spec.unit = _unit(inst.args[0] if inst.args else None, _COUNTER_UNITS, _COUNTER_ORDER)
         pd.direct_table_id = dres_table.get(inst.cp_name, 0)
 
     # ---- meters / direct meters
     for _, inst in meters:
         pm = p4info.meters.add()
-        _preamble(pm.preamble, meter_ids[inst.cp_name], inst, extern_alias)
+        _preamble(pm.preamble, meter_ids[inst.cp_name], inst, alias)
         pm.size = _const_int(inst.args[0] if inst.args else None)
         pm.spec.unit = _unit(inst.args[1] if len(inst.args) > 1 else None,
                              _METER_UNITS, _METER_ORDER)
     for _, inst in dmeters:
         pd = p4info.direct_meters.add()
-        _preamble(pd.preamble, dmeter_ids[inst.cp_name], inst, extern_alias)
+        _preamble(pd.preamble, dmeter_ids[inst.cp_name], inst, alias)
         pd.spec.unit = _unit(inst.args[0] if inst.args else None, _METER_UNITS, _METER_ORDER)
         pd.direct_table_id = dres_table.get(inst.cp_name, 0)
 
     # ---- registers
     for _, inst in registers:
         pr = p4info.registers.add()
-        _preamble(pr.preamble, register_ids[inst.cp_name], inst, extern_alias)
+        _preamble(pr.preamble, register_ids[inst.cp_name], inst, alias)
         pr.size = _const_int(inst.args[0] if inst.args else None)
         if inst.type_args:
             pr.type_spec.CopyFrom(types.spec(inst.type_args[0]))
 
     # ---- controller packet metadata
+    # p4c names the entry by the annotation's argument but hashes the header type's name.
     cph = sorted(program.controller_headers.items())
     cph_ids = alloc.allocate(
         PREFIX_CONTROLLER_HEADER,
-        [(name, _explicit_id(dict(h.annotations), PREFIX_CONTROLLER_HEADER, name))
-         for name, h in cph],
+        [(h.name, _explicit_id(dict(h.annotations), PREFIX_CONTROLLER_HEADER, h.name))
+         for _, h in cph],
     )
     for name, h in cph:
         cm = p4info.controller_packet_metadata.add()
-        cm.preamble.id = cph_ids[name]
+        cm.preamble.id = cph_ids[h.name]
         cm.preamble.name = name
         cm.preamble.alias = name
         cm.preamble.annotations.append(f'@controller_header("{name}")')
-        visible = [f for f in h.fields if "padding" not in dict(f.annotations)]
-        mids = _member_ids([(f.name, f.annotations) for f in visible], name)
-        for mid, f in zip(mids, visible, strict=True):
+        # p4c lists @padding fields too (annotated, so a client knows to leave them zero);
+        # only @hidden ones are left out, and those still hold their position's id.
+        mids = _member_ids([(f.name, f.annotations) for f in h.fields], name)
+        for mid, f in zip(mids, h.fields, strict=True):
+            if "hidden" in dict(f.annotations):
+                continue
             md = cm.metadata.add(id=mid, name=f.name, bitwidth=ir.type_width(f.type))
             md.annotations.extend(_annotation_strings(f.annotations))
 
     # ---- value sets
-    vsets = [vs for p in program.parsers.values() for vs in p.value_sets.values()
-             if not _is_hidden(vs.annotations)]
     vs_ids = alloc.allocate(
         PREFIX_VALUE_SET,
         [(vs.cp_name, _explicit_id(vs.annotations, PREFIX_VALUE_SET, vs.cp_name))
          for vs in vsets],
     )
-    vs_alias = _aliases([vs.cp_name for vs in vsets])
     for vs in vsets:
         pv = p4info.value_sets.add()
         pv.preamble.id = vs_ids[vs.cp_name]
         pv.preamble.name = vs.cp_name
-        pv.preamble.alias = vs_alias[vs.cp_name]
+        pv.preamble.alias = alias[vs.cp_name]
         pv.size = vs.size
         if isinstance(vs.type, ir.StructType | ir.HeaderType):
             members = [(f.name, f.type, dict(f.annotations)) for f in vs.type.fields]
@@ -544,10 +589,6 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
                 mf.other_match_type = kind
 
     # ---- digests (named by the digested type, as p4c does)
-    digest_types: list[ir.StructType] = []
-    for st in program.digests:
-        if st.name not in [d.name for d in digest_types]:
-            digest_types.append(st)
     dig_ids = alloc.allocate(
         PREFIX_DIGEST,
         [(st.name, _explicit_id(dict(st.annotations), PREFIX_DIGEST, st.name))
@@ -557,10 +598,34 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         pdg = p4info.digests.add()
         pdg.preamble.id = dig_ids[st.name]
         pdg.preamble.name = st.name
-        pdg.preamble.alias = st.name
+        pdg.preamble.alias = alias[st.name]
         pdg.type_spec.CopyFrom(types.spec(st))
 
     return p4info
+
+
+def _direct_action_calls(node: object) -> list[str]:
+    """Keys of the actions a control body calls directly, in source order (any depth)."""
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.ActionCall):
+            out.append(n.action)
+        if isinstance(n, list | tuple):
+            stack.extend(reversed(n))
+        elif isinstance(n, ir.Stmt | ir.ActionCase | ir.ValueCase):
+            stack.extend(reversed([getattr(n, f) for f in n.__dataclass_fields__]))
+    return out
+
+
+def _register_type(types: _TypeInfo, t: ir.Type) -> None:
+    """Enter a named type of a match field / action parameter into ``type_info`` (p4c does)."""
+    if isinstance(t, ir.EnumType | ir.StructType | ir.HeaderType):
+        try:
+            types.spec(t)
+        except P4InfoError:
+            pass
 
 
 def canonical(value: int) -> bytes:

@@ -43,6 +43,7 @@ extern packet_out {
 extern void verify(in bool check, in error toSignal);
 
 /* The action that does nothing; the implicit default of tables. */
+@noWarn("unused")
 action NoAction() {}
 
 match_kind {

@@ -3,13 +3,24 @@ own P4Info helpers (names -> ids) accept the result."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import runtime_sample_ir as sample_ir
 from p4.config.v1 import p4info_pb2
 from p4runtime_sh.context import Context, P4Type
 
 from p4switch import ir
-from p4switch.p4info import P4InfoError, build_p4info, parse, serialize
+from p4switch.frontend import compile_file
+from p4switch.p4info import (
+    P4InfoError,
+    _IdAllocator,
+    _member_ids,
+    build_p4info,
+    jenkins_one_at_a_time,
+    parse,
+    serialize,
+)
 
 MF = p4info_pb2.MatchField
 
@@ -87,7 +98,7 @@ def test_tables(sample_p4info):
     assert filt.is_const_table and filt.has_initial_entries
     assert filt.const_default_action_id == aid["MyIngress.forward"]
     arg = filt.initial_default_action.arguments[0]
-    assert (arg.param_id, arg.value) == (1, b"\x03")
+    assert (arg.param_id, arg.value) == (1, b"\x00\x03")  # full width of bit<9>, as p4c
 
 
 def test_actions_and_noaction(sample_p4info):
@@ -114,11 +125,13 @@ def test_digests_and_controller_headers(sample_p4info):
     members = p.type_info.structs["mac_learn_t"].members
     assert [(m.name, m.type_spec.bitstring.bit.bitwidth) for m in members] == [
         ("src_mac", 48), ("port", 9)]
+    # @padding fields are listed (annotated), as p4c lists them
     pin = by_name(p.controller_packet_metadata, "packet_in")
-    assert [(m.id, m.name, m.bitwidth) for m in pin.metadata] == [(1, "ingress_port", 9)]
+    assert [(m.id, m.name, m.bitwidth, list(m.annotations)) for m in pin.metadata] == [
+        (1, "ingress_port", 9, []), (2, "_pad", 7, ["@padding"])]
     pout = by_name(p.controller_packet_metadata, "packet_out")
     assert [(m.id, m.name, m.bitwidth) for m in pout.metadata] == [
-        (1, "egress_port", 9), (2, "mcast", 16)]
+        (1, "egress_port", 9), (2, "mcast", 16), (3, "_pad", 7)]
     assert p.pkg_info.arch == "v1model"
 
 
@@ -174,3 +187,130 @@ def test_extern_aliases_are_unique_suffixes():
         "MyIngress.port_counter": "MyIngress.port_counter",
         "MyEgress.port_counter": "MyEgress.port_counter"}
     assert by_name(p.meters, "MyIngress.port_meter").preamble.alias == "port_meter"
+
+
+# --------------------------------------------------------------------------------------------
+# Ids as p4c assigns them (known answers from p4c-bm2-ss 1.2.5.16's output)
+# --------------------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+P4DIR = Path(__file__).parent / "p4"
+
+
+def _compiled(path: Path) -> p4info_pb2.P4Info:
+    return build_p4info(compile_file(path))
+
+
+def test_jenkins_one_at_a_time():
+    assert jenkins_one_at_a_time(b"") == 0
+    assert jenkins_one_at_a_time(b"a") == 0xCA2E9442  # the hash's published test vector
+    assert jenkins_one_at_a_time(b"The quick brown fox jumps over the lazy dog") == 0x519E91F5
+
+
+def test_fabric_ids_equal_p4cs():
+    p = _compiled(ROOT / "p4src" / "fabric.p4")
+    assert by_name(p.tables, "MyIngress.ipv4_lpm").preamble.id == 37375156
+    assert by_name(p.actions, "MyIngress.set_nhop").preamble.id == 24952588
+    assert by_name(p.actions, "NoAction").preamble.id == 21257015
+    assert by_name(p.counters, "MyIngress.port_rx_ctr").preamble.id == 308059362
+
+
+def test_hash_collisions_probe_the_hash_in_name_order():
+    """c.t1626 and c.t3872 share their hash's low 24 bits: the first in name order keeps it,
+    the second probes to the next; c.a2's hash id is taken by a3's @id, so c.a2 probes."""
+    p = _compiled(P4DIR / "p4info_collision.p4")
+    assert by_name(p.tables, "c.t1626").preamble.id == 0x02000000 | 0x3A2734
+    assert by_name(p.tables, "c.t3872").preamble.id == 0x02000000 | 0x3A2735
+    assert by_name(p.actions, "c.a3").preamble.id == 0x01CD7CE5
+    assert by_name(p.actions, "c.a2").preamble.id == 0x01CD7CE6
+
+
+def test_probing_unit():
+    alloc = _IdAllocator()
+    ids = alloc.allocate(0x02, [("c.t3872", None), ("c.t1626", None), ("x", 0x0200ABCD)])
+    assert ids == {"c.t1626": 0x023A2734, "c.t3872": 0x023A2735, "x": 0x0200ABCD}
+    # a hash that collides with an id already handed out probes further (wrapping the hash)
+    again = alloc.allocate(0x02, [("c.t1626", None)])
+    assert again == {"c.t1626": 0x023A2736}
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("0x777", 0x01000777),          # no prefix byte: the kind's is added
+    ("16779127", 0x01000777),       # the same id written in full, with the right prefix
+    ("0", 0x01000000),              # p4c accepts it (the prefix alone)
+])
+def test_explicit_id_forms(body, expected):
+    prog = sample_ir.build()
+    prog.actions["MyIngress.set_group"].annotations["id"] = body
+    assert by_name(build_p4info(prog).actions, "MyIngress.set_group").preamble.id == expected
+
+
+@pytest.mark.parametrize("body, message", [
+    ("0x02000777", "wrong 8-bit prefix"),
+    ("0x100000000", "unsigned 32-bit"),
+    ("seven", "not an integer"),
+])
+def test_bad_explicit_ids_are_rejected(body, message):
+    prog = sample_ir.build()
+    prog.actions["MyIngress.set_group"].annotations["id"] = body
+    with pytest.raises(P4InfoError, match=message):
+        build_p4info(prog)
+
+
+def test_member_ids_take_their_position():
+    """p4c: @id members first; another member takes its 1-based position or the next free id
+    above it; a member with an @id still uses up a position."""
+    assert _member_ids([("a", {}), ("b", {}), ("c", {})], "t") == [1, 2, 3]
+    assert _member_ids([("a", {}), ("b", {"id": "1"}), ("c", {})], "t") == [2, 1, 3]
+    assert _member_ids([("a", {"id": "3"}), ("b", {}), ("c", {})], "t") == [3, 2, 4]
+    with pytest.raises(P4InfoError, match="duplicate"):
+        _member_ids([("a", {"id": "2"}), ("b", {"id": "2"})], "t")
+    with pytest.raises(P4InfoError, match="not a valid id"):
+        _member_ids([("a", {"id": "0"})], "t")
+
+
+def test_features_program_members_and_actions():
+    p = _compiled(P4DIR / "p4info_features.p4")
+    ecmp = by_name(p.tables, "Ing.ecmp")  # its selector key comes first and takes id 1
+    assert [(f.id, f.name) for f in ecmp.match_fields] == [(2, "meta.group")]
+    fwd = by_name(p.tables, "Ing.Ing.forward")
+    assert [(f.id, f.name) for f in fwd.match_fields] == [(1, "dst_mac"), (9, "hdr.eth.etype")]
+    assert fwd.idle_timeout_behavior == p4info_pb2.Table.NOTIFY_CONTROL
+    args = [(a.param_id, a.value) for a in fwd.initial_default_action.arguments]
+    assert args == [(3, b"\x00\x01"), (2, b"\x00\x07")]  # full-width bytes, as p4c writes
+    sp = by_name(p.actions, "Ing.set_port")
+    assert sp.preamble.id == 0x01000777
+    assert [(q.id, q.name) for q in sp.params] == [(3, "port"), (2, "tag")]
+    names = {a.preamble.name for a in p.actions}
+    assert "Ing.count_it" in names  # called directly from the apply block
+    refs = {r.id: list(r.annotations) for r in by_name(p.tables, "Ing.acl").action_refs}
+    assert refs[by_name(p.actions, "NoAction").preamble.id] == ["@defaultonly"]  # implicit
+    pin = by_name(p.controller_packet_metadata, "packet_in")
+    assert [(m.id, m.name) for m in pin.metadata] == [(1, "ingress_port"), (7, "reason"),
+                                                      (2, "pad")]
+    assert p.type_info.serializable_enums["Color_t"].underlying_type.bitwidth == 8
+
+
+def test_actions_nothing_reaches_are_left_out():
+    prog = sample_ir.build()
+    for c in prog.controls.values():
+        for t in c.tables.values():
+            t.actions = [r for r in t.actions if r.action != "NoAction"]
+            if t.default_action.action == "NoAction":
+                t.default_action = ir.BoundAction("MyIngress.drop", [])
+    names = {a.preamble.name for a in build_p4info(prog).actions}
+    assert "NoAction" not in names and "MyIngress.drop" in names
+
+
+def test_aliases_are_unique_across_kinds():
+    """p4c keeps one suffix set for all kinds: a counter named like a table in another control
+    makes both keep their control's name in the alias."""
+    prog = sample_ir.build()
+    twin = prog.controls["MyIngress"].instances.get("port_counter") or prog.instances[
+        "port_counter"]
+    prog.instances["eg_lpm"] = ir.ExternInstance(
+        "ipv4_lpm", "MyEgress.ipv4_lpm", "counter", (), twin.args)
+    p = build_p4info(prog)
+    assert by_name(p.tables, "MyIngress.ipv4_lpm").preamble.alias == "MyIngress.ipv4_lpm"
+    assert by_name(p.counters, "MyEgress.ipv4_lpm").preamble.alias == "MyEgress.ipv4_lpm"
+    assert by_name(p.tables, "MyIngress.acl").preamble.alias == "acl"

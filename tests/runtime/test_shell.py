@@ -143,7 +143,8 @@ def test_shell_packet_out_packet_in_and_digest(env, shell):
     assert len(got) == 1
     msg = got[0].packet
     assert msg.payload == payload
-    assert [(m.metadata_id, m.value) for m in msg.metadata] == [(1, b"\x05")]
+    # one value per P4Info metadata entry (the spec's rule), the @padding field (2) too, zero
+    assert [(m.metadata_id, m.value) for m in msg.metadata] == [(1, b"\x05"), (2, b"\x00")]
     dl = list(digests.sniff(timeout=1))
     assert len(dl) == 1
     members = dl[0].digest.data[0].struct.members

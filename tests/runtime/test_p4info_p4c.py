@@ -1,0 +1,130 @@
+"""p4switch's P4Info equals p4c's, field by field, for p4src/fabric.p4, every
+tests/stf/programs/*.p4 and the corner-case programs in tests/runtime/p4/ -- so a controller
+holding either P4Info drives either target. Needs ``p4c-bm2-ss`` on PATH
+(``bash ../shared/p4tools/install.sh; export PATH=/opt/p4tools/bin:$PATH``); skips otherwise.
+
+What is compared: every entity of every kind (matched by name), with all its fields -- ids,
+names, aliases, widths, match kinds, scopes, sizes, default actions, resources -- and the whole
+``type_info``. One normalisation: annotation strings are compared without double quotes,
+because the IR keeps an annotation's body unquoted (``@noWarn("unused")`` reads back as
+``@noWarn(unused)``). Where p4c rejects a program, or p4switch's front end does, the case skips
+with the reason (acceptance is tested by tests/stf, not here).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+
+from p4switch.frontend import compile_file
+from p4switch.p4info import build_p4info
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = [
+    ROOT / "p4src" / "fabric.p4",
+    *sorted((ROOT / "tests" / "stf" / "programs").glob("*.p4")),
+    *sorted((Path(__file__).parent / "p4").glob("*.p4")),
+]
+KINDS = (
+    "tables", "actions", "action_profiles", "counters", "direct_counters", "meters",
+    "direct_meters", "controller_packet_metadata", "value_sets", "registers", "digests",
+)
+
+P4C = shutil.which("p4c-bm2-ss")
+pytestmark = pytest.mark.skipif(
+    P4C is None, reason="p4c-bm2-ss not on PATH (../shared/p4tools/install.sh)")
+
+
+def p4c_env(p4c: str) -> dict[str, str]:
+    """p4c finds core.p4/v1model.p4 through P4C_16_INCLUDE_PATH when its install prefix is not
+    the one it was built for (the p4tools bundle ships them in share/p4c/p4include)."""
+    env = dict(os.environ)
+    inc = Path(p4c).resolve().parent.parent / "share" / "p4c" / "p4include"
+    if inc.is_dir() and "P4C_16_INCLUDE_PATH" not in env:
+        env["P4C_16_INCLUDE_PATH"] = str(inc)
+    return env
+
+
+def p4c_p4info(program: Path, workdir: Path) -> p4info_pb2.P4Info:
+    out = workdir / "p4c.p4info.txtpb"
+    r = subprocess.run(
+        [P4C, "--p4runtime-files", str(out), "-o", str(workdir / "p4c.json"), str(program)],
+        capture_output=True, text=True, timeout=120, env=p4c_env(P4C),
+    )
+    if r.returncode != 0:
+        pytest.skip(f"p4c rejects {program.name}: {r.stderr.strip().splitlines()[-1]}")
+    info = p4info_pb2.P4Info()
+    text_format.Parse(out.read_text(), info)
+    return info
+
+
+def _normalise(msg) -> None:
+    """Strip quotes from every annotation string in ``msg`` (recursively)."""
+    for fd, value in msg.ListFields():
+        if fd.name == "annotations" and fd.type == fd.TYPE_STRING:
+            cleaned = [a.replace('"', "") for a in value]
+            del value[:]
+            value.extend(cleaned)
+        elif fd.type == fd.TYPE_MESSAGE:
+            if fd.label == fd.LABEL_REPEATED:
+                items = value.values() if hasattr(value, "values") else value
+                for v in items:
+                    _normalise(v)
+            else:
+                _normalise(value)
+
+
+def differences(ours: p4info_pb2.P4Info, theirs: p4info_pb2.P4Info) -> list[str]:
+    """Human-readable differences, one per entity (or per missing/extra entity)."""
+    out: list[str] = []
+    for kind in KINDS:
+        mine = {o.preamble.name: o for o in getattr(ours, kind)}
+        ref = {o.preamble.name: o for o in getattr(theirs, kind)}
+        for name in sorted(ref.keys() - mine.keys()):
+            out.append(f"{kind} {name}: only in p4c's P4Info")
+        for name in sorted(mine.keys() - ref.keys()):
+            out.append(f"{kind} {name}: only in p4switch's P4Info")
+        for name in sorted(mine.keys() & ref.keys()):
+            a, b = type(mine[name])(), type(ref[name])()
+            a.CopyFrom(mine[name])
+            b.CopyFrom(ref[name])
+            _normalise(a)
+            _normalise(b)
+            if a != b:
+                out.append(f"{kind} {name}:\n  p4switch: {text_format.MessageToString(a)}"
+                           f"\n  p4c:      {text_format.MessageToString(b)}")
+    if ours.type_info != theirs.type_info:
+        out.append(f"type_info:\n  p4switch: {ours.type_info}\n  p4c:      {theirs.type_info}")
+    return out
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.stem)
+def test_p4info_equals_p4cs(program: Path, tmp_path: Path):
+    theirs = p4c_p4info(program, tmp_path)
+    try:
+        prog = compile_file(program)
+    except Exception as e:  # P4CompileError: file:line:col: error: ...
+        pytest.skip(f"p4switch's front end rejects {program.name}: {str(e).splitlines()[0]}")
+    ours = build_p4info(prog)
+    diffs = differences(ours, theirs)
+    assert not diffs, "\n".join(diffs)
+    assert ours.pkg_info.arch == theirs.pkg_info.arch == "v1model"
+
+
+def test_the_comparison_sees_a_wrong_id(tmp_path: Path):
+    """The comparison is not vacuous: one changed id, alias or width is reported."""
+    theirs = p4c_p4info(ROOT / "p4src" / "fabric.p4", tmp_path)
+    for mutate in (
+        lambda p: setattr(p.tables[0].preamble, "id", p.tables[0].preamble.id + 1),
+        lambda p: setattr(p.actions[0].preamble, "alias", "x"),
+        lambda p: setattr(p.tables[0].match_fields[0], "bitwidth", 3),
+    ):
+        ours = build_p4info(compile_file(ROOT / "p4src" / "fabric.p4"))
+        mutate(ours)
+        assert differences(ours, theirs)
