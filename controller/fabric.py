@@ -1,0 +1,472 @@
+"""FabricController: the API experiment scripts use (docs/fabric.md, FABRIC_API.md).
+
+It owns every table entry of every switch. The desired state is a pure function of (spec,
+scheme choices, weights, failed links) computed by ``controller.routing``; the controller keeps
+what it believes each switch holds and writes only the difference when something changes
+(scheme, weights, a failed or restored link), one Write batch per switch, switches in parallel.
+Every read goes over P4Runtime (registers too; on BMv2, whose P4Runtime has no registers,
+through simple_switch_CLI on the switch's Thrift port).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from topo.spec import FabricSpec
+
+from .connection import PacketIn, SwitchConnection, SwitchError
+from .entries import Entry, diff_entries
+from .p4rt_codec import P4Schema
+from .program import Program, compile_program
+from .routing import (
+    DEFAULT_ECN_THRESHOLD,
+    FabricEntries,
+    GroupKey,
+    compute_fabric_entries,
+    failed_link_indexes,
+)
+from .schemes import Scheme, scheme_from_name
+
+LOOPS = ("failure", "reconcile", "wam")
+PORT_COUNTERS = ("MyIngress.port_rx_ctr", "MyEgress.port_tx_ctr")
+DROP_CTR = "MyIngress.drop_ctr"
+MEMBER_CTR = "MyIngress.lb_member_ctr"
+QDEPTH_MAX = "MyEgress.port_qdepth_max"
+QDEPTH_LAST = "MyEgress.port_qdepth_last"
+DROP_REASONS = {1: "parser_error", 2: "bad_checksum", 3: "not_ipv4", 4: "ttl_expired",
+                5: "route_miss", 6: "blackhole", 7: "lb_group_miss", 8: "lb_empty",
+                9: "lb_member_miss"}
+LB_MAX_MEMBERS = 64
+COUNTER_COLUMNS = ["switch", "counter", "index", "port", "group", "member", "reason", "packets",
+                   "bytes"]
+
+
+@dataclass(frozen=True)
+class ControlEvent:
+    """One thing the controller or a loop did (time is time.time())."""
+
+    time: float
+    loop: str
+    switch: str | None
+    what: str
+
+
+class FabricController:
+    """Programs a whole fabric over P4Runtime. See module docstring."""
+
+    def __init__(self, spec: FabricSpec, target: str = "p4switch",
+                 program: str | Path | Program | None = None, control_period: float = 0.5,
+                 log: logging.Logger | Callable[[ControlEvent], None] | None = None, *,
+                 ecn_threshold: int | None = DEFAULT_ECN_THRESHOLD,
+                 election_id: tuple[int, int] = (0, 1), connect_timeout: float = 10.0,
+                 probe_miss_periods: int = 3) -> None:
+        if target not in ("p4switch", "bmv2"):
+            raise ValueError(f"unknown target {target!r} (choose from p4switch, bmv2)")
+        if control_period <= 0:
+            raise ValueError("control_period must be > 0 seconds")
+        self.spec = spec
+        self.target = target
+        self._program_arg = program
+        self.program: Program | None = program if isinstance(program, Program) else None
+        self.schema: P4Schema | None = None
+        self.control_period = control_period
+        self.ecn_threshold = ecn_threshold
+        self.election_id = election_id
+        self.connect_timeout = connect_timeout
+        self.probe_miss_periods = probe_miss_periods
+        self._log = log
+        self.events: list[ControlEvent] = []
+        self.conns: dict[str, SwitchConnection] = {}
+        self.scheme: Scheme = scheme_from_name("ecmp")
+        self.group_schemes: dict[str | GroupKey, Scheme] = {}
+        self.weights: dict[GroupKey, dict[int, float]] = {}
+        self.admin_failed: set[frozenset[str]] = set()
+        self.detected_failed: set[int] = set()
+        self.entries: FabricEntries | None = None
+        self.installed: dict[str, dict[tuple, Entry]] = {}
+        self.stats: dict[str, float] = {}
+        self._mu = threading.RLock()
+        self._sw_locks = {s: threading.Lock() for s in spec.switches}
+        self._pool = ThreadPoolExecutor(max_workers=min(32, max(4, len(spec.switches))),
+                                        thread_name_prefix="fabric")
+        self.loops = None  # controller.loops.ControlLoops once started
+        self.loop_names: tuple[str, ...] = ()
+        self.packet_in_handlers: list[Callable[[PacketIn], None]] = []
+
+    # ---- events ------------------------------------------------------------------------------
+    def event(self, loop: str, switch: str | None, what: str) -> ControlEvent:
+        ev = ControlEvent(time.time(), loop, switch, what)
+        self.events.append(ev)
+        if callable(self._log) and not isinstance(self._log, logging.Logger):
+            self._log(ev)
+        else:
+            (self._log or logging.getLogger("p4fabric.controller")).info(
+                "[%s] %s: %s", loop, switch or "fabric", what)
+        return ev
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> FabricController:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _map(self, fn: Callable[[str], object], switches: Iterable[str]) -> dict[str, object]:
+        """Run fn per switch in parallel; re-raise the first error (naming its switch)."""
+        futs = {s: self._pool.submit(fn, s) for s in switches}
+        out, errors = {}, []
+        for s, f in futs.items():
+            try:
+                out[s] = f.result()
+            except Exception as e:  # collect all, report the first
+                errors.append(e if isinstance(e, SwitchError)
+                              else SwitchError(f"switch {s}: {type(e).__name__}: {e}"))
+        if errors:
+            raise errors[0]
+        return out
+
+    def start(self, scheme: Scheme | str = "ecmp",
+              loops: Sequence[str] = ("failure", "reconcile")) -> FabricController:
+        """Connect, arbitrate, push the pipeline, install everything, start the loops."""
+        bad = [n for n in loops if n not in LOOPS]
+        if bad:
+            raise ValueError(f"unknown loop(s) {bad} (choose from {', '.join(LOOPS)})")
+        self.scheme = scheme_from_name(scheme)
+        self.loop_names = tuple(loops)
+        t0 = time.perf_counter()
+        if self.program is None:
+            self.program = compile_program(self.target, self._program_arg)  # type: ignore[arg-type]
+        self.schema = P4Schema(self.program.p4info)
+        t1 = time.perf_counter()
+        self.entries = self._compute()
+        t2 = time.perf_counter()
+        for name, sw in self.spec.switches.items():
+            self.conns[name] = SwitchConnection(
+                name, sw.grpc_addr, sw.device_id, self.election_id,
+                on_packet_in=self._on_packet_in, on_reconnect=self._on_reconnect)
+        phase: dict[str, dict[str, float]] = {}
+
+        def bring_up(name: str) -> None:
+            a = time.perf_counter()
+            self.conns[name].connect(self.connect_timeout)
+            b = time.perf_counter()
+            self._push_switch(name)
+            c = time.perf_counter()
+            phase[name] = {"connect": b - a, "push": c - b}
+
+        try:
+            self._map(bring_up, self.spec.switches)
+        except Exception:
+            self.stop()
+            raise
+        t3 = time.perf_counter()
+        n = self.entries.total()
+        self.stats = {"compile_s": t1 - t0, "routing_s": t2 - t1, "bring_up_s": t3 - t2,
+                      "entries": n, "entries_per_s": n / (t3 - t2) if t3 > t2 else 0.0,
+                      "max_connect_s": max(p["connect"] for p in phase.values()),
+                      "max_push_s": max(p["push"] for p in phase.values())}
+        self.event("start", None, f"{len(self.conns)} switches programmed, {n} entries, "
+                   f"scheme {self.scheme.name}, in {t3 - t0:.2f} s")
+        if any(n in loops for n in ("failure", "wam")):
+            from .loops import ControlLoops
+
+            self.loops = ControlLoops(self, [n for n in loops if n != "reconcile"])
+            self.loops.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop the loops and close every connection (the switches keep running)."""
+        if self.loops is not None:
+            self.loops.stop()
+            self.loops = None
+        for c in self.conns.values():
+            c.close()
+        self.conns = {}
+
+    # ---- programming -------------------------------------------------------------------------
+    def _failed(self) -> frozenset[int]:
+        return failed_link_indexes(self.spec, self.admin_failed) | frozenset(self.detected_failed)
+
+    def _compute(self) -> FabricEntries:
+        return compute_fabric_entries(self.spec, self.scheme, self._failed(),
+                                      group_schemes=self.group_schemes, weights=self.weights,
+                                      ecn_threshold=self.ecn_threshold)
+
+    def _push_switch(self, name: str) -> None:
+        """Pipeline + every desired entry of one switch, one Write batch."""
+        assert self.program is not None and self.schema is not None and self.entries is not None
+        with self._sw_locks[name]:
+            conn = self.conns[name]
+            conn.set_pipeline(self.program.p4info, self.program.device_config)
+            entries = list(self.entries[name].entries)
+            conn.write([self.schema.update("insert", e) for e in entries])
+            self.installed[name] = {e.key: e for e in entries}
+
+    def _apply_switch(self, name: str) -> int:
+        assert self.schema is not None and self.entries is not None
+        with self._sw_locks[name]:
+            new = self.entries[name].entries
+            diff = diff_entries(self.installed.get(name, {}).values(), new)
+            if len(diff):
+                self.conns[name].write([self.schema.update(op, e) for op, e in diff.ordered()])
+                self.installed[name] = {e.key: e for e in new}
+            return len(diff)
+
+    def apply(self, loop: str = "api", why: str = "") -> int:
+        """Recompute the desired entries and write the diff to every switch that changed."""
+        with self._mu:
+            self.entries = self._compute()
+            if not self.conns:
+                return 0
+            counts = self._map(self._apply_switch, [s for s in self.spec.switches
+                                                    if self.conns[s].connected])
+        total = sum(int(v) for v in counts.values())
+        changed = sorted(s for s, v in counts.items() if v)
+        if why or total:
+            self.event(loop, None, f"{why}: {total} updates on {len(changed)} switches "
+                       f"({', '.join(changed[:6])}{' ...' if len(changed) > 6 else ''})")
+        return total
+
+    def _on_reconnect(self, conn: SwitchConnection) -> None:
+        if "reconcile" not in self.loop_names:
+            self.event("reconcile", conn.name, "reconnected; not re-programmed (loop off)")
+            return
+        try:
+            with self._mu:
+                self._push_switch(conn.name)
+            self.event("reconcile", conn.name, f"reconnected: pipeline and "
+                       f"{len(self.installed[conn.name])} entries re-pushed")
+        except SwitchError as e:
+            self.event("reconcile", conn.name, f"re-push failed: {e}")
+
+    def _on_packet_in(self, pkt: PacketIn) -> None:
+        for h in list(self.packet_in_handlers):
+            h(pkt)
+
+    # ---- the scripting API -------------------------------------------------------------------
+    def set_scheme(self, scheme: Scheme | str, group: str | GroupKey | None = None) -> int:
+        """Scheme of every group (None), of one switch's groups, or of (switch, group_id)."""
+        s = scheme_from_name(scheme)
+        with self._mu:
+            if group is None:
+                self.scheme = s
+                self.group_schemes.clear()
+            elif isinstance(group, str):
+                self._check_switch(group)
+                self.group_schemes = {k: v for k, v in self.group_schemes.items()
+                                      if not (isinstance(k, tuple) and k[0] == group)}
+                self.group_schemes[group] = s
+            else:
+                self._check_group(*group)
+                self.group_schemes[tuple(group)] = s  # type: ignore[index]
+            return self.apply("api", f"scheme {s.name} for {group or 'every group'}")
+
+    def set_weights(self, switch: str, group_id: int,
+                    weights: Sequence[float] | Mapping[int, float]) -> int:
+        """Per-member weights (member order, or {port: weight}); WaM splits its balls by them,
+        the hashing schemes install weighted ECMP."""
+        g = self._check_group(switch, group_id)
+        if isinstance(weights, Mapping):
+            w = {int(p): float(v) for p, v in weights.items()}
+            unknown = set(w) - set(g.ports)
+            if unknown:
+                raise ValueError(f"{switch} group {group_id}: ports {sorted(unknown)} are not "
+                                 f"members {list(g.ports)}")
+        else:
+            if len(weights) != len(g.ports):
+                raise ValueError(f"{switch} group {group_id} has {len(g.ports)} members, got "
+                                 f"{len(weights)} weights")
+            w = dict(zip(g.ports, map(float, weights), strict=True))
+        if any(v < 0 for v in w.values()) or sum(w.values()) <= 0:
+            raise ValueError("weights must be non-negative with a positive sum")
+        with self._mu:
+            self.weights[(switch, group_id)] = w
+            return self.apply("api", f"weights {switch}/{group_id} = "
+                              f"{[round(w.get(p, 1.0), 3) for p in g.ports]}")
+
+    def _check_switch(self, switch: str) -> None:
+        if switch not in self.spec.switches:
+            raise ValueError(f"unknown switch {switch!r}")
+
+    def _check_group(self, switch: str, group_id: int):
+        self._check_switch(switch)
+        entries = self.entries or self._compute()
+        try:
+            return entries[switch].groups[group_id]
+        except KeyError:
+            raise ValueError(f"switch {switch} has no LB group {group_id} (groups: "
+                             f"{sorted(entries[switch].groups)})") from None
+
+    def groups(self) -> pd.DataFrame:
+        """Every LB group: switch, group, scheme, ports, peers, destinations."""
+        entries = self.entries or self._compute()
+        rows = [{"switch": s, "group": gid, "scheme": entries[s].scheme[gid].name,
+                 "ports": g.ports, "peers": g.peers, "destinations": len(g.destinations)}
+                for s in entries for gid, g in sorted(entries[s].groups.items())]
+        return pd.DataFrame(rows, columns=["switch", "group", "scheme", "ports", "peers",
+                                           "destinations"])
+
+    # ---- links -------------------------------------------------------------------------------
+    def _pair(self, a: str, b: str) -> frozenset[str]:
+        if not self.spec.links_between(a, b):
+            raise ValueError(f"no link between {a!r} and {b!r}")
+        return frozenset({a, b})
+
+    def fail_link(self, a: str, b: str) -> int:
+        """Administratively route around every link a-b (P4 side only; the link stays up)."""
+        with self._mu:
+            self.admin_failed.add(self._pair(a, b))
+            return self.apply("api", f"fail_link {a}-{b}")
+
+    def restore_link(self, a: str, b: str) -> int:
+        with self._mu:
+            self.admin_failed.discard(self._pair(a, b))
+            return self.apply("api", f"restore_link {a}-{b}")
+
+    def link_state(self) -> dict[frozenset[str], bool]:
+        """Node pair of every switch-switch link -> up (neither failed by an operator nor
+        detected down by the failure loop; with parallel links: all of them)."""
+        failed = self._failed()
+        out: dict[frozenset[str], bool] = {}
+        for i, lk in enumerate(self.spec.links):
+            if lk.a in self.spec.switches and lk.b in self.spec.switches:
+                pair = frozenset({lk.a, lk.b})
+                out[pair] = out.get(pair, True) and i not in failed
+        return out
+
+    # ---- reads -------------------------------------------------------------------------------
+    def _conn(self, switch: str) -> SwitchConnection:
+        try:
+            return self.conns[switch]
+        except KeyError:
+            raise SwitchError(f"switch {switch}: not connected (start() first)") from None
+
+    def _read_counters_of(self, name: str) -> list[dict]:
+        assert self.schema is not None and self.entries is not None
+        sch = self.schema
+        ports = sorted(self.spec.ports(name))
+        ents = [sch.counter_entity(c, p) for c in PORT_COUNTERS for p in ports]
+        ents += [sch.counter_entity(DROP_CTR, r) for r in DROP_REASONS]
+        slots: dict[int, tuple[int, int, int]] = {}
+        for e in self.installed.get(name, {}).values():
+            if e.table == "MyIngress.lb_member":
+                m = e.match_dict
+                gid, idx = m["meta.lb.group_id"].value, m["meta.lb.member_idx"].value
+                slots[gid * LB_MAX_MEMBERS + idx] = (gid, idx, e.params_dict["port"])
+        ents += [sch.counter_entity(MEMBER_CTR, i) for i in sorted(slots)]
+        rows = []
+        for ent in self._conn(name).read(ents):
+            ce = ent.counter_entry
+            cname = sch.counter_name(ce.counter_id)
+            idx = ce.index.index
+            row = {"switch": name, "counter": cname.split(".")[-1], "index": idx,
+                   "packets": ce.data.packet_count, "bytes": ce.data.byte_count}
+            if cname in PORT_COUNTERS:
+                row["port"] = idx
+            elif cname == DROP_CTR:
+                row["reason"] = DROP_REASONS.get(idx, str(idx))
+            elif cname == MEMBER_CTR and idx in slots:
+                row["group"], row["member"], row["port"] = slots[idx]
+            rows.append(row)
+        return rows
+
+    def read_counters(self, switches: Iterable[str] | None = None) -> pd.DataFrame:
+        """Tidy counters over P4Runtime: port rx/tx, drops per reason, LB members."""
+        names = list(switches) if switches is not None else list(self.spec.switches)
+        per = self._map(self._read_counters_of, names)
+        rows = [r for n in names for r in per[n]]  # type: ignore[union-attr]
+        df = pd.DataFrame(rows, columns=COUNTER_COLUMNS)
+        for c in ("port", "group", "member"):
+            df[c] = df[c].astype("Int64")
+        return df
+
+    def read_registers(self, switch: str, register: str, indexes: Sequence[int]) -> list[int]:
+        """Register cells over P4Runtime (p4switch) or simple_switch_CLI (BMv2)."""
+        assert self.schema is not None
+        if self.target == "bmv2":
+            return self._bmv2_cli(switch, [f"register_read {register} {i}" for i in indexes],
+                                  parse=True)
+        ents = self._conn(switch).read([self.schema.register_entity(register, i)
+                                        for i in indexes])
+        got = {e.register_entry.index.index: int.from_bytes(e.register_entry.data.bitstring,
+                                                            "big") for e in ents}
+        return [got.get(i, 0) for i in indexes]
+
+    def write_registers(self, switch: str, register: str, values: Mapping[int, int]) -> None:
+        assert self.schema is not None
+        if self.target == "bmv2":
+            self._bmv2_cli(switch, [f"register_write {register} {i} {v}"
+                                    for i, v in values.items()])
+            return
+        self._conn(switch).write([self.schema.register_write(register, i, v)
+                                  for i, v in values.items()])
+
+    def _bmv2_cli(self, switch: str, commands: list[str], parse: bool = False) -> list[int]:
+        sw = self.spec.switches[switch]
+        res = subprocess.run(["simple_switch_CLI", "--thrift-port", str(sw.thrift_port)],
+                             input="\n".join(commands) + "\n", capture_output=True, text=True,
+                             timeout=30)
+        if res.returncode != 0:
+            raise SwitchError(f"switch {switch}: simple_switch_CLI failed: {res.stderr.strip()}")
+        if not parse:
+            return []
+        values = [int(v) for v in re.findall(r"\[\d+\]\s*=\s*(\d+)", res.stdout)]
+        if len(values) != len(commands):
+            raise SwitchError(f"switch {switch}: simple_switch_CLI answered {len(values)} of "
+                              f"{len(commands)} register reads")
+        return values
+
+    def _queues_of(self, name: str, clear: bool) -> list[dict]:
+        ports = sorted(p for p, (peer, _) in self.spec.ports(name).items())
+        mx = self.read_registers(name, QDEPTH_MAX, ports)
+        last = self.read_registers(name, QDEPTH_LAST, ports)
+        if clear:
+            self.write_registers(name, QDEPTH_MAX, {p: 0 for p in ports})
+        peers = self.spec.ports(name)
+        return [{"switch": name, "port": p, "peer": peers[p][0], "qdepth_max": a,
+                 "qdepth_last": b} for p, a, b in zip(ports, mx, last, strict=True)]
+
+    def read_queues(self, clear: bool = False, switches: Iterable[str] | None = None
+                    ) -> pd.DataFrame:
+        """Per switch port: max queue depth since the last clear, and the latest one."""
+        names = list(switches) if switches is not None else list(self.spec.switches)
+        per = self._map(lambda n: self._queues_of(n, clear), names)
+        rows = [r for n in names for r in per[n]]  # type: ignore[union-attr]
+        return pd.DataFrame(rows, columns=["switch", "port", "peer", "qdepth_max",
+                                           "qdepth_last"])
+
+    def read_links(self) -> pd.DataFrame:
+        """One row per direction of every switch-switch link, with the sender's tx counters."""
+        c = self.read_counters()
+        tx = c[c["counter"] == "port_tx_ctr"].set_index(["switch", "port"])
+        failed = self._failed()
+        rows = []
+        for idx, lk in enumerate(self.spec.links):
+            if lk.a not in self.spec.switches or lk.b not in self.spec.switches:
+                continue
+            for (s, sp), (d, dp) in (((lk.a, lk.a_port), (lk.b, lk.b_port)),
+                                     ((lk.b, lk.b_port), (lk.a, lk.a_port))):
+                key = (s, sp)
+                rows.append({"src": s, "src_port": sp, "dst": d, "dst_port": dp,
+                             "tx_packets": int(tx.loc[key, "packets"]) if key in tx.index else 0,
+                             "tx_bytes": int(tx.loc[key, "bytes"]) if key in tx.index else 0,
+                             "up": idx not in failed})
+        return pd.DataFrame(rows, columns=["src", "src_port", "dst", "dst_port", "tx_packets",
+                                           "tx_bytes", "up"])
+
+    def read_entries(self, switch: str, table: str | None = None) -> list[Entry]:
+        """What the switch really holds (a P4Runtime wildcard read), decoded."""
+        assert self.schema is not None
+        ents = self._conn(switch).read([self.schema.table_wildcard(table)])
+        return [self.schema.entry_of(e.table_entry) for e in ents]

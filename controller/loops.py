@@ -1,0 +1,288 @@
+"""The controller's control loops: link failure detection and Whack-a-Mole re-weighting.
+
+(Reconcile, the third loop, is event-driven: a connection that comes back calls the
+controller, which re-pushes pipeline and entries; see ``FabricController._on_reconnect``.)
+
+Failure: every control period the controller sends a probe packet-out on every switch-switch
+port (IPv4/UDP to the reserved PROBE_IP, payload = magic, sender device id, port, sequence).
+The neighbour's ``send_to_cpu`` route punts it; the PacketIn's ``ingress_port`` names the link
+end. A link that brought no probe (in either direction) for ``probe_miss_periods`` periods is
+down: the controller recomputes routes without it and writes only the diff, in the same period.
+When probes flow again in both directions the link is restored. The controller notices dead
+links by itself, whatever killed them (ip link down, a dead switch, a cut cable).
+
+Whack-a-Mole: every period read ``port_qdepth_max`` (and clear it) of the member ports of
+every WaM group; :func:`wam_decide` (pure) moves balls off members whose queue stays high, with
+hysteresis, never below a floor share; the new weights rewrite only that group's ranges.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from topo.spec import mac_int
+
+from .connection import PacketIn, SwitchError
+from .routing import PROBE_IP
+from .schemes import WhackAMole
+
+if TYPE_CHECKING:
+    from .fabric import FabricController
+
+PROBE_MAGIC = b"P4FP"
+PROBE_UDP_PORT = 0xFAB0
+PROBE_SRC_IP = "169.254.0.1"
+_PROBE = struct.Struct("!4sHHI")  # magic, device id, port, sequence
+
+
+# ---- probes ----------------------------------------------------------------------------------
+def _csum16(data: bytes) -> int:
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def _ip4(text: str) -> int:
+    a, b, c, d = (int(x) for x in text.split("."))
+    return (a << 24) | (b << 16) | (c << 8) | d
+
+
+def probe_frame(device_id: int, port: int, seq: int, smac: str) -> bytes:
+    """Ethernet/IPv4/UDP to PROBE_IP with the sender's (device id, port, seq) as payload."""
+    payload = _PROBE.pack(PROBE_MAGIC, device_id & 0xFFFF, port & 0xFFFF, seq & 0xFFFFFFFF)
+    udp = struct.pack("!HHHH", PROBE_UDP_PORT, PROBE_UDP_PORT, 8 + len(payload), 0)
+    ip = struct.pack("!BBHHHBBHII", 0x45, 0, 20 + len(udp) + len(payload), 0, 0, 64, 17, 0,
+                     _ip4(PROBE_SRC_IP), _ip4(PROBE_IP))
+    ip = ip[:10] + struct.pack("!H", _csum16(ip)) + ip[12:]
+    eth = b"\xff" * 6 + mac_int(smac).to_bytes(6, "big") + b"\x08\x00"
+    return eth + ip + udp + payload
+
+
+def parse_probe(frame: bytes) -> tuple[int, int, int] | None:
+    """(sender device id, sender port, seq) of a probe frame, None for anything else."""
+    if len(frame) < 14 + 20 + 8 + _PROBE.size or frame[12:14] != b"\x08\x00":
+        return None
+    if frame[14 + 9] != 17 or frame[14 + 16:14 + 20] != _ip4(PROBE_IP).to_bytes(4, "big"):
+        return None
+    magic, dev, port, seq = _PROBE.unpack_from(frame, 14 + 20 + 8)
+    return (dev, port, seq) if magic == PROBE_MAGIC else None
+
+
+# ---- Whack-a-Mole decision (pure) ------------------------------------------------------------
+@dataclass(frozen=True)
+class WamPolicy:
+    """Thresholds in packets of queue depth (the egress queue holds 64 by default)."""
+
+    high: int = 16
+    """A member whose max queue depth is >= high for ``hold`` periods is congested."""
+    low: int = 4
+    """A congested member recovers when its max depth is back <= low (hysteresis)."""
+    hold: int = 2
+    full: int = 60
+    """Depth at which tail drops are imminent: congested at once, no hold."""
+    step: float = 0.25
+    """Fraction of a congested member's weight moved away per period; also the recovery step."""
+    floor: float = 0.25
+    """Minimum weight relative to the equal share (1.0): a busy member is never starved."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.low < self.high <= self.full:
+            raise ValueError("WamPolicy needs 0 <= low < high <= full")
+        if not 0 < self.step <= 1 or not 0 < self.floor <= 1 or self.hold < 1:
+            raise ValueError("WamPolicy needs 0 < step, floor <= 1 and hold >= 1")
+
+
+@dataclass
+class MemberState:
+    above: int = 0
+    congested: bool = False
+
+
+@dataclass
+class WamGroupState:
+    members: dict[int, MemberState] = field(default_factory=dict)
+
+
+def wam_decide(weights: Mapping[int, float], qdepth_max: Mapping[int, int],
+               state: WamGroupState, policy: WamPolicy = WamPolicy()) -> dict[int, float]:
+    """New per-port weights of one group from this period's max queue depth per member port.
+
+    Congested members (above ``high`` for ``hold`` periods, or at ``full``) lose ``step`` of
+    their weight per period down to ``floor``; members back at or below ``low`` regain ``step``
+    per period up to 1.0. When every member is congested nothing moves (no better path).
+    Updates ``state`` in place; returns the weights (unchanged values when nothing moved).
+    """
+    for port in weights:
+        st = state.members.setdefault(port, MemberState())
+        q = qdepth_max.get(port, 0)
+        st.above = st.above + 1 if q >= policy.high else 0
+        if q >= policy.full or st.above >= policy.hold:
+            st.congested = True
+        elif st.congested and q <= policy.low:
+            st.congested = False
+    out = {p: float(w) for p, w in weights.items()}
+    congested = [p for p in weights if state.members[p].congested]
+    if congested and len(congested) == len(weights):
+        return out
+    for p in weights:
+        q = qdepth_max.get(p, 0)
+        if state.members[p].congested:
+            out[p] = max(policy.floor, out[p] * (1 - policy.step))
+        elif out[p] < 1.0 and q <= policy.low:
+            out[p] = min(1.0, out[p] + policy.step)
+    return out
+
+
+# ---- the loop thread -------------------------------------------------------------------------
+class ControlLoops:
+    """One thread running the periodic loops of a FabricController."""
+
+    def __init__(self, ctl: FabricController, loops: list[str],
+                 policy: WamPolicy | None = None) -> None:
+        self.ctl = ctl
+        self.names = loops
+        self.policy = policy or WamPolicy()
+        self.period = ctl.control_period
+        self.miss = ctl.probe_miss_periods
+        self.seq = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._seen_lock = threading.Lock()
+        # (receiving switch, its port) -> time the last probe arrived there
+        self.last_seen: dict[tuple[str, int], float] = {}
+        self.down: set[int] = set()
+        self.wam_state: dict[tuple[str, int], WamGroupState] = {}
+        self.periods = 0
+        spec = ctl.spec
+        self.dev_name = {sw.device_id: n for n, sw in spec.switches.items()}
+        self.switch_links = [(i, lk) for i, lk in enumerate(spec.links)
+                             if lk.a in spec.switches and lk.b in spec.switches]
+
+    def start(self) -> None:
+        now = time.monotonic()
+        for _, lk in self.switch_links:
+            self.last_seen[(lk.a, lk.a_port)] = now
+            self.last_seen[(lk.b, lk.b_port)] = now
+        self.ctl.packet_in_handlers.append(self.on_packet_in)
+        self._thread = threading.Thread(target=self._run, name="fabric-loops", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.on_packet_in in self.ctl.packet_in_handlers:
+            self.ctl.packet_in_handlers.remove(self.on_packet_in)
+        if self._thread is not None:
+            self._thread.join(timeout=5 * self.period + 5)
+
+    def _run(self) -> None:
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                self.tick()
+            except Exception as e:  # a loop must survive a bad period (switch gone, ...)
+                self.ctl.event("loops", None, f"period failed: {type(e).__name__}: {e}")
+            next_t += self.period
+            self._stop.wait(max(0.0, next_t - time.monotonic()))
+            if time.monotonic() - next_t > self.period:
+                next_t = time.monotonic()  # fell behind: do not burst
+
+    def tick(self) -> None:
+        self.periods += 1
+        if "failure" in self.names:
+            self.check_links()
+            self.send_probes()
+        if "wam" in self.names:
+            self.wam_step()
+
+    # ---- failure -----------------------------------------------------------------------------
+    def send_probes(self) -> None:
+        ctl = self.ctl
+        if ctl.schema is None:
+            return
+        self.seq += 1
+        for name, sw in ctl.spec.switches.items():
+            conn = ctl.conns.get(name)
+            if conn is None or not conn.connected:
+                continue
+            for port, (peer, _) in sorted(ctl.spec.ports(name).items()):
+                if peer not in ctl.spec.switches:
+                    continue
+                pkt = ctl.schema.packet_out(probe_frame(sw.device_id, port, self.seq,
+                                                        sw.port_mac(port)), egress_port=port)
+                try:
+                    conn.packet_out(pkt)
+                except SwitchError:
+                    break
+
+    def on_packet_in(self, pkt: PacketIn) -> None:
+        probe = parse_probe(pkt.payload)
+        if probe is None or self.ctl.schema is None:
+            return
+        meta = self.ctl.schema.packet_in_metadata(pkt.metadata)
+        port = meta.get("ingress_port")
+        if port is None:
+            return
+        with self._seen_lock:
+            self.last_seen[(pkt.switch, port)] = time.monotonic()
+
+    def check_links(self) -> None:
+        now = time.monotonic()
+        limit = self.miss * self.period
+        with self._seen_lock:
+            seen = dict(self.last_seen)
+        newly_down, newly_up = [], []
+        for i, lk in self.switch_links:
+            ages = [now - seen.get((lk.a, lk.a_port), 0.0), now - seen.get((lk.b, lk.b_port), 0.0)]
+            if i not in self.down and max(ages) > limit:
+                newly_down.append((i, lk))
+            elif i in self.down and max(ages) <= 1.5 * self.period:
+                newly_up.append((i, lk))
+        if not newly_down and not newly_up:
+            return
+        for i, lk in newly_down:
+            self.down.add(i)
+            self.ctl.event("failure", lk.a, f"link {lk.a}:{lk.a_port}-{lk.b}:{lk.b_port} down "
+                           f"(no probe for {self.miss} periods)")
+        for i, lk in newly_up:
+            self.down.discard(i)
+            self.ctl.event("failure", lk.a, f"link {lk.a}:{lk.a_port}-{lk.b}:{lk.b_port} up "
+                           f"(probes back)")
+        with self.ctl._mu:
+            self.ctl.detected_failed = set(self.down)
+            self.ctl.apply("failure", "reroute")
+
+    # ---- Whack-a-Mole ------------------------------------------------------------------------
+    def wam_step(self) -> None:
+        ctl = self.ctl
+        entries = ctl.entries
+        if entries is None:
+            return
+        wam_groups = [(s, gid, g) for s in entries for gid, g in entries[s].groups.items()
+                      if isinstance(entries[s].scheme[gid], WhackAMole)]
+        if not wam_groups:
+            return
+        switches = sorted({s for s, _, _ in wam_groups if ctl.conns.get(s) and
+                           ctl.conns[s].connected})
+        q = ctl.read_queues(clear=True, switches=switches)
+        depth = {(r.switch, int(r.port)): int(r.qdepth_max) for r in q.itertuples()}
+        changed = False
+        for s, gid, g in wam_groups:
+            if s not in switches:
+                continue
+            cur = {p: ctl.weights.get((s, gid), {}).get(p, 1.0) for p in g.ports}
+            st = self.wam_state.setdefault((s, gid), WamGroupState())
+            new = wam_decide(cur, {p: depth.get((s, p), 0) for p in g.ports}, st, self.policy)
+            if new != cur:
+                ctl.weights[(s, gid)] = new
+                changed = True
+                ctl.event("wam", s, f"group {gid} weights "
+                          f"{[round(new[p], 2) for p in g.ports]} (qdepth_max "
+                          f"{[depth.get((s, p), 0) for p in g.ports]})")
+        if changed:
+            ctl.apply("wam", "rebalance")

@@ -1,0 +1,53 @@
+"""The pipeline a FabricController pushes: P4Info + device config for p4switch or BMv2.
+
+p4switch's "binary" is a source bundle it compiles itself (docs/device-config.md); BMv2 takes
+p4c-bm2-ss's JSON. Either way the P4Info comes from the same compiler as the device config, so
+names are what that compiler says (the controller never hard-codes ids).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from p4.config.v1 import p4info_pb2
+
+from p4switch import device_config, p4info
+
+FABRIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "fabric.p4"
+TARGETS = ("p4switch", "bmv2")
+
+
+@dataclass(frozen=True)
+class Program:
+    p4info: p4info_pb2.P4Info
+    device_config: bytes
+    target: str
+    source: str
+
+
+def compile_program(target: str = "p4switch", source: str | Path | None = None) -> Program:
+    """Compile ``source`` (default p4src/fabric.p4) for ``target``; errors say what failed."""
+    src = Path(source) if source is not None else FABRIC_P4
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
+    if not src.is_file():
+        raise FileNotFoundError(f"{src}: no such P4 program")
+    if target == "p4switch":
+        bundle = device_config.bundle_from_file(src)
+        info = p4info.build_p4info(device_config.compile_bundle(bundle))
+        return Program(info, bundle.to_bytes(), target, str(src))
+    p4c = shutil.which("p4c-bm2-ss")
+    if p4c is None:
+        raise RuntimeError("target bmv2 needs p4c-bm2-ss on PATH (see /work/shared/p4tools)")
+    with tempfile.TemporaryDirectory(prefix="p4fabric-p4c-") as tmp:
+        out_json, out_info = Path(tmp, "prog.json"), Path(tmp, "prog.p4info.txtpb")
+        res = subprocess.run([p4c, "--p4runtime-files", str(out_info), "-o", str(out_json),
+                              str(src)], capture_output=True, text=True, timeout=300)
+        if res.returncode != 0:
+            raise RuntimeError(f"p4c-bm2-ss failed on {src}:\n{res.stderr.strip()}")
+        info = p4info.parse(out_info.read_bytes())
+        return Program(info, out_json.read_bytes(), target, str(src))
