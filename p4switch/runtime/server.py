@@ -74,6 +74,7 @@ class Stream:
     election_id: tuple[int, int] | None = None
     role: str = ""
     arbitrated: bool = False
+    device_id: int = 0
 
 
 @dataclass
@@ -97,6 +98,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.saved: PipelineConfig | None = None
         self.state = ServerState()
         self.streams: list[Stream] = []
+        # Arbitration (spec 1.1+, §5.3-5.4), per role (one device): the primary stream, and the
+        # highest election id ever seen — a client becomes primary only by claiming an id >= it,
+        # and nobody is promoted when the primary leaves or steps down.
+        self.primaries: dict[str, Stream] = {}
+        self.highest: dict[str, tuple[int, int]] = {}
         self.counters = _Counters()
         self._list_ids = itertools.count(1)
         self._adopt_running_program()
@@ -151,15 +157,17 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                             f"{self.switch.device_id})")
 
     def _primary(self, role: str) -> Stream | None:
-        cands = [s for s in self.streams
-                 if s.arbitrated and s.role == role and s.election_id is not None]
-        return max(cands, key=lambda s: s.election_id) if cands else None  # type: ignore
+        return self.primaries.get(role)
 
     def _check_primary(self, role: str, election_id: p4runtime_pb2.Uint128, has: bool) -> None:
+        if role and role not in self.highest and not any(
+                o.arbitrated and o.role == role for o in self.streams):
+            raise not_found(f"unknown role {role!r}: no client has arbitrated for it")
         prim = self._primary(role)
         if prim is None:
-            raise permission_denied("no primary client: open a StreamChannel and send a "
-                                    "MasterArbitrationUpdate first")
+            raise permission_denied("no primary client: a client becomes primary by sending a "
+                                    "MasterArbitrationUpdate with an election id >= the "
+                                    "highest seen")
         if not has or prim.election_id != _eid(election_id):
             raise permission_denied("only the primary client (highest election id) may write")
 
@@ -401,9 +409,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         finally:
             with self._mu:
                 if s in self.streams:
-                    was_primary = self._primary(s.role) is s
                     self.streams.remove(s)
-                    if was_primary:
+                    if self._primary(s.role) is s:  # no promotion: the role has no primary
+                        del self.primaries[s.role]
                         self._announce(s.role)
 
     def _read_stream(self, s: Stream, it, context) -> None:
@@ -425,43 +433,64 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             s.q.put(_CLOSE)
 
     def _arbitrate(self, s: Stream, arb: p4runtime_pb2.MasterArbitrationUpdate) -> None:
+        """Spec §5.3: the first update of a stream names the device and role (NOT_FOUND for an
+        unknown device); later ones may not change them (FAILED_PRECONDITION). An election id
+        used by another live client of the role ends the stream (INVALID_ARGUMENT). Then the
+        client is primary iff its id is >= the highest ever seen for the role."""
         with self._mu:
-            if arb.device_id != self.switch.device_id:
-                s.q.put(not_found(f"unknown device id {arb.device_id}"))
-                return
             role = arb.role.name
             eid = _eid(arb.election_id) if arb.HasField("election_id") else None
-            if s.arbitrated and s.role != role:
-                s.q.put(invalid("a stream cannot change its role"))
+            if not s.arbitrated:
+                if arb.device_id != self.switch.device_id:
+                    s.q.put(not_found(f"unknown device id {arb.device_id}"))
+                    return
+            elif arb.device_id != s.device_id:
+                s.q.put(failed_precondition("a stream cannot change its device id "
+                                            f"({s.device_id} -> {arb.device_id})"))
+                return
+            elif role != s.role:
+                s.q.put(failed_precondition("a stream cannot change its role: open a new "
+                                            "stream for another role"))
                 return
             if eid is not None and any(o is not s and o.arbitrated and o.role == role
                                        and o.election_id == eid for o in self.streams):
                 s.q.put(invalid(f"election id {eid} is already used by another client"))
                 return
-            before = self._primary(role)
-            s.role, s.election_id, s.arbitrated = role, eid, True
-            after = self._primary(role)
-            if after is not before:
+            was_primary = self._primary(role) is s
+            s.role, s.election_id, s.arbitrated, s.device_id = role, eid, True, arb.device_id
+            past = self.highest.get(role)
+            if eid is not None and (past is None or eid >= past):
+                self.primaries[role] = s
+                self.highest[role] = eid
+                self._announce(role)
+            elif was_primary:  # stepped down: nobody else is promoted
+                del self.primaries[role]
                 self._announce(role)
             else:
-                self._send_arbitration(s, after)
+                self._send_arbitration(s, self._primary(role))
 
     def _announce(self, role: str) -> None:
+        """Tell every stream of the role who is primary: the others first, the primary last
+        (the spec's order for a change of primary)."""
         prim = self._primary(role)
         for o in self.streams:
-            if o.arbitrated and o.role == role:
+            if o.arbitrated and o.role == role and o is not prim:
                 self._send_arbitration(o, prim)
+        if prim is not None:
+            self._send_arbitration(prim, prim)
 
     def _send_arbitration(self, s: Stream, primary: Stream | None) -> None:
-        """Spec/PI: the primary gets OK, a backup ALREADY_EXISTS (a primary exists), everybody
-        NOT_FOUND when there is no primary; election_id is the primary's."""
+        """Spec §5.4: the primary gets OK, a backup ALREADY_EXISTS (a primary exists), everybody
+        NOT_FOUND when there is no primary; election_id is the highest ever seen for the role
+        (the primary's, if there is one), unset if there never was a primary."""
         resp = p4runtime_pb2.StreamMessageResponse()
         a = resp.arbitration
         a.device_id = self.switch.device_id
         if s.role:
             a.role.name = s.role
-        if primary is not None:
-            a.election_id.high, a.election_id.low = primary.election_id  # type: ignore[misc]
+        highest = self.highest.get(s.role)
+        if highest is not None:
+            a.election_id.high, a.election_id.low = highest
         if primary is s:
             a.status.code = code_pb2.OK
             a.status.message = "primary"

@@ -35,11 +35,15 @@ class RawClient:
         except grpc.RpcError as e:
             self.inq.put(e)
 
-    def arbitrate(self, election_id: tuple[int, int] | None = None):
+    def arbitrate(self, election_id: tuple[int, int] | None = None, *, role: str = "",
+                  device_id: int | None = None):
+        """Send a MasterArbitrationUpdate; the answer (or the RpcError ending the stream)."""
         if election_id is not None:
             self.election_id = election_id
         req = p4runtime_pb2.StreamMessageRequest()
-        req.arbitration.device_id = self.device_id
+        req.arbitration.device_id = self.device_id if device_id is None else device_id
+        if role:
+            req.arbitration.role.name = role
         if self.election_id is not None:
             req.arbitration.election_id.high, req.arbitration.election_id.low = self.election_id
         self.out.put(req)
@@ -56,8 +60,9 @@ class RawClient:
     def send(self, req: p4runtime_pb2.StreamMessageRequest) -> None:
         self.out.put(req)
 
-    def write(self, *updates, atomicity=0, election_id=None):
-        req = p4runtime_pb2.WriteRequest(device_id=self.device_id, atomicity=atomicity)
+    def write(self, *updates, atomicity=0, election_id=None, role: str = ""):
+        req = p4runtime_pb2.WriteRequest(device_id=self.device_id, atomicity=atomicity,
+                                         role=role)
         eid = election_id if election_id is not None else self.election_id
         if eid is not None:
             req.election_id.high, req.election_id.low = eid

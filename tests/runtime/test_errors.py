@@ -130,9 +130,9 @@ def test_arbitration_primary_backup_and_failover(env, sample_p4info, i):
         assert b.arbitrate((0, 9)).arbitration.status.code == code_pb2.OK
         assert a.next_message("arbitration").arbitration.status.code == code_pb2.ALREADY_EXISTS
         b.write(lpm_update(i))
-        # primary goes away: the remaining client is promoted and told so
+        # primary goes away: nobody is promoted (spec 1.1+); the rest are told there is none
         b.close()
-        assert a.next_message("arbitration").arbitration.status.code == code_pb2.OK
+        assert a.next_message("arbitration").arbitration.status.code == code_pb2.NOT_FOUND
     finally:
         a.close()
         b.close()
