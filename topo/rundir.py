@@ -31,9 +31,16 @@ def proc_start_time(pid: int) -> int | None:
 
 
 def alive(pid: int, start: int | None) -> bool:
-    """The process that was recorded (same pid and start time) still exists."""
+    """The process that was recorded (same pid and start time) still runs (a zombie that
+    its parent has not reaped yet counts as gone)."""
     now = proc_start_time(pid)
-    return now is not None and (start is None or now == start)
+    if now is None or (start is not None and now != start):
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 @dataclass
