@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
-APT_PACKAGES=(iproute2 mininet python3-venv python3-pip ethtool procps tcpdump)
+APT_PACKAGES=(iproute2 mininet python3-venv python3-pip ethtool procps tcpdump iputils-ping)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
