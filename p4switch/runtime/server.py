@@ -240,6 +240,21 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                         "RECONCILE_AND_COMMIT to a different program is not supported; use "
                         "VERIFY_AND_COMMIT (forwarding state is then reset)")
 
+    @staticmethod
+    def _check_config_presence(request) -> None:
+        """Spec §9: the VERIFY* and RECONCILE actions need a config (a P4Info, a device config
+        or both); COMMIT takes none — it commits the one VERIFY_AND_SAVE stored."""
+        cfg = request.config
+        has = request.HasField("config") and bool(
+            cfg.p4_device_config or (cfg.HasField("p4info") and not is_empty(cfg.p4info)))
+        if request.action == SetAction.COMMIT:
+            if request.HasField("config"):
+                raise invalid("COMMIT takes no config: it commits the one saved by "
+                              "VERIFY_AND_SAVE")
+        elif request.action != SetAction.UNSPECIFIED and not has:
+            raise invalid(f"{SetAction.Action.Name(request.action)} needs a config with a "
+                          "p4info and/or a p4_device_config")
+
     def SetForwardingPipelineConfig(self, request, context):
         try:
             with self._mu:
@@ -247,6 +262,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 self._check_primary(request.role, request.election_id,
                                     request.HasField("election_id"))
                 action = request.action
+                self._check_config_presence(request)
                 if action == SetAction.VERIFY:
                     self._prepare(request.config)
                 elif action == SetAction.VERIFY_AND_SAVE:
