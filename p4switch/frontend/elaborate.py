@@ -16,6 +16,7 @@ from lark import Token, Tree
 from p4switch import ir
 from p4switch.frontend.compound import CompoundAssign
 from p4switch.frontend.errors import P4CompileError, unsupported
+from p4switch.frontend.functions import FunctionB, Functions, _Frame
 from p4switch.frontend.preprocess import Preprocessed
 from p4switch.frontend.types import (
     BlockProto,
@@ -240,7 +241,7 @@ def _name(t: Tree | Token) -> str:
     return str(t.children[0])
 
 
-class Elaborator(CompoundAssign):
+class Elaborator(CompoundAssign, Functions):
     """The one pass. Statements and expressions whose rule has a ``stmt_<rule>`` method
     (defined here or in a per-concept mixin module) dispatch to it."""
 
@@ -262,6 +263,10 @@ class Elaborator(CompoundAssign):
         self.main_seen = False
         self.decl_locs: dict[tuple[int, str], ir.SourceLoc] = {}
         self.sub_used: set[str] = set()  # parser/control types instantiated inside a block
+        # statements that must run before the statement being elaborated (inlined function
+        # calls inside its expressions); None outside statements
+        self.hoisted: list[ir.Stmt] | None = None
+        self.frames: list[_Frame] = []  # functions whose bodies are being elaborated
 
     # ---------------------------------------------------------------- errors / locations
     def loc(self, node: object) -> ir.SourceLoc | None:
@@ -659,9 +664,6 @@ class Elaborator(CompoundAssign):
         s = self.sig(d.children[1], self.globals, {}, self.annotations(d.children[0]))
         self.declare(self.globals, s.name, FuncB([s]), d.children[1])
 
-    def decl_function_decl(self, d: Tree) -> None:
-        raise self.err(d.children[1], unsupported("function declaration"))
-
     def decl_package_decl(self, d: Tree) -> None:
         _annos, name, targs, params = d.children
         tps = self.type_params(targs)
@@ -1033,7 +1035,12 @@ class Elaborator(CompoundAssign):
             if trans_t is None:
                 trans = ir.Transition(next_state="reject", loc=self.loc(s))
             else:
-                trans = self.transition(trans_t, sscope, ctx, state_names, rename)
+                # function calls in the select keys run at the end of the state
+                saved, self.hoisted = self.hoisted, stmts
+                try:
+                    trans = self.transition(trans_t, sscope, ctx, state_names, rename)
+                finally:
+                    self.hoisted = saved
             states[cur] = ir.ParserState(cur, stmts, trans, loc=cur_loc)
         return states
 
@@ -1647,6 +1654,20 @@ class Elaborator(CompoundAssign):
         return out
 
     def stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt | None:
+        """One statement, preceded by the statements its expressions hoisted."""
+        saved, self.hoisted = self.hoisted, []
+        try:
+            r = self.stmt_core(s, scope, ctx)
+            hoisted = self.hoisted
+        finally:
+            self.hoisted = saved
+        if not hoisted:
+            return r
+        if isinstance(r, _ParserCall):
+            raise self.err(s, "a sub-parser's arguments cannot call functions")
+        return ir.Block([*hoisted, *([r] if r is not None else [])], loc=self.loc(s))
+
+    def stmt_core(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt | None:
         d = s.data
         handler = getattr(self, f"stmt_{d}", None)
         if handler is not None:
@@ -1674,15 +1695,11 @@ class Elaborator(CompoundAssign):
             els = self.as_block(else_t, scope, ctx) if else_t is not None else None
             return ir.If(cond, then, els, loc=loc)
         if d == "exit_stmt":
+            if self.frames:
+                raise self.err(s, "exit is not allowed in a function")
             if ctx.kind == "parser":
                 raise self.err(s, "exit is not allowed in a parser")
             return ir.Exit(loc=loc)
-        if d == "return_stmt":
-            if s.children[0] is not None:
-                raise self.err(s, unsupported("returning a value"))
-            if ctx.kind == "parser":
-                raise self.err(s, "return is not allowed in a parser")
-            return ir.Return(loc=loc)
         if d == "switch_stmt":
             return self.switch(s, scope, ctx)
         if d == "var_decl":
@@ -1805,7 +1822,13 @@ class Elaborator(CompoundAssign):
         if callee_t.data == "name_ref":
             fname = str(callee_t.children[0])
             b = scope.lookup(fname)
+            if isinstance(b, FunctionB):
+                if targs:
+                    raise self.err(c, "functions take no type arguments")
+                return self.function_call(b, arg_trees, c, scope, ctx, as_stmt)
             if isinstance(b, ActionB):
+                if self.frames:
+                    raise self.err(c, "a function cannot call an action")
                 if not as_stmt:
                     raise self.err(c, "actions cannot be called inside expressions")
                 if ctx.kind == "parser":

@@ -28,7 +28,6 @@ def test_unexpected_token_without_a_missing_semicolon() -> None:
     [
         ("header_union", "header_union U { ethernet_t e; ipv4_t i; }", "header_union"),
         ("varbit", "header opt_t { varbit<32> options; }", "varbit"),
-        ("function declaration", "bit<8> twice(in bit<8> x) { return x + x; }", "bit<8>"),
         ("abstract method", "extern E { E(); abstract void cb(); }", "abstract"),
         ("function-like macro", "#define SQ(x) ((x) * (x))", "#define"),
     ],

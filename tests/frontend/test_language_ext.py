@@ -47,3 +47,73 @@ def test_compound_assignment_misuse_is_located() -> None:
     text = ingress_program("action a(bit<8> v) { v += 1; }\napply { }")
     err = compile_error(text)
     assert err.message == "cannot write to action data parameter 'v'"
+
+
+# ------------------------------------------------------------------ functions
+FUNCS = """
+bit<8> twice(in bit<8> x) { return x + x; }
+void swap(inout bit<8> a, inout bit<8> b) { bit<8> t = a; a = b; b = t; }
+"""
+
+
+def test_function_call_is_inlined_with_copy_in_and_copy_out() -> None:
+    prog = compile_ingress("apply { swap(meta.m8, hdr.ipv4.ttl); }", FUNCS)
+    [blk] = _apply_stmts(prog)
+    # copy-in of both arguments (hoisted), then the body, then copy-out left to right
+    decls = [s for s in blk.stmts if isinstance(s, ir.VarDecl)]
+    assert [d.init.field for d in decls] == ["m8", "ttl"]
+    outs = blk.stmts[-1].stmts[-2:]
+    assert [(o.lhs.field, o.rhs.name) for o in outs] == [("m8", decls[0].name),
+                                                       ("ttl", decls[1].name)]
+
+
+def test_function_value_is_a_variable_after_its_hoisted_body() -> None:
+    prog = compile_ingress("apply { meta.m8 = twice(meta.m8) + 1; }", FUNCS)
+    [blk] = _apply_stmts(prog)
+    assign = blk.stmts[-1]
+    assert isinstance(assign, ir.Assign) and assign.rhs.op == "+"
+    result = assign.rhs.left
+    assert isinstance(result, ir.Var) and result.name.startswith("twice_result")
+
+
+def _fn_error(prelude: str, body: str = "apply { }") -> tuple[str, int, int, str]:
+    text = ingress_program(body, prelude)
+    err = compile_error(text)
+    return err.message, err.loc.line, err.loc.col, text
+
+
+def test_function_misuse_is_located() -> None:
+    msg, line, _, text = _fn_error("bit<8> f(in bit<8> x) { x = 1; return x; }")
+    assert msg == "cannot write to 'in' parameter 'x'" and line == line_of(text, "x = 1")
+    msg, line, _, text = _fn_error("bit<8> f(in bit<8> x) {\n    return;\n}")
+    assert msg == "function 'f' must return a value of type bit<8>"
+    assert line == line_of(text, "    return;")
+    msg, line, _, text = _fn_error("void f(in bit<8> x) {\n    return x;\n}")
+    assert msg == "function 'f' returns void: 'return' takes no value"
+    msg, line, _, text = _fn_error("bit<8> f(in bit<8> x) {\n    exit;\n}")
+    assert msg == "exit is not allowed in a function" and line == line_of(text, "    exit;")
+    msg, line, col, text = _fn_error(FUNCS, "apply {\n    meta.m8 = twice(1, 2);\n}")
+    assert msg == "function 'twice' expects 1 arguments, got 2"
+    assert (line, col) == (line_of(text, "twice(1, 2)"), 15)
+    msg, line, _, text = _fn_error(FUNCS, "apply {\n    meta.m8 = swap(meta.m8, meta.m8);\n}")
+    assert msg == "function 'swap' returns void: it has no value"
+    msg, line, _, text = _fn_error(FUNCS, "apply {\n    swap(meta.m8, 3);\n}")
+    assert msg == "'3' cannot be written to" and line == line_of(text, "swap(meta.m8, 3)")
+    msg, line, _, text = _fn_error(FUNCS, "table t { key = { meta.m8: exact; } "
+                                   "actions = { NoAction; } }\napply { meta.m8 = twice(t); }")
+    assert "'t'" in msg and line == line_of(text, "twice(t)")
+    # the body is checked at the declaration, with no call
+    msg, line, _, text = _fn_error("bit<8> f(in bit<8> x) {\n    return undefined_name;\n}")
+    assert "undefined_name" in msg and line == line_of(text, "return undefined_name")
+
+
+def test_function_key_expression_is_refused_with_a_location() -> None:
+    msg, line, _, text = _fn_error(FUNCS, "table t {\n    key = { twice(meta.m8): exact; }\n"
+                                   "    actions = { NoAction; }\n}\napply { t.apply(); }")
+    assert msg.startswith("function 'twice' cannot be called here")
+    assert line == line_of(text, "twice(meta.m8): exact")
+
+
+def test_recursive_function_is_refused() -> None:
+    msg, line, _, text = _fn_error("bit<8> f(in bit<8> x) {\n    return f(x);\n}")
+    assert msg == "function 'f' calls itself (recursion is not allowed in P4)"

@@ -1,0 +1,163 @@
+"""Function declarations (P4_16 spec section 10): ``T f(in/out/inout ...) { ... return e; }``.
+
+A call is inlined where it is made, as sub-control applies are: the arguments are evaluated
+left to right into fresh variables (copy-in; ``out`` ones start at zero / invalid), the body
+runs with ``return e`` lowered to "store e, set a flag, skip the rest", then copy-out runs
+left to right. Inside an expression the call becomes the variable holding its result, and its
+statements are hoisted in front of the statement being elaborated (``Elaborator.hoisted``).
+Functions see only their parameters and top-level declarations, so hoisting cannot reorder
+their effects with anything but other calls' out/inout arguments, which keep source order.
+
+A mixin of ``Elaborator``.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lark import Tree
+
+from p4switch import ir
+from p4switch.frontend.errors import unsupported
+from p4switch.frontend.types import FuncSig
+
+if TYPE_CHECKING:  # pragma: no cover
+    from p4switch.frontend.elaborate import Args, BlockCtx, Elaborator, Scope
+
+    _Base = Elaborator
+else:
+    _Base = object
+
+_BOOL = ir.BoolType()
+
+
+@dataclass
+class FunctionB:
+    """A declared function: its signature and declaration (re-elaborated at each call)."""
+
+    sig: FuncSig
+    tree: Tree
+
+
+@dataclass
+class _Frame:
+    """The function whose body is being elaborated: where ``return e`` stores ``e``."""
+
+    name: str
+    ret: object
+    result: str | None
+
+
+class Functions(_Base):
+    def decl_function_decl(self, d: Tree) -> None:
+        from p4switch.frontend.elaborate import BlockCtx, Scope, VarB
+
+        annos = self.annotations(d.children[0])
+        proto = d.children[1]
+        if proto.children[2] is not None:
+            raise self.err(proto.children[2], unsupported("generic functions"))
+        sig = self.sig(proto, self.globals, {}, annos)
+        for p in sig.params:
+            if isinstance(p.type, ir.ExternType):
+                raise self.err(proto, unsupported(f"{p.type} parameters of functions"))
+        b = FunctionB(sig, d)
+        self.declare(self.globals, sig.name, b, proto.children[1])
+        # type-check the body once, at the declaration, so errors show without a call
+        ctx = BlockCtx("function", "", set())
+        scope = Scope(self.globals)
+        for p in sig.params:
+            scope.names[p.name] = VarB(ctx.fresh(p.name), p.type, p.direction != "in",
+                                       "'in' parameter" if p.direction == "in" else "parameter")
+        self.function_body(b, scope, ctx, None)
+
+    def function_body(self, b: FunctionB, scope: Scope, ctx: BlockCtx,
+                      result: str | None) -> ir.Block:
+        name = b.sig.name
+        if any(f.name == name for f in self.frames):
+            raise self.err(b.tree.children[1], f"function '{name}' calls itself (recursion is "
+                                               "not allowed in P4)")
+        self.frames.append(_Frame(name, b.sig.ret, result))
+        saved = self.hoisted
+        try:
+            return self.block(b.tree.children[-1], scope, ctx)
+        finally:
+            self.hoisted = saved
+            self.frames.pop()
+
+    def stmt_return_stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt:
+        value_t = s.children[0]
+        loc = self.loc(s)
+        if not self.frames:
+            if value_t is not None:
+                raise self.err(s, "only a function can return a value")
+            if ctx.kind == "parser":
+                raise self.err(s, "return is not allowed in a parser")
+            return ir.Return(loc=loc)
+        f = self.frames[-1]
+        if isinstance(f.ret, ir.VoidType):
+            if value_t is not None:
+                raise self.err(value_t, f"function '{f.name}' returns void: 'return' takes no "
+                                        "value")
+            return ir.Return(loc=loc)
+        if value_t is None:
+            raise self.err(s, f"function '{f.name}' must return a value of type {f.ret}")
+        e = self.coerce(self.expr(value_t, scope, ctx), f.ret, value_t, "return value")
+        if f.result is None:  # the declaration's check
+            return ir.Return(loc=loc)
+        return ir.Block([ir.Assign(ir.Var(f.result, type=f.ret, loc=loc), e, loc=loc),
+                         ir.Return(loc=loc)], loc=loc)
+
+    def function_call(self, b: FunctionB, arg_trees: Args, c: Tree, scope: Scope,
+                      ctx: BlockCtx, as_stmt: bool) -> ir.Expr | ir.Stmt:
+        from p4switch.frontend.elaborate import Scope as _Scope
+        from p4switch.frontend.elaborate import VarB, _has_return, _lower_returns
+
+        sig = b.sig
+        what = f"function '{sig.name}'"
+        if self.hoisted is None:
+            raise self.err(c, f"{what} cannot be called here (only inside statements, "
+                              "conditions and select expressions)")
+        if not as_stmt and isinstance(sig.ret, ir.VoidType):
+            raise self.err(c, f"{what} returns void: it has no value")
+        if len(arg_trees) != len(sig.params):
+            raise self.err(c, f"{what} expects {len(sig.params)} arguments, got "
+                              f"{len(arg_trees)}")
+        arg_trees = self.bind(arg_trees, [p.name for p in sig.params], what)
+        loc = self.loc(c)
+        fscope = _Scope(self.globals)
+        post: list[ir.Stmt] = []
+        for p, a in zip(sig.params, arg_trees, strict=True):
+            pv = ctx.fresh(f"{sig.name}_{p.name}")
+            var = ir.Var(pv, type=p.type, loc=loc)
+            if p.direction in ("out", "inout"):
+                if isinstance(a, Tree) and a.data == "dontcare_arg":
+                    self.hoisted.append(ir.VarDecl(pv, p.type, loc=loc))
+                else:
+                    e = self.coerce(self.expr(a, scope, ctx), p.type, a,
+                                    f"argument '{p.name}' of {what}")
+                    self.check_lvalue(e, a, scope)
+                    e = self.pin_lvalue(e, self.hoisted, ctx)
+                    self.hoisted.append(ir.VarDecl(pv, p.type, e if p.direction == "inout"
+                                                   else None, loc=loc))
+                    post.append(ir.Assign(copy.deepcopy(e), var, loc=loc))
+            else:
+                e = self.coerce(self.expr(a, scope, ctx), p.type, a,
+                                f"argument '{p.name}' of {what}")
+                self.hoisted.append(ir.VarDecl(pv, p.type, e, loc=loc))
+            fscope.names[p.name] = VarB(pv, p.type, p.direction != "in",
+                                        "'in' parameter" if p.direction == "in" else "parameter")
+        result = None
+        if not isinstance(sig.ret, ir.VoidType):
+            result = ctx.fresh(f"{sig.name}_result")
+            self.hoisted.append(ir.VarDecl(result, sig.ret, loc=loc))
+        body = self.function_body(b, fscope, ctx, result)
+        if _has_return(body):
+            flag = ctx.fresh(f"{sig.name}_returned")
+            self.hoisted.append(ir.VarDecl(flag, _BOOL, ir.Const(False, type=_BOOL), loc=loc))
+            body = ir.Block(_lower_returns(body.stmts, flag), loc=body.loc)
+        if as_stmt:
+            return ir.Block([body, *post], loc=loc)
+        self.hoisted.extend([body, *post])
+        return ir.Var(result, type=sig.ret, loc=loc)
