@@ -72,11 +72,29 @@ def summary_table(r: Results) -> pd.DataFrame:
                 t = t.merge(imb, on=keys, how="left")
     if not r.runs.empty:
         agg = r.runs.groupby(keys).agg(
-            {c: "max" if c == "qdepth_max" else "sum"
+            {c: "max" if c == "qdepth_max" else _sum_or_nan
              for c in ("qdepth_max", "drops", "retransmissions", "reordered")
              if c in r.runs}).reset_index()
         t = t.merge(agg, on=keys, how="left")
     return t
+
+
+def _sum_or_nan(s: pd.Series) -> float:
+    """A sum that stays NaN ("not measured", e.g. no switch counters on the simulator) instead
+    of turning into a 0 that reads as "none"."""
+    return s.sum(min_count=1)
+
+
+def bsp_table(r: Results) -> pd.DataFrame:
+    """BSP workloads: mean iteration wall time (compute + collective) per iteration index, one
+    row per (workload, scheme): LB-BSP should shrink the later iterations."""
+    if r.ccts.empty or "iteration" not in r.ccts or r.ccts["iteration"].isna().all():
+        return pd.DataFrame()
+    df = r.ccts.dropna(subset=["iteration"])
+    piv = df.pivot_table(index=["workload", "scheme"], columns="iteration",
+                         values="iteration_s", aggfunc="mean")
+    piv.columns = [f"iter {int(c)} (ms)" for c in piv.columns]
+    return (piv * 1e3).round(1).reset_index()
 
 
 def _spec(r: Results) -> Any:
@@ -106,8 +124,8 @@ def figures(r: Results, table: pd.DataFrame, out: Path) -> list[Path]:
 
 # ---- rendering --------------------------------------------------------------------------------
 COLUMNS = [("workload", "workload", "{}"), ("scheme", "scheme", "{}"),
-           ("mean", "CCT mean (ms)", "ms"), ("std", "± std", "ms"), ("p50", "p50 (ms)", "ms"),
-           ("p99", "p99 (ms)", "ms"), ("vs_best", "vs best", "{:.2f}x"),
+           ("mean", "CCT ms", "ms"), ("std", "±", "ms"), ("p50", "p50", "ms"),
+           ("p99", "p99", "ms"), ("vs_best", "vs best", "{:.2f}x"),
            ("slowdown", "vs ideal", "{:.2f}x"), ("imbalance", "uplink max/mean", "{:.2f}"),
            ("qdepth_max", "max queue", "{:.0f}"), ("drops", "drops", "{:.0f}"),
            ("retransmissions", "retx", "{:.0f}"), ("reordered", "reordered", "{:.0f}"),
@@ -182,6 +200,12 @@ def write_report(root: str | Path) -> tuple[Path, Path, pd.DataFrame]:
     md += ["## Summary", ""]
     md += [markdown_table(table) if not table.empty else "No collective completed.", ""]
     md += [f"- {v}" for v in verdicts(table)] if not table.empty else []
+    bsp = bsp_table(r)
+    if not bsp.empty:
+        md += ["", "## BSP iterations (compute + collective, wall time)", "",
+               "| " + " | ".join(bsp.columns) + " |", "|" + "---|" * len(bsp.columns)]
+        md += ["| " + " | ".join(str(v) for v in rec) + " |"
+               for rec in bsp.itertuples(index=False)]
     md += ["", "CCT: the job's collectives summed, per repetition (first rank's start to last "
            "rank's finish of each). *vs ideal*: CCT over the larger of the bisection bound and "
            "the per-host NIC bound. *uplink max/mean*: bytes on the busiest uplink of a tier "

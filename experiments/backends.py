@@ -1,0 +1,308 @@
+"""Where an experiment's runs happen: the emulated Mininet fabric or the virtual-time simulator.
+
+A backend brings a fabric up once, switches schemes between runs, and runs one schedule at a
+time, leaving per-rank metrics (traffic.metrics' rank<r>.json/CSV) in the run's directory and
+returning what it sampled from the switches. The runner above it is the same for both, so an
+experiment file only changes ``backend:``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from topo.spec import FabricSpec
+from traffic.schedules import Schedule, dump
+
+from .config import ExperimentConfig, SchemeConfig, WorkloadConfig
+
+
+@dataclass
+class RunSamples:
+    """What a backend measured on the switches during one run, with wall-clock (or virtual)
+    sample times in column ``t``; empty frames where the backend cannot measure it."""
+
+    links: pd.DataFrame = field(default_factory=pd.DataFrame)
+    queues: pd.DataFrame = field(default_factory=pd.DataFrame)
+    counters: pd.DataFrame = field(default_factory=pd.DataFrame)
+    counters_before: pd.DataFrame = field(default_factory=pd.DataFrame)
+    counters_after: pd.DataFrame = field(default_factory=pd.DataFrame)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    failure_at: float | None = None
+    restore_at: float | None = None
+    errors: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Backend(ABC):
+    """Fabric life cycle + one run at a time. ``timings`` collects phase wall times (s)."""
+
+    name = "?"
+
+    def __init__(self, cfg: ExperimentConfig, spec: FabricSpec) -> None:
+        self.cfg = cfg
+        self.spec = spec
+        self.timings: dict[str, float] = {}
+
+    @abstractmethod
+    def up(self, scheme: SchemeConfig) -> None: ...
+
+    @abstractmethod
+    def set_scheme(self, scheme: SchemeConfig) -> None: ...
+
+    @abstractmethod
+    def run(self, schedule: Schedule, hosts: list[str], w: WorkloadConfig,
+            out: Path) -> RunSamples: ...
+
+    @abstractmethod
+    def down(self) -> None: ...
+
+    def versions(self) -> dict[str, Any]:
+        return {}
+
+
+# ---- Mininet --------------------------------------------------------------------------------
+class Sampler(threading.Thread):
+    """Reads the controller's link, queue (and, every ``counter_every``-th time, counter)
+    tables every ``period`` seconds while a run is in flight, in its own thread so the reads
+    land during the collective, not only after it. A failing read is recorded, not raised:
+    losing one sample must not lose the run."""
+
+    def __init__(self, ctl: Any, period: float, counter_every: int = 4) -> None:
+        super().__init__(name="experiment-sampler", daemon=True)
+        self.ctl = ctl
+        self.period = period
+        self.counter_every = counter_every
+        self.links: list[pd.DataFrame] = []
+        self.queues: list[pd.DataFrame] = []
+        self.counters: list[pd.DataFrame] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._n = 0
+
+    def sample(self, counters: bool = False) -> None:
+        t = time.time()
+        for what, read, into in (("links", self.ctl.read_links, self.links),
+                                 ("queues", lambda: self.ctl.read_queues(clear=True),
+                                  self.queues)):
+            try:
+                into.append(read().assign(t=t))
+            except Exception as e:  # noqa: BLE001 - a sample lost is recorded, the run goes on
+                self.errors.append(f"{t:.3f} read_{what}: {e}")
+        if counters:
+            try:
+                self.counters.append(self.ctl.read_counters().assign(t=t))
+            except Exception as e:  # noqa: BLE001
+                self.errors.append(f"{t:.3f} read_counters: {e}")
+
+    def run(self) -> None:
+        while not self._stop.wait(self.period):
+            self._n += 1
+            self.sample(counters=self._n % self.counter_every == 0)
+
+    def finish(self) -> None:
+        self._stop.set()
+        self.join(timeout=30)
+        self.sample()
+
+    def tables(self) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+        def cat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+            frames = [f for f in frames if not f.empty]
+            return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        return cat(self.links), cat(self.queues), cat(self.counters)
+
+
+class MininetBackend(Backend):
+    """topo.net.FabricNet + controller.FabricController, traffic agents on the Mininet hosts."""
+
+    name = "mininet"
+
+    def __init__(self, cfg: ExperimentConfig, spec: FabricSpec) -> None:
+        super().__init__(cfg, spec)
+        self.net: Any = None
+        self.ctl: Any = None
+
+    def up(self, scheme: SchemeConfig) -> None:
+        from controller import FabricController
+        from topo.net import FabricNet
+
+        p = self.cfg.parameters
+        t0 = time.perf_counter()
+        self.net = FabricNet(self.spec, target=p.target)
+        self.net.start()
+        self.timings["fabric_up"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self.ctl = FabricController(self.spec, target=p.target, control_period=p.control_period_s)
+        self.ctl.start(scheme=scheme.build(), loops=p.loops)
+        self.timings["install"] = time.perf_counter() - t0
+
+    def set_scheme(self, scheme: SchemeConfig) -> None:
+        t0 = time.perf_counter()
+        self.ctl.set_scheme(scheme.build())
+        time.sleep(self.cfg.parameters.settle_s)
+        self.timings["set_scheme"] = self.timings.get("set_scheme", 0.0) + (
+            time.perf_counter() - t0)
+
+    def run(self, schedule: Schedule, hosts: list[str], w: WorkloadConfig,
+            out: Path) -> RunSamples:
+        from topo.collective import run_collective
+
+        out.mkdir(parents=True, exist_ok=True)
+        schedule.placement = list(hosts)
+        sched_file = out / "schedule.json"
+        dump(schedule, sched_file)
+        res = RunSamples()
+        res.counters_before = self.ctl.read_counters()
+        n_events = len(self.ctl.events)
+        sampler = Sampler(self.ctl, self.cfg.parameters.sample_period_s)
+        sampler.sample()
+        sampler.start()
+        fail = _FailureTimer(self, w, res) if w.failure else None
+        try:
+            if fail:
+                fail.start()
+            kw: dict[str, Any] = {"transport": w.transport, "qps": w.qps, "mss": w.mss,
+                                  "window": w.window}
+            if w.rate:
+                kw["rate"] = w.rate
+            result = run_collective(self.net, schedule=str(sched_file), hosts=list(hosts),
+                                    timeout=w.timeout_s, out_dir=out / "traffic", **kw)
+            res.extra["collective_ok"] = bool(getattr(result, "ok", False))
+            res.extra["cct_s"] = getattr(result, "cct_s", None)
+        finally:
+            if fail:
+                fail.finish()
+            sampler.finish()
+            res.links, res.queues, res.counters = sampler.tables()
+            res.errors += sampler.errors
+            try:
+                res.counters_after = self.ctl.read_counters()
+            except Exception as e:  # noqa: BLE001
+                res.errors.append(f"read_counters after the run: {e}")
+            res.events = [_event(e) for e in self.ctl.events[n_events:]]
+        return res
+
+    def down(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            if self.ctl is not None:
+                self.ctl.stop()
+        finally:
+            if self.net is not None:
+                self.net.stop()
+        self.timings["teardown"] = time.perf_counter() - t0
+
+
+def _event(e: Any) -> dict[str, Any]:
+    if isinstance(e, dict):
+        return e
+    return {k: getattr(e, k, None) for k in ("time", "loop", "switch", "what")}
+
+
+class _FailureTimer(threading.Thread):
+    """Takes the workload's link down ``at_s`` after the run is launched (physically, both
+    interfaces; with ``notify`` also administratively at the controller) and brings it back at
+    ``restore_s`` or when the run ends, so the next run starts on the intact fabric."""
+
+    def __init__(self, backend: MininetBackend, w: WorkloadConfig, res: RunSamples) -> None:
+        super().__init__(name="experiment-failure", daemon=True)
+        self.b, self.f, self.res = backend, w.failure, res
+        self._end = threading.Event()
+        self._down = False
+
+    def _act(self, what: str, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - recorded; the run and teardown go on
+            self.res.errors.append(f"{what}: {e}")
+
+    def run(self) -> None:
+        assert self.f is not None
+        a, b = self.f.link
+        if self._end.wait(self.f.at_s):
+            return
+        self.res.failure_at = time.time()
+        self._act("link_down", lambda: self.b.net.link_down(a, b))
+        self._down = True
+        if self.f.notify:
+            self._act("fail_link", lambda: self.b.ctl.fail_link(a, b))
+        if self.f.restore_s is not None and not self._end.wait(self.f.restore_s - self.f.at_s):
+            self._restore()
+
+    def _restore(self) -> None:
+        assert self.f is not None
+        if not self._down:
+            return
+        a, b = self.f.link
+        self.res.restore_at = time.time()
+        self._act("link_up", lambda: self.b.net.link_up(a, b))
+        if self.f.notify:
+            self._act("restore_link", lambda: self.b.ctl.restore_link(a, b))
+        self._down = False
+
+    def finish(self) -> None:
+        self._end.set()
+        self.join(timeout=30)
+        self._restore()
+
+
+# ---- simulator ------------------------------------------------------------------------------
+class SimBackend(Backend):
+    """sim.network.SimNetwork: the same fabric.p4 pipelines and entries in virtual time. Each
+    run builds a fresh network (the scheme is installed at construction); it samples nothing
+    over time, so only host-side metrics and CCTs reach the report."""
+
+    name = "sim"
+
+    def __init__(self, cfg: ExperimentConfig, spec: FabricSpec) -> None:
+        super().__init__(cfg, spec)
+        self.scheme: SchemeConfig | None = None
+
+    def up(self, scheme: SchemeConfig) -> None:
+        from sim.network import fabric_program
+
+        t0 = time.perf_counter()
+        fabric_program()
+        self.timings["fabric_up"] = time.perf_counter() - t0
+        self.scheme = scheme
+
+    def set_scheme(self, scheme: SchemeConfig) -> None:
+        self.scheme = scheme
+
+    def run(self, schedule: Schedule, hosts: list[str], w: WorkloadConfig,
+            out: Path) -> RunSamples:
+        from sim.host import HostConfig
+        from sim.network import LinkFailure, SimConfig, SimNetwork
+        from traffic.transport import TransportConfig
+
+        assert self.scheme is not None
+        schedule.placement = list(hosts)
+        cfg = SimConfig(host=HostConfig(transport=TransportConfig(mss=w.mss, window=w.window),
+                                        qps=w.qps), seed=self.cfg.parameters.seed)
+        net = SimNetwork(self.spec, self.scheme.build(), cfg)
+        failures = []
+        if w.failure:
+            failures.append(LinkFailure(*w.failure.link, at_us=w.failure.at_s * 1e6))
+        res = net.run(schedule, until_us=w.timeout_s * 1e6, failures=failures)
+        for m in res.ranks:
+            m.write(out / "traffic")
+        s = RunSamples(extra={"collective_ok": res.ok, "cct_s": res.cct_s,
+                              "sim": res.summary()})
+        s.events = [{"time": t / 1e6, "loop": "sim", "switch": None, "what": what}
+                    for t, what in net.events]
+        if w.failure:
+            s.failure_at = w.failure.at_s
+        return s
+
+    def down(self) -> None:
+        pass
+
+
+BACKENDS: dict[str, type[Backend]] = {"mininet": MininetBackend, "sim": SimBackend}

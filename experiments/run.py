@@ -1,0 +1,119 @@
+"""`python -m experiments.run CONFIG`: run an experiment file, show progress, print the table.
+
+    sudo .venv/bin/python -m experiments.run experiments/configs/demo.yaml
+    python -m experiments.run experiments/configs/demo.yaml --backend sim   # no root needed
+
+Results land in results/<experiment>/<timestamp>/ (raw CSV/JSON, the config, versions, plots,
+report.md and report.html). Ctrl-C stops the run, tears the fabric down and keeps what was
+measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from . import config as config_mod
+from .config import ConfigError, ExperimentConfig
+from .runner import Progress as Hooks
+from .runner import check_root, run_experiment
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m experiments.run", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config", type=Path, help="experiment YAML file (experiments/configs/)")
+    p.add_argument("--out", type=Path, default=Path("results"), help="results root")
+    p.add_argument("--backend", choices=config_mod.BACKENDS, help="override the file's backend")
+    p.add_argument("--schemes", help="run only these schemes (comma-separated names)")
+    p.add_argument("--workloads", help="run only these workloads (comma-separated names)")
+    p.add_argument("--repetitions", type=int, help="override the file's repetitions")
+    p.add_argument("--no-report", action="store_true", help="skip plots and report")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def narrow(cfg: ExperimentConfig, a: argparse.Namespace, p: argparse.ArgumentParser) \
+        -> ExperimentConfig:
+    """Apply the command line's overrides; an unknown name is a one-line error."""
+    changes: dict[str, Any] = {}
+    if a.backend:
+        changes["backend"] = a.backend
+    if a.repetitions is not None:
+        if a.repetitions < 1:
+            p.error("--repetitions must be >= 1")
+        changes["repetitions"] = a.repetitions
+    if a.schemes:
+        want = [s.strip() for s in a.schemes.split(",") if s.strip()]
+        have = {s.name: s for s in cfg.schemes} | {s.label: s for s in cfg.schemes}
+        bad = [s for s in want if s not in have]
+        if bad:
+            p.error(f"--schemes: {bad[0]!r} is not in {a.config} "
+                    f"({', '.join(s.label for s in cfg.schemes)})")
+        changes["schemes"] = tuple(dict.fromkeys(have[s] for s in want))
+    if a.workloads:
+        want = [s.strip() for s in a.workloads.split(",") if s.strip()]
+        have = {w.name: w for w in cfg.workloads}
+        bad = [s for s in want if s not in have]
+        if bad:
+            p.error(f"--workloads: {bad[0]!r} is not in {a.config} ({', '.join(have)})")
+        changes["workloads"] = tuple(have[s] for s in want)
+    return dataclasses.replace(cfg, **changes) if changes else cfg
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
+    a = p.parse_args(argv)
+    try:
+        cfg = config_mod.load(a.config)
+    except ConfigError as e:
+        p.error(str(e))
+    cfg = narrow(cfg, a, p)
+    why = check_root(cfg.backend)
+    if why:
+        print(f"experiments.run: {why}", file=sys.stderr)
+        return 2
+    console = Console()
+    if console.width < 150:
+        console = Console(width=150)   # the table's 15 columns, also when piped
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), console=console, disable=a.quiet)
+    task = bar.add_task(cfg.name, total=None)
+
+    def done(what: str, row: dict[str, Any]) -> None:
+        bar.advance(task)
+        cct = f"{row['cct'] * 1e3:.1f} ms" if row.get("cct") is not None else "no CCT"
+        state = "ok" if row.get("ok") else "[red]INCOMPLETE[/red]"
+        bar.console.print(f"  {what}: {cct} ({state}, retx {row.get('retransmissions')}, "
+                          f"wall {row.get('wall_s')} s)")
+
+    hooks = Hooks(total=lambda n: bar.update(task, total=n),
+                  start=lambda what: bar.update(task, description=f"{cfg.name}: {what}"),
+                  done=done)
+    with bar:
+        run = run_experiment(cfg, a.out, progress=hooks, report=not a.no_report)
+    from .report import load_results, rich_table, summary_table, verdicts
+    table = summary_table(load_results(run.root))
+    if not table.empty:
+        console.print(rich_table(table, title=f"{cfg.name}: CCT per scheme"))
+        for v in verdicts(table):
+            console.print("  " + v.replace("**", ""))
+    phases = run.meta.get("phases", {})
+    console.print("phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()))
+    if run.meta.get("interrupted"):
+        console.print(f"[red]stopped early: {run.meta['interrupted']}[/red] "
+                      f"(what was measured is in {run.root})")
+    console.print(f"results: {run.root}" + ("" if a.no_report else
+                                            f"  (report: {run.root / 'report.md'})"))
+    ok = not run.meta.get("interrupted") and all(r.get("ok") for r in run.runs)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,373 @@
+"""Run an experiment: every workload under every scheme, ``repetitions`` times, on one fabric.
+
+The fabric comes up once (bringing 20 switch processes up costs more than a run), the controller
+switches the scheme between runs, and each run's raw data is written the moment it ends, so a
+Ctrl-C, a SIGTERM or a failure part-way still tears the fabric down and leaves every finished
+run on disk. Layout of ``results/<experiment>/<timestamp>/`` (docs/experiments.md):
+
+    experiment.json   config as given, versions, phase timings, interrupted?
+    config.yaml       the experiment file used
+    ccts.csv flows.csv links.csv queues.csv counters.csv ideal.csv runs.csv events.csv
+    runs/<workload>/<scheme>/rep<k>[/iter<i>]/   schedule, per-host agent logs and metrics
+    report.md report.html table.csv plots/        (experiments.report, derived)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from . import metrics
+from .backends import BACKENDS, Backend, RunSamples
+from .config import ExperimentConfig, SchemeConfig, WorkloadConfig
+from .lbbsp import rebalance, speed_factors
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("numpy", "pandas", "matplotlib", "networkx", "scapy", "grpcio", "protobuf",
+            "p4runtime", "rich", "PyYAML", "lark")
+TABLES = ("ccts", "flows", "links", "queues", "counters", "ideal", "runs", "events")
+
+
+class Interrupted(Exception):
+    """SIGTERM (or SIGINT) arrived: stop after tearing down, keep what was measured."""
+
+
+def versions() -> dict[str, Any]:
+    """What produced the numbers: git revision (and whether the tree was dirty), Python,
+    kernel, package versions."""
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
+                                  timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    pkgs = {}
+    for p in PACKAGES:
+        try:
+            pkgs[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            pkgs[p] = None
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return {"git": git("rev-parse", "--short=12", "HEAD") or None,
+            "git_dirty_files": len(dirty.splitlines()) if dirty else 0,
+            "python": platform.python_version(), "platform": platform.platform(),
+            "cpus": os.cpu_count(), "packages": pkgs}
+
+
+# ---- raw tables --------------------------------------------------------------------------------
+class Recorder:
+    """Accumulates the raw tables and rewrites them after every run (a few MB at most)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.tables: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
+
+    def add(self, table: str, df: pd.DataFrame | list[dict[str, Any]], **tags: Any) -> None:
+        df = pd.DataFrame(df) if isinstance(df, list) else df
+        if df.empty:
+            return
+        df = df.copy()
+        for i, (k, v) in enumerate(tags.items()):
+            if k in df.columns:
+                df[k] = v
+            else:
+                df.insert(i, k, v)
+        self.tables[table].append(df)
+
+    def flush(self) -> None:
+        for name, frames in self.tables.items():
+            if frames:
+                pd.concat(frames, ignore_index=True).to_csv(self.root / f"{name}.csv",
+                                                            index=False)
+
+
+@dataclass
+class Progress:
+    """Callbacks the CLI hooks a rich progress bar into (the runner prints nothing itself)."""
+
+    total: Callable[[int], None] = lambda n: None
+    start: Callable[[str], None] = lambda what: None
+    done: Callable[[str, dict[str, Any]], None] = lambda what, row: None
+
+
+@dataclass
+class ExperimentRun:
+    cfg: ExperimentConfig
+    root: Path
+    meta: dict[str, Any] = field(default_factory=dict)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+
+# ---- the host side of one run ------------------------------------------------------------------
+def load_ranks(out: Path) -> list[dict[str, Any]]:
+    """Every rank<r>.json under a run's traffic directory (one per rank)."""
+    return [json.loads(p.read_text()) for p in sorted(out.rglob("rank*.json"))]
+
+
+def merge_ranks(ranks: list[dict[str, Any]], expected: int) -> dict[str, Any]:
+    """Job-wide view of one run (traffic.metrics.summarize's, over ranks from many host
+    directories): per collective the first start and last finish, bytes, retransmissions."""
+    colls: dict[int, dict[str, Any]] = {}
+    for r in ranks:
+        for c in r["collectives"]:
+            m = colls.setdefault(c["collective"], {"collective": c["collective"],
+                                                   "name": c["name"], "start": c["start"],
+                                                   "finish": c["finish"]})
+            m["start"] = min(m["start"], c["start"])
+            m["finish"] = max(m["finish"], c["finish"])
+    for c in colls.values():
+        c["cct"] = c["finish"] - c["start"]
+    sent = {f["flow"]: f["bytes"] for r in ranks for f in r["flows"] if not f["local"]}
+    got = {f["flow"]: f["bytes"] for r in ranks for f in r["received"]}
+    return {"ranks": len(ranks),
+            "completed": len(ranks) == expected and all(r["completed"] for r in ranks),
+            "errors": [f"rank {r['rank']}: {r['error']}" for r in ranks if r.get("error")],
+            "collectives": [colls[k] for k in sorted(colls)],
+            "bytes_sent": sum(sent.values()), "bytes_received": sum(got.values()),
+            "flows_mismatched": sorted(f for f in sent if got.get(f) != sent[f]),
+            "packets_sent": sum(r["totals"].get("packets_sent", 0) for r in ranks),
+            "retransmissions": sum(r["totals"].get("retransmissions", 0) for r in ranks),
+            "reordered": sum(r["totals"].get("reordered", 0) for r in ranks),
+            "tcp_total_retrans": _tcp_sum(ranks, "tcp_total_retrans"),
+            "tcp_reord_seen": _tcp_sum(ranks, "tcp_reord_seen")}
+
+
+def _tcp_sum(ranks: list[dict[str, Any]], key: str) -> int | None:
+    vals = [r["totals"][key] for r in ranks if r["totals"].get(key) is not None]
+    return sum(vals) if vals else None
+
+
+def compute_times(ranks: list[dict[str, Any]], n: int) -> list[float]:
+    """Each rank's compute seconds in a run (its steps' compute_start -> start)."""
+    out = [0.0] * n
+    for r in ranks:
+        out[r["rank"]] = sum(max(0.0, s["start"] - s["compute_start"]) for s in r["steps"])
+    return out
+
+
+def iteration_times(ranks: list[dict[str, Any]]) -> dict[int, float]:
+    """Per collective: first compute start to last finish over ranks (a BSP iteration's wall
+    time, compute included; CCT excludes the compute)."""
+    lo: dict[int, float] = {}
+    hi: dict[int, float] = {}
+    for r in ranks:
+        for s in r["steps"]:
+            c = s["collective"]
+            lo[c] = min(lo.get(c, s["compute_start"]), s["compute_start"])
+            hi[c] = max(hi.get(c, s["finish"]), s["finish"])
+    return {c: hi[c] - lo[c] for c in lo}
+
+
+# ---- the experiment ----------------------------------------------------------------------------
+def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
+                   progress: Progress | None = None, report: bool = True,
+                   backend: Backend | None = None) -> ExperimentRun:
+    """Run every (workload, scheme, repetition) of ``cfg``; returns where the results are."""
+    progress = progress or Progress()
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    root = Path(out_root) / cfg.name / stamp
+    n = 1
+    while root.exists():
+        root = Path(out_root) / cfg.name / f"{stamp}-{n}"
+        n += 1
+    root.mkdir(parents=True)
+    (root / "config.yaml").write_text(yaml.safe_dump(cfg.source, sort_keys=False))
+    spec = cfg.spec()
+    run = ExperimentRun(cfg, root, meta={
+        "config": cfg.source, "backend": cfg.backend, "versions": versions(),
+        "started": time.time(), "interrupted": None, "phases": {}})
+    rec = Recorder(root)
+    be = backend or BACKENDS[cfg.backend](cfg, spec)
+    total = sum(len(cfg.schemes) * cfg.repetitions * (w.bsp.iterations if w.bsp else 1)
+                for w in cfg.workloads)
+    progress.total(total)
+    phases: dict[str, float] = run.meta["phases"]
+    old = _install_sigterm()
+    t_all = time.perf_counter()
+    try:
+        _write_meta(run)
+        for w in cfg.workloads:
+            hosts = cfg.hosts_of(w, spec)
+            ideal = metrics.ideal_bounds(spec, w.schedule_for(len(hosts),
+                                                              seed=cfg.parameters.seed),
+                                         hosts, w.mss)
+            rec.add("ideal", ideal, workload=w.name)
+        rec.flush()
+        progress.start(f"fabric up ({cfg.backend})")
+        be.up(cfg.schemes[0])
+        first = True
+        for w in cfg.workloads:
+            for scheme in cfg.schemes:
+                if not first:
+                    be.set_scheme(scheme)
+                first = False
+                for rep in range(cfg.repetitions):
+                    t0 = time.perf_counter()
+                    _run_workload(run, be, rec, spec, w, scheme, rep, progress)
+                    phases[f"traffic {w.name} {scheme.label}"] = phases.get(
+                        f"traffic {w.name} {scheme.label}", 0.0) + time.perf_counter() - t0
+                    rec.flush()
+    except (KeyboardInterrupt, Interrupted) as e:
+        run.meta["interrupted"] = f"interrupted ({type(e).__name__})"
+    except Exception as e:  # noqa: BLE001 - keep what was measured, say why it stopped
+        run.meta["interrupted"] = f"failed: {type(e).__name__}: {e}"
+        (root / "error.txt").write_text(traceback.format_exc())
+    finally:
+        progress.start("teardown")
+        try:
+            be.down()
+        except Exception as e:  # noqa: BLE001
+            run.meta.setdefault("teardown_error", f"{type(e).__name__}: {e}")
+        signal.signal(signal.SIGTERM, old)
+        rec.flush()
+        phases.update({k: round(v, 3) for k, v in be.timings.items()})
+        phases["total"] = round(time.perf_counter() - t_all, 3)
+        run.meta["finished"] = time.time()
+        _write_meta(run)
+    if report:
+        from .report import write_report
+        t0 = time.perf_counter()
+        write_report(root)
+        phases["report"] = round(time.perf_counter() - t0, 3)
+        _write_meta(run)
+    return run
+
+
+def _write_meta(run: ExperimentRun) -> None:
+    (run.root / "experiment.json").write_text(json.dumps(run.meta, indent=1, default=str))
+
+
+def _install_sigterm() -> Any:
+    def handler(signum: int, frame: Any) -> None:  # noqa: ARG001
+        raise Interrupted(f"signal {signum}")
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        return signal.getsignal(signal.SIGTERM)
+
+
+def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
+                  w: WorkloadConfig, scheme: SchemeConfig, rep: int,
+                  progress: Progress) -> None:
+    """One repetition of a workload under a scheme; BSP workloads run iteration by iteration
+    so that LB-BSP can re-size the batches between them."""
+    cfg = run.cfg
+    hosts = cfg.hosts_of(w, spec)
+    n = len(hosts)
+    seed = cfg.parameters.seed + 1000 * rep
+    iters = w.bsp.iterations if w.bsp else 1
+    shares = [1.0 / n] * n
+    base = Path("runs") / w.name / _safe(scheme.label) / f"rep{rep}"
+    for it in range(iters):
+        rel = base / f"iter{it}" if w.bsp else base
+        what = f"{w.name} · {scheme.label} · rep {rep}" + (f" · iter {it}" if w.bsp else "")
+        progress.start(what)
+        speeds = speed_factors(shares) if w.bsp else None
+        sched = (w.schedule_for(n, speeds=speeds, iterations=1, seed=seed + it) if w.bsp
+                 else w.schedule_for(n, seed=seed))
+        out = run.root / rel
+        out.mkdir(parents=True, exist_ok=True)
+        t0 = time.time()
+        samples = be.run(sched, hosts, w, out)
+        wall = time.time() - t0
+        ranks = load_ranks(out / "traffic")
+        row = _record(rec, spec, w, scheme, rep, it if w.bsp else None, sched, hosts, ranks,
+                      samples, wall, str(rel))
+        row["batch_shares"] = json.dumps([round(s, 4) for s in shares]) if w.bsp else None
+        rec.add("runs", [row])
+        run.runs.append(row)
+        progress.done(what, row)
+        if w.bsp and w.bsp.lb_bsp:
+            shares = rebalance(shares, compute_times(ranks, n))
+
+
+def _safe(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in label)
+
+
+def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, rep: int,
+            iteration: int | None, sched: Any, hosts: list[str], ranks: list[dict[str, Any]],
+            s: RunSamples, wall: float, rel: str) -> dict[str, Any]:
+    tags = {"workload": w.name, "scheme": scheme.label, "repetition": rep}
+    if iteration is not None:
+        tags["iteration"] = iteration
+    summ = merge_ranks(ranks, sched.ranks)
+    it_times = iteration_times(ranks)
+    rows = []
+    for c in summ["collectives"]:
+        name = c["name"] if iteration is None else f"{c['name'].split('[')[0]}[{iteration}]"
+        rows.append({"collective": c["collective"] if iteration is None else iteration,
+                     "name": name, "start": c["start"], "finish": c["finish"],
+                     "cct": c["cct"], "iteration_s": it_times.get(c["collective"]),
+                     "ok": summ["completed"]})
+    rec.add("ccts", rows, **tags)
+    for r in ranks:
+        flows = [{"rank": r["rank"], "direction": "local" if f["local"] else "send",
+                  **{k: f.get(k) for k in ("flow", "src", "dst", "bytes", "packets", "fct",
+                                           "retransmissions", "timeouts")}}
+                 for f in r["flows"]]
+        flows += [{"rank": r["rank"], "direction": "recv",
+                   **{k: x.get(k) for k in ("flow", "src", "dst", "bytes", "packets",
+                                            "reordered", "duplicates")}}
+                  for x in r["received"]]
+        rec.add("flows", flows, **tags)
+    rec.add("links", s.links, **tags)
+    rec.add("queues", s.queues, **tags)
+    rec.add("counters", s.counters, **tags)
+    rec.add("events", s.events, **tags)
+    util = metrics.link_utilisation(s.links.assign(**tags), spec) if not s.links.empty \
+        else pd.DataFrame()
+    up_bytes = int(util.loc[util["tier"].isin(["edge->agg", "leaf->spine"]), "bytes"].sum()) \
+        if not util.empty else None
+    need = metrics.inter_edge_wire_bytes(spec, sched, hosts, w.mss)
+    drops = None
+    if not s.counters_before.empty and not s.counters_after.empty:
+        drops = metrics.drops(metrics.counter_delta(s.counters_before, s.counters_after))
+    qmax = int(s.queues["qdepth_max"].max()) if not s.queues.empty else None
+    reroute = None
+    if s.failure_at is not None:
+        later = [e["time"] for e in s.events
+                 if e.get("time") is not None and e["time"] >= s.failure_at
+                 and e.get("loop") in ("failure", "sim")]
+        reroute = (min(later) - s.failure_at) if later else None
+    tr = metrics.transport_stats(summ)
+    cct = (max(c["finish"] for c in summ["collectives"])
+           - min(c["start"] for c in summ["collectives"])) if summ["collectives"] else None
+    return {**tags, "ok": summ["completed"], "cct": cct, "wall_s": round(wall, 3),
+            "bytes_sent": summ["bytes_sent"], "bytes_received": summ["bytes_received"],
+            "bytes_conserved": tr["bytes_conserved"],
+            "packets_sent": summ["packets_sent"],
+            "retransmissions": summ["retransmissions"], "reordered": summ["reordered"],
+            "tcp_total_retrans": summ["tcp_total_retrans"],
+            "tcp_reord_seen": summ["tcp_reord_seen"], "drops": drops, "qdepth_max": qmax,
+            "uplink_bytes": up_bytes, "inter_edge_wire_bytes": need,
+            "counter_ratio": (up_bytes / need) if up_bytes is not None and need else None,
+            "failure_at": s.failure_at, "reroute_s": reroute,
+            "errors": "; ".join([*summ["errors"], *s.errors])[:2000] or None, "dir": rel}
+
+
+def check_root(backend: str) -> str | None:
+    """Why this backend cannot run here (None: it can)."""
+    if backend == "mininet" and os.geteuid() != 0:
+        return ("the Mininet fabric needs root (network namespaces): run it with sudo; "
+                "`make demo-batch` runs the single-switch demo without root")
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit("use: python -m experiments.run CONFIG")

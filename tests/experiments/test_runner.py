@@ -1,0 +1,111 @@
+"""The runner end to end on the simulator backend (no root), its interruption handling with a
+scripted backend, and the CLI's one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from experiments import run as run_cli
+from experiments import runner
+from experiments.backends import Backend, RunSamples
+from experiments.config import from_dict
+
+TINY = {"name": "tiny", "backend": "sim", "topology": {"kind": "fattree", "k": 4, "bw_mbps": 10},
+        "schemes": ["ecmp", "random"],
+        "workloads": [{"name": "ring", "schedule": "ring_allreduce", "size": "8KB",
+                       "placement": "random", "timeout_s": 20}],
+        "parameters": {"seed": 1}}
+
+
+def test_sim_experiment_end_to_end(tmp_path: Path) -> None:
+    run = runner.run_experiment(from_dict(TINY), tmp_path)
+    root = run.root
+    assert root.parent == tmp_path / "tiny" and run.meta["interrupted"] is None
+    meta = json.loads((root / "experiment.json").read_text())
+    assert meta["versions"]["python"] and "pandas" in meta["versions"]["packages"]
+    assert meta["phases"]["total"] > 0 and "report" in meta["phases"]
+    runs = pd.read_csv(root / "runs.csv")
+    assert list(runs["scheme"]) == ["ecmp", "random"]
+    assert runs["ok"].all() and runs["bytes_conserved"].all()
+    sent = runs["bytes_sent"].iloc[0]
+    assert sent == 16 * 30 * 500            # 16 ranks, 2(N-1) chunks of 8000/16 bytes
+    ccts = pd.read_csv(root / "ccts.csv")
+    assert len(ccts) == 2 and (ccts["cct"] > 0).all()
+    ideal = pd.read_csv(root / "ideal.csv")
+    assert (ccts["cct"] >= ideal["ideal_s"].iloc[0]).all()   # nothing beats the bound
+    assert (root / "plots" / "cct.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| ring | ecmp |" in (root / "report.md").read_text()
+    assert (root / "config.yaml").exists()
+    assert len(list((root / "runs" / "ring").rglob("rank*.json"))) == 2 * 16
+
+
+class Scripted(Backend):
+    """A backend that writes nothing and interrupts on its second run."""
+
+    name = "scripted"
+
+    def __init__(self, cfg, spec) -> None:  # noqa: ANN001
+        super().__init__(cfg, spec)
+        self.calls: list[str] = []
+
+    def up(self, scheme) -> None:  # noqa: ANN001
+        self.calls.append("up")
+
+    def set_scheme(self, scheme) -> None:  # noqa: ANN001
+        self.calls.append(f"set {scheme.name}")
+
+    def run(self, schedule, hosts, w, out) -> RunSamples:  # noqa: ANN001
+        self.calls.append("run")
+        if self.calls.count("run") == 2:
+            raise KeyboardInterrupt
+        return RunSamples()
+
+    def down(self) -> None:
+        self.calls.append("down")
+
+
+def test_interrupt_tears_down_and_keeps_what_was_measured(tmp_path: Path) -> None:
+    cfg = from_dict(TINY)
+    be = Scripted(cfg, cfg.spec())
+    run = runner.run_experiment(cfg, tmp_path, backend=be)
+    assert be.calls == ["up", "run", "set random", "run", "down"]
+    assert "interrupted" in run.meta["interrupted"]
+    runs = pd.read_csv(run.root / "runs.csv")
+    assert len(runs) == 1 and not runs["ok"].iloc[0]   # the first run, recorded (no ranks)
+    assert json.loads((run.root / "experiment.json").read_text())["interrupted"]
+    assert (run.root / "report.md").read_text().count("Incomplete run") == 1
+
+
+def test_failure_is_recorded_and_teardown_still_runs(tmp_path: Path) -> None:
+    cfg = from_dict(TINY)
+    be = Scripted(cfg, cfg.spec())
+    be.up = lambda scheme: (_ for _ in ()).throw(RuntimeError("switch edge3 did not start"))
+    run = runner.run_experiment(cfg, tmp_path, backend=be)
+    assert be.calls == ["down"]
+    assert run.meta["interrupted"] == "failed: RuntimeError: switch edge3 did not start"
+    assert "Traceback" in (run.root / "error.txt").read_text()
+
+
+def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ntopology: {kind: fattree}\nschemes: [ecmp]\n"
+                   "workloads: [{schedule: ring_allreduce, size: 12XB}]\n")
+    with pytest.raises(SystemExit) as e:
+        run_cli.main([str(bad)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and "workloads[0].size: '12XB' is not a size" in err[-1]
+    good = tmp_path / "good.yaml"
+    good.write_text(json.dumps({**TINY, "backend": "mininet"}))
+    with pytest.raises(SystemExit):
+        run_cli.main([str(good), "--schemes", "ecmp,wam"])
+    assert "--schemes: 'wam' is not in" in capsys.readouterr().err
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert run_cli.main([str(good)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "needs root" in err[0] and "make demo-batch" in err[0]
