@@ -139,6 +139,8 @@ class FabricController:
     def start(self, scheme: Scheme | str = "ecmp",
               loops: Sequence[str] = ("failure", "reconcile")) -> FabricController:
         """Connect, arbitrate, push the pipeline, install everything, start the loops."""
+        if self.conns:
+            raise RuntimeError("FabricController already started (stop() first)")
         bad = [n for n in loops if n not in LOOPS]
         if bad:
             raise ValueError(f"unknown loop(s) {bad} (choose from {', '.join(LOOPS)})")
@@ -336,8 +338,10 @@ class FabricController:
 
     def link_state(self) -> dict[frozenset[str], bool]:
         """Node pair of every switch-switch link -> up (neither failed by an operator nor
-        detected down by the failure loop; with parallel links: all of them)."""
-        failed = self._failed()
+        detected down by the failure loop; with parallel links: all of them). Consistent with
+        the switches: a change shows here once its reroute is written."""
+        with self._mu:
+            failed = self._failed()
         out: dict[frozenset[str], bool] = {}
         for i, lk in enumerate(self.spec.links):
             if lk.a in self.spec.switches and lk.b in self.spec.switches:

@@ -159,6 +159,7 @@ class ControlLoops:
         self.down: set[int] = set()
         self.wam_state: dict[tuple[str, int], WamGroupState] = {}
         self.periods = 0
+        self._dirty = False  # link state changed but not yet written (a failed Write retries)
         spec = ctl.spec
         self.dev_name = {sw.device_id: n for n, sw in spec.switches.items()}
         self.switch_links = [(i, lk) for i, lk in enumerate(spec.links)
@@ -243,8 +244,6 @@ class ControlLoops:
                 newly_down.append((i, lk))
             elif i in self.down and max(ages) <= 1.5 * self.period:
                 newly_up.append((i, lk))
-        if not newly_down and not newly_up:
-            return
         for i, lk in newly_down:
             self.down.add(i)
             self.ctl.event("failure", lk.a, f"link {lk.a}:{lk.a_port}-{lk.b}:{lk.b_port} down "
@@ -253,9 +252,13 @@ class ControlLoops:
             self.down.discard(i)
             self.ctl.event("failure", lk.a, f"link {lk.a}:{lk.a_port}-{lk.b}:{lk.b_port} up "
                            f"(probes back)")
-        with self.ctl._mu:
-            self.ctl.detected_failed = set(self.down)
-            self.ctl.apply("failure", "reroute")
+        if newly_down or newly_up:
+            self._dirty = True
+        if self._dirty:
+            with self.ctl._mu:
+                self.ctl.detected_failed = set(self.down)
+                self.ctl.apply("failure", "reroute")
+            self._dirty = False
 
     # ---- Whack-a-Mole ------------------------------------------------------------------------
     def wam_step(self) -> None:

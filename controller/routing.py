@@ -36,8 +36,9 @@ MAX_GROUPS = 256
 MAX_MEMBERS = 64
 ROT_SLOTS = 16384
 
-FailedLink = frozenset[str] | tuple[str, int, str, int]
-"""A failed link: a node pair (every link between them) or a LinkSpec.key (one parallel link)."""
+FailedLink = frozenset[str] | tuple[str, int, str, int] | int
+"""A failed link: a node pair (every link between them), a LinkSpec.key (one parallel link) or
+an index into ``spec.links``."""
 GroupKey = tuple[str, int]
 """(switch, group id)."""
 
@@ -100,6 +101,11 @@ def failed_link_indexes(spec: FabricSpec, failed: Iterable[FailedLink]) -> froze
     """Normalise node pairs / link keys to indexes into ``spec.links`` (unknown ones: KeyError)."""
     out: set[int] = set()
     for f in failed:
+        if isinstance(f, int):
+            if not 0 <= f < len(spec.links):
+                raise KeyError(f"no link index {f} in fabric {spec.name}")
+            out.add(f)
+            continue
         if isinstance(f, tuple):
             hits = [i for i, lk in enumerate(spec.links)
                     if lk.key == f or (lk.b, lk.b_port, lk.a, lk.a_port) == f]

@@ -1,0 +1,82 @@
+"""A whole fabric of p4switch Switch objects in this process, no root: every switch-switch link
+is a pair of MemoryPorts wired back to back (a cut link drops what it carries), hosts are
+MemoryPorts the test feeds and reads, and every switch serves P4Runtime on its own loopback
+port, so a FabricController drives it exactly as it drives a Mininet fabric."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from p4switch.ports import MemoryPort
+from p4switch.runtime import start_server
+from p4switch.switch import Switch
+from topo.spec import FabricSpec
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclasses.dataclass
+class InprocFabric:
+    spec: FabricSpec
+    switches: dict[str, Switch]
+    host_ports: dict[str, MemoryPort]
+    cut: set[frozenset[str]]
+
+    def cut_link(self, a: str, b: str) -> None:
+        self.cut.add(frozenset({a, b}))
+
+    def mend_link(self, a: str, b: str) -> None:
+        self.cut.discard(frozenset({a, b}))
+
+
+def _relocated(spec: FabricSpec) -> FabricSpec:
+    """The same fabric with free loopback gRPC ports (never the fixed 50000+id ones a Mininet
+    fabric of another test may be using)."""
+    out = dataclasses.replace(spec, switches=dict(spec.switches))
+    for n, sw in spec.switches.items():
+        out.switches[n] = dataclasses.replace(sw, grpc_port=free_port())
+    return out
+
+
+@contextmanager
+def inproc_fabric(spec: FabricSpec) -> Iterator[InprocFabric]:
+    spec = _relocated(spec)
+    fab = InprocFabric(spec, {}, {}, set())
+    ports: dict[tuple[str, int], MemoryPort] = {}
+
+    def wire(src: str, dst: str, dst_port: int):
+        def deliver(frame: bytes) -> None:
+            if frozenset({src, dst}) not in fab.cut:
+                ports[(dst, dst_port)].feed(frame)
+        return deliver
+
+    for name, sw in spec.switches.items():
+        s = Switch(device_id=sw.device_id, cpu_port=255)
+        for port, (peer, peer_port) in spec.ports(name).items():
+            if peer in spec.switches:
+                p = MemoryPort(port, f"{name}-p{port}", keep_sent=False,
+                               on_send=wire(name, peer, peer_port))
+            else:
+                p = MemoryPort(port, f"{name}-p{port}")
+                fab.host_ports[peer] = p
+            ports[(name, port)] = p
+            s.add_port(p)
+        fab.switches[name] = s
+    servers = []
+    try:
+        for name, s in fab.switches.items():
+            servers.append(start_server(s, spec.switches[name].grpc_addr))
+            s.start()
+        yield fab
+    finally:
+        for srv in servers:
+            srv.stop(0).wait()
+        for s in fab.switches.values():
+            s.stop(log_stats=False)

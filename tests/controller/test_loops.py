@@ -1,0 +1,150 @@
+"""Control loops: the Whack-a-Mole decision on scripted samples (pure), and the failure and
+Whack-a-Mole loops end to end on an in-process fabric driven over P4Runtime."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from ctl_helpers import udp_frame
+from inproc_fabric import inproc_fabric
+
+from controller.fabric import FabricController
+from controller.loops import WamGroupState, WamPolicy, parse_probe, probe_frame, wam_decide
+from controller.routing import PROBE_IP
+from topo.spec import leaf_spine
+
+P = WamPolicy(high=16, low=4, hold=2, full=60, step=0.25, floor=0.25)
+
+
+def _run(samples: list[dict[int, int]], ports=(1, 2, 3)) -> list[dict[int, float]]:
+    st = WamGroupState()
+    w = {p: 1.0 for p in ports}
+    out = []
+    for q in samples:
+        w = wam_decide(w, q, st, P)
+        out.append(w)
+    return out
+
+
+def test_wam_one_hot_period_moves_nothing_hold_periods_do() -> None:
+    hist = _run([{1: 30}, {1: 2}, {1: 30}, {1: 30}])
+    assert hist[0] == hist[1] == hist[2] == {1: 1.0, 2: 1.0, 3: 1.0}
+    assert hist[3] == {1: 0.75, 2: 1.0, 3: 1.0}
+
+
+def test_wam_full_queue_moves_at_once() -> None:
+    (w,) = _run([{2: 64}])
+    assert w[2] == 0.75 and w[1] == w[3] == 1.0
+
+
+def test_wam_busy_member_never_below_floor() -> None:
+    hist = _run([{1: 40}] * 20)
+    assert min(h[1] for h in hist) == pytest.approx(P.floor)
+    assert hist[-1][1] == pytest.approx(P.floor)
+
+
+def test_wam_hysteresis_between_low_and_high() -> None:
+    # congested, then hovering between low and high: stays congested (keeps losing weight)
+    hist = _run([{1: 30}, {1: 30}, {1: 10}, {1: 10}, {1: 3}, {1: 3}, {1: 3}])
+    w1 = [h[1] for h in hist]
+    assert w1[1] < 1.0 and w1[2] < w1[1] and w1[3] < w1[2]
+    # back below low: recovers step by step up to the full share
+    assert w1[4] > w1[3] and w1[-1] == 1.0 or w1[-1] > w1[4]
+    assert all(x <= 1.0 for x in w1)
+
+
+def test_wam_all_congested_moves_nothing() -> None:
+    hist = _run([{1: 64, 2: 64, 3: 64}] * 3)
+    assert hist[-1] == {1: 1.0, 2: 1.0, 3: 1.0}
+
+
+def test_wam_policy_rejects_nonsense() -> None:
+    with pytest.raises(ValueError):
+        WamPolicy(high=4, low=8)
+    with pytest.raises(ValueError):
+        WamPolicy(step=0)
+
+
+def test_probe_frame_round_trip() -> None:
+    f = probe_frame(7, 3, 123456, "02:fe:00:07:00:03")
+    assert parse_probe(f) == (7, 3, 123456)
+    assert parse_probe(f[:-1]) is None
+    assert parse_probe(udp_frame("10.0.0.1", PROBE_IP, 1, 1, "02:00:00:00:00:01",
+                                 "ff:ff:ff:ff:ff:ff", payload=b"x" * 12)) is None
+
+
+# ---- end to end on an in-process fabric ------------------------------------------------------
+def _wait(cond, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()
+
+
+def _send_h1_to_h2(fab, n: int, sport0: int = 1000) -> int:
+    """n UDP packets h1 -> h2 (distinct source ports); returns how many reached h2."""
+    spec = fab.spec
+    h1, h2 = spec.hosts["h1"], spec.hosts["h2"]
+    before = len(fab.host_ports["h2"].sent)
+    fab.host_ports["h1"].feed([udp_frame(h1.ip, h2.ip, sport0 + i, 4791, h1.mac,
+                                         h1.gateway_mac) for i in range(n)])
+    _wait(lambda: len(fab.host_ports["h2"].sent) - before >= n, 3.0)
+    return len(fab.host_ports["h2"].sent) - before
+
+
+def test_failure_loop_detects_a_cut_link_reroutes_and_restores() -> None:
+    period = 0.2
+    with inproc_fabric(leaf_spine(2, 2, 1)) as fab:
+        ctl = FabricController(fab.spec, control_period=period, probe_miss_periods=3)
+        ctl.start("random", loops=("failure",))
+        try:
+            assert _send_h1_to_h2(fab, 40) == 40
+            time.sleep(4 * period)
+            assert all(ctl.link_state().values())  # probes flow on every link
+            fab.cut_link("leaf1", "spine1")
+            t_cut = time.monotonic()
+            assert _wait(lambda: not ctl.link_state()[frozenset({"leaf1", "spine1"})], 3.0)
+            detect = time.monotonic() - t_cut
+            assert detect < 6 * period
+            # spraying over the remaining spine loses nothing
+            assert _send_h1_to_h2(fab, 40, 2000) == 40
+            assert ctl.link_state()[frozenset({"leaf2", "spine1"})]
+            assert any(e.loop == "failure" and "down" in e.what for e in ctl.events)
+            fab.mend_link("leaf1", "spine1")
+            assert _wait(lambda: all(ctl.link_state().values()), 3.0)
+            assert any(e.loop == "failure" and "up" in e.what for e in ctl.events)
+            links = ctl.read_links()
+            assert len(links) == 8 and links["up"].all()
+            assert (links["tx_packets"] > 0).all()  # probes count as tx on every link end
+        finally:
+            ctl.stop()
+
+
+def test_wam_loop_moves_balls_off_a_congested_member() -> None:
+    with inproc_fabric(leaf_spine(2, 2, 1)) as fab:
+        ctl = FabricController(fab.spec, control_period=0.1)
+        try:
+            ctl.start("wam", loops=())
+            from controller.loops import ControlLoops
+
+            loops = ControlLoops(ctl, ["wam"], WamPolicy(high=16, low=4, hold=2))
+            (g,) = ctl.entries["leaf1"].groups.values()
+            hot = g.ports[0]
+            for _ in range(3):  # the queue of spine1's port stays deep for 3 periods
+                ctl.write_registers("leaf1", "MyEgress.port_qdepth_max", {hot: 40})
+                loops.wam_step()
+            w = ctl.weights[("leaf1", g.group_id)]
+            assert w[hot] < 1.0 and w[g.ports[1]] == 1.0
+            # the read cleared the register, and the new ranges are on the switch
+            assert ctl.read_registers("leaf1", "MyEgress.port_qdepth_max", [hot]) == [0]
+            ranges = [e for e in ctl.read_entries("leaf1", "MyIngress.wam_slot_to_member")]
+            sizes = {e.params_dict["member_idx"]:
+                     e.match_dict["meta.lb.wam_slot"].high - e.match_dict["meta.lb.wam_slot"].low
+                     + 1 for e in ranges}
+            assert sizes[0] < sizes[1] and sizes[0] + sizes[1] == 256
+            assert any(e.loop == "wam" for e in ctl.events)
+        finally:
+            ctl.stop()
