@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 SETUP  := scripts/setup.sh
 PYTEST_ARGS ?=
 
-.PHONY: all demo test lint bench setup clean help topo topo-check stop shell clean-fabric
+.PHONY: all demo demo-batch experiment test lint bench setup clean help topo topo-check stop shell clean-fabric
 
 # make topo / topo-check: the emulated fabric (python -m topo --help lists every option)
 TOPO   ?= fattree
@@ -21,7 +21,9 @@ P4TOOLS_PATH := $(if $(wildcard /opt/p4tools/bin),/opt/p4tools/bin:)
 all: demo
 
 help:
-	@echo "make demo    run p4src/fabric.p4 on p4switch with each load-balancing scheme"
+	@echo "make demo    (root) k=4 fat-tree of p4switch: ring AllReduce + MoE AllToAll under the 5 schemes, table + report"
+	@echo "make demo-batch  no root: p4src/fabric.p4 on one p4switch in batch mode, each scheme"
+	@echo "make experiment CONFIG=experiments/configs/X.yaml   run any experiment file"
 	@echo "make test    install everything and run the test suite (lint included)"
 	@echo "make bench   run the benchmarks (prints figures and same-run ratios)"
 	@echo "make topo    launch the fabric + controller and open its CLI (TOPO= K= TARGET= BW= SCHEME=)"
@@ -33,8 +35,19 @@ help:
 setup:
 	@bash $(SETUP)
 
-demo: setup
+DEMO_CONFIG ?= experiments/configs/demo.yaml
+CONFIG ?= $(DEMO_CONFIG)
+
+demo:
+	$(if $(filter 0,$(shell id -u)),,$(error make demo needs root (a Mininet fabric of 20 P4 switches: sudo make demo); make demo-batch runs without root))
+	@$(MAKE) --no-print-directory setup
+	@$(PY) -m experiments.run $(DEMO_CONFIG)
+
+demo-batch: setup
 	@$(PY) -m experiments.demo
+
+experiment: setup
+	@PATH=$(P4TOOLS_PATH)$$PATH $(PY) -m experiments.run $(CONFIG)
 
 test: setup
 	$(VENV)/bin/ruff check .
