@@ -84,7 +84,7 @@ class Sampler(threading.Thread):
         self.queues: list[pd.DataFrame] = []
         self.counters: list[pd.DataFrame] = []
         self.errors: list[str] = []
-        self._stop = threading.Event()
+        self._halt = threading.Event()
         self._n = 0
 
     def sample(self, counters: bool = False) -> None:
@@ -103,12 +103,12 @@ class Sampler(threading.Thread):
                 self.errors.append(f"{t:.3f} read_counters: {e}")
 
     def run(self) -> None:
-        while not self._stop.wait(self.period):
+        while not self._halt.wait(self.period):
             self._n += 1
             self.sample(counters=self._n % self.counter_every == 0)
 
     def finish(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join(timeout=30)
         self.sample()
 
@@ -135,7 +135,7 @@ class MininetBackend(Backend):
 
         p = self.cfg.parameters
         t0 = time.perf_counter()
-        self.net = FabricNet(self.spec, target=p.target)
+        self.net = FabricNet(self.spec, target=p.target, lock_timeout=p.lock_timeout_s)
         self.net.start()
         self.timings["fabric_up"] = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -169,7 +169,7 @@ class MininetBackend(Backend):
             if fail:
                 fail.start()
             kw: dict[str, Any] = {"transport": w.transport, "qps": w.qps, "mss": w.mss,
-                                  "window": w.window}
+                                  "window": w.window, "rto_ms": w.rto_ms}
             if w.rate:
                 kw["rate"] = w.rate
             result = run_collective(self.net, schedule=str(sched_file), hosts=list(hosts),
@@ -284,7 +284,8 @@ class SimBackend(Backend):
 
         assert self.scheme is not None
         schedule.placement = list(hosts)
-        cfg = SimConfig(host=HostConfig(transport=TransportConfig(mss=w.mss, window=w.window),
+        cfg = SimConfig(host=HostConfig(transport=TransportConfig(mss=w.mss, window=w.window,
+                                                                        rto=w.rto_ms / 1e3),
                                         qps=w.qps), seed=self.cfg.parameters.seed)
         net = SimNetwork(self.spec, self.scheme.build(), cfg)
         failures = []

@@ -129,6 +129,10 @@ class WorkloadConfig:
     qps: int = 1
     mss: int = 1400
     window: int = 256
+    rto_ms: float = 200.0
+    """Retransmission timeout. The agent's 20 ms default suits a quiet machine; 20 Python
+    switches sharing two cores can hold a packet longer than that, and every spurious timeout
+    resends the whole window."""
     timeout_s: float = 60.0
     bsp: BspConfig | None = None
     failure: FailureConfig | None = None
@@ -160,6 +164,9 @@ class Parameters:
     settle_s: float = 0.3
     """Pause after a scheme change so in-flight packets of the previous run drain."""
     seed: int = 0
+    lock_timeout_s: float = 300.0
+    """How long to wait for the machine-wide fabric lock (another fabric running) before
+    giving up with an error naming its holder."""
 
 
 @dataclass(frozen=True)
@@ -391,7 +398,8 @@ def _rate(d: dict[str, Any], path: str) -> str | None:
 def _workload(v: Any, path: str, spec: FabricSpec) -> WorkloadConfig:
     d = _obj(v, path)
     _keys(d, path, {"name", "schedule", "size", "hosts", "placement", "options", "transport", "rate", "qps",
-                    "mss", "window", "timeout_s", "bsp", "failure"}, {"schedule", "size"})
+                    "mss", "window", "rto_ms", "timeout_s", "bsp", "failure"},
+          {"schedule", "size"})
     sched = _str(d, "schedule", path, None, tuple(GENERATORS))
     size = _size(d, path)
     hosts = None
@@ -417,6 +425,7 @@ def _workload(v: Any, path: str, spec: FabricSpec) -> WorkloadConfig:
         transport=_str(d, "transport", path, "udp", TRANSPORTS), rate=_rate(d, path),
         qps=_int(d, "qps", path, 1, 1, 64), mss=_int(d, "mss", path, 1400, 64, 8900),
         window=_int(d, "window", path, 256, 1, 65536),
+        rto_ms=_num(d, "rto_ms", path, 200.0, positive=True) or 200.0,
         timeout_s=_num(d, "timeout_s", path, 60.0, positive=True) or 60.0,
         bsp=_bsp(d["bsp"], _join(path, "bsp")) if "bsp" in d else None,
         failure=_failure(d["failure"], _join(path, "failure"), spec) if "failure" in d else None)
@@ -439,7 +448,8 @@ def _workload(v: Any, path: str, spec: FabricSpec) -> WorkloadConfig:
 def _parameters(v: Any) -> Parameters:
     p = "parameters"
     d = _obj(v, p)
-    _keys(d, p, {"target", "sample_period_s", "control_period_s", "loops", "settle_s", "seed"})
+    _keys(d, p, {"target", "sample_period_s", "control_period_s", "loops", "settle_s", "seed",
+                 "lock_timeout_s"})
     loops = _list(d.get("loops", ["failure", "reconcile"]), _join(p, "loops"))
     for i, lp in enumerate(loops):
         if lp not in CONTROL_LOOPS:
@@ -449,7 +459,8 @@ def _parameters(v: Any) -> Parameters:
                       sample_period_s=_num(d, "sample_period_s", p, 0.25, positive=True) or 0.25,
                       control_period_s=_num(d, "control_period_s", p, 0.5, positive=True) or 0.5,
                       loops=tuple(loops), settle_s=_num(d, "settle_s", p, 0.3, lo=0.0) or 0.0,
-                      seed=_int(d, "seed", p, 0, 0))
+                      seed=_int(d, "seed", p, 0, 0),
+                      lock_timeout_s=_num(d, "lock_timeout_s", p, 300.0, lo=0.0) or 0.0)
 
 
 def from_dict(d: Any) -> ExperimentConfig:
