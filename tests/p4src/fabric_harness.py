@@ -2,9 +2,10 @@
 
 The program is compiled once per process (``program()`` is cached); every test builds a fresh
 ``Fabric`` (a new Pipeline: cheap) and installs state exactly as p4src/README.md's controller
-contract says, through the pipeline API only. Member ``k`` of every group is installed on port
-``MEMBER_PORT0 + k`` with next-hop MAC ``member_mac(k)``, so the egress port of a forwarded packet
-names the chosen member.
+contract says, through the pipeline API only; groups are built by the controller's scheme
+registry (controller.schemes), so these tests check the entries the controller installs.
+Member ``k`` of every group is installed on port ``MEMBER_PORT0 + k`` with next-hop MAC
+``member_mac(k)``, so the egress port of a forwarded packet names the chosen member.
 """
 
 from __future__ import annotations
@@ -17,6 +18,19 @@ from pathlib import Path
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 
+from controller.entries import Entry
+from controller.pipeline_target import install_on_pipeline
+from controller.schemes import (
+    DstRotation,
+    Ecmp,
+    Flowlet,
+    RandomSpray,
+    Scheme,
+    SwitchContext,
+    WhackAMole,
+    member_entry,
+    wam_range_entries,
+)
 from p4switch import ir
 from p4switch.frontend import compile_file
 from p4switch.pipeline import Pipeline
@@ -26,7 +40,6 @@ from p4switch.pipeline.api import (
     LpmMatch,
     ProcessResult,
     QueueingMetadata,
-    RangeMatch,
     TableEntry,
 )
 
@@ -115,7 +128,7 @@ class Fabric:
     def __init__(self, seed: int | None = 1) -> None:
         self.p = Pipeline(program(), drop_port=DROP_PORT, cpu_port=CPU_PORT, seed=seed)
         self.now = 1_000_000  # us; the switch has been up 1 s (see README's flowlet note)
-        self._wam_ranges: dict[int, list[tuple[int, int]]] = {}
+        self._wam_ranges: dict[int, list[Entry]] = {}
 
     # ---- ipv4_lpm --------------------------------------------------------------------------
     def _route(self, prefix: str, plen: int, action: str, params: dict[str, int]) -> None:
@@ -136,35 +149,31 @@ class Fabric:
     def route_blackhole(self, prefix: str, plen: int) -> None:
         self._route(prefix, plen, "MyIngress.drop_route", {})
 
-    # ---- lb_group / lb_member ----------------------------------------------------------------
-    def _group(self, gid: int, action: str, params: dict[str, int], modify: bool) -> None:
-        entry = TableEntry(match={"meta.lb.group_id": ExactMatch(gid)},
-                           action=f"MyIngress.{action}", params=params)
+    # ---- lb_group / lb_member: through the controller's scheme registry ----------------------
+    def group(self, gid: int, scheme: Scheme, n: int, modify: bool = False) -> None:
+        """The group's lb_group entry as ``scheme`` installs it for ``n`` member indexes."""
+        entry = scheme.group_entry(gid, n, SwitchContext()).to_table_entry()
         (self.p.table_modify if modify else self.p.table_add)("MyIngress.lb_group", entry)
 
     def group_ecmp(self, gid: int, n: int, seed: int = 0, modify: bool = False) -> None:
-        self._group(gid, "lb_ecmp", {"n_members": n, "seed": seed}, modify)
+        self.group(gid, Ecmp(seed=seed), n, modify)
 
     def group_flowlet(self, gid: int, n: int, seed: int, timeout_us: int,
                       modify: bool = False) -> None:
-        self._group(gid, "lb_flowlet",
-                    {"n_members": n, "seed": seed, "timeout_us": timeout_us}, modify)
+        self.group(gid, Flowlet(timeout_us=timeout_us, seed=seed), n, modify)
 
     def group_random(self, gid: int, n: int, modify: bool = False) -> None:
-        self._group(gid, "lb_random", {"n_members": n}, modify)
+        self.group(gid, RandomSpray(), n, modify)
 
     def group_rotate(self, gid: int, n: int, modify: bool = False) -> None:
-        self._group(gid, "lb_rotate", {"n_members": n}, modify)
+        self.group(gid, DstRotation(), n, modify)
 
     def set_member(self, gid: int, idx: int, port: int, dmac: int, modify: bool = False) -> None:
-        entry = TableEntry(match={"meta.lb.group_id": ExactMatch(gid),
-                                  "meta.lb.member_idx": ExactMatch(idx)},
-                           action="MyIngress.set_member", params={"port": port, "dmac": dmac})
+        entry = member_entry(gid, idx, port, dmac).to_table_entry()
         (self.p.table_modify if modify else self.p.table_add)("MyIngress.lb_member", entry)
 
     def del_member(self, gid: int, idx: int) -> None:
-        self.p.table_delete("MyIngress.lb_member", {"meta.lb.group_id": ExactMatch(gid),
-                                                    "meta.lb.member_idx": ExactMatch(idx)})
+        self.p.table_delete("MyIngress.lb_member", member_entry(gid, idx, 0, 0).match_dict)
 
     def members(self, gid: int, n: int, port0: int = MEMBER_PORT0) -> None:
         """lb_member entries 0..n-1 -> ports port0+k, MACs member_mac(k)."""
@@ -176,28 +185,17 @@ class Fabric:
                   port0: int = MEMBER_PORT0) -> None:
         """lb_wam entry, one range per member with balls, and the members' lb_member entries."""
         assert sum(balls) == 1 << log2_m
-        self._group(gid, "lb_wam", {"log2_m": log2_m, "a": a, "b": b}, False)
+        self.group(gid, WhackAMole(log2_m=log2_m, a=a, b=b), len(balls))
         self.wam_ranges(gid, balls)
         for k in range(len(balls)):
             self.set_member(gid, k, port0 + k, member_mac(k))
 
     def wam_ranges(self, gid: int, balls: Sequence[int]) -> None:
         """(Re)write the group's ball ranges [B_k, B_k + c_k - 1] -> wam_set_member(k)."""
-        for lo, hi in self._wam_ranges.pop(gid, []):
-            self.p.table_delete("MyIngress.wam_slot_to_member",
-                                {"meta.lb.group_id": ExactMatch(gid),
-                                 "meta.lb.wam_slot": RangeMatch(lo, hi)}, priority=1)
-        installed = []
-        base = 0
-        for k, c in enumerate(balls):
-            if c > 0:
-                self.p.table_add("MyIngress.wam_slot_to_member", TableEntry(
-                    match={"meta.lb.group_id": ExactMatch(gid),
-                           "meta.lb.wam_slot": RangeMatch(base, base + c - 1)},
-                    action="MyIngress.wam_set_member", params={"member_idx": k}, priority=1))
-                installed.append((base, base + c - 1))
-            base += c
-        self._wam_ranges[gid] = installed
+        for e in self._wam_ranges.pop(gid, []):
+            self.p.table_delete(e.table, e.match_dict, priority=e.priority)
+        self._wam_ranges[gid] = wam_range_entries(gid, balls)
+        install_on_pipeline(self.p, self._wam_ranges[gid])
 
     # ---- egress tables -----------------------------------------------------------------------
     def port_smac(self, port: int, smac: int) -> None:
