@@ -40,14 +40,15 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-# m balls by weight, largest remainder (ties to the lower index), as the controller splits them
-from experiments.lb_model import balls_from_weights as wam_balls
+from controller.pipeline_target import install_on_pipeline
+from controller.schemes import SCHEMES as SCHEME_REGISTRY
+from controller.schemes import Ecmp, GroupContext, Scheme, WhackAMole, scheme_from_name
 from p4switch.frontend import compile_file
 from p4switch.pipeline import Pipeline
-from p4switch.pipeline.api import ExactMatch, LpmMatch, RangeMatch, TableEntry
+from p4switch.pipeline.api import LpmMatch, TableEntry
 
 FABRIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "fabric.p4"
-SCHEMES = ("ecmp", "flowlet", "random", "rotate", "wam")
+SCHEMES = tuple(SCHEME_REGISTRY)  # ecmp, flowlet, random, rotate, wam
 WORKLOADS = ("large", "small")
 GROUP = 1
 PORT0 = 10
@@ -98,47 +99,35 @@ def make_workload(name: str, packets: int, burst: int, seed: int) -> Workload:
 
 # ---- the switch ------------------------------------------------------------------------------
 def member_slots(weights: list[int]) -> list[int]:
-    """Weighted ECMP as the README says: member k installed under weights[k] indexes."""
-    return [k for k, w in enumerate(weights) for _ in range(w)]
+    """Weighted ECMP as the registry installs it: member k under weights[k] indexes."""
+    return Ecmp().member_slots(weights)
+
+
+def wam_balls(weights: list[int], m: int) -> list[int]:
+    """m = 2^l balls by weight (largest remainder), as the registry's WhackAMole splits them."""
+    return WhackAMole(log2_m=m.bit_length() - 1).balls(weights)
+
+
+def make_scheme(scheme: str, args: argparse.Namespace) -> Scheme:
+    """The registry's scheme with this run's parameters (fixed seeds: one switch)."""
+    params: dict[str, dict[str, int]] = {
+        "ecmp": {"seed": args.hash_seed},
+        "flowlet": {"seed": args.hash_seed, "timeout_us": args.flowlet_timeout_us},
+        "wam": {"log2_m": args.log2_m, "a": 0x1234, "b": 0x0A5B},
+    }
+    return scheme_from_name(scheme, **params.get(scheme, {}))
 
 
 def build_switch(program, scheme: str, weights: list[int], args: argparse.Namespace) -> Pipeline:
     p = Pipeline(program, cpu_port=255, seed=args.seed)
-    slots = member_slots(weights)
-    n = len(slots)
     p.table_add("MyIngress.ipv4_lpm", TableEntry(
         match={"hdr.ipv4.dstAddr": LpmMatch(DST_PREFIX, 16)},
         action="MyIngress.set_lb_group", params={"group_id": GROUP, "dst_id": 7}))
-    key = {"meta.lb.group_id": ExactMatch(GROUP)}
-    if scheme == "ecmp":
-        act, params = "lb_ecmp", {"n_members": n, "seed": args.hash_seed}
-    elif scheme == "flowlet":
-        act, params = "lb_flowlet", {"n_members": n, "seed": args.hash_seed,
-                                     "timeout_us": args.flowlet_timeout_us}
-    elif scheme == "random":
-        act, params = "lb_random", {"n_members": n}
-    elif scheme == "rotate":
-        act, params = "lb_rotate", {"n_members": n}
-    elif scheme == "wam":
-        act, params = "lb_wam", {"log2_m": args.log2_m, "a": 0x1234, "b": 0x0A5B}
-    else:
-        raise ValueError(scheme)
-    p.table_add("MyIngress.lb_group", TableEntry(match=key, action=f"MyIngress.{act}",
-                                                 params=params))
-    if scheme == "wam":
-        m = 1 << args.log2_m
-        base = 0
-        for k, c in enumerate(wam_balls(weights, m)):
-            if c:
-                p.table_add("MyIngress.wam_slot_to_member", TableEntry(
-                    match={**key, "meta.lb.wam_slot": RangeMatch(base, base + c - 1)},
-                    action="MyIngress.wam_set_member", params={"member_idx": k}, priority=1))
-            base += c
-    # WaM member k is lb_member index k; the other schemes index the replicated slots
-    for idx, k in enumerate(range(len(weights)) if scheme == "wam" else slots):
-        p.table_add("MyIngress.lb_member", TableEntry(
-            match={**key, "meta.lb.member_idx": ExactMatch(idx)}, action="MyIngress.set_member",
-            params={"port": PORT0 + k, "dmac": 0x020000000100 + k}))
+    n = len(weights)
+    group = GroupContext(GROUP, tuple(PORT0 + k for k in range(n)),
+                         tuple(0x020000000100 + k for k in range(n)),
+                         tuple(float(w) for w in weights))
+    install_on_pipeline(p, make_scheme(scheme, args).entries(group))
     return p
 
 
