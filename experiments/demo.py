@@ -29,8 +29,19 @@ from rich.table import Table
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
+from controller.entries import IPV4_LPM, K_DST, Entry
+from controller.schemes import (
+    DstRotation,
+    Ecmp,
+    Flowlet,
+    GroupContext,
+    RandomSpray,
+    Scheme,
+    WhackAMole,
+)
 from p4switch.frontend import P4CompileError, compile_file
 from p4switch.pcap import PcapWriter, read_pcap
+from p4switch.pipeline.api import LpmMatch
 
 ROOT = Path(__file__).resolve().parents[1]
 FABRIC_P4 = ROOT / "p4src" / "fabric.p4"
@@ -41,20 +52,23 @@ ROCE_PORT = 4791
 
 
 @dataclass(frozen=True)
-class Scheme:
-    """One way to spread the group, as the controller would install it (``lb_group`` entry)."""
+class DemoScheme:
+    """One row of the demo: a label and the registry scheme the controller would install."""
 
     name: str
-    group_action: str
-    wam_log2_m: int = 0
+    scheme: Scheme
+
+    @property
+    def wam_log2_m(self) -> int:
+        return self.scheme.log2_m if isinstance(self.scheme, WhackAMole) else 0
 
 
 SCHEMES = (
-    Scheme("ECMP (crc32)", "lb_ecmp(n_members:4, seed:0)"),
-    Scheme("flowlet", "lb_flowlet(n_members:4, seed:0, timeout_us:200)"),
-    Scheme("random spray", "lb_random(n_members:4)"),
-    Scheme("dst rotation", "lb_rotate(n_members:4)"),
-    Scheme("Whack-a-Mole", "lb_wam(log2_m:4, a:3, b:5)", wam_log2_m=4),
+    DemoScheme("ECMP (crc32)", Ecmp(seed=0)),
+    DemoScheme("flowlet", Flowlet(timeout_us=200, seed=0)),
+    DemoScheme("random spray", RandomSpray()),
+    DemoScheme("dst rotation", DstRotation()),
+    DemoScheme("Whack-a-Mole", WhackAMole(log2_m=4, a=3, b=5)),
 )
 
 
@@ -85,30 +99,16 @@ def write_traffic(path: Path, n_flows: int, packets_per_flow: int, seed: int) ->
     return len(frames) * packets_per_flow
 
 
-def entries(scheme: Scheme) -> str:
-    """The controller contract of p4src/README.md for one route to a 4-member group."""
-    lines = [
-        f"add ipv4_lpm hdr.ipv4.dstAddr:0x0a000200/24 set_lb_group(group_id:{GROUP}, dst_id:7)",
-        f"add lb_group meta.lb.group_id:{GROUP} {scheme.group_action}",
-    ]
-    for idx, port in enumerate(MEMBER_PORTS):
-        mac = 0x020000000000 + port
-        lines.append(
-            f"add lb_member meta.lb.group_id:{GROUP} meta.lb.member_idx:{idx} "
-            f"set_member(port:{port}, dmac:{mac:#x})"
-        )
-    if scheme.wam_log2_m:
-        balls = (1 << scheme.wam_log2_m) // len(MEMBER_PORTS)  # equal weights
-        for idx in range(len(MEMBER_PORTS)):
-            lo, hi = idx * balls, (idx + 1) * balls - 1
-            lines.append(
-                f"add wam_slot_to_member 1 meta.lb.group_id:{GROUP} "
-                f"meta.lb.wam_slot:{lo}->{hi} wam_set_member(member_idx:{idx})"
-            )
-    return "\n".join(lines) + "\n"
+def entries(scheme: DemoScheme) -> str:
+    """The controller contract of p4src/README.md for one route to a 4-member group, as the
+    scheme registry builds it, written as a p4switch ``--entries`` file."""
+    group = GroupContext(GROUP, MEMBER_PORTS, tuple(0x020000000000 + p for p in MEMBER_PORTS))
+    route = Entry.make(IPV4_LPM, {K_DST: LpmMatch(0x0A000200, 24)}, "MyIngress.set_lb_group",
+                       {"group_id": GROUP, "dst_id": 7})
+    return "\n".join(e.to_stf() for e in [route, *scheme.scheme.entries(group)]) + "\n"
 
 
-def run_switch(scheme: Scheme, traffic: Path, workdir: Path) -> dict[int, Counter[str]]:
+def run_switch(scheme: DemoScheme, traffic: Path, workdir: Path) -> dict[int, Counter[str]]:
     """Run the real ``p4switch`` command in batch mode; return per-port, per-flow packet counts."""
     out = workdir / scheme.name.split()[0].lower()
     entries_file = workdir / f"{out.name}.entries"
