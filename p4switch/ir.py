@@ -552,6 +552,28 @@ class Emit(Stmt):
 
 
 @dataclass
+class For(Stmt):
+    """``for (init; cond; update) body`` (``for (T x in lo .. hi)`` is lowered to one):
+    ``init`` runs once; while ``cond`` holds, ``body`` and then ``update`` run. ``Break`` ends
+    the innermost loop at once; ``Continue`` ends this iteration of it (``update`` still runs)."""
+
+    init: list[Stmt]
+    cond: Expr
+    update: list[Stmt]
+    body: Block
+
+
+@dataclass
+class Break(Stmt):
+    """``break``: leaves the innermost ``For``."""
+
+
+@dataclass
+class Continue(Stmt):
+    """``continue``: goes on with the innermost ``For``'s update and condition."""
+
+
+@dataclass
 class Exit(Stmt):
     """``exit``: ends the current control block (ingress or egress) at once."""
 

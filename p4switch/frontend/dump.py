@@ -106,6 +106,14 @@ def stmt(s: ir.Stmt, indent: str = "") -> list[str]:
         return [f"{indent}advance({expr(s.bits)});"]
     if isinstance(s, ir.Emit):
         return [f"{indent}emit({expr(s.header)});"]
+    if isinstance(s, ir.For):
+        init = "; ".join(" ".join(stmt(x)).rstrip(";") for x in s.init)
+        upd = "; ".join(" ".join(stmt(x)).rstrip(";") for x in s.update)
+        return [f"{indent}for ({init}; {expr(s.cond)}; {upd})"] + stmt(s.body, indent)
+    if isinstance(s, ir.Break):
+        return [f"{indent}break;"]
+    if isinstance(s, ir.Continue):
+        return [f"{indent}continue;"]
     if isinstance(s, ir.Exit):
         return [f"{indent}exit;"]
     if isinstance(s, ir.Return):

@@ -17,6 +17,7 @@ from p4switch import ir
 from p4switch.frontend.compound import CompoundAssign
 from p4switch.frontend.errors import P4CompileError, unsupported
 from p4switch.frontend.functions import FunctionB, Functions, _Frame
+from p4switch.frontend.loops import Loops
 from p4switch.frontend.preprocess import Preprocessed
 from p4switch.frontend.types import (
     BlockProto,
@@ -241,7 +242,7 @@ def _name(t: Tree | Token) -> str:
     return str(t.children[0])
 
 
-class Elaborator(CompoundAssign, Functions):
+class Elaborator(CompoundAssign, Functions, Loops):
     """The one pass. Statements and expressions whose rule has a ``stmt_<rule>`` method
     (defined here or in a per-concept mixin module) dispatch to it."""
 
@@ -1321,7 +1322,11 @@ class Elaborator(CompoundAssign, Functions):
                 pre.extend(self.zero(var, ctx))
         if ib.kind == "parser":
             return _ParserCall(ib, pre, post, c)
-        body = self.block(ib.tree.children[-1], Scope(ib.scope), ib.ctx)
+        depth, self.loop_depth = self.loop_depth, 0  # break/continue do not leave the callee
+        try:
+            body = self.block(ib.tree.children[-1], Scope(ib.scope), ib.ctx)
+        finally:
+            self.loop_depth = depth
         if _has_return(body):
             flag = ctx.fresh(f"{ib.name}_returned")
             pre.append(ir.VarDecl(flag, _BOOL, ir.Const(False, type=_BOOL), loc=loc))
@@ -2524,24 +2529,29 @@ def _has_return(s: object) -> bool:
         return _has_return(s.then) or (s.else_ is not None and _has_return(s.else_))
     if isinstance(s, ir.SwitchAction | ir.SwitchValue):
         return any(c.body is not None and _has_return(c.body) for c in s.cases)
+    if isinstance(s, ir.For):
+        return _has_return(s.body)
     return False
 
 
-def _lower_returns(stmts: list[ir.Stmt], flag: str) -> list[ir.Stmt]:
+def _lower_returns(stmts: list[ir.Stmt], flag: str, in_loop: bool = False) -> list[ir.Stmt]:
     """The statements of an inlined control body with ``return`` (which must end only the
     sub-control) expressed without it: ``return`` sets the bool ``flag`` and everything after
-    a statement that may have returned runs under ``if (!flag)``."""
+    a statement that may have returned runs under ``if (!flag)``. Inside a loop ``return``
+    also breaks out of it, and the loop's condition tests the flag first (outer loops)."""
     out: list[ir.Stmt] = []
     for i, s in enumerate(stmts):
         if isinstance(s, ir.Return):
             out.append(ir.Assign(ir.Var(flag, type=_BOOL), ir.Const(True, type=_BOOL),
                                  loc=s.loc))
+            if in_loop:
+                out.append(ir.Break(loc=s.loc))
             return out  # the rest of this list is unreachable
         if not _has_return(s):
             out.append(s)
             continue
-        out.append(_lower_stmt(s, flag))
-        rest = _lower_returns(stmts[i + 1:], flag)
+        out.append(_lower_stmt(s, flag, in_loop))
+        rest = _lower_returns(stmts[i + 1:], flag, in_loop)
         if rest:
             out.append(ir.If(ir.Unary("!", ir.Var(flag, type=_BOOL), type=_BOOL),
                              ir.Block(rest)))
@@ -2549,24 +2559,31 @@ def _lower_returns(stmts: list[ir.Stmt], flag: str) -> list[ir.Stmt]:
     return out
 
 
-def _lower_block(b: ir.Block, flag: str) -> ir.Block:
-    return replace(b, stmts=_lower_returns(b.stmts, flag))
+def _lower_block(b: ir.Block, flag: str, in_loop: bool = False) -> ir.Block:
+    return replace(b, stmts=_lower_returns(b.stmts, flag, in_loop))
 
 
-def _lower_stmt(s: ir.Stmt, flag: str) -> ir.Stmt:
+def _lower_stmt(s: ir.Stmt, flag: str, in_loop: bool = False) -> ir.Stmt:
     if isinstance(s, ir.Block):
-        return _lower_block(s, flag)
+        return _lower_block(s, flag, in_loop)
     if isinstance(s, ir.If):
-        return ir.If(s.cond, _lower_block(s.then, flag),
-                     _lower_block(s.else_, flag) if s.else_ is not None else None, loc=s.loc)
+        return ir.If(s.cond, _lower_block(s.then, flag, in_loop),
+                     _lower_block(s.else_, flag, in_loop) if s.else_ is not None else None,
+                     loc=s.loc)
     if isinstance(s, ir.SwitchAction):
         return ir.SwitchAction(s.table, [
-            ir.ActionCase(c.actions, _lower_block(c.body, flag) if c.body is not None else None)
+            ir.ActionCase(c.actions,
+                          _lower_block(c.body, flag, in_loop) if c.body is not None else None)
             for c in s.cases], loc=s.loc)
     if isinstance(s, ir.SwitchValue):
         return ir.SwitchValue(s.expr, [
-            ir.ValueCase(c.values, _lower_block(c.body, flag) if c.body is not None else None)
+            ir.ValueCase(c.values,
+                         _lower_block(c.body, flag, in_loop) if c.body is not None else None)
             for c in s.cases], loc=s.loc)
+    if isinstance(s, ir.For):
+        not_returned = ir.Unary("!", ir.Var(flag, type=_BOOL), type=_BOOL)
+        return replace(s, cond=ir.Binary("&&", not_returned, s.cond, type=_BOOL),
+                       body=_lower_block(s.body, flag, True))
     return s  # pragma: no cover - _has_return covers exactly the cases above
 
 

@@ -79,11 +79,11 @@ class Functions(_Base):
             raise self.err(b.tree.children[1], f"function '{name}' calls itself (recursion is "
                                                "not allowed in P4)")
         self.frames.append(_Frame(name, b.sig.ret, result))
-        saved = self.hoisted
+        saved, depth, self.loop_depth = self.hoisted, self.loop_depth, 0
         try:
             return self.block(b.tree.children[-1], scope, ctx)
         finally:
-            self.hoisted = saved
+            self.hoisted, self.loop_depth = saved, depth
             self.frames.pop()
 
     def stmt_return_stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt:

@@ -47,7 +47,7 @@ _KEYWORDS = {
     "exit", "extern", "false", "header", "header_union", "if", "in", "inout", "int", "key",
     "match_kind", "out", "package", "parser", "return", "select", "state", "struct", "switch",
     "table", "transition", "true", "tuple", "typedef", "varbit", "value_set", "void", "actions",
-    "entries", "type", "string",
+    "entries", "type", "string", "for", "break", "continue",
 }
 
 

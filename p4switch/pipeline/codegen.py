@@ -294,6 +294,7 @@ class BlockGen:
         self.lv_names: set[str] = set()
         if isinstance(block, ir.Control):
             self.lv_names = {d.name for d in block.locals}
+        self.loops: list[ir.For] = []  # the loops being generated, innermost last
         self.exits = ExitAnalysis(mod.program, block.tables if isinstance(block, ir.Control)
                                   else {})
         self.pkt_param: str | None = None
@@ -632,6 +633,14 @@ class BlockGen:
             self.w(f"_pos += {n}")
         elif isinstance(s, ir.Emit):
             self.emit(s.header)
+        elif isinstance(s, ir.For):
+            self.loop(s)
+        elif isinstance(s, ir.Break):
+            self.w("break")
+        elif isinstance(s, ir.Continue):
+            for u in self.loops[-1].update:  # the update runs before the next test
+                self.stmt(u)
+            self.w("continue")
         elif isinstance(s, ir.Exit):
             self.w("raise _Exit()")
         elif isinstance(s, ir.Return):
@@ -641,6 +650,20 @@ class BlockGen:
                 self.w("return")
         else:
             raise BuildError(f"unsupported statement {type(s).__name__}")
+
+    def loop(self, s: ir.For) -> None:
+        """``for``: a Python ``while`` (break/continue are Python's; ``continue`` repeats the
+        update first)."""
+        for st in s.init:
+            self.stmt(st)
+        self.w(f"while {self.ex(s.cond)}:")
+        self.ind += 1
+        self.loops.append(s)
+        self.stmts(s.body.stmts)
+        self.loops.pop()
+        for u in s.update:
+            self.stmt(u)
+        self.ind -= 1
 
     def exit_guarded(self, body: Callable[[], None], copy_out: Callable[[str | None], None],
                      ) -> None:

@@ -57,6 +57,9 @@ class ExitAnalysis:
             return self.expr(s.rhs)
         if isinstance(s, ir.VarDecl):
             return s.init is not None and self.expr(s.init)
+        if isinstance(s, ir.For):
+            return (self.stmts(s.init) or self.expr(s.cond) or self.stmts(s.update)
+                    or self.stmts(s.body.stmts))
         return False
 
     def expr(self, e: ir.Expr) -> bool:

@@ -779,6 +779,8 @@ def _has_return(b: ir.Stmt) -> bool:
         return _has_return(b.then) or (b.else_ is not None and _has_return(b.else_))
     if isinstance(b, ir.SwitchAction | ir.SwitchValue):
         return any(c.body is not None and _has_return(c.body) for c in b.cases)
+    if isinstance(b, ir.For):
+        return _has_return(b.body)
     return False
 
 

@@ -117,3 +117,45 @@ def test_function_key_expression_is_refused_with_a_location() -> None:
 def test_recursive_function_is_refused() -> None:
     msg, line, _, text = _fn_error("bit<8> f(in bit<8> x) {\n    return f(x);\n}")
     assert msg == "function 'f' calls itself (recursion is not allowed in P4)"
+
+
+# ------------------------------------------------------------------ for / break / continue
+def test_for_statement_ir() -> None:
+    prog = compile_ingress("apply { for (bit<8> i = 0, bit<8> j = 1; i < 4; i = i + 1, j += 2) "
+                           "{ if (i == 2) { continue; } meta.m8 = meta.m8 + j; } }")
+    [loop] = _apply_stmts(prog)
+    assert isinstance(loop, ir.For)
+    assert [type(s) for s in loop.init] == [ir.VarDecl, ir.VarDecl]
+    assert [type(s) for s in loop.update] == [ir.Assign, ir.Assign]
+    assert isinstance(loop.body.stmts[0].then.stmts[0], ir.Continue)
+
+
+def test_range_for_cannot_wrap_around() -> None:
+    prog = compile_ingress("apply { for (bit<8> v in 0 .. 255) { meta.m8 = meta.m8 + 1; } }")
+    [loop] = _apply_stmts(prog)
+    # the condition is a flag set from v <= last and updated with v != last before v + 1
+    assert isinstance(loop.cond, ir.Var) and loop.cond.type == ir.BoolType()
+    assert loop.update[0].rhs.op == "!=" and loop.update[1].rhs.op == "+"
+
+
+def test_loop_misuse_is_located() -> None:
+    text = ingress_program("apply {\n    break;\n}")
+    err = compile_error(text)
+    assert err.message == "break outside a for statement"
+    assert (err.loc.line, err.loc.col) == (line_of(text, "    break;"), 5)
+    text = ingress_program("action a() {\n    continue;\n}\napply { for (;;) { a(); } }")
+    err = compile_error(text)
+    assert err.message == "continue outside a for statement"
+    text = ingress_program("apply {\n    for (bit<8> i = 0; i; i = i + 1) { }\n}")
+    err = compile_error(text)
+    assert err.message == "the condition of a for statement must be bool, not bit<8>"
+    assert err.loc.line == line_of(text, "for (bit<8> i")
+    text = ingress_program("apply {\n    for (bool b in true .. false) { }\n}")
+    err = compile_error(text)
+    assert "must be bit<W> or int<W>, not bool" in err.message
+    # a function body's break needs its own loop, even when called inside one
+    prelude = "bit<8> f(in bit<8> x) {\n    break;\n    return x;\n}\n"
+    text = ingress_program("apply { }", prelude)
+    err = compile_error(text)
+    assert err.message == "break outside a for statement" and err.loc.line == line_of(text,
+                                                                                      "break;")
