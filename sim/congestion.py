@@ -15,10 +15,13 @@ from dataclasses import dataclass
 
 @dataclass
 class DctcpWindow:
-    """cwnd in packets within [1, max_window]; ``g`` is DCTCP's EWMA gain (1/16)."""
+    """cwnd in packets within [min_window, max_window]; ``g`` is DCTCP's EWMA gain (1/16).
+    ``min_window`` should be at least the receiver's ACK coalescing (``ack_every``): with fewer
+    packets in flight no ACK is due until the delayed-ACK timer fires."""
 
     max_window: int
     cwnd: float = 0.0
+    min_window: int = 2
     g: float = 1.0 / 16
     alpha: float = 1.0  # as Linux DCTCP starts: the first marks halve the window
     _acked: int = 0
@@ -26,15 +29,15 @@ class DctcpWindow:
     reductions: int = 0
 
     def __post_init__(self) -> None:
-        if self.max_window < 1:
-            raise ValueError("max_window must be >= 1")
+        if not 1 <= self.min_window <= self.max_window:
+            raise ValueError("need 1 <= min_window <= max_window")
         if self.cwnd <= 0:
             self.cwnd = float(self.max_window)
         self.cwnd = min(self.cwnd, float(self.max_window))
 
     @property
     def window(self) -> int:
-        return max(1, int(self.cwnd))
+        return max(self.min_window, int(self.cwnd))
 
     def on_ack(self, acked: int, marked: int) -> None:
         """``acked`` packets newly acknowledged, ``marked`` of the data they cover were CE."""
@@ -48,6 +51,6 @@ class DctcpWindow:
             frac = self._marked / self._acked
             self.alpha = (1 - self.g) * self.alpha + self.g * frac
             if self._marked:
-                self.cwnd = max(1.0, self.cwnd * (1 - self.alpha / 2))
+                self.cwnd = max(float(self.min_window), self.cwnd * (1 - self.alpha / 2))
                 self.reductions += 1
             self._acked = self._marked = 0
