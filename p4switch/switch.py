@@ -68,6 +68,7 @@ for a packet with exactly one output and nothing else to report, else a ``Drop``
 ``ProcessResult``. Used instead of ``process`` when every queue is unlimited."""
 _MAX_IDLE_WAIT = 0.5
 _PR_SET_TIMERSLACK = 29
+_FD_SETSIZE = 1024
 _TIMER_SLACK_NS = 1000
 _MAX_ERROR_LOGS = 20
 _MALFORMED_REASONS = frozenset({"parser_error", "error"})
@@ -465,6 +466,7 @@ class Switch:
         pending_digests = self._pending_digests
         ep_ready = [ep.fileno()]
         wait_ready = select.select
+        fine_timer = ep.fileno() < _FD_SETSIZE  # select() takes no higher fd
         _cut_timer_slack()
         while not self._stopping:
             timeout = _MAX_IDLE_WAIT
@@ -473,7 +475,7 @@ class Switch:
                 due = queues.next_departure_us()
                 if due is not None:
                     timeout = min(timeout, max(0.0, (due - now_us()) / 1e6))
-                    timed = timeout > 0.0
+                    timed = timeout > 0.0 and fine_timer
             self._busy = False
             try:
                 if timed:  # epoll_wait would round the timeout up to a whole millisecond
