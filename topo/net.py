@@ -17,9 +17,30 @@ from mininet.net import Mininet
 
 from .lock import FabricLock
 from .nodes import BMv2Switch, FabricLink, P4Host, P4Switch, TopoError
-from .rundir import RunDir
-from .spec import FabricSpec
+from .rundir import RunDir, stop_leftovers
+from .spec import GRPC_BASE_PORT, MAX_PORT, THRIFT_BASE_PORT, FabricSpec
 from .topos import SpecTopo
+
+RESERVED_PORTS = Path("/proc/sys/net/ipv4/ip_local_reserved_ports")
+
+
+def reserve_switch_ports(spec: FabricSpec) -> None:
+    """Keep the kernel from handing the switches' fixed gRPC/Thrift ports out as ephemeral
+    source ports (they sit inside Linux's default 32768-60999 range): one controller
+    connection that happened to get 127.0.0.1:50020 as its source would make core4 fail to
+    bind. Adds the fabric's ranges to ``ip_local_reserved_ports``; keeps what is there."""
+    if not spec.switches:
+        return
+    n = max(s.device_id for s in spec.switches.values())
+    want = [f"{GRPC_BASE_PORT + 1}-{GRPC_BASE_PORT + max(n, MAX_PORT)}",
+            f"{THRIFT_BASE_PORT + 1}-{THRIFT_BASE_PORT + max(n, MAX_PORT)}"]
+    try:
+        have = RESERVED_PORTS.read_text().strip()
+        if all(w in have.split(",") for w in want):
+            return
+        RESERVED_PORTS.write_text(",".join([p for p in have.split(",") if p] + want))
+    except OSError:
+        pass  # not root / no such sysctl: collisions stay possible, start-up reports them
 
 TARGETS = {"p4switch": P4Switch, "bmv2": BMv2Switch}
 
@@ -71,6 +92,10 @@ class FabricNet:
 
     def _start(self) -> None:
         setLogLevel("warning")
+        # we hold the lock, so no other fabric is legitimately running: switches and veths a
+        # crashed launcher left behind (the kernel dropped its lock) would block our ports
+        stop_leftovers(log=lambda _msg: None)
+        reserve_switch_ports(self.spec)
         self.run = RunDir.create(self.spec.name, self._run_dir_arg)
         t0 = time.monotonic()
         switch_cls = functools.partial(TARGETS[self.target], run_dir=self.run.path,
@@ -162,8 +187,14 @@ class FabricNet:
         self._mn().configLinkStatus(a, b, "down")
 
     def link_up(self, a: str, b: str) -> None:
+        """Both interfaces up again; a host end gets its routes back (the kernel flushed them
+        when its NIC went down)."""
         self._check_linked(a, b)
         self._mn().configLinkStatus(a, b, "up")
+        for n in (a, b):
+            node = self.get(n)
+            if isinstance(node, P4Host):
+                node.configure_routes()
 
     def restart_switch(self, name: str, timeout: float = 30.0) -> None:
         """Kill the switch's process (by PID) and start it again, empty: its P4Runtime state is

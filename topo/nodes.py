@@ -206,25 +206,35 @@ class P4Host(Host):
             intf.rename("eth0")
             self.nameToIntf["eth0"] = intf
         r = super().config(**params)
+        self.spec = spec
+        self.peers = peers
         if intf is None or spec is None:
             return r
-        n = intf.name
-        cmds = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=1",
-                "sysctl -qw net.ipv6.conf.default.disable_ipv6=1",
-                f"ethtool -K {n} rx off tx off sg off tso off gso off gro off >/dev/null 2>&1"]
-        if spec.gateway_ip and spec.gateway_mac:
-            cmds += [f"ip neigh replace {spec.gateway_ip} lladdr {spec.gateway_mac} dev {n} "
-                     "nud permanent",
-                     f"ip route replace default via {spec.gateway_ip} dev {n}"]
-            net = ipaddress.ip_network(f"{spec.ip}/{spec.prefixlen}", strict=False)
-            for ip in peers:
-                if ip != spec.ip and ipaddress.ip_address(ip) in net:
-                    cmds.append(f"ip neigh replace {ip} lladdr {spec.gateway_mac} dev {n} "
-                                "nud permanent")
-        self.cmd("; ".join(cmds))
+        self.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1; "
+                 "sysctl -qw net.ipv6.conf.default.disable_ipv6=1; "
+                 f"ethtool -K {intf.name} rx off tx off sg off tso off gso off gro off "
+                 ">/dev/null 2>&1")
+        self.configure_routes()
         for c in spec.commands:
             self.cmd(c)
         return r
+
+    def configure_routes(self) -> None:
+        """Static neighbours and the default route. The kernel drops the route when the NIC
+        goes down, so ``FabricNet.link_up`` calls this again."""
+        spec, intf = getattr(self, "spec", None), self.defaultIntf()
+        if spec is None or intf is None or not (spec.gateway_ip and spec.gateway_mac):
+            return
+        n = intf.name
+        cmds = [f"ip neigh replace {spec.gateway_ip} lladdr {spec.gateway_mac} dev {n} "
+                "nud permanent",
+                f"ip route replace default via {spec.gateway_ip} dev {n}"]
+        net = ipaddress.ip_network(f"{spec.ip}/{spec.prefixlen}", strict=False)
+        for ip in self.peers:
+            if ip != spec.ip and ipaddress.ip_address(ip) in net:
+                cmds.append(f"ip neigh replace {ip} lladdr {spec.gateway_mac} dev {n} "
+                            "nud permanent")
+        self.cmd("; ".join(cmds))
 
 
 class HostShapedIntf(TCIntf):

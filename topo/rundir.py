@@ -101,25 +101,27 @@ def latest_run_dir(root: Path = RUN_ROOT) -> RunDir | None:
                default=None)
 
 
-def kill_recorded(pid: int, start: int | None, grace: float = 2.0) -> bool:
-    """SIGTERM, then SIGKILL after ``grace`` s, the recorded process only. True if it was alive."""
-    if not alive(pid, start):
-        return False
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return False
+def kill_recorded(procs: list[tuple[int, int | None]], grace: float = 2.0) -> list[int]:
+    """Stop the recorded processes that still run: SIGTERM and SIGHUP (Mininet's interactive
+    helper shells ignore SIGTERM) to all at once, SIGKILL to those alive after ``grace`` s.
+    Returns the pids that were alive."""
+    live = [(pid, st) for pid, st in procs if alive(pid, st)]
+    for pid, _ in live:
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if not alive(pid, start):
-            return True
+    while time.monotonic() < deadline and any(alive(p, s) for p, s in live):
         time.sleep(0.05)
-    if alive(pid, start):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return True
+    for pid, st in live:
+        if alive(pid, st):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return [pid for pid, _ in live]
 
 
 def intf_exists(name: str) -> bool:
@@ -138,10 +140,11 @@ def stop_leftovers(root: Path = RUN_ROOT, force: bool = False, log=print) -> int
             pid = rd.pids()["launcher"][0]
             log(f"{rd.path}: fabric still running (pid {pid}); skipped (FORCE=1 stops it)")
             continue
-        for node, (pid, start) in rd.pids().items():
-            if node == "launcher" and pid == os.getpid():
-                continue
-            if kill_recorded(pid, start):
+        recs = {node: rec for node, rec in rd.pids().items()
+                if not (node == "launcher" and rec[0] == os.getpid())}
+        killed = set(kill_recorded(list(recs.values())))
+        for node, (pid, _start) in recs.items():
+            if pid in killed:
                 log(f"{rd.path.name}: killed {node} (pid {pid})")
                 removed += 1
             rd.forget_pid(node)
