@@ -105,6 +105,7 @@ def role_blast(ifname: str, seconds: float, bps: float) -> dict:
                     / IP(src="10.0.1.1", dst="10.0.2.1") / UDP(sport=40000 + i, dport=DPORT)
                     / bytes(FRAME - 42)) for i in range(16)]
     s = _raw(ifname)
+    print("START", flush=True)
     burst = 4
     gap = burst * FRAME * 8 / bps
     n = 0
@@ -147,10 +148,11 @@ def measure(topo, ctl, sw_pid: int, bps: float, args) -> dict:
             depths.append(ctl.port_stats(2)[2]["queue_depth_now"])
 
     sampler = threading.Thread(target=sample, daemon=True)
+    blast = Child(_in_ns(h1.ns, "--role", "blast", "--ifname", h1.ifname, "--seconds",
+                         str(args.seconds), "--bps", str(bps * args.overload)), ready="START")
+    blast.wait_ready()  # sample only while it sends (its start-up takes seconds under load)
     c0, t0 = cpu_seconds(sw_pid), time.monotonic()
     sampler.start()
-    blast = Child(_in_ns(h1.ns, "--role", "blast", "--ifname", h1.ifname, "--seconds",
-                         str(args.seconds), "--bps", str(bps * args.overload)), ready=None)
     b = blast.result(args.seconds + 30)
     cpu, wall = cpu_seconds(sw_pid) - c0, time.monotonic() - t0
     done.set()
@@ -188,6 +190,9 @@ def main() -> int:
     ap.add_argument("--rates", default="10M,50M,100M", help="configured port rates to measure")
     ap.add_argument("--seconds", type=float, default=3.0, help="seconds of traffic per rate")
     ap.add_argument("--overload", type=float, default=1.3, help="offered load / port rate")
+    ap.add_argument("--dut-nice", type=int, default=0,
+                    help="nice value for the switch process (e.g. -10 on a machine shared with "
+                    "other jobs: a starved switch sends nothing while descheduled)")
     args = ap.parse_args()
     if args.role == "sink":
         import json
@@ -225,8 +230,13 @@ def main() -> int:
                                     "--control-socket", str(sock), "--log-level", "info"],
                         ready=None, stderr_ready="started")
             dut.wait_ready(60)
+            if args.dut_nice:
+                os.setpriority(os.PRIO_PROCESS, dut.proc.pid, args.dut_nice)
+            with open("/proc/loadavg") as f:
+                load = f.read().split()[0]
             print(f"p4switch ipv4.p4, port 2 rate-limited, {FRAME}-byte frames offered at "
-                  f"{args.overload:g}x the rate for {args.seconds:g} s each")
+                  f"{args.overload:g}x the rate for {args.seconds:g} s each; switch nice "
+                  f"{args.dut_nice}, load average {load}")
             print(f"{'rate':>8} {'offered':>9} {'measured':>9} {'ratio':>6} {'rx':>6} "
                   f"{'sw tx':>6} {'drops':>6} {'depth med/max':>13} {'ser us':>7} {'gap med':>7} "
                   f"{'p1':>6} {'p99':>6} {'bunched':>7} {'cpu':>5}")
