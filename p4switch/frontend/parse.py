@@ -225,7 +225,43 @@ def _adjacent(a: Token, b: Token) -> bool:
     return a.end_pos is not None and a.end_pos == b.start_pos
 
 
+def _contextual(toks: list[Token]) -> list[Token]:
+    """Contextual keywords (spec 6.4.1) used as names become IDENTIFIERs: ``key``,
+    ``actions`` and ``entries`` are keywords only before ``= {`` (table properties), ``state``
+    only before ``name {`` (a parser state), ``apply`` only before ``{`` (a control's apply
+    block), ``type`` only before a type; ``bit<8> key;``, ``meta.state``, ``in bit<8> apply``
+    are names."""
+    out = list(toks)
+    n = len(toks)
+
+    def val(k: int) -> str | None:
+        return toks[k].value if k < n and toks[k].type != "STRING_LITERAL" else None
+
+    for i, t in enumerate(toks):
+        v = t.value
+        if t.type in ("STRING_LITERAL", "IDENTIFIER") or v not in _CONTEXTUAL_KEYWORDS:
+            continue
+        if v in ("key", "actions", "entries"):
+            keyword = val(i + 1) == "=" and val(i + 2) == "{"
+        elif v == "state":
+            keyword = i + 2 < n and toks[i + 1].type in ("IDENTIFIER", "TYPE_IDENTIFIER") \
+                and val(i + 2) == "{"
+        elif v == "type":  # `type bit<8> T;` / `type T1 T2;`
+            keyword = val(i + 1) in _TYPE_KEYWORDS or (
+                i + 2 < n and toks[i + 1].type == "IDENTIFIER"
+                and (toks[i + 2].type == "IDENTIFIER" or val(i + 2) == "<"))
+        else:  # apply
+            keyword = val(i + 1) == "{"
+        if not keyword:
+            out[i] = _retype(t, "IDENTIFIER")
+    return out
+
+
+_CONTEXTUAL_KEYWORDS = {"key", "actions", "entries", "state", "apply", "type"}
+
+
 def _disambiguate(toks: list[Token]) -> list[Token]:
+    toks = _contextual(toks)
     types = _collect_type_names(toks)
     toks = [
         _retype(t, "TYPE_IDENTIFIER") if t.type == "IDENTIFIER" and t.value in types.globals

@@ -159,3 +159,24 @@ def test_loop_misuse_is_located() -> None:
     err = compile_error(text)
     assert err.message == "break outside a for statement" and err.loc.line == line_of(text,
                                                                                       "break;")
+
+
+# ------------------------------------------------------------------ contextual keywords
+def test_contextual_keywords_name_fields_variables_and_parameters() -> None:
+    prelude = ("header kw_t { bit<8> key; bit<8> state; bit<8> type; bit<8> priority; }\n"
+               "type bit<8> Apply_t;\n")
+    prog = compile_ingress("bit<8> entries = 1;\naction a(in bit<8> apply, bit<8> actions) "
+                           "{ meta.m8 = actions + apply; }\n"
+                           "table t { key = { meta.m8: exact; } actions = { NoAction; } }\n"
+                           "apply { kw_t k; k.key = entries; k.type = k.state; t.apply(); }",
+                           prelude)
+    assert prog.controls["I"].tables["t"].keys[0].name == "meta.m8"
+    assert [p.name for p in prog.actions["I.a"].params] == ["apply", "actions"]
+    assert "Apply_t" in prog.types
+
+
+def test_reserved_keywords_still_cannot_name_things() -> None:
+    text = ingress_program("apply {\n    bit<8> table = 1;\n}")
+    err = compile_error(text)
+    assert "'table' is a P4 keyword and cannot be used as a name" in err.message
+    assert (err.loc.line, err.loc.col) == (line_of(text, "bit<8> table"), 12)
