@@ -62,6 +62,8 @@ class FabricNet:
             raise TopoError(f"target bmv2 needs {' and '.join(missing)} on PATH "
                             "(bash ../shared/p4tools/install.sh; "
                             "export PATH=/opt/p4tools/bin:$PATH)")
+        if target == "bmv2":
+            BMv2Switch.p4c_include_env()
         spec.validate()
         self.spec = spec
         self.target = target

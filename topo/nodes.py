@@ -179,6 +179,20 @@ class BMv2Switch(P4Switch):
     def missing_tools(cls) -> list[str]:
         return [t for t in cls.required if shutil.which(t) is None]
 
+    @staticmethod
+    def p4c_include_env() -> None:
+        """Point p4c at its own p4include when nothing else does: the p4tools bundle's
+        wrapper sets only the library path, so ``#include <core.p4>`` fails without
+        P4C_16_INCLUDE_PATH (set here for this process, which compiles the program)."""
+        import os
+
+        p4c = shutil.which("p4c-bm2-ss")
+        if p4c is None or os.environ.get("P4C_16_INCLUDE_PATH"):
+            return
+        inc = Path(p4c).resolve().parent.parent / "share" / "p4c" / "p4include"
+        if (inc / "core.p4").exists():
+            os.environ["P4C_16_INCLUDE_PATH"] = str(inc)
+
     def command(self) -> list[str]:
         cmd = [shutil.which(self.tool) or self.tool, "--no-p4",
                "--device-id", str(self.spec.device_id),
