@@ -51,7 +51,7 @@ def _rpc_details(err: grpc.RpcError) -> str:
             for i, any_ in enumerate(st.details):
                 e = p4runtime_pb2.Error()
                 if any_.Unpack(e) and e.canonical_code != code_pb2.OK:
-                    msgs.append(f"update {i}: {e.message}")
+                    msgs.append(f"update {i}: {code_pb2.Code.Name(e.canonical_code)} {e.message}")
             if msgs:
                 text += " [" + "; ".join(msgs[:5]) + (" ..." if len(msgs) > 5 else "") + "]"
     return text

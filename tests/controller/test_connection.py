@@ -4,6 +4,7 @@ P4Runtime, and reconcile after the switch process is killed and started again.""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
@@ -45,7 +46,7 @@ class Procs:
 def procs():
     if not P4SWITCH.exists():
         pytest.skip(f"{P4SWITCH} not installed")
-    pr = Procs(_relocated(leaf_spine(2, 1, 1)))
+    pr = Procs(_relocated(leaf_spine(2, 1, 1, uplinks=2)))  # parallel uplinks: LB groups
     try:
         for n in pr.spec.switches:
             pr.start(n)
@@ -65,7 +66,7 @@ def _wait(cond, timeout: float) -> bool:
 
 def test_controller_on_real_switch_processes(procs: Procs) -> None:
     spec = procs.spec
-    ctl = FabricController(spec, election_id=(0, 10), control_period=0.2)
+    ctl = FabricController(spec, election_id=(0, 10), control_period=0.2, connect_timeout=30)
     ctl.start("ecmp", loops=("reconcile",))
     try:
         # everything installed is what a wildcard read returns
@@ -106,7 +107,7 @@ def test_controller_on_real_switch_processes(procs: Procs) -> None:
 
         # a scheme change is one lb_group MODIFY per group
         n = ctl.set_scheme("rotate")
-        assert n == sum(len(ctl.entries[s].groups) for s in spec.switches)
+        assert n == sum(len(ctl.entries[s].groups) for s in spec.switches) == 4
         assert {e.action for e in ctl.read_entries("leaf1", "MyIngress.lb_group")} == \
             {"MyIngress.lb_rotate"}
 
@@ -114,7 +115,7 @@ def test_controller_on_real_switch_processes(procs: Procs) -> None:
         procs.kill("leaf1")
         procs.start("leaf1")
         assert _wait(lambda: any(e.loop == "reconcile" and e.switch == "leaf1"
-                                 for e in ctl.events), 20)
+                                 for e in ctl.events), 40)
         assert ctl.conns["leaf1"].reconnects == 1
         got = sorted(ctl.read_entries("leaf1"), key=repr)
         assert got == sorted(ctl.installed["leaf1"].values(), key=repr)
@@ -123,9 +124,20 @@ def test_controller_on_real_switch_processes(procs: Procs) -> None:
         ctl.stop()
 
 
+def _listening(addr: str) -> bool:
+    host, port = addr.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
 def test_start_names_the_switch_that_is_not_there(procs: Procs) -> None:
     procs.kill("spine1")
-    ctl = FabricController(procs.spec, connect_timeout=1.0)
+    for name in ("leaf1", "leaf2"):  # the others are up (slow to start on a loaded machine)
+        assert _wait(lambda n=name: _listening(procs.spec.switches[n].grpc_addr), 30)
+    ctl = FabricController(procs.spec, connect_timeout=2.0)
     with pytest.raises(SwitchError, match="spine1"):
         ctl.start()
     assert ctl.conns == {}
