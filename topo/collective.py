@@ -75,7 +75,7 @@ def run_collective(net, schedule: str = "ring_allreduce", size: str = "64KB",
         raise ValueError("a collective needs at least 2 hosts")
     out = Path(out_dir) if out_dir else net.run_dir / f"collective-{schedule}-{time.time():.0f}"
     out.mkdir(parents=True, exist_ok=True)
-    host_list = ",".join(f"{h}={spec.hosts[h].ip}" for h in names)
+    host_list = ",".join(spec.hosts[h].ip for h in names)  # rank i on names[i] (block)
     start_at = time.time() + start_margin
     base = [sys.executable, "-m", "traffic.run", "--schedule", schedule,
             "--ranks", str(len(names)), "--size", str(size), "--hosts", host_list,

@@ -200,3 +200,21 @@ def test_restarted_switch_is_reprogrammed(fabric) -> None:
     assert len(ctl.read_entries(victim)) == before
     assert any(ev.loop == "reconcile" and ev.switch == victim for ev in ctl.events) or \
         any(victim in (ev.switch or "") for ev in ctl.events)
+
+
+def test_collective_runs_on_every_host_and_reports_cct(fabric, tmp_path) -> None:
+    from topo.collective import run_collective
+
+    net, _ = fabric
+    hosts = ["h1", "h4", "h9", "h16"]  # four pods' worth of paths
+    res = run_collective(net, "ring_allreduce", "32KB", hosts=hosts, timeout=30,
+                         out_dir=tmp_path / "ring", rate="100M")
+    print(res.summary())
+    assert res.ok, (res.errors, res.returncodes)
+    assert sorted(res.metrics) == [0, 1, 2, 3]
+    assert res.cct_s is not None and res.cct_s >= max(res.rank_cct_s.values()) > 0
+    sent = res.flows[res.flows["direction"] == "send"]
+    got = res.flows[res.flows["direction"] == "recv"]
+    # ring all-reduce: 2(N-1) steps, each rank sends S/N per step
+    assert len(sent) == len(got) == 4 * 2 * 3
+    assert sent["bytes"].sum() == got["bytes"].sum() == 4 * 2 * 3 * (32000 // 4)
