@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from lark import Token, Tree
 
 from p4switch import ir
+from p4switch.frontend.arguments import Arguments, is_dontcare
 from p4switch.frontend.compound import CompoundAssign
 from p4switch.frontend.errors import P4CompileError, unsupported
 from p4switch.frontend.functions import FunctionB, Functions, _Frame
@@ -242,7 +243,7 @@ def _name(t: Tree | Token) -> str:
     return str(t.children[0])
 
 
-class Elaborator(CompoundAssign, Functions, Loops):
+class Elaborator(CompoundAssign, Functions, Loops, Arguments):
     """The one pass. Statements and expressions whose rule has a ``stmt_<rule>`` method
     (defined here or in a per-concept mixin module) dispatch to it."""
 
@@ -268,6 +269,7 @@ class Elaborator(CompoundAssign, Functions, Loops):
         # calls inside its expressions); None outside statements
         self.hoisted: list[ir.Stmt] | None = None
         self.frames: list[_Frame] = []  # functions whose bodies are being elaborated
+        self.action_defaults: dict[str, dict[str, ir.Const]] = {}  # action key -> defaults
 
     # ---------------------------------------------------------------- errors / locations
     def loc(self, node: object) -> ir.SourceLoc | None:
@@ -688,16 +690,21 @@ class Elaborator(CompoundAssign, Functions, Loops):
 
     # ---------------------------------------------------------------- params
     def block_params(self, params: Tree | None, scope: Scope, ctx: BlockCtx,
-                     kind: str) -> list[ir.Param]:
+                     kind: str, defaults: dict[str, ir.Const] | None = None) -> list[ir.Param]:
+        """The parameters; ``defaults`` (actions) receives the default values."""
         out: list[ir.Param] = []
         if params is None:
             return out
         for p in params.children:
             annos, direction, tref, pname, default = p.children
-            if default is not None:
+            if default is not None and defaults is None:
                 raise self.err(default, unsupported("default parameter value"))
             d = str(direction.children[0]) if direction is not None else ""
             t = self.resolve_type(tref, scope)
+            if default is not None:
+                if d in ("out", "inout"):
+                    raise self.err(default, f"an {d} parameter cannot have a default value")
+                defaults[_name(pname)] = self.param_default(default, t, scope, ctx, _name(pname))
             if isinstance(t, TypeVar | BlockTypeRef) or contains_typevar(t):
                 raise self.err(tref, unsupported("generic parameter types in blocks"))
             n = _name(pname)
@@ -732,7 +739,9 @@ class Elaborator(CompoundAssign, Functions, Loops):
         ascope = Scope(scope)
         saved_in_action = ctx.in_action
         ctx.in_action = True
-        plist = self.block_params(params, ascope, ctx, "action")
+        defaults: dict[str, ir.Const] = {}
+        plist = self.block_params(params, ascope, ctx, "action", defaults)
+        self.action_defaults[key] = defaults
         seen_data = False
         for p, ptree in zip(plist, params.children if params is not None else [], strict=True):
             if p.direction == "":
@@ -844,9 +853,11 @@ class Elaborator(CompoundAssign, Functions, Loops):
         if args is None:
             return out
         for a in args.children:
-            if a.data == "dontcare_arg":
-                raise self.err(a, unsupported("'_' arguments"))
-            if a.data == "named_arg":
+            if a.data == "dontcare_arg":  # the calls that accept it check it (arguments.py)
+                out.append(a)
+                out.names.append(None)
+                out.nodes.append(a)
+            elif a.data == "named_arg":
                 out.append(a.children[1])
                 out.names.append(_name(a.children[0]))
                 out.nodes.append(a)
@@ -1303,9 +1314,15 @@ class Elaborator(CompoundAssign, Functions, Loops):
                     raise self.err(a, f"argument '{p.name}' of {what}: expected {p.type}, got "
                                       f"{e.type}")
                 continue
+            var = ir.Var(p.ir_name, type=p.type, loc=loc)
+            if is_dontcare(a):
+                if p.direction != "out":
+                    raise self.err(a, f"'_' can only be passed for an out parameter "
+                                      f"('{p.name}' of {what} is '{p.direction}')")
+                pre.extend(self.zero(var, ctx))  # no copy-out: the value is discarded
+                continue
             e = self.coerce(self.expr(a, scope, ctx), p.type, a, f"argument '{p.name}' of "
                                                                   f"{what}")
-            var = ir.Var(p.ir_name, type=p.type, loc=loc)
             if p.direction in ("out", "inout"):
                 self.check_lvalue(e, a, scope)
                 e = self.pin_lvalue(e, pre, ctx)
@@ -1532,13 +1549,12 @@ class Elaborator(CompoundAssign, Functions, Loops):
         if ref.args and len(raw) == len(action.params):
             # p4c's spelling: the directional arguments the actions list binds, repeated
             raw = self.bound_leading(raw, ref, action, scope, ctx, an)
-        if len(raw) != len(data):
-            raise self.err(name_node, f"action '{an}' expects {len(data)} arguments, got "
-                                      f"{len(raw)}")
-        arg_trees = self.bind(raw, [p.name for p in data], f"action '{an}'")
+        # defaults do not apply here: p4c requires every action data argument
+        arg_trees = self.with_defaults(raw, [p.name for p in data], {}, f"action '{an}'",
+                                       name_node)
         vals = []
         for p, a in zip(data, arg_trees, strict=True):
-            c = self.coerce(self.expr(a, scope, ctx), p.type, a, f"argument '{p.name}' of '{an}'")
+            c = self.arg_value(a, p.type, "", f"argument '{p.name}' of '{an}'", scope, ctx)
             if not isinstance(c, ir.Const):
                 raise self.err(a, f"argument '{p.name}' of '{an}' must be a compile-time "
                                   "constant")
@@ -1856,10 +1872,9 @@ class Elaborator(CompoundAssign, Functions, Loops):
             if arg_trees:
                 raise self.err(c, f"{m}() takes no arguments")
             if m == "isValid":
-                e = ir.IsValid(h, type=_BOOL, loc=loc)
-                if as_stmt:
-                    raise self.err(c, "isValid() result is unused")
-                return e
+                if as_stmt:  # a method call statement whose value is unused: no effect
+                    return None
+                return ir.IsValid(h, type=_BOOL, loc=loc)
             if m in ("setValid", "setInvalid"):
                 if not as_stmt:
                     raise self.err(c, f"{m}() does not return a value")
@@ -1919,8 +1934,9 @@ class Elaborator(CompoundAssign, Functions, Loops):
                     ir.type_width(t)
                 except TypeError:
                     raise self.err(c, f"lookahead<{t}> needs a fixed-width type") from None
-                if as_stmt:
-                    raise self.err(c, "lookahead() result is unused")
+                if as_stmt:  # the value is unused; a too short packet still fails
+                    return ir.VarDecl(ctx.fresh("lookahead"), t, ir.Lookahead(type=t, loc=loc),
+                                      loc=loc)
                 return ir.Lookahead(type=t, loc=loc)
             if m == "advance":
                 if len(arg_trees) != 1:
@@ -1961,16 +1977,10 @@ class Elaborator(CompoundAssign, Functions, Loops):
     def action_call(self, key: str, name: str, arg_trees: Args, c: Tree, scope: Scope,
                     ctx: BlockCtx) -> ir.ActionCall:
         action = self.actions[key]
-        if len(arg_trees) != len(action.params):
-            raise self.err(c, f"action '{name}' expects {len(action.params)} arguments, got "
-                              f"{len(arg_trees)}")
-        arg_trees = self.bind(arg_trees, [p.name for p in action.params], f"action '{name}'")
-        args = []
-        for p, a in zip(action.params, arg_trees, strict=True):
-            e = self.coerce(self.expr(a, scope, ctx), p.type, a, f"argument '{p.name}' of '{name}'")
-            if p.direction in ("out", "inout"):
-                self.check_lvalue(e, a, scope)
-            args.append(e)
+        trees = self.with_defaults(arg_trees, [p.name for p in action.params],
+                                   self.action_defaults.get(key, {}), f"action '{name}'", c)
+        args = [self.arg_value(a, p.type, p.direction, f"argument '{p.name}' of '{name}'",
+                               scope, ctx) for p, a in zip(action.params, trees, strict=True)]
         return ir.ActionCall(key, args, loc=self.loc(c))
 
     def extern_func_call(self, fname: str, sigs: list[FuncSig], targs: tuple, arg_trees,
@@ -2020,19 +2030,22 @@ class Elaborator(CompoundAssign, Functions, Loops):
             raise self.err(c, f"{what} expects {len(sig.type_params)} type arguments, got "
                               f"{len(targs)}")
         binding: dict[str, object] = dict(zip(sig.type_params, targs, strict=False))
-        raw = [self.expr(a, scope, ctx) for a in arg_trees]
+        raw = [None if is_dontcare(a) else self.expr(a, scope, ctx) for a in arg_trees]
         # infer type parameters from arguments that have a definite type
         for p, e in zip(sig.params, raw, strict=True):
-            if isinstance(p.type, TypeVar) and p.type.name not in binding and not isinstance(
-                e.type, ir.InfIntType
-            ):
+            if isinstance(p.type, TypeVar) and p.type.name not in binding and e is not None \
+                    and not isinstance(e.type, ir.InfIntType):
                 binding[p.type.name] = e.type
         for p, e in zip(sig.params, raw, strict=True):
-            if isinstance(p.type, TypeVar) and p.type.name not in binding:
+            if isinstance(p.type, TypeVar) and p.type.name not in binding and e is not None:
                 binding[p.type.name] = e.type
         args: list[ir.Expr] = []
         for p, e, a in zip(sig.params, raw, arg_trees, strict=True):
             pt = substitute(p.type, binding)
+            if e is None:  # `_`: a discarded variable of the parameter's type
+                args.append(self.arg_value(a, pt, p.direction, f"argument '{p.name}' of {what}",
+                                           scope, ctx))
+                continue
             e = self.coerce(e, pt, a, f"argument '{p.name}' of {what}")
             if p.direction in ("out", "inout"):
                 self.check_lvalue(e, a, scope)
@@ -2065,6 +2078,8 @@ class Elaborator(CompoundAssign, Functions, Loops):
             raise self.err(t, "unexpected token")
         d = t.data
         loc = self.loc(t)
+        if d == "dontcare_arg":
+            raise self.err(t, "'_' can only be passed for an out parameter")
         if d == "int_lit":
             value, wt = parse_int_literal(str(t.children[0]))
             if wt is None:

@@ -133,6 +133,9 @@ class Functions(_Base):
             var = ir.Var(pv, type=p.type, loc=loc)
             if p.direction in ("out", "inout"):
                 if isinstance(a, Tree) and a.data == "dontcare_arg":
+                    if p.direction != "out":
+                        raise self.err(a, f"'_' can only be passed for an out parameter "
+                                          f"('{p.name}' of {what} is 'inout')")
                     self.hoisted.append(ir.VarDecl(pv, p.type, loc=loc))
                 else:
                     e = self.coerce(self.expr(a, scope, ctx), p.type, a,

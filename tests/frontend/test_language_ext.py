@@ -180,3 +180,45 @@ def test_reserved_keywords_still_cannot_name_things() -> None:
     err = compile_error(text)
     assert "'table' is a P4 keyword and cannot be used as a name" in err.message
     assert (err.loc.line, err.loc.col) == (line_of(text, "bit<8> table"), 12)
+
+
+# ------------------------------------------------------------------ defaults and '_'
+def test_action_defaults_fill_omitted_arguments() -> None:
+    prog = compile_ingress("action a(in bit<8> x, in bit<8> y = 9) { meta.m8 = x + y; }\n"
+                           "apply { a(1); a(y = 2, x = 3); }")
+    first, second = _apply_stmts(prog)
+    assert [c.value for c in first.args] == [1, 9]
+    assert [c.value for c in second.args] == [3, 2]
+
+
+def test_dontcare_out_argument_is_a_fresh_discarded_variable() -> None:
+    prog = compile_ingress("action a(out bit<8> x) { x = 1; }\napply { a(_); }")
+    [blk] = _apply_stmts(prog)
+    decl, call = blk.stmts
+    assert isinstance(decl, ir.VarDecl) and call.args[0] == ir.Var(decl.name, type=decl.type)
+
+
+def test_defaults_and_dontcare_misuse_is_located() -> None:
+    text = ingress_program("action a(in bit<8> x, in bit<8> y = 9) { }\napply {\n    a();\n}")
+    err = compile_error(text)
+    assert err.message == "action 'a' expects 1 to 2 arguments, got 0"
+    assert err.loc.line == line_of(text, "    a();")
+    text = ingress_program("action a(in bit<8> x, in bit<8> y = 9) { }\napply {\n"
+                           "    a(y = 1);\n}")
+    err = compile_error(text)
+    assert err.message == "action 'a': no argument for parameter 'x'"
+    text = ingress_program("action a(out bit<8> x = 1) { }\napply { }")
+    err = compile_error(text)
+    assert err.message == "an out parameter cannot have a default value"
+    line = line_of(text, "action a(out")
+    assert (err.loc.line, err.loc.col) == (line, text.splitlines()[line - 1].index("1") + 1)
+    text = ingress_program("action a(in bit<8> x = meta.m8) { }\napply { }")
+    err = compile_error(text)
+    assert err.message == "the default value of 'x' must be a compile-time constant"
+    text = ingress_program("action a(in bit<8> x) { }\napply {\n    a(_);\n}")
+    err = compile_error(text)
+    assert err.message == ("'_' can only be passed for an out parameter (argument 'x' of 'a' "
+                           "is 'in')")
+    assert (err.loc.line, err.loc.col) == (line_of(text, "    a(_);"), 7)
+    text = ingress_program("apply {\n    meta.m8 = _;\n}")
+    assert "syntax error" in compile_error(text).message

@@ -1,0 +1,86 @@
+"""Call arguments beyond plain expressions: parameters with default values (P4_16 spec 6.8.2:
+an omitted trailing or named argument takes the parameter's compile-time default) and the
+don't-care argument ``_`` (spec 8.22: for an ``out`` parameter, a fresh variable whose value
+is discarded).
+
+A mixin of ``Elaborator``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING
+
+from lark import Tree
+
+from p4switch import ir
+
+if TYPE_CHECKING:  # pragma: no cover
+    from p4switch.frontend.elaborate import Args, BlockCtx, Elaborator, Scope
+
+    _Base = Elaborator
+else:
+    _Base = object
+
+
+def is_dontcare(a: object) -> bool:
+    return isinstance(a, Tree) and a.data == "dontcare_arg"
+
+
+class Arguments(_Base):
+    def param_default(self, default: Tree, t: object, scope: Scope, ctx: BlockCtx,
+                      pname: str) -> ir.Const:
+        """A parameter's default value: a compile-time constant of the parameter's type."""
+        e = self.coerce(self.expr(default, scope, ctx), t, default,
+                        f"default value of '{pname}'")
+        if not isinstance(e, ir.Const):
+            raise self.err(default, f"the default value of '{pname}' must be a compile-time "
+                                    "constant")
+        return e
+
+    def with_defaults(self, args: Args, params: list[str], defaults: dict[str, ir.Const],
+                      what: str, node: Tree) -> list[Tree | ir.Expr]:
+        """The arguments in parameter order; an omitted one is its parameter's default (an
+        ir.Const, already elaborated)."""
+        if any(args.names):
+            by_name: dict[str, Tree] = {}
+            for name, a, n in zip(args.names, args, args.nodes, strict=True):
+                if name not in params:
+                    raise self.err(n, f"{what} has no parameter named '{name}'")
+                if name in by_name:
+                    raise self.err(n, f"argument '{name}' of {what} given twice")
+                by_name[name] = a
+            out: list[Tree | ir.Expr] = []
+            for p in params:
+                if p in by_name:
+                    out.append(by_name[p])
+                elif p in defaults:
+                    out.append(copy.deepcopy(defaults[p]))
+                else:
+                    raise self.err(node, f"{what}: no argument for parameter '{p}'")
+            return out
+        if len(args) > len(params) or any(p not in defaults for p in params[len(args):]):
+            need = len([p for p in params if p not in defaults])
+            counts = f"{need}" if need == len(params) else f"{need} to {len(params)}"
+            raise self.err(node, f"{what} expects {counts} arguments, got {len(args)}")
+        return [*args, *(copy.deepcopy(defaults[p]) for p in params[len(args):])]
+
+    def arg_value(self, a: Tree | ir.Expr, t: object, direction: str, what: str,
+                  scope: Scope, ctx: BlockCtx) -> ir.Expr:
+        """An argument for a parameter of type ``t``: coerced, an l-value for out/inout;
+        ``_`` for out is a fresh variable declared before the statement."""
+        if isinstance(a, ir.Expr):
+            return a
+        if is_dontcare(a):
+            if direction != "out":
+                raise self.err(a, f"'_' can only be passed for an out parameter "
+                                  f"({what} is '{direction or 'directionless'}')")
+            if self.hoisted is None or not isinstance(t, ir.Type.__args__):  # type: ignore
+                raise self.err(a, f"'_' cannot be passed for {what} here")
+            tmp = ctx.fresh("dontcare")
+            self.hoisted.append(ir.VarDecl(tmp, t, loc=self.loc(a)))  # type: ignore[arg-type]
+            return ir.Var(tmp, type=t, loc=self.loc(a))  # type: ignore[arg-type]
+        e = self.coerce(self.expr(a, scope, ctx), t, a, what)
+        if direction in ("out", "inout"):
+            self.check_lvalue(e, a, scope)
+        return e
