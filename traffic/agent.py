@@ -249,7 +249,11 @@ class HostAgent:
             if self.unheard and addr[0] in self.unheard:
                 self.unheard.discard(addr[0])
             if flags & F_READY:
-                self._send_ready(addr[0])  # so a peer that started after our beacons hears us
+                # answer a beacon (READY) so a peer that started after our beacons hears us;
+                # never answer an answer (READY|ACK): two agents would bounce READYs to each
+                # other for the whole run, flooding the fabric
+                if not flags & F_ACK:
+                    self._send_ready(addr[0], answer=True)
                 continue
             if flags & F_ACK:
                 tf = self.tx.get(flow)
@@ -269,8 +273,9 @@ class HostAgent:
             for a in acks:
                 self._send_ack(addr[0], dst, src, flow, a)
 
-    def _send_ready(self, ip: str) -> None:
-        msg = HDR.pack(VERSION, F_READY, self.s.job, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    def _send_ready(self, ip: str, answer: bool = False) -> None:
+        flags = F_READY | (F_ACK if answer else 0)
+        msg = HDR.pack(VERSION, flags, self.s.job, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         try:
             self.udp.sendto(msg, (ip, self.cfg.port))
         except OSError:
