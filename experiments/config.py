@@ -164,6 +164,10 @@ class Parameters:
     settle_s: float = 0.3
     """Pause after a scheme change so in-flight packets of the previous run drain."""
     seed: int = 0
+    start_margin_s: float = 4.0
+    """Hosts' agents start together this long after launch. Until every agent has heard every
+    peer they beacon READY every 5 ms; on a loaded 2-core machine the 16 interpreters take
+    seconds to start, and that barrier traffic must drain before the first step is timed."""
     lock_timeout_s: float = 300.0
     """How long to wait for the machine-wide fabric lock (another fabric running) before
     giving up with an error naming its holder."""
@@ -449,7 +453,7 @@ def _parameters(v: Any) -> Parameters:
     p = "parameters"
     d = _obj(v, p)
     _keys(d, p, {"target", "sample_period_s", "control_period_s", "loops", "settle_s", "seed",
-                 "lock_timeout_s"})
+                 "lock_timeout_s", "start_margin_s"})
     loops = _list(d.get("loops", ["failure", "reconcile"]), _join(p, "loops"))
     for i, lp in enumerate(loops):
         if lp not in CONTROL_LOOPS:
@@ -460,7 +464,8 @@ def _parameters(v: Any) -> Parameters:
                       control_period_s=_num(d, "control_period_s", p, 0.5, positive=True) or 0.5,
                       loops=tuple(loops), settle_s=_num(d, "settle_s", p, 0.3, lo=0.0) or 0.0,
                       seed=_int(d, "seed", p, 0, 0),
-                      lock_timeout_s=_num(d, "lock_timeout_s", p, 300.0, lo=0.0) or 0.0)
+                      lock_timeout_s=_num(d, "lock_timeout_s", p, 300.0, lo=0.0) or 0.0,
+                      start_margin_s=_num(d, "start_margin_s", p, 4.0, lo=0.0) or 0.0)
 
 
 def from_dict(d: Any) -> ExperimentConfig:

@@ -269,6 +269,30 @@ def drops(delta: pd.DataFrame) -> int:
     return int(delta.loc[has_reason | named, "packets"].fillna(0).sum())
 
 
+def drop_reasons(delta: pd.DataFrame) -> dict[str, int]:
+    """Pipeline drops of a run per reason (only reasons that occurred)."""
+    if delta.empty or "reason" not in delta:
+        return {}
+    d = delta[delta["reason"].notna()]
+    per = d.groupby(d["reason"].astype(str))["packets"].sum()
+    return {str(k): int(v) for k, v in per.items() if v}
+
+
+def host_port_bytes(delta: pd.DataFrame, spec: FabricSpec, hosts: Iterable[str]) -> int:
+    """Bytes the edge switches received from these hosts in a run (port_rx counters of the
+    host-facing ports): what the hosts put on their links, as the P4 program counted it."""
+    want = {(spec.hosts[h].switch, spec.hosts[h].switch_port) for h in hosts}
+    rx = delta[delta["counter"].astype(str).str.startswith("port_rx")]
+    return int(sum(b for sw, p, b in zip(rx["switch"], rx["port"], rx["bytes"], strict=True)
+                   if (sw, int(p)) in want))
+
+
+def data_wire_bytes(schedule: Schedule, hosts: Sequence[str], mss: int = 1400) -> int:
+    """Wire bytes of every data message that leaves its host once (no retransmission)."""
+    return sum(wire_bytes(s.bytes, mss) for r, _, s in schedule.sends()
+               if hosts[r] != hosts[s.dst])
+
+
 def transport_stats(summary: dict[str, Any]) -> dict[str, Any]:
     """The host side of a run (traffic.metrics.summarize): completion, bytes, retransmissions,
     reordering (and TCP's own counters in TCP mode)."""

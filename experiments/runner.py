@@ -335,9 +335,13 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
     up_bytes = int(util.loc[util["tier"].isin(["edge->agg", "leaf->spine"]), "bytes"].sum()) \
         if not util.empty else None
     need = metrics.inter_edge_wire_bytes(spec, sched, hosts, w.mss)
-    drops = None
+    drops = host_rx = None
+    drop_reasons: dict[str, int] = {}
     if not s.counters_before.empty and not s.counters_after.empty:
-        drops = metrics.drops(metrics.counter_delta(s.counters_before, s.counters_after))
+        delta = metrics.counter_delta(s.counters_before, s.counters_after)
+        drops = metrics.drops(delta)
+        drop_reasons = metrics.drop_reasons(delta)
+        host_rx = metrics.host_port_bytes(delta, spec, hosts)
     qmax = int(s.queues["qdepth_max"].max()) if not s.queues.empty else None
     reroute = None
     if s.failure_at is not None:
@@ -357,6 +361,9 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
             "tcp_reord_seen": summ["tcp_reord_seen"], "drops": drops, "qdepth_max": qmax,
             "uplink_bytes": up_bytes, "inter_edge_wire_bytes": need,
             "counter_ratio": (up_bytes / need) if up_bytes is not None and need else None,
+            "host_data_wire_bytes": metrics.data_wire_bytes(sched, hosts, w.mss),
+            "switch_host_rx_bytes": host_rx, "host_tx_bytes": s.extra.get("host_tx_bytes"),
+            "drop_reasons": json.dumps(drop_reasons) if drop_reasons else None,
             "failure_at": s.failure_at, "reroute_s": reroute,
             "errors": "; ".join([*summ["errors"], *s.errors])[:2000] or None, "dir": rel}
 

@@ -125,3 +125,21 @@ def test_transport_stats_and_fct() -> None:
     assert m.fct_table(flows)["fct"].tolist() == [0.2]
     x, y = m.cdf([3.0, 1.0, 2.0])
     assert x.tolist() == [1.0, 2.0, 3.0] and y.tolist() == pytest.approx([1 / 3, 2 / 3, 1.0])
+
+
+def test_host_port_bytes_drop_reasons_and_data_wire_bytes() -> None:
+    ft = fat_tree(4, bw_mbps=10)
+    nan = np.nan
+    delta = pd.DataFrame({
+        "switch": ["edge1", "edge1", "edge1", "edge2", "edge1"],
+        "counter": ["port_rx_ctr", "port_rx_ctr", "port_tx_ctr", "port_rx_ctr", "drop_ctr"],
+        "port": [1, 3, 1, 1, nan], "reason": [nan, nan, nan, nan, "route_miss"],
+        "packets": [10, 5, 7, 2, 4], "bytes": [1000, 500, 700, 200, 0]})
+    # h1 is edge1 port 1, h3 is edge2 port 1; edge1 port 3 faces agg1, tx is not rx
+    assert m.host_port_bytes(delta, ft, ["h1"]) == 1000
+    assert m.host_port_bytes(delta, ft, ["h1", "h3"]) == 1200
+    assert m.drop_reasons(delta) == {"route_miss": 4}
+    s = ring_allreduce(4, 4 * 1500)                 # chunks of 1500 B = 2 packets each
+    hosts = ["h1", "h2", "h3", "h4"]
+    assert m.data_wire_bytes(s, hosts) == 4 * 6 * (1500 + 2 * m.FRAME_HEADER_BYTES)
+    assert m.data_wire_bytes(s, ["h1", "h1", "h2", "h2"]) == 2 * 6 * (1500 + 140)
