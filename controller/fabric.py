@@ -163,9 +163,9 @@ class FabricController:
             a = time.perf_counter()
             self.conns[name].connect(self.connect_timeout)
             b = time.perf_counter()
-            self._push_switch(name)
-            c = time.perf_counter()
-            phase[name] = {"connect": b - a, "push": c - b}
+            pipe_s, write_s = self._push_switch(name)
+            phase[name] = {"connect": b - a, "pipeline": pipe_s, "write": write_s,
+                           "entries": len(self.installed[name])}
 
         try:
             self._map(bring_up, self.spec.switches)
@@ -177,7 +177,10 @@ class FabricController:
         self.stats = {"compile_s": t1 - t0, "routing_s": t2 - t1, "bring_up_s": t3 - t2,
                       "entries": n, "entries_per_s": n / (t3 - t2) if t3 > t2 else 0.0,
                       "max_connect_s": max(p["connect"] for p in phase.values()),
-                      "max_push_s": max(p["push"] for p in phase.values())}
+                      "max_pipeline_s": max(p["pipeline"] for p in phase.values()),
+                      "max_write_s": max(p["write"] for p in phase.values()),
+                      "write_entries_per_s": n / max(1e-9, max(p["write"]
+                                                               for p in phase.values()))}
         self.event("start", None, f"{len(self.conns)} switches programmed, {n} entries, "
                    f"scheme {self.scheme.name}, in {t3 - t0:.2f} s")
         if any(n in loops for n in ("failure", "wam")):
@@ -205,15 +208,19 @@ class FabricController:
                                       group_schemes=self.group_schemes, weights=self.weights,
                                       ecn_threshold=self.ecn_threshold)
 
-    def _push_switch(self, name: str) -> None:
-        """Pipeline + every desired entry of one switch, one Write batch."""
+    def _push_switch(self, name: str) -> tuple[float, float]:
+        """Pipeline + every desired entry of one switch, one Write batch; returns the seconds
+        the pipeline push and the Write took."""
         assert self.program is not None and self.schema is not None and self.entries is not None
         with self._sw_locks[name]:
             conn = self.conns[name]
+            t0 = time.perf_counter()
             conn.set_pipeline(self.program.p4info, self.program.device_config)
+            t1 = time.perf_counter()
             entries = list(self.entries[name].entries)
             conn.write([self.schema.update("insert", e) for e in entries])
             self.installed[name] = {e.key: e for e in entries}
+            return t1 - t0, time.perf_counter() - t1
 
     def _apply_switch(self, name: str) -> int:
         assert self.schema is not None and self.entries is not None

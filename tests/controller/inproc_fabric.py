@@ -6,6 +6,7 @@ port, so a FabricController drives it exactly as it drives a Mininet fabric."""
 from __future__ import annotations
 
 import dataclasses
+import random
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,9 +18,16 @@ from topo.spec import FabricSpec
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback TCP port that is free now, outside the kernel's ephemeral range (32768+),
+    where fabrics of other runs sit at fixed ports (50000 + device id)."""
+    while True:
+        port = random.randrange(20000, 30000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 @dataclasses.dataclass
