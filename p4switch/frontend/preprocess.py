@@ -1,8 +1,10 @@
 """A C-style preprocessor for P4 sources, with a line map back to the original files.
 
 P4 programs rely on a small part of the C preprocessor: ``#include "x"`` / ``#include <x>``,
-object-like ``#define``, ``#undef``, ``#if/#ifdef/#ifndef/#elif/#else/#endif``, ``#error`` and
-comments. We implement exactly that, and remember for every output line which file and line it
+object-like and function-like ``#define`` (``#define MAX(a, b) ((a) > (b) ? (a) : (b))``;
+arguments are macro-expanded, then substituted, then the result is rescanned; a call's
+arguments must be on one line; no ``#``/``##`` operators), ``#undef``,
+``#if/#ifdef/#ifndef/#elif/#else/#endif``, ``#error`` and comments. We implement exactly that, and remember for every output line which file and line it
 came from (and how macro expansion moved columns), so every later error can name the original
 ``file:line:col``.
 """
@@ -110,6 +112,7 @@ class _Preprocessor:
     def __init__(self, include_dirs: Sequence[Path], defines: Mapping[str, str] | None):
         self.include_dirs = [Path(d) for d in include_dirs]
         self.macros: dict[str, str] = dict(defines or {})
+        self.fmacros: dict[str, tuple[list[str], str]] = {}  # name -> (parameters, body)
         self.out_lines: list[str] = []
         self.origins: list[LineOrigin] = []
         self.sources: dict[str, str] = {}
@@ -148,7 +151,11 @@ class _Preprocessor:
                 continue
             if not active:
                 continue
-            expanded, segments = self._expand_line(line)
+            try:
+                expanded, segments = self._expand_line(line)
+            except _MacroError as e:
+                col = LineOrigin(name, lineno, None).orig_col(e.col) + 1
+                raise self._error(name, lineno, col, str(e)) from None
             self.out_lines.append(expanded)
             self.origins.append(LineOrigin(name, lineno, segments))
         if cond:
@@ -174,7 +181,7 @@ class _Preprocessor:
                 name = rest.split()[0] if rest.split() else ""
                 if not name:
                     raise self._error(file, line, col, f"#{word} needs a macro name")
-                value = (name in self.macros) == (word == "ifdef")
+                value = (name in self.macros or name in self.fmacros) == (word == "ifdef")
             cond.append([value, value, False, line, col])
             return
         if word in ("elif", "else", "endif"):
@@ -208,10 +215,25 @@ class _Preprocessor:
             if not dm:
                 raise self._error(file, line, col, "#define needs a macro name")
             if dm.group(2):
-                raise self._error(file, line, col, unsupported("function-like macro"))
-            self.macros[dm.group(1)] = dm.group(3).strip()
+                fm = re.match(r"([^)]*)\)\s*(.*)$", dm.group(3))
+                if not fm:
+                    raise self._error(file, line, col, "#define: the parameter list of "
+                                                       f"'{dm.group(1)}' has no ')'")
+                params = [x.strip() for x in fm.group(1).split(",")] if fm.group(1).strip() \
+                    else []
+                for prm in params:
+                    if prm == "..." or not _IDENT.fullmatch(prm):
+                        raise self._error(file, line, col, unsupported(
+                            f"macro parameter '{prm}'") if prm == "..." else
+                            f"#define: '{prm}' is not a parameter name")
+                self.fmacros[dm.group(1)] = (params, fm.group(2).strip())
+                self.macros.pop(dm.group(1), None)
+            else:
+                self.macros[dm.group(1)] = dm.group(3).strip()
+                self.fmacros.pop(dm.group(1), None)
         elif word == "undef":
             self.macros.pop(rest.split()[0] if rest.split() else "", None)
+            self.fmacros.pop(rest.split()[0] if rest.split() else "", None)
         elif word == "error":
             raise self._error(file, line, col, f"#error {rest}")
         elif word == "pragma":
@@ -249,17 +271,55 @@ class _Preprocessor:
         raise self._error(file, line, col, f"cannot find include file '{target}'")
 
     # macros -------------------------------------------------------------------------------
-    def _expand_text(self, text: str, active: frozenset[str] = frozenset()) -> str:
-        def repl(m: re.Match[str]) -> str:
-            name = m.group(0)
-            if name in self.macros and name not in active:
-                return self._expand_text(self.macros[name], active | {name})
-            return name
+    def _macro_at(self, text: str, start: int, end: int,
+                  active: frozenset[str]) -> tuple[str, int] | None:
+        """The expansion of the identifier ``text[start:end]`` if it is a macro (with its
+        arguments, for a function-like one) and where the expanded text ends; None if not."""
+        name = text[start:end]
+        if name in active:
+            return None
+        if name in self.macros:
+            return self._expand_text(self.macros[name], active | {name}), end
+        if name not in self.fmacros:
+            return None
+        params, body = self.fmacros[name]
+        j = end
+        while j < len(text) and text[j] in " \t":
+            j += 1
+        if j >= len(text) or text[j] != "(":
+            return None  # the name alone is not a call of the macro
+        args, close = _macro_args(text, j)
+        if close is None:
+            raise _MacroError(f"unterminated call of macro '{name}' (its arguments must be on "
+                              "one line)")
+        if args == [""] and not params:
+            args = []
+        if len(args) != len(params):
+            raise _MacroError(f"macro '{name}' expects {len(params)} arguments, got "
+                              f"{len(args)}")
+        values = {p: self._expand_text(a.strip(), active) for p, a in zip(params, args,
+                                                                          strict=True)}
+        subst = _sub_outside_strings(
+            _IDENT, lambda m: values.get(m.group(0), m.group(0)), body)
+        return self._expand_text(subst, active | {name}), close + 1
 
-        return _sub_outside_strings(_IDENT, repl, text)
+    def _expand_text(self, text: str, active: frozenset[str] = frozenset()) -> str:
+        out: list[str] = []
+        pos = 0
+        for start, end, in_string in _ident_spans(text):
+            if in_string or start < pos:
+                continue
+            r = self._macro_at(text, start, end, active)
+            if r is None:
+                continue
+            out.append(text[pos:start])
+            out.append(r[0])
+            pos = r[1]
+        out.append(text[pos:])
+        return "".join(out)
 
     def _expand_line(self, line: str) -> tuple[str, list[tuple[int, int, bool]] | None]:
-        if not self.macros or not _IDENT.search(line):
+        if not (self.macros or self.fmacros) or not _IDENT.search(line):
             return line, None
         out: list[str] = []
         segments: list[tuple[int, int, bool]] = []
@@ -267,19 +327,24 @@ class _Preprocessor:
         out_len = 0
         changed = False
         for start, end, in_string in _ident_spans(line):
-            name = line[start:end]
-            if in_string or name not in self.macros:
+            if in_string or start < pos:
+                continue
+            try:
+                r = self._macro_at(line, start, end, frozenset())
+            except _MacroError as e:
+                e.col = start
+                raise
+            if r is None:
                 continue
             changed = True
             if start > pos:
                 segments.append((out_len, pos, True))
                 out.append(line[pos:start])
                 out_len += start - pos
-            body = self._expand_text(self.macros[name], frozenset({name}))
+            body, pos = r
             segments.append((out_len, start, False))
             out.append(body)
             out_len += len(body)
-            pos = end
         if not changed:
             return line, None
         segments.append((out_len, pos, True))
@@ -289,10 +354,14 @@ class _Preprocessor:
     def _eval_if(self, file: str, line: int, col: int, expr: str) -> bool:
         expr = re.sub(
             r"\bdefined\s*(\(\s*([A-Za-z_]\w*)\s*\)|([A-Za-z_]\w*))",
-            lambda m: "1" if (m.group(2) or m.group(3)) in self.macros else "0",
+            lambda m: "1" if (m.group(2) or m.group(3)) in self.macros
+            or (m.group(2) or m.group(3)) in self.fmacros else "0",
             expr,
         )
-        expr = self._expand_text(expr)
+        try:
+            expr = self._expand_text(expr)
+        except _MacroError as e:
+            raise self._error(file, line, col, str(e)) from None
         tokens = re.findall(r"\s+|0[xX][0-9a-fA-F]+|\d+|[A-Za-z_]\w*|&&|\|\||==|!=|<=|>=|<<|>>|.",
                             expr)
         py: list[str] = []
@@ -320,6 +389,45 @@ class _Preprocessor:
             return bool(eval("".join(py) or "0", {"__builtins__": {}}, {}))  # noqa: S307
         except Exception:
             raise self._error(file, line, col, f"invalid #if expression '{expr}'") from None
+
+
+class _MacroError(Exception):
+    """A macro call that cannot be expanded; ``col`` (0-based) is set by the line expander."""
+
+    col = 0
+
+
+def _macro_args(text: str, open_paren: int) -> tuple[list[str], int | None]:
+    """The comma-separated arguments of a macro call whose "(" is at ``open_paren`` (commas
+    inside nested brackets or strings do not separate), and the index of its ")" or None."""
+    args: list[str] = []
+    depth = 0
+    cur: list[str] = []
+    i = open_paren + 1
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < len(text) and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            cur.append(text[i:j + 1])
+            i = j + 1
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                args.append("".join(cur))
+                return args, i
+            depth -= 1
+        elif c == "," and depth == 0:
+            args.append("".join(cur))
+            cur = []
+            i += 1
+            continue
+        cur.append(c)
+        i += 1
+    return args, None
 
 
 def _ident_spans(line: str) -> list[tuple[int, int, bool]]:

@@ -29,7 +29,6 @@ def test_unexpected_token_without_a_missing_semicolon() -> None:
         ("header_union", "header_union U { ethernet_t e; ipv4_t i; }", "header_union"),
         ("varbit", "header opt_t { varbit<32> options; }", "varbit"),
         ("abstract method", "extern E { E(); abstract void cb(); }", "abstract"),
-        ("function-like macro", "#define SQ(x) ((x) * (x))", "#define"),
     ],
 )
 def test_unsupported_top_level_constructs_are_named(construct: str, snippet: str,

@@ -102,3 +102,28 @@ def test_compile_file_with_defines_and_include_dirs(tmp_path: Path) -> None:
     assert regs["flowlet_last_seen"].args[0].value == 64
     prog = compile_file(PROGRAMS / "fabric_lab.p4")
     assert prog.controls["LabIngress"].instances["flowlet_last_seen"].args[0].value == 1024
+
+
+def test_function_like_macros() -> None:
+    text = ("#define SQ(x) ((x) * (x))\n#define MAX(a, b) ((a) > (b) ? (a) : (b))\n"
+            "#define K 3\n#define NOARG() 42\n#define CALL(f, v) f(v)\n"
+            "#if SQ(K) == 9 && defined(MAX)\n"
+            'SQ(K) MAX(SQ(2), K + 1) NOARG() CALL(SQ, 5) "SQ(1)" SQ MAX(f(1, 2), {3, 4})\n'
+            "#endif\n#undef SQ\nSQ(1)\n")
+    lines = preprocess(text, "t.p4").text.splitlines()
+    assert lines == [
+        '((3) * (3)) ((((2) * (2))) > (3 + 1) ? (((2) * (2))) : (3 + 1)) 42 ((5) * (5)) "SQ(1)" '
+        "SQ ((f(1, 2)) > ({3, 4}) ? (f(1, 2)) : ({3, 4}))",
+        "SQ(1)"]
+
+
+def test_function_like_macro_errors_are_located() -> None:
+    with pytest.raises(P4CompileError) as info:
+        preprocess("#define F(a, b) a + b\nx = F(1);\n", "t.p4")
+    assert str(info.value).startswith("t.p4:2:5: error: macro 'F' expects 2 arguments, got 1")
+    with pytest.raises(P4CompileError) as info:
+        preprocess("#define F(a) a\nx = F(1,\n 2);\n", "t.p4")
+    assert "t.p4:2:5: error: unterminated call of macro 'F'" in str(info.value)
+    with pytest.raises(P4CompileError) as info:
+        preprocess("#define F(a, 1) a\n", "t.p4")
+    assert "t.p4:1:1: error: #define: '1' is not a parameter name" in str(info.value)
