@@ -2243,12 +2243,9 @@ class Elaborator(CompoundAssign, Functions, Loops, Arguments):
             return e
         if isinstance(e.type, ir.InfIntType) and isinstance(t, ir.BitsType):
             if isinstance(e, ir.Const):
-                v = int(e.value)
-                lo, hi = bits_range(t)
-                if not lo <= v <= hi and not (t.signed is False and -(1 << t.width) < v < 0):
-                    if not (0 <= v < (1 << t.width)):
-                        raise self.err(node, f"value {v} does not fit in {t}")
-                return ir.Const(wrap(v, t), type=t, loc=e.loc)
+                # a value that does not fit is truncated to the width (spec 8.12.2: p4c
+                # warns, then wraps it as an explicit cast would)
+                return ir.Const(wrap(int(e.value), t), type=t, loc=e.loc)
             return ir.Cast(e, type=t, loc=e.loc)
         if isinstance(e, ir.ListExpr) and isinstance(t, ir.StructType | ir.HeaderType):
             if len(e.items) != len(t.fields):

@@ -222,3 +222,12 @@ def test_defaults_and_dontcare_misuse_is_located() -> None:
     assert (err.loc.line, err.loc.col) == (line_of(text, "    a(_);"), 7)
     text = ingress_program("apply {\n    meta.m8 = _;\n}")
     assert "syntax error" in compile_error(text).message
+
+
+# ------------------------------------------------------------------ literal truncation
+def test_out_of_range_literal_in_an_implicit_cast_truncates() -> None:
+    prog = compile_ingress("apply { meta.m8 = 300; meta.s8 = -200; meta.m16 = -1; "
+                           "meta.m8 = meta.m8 + 257; }")
+    a, b, c, d = _apply_stmts(prog)
+    assert (a.rhs.value, b.rhs.value, c.rhs.value) == (44, 56, 0xFFFF)
+    assert d.rhs.right == ir.Const(1, type=ir.BitsType(8))
