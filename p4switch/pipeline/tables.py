@@ -391,6 +391,17 @@ class TableState:
                 out.append((i, 1, part[1], part[2], 0))
         return tuple(out)
 
+    def _slot(self, key: tuple[Any, ...]) -> Any:
+        """Where ``key``'s hit lives in the lookup structure: the exact dict's key, or (prefix
+        length, key) for the lpm levels; None for the general (ordered list) mode."""
+        if self.mode == "exact":
+            if not self.keys:
+                return None
+            return key[0][1] if self.single else tuple(p[1] for p in key[:-1])
+        if self.mode == "lpm":
+            return self._lpm_key(key)
+        return None
+
     def _index_add(self, key: tuple[Any, ...], es: EntryState, install: bool = True) -> None:
         """Store ``es``'s hit under ``key``; ``install=False`` (a batch commit) leaves the
         general list unsorted and the lookup function stale for the caller to redo once."""
@@ -527,8 +538,8 @@ class StagedTable:
         self.view: dict[tuple[Any, ...], tuple[EntryState, TableEntry] | None] = {}
         self.count = len(ts.entries)
         self.seq = ts._seq
-        # (key, es, entry, hit, counters or None, meter changed) for writes, entry None for
-        # deletes: replayed in order by commit
+        # (key, lookup slot, es, entry, hit, counters or None, meter changed) for writes,
+        # entry None for deletes: replayed in order by commit
         self.ops: list[tuple[Any, ...]] = []
 
     def _lookup(self, key: tuple[Any, ...]) -> tuple[EntryState, TableEntry] | None:
@@ -563,7 +574,7 @@ class StagedTable:
         es.hit = ts._hit_for(stored, es)
         self.count += 1
         self.view[key] = (es, stored)
-        self.ops.append((key, es, stored, es.hit, None, False))
+        self.ops.append((key, ts._slot(key), es, stored, es.hit, None, False))
 
     def modify(self, entry: TableEntry, counters: tuple[int, int] | None) -> None:
         ts = self.ts
@@ -577,7 +588,7 @@ class StagedTable:
         new = _copy_entry(entry, False)
         new.match = old.match
         self.view[key] = (es, new)
-        self.ops.append((key, es, new, ts._hit_for(new, es), counters,
+        self.ops.append((key, ts._slot(key), es, new, ts._hit_for(new, es), counters,
                          entry.meter is not None or old.meter is not None))
 
     def delete(self, match: dict[str, MatchValue], priority: int) -> None:
@@ -589,28 +600,41 @@ class StagedTable:
             raise StateError(StateCode.NOT_FOUND, f"no such entry in {ts.table.cp_name}")
         self.count -= 1
         self.view[key] = None
-        self.ops.append((key, cur[0], None, None, None, False))
+        self.ops.append((key, ts._slot(key), cur[0], None, None, None, False))
 
     def commit(self) -> None:
+        """Store the prepared writes, in order: per write one or two dict stores (entries and
+        the lookup dict whose key was computed when the write was staged)."""
         ts = self.ts
-        general = ts.mode == "general"
-        for key, es, entry, hit, counters, meter in self.ops:
+        mode, entries, exact, lpm = ts.mode, ts.entries, ts._exact, ts._lpm
+        for key, slot, es, entry, hit, counters, meter in self.ops:
             if entry is None:
-                del ts.entries[key]
-                if not general:
-                    ts._index_remove(key, es, install=False)
+                del entries[key]
+                if mode == "exact":
+                    exact.pop(slot, None)
+                elif mode == "lpm":
+                    level = lpm.get(slot[0])
+                    if level is not None:
+                        level.pop(slot[1], None)
+                        if not level:
+                            del lpm[slot[0]]
                 continue
             es.entry, es.hit = entry, hit
             if meter:
                 es.meter.set(entry.meter)
             if counters is not None:
                 es.packets, es.bytes = counters
-            ts.entries[key] = es
-            if not general:
-                ts._index_add(key, es, install=False)
+            entries[key] = es
+            if mode == "exact":
+                exact[slot] = hit
+            elif mode == "lpm":
+                level = lpm.get(slot[0])
+                if level is None:
+                    level = lpm[slot[0]] = {}
+                level[slot[1]] = hit
         ts._seq = self.seq
-        if general:
-            ts._general = sorted(ts.entries.values(), key=ts._general_order)
+        if mode == "general":
+            ts._general = sorted(entries.values(), key=ts._general_order)
         ts._install_lookup()
         self.ops = []
 

@@ -420,11 +420,13 @@ class Entities:
         if old is None:
             raise not_found(f"{t.name}: no entry with this match and priority")
         if utype == U.MODIFY:
-            new = copy.deepcopy(old)
+            # ``old`` is already a copy (TableBatch.get): no deep copy needed
+            new = api.TableEntry(match=old.match, priority=old.priority, meter=meter)
             if te.HasField("action"):
-                new.action, new.params, new.member_id, new.group_id = None, {}, None, None
                 self._table_action(t, te.action, new)
-            new.meter = meter
+            else:
+                new.action, new.params = old.action, old.params
+                new.member_id, new.group_id = old.member_id, old.group_id
             _call(b.modify, t.name, new, counters)
             self.cookie_ops.append((ckey, cookie))
             return
