@@ -40,12 +40,15 @@ class FabricCLI(CLI):
             return False
         return True
 
+    _FAILED = object()
+
     def _run(self, fn, *args):
+        """fn(*args), or ``_FAILED`` after printing the error in one line."""
         try:
             return fn(*args)
         except Exception as e:  # a CLI must never die on a bad command
             print(f"error: {e}")
-            return None
+            return self._FAILED
 
     # ---- commands -----------------------------------------------------------------------------
     def do_lb(self, line: str) -> None:
@@ -60,7 +63,7 @@ class FabricCLI(CLI):
         from controller.schemes import scheme_from_name
 
         scheme = self._run(scheme_from_name, args[0])
-        if scheme is None:
+        if scheme is self._FAILED:
             return
         target = None
         if len(args) >= 2:
@@ -73,7 +76,7 @@ class FabricCLI(CLI):
                 print(f"error: group must be a number, got {args[2]!r}")
                 return
             target = (args[1], int(args[2]))
-        if self._run(self.ctl.set_scheme, scheme, target) is not False:
+        if self._run(self.ctl.set_scheme, scheme, target) is not self._FAILED:
             print(f"scheme {args[0]} set on {target or 'every group'}")
 
     def do_counters(self, line: str) -> None:
@@ -81,7 +84,7 @@ class FabricCLI(CLI):
         if not self._need_ctl():
             return
         df = self._run(self.ctl.read_counters)
-        if df is None:
+        if df is self._FAILED:
             return
         sw = line.strip()
         if sw:
@@ -102,7 +105,7 @@ class FabricCLI(CLI):
         if not self._need_ctl():
             return
         df = self._run(self.ctl.read_links)
-        if df is None:
+        if df is self._FAILED:
             return
         now = time.monotonic()
         df = df.copy()
@@ -132,7 +135,7 @@ class FabricCLI(CLI):
             print(f"usage: link{'up' if up else 'down'} <node> <node>")
             return
         fn = self.fabric.link_up if up else self.fabric.link_down
-        if self._run(fn, *args) is not False:
+        if self._run(fn, *args) is not self._FAILED:
             print(f"{args[0]}-{args[1]} {'up' if up else 'down'} (physical; the controller's "
                   "failure loop reroutes on its own)")
 
@@ -153,14 +156,14 @@ class FabricCLI(CLI):
             return
         res = self._run(run_collective, self.fabric, args[0], args[1] if len(args) > 1
                         else "64KB")
-        if res is not None:
+        if res is not self._FAILED:
             print(res.summary())
 
     def do_queues(self, _line: str) -> None:
         """queues: per-port maximum and last egress queue depth (packets), from the registers."""
         if self._need_ctl():
             df = self._run(self.ctl.read_queues)
-            if df is not None:
+            if df is not self._FAILED:
                 print(_table(df[df["qdepth_max"] > 0] if "qdepth_max" in df else df))
 
     def do_events(self, line: str) -> None:

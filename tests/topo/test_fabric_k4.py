@@ -9,6 +9,7 @@ fabric as it found it (scheme ECMP, every link up). Needs root and Mininet.
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -218,3 +219,30 @@ def test_collective_runs_on_every_host_and_reports_cct(fabric, tmp_path) -> None
     # ring all-reduce: 2(N-1) steps, each rank sends S/N per step
     assert len(sent) == len(got) == 4 * 2 * 3
     assert sent["bytes"].sum() == got["bytes"].sum() == 4 * 2 * 3 * (32000 // 4)
+
+
+def test_cli_commands_drive_the_controller(fabric, tmp_path, capsys) -> None:
+    from topo.cli import FabricCLI
+
+    net, ctl = fabric
+    script = tmp_path / "cli.txt"
+    script.write_text("\n".join([
+        "lb random edge1", "lb bogus", "lb ecmp edge1 x", "links",
+        "h1 ping -c3 -i0.05 10.3.1.3", "counters edge1", "links", "queues", "events 3", "linkdown h1 nosuch",
+        "counters nosuch", "help collective", "lb ecmp"]) + "\n")
+    try:
+        with open(os.devnull) as devnull:
+            FabricCLI(net, ctl, script=str(script), stdin=devnull)
+    finally:
+        ctl.set_scheme("ecmp")
+    out = capsys.readouterr().out
+    assert "scheme random set on edge1" in out
+    assert "error:" in out and "bogus" in out  # unknown scheme: one line, CLI goes on
+    assert "error: group must be a number" in out
+    assert "port_rx_ctr" in out and "lb_member_ctr" in out
+    assert "(first call: totals since start" in out and "(over the last" in out
+    assert "error: h1 and nosuch are not linked" in out and "h1-nosuch down" not in out
+    assert "error: no switch 'nosuch'" in out
+    assert "completion time" in out  # help text of the collective command
+    assert "scheme ecmp set on every group" in out
+    assert ctl.events and "start" in out
