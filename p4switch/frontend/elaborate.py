@@ -16,6 +16,7 @@ from lark import Token, Tree
 from p4switch import ir
 from p4switch.frontend.arguments import Arguments, is_dontcare
 from p4switch.frontend.compound import CompoundAssign
+from p4switch.frontend.direct_apply import DirectApply
 from p4switch.frontend.errors import P4CompileError, unsupported
 from p4switch.frontend.functions import FunctionB, Functions, _Frame
 from p4switch.frontend.loops import Loops
@@ -243,7 +244,7 @@ def _name(t: Tree | Token) -> str:
     return str(t.children[0])
 
 
-class Elaborator(CompoundAssign, Functions, Loops, Arguments):
+class Elaborator(CompoundAssign, Functions, Loops, Arguments, DirectApply):
     """The one pass. Statements and expressions whose rule has a ``stmt_<rule>`` method
     (defined here or in a per-concept mixin module) dispatch to it."""
 
@@ -1863,6 +1864,11 @@ class Elaborator(CompoundAssign, Functions, Loops, Arguments):
             if b is None:
                 raise self.err(callee_t, f"unknown function or action '{fname}'")
             raise self.err(callee_t, f"'{fname}' cannot be called")
+        if callee_t.data == "type_member" and str(callee_t.children[1].children[0]) == "apply":
+            b = self.globals.lookup(str(callee_t.children[0]))
+            if isinstance(b, BlockB):
+                return self.direct_apply(b, callee_t.children[0], arg_trees, c, scope, ctx,
+                                         as_stmt)
         ref = self.expr_or_ref(callee_t, scope, ctx)
         if not isinstance(ref, _MethodRef):
             raise self.err(callee_t, f"'{expr_text(callee_t)}' cannot be called")

@@ -231,3 +231,21 @@ def test_out_of_range_literal_in_an_implicit_cast_truncates() -> None:
     a, b, c, d = _apply_stmts(prog)
     assert (a.rhs.value, b.rhs.value, c.rhs.value) == (44, 56, 0xFFFF)
     assert d.rhs.right == ir.Const(1, type=ir.BitsType(8))
+
+
+# ------------------------------------------------------------------ direct type invocation
+def test_direct_invocation_misuse_is_located() -> None:
+    prelude = ("control WithCtor(inout bit<8> v)(bit<8> k) { apply { v = k; } }\n"
+               "control Plain(inout bit<8> v) { apply { v = 1; } }\n")
+    text = ingress_program("apply {\n    WithCtor.apply(meta.m8);\n}", prelude)
+    err = compile_error(text)
+    assert err.message == ("control 'WithCtor' has constructor parameters: instantiate it "
+                           "(WithCtor(...) name;) and apply that")
+    assert (err.loc.line, err.loc.col) == (line_of(text, "    WithCtor.apply"), 5)
+    text = ingress_program("action a() {\n    Plain.apply(meta.m8);\n}\napply { a(); }", prelude)
+    err = compile_error(text)
+    assert err.message == "a control cannot be applied inside an action"
+    assert err.loc.line == line_of(text, "    Plain.apply")
+    text = ingress_program("apply {\n    Plain.apply(meta.m8, meta.m8);\n}", prelude)
+    err = compile_error(text)
+    assert err.message == "Plain.apply() expects 1 arguments, got 2"
