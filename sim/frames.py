@@ -72,11 +72,12 @@ def data_frame(prefix: bytes, flags: int, job: int, src_rank: int, dst_rank: int
 
 
 def ack_frame(prefix: bytes, job: int, me: int, peer: int, flow: int, cum: int, base: int,
-              sack: int, nack: bool, ce: int) -> bytes:
-    """An ACK as the agent sends it (flags ACK[|NACK], seq = cum) plus the CE echo count."""
+              sack: int, nack: bool, ce: int, ce_bits: int = 0) -> bytes:
+    """An ACK as the agent sends it (flags ACK[|NACK], seq = cum, per-packet CE echo bitmap
+    ``ce_bits``) plus the CE echo count."""
     flags = F_ACK | (F_NACK if nack else 0)
     return (prefix + HDR.pack(VERSION, flags, job, me, peer, 0, 0, flow, cum, 0, 0,
-                              min(ce, 0xFFFF)) + ACK.pack(cum, base, sack))
+                              min(ce, 0xFFFF)) + ACK.pack(cum, base, sack, ce_bits))
 
 
 def ack_prefix(src_mac: str, dst_mac: str, src_ip: str, dst_ip: str) -> bytes:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from topo.spec import HostSpec
 from traffic.metrics import FlowRecord, RankMetrics, RecvRecord, StepRecord
-from traffic.packet import ACK, F_ACK, F_LAST, F_NACK, F_RETX, HDR, ROCEV2_PORT, entropy_port
+from traffic.packet import ACK, F_ACK, F_LAST, F_NACK, F_RETX, HDR, ROCEV2_PORT
+from traffic.policies import PathPolicy, PolicySpec, feed_ack
 from traffic.schedules import Schedule
 from traffic.transport import Ack, ReceiverFlow, SenderFlow, TransportConfig
 
@@ -42,13 +43,15 @@ a 1 ms RTO (RDMA NICs use ms, not the agent's 20 ms tuned for Mininet's loaded v
 class HostConfig:
     """``ecn``: send ECT(0) and follow a DCTCP window (False: the transport's fixed window, and
     frames exactly as the agent's); ``init_window``: packets (None: the transport's window);
-    ``tick_us``: timer granularity for RTOs and delayed ACKs (the agent's is 500)."""
+    ``tick_us``: timer granularity for RTOs and delayed ACKs (the agent's is 500);
+    ``path_policy``: the hosts' entropy choice per packet (traffic.policies, as the agent's)."""
 
     transport: TransportConfig = SIM_TRANSPORT
     qps: int = 1
     ecn: bool = True
     init_window: int | None = 16
     tick_us: float = 100.0
+    path_policy: PolicySpec = PolicySpec()
 
 
 @functools.cache
@@ -58,13 +61,15 @@ def _with_window(cfg: TransportConfig, window: int) -> TransportConfig:
 
 class _Tx:
     __slots__ = ("flow", "rank", "dst", "step", "collective", "s", "cc", "prefixes", "posted",
-                 "dst_host")
+                 "dst_host", "policy")
 
     def __init__(self, flow: int, rank: int, dst: int, step: int, collective: int,
-                 s: SenderFlow, cc: DctcpWindow | None, posted: float, dst_host: SimHost) -> None:
+                 s: SenderFlow, cc: DctcpWindow | None, posted: float, dst_host: SimHost,
+                 policy: PathPolicy) -> None:
         self.flow, self.rank, self.dst, self.step, self.collective = flow, rank, dst, step, \
             collective
         self.s, self.cc, self.posted, self.dst_host = s, cc, posted, dst_host
+        self.policy = policy
         self.prefixes: dict[tuple[int, int], bytes] = {}
 
 
@@ -104,6 +109,8 @@ class Job:
         self.cfg = cfg
         self.flows = schedule.flow_index()
         self.ranks_left = schedule.ranks
+        self.path_model: Any = None
+        """traffic.pathmodel.PathModel of the fabric, for pinned split (set by the network)."""
 
 
 class SimHost:
@@ -146,7 +153,7 @@ class SimHost:
         self.job = job
         self._zeros = bytes(job.cfg.transport.mss)
         m = RankMetrics(rank=rank, host=self.name, job=job.s.job, schedule=job.s.name,
-                        transport="sim")
+                        transport="sim", path_policy=job.cfg.path_policy.label)
         st = _Rank(rank, m)
         self.ranks.append(st)
         self._rank[rank] = st
@@ -200,13 +207,13 @@ class SimHost:
             seq, retx = pkt
             assert job is not None
             length = s.length(seq)
-            qp = seq % job.cfg.qps
+            qp = f.policy.choose(seq, now * 1e-6)
             prefix = f.prefixes.get((qp, length))
             if prefix is None:
+                ect = f.cc is not None or job.cfg.path_policy.uses_ecn
                 prefix = f.prefixes[(qp, length)] = frames.l2l3_header(
-                    self.mac, self.gw_mac, self.ip, f.dst_host.ip,
-                    entropy_port(job.s.job, f.rank, f.flow, qp), ROCEV2_PORT,
-                    HDR.size + length, frames.ECN_ECT0 if f.cc is not None else 0)
+                    self.mac, self.gw_mac, self.ip, f.dst_host.ip, f.policy.ports[qp],
+                    ROCEV2_PORT, HDR.size + length, frames.ECN_ECT0 if ect else 0)
             flags = (F_RETX if retx else 0) | (F_LAST if seq == s.npkts - 1 else 0)
             return frames.data_frame(prefix, flags, job.s.job, f.rank, f.dst, f.step, qp, f.flow,
                                      seq, s.npkts, length, self._zeros)
@@ -231,10 +238,13 @@ class SimHost:
             if f is None or len(frame) < frames.ACK_FRAME_LEN:
                 self.bad_frames += 1
                 return
-            cum, base, sack = ACK.unpack_from(frame, frames.ACK_AT)
+            cum, base, sack, ce_bits = ACK.unpack_from(frame, frames.ACK_AT)
             s = f.s
             before = s.n_acked
-            s.on_ack(Ack(cum, base, sack, bool(flags & F_NACK)), now_s)
+            ack = Ack(cum, base, sack, bool(flags & F_NACK), ce_bits)
+            s.on_ack(ack, now_s)
+            if s.newly_acked is not None:
+                feed_ack(f.policy, s.newly_acked, ack, now_s)
             if f.cc is not None:
                 f.cc.on_ack(s.n_acked - before, resv)
                 w = min(f.cc.window, job.cfg.transport.window)
@@ -256,9 +266,10 @@ class SimHost:
                 return
             x = self.rx[flow] = _Rx(ReceiverFlow(npkts, job.cfg.transport), src, dst,
                                     job.rank_hosts[src])
-        if frame[frames.TOS_AT] & frames.ECN_MASK == frames.ECN_CE:
+        ce = frame[frames.TOS_AT] & frames.ECN_MASK == frames.ECN_CE
+        if ce:
             x.ce += 1
-        new, acks = x.r.on_data(seq, length, bool(flags & F_RETX), now_s)
+        new, acks = x.r.on_data(seq, length, bool(flags & F_RETX), now_s, ce)
         if acks:
             self._queue_acks(x, flow, acks)
             self._kick(now)
@@ -280,7 +291,7 @@ class SimHost:
                                                                    self.ip, peer.ip)
         for a in acks:
             self._acks.append(frames.ack_frame(prefix, job.s.job, x.dst, x.src, flow, a.cum,
-                                               a.base, a.sack, a.nack, x.ce))
+                                               a.base, a.sack, a.nack, x.ce, a.ce))
             x.ce = 0
 
     # -- timers ------------------------------------------------------------------------------
@@ -392,7 +403,8 @@ class SimHost:
                 cc = DctcpWindow(tc.window, float(job.cfg.init_window or tc.window),
                                  min_window=min(tc.window, max(1, tc.ack_every)))
                 s.cfg = _with_window(job.cfg.transport, cc.window)
-            f = _Tx(snd.flow, st.rank, snd.dst, st.pos, step.collective, s, cc, now, dst_host)
+            f = _Tx(snd.flow, st.rank, snd.dst, st.pos, step.collective, s, cc, now, dst_host,
+                    self._policy(st.rank, snd.flow, dst_host, s))
             self.tx[snd.flow] = f
             self._active.append(f)
             st.open_sends += 1
@@ -406,6 +418,23 @@ class SimHost:
             if snd.flow in self.local_done:
                 other = self._rank[snd.dst]
                 self.loop.schedule(now, self._local_arrival, (other, snd.flow))
+
+    def _policy(self, rank: int, flow: int, dst_host: SimHost, s: SenderFlow) -> PathPolicy:
+        """The flow's path policy over its entropy set (pinned split: traffic.pathmodel)."""
+        job = self.job
+        assert job is not None
+        pol = job.cfg.path_policy
+        if pol.pin:
+            from traffic.pathmodel import pinned_flow_ports
+
+            ports = pinned_flow_ports(job.path_model, job.s.job, rank, flow, self.ip,
+                                      dst_host.ip, pol.entropies(job.cfg.qps))
+        else:
+            ports = pol.ports(job.s.job, rank, flow, job.cfg.qps)
+        p = pol.make(ports, s.npkts, job.s.job, rank, flow)
+        if p.feedback:
+            s.newly_acked = []
+        return p
 
     def _local_arrival(self, now: float, arg: tuple[_Rank, int]) -> None:
         self._flow_done(arg[0], arg[1], now)
@@ -427,7 +456,8 @@ class SimHost:
                 bytes=s.nbytes, packets=s.npkts, packets_sent=s.packets_sent,
                 posted=f.posted * 1e-6, start=s.start, finish=s.finish,
                 retransmissions=s.retransmissions, timeouts=s.timeouts, nacks=s.nacks,
-                acked_packets=s.n_acked))
+                acked_packets=s.n_acked, sports=list(f.policy.ports),
+                sport_packets=list(f.policy.uses), ce_acked=getattr(f.policy, "marked", 0)))
         for flow, t in self.local_done.items():
             src, snd = job.flows[flow]
             if src in by_rank:

@@ -186,6 +186,10 @@ class SimNetwork:
         """Run one job to completion (or ``until_us`` of virtual time)."""
         rank_hosts = self.place(schedule)
         job = Job(schedule, rank_hosts, self.cfg.host)
+        if self.cfg.host.path_policy.pin:  # hosts pin split subflows with the fabric's hashes
+            from traffic.pathmodel import PathModel
+
+            job.path_model = PathModel(self.spec, self.scheme)
         for r, h in enumerate(rank_hosts):
             h.add_rank(r, job)
         for f in failures:

@@ -31,12 +31,14 @@ from .packet import (
     HDR,
     ROCEV2_PORT,
     VERSION,
-    entropy_port,
 )
+from .policies import PathPolicy, PolicySpec, feed_ack
 from .schedules import Schedule, Send, Step
 from .transport import Ack, ReceiverFlow, SenderFlow, TransportConfig
 
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux value; Python lacks the name
+_IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
+ECN_ECT0, ECN_CE = 0x02, 0x03
 
 
 @dataclass
@@ -54,6 +56,11 @@ class AgentConfig:
     tcp_port: int = 4792           # listener port of every rank ...
     tcp_ports: list[int] | None = None  # ... or one per rank (several agents on one address)
     tcp_rate_bps: float | None = None   # SO_MAX_PACING_RATE of a flow (split over its QPs)
+    path_policy: PolicySpec = field(default_factory=PolicySpec)
+    """Entropy (source port) per packet (policies.py); ECN policies send ECT(0) data and read
+    each arriving packet's TOS to echo CE per packet."""
+    fabric: object | None = None
+    """topo.spec.FabricSpec the hosts run in: needed by pinned split (pathmodel.py)."""
 
 
 @dataclass
@@ -67,7 +74,7 @@ class _TxFlow:
     header: FlowHeader
     dst_ip: str
     posted: float
-    sports: list[int]
+    policy: PathPolicy
 
 
 @dataclass
@@ -98,12 +105,21 @@ class HostAgent:
         self.rx: dict[tuple[int, int], ReceiverFlow] = {}
         self.local_done: dict[int, float] = {}   # flows between two local ranks
         self.metrics = {r: RankMetrics(rank=r, host=hosts[r], job=schedule.job,
-                                       schedule=schedule.name) for r in self.local}
+                                       schedule=schedule.name, path_policy=cfg.path_policy.label)
+                        for r in self.local}
         self.state = {r: _RankState(r) for r in self.local}
         self._t0_wall = 0.0
         self._t0 = 0.0
         self._start_mono = 0.0
         self.unheard: set[str] = set()
+        self.ecn = cfg.path_policy.uses_ecn
+        self._path_model = None
+        if cfg.path_policy.pin:
+            from .pathmodel import PathModel
+
+            if cfg.fabric is None:
+                raise ValueError("pinned split needs the fabric (traffic.run --fabric)")
+            self._path_model = PathModel(cfg.fabric)  # type: ignore[arg-type]
 
     # -- clock: monotonic inside, wall clock in the records so hosts can be merged ----------
     def wall(self, t: float) -> float:
@@ -118,6 +134,8 @@ class HostAgent:
             self.udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
         self.udp.bind(("0.0.0.0", self.cfg.port))
         self.udp.setblocking(False)
+        if self.ecn:  # the TOS byte of each datagram, for the per-packet CE echo
+            self.udp.setsockopt(socket.IPPROTO_IP, _IP_RECVTOS, 1)
         peers = {self.hosts[snd.dst] for r in self.local for st in self.s.programs[r]
                  for snd in st.sends if snd.dst not in self.local}
         srcs = {self.hosts[x.src] for r in self.local for st in self.s.programs[r]
@@ -142,7 +160,8 @@ class HostAgent:
                         continue
                     ip = self.hosts[snd.dst]
                     for length in {min(mss, snd.bytes), snd.bytes % mss or mss}:
-                        self.frames.prebuild(self.routes[ip], ip, length)
+                        self.frames.prebuild(self.routes[ip], ip, length,
+                                             ECN_ECT0 if self.ecn else 0)
 
     def close(self) -> None:
         self.udp.close()
@@ -235,9 +254,17 @@ class HostAgent:
     # -- receive path ------------------------------------------------------------------------
     def _receive(self, buf: bytearray, now: float) -> None:
         udp = self.udp
+        ecn = self.ecn
+        ce = False
         for _ in range(256):
             try:
-                n, addr = udp.recvfrom_into(buf)
+                if ecn:
+                    n, anc, _fl, addr = udp.recvmsg_into([buf], 64)
+                    # IP_RECVTOS delivers the TOS byte as an IP_TOS control message
+                    ce = any(t == socket.IP_TOS and d and d[0] & 0x03 == ECN_CE
+                             for _lv, t, d in anc)
+                else:
+                    n, addr = udp.recvfrom_into(buf)
             except BlockingIOError:
                 return
             if n < HDR.size:
@@ -258,8 +285,11 @@ class HostAgent:
             if flags & F_ACK:
                 tf = self.tx.get(flow)
                 if tf is not None and n >= HDR.size + ACK.size:
-                    cum, base, sack = ACK.unpack_from(buf, HDR.size)
-                    tf.tx.on_ack(Ack(cum, base, sack, bool(flags & F_NACK)), now)
+                    cum, base, sack, ce_bits = ACK.unpack_from(buf, HDR.size)
+                    a = Ack(cum, base, sack, bool(flags & F_NACK), ce_bits)
+                    tf.tx.on_ack(a, now)
+                    if tf.tx.newly_acked is not None:
+                        feed_ack(tf.policy, tf.tx.newly_acked, a, now)
                 continue
             if dst not in self.state or src >= self.s.ranks:
                 continue
@@ -269,7 +299,7 @@ class HostAgent:
                 if flow not in self.flows or self.flows[flow][1].dst != dst:
                     continue
                 rx = self.rx[key] = ReceiverFlow(npkts, self.cfg.transport)
-            _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now)
+            _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now, ce)
             for a in acks:
                 self._send_ack(addr[0], dst, src, flow, a)
 
@@ -284,7 +314,7 @@ class HostAgent:
     def _send_ack(self, ip: str, me: int, peer: int, flow: int, a: Ack) -> None:
         flags = F_ACK | (F_NACK if a.nack else 0)
         msg = HDR.pack(VERSION, flags, self.s.job, me, peer, 0, 0, flow, a.cum, 0, 0, 0) + \
-            ACK.pack(a.cum, a.base, a.sack)
+            ACK.pack(a.cum, a.base, a.sack, a.ce)
         try:
             self.udp.sendto(msg, (ip, self.cfg.port))
         except OSError:
@@ -305,9 +335,10 @@ class HostAgent:
                 continue
             seq, retx = pkt
             length = tf.tx.length(seq)
-            qp = seq % self.cfg.qps
+            pol = tf.policy
+            qp = pol.choose(seq, now)
             flags = (F_RETX if retx else 0) | (F_LAST if seq == tf.tx.npkts - 1 else 0)
-            frame = self.frames.frame(tf.dst_ip, tf.header, tf.sports[qp], qp, seq, length,
+            frame = self.frames.frame(tf.dst_ip, tf.header, pol.ports[qp], qp, seq, length,
                                       flags)
             try:
                 self.raw[self.routes[tf.dst_ip].dev].send(frame)
@@ -399,10 +430,25 @@ class HostAgent:
         """Hook: start send ``snd`` of step ``idx`` of rank ``r`` over the network."""
         tx = SenderFlow(snd.bytes, self.cfg.transport)
         h = FlowHeader(self.s.job, r, snd.dst, idx, snd.flow, tx.npkts)
-        sports = [entropy_port(self.s.job, r, snd.flow, q) for q in range(self.cfg.qps)]
         self.tx[snd.flow] = _TxFlow(snd.flow, r, snd.dst, idx, step.collective, tx, h,
-                                    self.hosts[snd.dst], now, sports)
+                                    self.hosts[snd.dst], now,
+                                    self._policy(r, snd, tx))
         self.active.append(snd.flow)
+
+    def _policy(self, r: int, snd: Send, tx: SenderFlow) -> PathPolicy:
+        """The flow's path policy over its entropy set (pinned split: pathmodel.py)."""
+        pol = self.cfg.path_policy
+        if self._path_model is not None:
+            from .pathmodel import pinned_flow_ports
+
+            ports = pinned_flow_ports(self._path_model, self.s.job, r, snd.flow, self.hosts[r],
+                                      self.hosts[snd.dst], pol.entropies(self.cfg.qps))
+        else:
+            ports = pol.ports(self.s.job, r, snd.flow, self.cfg.qps)
+        p = pol.make(ports, tx.npkts, self.s.job, r, snd.flow)
+        if p.feedback:
+            tx.newly_acked = []
+        return p
 
     # -- results -----------------------------------------------------------------------------
     def results(self) -> dict[int, RankMetrics]:
@@ -431,7 +477,8 @@ class HostAgent:
                 start=self.wall(t.start) if t.start is not None else None,
                 finish=self.wall(t.finish) if t.finish is not None else None,
                 retransmissions=t.retransmissions, timeouts=t.timeouts, nacks=t.nacks,
-                acked_packets=t.n_acked))
+                acked_packets=t.n_acked, sports=list(tf.policy.ports),
+                sport_packets=list(tf.policy.uses), ce_acked=getattr(tf.policy, "marked", 0)))
         for (src, flow), rx in self.rx.items():
             dst = self.flows[flow][1].dst
             st = rx.stats

@@ -39,14 +39,15 @@ class FlowHeader:
 
 
 def build_frame(route: Route, dst_ip: str, length: int, h: FlowHeader | None = None,
-                qp: int = 0, seq: int = 0, flags: int = 0) -> bytearray:
-    """A complete frame built by scapy (a template when `h` is None: header left zero)."""
+                qp: int = 0, seq: int = 0, flags: int = 0, tos: int = 0) -> bytearray:
+    """A complete frame built by scapy (a template when `h` is None: header left zero);
+    ``tos`` 2 sends it ECN-capable (ECT(0)) so switches CE-mark instead of only queueing."""
     hdr = CollectiveHeader(length=length) if h is None else CollectiveHeader(
         flags=flags, job=h.job, src_rank=h.src_rank, dst_rank=h.dst_rank,
         step=h.step & 0xFFFF, entropy=qp, flow=h.flow, seq=seq, npkts=h.npkts, length=length)
     sport = 0 if h is None else entropy_port(h.job, h.src_rank, h.flow, qp)
     pkt = (Ether(src=route.src_mac, dst=route.nexthop_mac)
-           / IP(src=route.src_ip, dst=dst_ip, flags="DF", ttl=64)
+           / IP(src=route.src_ip, dst=dst_ip, flags="DF", ttl=64, tos=tos)
            / UDP(sport=sport, dport=ROCEV2_PORT, chksum=0)
            / hdr / (b"\x00" * length))
     return bytearray(bytes(pkt))
@@ -58,9 +59,9 @@ class FrameCache:
     def __init__(self) -> None:
         self._t: dict[tuple[str, int], bytearray] = {}
 
-    def prebuild(self, route: Route, dst_ip: str, length: int) -> None:
+    def prebuild(self, route: Route, dst_ip: str, length: int, tos: int = 0) -> None:
         if (dst_ip, length) not in self._t:
-            self._t[(dst_ip, length)] = build_frame(route, dst_ip, length)
+            self._t[(dst_ip, length)] = build_frame(route, dst_ip, length, tos=tos)
 
     def __len__(self) -> int:
         return len(self._t)

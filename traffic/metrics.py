@@ -39,6 +39,9 @@ class FlowRecord:
     local: bool = False
     tcp: dict[str, Any] | None = None   # TCP mode: the sender's TCP_INFO, summed over QPs
     connections: list[dict[str, Any]] = field(default_factory=list)  # TCP mode, per QP
+    sports: list[int] = field(default_factory=list)         # the path policy's entropy set
+    sport_packets: list[int] = field(default_factory=list)  # packets sent on each of them
+    ce_acked: int = 0   # acknowledged packets whose ECN echo was CE (feedback policies)
 
     @property
     def fct(self) -> float | None:
@@ -88,6 +91,7 @@ class RankMetrics:
     job: int
     schedule: str
     transport: str = "udp"
+    path_policy: str = "single"   # traffic.policies.PolicySpec.label of the run
     start: float | None = None
     finish: float | None = None
     completed: bool = False
@@ -226,6 +230,7 @@ def summarize(outdir: str | Path) -> dict[str, Any]:
         "flows_mismatched": sorted(f for f in sent if got.get(f) != sent[f]),
         "retransmissions": sum(r["totals"]["retransmissions"] for r in ranks),
         "reordered": sum(r["totals"]["reordered"] for r in ranks),
+        "path_policy": ranks[0].get("path_policy", "single") if ranks else None,
         **_tcp_summary(ranks),
     }
 

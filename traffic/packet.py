@@ -2,7 +2,9 @@
 
 The header names what a P4 program or a capture needs to attribute a packet to a collective:
 job, ranks, step, flow, and the transport's sequence number. ACKs reuse the header (flag ACK)
-and add a cumulative ACK plus a 64-bit SACK bitmap at a base sequence. `entropy` is the QP / entropy value the
+and add a cumulative ACK plus a 64-bit SACK bitmap at a base sequence and, aligned with it, a
+64-bit ECN echo (bit i: packet base+i arrived CE-marked) that host path policies (policies.py)
+read per packet. `entropy` is the QP / entropy value the
 source port was derived from: like Meta's multi-QP NCCL and UEC's entropy values, one flow may
 use several source ports so that ECMP hashing spreads it.
 
@@ -20,15 +22,17 @@ from scapy.layers.inet import UDP
 from scapy.packet import Packet, Raw, bind_layers
 
 ROCEV2_PORT = 4791
-VERSION = 1
+VERSION = 2
+"""2: ACKs carry the per-packet ECN echo bitmap (24-byte CollectiveAck)."""
 
 F_ACK, F_NACK, F_RETX, F_LAST, F_READY = 0x01, 0x02, 0x04, 0x08, 0x10
 FLAG_NAMES = ["ACK", "NACK", "RETX", "LAST", "READY"]
 
 #: version, flags, job, src_rank, dst_rank, step, entropy, flow, seq, npkts, length, reserved
 HDR = struct.Struct("!BBHHHHHIIIHH")
-#: cumulative ack (all seq < cum arrived), SACK base, bitmap for seq base .. base+63
-ACK = struct.Struct("!IIQ")
+#: cumulative ack (all seq < cum arrived), SACK base, bitmap for seq base .. base+63, and the
+#: CE echo for the same 64 sequence numbers
+ACK = struct.Struct("!IIQQ")
 
 
 class CollectiveHeader(Packet):
@@ -57,11 +61,12 @@ class CollectiveHeader(Packet):
 
 class CollectiveAck(Packet):
     name = "P4FabricAck"
-    fields_desc = [IntField("cum", 0), IntField("base", 0), LongField("sack", 0)]
+    fields_desc = [IntField("cum", 0), IntField("base", 0), LongField("sack", 0),
+                   LongField("ce", 0)]
 
 
 bind_layers(UDP, CollectiveHeader, dport=ROCEV2_PORT)
-assert HDR.size == 28 and ACK.size == 16
+assert HDR.size == 28 and ACK.size == 24
 
 
 def entropy_port(job: int, src_rank: int, flow: int, qp: int) -> int:

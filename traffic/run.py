@@ -11,6 +11,11 @@ ranks whose host address is local (or --rank). --dump-schedule writes the schedu
 --transport tcp runs the same schedule over kernel TCP connections, one per flow and QP,
 listening on --tcp-port (4792), and records TCP_INFO (retransmissions, reordering) per
 connection, to show how packet spraying hurts a reorder-intolerant transport.
+
+--path-policy picks each data packet's entropy (UDP source port) at the host (udp transport;
+traffic/policies.py): single (default: the --qps ports in turn), split(K) [--pin --fabric
+fattree:4], entropy-spray(N) [--spray random], reps(N), ecn-adaptive(N) [--avoid-us]. The
+choice is recorded in every rank's metrics (path_policy).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+from .policies import SPRAY_MODES, PolicySpec, parse_policy
 from .schedules import (
     GENERATORS,
     Schedule,
@@ -104,6 +110,17 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--rto-ms", type=float, default=20.0)
     t.add_argument("--nack-gap", type=int, default=64)
     t.add_argument("--next-hop-mac", help="override the neighbour-table next-hop MAC")
+    q = p.add_argument_group("path policy (host-based load balancing, udp transport)")
+    q.add_argument("--path-policy", type=_policy, default=PolicySpec(),
+                   help="single | split(K) | entropy-spray(N) | reps(N) | ecn-adaptive(N)")
+    q.add_argument("--pin", action="store_true",
+                   help="split: choose ports whose ECMP hashes use distinct uplinks")
+    q.add_argument("--fabric", help="the fabric for --pin: fattree:K or "
+                   "leafspine:LEAVES:SPINES:HOSTS_PER_LEAF[:UPLINKS]")
+    q.add_argument("--spray", choices=SPRAY_MODES, default="rr",
+                   help="entropy-spray: round-robin or random entropies")
+    q.add_argument("--avoid-us", type=float, default=200.0,
+                   help="ecn-adaptive: avoid a CE-marked entropy this long")
     r = p.add_argument_group("run")
     r.add_argument("--start-at", type=float, help="wall-clock start (time.time())")
     r.add_argument("--start-in", type=float, help="start this many seconds from now")
@@ -111,6 +128,35 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--linger", type=float, default=0.3)
     r.add_argument("--out", type=Path, default=Path("traffic-out"), help="metrics directory")
     return p
+
+
+def _policy(text: str) -> PolicySpec:
+    try:
+        return parse_policy(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def path_policy(a: argparse.Namespace) -> tuple[PolicySpec, object | None]:
+    """The run's PolicySpec (--path-policy with --pin/--spray/--avoid-us) and, for --pin, the
+    FabricSpec; ValueError naming the flag otherwise."""
+    import dataclasses
+
+    if a.avoid_us <= 0:
+        raise ValueError("--avoid-us must be positive")
+    spec = dataclasses.replace(a.path_policy, pin=a.pin, mode=a.spray, hold=a.avoid_us * 1e-6,
+                               seed=a.seed)
+    if a.transport == "tcp" and spec.name != "single":
+        raise ValueError("--path-policy: the tcp transport has one path per connection "
+                         "(use --qps)")
+    fabric = None
+    if a.pin:
+        if not a.fabric:
+            raise ValueError("--pin needs --fabric (the topology whose hashes it predicts)")
+        from .pathmodel import spec_from_text
+
+        fabric = spec_from_text(a.fabric)
+    return spec, fabric
 
 
 def build_schedule(a: argparse.Namespace) -> Schedule:
@@ -171,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {a.dump_schedule}: {s.name}, {s.ranks} ranks")
             return 0
         hosts = host_map(a, s)
+        policy, fabric = path_policy(a)
     except (ScheduleError, ValueError) as e:
         p.error(str(e))
     from .agent import AgentConfig, HostAgent
@@ -194,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         time.time() + a.start_in if a.start_in is not None else None)
     cfg = AgentConfig(rate_bps=a.rate or 1e9, qps=a.qps, timeout=a.timeout, linger=a.linger,
                       start_at=start_at, nexthop_mac=a.next_hop_mac,
-                      tcp_port=a.tcp_port, tcp_rate_bps=a.rate,
+                      tcp_port=a.tcp_port, tcp_rate_bps=a.rate, path_policy=policy,
+                      fabric=fabric,
                       transport=TransportConfig(mss=a.mss, window=a.window,
                                                 rto=a.rto_ms / 1000, nack_gap=a.nack_gap))
     if a.transport == "tcp":

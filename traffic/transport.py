@@ -32,6 +32,7 @@ class Ack:
     base: int       # first sequence number the SACK bitmap describes
     sack: int       # bit i: seq base+i has arrived
     nack: bool = False
+    ce: int = 0     # ECN echo, bit i: seq base+i arrived CE-marked (aligned with ``sack``)
 
 
 SACK_BITS = 64
@@ -63,6 +64,9 @@ class SenderFlow:
         self.nacks = 0
         self.start: float | None = None
         self.finish: float | None = None
+        self.newly_acked: list[int] | None = None
+        """When a list (a path policy wants per-packet feedback): every sequence number that
+        an ACK newly acknowledged is appended, for the caller to drain after ``on_ack``."""
 
     @property
     def done(self) -> bool:
@@ -99,6 +103,8 @@ class SenderFlow:
         if seq < self.npkts and not self.acked[seq]:
             self.acked[seq] = 1
             self.n_acked += 1
+            if self.newly_acked is not None:
+                self.newly_acked.append(seq)
 
     def _queue(self, seq: int) -> None:
         if not self.acked[seq] and not self._queued[seq]:
@@ -154,6 +160,8 @@ class ReceiverFlow:
         self.cfg = cfg
         self.npkts = npkts
         self.got = bytearray(npkts)
+        self.ce = bytearray(npkts)   # 1: the packet arrived CE-marked (echoed in the ACKs)
+        self.any_ce = False
         self.received = 0
         self.bytes = 0
         self.cum = 0
@@ -169,10 +177,15 @@ class ReceiverFlow:
     def done(self) -> bool:
         return self.received == self.npkts
 
-    def on_data(self, seq: int, length: int, retx: bool, now: float) -> tuple[bool, list[Ack]]:
-        """Account one arriving packet; returns (it was new, ACKs to send now)."""
+    def on_data(self, seq: int, length: int, retx: bool, now: float,
+                ce: bool = False) -> tuple[bool, list[Ack]]:
+        """Account one arriving packet (``ce``: its IP ECN field was CE); returns (it was new,
+        ACKs to send now)."""
         if not 0 <= seq < self.npkts:
             return False, []
+        if ce:
+            self.ce[seq] = 1
+            self.any_ce = True
         st = self.stats
         st.packets += 1
         if self.start is None:
@@ -219,7 +232,9 @@ class ReceiverFlow:
 
         Each ACK's bitmap covers SACK_BITS sequence numbers from its base; under heavy
         reordering the new arrivals are scattered, so several ACKs may be needed. Without that
-        a packet far beyond a hole would go unacknowledged and time out needlessly.
+        a packet far beyond a hole would go unacknowledged and time out needlessly. Every
+        arrival lies in some ACK's bitmap (the base is the lowest one not yet covered, even
+        below ``cum``), so its CE mark is echoed per packet in that ACK's ``ce`` bitmap.
         """
         self._last_ack = now
         pending = sorted(self._pending)
@@ -227,11 +242,15 @@ class ReceiverFlow:
         acks = []
         i = 0
         while i < len(pending):
-            base = max(self.cum + 1, pending[i])
+            base = pending[i]
             window = self.got[base:base + SACK_BITS]
             # one byte (0/1) per packet -> one bit: seq base is bit 0
             sack = int(window[::-1].translate(_BITCHAR), 2) if window else 0
-            acks.append(Ack(self.cum, base, sack, nack))
+            ce = 0
+            if self.any_ce:
+                cw = self.ce[base:base + SACK_BITS]
+                ce = int(cw[::-1].translate(_BITCHAR), 2) if cw else 0
+            acks.append(Ack(self.cum, base, sack, nack, ce))
             nack = False
             while i < len(pending) and pending[i] < base + SACK_BITS:
                 i += 1

@@ -34,11 +34,11 @@ def test_ect_frame_has_valid_ip_checksum_and_ack_carries_the_ce_echo() -> None:
     del ip.chksum
     assert IP(bytes(ip)).chksum == chk
     a = frames.ack_frame(frames.ack_prefix("02:00:0a:00:00:03", "02:fe:00:02:00:01", "10.1.0.3",
-                                           "10.0.0.2"), 1, 1, 0, 7, 5, 6, 0b101, True, ce=3)
+                                           "10.0.0.2"), 1, 1, 0, 7, 5, 6, 0b101, True, ce=3, ce_bits=0b100)
     assert len(a) == frames.ACK_FRAME_LEN
     fields = HDR.unpack_from(a, frames.HDR_AT)
     assert fields[1] == F_ACK | F_NACK and fields[7] == 7 and fields[-1] == 3
-    assert ACK.unpack_from(a, frames.ACK_AT) == (5, 6, 0b101)
+    assert ACK.unpack_from(a, frames.ACK_AT) == (5, 6, 0b101, 0b100)
 
 
 def test_dctcp_window_grows_without_marks_and_cuts_by_alpha_when_marked() -> None:

@@ -46,11 +46,11 @@ def test_patched_template_equals_scapy_built_frame():
 
 def test_udp_dispatch_and_ack_layer():
     pkt = (Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=50000, dport=ROCEV2_PORT)
-           / CollectiveHeader(flags="ACK", flow=5) / CollectiveAck(cum=10, base=12, sack=5))
+           / CollectiveHeader(flags="ACK", flow=5) / CollectiveAck(cum=10, base=12, sack=5, ce=4))
     back = Ether(bytes(pkt))
     assert back[CollectiveHeader].flow == 5
     assert back[CollectiveAck].cum == 10 and back[CollectiveAck].sack == 5
-    assert bytes(back[CollectiveAck])[:ACK.size] == ACK.pack(10, 12, 5)
+    assert bytes(back[CollectiveAck])[:ACK.size] == ACK.pack(10, 12, 5, 4)
     assert int(back[CollectiveHeader].flags) == F_ACK
 
 

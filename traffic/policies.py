@@ -1,0 +1,268 @@
+"""Host-side path policies: which entropy (UDP source port) each packet of a flow carries.
+
+Switch-based load balancing decides per packet in the fabric; host-based designs decide at the
+sender and let plain ECMP switches hash the choice onto a path. A policy here is pure code over
+(``now``, ACK events, the flow's port set), like transport.py, so the host agent (agent.py) and
+the simulator (sim/host.py) run the very same objects:
+
+* ``single`` — today's behaviour: the flow's ``qps`` ports in turn (1: one path per flow);
+* ``split(k)`` — Ethereal-style: the flow is striped over k subflows on k source ports; with
+  ``pin`` the ports are chosen by ``traffic.pathmodel`` so that the switches' own ECMP hashes
+  put the subflows on distinct uplinks at every tier (paths assigned, not hoped for);
+* ``entropy-spray(n)`` — UEC-style spraying through ECMP: per packet one of n entropies,
+  round-robin (``rr``) or uniformly at random (``random``);
+* ``reps(n)`` — REPS (recycled entropy packet spraying): an entropy whose packet was ACKed
+  without ECN echo goes back into a recycle queue and is reused; when the queue is empty
+  (start-up, or congestion threw entropies away) a fresh one is drawn from the n;
+* ``ecn-adaptive(n)`` — STrack-like: an entropy whose packet came back CE-marked is avoided for
+  ``hold`` seconds; the sender rotates over the entropies not currently avoided.
+
+Feedback is per packet: the caller reports each newly acknowledged sequence number with its
+CE echo (``Ack.ce``), and the policy credits the entropy that packet was sent on.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import struct
+import zlib
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .packet import entropy_port
+from .transport import SACK_BITS, Ack
+
+POLICIES = ("single", "split", "entropy-spray", "reps", "ecn-adaptive")
+SPRAY_MODES = ("rr", "random")
+DEFAULT_N = {"single": 1, "split": 4, "entropy-spray": 8, "reps": 16, "ecn-adaptive": 8}
+
+
+class PathPolicy:
+    """One flow's entropy choice. ``choose`` returns an index into ``ports``; policies with
+    ``feedback`` get ``on_acked`` for every newly acknowledged packet."""
+
+    feedback: ClassVar[bool] = False
+
+    def __init__(self, ports: Sequence[int], npkts: int) -> None:
+        if not ports:
+            raise ValueError("a path policy needs at least one source port")
+        self.ports = list(ports)
+        self.n = len(self.ports)
+        self.uses = [0] * self.n   # packets sent per entropy (for the records)
+
+    def choose(self, seq: int, now: float) -> int:
+        raise NotImplementedError
+
+    def on_acked(self, seq: int, ce: bool, now: float) -> None:
+        """Packet ``seq`` was acknowledged; ``ce``: it arrived CE-marked."""
+
+
+class RoundRobin(PathPolicy):
+    """``single`` (n = qps), ``split`` and round-robin ``entropy-spray``: packet seq on
+    entropy seq mod n (a retransmission may take another path than the original)."""
+
+    def choose(self, seq: int, now: float) -> int:
+        i = seq % self.n
+        self.uses[i] += 1
+        return i
+
+
+class RandomSpray(PathPolicy):
+    """``entropy-spray`` with ``random``: a uniform entropy per packet (seeded per flow)."""
+
+    def __init__(self, ports: Sequence[int], npkts: int, rng: random.Random) -> None:
+        super().__init__(ports, npkts)
+        self.rng = rng
+
+    def choose(self, seq: int, now: float) -> int:
+        i = self.rng.randrange(self.n)
+        self.uses[i] += 1
+        return i
+
+
+class _Tracked(PathPolicy):
+    """Remembers which entropy each packet was last sent on, to credit its ACK."""
+
+    feedback: ClassVar[bool] = True
+
+    def __init__(self, ports: Sequence[int], npkts: int) -> None:
+        super().__init__(ports, npkts)
+        self.sent_on = bytearray(npkts) if self.n <= 256 else [0] * npkts
+        self.marked = 0     # ACKed packets that came back CE-marked
+        self.unmarked = 0
+
+    def _sent(self, seq: int, i: int) -> int:
+        self.sent_on[seq] = i
+        self.uses[i] += 1
+        return i
+
+
+class Reps(_Tracked):
+    """REPS: recycle the entropies that came back clean, draw fresh ones otherwise.
+
+    ``recycled`` is a FIFO of entropy indexes whose packets were ACKed without CE; a send takes
+    the oldest, so a clean path carries the next packet. A CE-marked ACK discards its entropy
+    (it is not recycled). With the queue empty the sender explores: a fresh entropy, drawn
+    uniformly from the flow's n (seeded per flow). ``fresh`` counts those draws.
+    """
+
+    def __init__(self, ports: Sequence[int], npkts: int, rng: random.Random) -> None:
+        super().__init__(ports, npkts)
+        self.rng = rng
+        self.recycled: deque[int] = deque()
+        self.fresh = 0
+
+    def choose(self, seq: int, now: float) -> int:
+        if self.recycled:
+            return self._sent(seq, self.recycled.popleft())
+        self.fresh += 1
+        return self._sent(seq, self.rng.randrange(self.n))
+
+    def on_acked(self, seq: int, ce: bool, now: float) -> None:
+        if ce:
+            self.marked += 1
+            return
+        self.unmarked += 1
+        self.recycled.append(self.sent_on[seq])
+
+
+class EcnAdaptive(_Tracked):
+    """STrack-like: after a CE echo on an entropy, avoid it for ``hold`` seconds.
+
+    Sends rotate over the entropies whose avoidance has expired; when every one is avoided the
+    one that becomes usable first is taken (the flow must keep sending). ``avoided`` counts the
+    sends that skipped at least one avoided entropy.
+    """
+
+    def __init__(self, ports: Sequence[int], npkts: int, hold: float) -> None:
+        super().__init__(ports, npkts)
+        self.hold = hold
+        self.until = [float("-inf")] * self.n
+        self.next = 0
+        self.avoided = 0
+
+    def choose(self, seq: int, now: float) -> int:
+        until = self.until
+        n = self.n
+        i = self.next
+        for step in range(n):
+            j = (i + step) % n
+            if until[j] <= now:
+                if step:
+                    self.avoided += 1
+                self.next = (j + 1) % n
+                return self._sent(seq, j)
+        j = min(range(n), key=until.__getitem__)
+        self.avoided += 1
+        self.next = (j + 1) % n
+        return self._sent(seq, j)
+
+    def on_acked(self, seq: int, ce: bool, now: float) -> None:
+        if ce:
+            self.marked += 1
+            i = self.sent_on[seq]
+            self.until[i] = max(self.until[i], now + self.hold)
+        else:
+            self.unmarked += 1
+
+
+def ce_of(ack: Ack, seq: int) -> bool:
+    """The per-packet ECN echo of ``seq`` in ``ack`` (False outside its bitmap)."""
+    d = seq - ack.base
+    return 0 <= d < SACK_BITS and bool((ack.ce >> d) & 1)
+
+
+def feed_ack(policy: PathPolicy, newly: list[int], ack: Ack, now: float) -> None:
+    """Give a feedback policy the packets ``ack`` newly acknowledged (drains ``newly``)."""
+    for seq in newly:
+        policy.on_acked(seq, ce_of(ack, seq), now)
+    newly.clear()
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A policy as chosen per run: name, number of entropies/subflows ``n``, split ``pin``,
+    spray ``mode``, ECN-adaptive ``hold`` (seconds), ``seed`` of the per-flow generators.
+    ``n`` None = the policy's default (``single``: the run's --qps)."""
+
+    name: str = "single"
+    n: int | None = None
+    pin: bool = False
+    mode: str = "rr"
+    hold: float = 200e-6
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.name not in POLICIES:
+            raise ValueError(f"unknown path policy {self.name!r} (choose from "
+                             f"{', '.join(POLICIES)})")
+        if self.n is not None and not 1 <= self.n <= 4096:
+            raise ValueError(f"path policy {self.name}: n must be in 1..4096, got {self.n}")
+        if self.mode not in SPRAY_MODES:
+            raise ValueError(f"spray mode must be one of {', '.join(SPRAY_MODES)}, "
+                             f"got {self.mode!r}")
+        if self.pin and self.name != "split":
+            raise ValueError("--pin applies to the split policy only")
+        if not self.hold > 0:
+            raise ValueError(f"hold must be positive, got {self.hold}")
+
+    @property
+    def uses_ecn(self) -> bool:
+        """Needs ECN-capable data packets and the per-packet CE echo."""
+        return self.name in ("reps", "ecn-adaptive")
+
+    def entropies(self, qps: int = 1) -> int:
+        if self.n is not None:
+            return self.n
+        return qps if self.name == "single" else DEFAULT_N[self.name]
+
+    @property
+    def label(self) -> str:
+        """What the results record, e.g. ``split(4,pin)``, ``entropy-spray(8,random)``."""
+        if self.name == "single" and self.n is None:
+            return "single"
+        parts = [str(self.n if self.n is not None else DEFAULT_N[self.name])]
+        if self.pin:
+            parts.append("pin")
+        if self.name == "entropy-spray" and self.mode != "rr":
+            parts.append(self.mode)
+        if self.name == "ecn-adaptive":
+            parts.append(f"hold={self.hold * 1e6:g}us")
+        return f"{self.name}({','.join(parts)})"
+
+    def flow_rng(self, job: int, rank: int, flow: int) -> random.Random:
+        return random.Random(zlib.crc32(struct.pack("!IHHI", self.seed, job, rank, flow)))
+
+    def ports(self, job: int, rank: int, flow: int, qps: int = 1) -> list[int]:
+        """The flow's unpinned entropy set: entropy_port of QP 0..n-1 (as the agent always
+        derived its QP ports)."""
+        return [entropy_port(job, rank, flow, q) for q in range(self.entropies(qps))]
+
+    def make(self, ports: Sequence[int], npkts: int, job: int = 0, rank: int = 0,
+             flow: int = 0) -> PathPolicy:
+        """The per-flow policy object over ``ports``."""
+        if self.name == "reps":
+            return Reps(ports, npkts, self.flow_rng(job, rank, flow))
+        if self.name == "ecn-adaptive":
+            return EcnAdaptive(ports, npkts, self.hold)
+        if self.name == "entropy-spray" and self.mode == "random":
+            return RandomSpray(ports, npkts, self.flow_rng(job, rank, flow))
+        return RoundRobin(ports, npkts)
+
+
+_TEXT = re.compile(r"^\s*([a-z-]+)\s*(?:\(\s*(\d+)\s*\)|:(\d+))?\s*$")
+
+
+def parse_policy(text: str, *, pin: bool = False, mode: str = "rr", hold: float = 200e-6,
+                 seed: int = 0) -> PolicySpec:
+    """``single``, ``split(4)`` / ``split:4``, ``entropy-spray(8)``, ``reps``,
+    ``ecn-adaptive(8)``; ValueError with the accepted forms otherwise."""
+    m = _TEXT.match(text.lower())
+    if m is None or m.group(1) not in POLICIES:
+        raise ValueError(f"bad path policy {text!r}: use one of {', '.join(POLICIES)}, "
+                         f"optionally with a count, e.g. split(4), entropy-spray(8)")
+    n = m.group(2) or m.group(3)
+    return PolicySpec(m.group(1), int(n) if n else None, pin, mode, hold, seed)
