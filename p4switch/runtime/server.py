@@ -44,6 +44,9 @@ log = logging.getLogger("p4switch.runtime")
 #: What Capabilities answers: the version of the protos this server is built on.
 API_VERSION = "1.4.1"
 READ_CHUNK = 1000
+#: Writes of at least this many updates are logged (info) with how long they held the switch
+#: lock — what packets waited (bench/runtime_bench.py reports it).
+BIG_BATCH = 1000
 _CLOSE = object()
 
 SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
@@ -328,11 +331,21 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         pipe = self.switch.pipeline
         if pipe is None:
             raise failed_precondition("the switch has no pipeline")
-        if hasattr(pipe, "table_batch") and all(_stageable(u) for u in request.updates):
-            errors = self._apply_staged(cur, pipe, request.updates, atomic)
+        t0 = time.perf_counter()
+        staged = hasattr(pipe, "table_batch") and all(_stageable(u) for u in request.updates)
+        if staged:
+            errors, held = self._apply_staged(cur, pipe, request.updates, atomic)
         else:
             with self.switch.lock:
+                t1 = time.perf_counter()
                 errors = self._apply_direct(cur, self.switch.pipeline, request.updates, atomic)
+                held = time.perf_counter() - t1
+        if len(request.updates) >= BIG_BATCH:
+            log.info("Write of %d updates (%s, %s): %.1f ms, switch lock held %.1f ms",
+                     len(request.updates),
+                     p4runtime_pb2.WriteRequest.Atomicity.Name(request.atomicity),
+                     "staged" if staged else "direct",
+                     (time.perf_counter() - t0) * 1e3, held * 1e3)
         if atomic and any(e is not None for e in errors):
             aborted = P4RTError(code_pb2.ABORTED, "rolled back: another update failed")
             errors = [e if e is not None else aborted for e in errors]
@@ -340,7 +353,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         return errors
 
     def _apply_staged(self, cur: PipelineConfig, pipe, updates, atomic: bool
-                      ) -> list[P4RTError | None]:
+                      ) -> tuple[list[P4RTError | None], float]:
         """Table entries only: validate and prepare every update into a pipeline TableBatch
         without the switch lock (packets keep flowing), then hold the lock only for the commit,
         which stores prepared objects. Nothing is applied before the commit, so a failed atomic
@@ -353,11 +366,13 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             err = _one(ent.write, upd)
             errors.append(err)
             if err is not None and atomic:
-                return errors
+                return errors, 0.0
         with self.switch.lock:
+            t0 = time.perf_counter()
             batch.commit()
+            held = time.perf_counter() - t0
         ent.apply_cookies()
-        return errors
+        return errors, held
 
     def _apply_direct(self, cur: PipelineConfig, pipe, updates, atomic: bool
                       ) -> list[P4RTError | None]:
