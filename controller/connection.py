@@ -131,13 +131,17 @@ class SwitchConnection:
         req.arbitration.election_id.high, req.arbitration.election_id.low = self.election_id
         out.put(req)
         try:
-            status = self._arb.get(timeout=timeout)
+            arb = self._arb.get(timeout=timeout)
         except queue.Empty:
             raise SwitchError("no arbitration answer") from None
-        if isinstance(status, Exception):
-            raise SwitchError(f"stream failed: {status}")
-        if status.code != code_pb2.OK:
-            raise SwitchError(f"not primary: {code_pb2.Code.Name(status.code)} {status.message}")
+        if isinstance(arb, Exception):
+            raise SwitchError(f"stream failed: {arb}")
+        if arb.status.code != code_pb2.OK:
+            seen = (arb.election_id.high, arb.election_id.low)
+            why = (f"; election id {seen} was seen before (a primary needs >= the highest seen)"
+                   if arb.status.code == code_pb2.NOT_FOUND and seen > self.election_id else "")
+            raise SwitchError(f"not primary: {code_pb2.Code.Name(arb.status.code)} "
+                              f"{arb.status.message}{why}")
         self.primary.set()
 
     def _read_stream(self, stream, out: queue.Queue) -> None:
@@ -150,7 +154,7 @@ class SwitchConnection:
                         self.primary.set()
                     else:
                         self.primary.clear()
-                    self._arb.put(msg.arbitration.status)
+                    self._arb.put(msg.arbitration)
                 elif kind == "packet" and self.on_packet_in is not None:
                     try:
                         self.on_packet_in(PacketIn(self.name, msg.packet.payload, msg.packet))

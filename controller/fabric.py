@@ -68,7 +68,7 @@ class FabricController:
                  program: str | Path | Program | None = None, control_period: float = 0.5,
                  log: logging.Logger | Callable[[ControlEvent], None] | None = None, *,
                  ecn_threshold: int | None = DEFAULT_ECN_THRESHOLD,
-                 election_id: tuple[int, int] = (0, 1), connect_timeout: float = 10.0,
+                 election_id: tuple[int, int] | None = None, connect_timeout: float = 10.0,
                  probe_miss_periods: int = 3) -> None:
         if target not in ("p4switch", "bmv2"):
             raise ValueError(f"unknown target {target!r} (choose from p4switch, bmv2)")
@@ -81,7 +81,9 @@ class FabricController:
         self.schema: P4Schema | None = None
         self.control_period = control_period
         self.ecn_threshold = ecn_threshold
-        self.election_id = election_id
+        # default: microseconds since the epoch, so a controller started later (a re-run
+        # script) outranks an earlier one: a primary needs an id >= the highest a switch saw
+        self.election_id = election_id or (0, time.time_ns() // 1000)
         self.connect_timeout = connect_timeout
         self.probe_miss_periods = probe_miss_periods
         self._log = log

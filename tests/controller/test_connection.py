@@ -42,7 +42,7 @@ class Procs:
             self.kill(name)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def procs():
     if not P4SWITCH.exists():
         pytest.skip(f"{P4SWITCH} not installed")
@@ -134,6 +134,7 @@ def _listening(addr: str) -> bool:
 
 
 def test_start_names_the_switch_that_is_not_there(procs: Procs) -> None:
+    """Runs last in this module: it kills a switch of the shared processes."""
     procs.kill("spine1")
     for name in ("leaf1", "leaf2"):  # the others are up (slow to start on a loaded machine)
         assert _wait(lambda n=name: _listening(procs.spec.switches[n].grpc_addr), 30)

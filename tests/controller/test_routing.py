@@ -186,11 +186,11 @@ def test_reroute_after_failure_keeps_every_pair_connected() -> None:
     for name in spec.switches:
         apply_diff_on_pipeline(pipes[name], diff_entries(before[name].entries,
                                                          after[name].entries))
-    for src in ("h1", "h2", "h5"):
+    for src in ("h1", "h5"):
         for dst in sorted(spec.hosts):
             if dst == src:
                 continue
-            for sport in range(1000, 1008):
+            for sport in range(1000, 1004):
                 path, frame = _walk(spec, pipes, src, dst, sport, 2_000_000)
                 assert frame is not None, (src, dst, path)
                 assert ("edge1", "agg1") not in zip(path, path[1:], strict=False)
