@@ -145,3 +145,26 @@ def test_failed_batch_details_fit_a_default_client_up_to_150_updates(loaded, cli
     finally:
         wide.close()
     assert loaded.pipeline.table_entries(LPM) == []
+
+
+def test_reads_copy_under_the_lock_and_encode_outside_it(loaded, client, i, monkeypatch):
+    from p4switch.runtime import entities
+
+    client.write(*routes(i, 30))
+    lock = _WatchedLock(loaded.switch.lock)
+    loaded.switch.lock = lock
+    copies: list[int] = []
+    encodes: list[int] = []
+    pipe = loaded.pipeline
+    real_entries, real_encode = pipe.table_entries, entities.Entities.encode_match
+    monkeypatch.setattr(pipe, "table_entries",
+                        lambda t: (copies.append(lock.held), real_entries(t))[1])
+    monkeypatch.setattr(entities.Entities, "encode_match",
+                        lambda self, t, m: (encodes.append(lock.held), real_encode(self, t, m))[1])
+    try:
+        got = client.read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry()))
+    finally:
+        loaded.switch.lock = lock.real
+    assert len(got) >= 30  # ours, plus the sample program's const entries
+    assert copies and all(h == 1 for h in copies)
+    assert len(encodes) == len(got) and not any(encodes)
