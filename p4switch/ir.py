@@ -796,6 +796,9 @@ class Table:
     default_action_const: bool = False
     size: int = 1024
     const_entries: list[ConstEntry] | None = None
+    # ``entries = {...}`` without const: installed when the pipeline starts, then ordinary
+    # entries the control plane may modify or delete (priorities as for const entries)
+    initial_entries: list[ConstEntry] | None = None
     # action_profile / action_selector instance name; an inline
     # ``implementation = action_selector(...)`` becomes an instance of the block named after the
     # table (same cp_name as the table), as p4c names it

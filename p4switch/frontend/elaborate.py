@@ -17,6 +17,7 @@ from p4switch import ir
 from p4switch.frontend.arguments import Arguments, is_dontcare
 from p4switch.frontend.compound import CompoundAssign
 from p4switch.frontend.direct_apply import DirectApply
+from p4switch.frontend.entries import TableEntries
 from p4switch.frontend.errors import P4CompileError, unsupported
 from p4switch.frontend.functions import FunctionB, Functions, _Frame
 from p4switch.frontend.loops import Loops
@@ -244,7 +245,7 @@ def _name(t: Tree | Token) -> str:
     return str(t.children[0])
 
 
-class Elaborator(CompoundAssign, Functions, Loops, Arguments, DirectApply):
+class Elaborator(CompoundAssign, Functions, Loops, Arguments, DirectApply, TableEntries):
     """The one pass. Statements and expressions whose rule has a ``stmt_<rule>`` method
     (defined here or in a per-concept mixin module) dispatch to it."""
 
@@ -1410,6 +1411,7 @@ class Elaborator(CompoundAssign, Functions, Loops, Arguments, DirectApply):
             raise self.err(name, f"table '{n}' has more than one lpm key")
         entries_t = None
         default_given = False
+        largest_wins, delta = True, 1
         for p in props:
             if p.data == "entries_prop":
                 once("entries", p)
@@ -1436,6 +1438,15 @@ class Elaborator(CompoundAssign, Functions, Loops, Arguments, DirectApply):
                 elif pn == "implementation":
                     table.implementation = self.table_instance_prop(
                         value, scope, ctx, table, ("action_profile", "action_selector"), pn)
+                elif pn == "largest_priority_wins":
+                    e = self.expr(value, scope, ctx)
+                    if not (isinstance(e, ir.Const) and isinstance(e.type, ir.BoolType)):
+                        raise self.err(value, "largest_priority_wins must be true or false")
+                    largest_wins = bool(e.value)
+                elif pn == "priority_delta":
+                    delta = self.const_int(value, scope, "priority_delta")
+                    if delta <= 0:
+                        raise self.err(value, "priority_delta must be positive")
                 elif pn == "support_timeout":
                     e = self.expr(value, scope, ctx)
                     if not (isinstance(e, ir.Const) and isinstance(e.type, ir.BoolType)):
@@ -1460,7 +1471,7 @@ class Elaborator(CompoundAssign, Functions, Loops, Arguments, DirectApply):
                 raise self.err(name, f"table '{n}' has selector keys but no action_selector "
                                      "implementation")
         if entries_t is not None:
-            table.const_entries = self.const_entries(entries_t, scope, ctx, table)
+            self.table_entries(entries_t, scope, ctx, table, largest_wins, delta)
         self.declare(scope, n, TableB(table), name)
         ctx.tables[table.name] = table
 
@@ -1602,25 +1613,6 @@ class Elaborator(CompoundAssign, Functions, Loops, Arguments, DirectApply):
                 return b.inst.name
         raise self.err(value, f"table property '{prop}' must name a {' or '.join(kinds)} "
                               "instance")
-
-    def const_entries(self, p: Tree, scope: Scope, ctx: BlockCtx,
-                      table: ir.Table) -> list[ir.ConstEntry]:
-        const_tok = p.children[0]
-        if const_tok is None:
-            raise self.err(p, unsupported("non-const 'entries' (write 'const entries')"))
-        entries: list[ir.ConstEntry] = []
-        key_types = [k.expr.type for k in table.keys]
-        if not table.keys:
-            raise self.err(p, f"table '{table.name}' has no keys and cannot have entries")
-        raw = [c for c in p.children[1:] if isinstance(c, Tree)]
-        for i, e in enumerate(raw):
-            ks_t, aname, args_t, _annos = e.children
-            keysets = self.keyset(ks_t, key_types, scope, ctx)
-            keys = [self.entry_key(ks, k, ks_t) for ks, k in zip(keysets, table.keys, strict=True)]
-            act = self.bound_action(e, scope, ctx, table, name_node=aname, args_t=args_t)
-            prio = len(raw) - i if table.has_priority else None
-            entries.append(ir.ConstEntry(keys, act, prio))
-        return entries
 
     def entry_key(self, ks: object, key: ir.TableKey, node: Tree) -> ir.EntryKey:
         kind = key.match_kind

@@ -22,6 +22,7 @@ group's members in ascending member-id order, each repeated ``weight`` times.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from p4switch import ir
@@ -152,6 +153,9 @@ class TableState:
             for i, ce in enumerate(self.table.const_entries):
                 entry = self._const_entry(ce, n - i)
                 self.add(entry, const=True)
+        # `entries` without const: ordinary entries from the start
+        for ce in self.table.initial_entries or []:
+            self.add(replace(self._const_entry(ce, 0), is_const=False))
         self._install_lookup()
 
     def _const_entry(self, ce: ir.ConstEntry, rank: int) -> TableEntry:

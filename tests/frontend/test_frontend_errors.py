@@ -43,12 +43,13 @@ def test_unsupported_top_level_constructs_are_named(construct: str, snippet: str
 @pytest.mark.parametrize(
     ("body", "construct"),
     [
-        ("table t { key = { meta.m8: exact; } actions = { NoAction; }\n"
-         "    entries = { 1: NoAction(); } }\napply { }", "non-const 'entries'"),
+        ("apply { for (; g(meta.m8) == 1; ) { } }",
+         "function calls in the condition of a for statement"),
     ],
 )
 def test_unsupported_block_constructs_are_named(body: str, construct: str) -> None:
-    prelude = "control Sub(inout headers hdr) { apply { } }\nextern void f(in bit<8> x);\n"
+    prelude = ("control Sub(inout headers hdr) { apply { } }\nextern void f(in bit<8> x);\n"
+               "bit<8> g(in bit<8> x) { return x; }\n")
     text = ingress_program(body, prelude)
     err = compile_error(text)
     assert construct in err.message and "not supported by p4switch" in err.message

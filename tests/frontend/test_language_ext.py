@@ -7,6 +7,7 @@ from __future__ import annotations
 from fe_helpers import compile_error, compile_ingress, ingress_program, line_of
 
 from p4switch import ir
+from p4switch.frontend import compile_source
 
 
 def _apply_stmts(prog: ir.Program) -> list[ir.Stmt]:
@@ -249,3 +250,47 @@ def test_direct_invocation_misuse_is_located() -> None:
     text = ingress_program("apply {\n    Plain.apply(meta.m8, meta.m8);\n}", prelude)
     err = compile_error(text)
     assert err.message == "Plain.apply() expects 1 arguments, got 2"
+
+
+# ------------------------------------------------------------------ entry priorities
+def _entries_table(props: str, entries: str, const: str = "") -> str:
+    return ingress_program(
+        "action a(bit<8> v) { meta.m8 = v; }\n"
+        "table t {\n    key = { meta.m16: ternary; }\n    actions = { a; }\n"
+        f"    {props}\n    {const}entries = {{\n{entries}    }}\n}}\napply {{ t.apply(); }}")
+
+
+def test_non_const_entries_are_initial_entries_with_spec_priorities() -> None:
+    text = _entries_table("priority_delta = 3;",
+                          "        priority = 20 : 1 &&& 1 : a(1);\n        _ : a(2);\n"
+                          "        2 &&& 2 : a(3);\n")
+    t = compile_source(text, "test.p4").controls["I"].tables["t"]
+    assert t.const_entries is None
+    assert [e.priority for e in t.initial_entries] == [20, 17, 14]
+    # none given, smallest wins: the first gets 1, then + delta, mirrored to larger-wins
+    text = _entries_table("largest_priority_wins = false; priority_delta = 2;",
+                          "        1 &&& 1 : a(1);\n        _ : a(2);\n        2 &&& 2 : a(3);\n")
+    t = compile_source(text, "test.p4").controls["I"].tables["t"]
+    assert [e.priority for e in t.initial_entries] == [5, 3, 1]
+
+
+def test_entry_priority_misuse_is_located() -> None:
+    text = _entries_table("", "        priority = 5 : 1 &&& 1 : a(1);\n", const="const ")
+    err = compile_error(text)
+    assert err.message.startswith("entries of 'const entries' cannot have priorities")
+    assert err.loc.line == line_of(text, "priority = 5")
+    text = _entries_table("priority_delta = 10;",
+                          "        priority = 12 : 1 &&& 1 : a(1);\n        _ : a(2);\n"
+                          "        2 &&& 2 : a(3);\n")
+    err = compile_error(text)
+    assert err.message.startswith("this entry's priority would be -8")
+    assert err.loc.line == line_of(text, "2 &&& 2")
+    text = _entries_table("", "        1 &&& 1 : a(1);\n        priority = 3 : _ : a(2);\n")
+    err = compile_error(text)
+    assert err.message == ("the first entry of table 't' needs a priority when later ones "
+                           "have one")
+    text = _entries_table("priority_delta = 0;", "        _ : a(2);\n")
+    assert compile_error(text).message == "priority_delta must be positive"
+    text = _entries_table("", "        prio = 3 : _ : a(2);\n")
+    err = compile_error(text)
+    assert err.message == "expected 'priority = N :' before an entry, not 'prio ='"
