@@ -405,33 +405,42 @@ class FabricController:
         return df
 
     def read_registers(self, switch: str, register: str, indexes: Sequence[int]) -> list[int]:
-        """Register cells over P4Runtime (p4switch) or simple_switch_CLI (BMv2)."""
+        """Register cells over P4Runtime; on BMv2, whose P4Runtime answers UNIMPLEMENTED for
+        registers, through simple_switch_CLI on the switch's Thrift port."""
         assert self.schema is not None
-        if self.target == "bmv2":
+        try:
+            ents = self._conn(switch).read([self.schema.register_entity(register, i)
+                                            for i in indexes])
+        except SwitchError as e:
+            if self.target != "bmv2" or "UNIMPLEMENTED" not in str(e):
+                raise
             return self._bmv2_cli(switch, [f"register_read {register} {i}" for i in indexes],
                                   parse=True)
-        ents = self._conn(switch).read([self.schema.register_entity(register, i)
-                                        for i in indexes])
         got = {e.register_entry.index.index: int.from_bytes(e.register_entry.data.bitstring,
                                                             "big") for e in ents}
         return [got.get(i, 0) for i in indexes]
 
     def write_registers(self, switch: str, register: str, values: Mapping[int, int]) -> None:
         assert self.schema is not None
-        if self.target == "bmv2":
+        try:
+            self._conn(switch).write([self.schema.register_write(register, i, v)
+                                      for i, v in values.items()])
+        except SwitchError as e:
+            if self.target != "bmv2" or "UNIMPLEMENTED" not in str(e):
+                raise
             self._bmv2_cli(switch, [f"register_write {register} {i} {v}"
                                     for i, v in values.items()])
-            return
-        self._conn(switch).write([self.schema.register_write(register, i, v)
-                                  for i, v in values.items()])
 
     def _bmv2_cli(self, switch: str, commands: list[str], parse: bool = False) -> list[int]:
         sw = self.spec.switches[switch]
         res = subprocess.run(["simple_switch_CLI", "--thrift-port", str(sw.thrift_port)],
                              input="\n".join(commands) + "\n", capture_output=True, text=True,
                              timeout=30)
-        if res.returncode != 0:
-            raise SwitchError(f"switch {switch}: simple_switch_CLI failed: {res.stderr.strip()}")
+        if res.returncode != 0 or "Could not connect" in res.stdout + res.stderr:
+            raise SwitchError(f"switch {switch}: BMv2 has no P4Runtime registers and "
+                              f"simple_switch_CLI --thrift-port {sw.thrift_port} failed (is "
+                              f"simple_switch_grpc built with Thrift?): "
+                              f"{(res.stderr or res.stdout).strip()[:200]}")
         if not parse:
             return []
         values = [int(v) for v in re.findall(r"\[\d+\]\s*=\s*(\d+)", res.stdout)]

@@ -7,6 +7,7 @@ names are what that compiler says (the controller never hard-codes ids).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -29,6 +30,16 @@ class Program:
     source: str
 
 
+def p4c_env(p4c: str) -> dict[str, str]:
+    """p4c finds core.p4/v1model.p4 through P4C_16_INCLUDE_PATH when it runs from a prefix other
+    than the one it was built for (the p4tools bundle keeps them in share/p4c/p4include)."""
+    env = dict(os.environ)
+    inc = Path(p4c).resolve().parent.parent / "share" / "p4c" / "p4include"
+    if inc.is_dir() and "P4C_16_INCLUDE_PATH" not in env:
+        env["P4C_16_INCLUDE_PATH"] = str(inc)
+    return env
+
+
 def compile_program(target: str = "p4switch", source: str | Path | None = None) -> Program:
     """Compile ``source`` (default p4src/fabric.p4) for ``target``; errors say what failed."""
     src = Path(source) if source is not None else FABRIC_P4
@@ -46,7 +57,8 @@ def compile_program(target: str = "p4switch", source: str | Path | None = None) 
     with tempfile.TemporaryDirectory(prefix="p4fabric-p4c-") as tmp:
         out_json, out_info = Path(tmp, "prog.json"), Path(tmp, "prog.p4info.txtpb")
         res = subprocess.run([p4c, "--p4runtime-files", str(out_info), "-o", str(out_json),
-                              str(src)], capture_output=True, text=True, timeout=300)
+                              str(src)], capture_output=True, text=True, timeout=300,
+                             env=p4c_env(p4c))
         if res.returncode != 0:
             raise RuntimeError(f"p4c-bm2-ss failed on {src}:\n{res.stderr.strip()}")
         info = p4info.parse(out_info.read_bytes())
