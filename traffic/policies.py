@@ -19,6 +19,13 @@ the simulator (sim/host.py) run the very same objects:
 
 Feedback is per packet: the caller reports each newly acknowledged sequence number with its
 CE echo (``Ack.ce``), and the policy credits the entropy that packet was sent on.
+
+Unpinned entropy sets are random 16-bit ports in the dynamic range, seeded per flow (what a
+host that knows nothing of the fabric gets). ``entropy_set="qp"`` uses the agent's QP ports
+(``entropy_port`` of QP 0..n-1) instead — but those are CRC-32 images of consecutive QP numbers
+and fabric.p4's ECMP is a CRC too, so the member choice is an affine function of the QP bits:
+on a power-of-two fabric they land on distinct paths by construction, i.e. pinned by accident
+(tests/traffic/test_policies_fabric.py shows both).
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ from .transport import SACK_BITS, Ack
 
 POLICIES = ("single", "split", "entropy-spray", "reps", "ecn-adaptive")
 SPRAY_MODES = ("rr", "random")
+ENTROPY_SETS = ("random", "qp")
+_DYNAMIC_PORTS = range(0xC000, 0x10000)
 DEFAULT_N = {"single": 1, "split": 4, "entropy-spray": 8, "reps": 16, "ecn-adaptive": 8}
 
 
@@ -185,7 +194,8 @@ def feed_ack(policy: PathPolicy, newly: list[int], ack: Ack, now: float) -> None
 @dataclass(frozen=True)
 class PolicySpec:
     """A policy as chosen per run: name, number of entropies/subflows ``n``, split ``pin``,
-    spray ``mode``, ECN-adaptive ``hold`` (seconds), ``seed`` of the per-flow generators.
+    spray ``mode``, ECN-adaptive ``hold`` (seconds), ``seed`` of the per-flow generators,
+    ``entropy_set`` of unpinned policies other than ``single`` (module docstring).
     ``n`` None = the policy's default (``single``: the run's --qps)."""
 
     name: str = "single"
@@ -194,6 +204,7 @@ class PolicySpec:
     mode: str = "rr"
     hold: float = 200e-6
     seed: int = 0
+    entropy_set: str = "random"
 
     def __post_init__(self) -> None:
         if self.name not in POLICIES:
@@ -208,6 +219,9 @@ class PolicySpec:
             raise ValueError("--pin applies to the split policy only")
         if not self.hold > 0:
             raise ValueError(f"hold must be positive, got {self.hold}")
+        if self.entropy_set not in ENTROPY_SETS:
+            raise ValueError(f"entropy set must be one of {', '.join(ENTROPY_SETS)}, "
+                             f"got {self.entropy_set!r}")
 
     @property
     def uses_ecn(self) -> bool:
@@ -231,15 +245,21 @@ class PolicySpec:
             parts.append(self.mode)
         if self.name == "ecn-adaptive":
             parts.append(f"hold={self.hold * 1e6:g}us")
+        if self.name != "single" and not self.pin and self.entropy_set != "random":
+            parts.append(self.entropy_set)
         return f"{self.name}({','.join(parts)})"
 
     def flow_rng(self, job: int, rank: int, flow: int) -> random.Random:
         return random.Random(zlib.crc32(struct.pack("!IHHI", self.seed, job, rank, flow)))
 
     def ports(self, job: int, rank: int, flow: int, qps: int = 1) -> list[int]:
-        """The flow's unpinned entropy set: entropy_port of QP 0..n-1 (as the agent always
-        derived its QP ports)."""
-        return [entropy_port(job, rank, flow, q) for q in range(self.entropies(qps))]
+        """The flow's unpinned entropy set: ``single`` (and ``entropy_set="qp"``) the agent's
+        QP ports entropy_port(QP 0..n-1); otherwise n distinct random dynamic ports."""
+        n = self.entropies(qps)
+        if self.name == "single" or self.entropy_set == "qp":
+            return [entropy_port(job, rank, flow, q) for q in range(n)]
+        rng = self.flow_rng(job, rank, flow ^ 0x5EED)
+        return rng.sample(_DYNAMIC_PORTS, min(n, len(_DYNAMIC_PORTS)))
 
     def make(self, ports: Sequence[int], npkts: int, job: int = 0, rank: int = 0,
              flow: int = 0) -> PathPolicy:
@@ -257,7 +277,7 @@ _TEXT = re.compile(r"^\s*([a-z-]+)\s*(?:\(\s*(\d+)\s*\)|:(\d+))?\s*$")
 
 
 def parse_policy(text: str, *, pin: bool = False, mode: str = "rr", hold: float = 200e-6,
-                 seed: int = 0) -> PolicySpec:
+                 seed: int = 0, entropy_set: str = "random") -> PolicySpec:
     """``single``, ``split(4)`` / ``split:4``, ``entropy-spray(8)``, ``reps``,
     ``ecn-adaptive(8)``; ValueError with the accepted forms otherwise."""
     m = _TEXT.match(text.lower())
@@ -265,4 +285,4 @@ def parse_policy(text: str, *, pin: bool = False, mode: str = "rr", hold: float 
         raise ValueError(f"bad path policy {text!r}: use one of {', '.join(POLICIES)}, "
                          f"optionally with a count, e.g. split(4), entropy-spray(8)")
     n = m.group(2) or m.group(3)
-    return PolicySpec(m.group(1), int(n) if n else None, pin, mode, hold, seed)
+    return PolicySpec(m.group(1), int(n) if n else None, pin, mode, hold, seed, entropy_set)

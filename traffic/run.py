@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from .policies import SPRAY_MODES, PolicySpec, parse_policy
+from .policies import ENTROPY_SETS, SPRAY_MODES, PolicySpec, parse_policy
 from .schedules import (
     GENERATORS,
     Schedule,
@@ -121,6 +121,8 @@ def parser() -> argparse.ArgumentParser:
                    help="entropy-spray: round-robin or random entropies")
     q.add_argument("--avoid-us", type=float, default=200.0,
                    help="ecn-adaptive: avoid a CE-marked entropy this long")
+    q.add_argument("--entropy-set", choices=ENTROPY_SETS, default="random",
+                   help="unpinned policies: random ports per flow, or the QP ports")
     r = p.add_argument_group("run")
     r.add_argument("--start-at", type=float, help="wall-clock start (time.time())")
     r.add_argument("--start-in", type=float, help="start this many seconds from now")
@@ -145,7 +147,7 @@ def path_policy(a: argparse.Namespace) -> tuple[PolicySpec, object | None]:
     if a.avoid_us <= 0:
         raise ValueError("--avoid-us must be positive")
     spec = dataclasses.replace(a.path_policy, pin=a.pin, mode=a.spray, hold=a.avoid_us * 1e-6,
-                               seed=a.seed)
+                               seed=a.seed, entropy_set=a.entropy_set)
     if a.transport == "tcp" and spec.name != "single":
         raise ValueError("--path-policy: the tcp transport has one path per connection "
                          "(use --qps)")
