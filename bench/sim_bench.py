@@ -1,0 +1,128 @@
+"""Simulator speed: packet-hops per second of wall time for fat-trees k = 4, 8, 16, one scheme.
+
+Each size runs an AllToAll sized so that every (source, destination) pair sends ``--pkts``
+packets over 400 Gb/s links, among every host or ``--ranks`` of them spread evenly over the
+fabric (the whole fabric is still built and programmed). Printed per size: switches, build time (one Pipeline per switch from
+one compile), virtual CCT, packet-hops, wall seconds, hops/s, the share of wall time spent
+inside the pipeline (ingress, egress, process_fast calls, timed around each call — the timer
+costs ~2 x 0.1 µs a call and is counted in the pipeline share) vs everything else (event loop,
+queues, links, hosts' transport), the fast-path share, and — in the same run — the pipeline
+alone: ``process_fast`` packets/s on the first 20,000 frames edge1 received, replayed into a
+fresh, identically programmed pipeline, and the simulator's hops/s as a ratio of it.
+Rates are given per CPU second of this process (``time.process_time``) and per wall second: on
+a shared machine the wall figure measures the neighbours, the CPU figure the simulator.
+
+Run: .venv/bin/python bench/sim_bench.py [--k 4 8 16] [--scheme ecmp] [--pkts 1]
+k=16 (320 switches, 1,024 hosts, ~1M flows) takes minutes and a few GB of memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from controller.pipeline_target import install_on_pipeline  # noqa: E402
+from p4switch.pipeline import Pipeline  # noqa: E402
+from sim.network import CPU_PORT, DROP_PORT, SimConfig, SimNetwork, fabric_program  # noqa: E402
+from topo.spec import fat_tree  # noqa: E402
+from traffic.schedules import alltoall  # noqa: E402
+
+SAMPLE = 20_000
+
+
+class Timed:
+    """Wraps a pipeline's packet methods and adds their wall time to a shared total."""
+
+    total = 0.0
+
+    def __init__(self, pipe: Pipeline, sample: list | None = None) -> None:
+        self.pipe = pipe
+        self.sample = sample
+        for name in ("ingress", "egress", "process_fast"):
+            setattr(self, name, self._wrap(getattr(pipe, name), name))
+
+    def _wrap(self, fn, name: str):  # noqa: ANN001, ANN202
+        clock = time.perf_counter
+        sample = self.sample
+
+        def timed(*args):  # noqa: ANN002, ANN202
+            if sample is not None and name != "egress" and len(sample) < SAMPLE:
+                sample.append(args)
+            t = clock()
+            try:
+                return fn(*args)
+            finally:
+                Timed.total += clock() - t
+        return timed
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self.pipe, name)
+
+
+def pipeline_alone(net: SimNetwork, sample: list) -> float:
+    """process_fast packets per CPU second over ``sample`` on a fresh pipeline with edge1's
+    entries."""
+    pipe = Pipeline(fabric_program(), drop_port=DROP_PORT, cpu_port=CPU_PORT, seed=1)
+    install_on_pipeline(pipe, net.entries["edge1"])
+    fast = pipe.process_fast
+    best = 0.0
+    for _ in range(3):
+        t = time.process_time()
+        for data, port, now in sample:
+            fast(data, port, now)
+        best = max(best, len(sample) / max(1e-9, time.process_time() - t))
+    return best
+
+
+def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None) -> None:
+    spec = fat_tree(k, bw_mbps=rate_bps / 1e6)
+    hosts = list(spec.hosts)
+    n = min(ranks or len(hosts), len(hosts))
+    stride = len(hosts) // n
+    t0 = time.perf_counter()
+    net = SimNetwork(spec, scheme, SimConfig())
+    build = time.perf_counter() - t0
+    sample: list = []
+    for name, sw in net.switches.items():
+        sw.pipe = Timed(sw.pipe, sample if name == "edge1" else None)  # type: ignore[assignment]
+    sched = alltoall(n, n * pkts * 1400)
+    sched.placement = [hosts[i * stride] for i in range(n)]
+    Timed.total = 0.0
+    c0 = time.process_time()
+    res = net.run(sched, until_us=60e6)
+    cpu = time.process_time() - c0
+    pipe_s = Timed.total
+    alone = pipeline_alone(net, sample) if sample else 0.0
+    print(f"k={k:2d} {scheme:7s} switches={len(net.switches):3d} ranks={n:4d} "
+          f"build={build:6.1f}s ok={res.ok} cct={res.cct_s * 1e6 if res.cct_s else 0:9.1f}us "
+          f"hops={res.packet_hops:9d} cpu={cpu:7.1f}s hops/cpu-s={res.packet_hops / cpu:7.0f} "
+          f"wall={res.wall_s:7.1f}s hops/s={res.hops_per_s:7.0f} "
+          f"pipeline={pipe_s / res.wall_s:4.0%} other={1 - pipe_s / res.wall_s:4.0%} "
+          f"fast={res.fast_hops / max(1, res.packet_hops):4.0%} "
+          f"process_fast_alone={alone:7.0f}/cpu-s "
+          f"ratio={res.packet_hops / cpu / alone if alone else 0:.2f}",
+          flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--k", type=int, nargs="+", default=[4, 8, 16])
+    ap.add_argument("--scheme", default="ecmp")
+    ap.add_argument("--pkts", type=int, default=1, help="packets per (src, dst) pair")
+    ap.add_argument("--rate", type=float, default=400e9, help="link rate, bits/s")
+    ap.add_argument("--ranks", type=int, default=None,
+                    help="AllToAll among this many hosts spread over the fabric (default all)")
+    args = ap.parse_args(argv)
+    for k in args.k:
+        if k < 2 or k % 2 or k > 16:
+            ap.error(f"--k {k}: a fat-tree k must be even and in 2..16")
+        run(k, args.scheme, args.pkts, args.rate, args.ranks)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
