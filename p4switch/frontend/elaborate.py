@@ -1112,14 +1112,21 @@ class Elaborator(CompoundAssign, Functions, Loops, Arguments, DirectApply, Table
             return ir.KeysetValue(self.keyset_const(v, t, scope, ctx))
         if e.data == "ks_mask":
             return ir.KeysetMask(self.keyset_const(e.children[0], t, scope, ctx),
-                                 self.keyset_const(e.children[2], t, scope, ctx))
+                                 self.keyset_const(e.children[2], t, scope, ctx, True))
         if e.data == "ks_range":
             return ir.KeysetRange(self.keyset_const(e.children[0], t, scope, ctx),
                                   self.keyset_const(e.children[2], t, scope, ctx))
         raise self.err(e, "unexpected keyset")  # pragma: no cover
 
-    def keyset_const(self, v: Tree, t: object, scope: Scope, ctx: BlockCtx) -> int:
-        c = self.coerce(self.expr(v, scope, ctx), t, v, "keyset value")
+    def keyset_const(self, v: Tree, t: object, scope: Scope, ctx: BlockCtx,
+                     operand: bool = False) -> int:
+        """A keyset value of key type ``t``; ``operand`` (a mask, spec 8.16.3): an integer
+        for a serializable enum key converts to the enum's underlying type."""
+        e = self.expr(v, scope, ctx)
+        if operand and isinstance(t, ir.EnumType) and t.underlying is not None and \
+                isinstance(e.type, ir.InfIntType | ir.BitsType):
+            t = t.underlying
+        c = self.coerce(e, t, v, "keyset value")
         if not isinstance(c, ir.Const):
             raise self.err(v, "keyset values must be compile-time constants")
         val = int(c.value)
@@ -2126,13 +2133,19 @@ class Elaborator(CompoundAssign, Functions, Loops, Arguments, DirectApply, Table
                 raise self.err(t, f"cannot index a value of type {base.type} (use [hi:lo] for "
                                   "bit slices)")
             idx = self.expr(t.children[1], scope, ctx)
+            if isinstance(idx.type, ir.EnumType) and idx.type.underlying is not None:
+                # a serializable enum indexes by its value (spec 8.20)
+                idx = (ir.Const(int(idx.value), type=idx.type.underlying, loc=idx.loc)
+                       if isinstance(idx, ir.Const)
+                       else ir.Cast(idx, type=idx.type.underlying, loc=idx.loc))
             if isinstance(idx, ir.Const) and isinstance(idx.type, ir.InfIntType | ir.BitsType):
                 if not 0 <= int(idx.value) < base.type.size:
                     raise self.err(t.children[1], f"index {idx.value} is out of range for "
                                                   f"{base.type}")
                 idx = ir.Const(int(idx.value), type=_BIT32, loc=idx.loc)
-            elif not isinstance(idx.type, ir.BitsType) or idx.type.signed:
-                raise self.err(t.children[1], f"stack index must be bit<W>, not {idx.type}")
+            elif not isinstance(idx.type, ir.BitsType):  # int<W> too: negative is out of range
+                raise self.err(t.children[1], f"stack index must be bit<W>, int<W> or a "
+                                              f"serializable enum, not {idx.type}")
             return ir.StackElem(base, idx, type=base.type.elem, loc=loc)
         if d == "slice":
             base = self.expr(t.children[0], scope, ctx)

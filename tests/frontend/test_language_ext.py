@@ -294,3 +294,34 @@ def test_entry_priority_misuse_is_located() -> None:
     text = _entries_table("", "        prio = 3 : _ : a(2);\n")
     err = compile_error(text)
     assert err.message == "expected 'priority = N :' before an entry, not 'prio ='"
+
+
+# ------------------------------------------------------------------ keys and indexes
+def test_int_and_serializable_enum_stack_indexes() -> None:
+    prelude = ("header item_t { bit<8> v; }\nstruct more { item_t[4] items; }\n"
+               "enum bit<8> Slot { ONE = 1, TWO = 2 }\n")
+    prog = compile_ingress("more m;\napply { m.items[meta.s8].v = 1; m.items[Slot.TWO].v = 2; "
+                           "Slot s = Slot.ONE; m.items[s].v = 3; }", prelude)
+    a, b, _decl, c = _apply_stmts(prog)
+    assert a.lhs.base.index.type == ir.BitsType(8, signed=True)
+    assert b.lhs.base.index == ir.Const(2, type=ir.BitsType(32))
+    assert isinstance(c.lhs.base.index, ir.Cast) and c.lhs.base.index.type == ir.BitsType(8)
+    text = ingress_program("more m;\napply {\n    m.items[meta.flag].v = 1;\n}", prelude)
+    err = compile_error(text)
+    assert err.message == ("stack index must be bit<W>, int<W> or a serializable enum, not "
+                           "bool")
+    assert err.loc.line == line_of(text, "m.items[meta.flag]")
+
+
+def test_enum_key_mask_converts_integers_but_values_must_be_members() -> None:
+    prelude = "enum bit<16> En { X = 1 }\nstruct em { En e; }\n"
+    body = ("em x;\naction a() { }\ntable t {\n    key = { x.e: ternary; }\n"
+            "    actions = { a; }\n    const entries = {\n        KS : a();\n    }\n}\n"
+            "apply { t.apply(); }")
+    prog = compile_ingress(body.replace("KS", "En.X &&& 0xff"), prelude)
+    [e] = prog.controls["I"].tables["t"].const_entries
+    assert (e.keys[0].value, e.keys[0].mask) == (1, 0xFF)
+    text = ingress_program(body.replace("KS", "0x1 &&& 0xff"), prelude)
+    err = compile_error(text)
+    assert "keyset value: expected En, got int" in err.message
+    assert err.loc.line == line_of(text, "0x1 &&& 0xff")
