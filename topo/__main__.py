@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -133,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     from .lock import FabricBusy
     from .net import FabricNet
     from .nodes import TopoError
+
+    # a plain `kill` tears the fabric down like `exit` does (the finally below runs)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     t0 = time.monotonic()
     net = FabricNet(spec, target=a.target, run_dir=a.run_dir, pcap=a.pcap,
