@@ -143,10 +143,12 @@ class MininetBackend(Backend):
                                    connect_timeout=60.0)
         self.ctl.start(scheme=scheme.build(), loops=p.loops)
         self.timings["install"] = time.perf_counter() - t0
+        self.scheme = scheme
 
     def set_scheme(self, scheme: SchemeConfig) -> None:
         t0 = time.perf_counter()
         self.ctl.set_scheme(scheme.build())
+        self.scheme = scheme
         time.sleep(self.cfg.parameters.settle_s)
         self.timings["set_scheme"] = self.timings.get("set_scheme", 0.0) + (
             time.perf_counter() - t0)
@@ -175,9 +177,11 @@ class MininetBackend(Backend):
                                   "window": w.window, "rto_ms": w.rto_ms}
             if w.rate:
                 kw["rate"] = w.rate
+            kw.update(self.scheme.traffic_args(self.cfg.topology))  # the hosts' path policy
             result = run_collective(self.net, schedule=str(sched_file), hosts=list(hosts),
                                     timeout=w.timeout_s, out_dir=out / "traffic",
                                     start_margin=self.cfg.parameters.start_margin_s, **kw)
+            res.errors += list(getattr(result, "errors", []))   # e.g. an agent that crashed
             res.extra["collective_ok"] = bool(getattr(result, "ok", False))
             res.extra["cct_s"] = getattr(result, "cct_s", None)
         finally:
@@ -306,7 +310,8 @@ class SimBackend(Backend):
         schedule.placement = list(hosts)
         cfg = SimConfig(host=HostConfig(transport=TransportConfig(mss=w.mss, window=w.window,
                                                                         rto=w.rto_ms / 1e3),
-                                        qps=w.qps), seed=self.cfg.parameters.seed)
+                                        qps=w.qps, path_policy=self.scheme.policy_spec()),
+                        seed=self.cfg.parameters.seed)
         net = SimNetwork(self.spec, self.scheme.build(), cfg)
         failures = []
         if w.failure:
