@@ -104,17 +104,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def lock_held_ms(sw: sb.Child, since: int, timeout: float = 2.0) -> float | None:
-    """The switch lock time the server logged for the first big Write after stderr line
-    ``since`` (p4switch logs Writes of >= 1000 updates at info level)."""
+def lock_held_ms(sw: sb.Child, since: int, timeout: float = 2.0) -> tuple[float, float] | None:
+    """(wall ms, CPU ms) the server logged holding the switch lock for the first big Write
+    after stderr line ``since`` (p4switch logs Writes of >= 1000 updates at info level)."""
     t_end = time.monotonic() + timeout
     while time.monotonic() < t_end:
         for line in sw.err[since:]:
-            m = re.search(r"switch lock held ([\d.]+) ms", line)
+            m = re.search(r"switch lock held ([\d.]+) ms \(([\d.]+) ms CPU\)", line)
             if m:
-                return float(m.group(1))
+                return float(m.group(1)), float(m.group(2))
         time.sleep(0.02)
     return None
+
+
+def _ms(v: tuple[float, float] | None) -> str:
+    return f"{v[0]:.1f} ({v[1]:.1f} CPU)" if v else "?"
 
 
 def start_switch(tmp: Path, interfaces: list[tuple[int, str]]) -> tuple[sb.Child, str]:
@@ -126,7 +130,11 @@ def start_switch(tmp: Path, interfaces: list[tuple[int, str]]) -> tuple[sb.Child
     for port, ifname in interfaces:
         cmd += ["-i", f"{port}@{ifname}"]
     child = sb.Child(cmd, ready=None, stderr_ready="started")
-    child.wait_ready(90)
+    try:
+        child.wait_ready(90)
+    except BaseException:  # also ^C: never leave the switch running
+        child.kill()
+        raise
     return child, addr
 
 
@@ -167,10 +175,12 @@ class Client:
             out.append(u)
         return out
 
-    def write(self, updates: list, atomicity: int) -> tuple[float, bool]:
-        """(seconds, all applied)."""
+    def write(self, updates: list, atomicity: int, sw: sb.Child | None = None
+              ) -> tuple[float, bool, float]:
+        """(seconds, all applied, CPU seconds the switch process spent meanwhile)."""
         import grpc
 
+        c0 = sb.cpu_seconds(sw.proc.pid) if sw else 0.0
         t0 = time.perf_counter()
         try:
             self.raw.write(*updates, atomicity=atomicity)
@@ -179,7 +189,8 @@ class Client:
             if e.code() != grpc.StatusCode.UNKNOWN:
                 raise
             ok = False
-        return time.perf_counter() - t0, ok
+        dt = time.perf_counter() - t0
+        return dt, ok, (sb.cpu_seconds(sw.proc.pid) - c0) if sw else 0.0
 
     def close(self) -> None:
         self.raw.close()
@@ -191,15 +202,16 @@ class Client:
 
 
 def throughput(client: Client, sw: sb.Child, sizes: list[int]) -> tuple[dict, dict]:
-    """updates/s per (mode, N) and op; and the switch lock time (ms) of each big batch."""
+    """updates/s per (mode, N) and op: end to end, and per switch-process CPU second; and the
+    switch lock time of each big batch."""
     U = client.pb.Update
     res: dict[tuple[str, int], dict[str, float]] = {}
-    held: dict[tuple[str, int], dict[str, float | None]] = {}
+    held: dict[tuple[str, int], dict[str, tuple[float, float] | None]] = {}
     bad = client.updates(U.DELETE, 1, offset=60000)  # never inserted: NOT_FOUND
     for mode, name in enumerate(MODE_NAMES):
         for n in sizes:
             row: dict[str, float] = {}
-            locks: dict[str, float | None] = {}
+            locks: dict[str, tuple[float, float] | None] = {}
             ins, mod, dele = (client.updates(U.INSERT, n), client.updates(U.MODIFY, n, port=2),
                               client.updates(U.DELETE, n))
             steps = [("INSERT", ins, True), ("MODIFY", mod, True)]
@@ -208,14 +220,15 @@ def throughput(client: Client, sw: sb.Child, sizes: list[int]) -> tuple[dict, di
             steps.append(("DELETE", dele, True))
             for op, batch, want_ok in steps:
                 since = len(sw.err)
-                dt, ok = client.write(batch, mode)
+                dt, ok, cpu = client.write(batch, mode, sw)
                 assert ok == want_ok, f"{op} batch: applied={ok}"
                 row[op] = len(batch) / dt
+                row[op + " cpu"] = len(batch) / cpu if cpu > 0 else 0.0
                 if len(batch) >= 1000:
                     locks[op] = lock_held_ms(sw, since)
             res[(name, n)] = row
             held[(name, n)] = locks
-            cells = "  ".join(f"{k} {v:9.0f}/s" for k, v in row.items())
+            cells = "  ".join(f"{k} {v:7.0f}/s" for k, v in row.items())
             print(f"  {name:18} {n:6}: {cells}", flush=True)
     return res, held
 
@@ -258,13 +271,13 @@ def forwarding_pause(args, tmp: Path) -> dict:
                 for op, batch in (("INSERT", ins), ("DELETE", dele)):
                     since = len(sw.err)
                     t0 = time.monotonic()
-                    _, ok = client.write(batch, mode)
+                    _, ok, _ = client.write(batch, mode)
                     t1 = time.monotonic()
                     assert ok, f"{op} batch failed"
                     held = lock_held_ms(sw, since)
                     batches.append((MODE_NAMES[mode], op, t0, t1, held))
                     print(f"  {MODE_NAMES[mode]:18} {op} {n}: {t1 - t0:.2f} s, switch lock "
-                          f"held {held} ms", flush=True)
+                          f"held {_ms(held)} ms", flush=True)
                     rest()
             blast.kill()
             got = sink.result(30)
@@ -331,37 +344,42 @@ def main() -> int:
                   flush=True)
             pause = forwarding_pause(args, tmp)
 
-    print(f"\n{'mode':18} {'N':>6} " + " ".join(
-        f"{c:>13}" for c in ("INSERT/s", "MODIFY/s", "DELETE/s", "DEL+1 bad/s")))
-    for (name, n), row in tput.items():
-        cells = [row.get(k) for k in ("INSERT", "MODIFY", "DELETE", "DELETE+1 bad")]
-        print(f"{name:18} {n:6} " + " ".join(f"{c:13.0f}" if c else f"{'-':>13}" for c in cells))
+    ops = ("INSERT", "MODIFY", "DELETE", "DELETE+1 bad")
+    for title, suffix in (("end to end (wall clock)", ""),
+                          ("per CPU second of the switch process", " cpu")):
+        print(f"\nupdates/s, {title}")
+        print(f"{'mode':18} {'N':>6} " + " ".join(
+            f"{c:>13}" for c in ("INSERT", "MODIFY", "DELETE", "DEL+1 bad")))
+        for (name, n), row in tput.items():
+            cells = [row.get(k + suffix) for k in ops]
+            print(f"{name:18} {n:6} " + " ".join(f"{c:13.0f}" if c else f"{'-':>13}"
+                                                 for c in cells))
     plain = {n: tput[("CONTINUE_ON_ERROR", n)] for n in sizes}
     for name in MODE_NAMES[1:]:
         ratios = ", ".join(f"N={n}: " + "/".join(
-            f"{tput[(name, n)][op] / plain[n][op]:.2f}" for op in ("INSERT", "MODIFY", "DELETE"))
-            for n in sizes)
-        print(f"  {name} vs CONTINUE_ON_ERROR (INSERT/MODIFY/DELETE rate ratio): {ratios}")
+            f"{tput[(name, n)][op + ' cpu'] / plain[n][op + ' cpu']:.2f}"
+            for op in ("INSERT", "MODIFY", "DELETE")) for n in sizes)
+        print(f"  {name} vs CONTINUE_ON_ERROR (INSERT/MODIFY/DELETE per-CPU rate ratio): "
+              f"{ratios}")
     for (name, n), locks in tlock.items():
         if locks:
-            cells = ", ".join(f"{op} {v:.1f}" if v is not None else f"{op} ?"
-                              for op, v in locks.items())
+            cells = ", ".join(f"{op} {_ms(v)}" for op, v in locks.items())
             print(f"  switch lock held (ms, server log) {name} N={n}: {cells}")
     if len(sizes) > 1:
         lo, hi = sizes[0], sizes[-1]
         for name in MODE_NAMES:
-            r = tput[(name, hi)]["DELETE"] / tput[(name, lo)]["DELETE"]
-            print(f"  {name}: DELETE rate at N={hi} / at N={lo} = {r:.2f} (1.0 = linear time)")
+            r = tput[(name, hi)]["DELETE cpu"] / tput[(name, lo)]["DELETE cpu"]
+            print(f"  {name}: per-CPU DELETE rate at N={hi} / at N={lo} = {r:.2f} "
+                  "(1.0 = linear time)")
     if pause:
         print(f"\nlongest forwarding pause (arrival gap at the sink), baseline (quiet windows, "
               f"same run): {pause['baseline'] * 1e3:.1f} ms")
         print(f"{'mode':18} {'batch':>12} {'seconds':>8} {'updates/s':>10} {'pause ms':>9} "
-              f"{'vs base':>8} {'lock ms':>8}")
+              f"{'vs base':>8} {'lock ms (CPU ms)':>18}")
         for m, op, dt, gap, held in pause["batches"]:
             ratio = gap / pause["baseline"] if pause["baseline"] else 0
-            lk = f"{held:8.1f}" if held is not None else f"{'?':>8}"
             print(f"{m:18} {op + ' ' + str(args.pause_size):>12} {dt:8.2f} "
-                  f"{args.pause_size / dt:10.0f} {gap * 1e3:9.1f} {ratio:8.1f} {lk}")
+                  f"{args.pause_size / dt:10.0f} {gap * 1e3:9.1f} {ratio:8.1f} {_ms(held):>18}")
         print("  pause: longest arrival gap overlapping the batch; lock: how long the server "
               "held the switch lock for it (its log)")
         print(f"  frames received over the run: {pause['received']}")
