@@ -10,6 +10,7 @@ through simple_switch_CLI on the switch's Thrift port).
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import re
 import subprocess
@@ -486,6 +487,36 @@ class FabricController:
                              "up": idx not in failed})
         return pd.DataFrame(rows, columns=["src", "src_port", "dst", "dst_port", "tx_packets",
                                            "tx_bytes", "up"])
+
+    def _routes_of(self, name: str) -> list[dict]:
+        assert self.schema is not None
+        ent = self.schema.table_wildcard("MyIngress.ipv4_lpm")
+        ent.table_entry.counter_data.SetInParent()  # ask for the direct counter too
+        rows = []
+        for e in self._conn(name).read([ent]):
+            te = e.table_entry
+            entry = self.schema.entry_of(te)
+            m = entry.match_dict.get("hdr.ipv4.dstAddr")
+            prefix = (f"{ipaddress.IPv4Address(m.value)}/{m.prefix_len}" if m is not None
+                      else "0.0.0.0/0")
+            p = entry.params_dict
+            rows.append({"switch": name, "prefix": prefix, "action": entry.action.split(".")[-1],
+                         "group": p.get("group_id"), "port": p.get("port"),
+                         "packets": te.counter_data.packet_count,
+                         "bytes": te.counter_data.byte_count})
+        return rows
+
+    def read_routes(self, switches: Iterable[str] | None = None) -> pd.DataFrame:
+        """Every ipv4_lpm entry with its direct counter (ipv4_lpm_ctr): switch, prefix,
+        action, group, port, packets, bytes — traffic per destination and switch."""
+        names = list(switches) if switches is not None else list(self.spec.switches)
+        per = self._map(self._routes_of, names)
+        rows = [r for n in names for r in per[n]]  # type: ignore[union-attr]
+        df = pd.DataFrame(rows, columns=["switch", "prefix", "action", "group", "port",
+                                         "packets", "bytes"])
+        for c in ("group", "port"):
+            df[c] = df[c].astype("Int64")
+        return df
 
     def read_entries(self, switch: str, table: str | None = None) -> list[Entry]:
         """What the switch really holds (a P4Runtime wildcard read), decoded."""

@@ -120,6 +120,11 @@ def test_failure_loop_detects_a_cut_link_reroutes_and_restores() -> None:
             links = ctl.read_links()
             assert len(links) == 8 and links["up"].all()
             assert (links["tx_packets"] > 0).all()  # probes count as tx on every link end
+            routes = ctl.read_routes(["leaf1"])
+            to_h2 = routes[routes["prefix"] == "10.1.1.0/24"]
+            assert to_h2["packets"].sum() == 80  # the direct counter saw both bursts
+            probe = routes[routes["action"] == "send_to_cpu"]
+            assert int(probe["packets"].iloc[0]) > 0  # spine probes punted to the CPU
         finally:
             ctl.stop()
 
