@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING
 from lark import Token, Tree
 
 from p4switch import ir
+from p4switch.frontend.bindings import Args, BlockB, BlockCtx, Scope, SubInstB
+from p4switch.frontend.trees import _has_ctor_params
 from p4switch.frontend.types import BlockTypeRef
 
 if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import Args, BlockB, BlockCtx, Elaborator, Scope
+    from p4switch.frontend.elaborate import Elaborator
 
     _Base = Elaborator
 else:
@@ -26,9 +28,6 @@ else:
 class DirectApply(_Base):
     def direct_apply(self, b: BlockB, type_tok: Token, arg_trees: Args, c: Tree, scope: Scope,
                      ctx: BlockCtx, as_stmt: bool) -> ir.Stmt:
-        from p4switch.frontend.elaborate import Scope as _Scope
-        from p4switch.frontend.elaborate import SubInstB, _has_ctor_params
-
         tname = str(type_tok)
         if not as_stmt:
             raise self.err(c, f"{tname}.apply() does not return a value")
@@ -41,7 +40,7 @@ class DirectApply(_Base):
                                      f"instantiate it ({tname}(...) name;) and apply that")
         inst = ctx.fresh(tname)
         name_tok = Token.new_borrow_pos("IDENTIFIER", inst, type_tok)
-        iscope = _Scope(scope)  # the instance has no name the program could use
+        iscope = Scope(scope)  # the instance has no name the program could use
         # control-plane names use the type's name, as p4c's (so a second invocation of a
         # type with tables clashes there as it does in p4c)
         self.sub_instance(c, b, BlockTypeRef(tname), None, name_tok, iscope, ctx,

@@ -7,21 +7,61 @@ blocks. Every error is raised as a located ``P4CompileError``.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import fields, is_dataclass, replace
 
 from lark import Token, Tree
 
 from p4switch import ir
 from p4switch.frontend.arguments import Arguments, is_dontcare
+from p4switch.frontend.bindings import (  # noqa: F401 - re-exported for the mixin modules
+    ActionB,
+    Args,
+    BlockB,
+    BlockCtx,
+    ConstB,
+    ExternB,
+    FuncB,
+    InstanceB,
+    PackageB,
+    ProtoB,
+    Scope,
+    SubInstB,
+    SubParam,
+    TableB,
+    TypeB,
+    ValueSetB,
+    VarB,
+    _ApplyResult,
+    _MethodRef,
+    _Named,
+    _ParserCall,
+)
 from p4switch.frontend.compound import CompoundAssign
 from p4switch.frontend.direct_apply import DirectApply
 from p4switch.frontend.entries import TableEntries
 from p4switch.frontend.errors import P4CompileError, unsupported
 from p4switch.frontend.functions import FunctionB, Functions, _Frame
 from p4switch.frontend.loops import Loops
+from p4switch.frontend.lowering import (  # noqa: F401 - re-exported
+    _has_return,
+    _lower_block,
+    _lower_returns,
+    _lower_stmt,
+)
 from p4switch.frontend.preprocess import Preprocessed
+from p4switch.frontend.subblocks import SubBlocks
+from p4switch.frontend.tables import BOUND_ACTION_ARGS, Tables  # noqa: F401 - re-exported
+from p4switch.frontend.trees import (  # noqa: F401 - re-exported
+    _core,
+    _has_ctor_params,
+    _kids,
+    _name,
+    _trees,
+    _type_text,
+    _unquote,
+    expr_text,
+)
 from p4switch.frontend.types import (
     BlockProto,
     BlockTypeRef,
@@ -40,10 +80,6 @@ from p4switch.frontend.types import (
     wrap,
 )
 
-#: Whether table actions lists may bind directional action arguments (``ir.ActionRef.args``).
-#: On since both pipeline paths (codegen's general driver, fused) execute them.
-BOUND_ACTION_ARGS = True
-
 V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 
 _BOOL = ir.BoolType()
@@ -58,194 +94,15 @@ _CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class VarB:
-    ir_name: str
-    type: object
-    writable: bool
-    what: str  # "variable", "'in' parameter", "action data parameter", ...
-
-
-@dataclass
-class ConstB:
-    value: ir.Const
-
-
-@dataclass
-class InstanceB:
-    inst: ir.ExternInstance
-    decl: ExternDecl
-    type: ir.ExternType
-
-
-@dataclass
-class TableB:
-    table: ir.Table
-
-
-@dataclass
-class ActionB:
-    key: str
-
-
-@dataclass
-class ValueSetB:
-    vs: ir.ValueSet
-
-
-@dataclass
-class FuncB:
-    sigs: list[FuncSig]
-
-
-@dataclass
-class TypeB:
-    type: object
-
-
-@dataclass
-class ExternB:
-    decl: ExternDecl
-
-
-@dataclass
-class ProtoB:
-    proto: BlockProto
-
-
-@dataclass
-class BlockB:
-    kind: str  # "parser" | "control"
-    block: ir.Parser | ir.Control | None  # None: has constructor parameters (no standalone IR)
-    param_types: list[object]
-    tree: Tree | None = None  # the declaration, re-elaborated for each sub-block instance
-
-
-@dataclass
-class SubParam:
-    name: str
-    direction: str
-    type: object
-    ir_name: str  # the per-instance variable holding the parameter ("" for packet_in/out)
-
-
-@dataclass
-class SubInstB:
-    """A parser or control instantiated inside another block (``Sub() c;``). It is inlined:
-    its locals, extern instances, actions, tables and value sets were elaborated once, into the
-    enclosing block, at the instantiation (with control-plane names ``<outer>.<inst>.<x>``);
-    each ``c.apply(...)`` re-elaborates its apply body (or states) in ``scope``/``ctx``."""
-
-    kind: str
-    name: str
-    tree: Tree
-    scope: Scope
-    ctx: BlockCtx
-    params: list[SubParam]
-    local_inits: list[tuple[str, object, ir.Expr | None]]
-    applies: int = 0
-
-
-@dataclass
-class _ParserCall:
-    """``p.apply(...)`` of a sub-parser in a parser state: the state is split there."""
-
-    inst: SubInstB
-    pre: list[ir.Stmt]
-    post: list[ir.Stmt]
-    node: Tree
-
-
-@dataclass
-class PackageB:
-    decl: PackageDecl
-
-
-class Scope:
-    def __init__(self, parent: Scope | None = None):
-        self.parent = parent
-        self.names: dict[str, object] = {}
-
-    def lookup(self, name: str) -> object | None:
-        s: Scope | None = self
-        while s is not None:
-            if name in s.names:
-                return s.names[name]
-            s = s.parent
-        return None
-
-
-@dataclass
-class BlockCtx:
-    """The parser/control (or top-level action) being elaborated."""
-
-    kind: str  # "parser", "control", "toplevel"
-    prefix: str  # control-plane name prefix ("" at top level)
-    used: set[str]
-    instances: dict[str, ir.ExternInstance] = field(default_factory=dict)
-    tables: dict[str, ir.Table] = field(default_factory=dict)
-    actions: list[str] = field(default_factory=list)
-    value_sets: dict[str, ir.ValueSet] = field(default_factory=dict)
-    locals: list[ir.VarDecl] = field(default_factory=list)
-    in_action: bool = False
-    deparser: bool = False
-    # prefix of the IR names of tables, extern instances and value sets of an inlined
-    # sub-block instance ("c1." for `Sub() c1;`), so that they cannot clash with the outer's
-    local_prefix: str = ""
-
-    def fresh(self, name: str) -> str:
-        if name not in self.used:
-            self.used.add(name)
-            return name
-        i = 1
-        while f"{name}_{i}" in self.used:
-            i += 1
-        self.used.add(f"{name}_{i}")
-        return f"{name}_{i}"
-
-
 # Intermediate results of member/call resolution that are not values.
-@dataclass
-class _MethodRef:
-    kind: str  # "header", "stack", "table", "instance", "packet_in", "packet_out"
-    target: object
-    method: str
-    node: object
-
-
-@dataclass
-class _ApplyResult:
-    table: ir.Table
-    node: object
-
 
 # --------------------------------------------------------------------------------------------
 # helpers on parse trees
 # --------------------------------------------------------------------------------------------
 
 
-def _kids(t: Tree, data: str) -> list[Tree]:
-    return [c for c in t.children if isinstance(c, Tree) and c.data == data]
-
-
-def _trees(t: Tree | None) -> list[Tree]:
-    return [] if t is None else [c for c in t.children if isinstance(c, Tree)]
-
-
-def _core(t: Tree) -> Tree:
-    """A type_ref tree without its wrapper (aliased alternatives are not wrapped)."""
-    while isinstance(t, Tree) and t.data == "type_ref":
-        t = t.children[0]
-    return t
-
-
-def _name(t: Tree | Token) -> str:
-    if isinstance(t, Token):
-        return str(t)
-    return str(t.children[0])
-
-
-class Elaborator(CompoundAssign, Functions, Loops, Arguments, DirectApply, TableEntries):
+class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loops, Arguments,
+                 DirectApply):
     """The one pass. Statements and expressions whose rule has a ``stmt_<rule>`` method
     (defined here or in a per-concept mixin module) dispatch to it."""
 
@@ -1205,461 +1062,10 @@ class Elaborator(CompoundAssign, Functions, Loops, Arguments, DirectApply, Table
         self.declare(self.globals, name, BlockB("control", control, [p.type for p in plist], d),
                      ttree.children[1])
 
-    def action_param_names(self, d: Tree) -> set[str]:
-        out: set[str] = set()
-        for item in d.children[2:-1]:
-            if not isinstance(item, Tree):
-                continue
-            if item.data == "action_decl" and item.children[2]:
-                out.update(_name(p.children[3]) for p in item.children[2].children)
-            elif item.data == "instantiation":
-                inner = _core(item.children[1])
-                if inner.data == "named_type":
-                    b = self.globals.lookup(str(inner.children[0]))
-                    if isinstance(b, BlockB) and b.kind == "control" and b.tree is not None:
-                        out |= self.action_param_names(b.tree)
-        return out
 
     # ---------------------------------------------------------------- sub-blocks (inlined)
-    def sub_instance(self, d: Tree, b: BlockB, t: BlockTypeRef, args: Tree | None,
-                     name: object, scope: Scope, ctx: BlockCtx, annos: dict[str, str]) -> None:
-        """``Sub(...) c;`` inside a parser/control: elaborate the instance's parameters (as
-        per-instance variables of the enclosing block), constructor arguments (as constants),
-        locals, extern instances, actions, tables and value sets into the enclosing block."""
-        inst = _name(name)
-        if b.kind != ctx.kind or ctx.in_action:
-            raise self.err(d, f"a {ctx.kind} cannot instantiate a {b.kind} ('{t.name}')")
-        if t.args:
-            raise self.err(d, unsupported(f"generic {b.kind}s"))
-        assert b.tree is not None
-        tree = b.tree
-        ttree, ctor = tree.children[0], tree.children[1]
-        iscope = Scope(self.globals)
-        sub = BlockCtx(ctx.kind, self.cp_name(ctx, inst, annos), ctx.used, ctx.instances,
-                       ctx.tables, ctx.actions, ctx.value_sets, ctx.locals,
-                       deparser=ctx.deparser, local_prefix=f"{ctx.local_prefix}{inst}.")
-        # constructor parameters: compile-time constants in the instance's scope
-        cparams = ctor.children[0].children if _has_ctor_params(ctor) else []
-        raw = self.arg_list(args)
-        if len(raw) != len(cparams):
-            raise self.err(d, f"{b.kind} '{t.name}' expects {len(cparams)} constructor "
-                              f"arguments, got {len(raw)}")
-        what = f"constructor of {t.name}"
-        for p, a in zip(cparams, self.bind(raw, [_name(p.children[3]) for p in cparams], what),
-                        strict=True):
-            _pa, direction, tref, pname, default = p.children
-            if direction is not None or default is not None:
-                raise self.err(p, unsupported("constructor parameters with a direction or "
-                                              "a default value"))
-            pt = self.resolve_type(tref, self.globals)
-            if not isinstance(pt, ir.BitsType | ir.BoolType | ir.EnumType | ir.ErrorType
-                              | ir.InfIntType):
-                raise self.err(tref, unsupported(f"constructor parameters of type {pt} (only "
-                                                 "values: bit/int/bool/enum/error)"))
-            e = self.coerce(self.expr(a, scope, ctx), pt, a, f"argument '{_name(pname)}' of "
-                                                             f"{what}")
-            if not isinstance(e, ir.Const):
-                raise self.err(a, f"argument '{_name(pname)}' of {what} must be a "
-                                  "compile-time constant")
-            self.declare(iscope, _name(pname), ConstB(e), pname)
-        # apply parameters: one variable per instance in the enclosing block (control-level,
-        # so that the instance's actions and table keys see them)
-        params: list[SubParam] = []
-        ptree = ttree.children[3]
-        for p in ptree.children if ptree is not None else []:
-            _pa, direction, tref, pname, default = p.children
-            if default is not None:
-                raise self.err(default, unsupported("default parameter value"))
-            dname = str(direction.children[0]) if direction is not None else ""
-            pt = self.resolve_type(tref, iscope)
-            n = _name(pname)
-            if isinstance(pt, ir.ExternType):
-                if pt.name not in ("packet_in", "packet_out"):
-                    raise self.err(p, unsupported(f"{pt.name} parameters of sub-{b.kind}s"))
-                # extract/emit do not name the packet: the parameter only gives access to them
-                self.declare(iscope, n, VarB(f"{inst}_{n}", pt, False, "parameter"), pname)
-                params.append(SubParam(n, dname, pt, ""))
-                continue
-            if dname == "":
-                raise self.err(p, unsupported(f"directionless parameters of {b.kind}s"))
-            if isinstance(pt, TypeVar | BlockTypeRef) or contains_typevar(pt):
-                raise self.err(tref, unsupported(f"generic parameter types in {b.kind}s"))
-            irn = ctx.fresh(f"{inst}_{n}")
-            what_p = "'in' parameter" if dname == "in" else "parameter"
-            self.declare(iscope, n, VarB(irn, pt, dname != "in", what_p), pname)
-            ctx.locals.append(ir.VarDecl(irn, pt, loc=self.loc(pname)))
-            params.append(SubParam(n, dname, pt, irn))
-        # locals: declared in the enclosing block, (re)initialised at each apply
-        items = [c for c in (tree.children[2:-1] if b.kind == "control" else tree.children[2:])
-                 if isinstance(c, Tree) and c.data != "parser_state"]
-        inits: list[tuple[str, object, ir.Expr | None]] = []
-        for item in items:
-            if item.data == "var_decl":
-                vd = self.var_decl(item, iscope, sub)
-                ctx.locals.append(ir.VarDecl(vd.name, vd.type, loc=vd.loc))
-                inits.append((vd.name, vd.type, vd.init))
-            else:
-                self.block_local(item, iscope, sub)
-        self.declare(scope, inst, SubInstB(b.kind, inst, tree, iscope, sub, params, inits), name)
-        self.sub_used.add(t.name)
-
-    def sub_apply(self, ib: SubInstB, arg_trees: Args, c: Tree, scope: Scope,
-                  ctx: BlockCtx) -> ir.Stmt | _ParserCall:
-        """``c.apply(args)``: copy-in (left to right; ``out`` parameters start at zero), the
-        re-initialised locals, the callee's body with ``return`` lowered to a flag, copy-out
-        (left to right). For a sub-parser the caller's state is split instead."""
-        what = f"{ib.name}.apply()"
-        if len(arg_trees) != len(ib.params):
-            raise self.err(c, f"{what} expects {len(ib.params)} arguments, got "
-                              f"{len(arg_trees)}")
-        arg_trees = self.bind(arg_trees, [p.name for p in ib.params], what)
-        pre: list[ir.Stmt] = []
-        post: list[ir.Stmt] = []
-        loc = self.loc(c)
-        for p, a in zip(ib.params, arg_trees, strict=True):
-            if not p.ir_name:
-                e = self.expr(a, scope, ctx)
-                if not (isinstance(e.type, ir.ExternType) and e.type.name == p.type.name):
-                    raise self.err(a, f"argument '{p.name}' of {what}: expected {p.type}, got "
-                                      f"{e.type}")
-                continue
-            var = ir.Var(p.ir_name, type=p.type, loc=loc)
-            if is_dontcare(a):
-                if p.direction != "out":
-                    raise self.err(a, f"'_' can only be passed for an out parameter "
-                                      f"('{p.name}' of {what} is '{p.direction}')")
-                pre.extend(self.zero(var, ctx))  # no copy-out: the value is discarded
-                continue
-            e = self.coerce(self.expr(a, scope, ctx), p.type, a, f"argument '{p.name}' of "
-                                                                  f"{what}")
-            if p.direction in ("out", "inout"):
-                self.check_lvalue(e, a, scope)
-                e = self.pin_lvalue(e, pre, ctx)
-                post.append(ir.Assign(copy.deepcopy(e), var, loc=loc))
-            if p.direction in ("in", "inout"):
-                pre.append(ir.Assign(var, e, loc=loc))
-            else:
-                pre.extend(self.zero(var, ctx))
-        for n, t, init in ib.local_inits:
-            var = ir.Var(n, type=t)
-            if init is not None:
-                pre.append(ir.Assign(var, copy.deepcopy(init), loc=init.loc))
-            else:
-                pre.extend(self.zero(var, ctx))
-        if ib.kind == "parser":
-            return _ParserCall(ib, pre, post, c)
-        depth, self.loop_depth = self.loop_depth, 0  # break/continue do not leave the callee
-        try:
-            body = self.block(ib.tree.children[-1], Scope(ib.scope), ib.ctx)
-        finally:
-            self.loop_depth = depth
-        if _has_return(body):
-            flag = ctx.fresh(f"{ib.name}_returned")
-            pre.append(ir.VarDecl(flag, _BOOL, ir.Const(False, type=_BOOL), loc=loc))
-            body = ir.Block(_lower_returns(body.stmts, flag), loc=body.loc)
-        return ir.Block([*pre, body, *post], loc=loc, copy_out=len(post))
-
-    def pin_lvalue(self, e: ir.Expr, pre: list[ir.Stmt], ctx: BlockCtx) -> ir.Expr:
-        """An out/inout argument is evaluated to a location once, at the call: run-time stack
-        indexes are saved in temporaries so that copy-out writes where copy-in read."""
-        if isinstance(e, ir.Member | ir.Slice):
-            return replace(e, base=self.pin_lvalue(e.base, pre, ctx))
-        if isinstance(e, ir.StackNext | ir.StackLast):
-            return replace(e, stack=self.pin_lvalue(e.stack, pre, ctx))
-        if isinstance(e, ir.StackElem):
-            stack = self.pin_lvalue(e.stack, pre, ctx)
-            idx = e.index
-            if not isinstance(idx, ir.Const):
-                tmp = ctx.fresh("index")
-                pre.append(ir.VarDecl(tmp, idx.type, idx, loc=idx.loc))
-                idx = ir.Var(tmp, type=idx.type, loc=idx.loc)
-            return replace(e, stack=stack, index=idx)
-        return e
-
-    def zero(self, var: ir.Var, ctx: BlockCtx) -> list[ir.Stmt]:
-        """Statements that reset ``var`` to a fresh variable's value (zero, headers invalid)."""
-        t = var.type
-        if isinstance(t, ir.BitsType):
-            return [ir.Assign(var, ir.Const(0, type=t))]
-        if isinstance(t, ir.BoolType):
-            return [ir.Assign(var, ir.Const(False, type=t))]
-        tmp = ctx.fresh(f"{var.name}_init")
-        return [ir.VarDecl(tmp, t), ir.Assign(var, ir.Var(tmp, type=t))]
 
     # ---------------------------------------------------------------- tables
-    def table_decl(self, d: Tree, scope: Scope, ctx: BlockCtx) -> None:
-        annos_t, name = d.children[0], d.children[1]
-        annos = self.annotations(annos_t)
-        n = _name(name)
-        props = d.children[2:]
-        table = ir.Table(ctx.local_prefix + n, self.cp_name(ctx, n, annos), [], [],
-                         ir.BoundAction("NoAction", []), annotations=annos, loc=self.loc(name))
-        seen: set[str] = set()
-
-        def once(p: str, node: object) -> None:
-            if p in seen:
-                raise self.err(node, f"table property '{p}' given twice")
-            seen.add(p)
-
-        # keys and actions first: other properties refer to them
-        for p in props:
-            if p.data == "key_prop":
-                once("key", p)
-                for k in p.children:
-                    table.keys.append(self.table_key(k, scope, ctx))
-            elif p.data == "actions_prop":
-                once("actions", p)
-                for ar in p.children:
-                    table.actions.append(self.action_ref(ar, scope, ctx, table))
-        if "actions" not in seen:
-            raise self.err(name, f"table '{n}' has no actions property")
-        lpm = [k for k in table.keys if k.match_kind == "lpm"]
-        if len(lpm) > 1:
-            raise self.err(name, f"table '{n}' has more than one lpm key")
-        entries_t = None
-        default_given = False
-        largest_wins, delta = True, 1
-        for p in props:
-            if p.data == "entries_prop":
-                once("entries", p)
-                entries_t = p
-            elif p.data == "other_prop":
-                p_annos, const_tok, pname, value = p.children
-                pn = _name(pname)
-                once(pn, pname)
-                if pn == "default_action":
-                    default_given = True
-                    table.default_action = self.bound_action(value, scope, ctx, table,
-                                                             default=True)
-                    table.default_action_const = const_tok is not None
-                elif pn == "size":
-                    table.size = self.const_int(value, scope, "table size")
-                    if table.size <= 0:
-                        raise self.err(value, "table size must be positive")
-                elif pn == "counters":
-                    table.direct_counter = self.table_instance_prop(
-                        value, scope, ctx, table, "direct_counter", pn)
-                elif pn == "meters":
-                    table.direct_meter = self.table_instance_prop(
-                        value, scope, ctx, table, "direct_meter", pn)
-                elif pn == "implementation":
-                    table.implementation = self.table_instance_prop(
-                        value, scope, ctx, table, ("action_profile", "action_selector"), pn)
-                elif pn == "largest_priority_wins":
-                    e = self.expr(value, scope, ctx)
-                    if not (isinstance(e, ir.Const) and isinstance(e.type, ir.BoolType)):
-                        raise self.err(value, "largest_priority_wins must be true or false")
-                    largest_wins = bool(e.value)
-                elif pn == "priority_delta":
-                    delta = self.const_int(value, scope, "priority_delta")
-                    if delta <= 0:
-                        raise self.err(value, "priority_delta must be positive")
-                elif pn == "support_timeout":
-                    e = self.expr(value, scope, ctx)
-                    if not (isinstance(e, ir.Const) and isinstance(e.type, ir.BoolType)):
-                        raise self.err(value, "support_timeout must be true or false")
-                    table.annotations["support_timeout"] = "true" if e.value else "false"
-                else:
-                    raise self.err(pname, f"unknown table property '{pn}'")
-        if not default_given:
-            # as p4c: an implicit `default_action = NoAction()`, with NoAction added to the
-            # list as @defaultonly when the program did not list it
-            if self.globals.lookup("NoAction") is None:
-                raise self.err(name, f"table '{n}' has no default_action and NoAction is not "
-                                     "declared (include <core.p4>)")
-            if not any(r.action == "NoAction" for r in table.actions):
-                table.actions.append(ir.ActionRef("NoAction", "defaultonly"))
-            table.default_action = ir.BoundAction("NoAction", [])
-        selector = [k for k in table.keys if k.match_kind == "selector"]
-        if selector:
-            impl = ctx.instances.get(table.implementation or "") or self.instances.get(
-                table.implementation or "")
-            if impl is None or impl.type_name != "action_selector":
-                raise self.err(name, f"table '{n}' has selector keys but no action_selector "
-                                     "implementation")
-        if entries_t is not None:
-            self.table_entries(entries_t, scope, ctx, table, largest_wins, delta)
-        self.declare(scope, n, TableB(table), name)
-        ctx.tables[table.name] = table
-
-    def table_key(self, k: Tree, scope: Scope, ctx: BlockCtx) -> ir.TableKey:
-        expr_t, kind_t, annos_t = k.children
-        annos = self.annotations(annos_t)
-        e = self.expr(expr_t, scope, ctx)
-        kind = _name(kind_t)
-        if kind not in self.match_kinds:
-            raise self.err(kind_t, f"unknown match kind '{kind}'")
-        t = e.type
-        if not (
-            isinstance(t, ir.BitsType | ir.BoolType)
-            or (isinstance(t, ir.EnumType) and t.underlying is not None)
-        ):
-            raise self.err(expr_t, f"table key type {t} is not allowed (use bit<W>, int<W>, "
-                                   "bool or a serializable enum)")
-        name = annos.get("name") or expr_text(expr_t)
-        return ir.TableKey(e, kind, name, annos)
-
-    def action_ref(self, ar: Tree, scope: Scope, ctx: BlockCtx,
-                   table: ir.Table) -> ir.ActionRef:
-        annos_t, name, args = ar.children
-        annos = self.annotations(annos_t)
-        b = scope.lookup(_name(name))
-        if not isinstance(b, ActionB):
-            raise self.err(name, f"'{_name(name)}' is not an action")
-        action = self.actions[b.key]
-        an = _name(name)
-        directional = [p for p in action.params if p.direction]
-        bound: list[ir.Expr] = []
-        raw = self.arg_list(args)
-        if raw or directional:
-            # `actions = { setbyte(hdr.data.b1); }`: the directional parameters are bound here
-            if len(raw) != len(directional):
-                raise self.err(name, f"action '{an}' in the actions list of table "
-                                     f"'{table.name}' needs {len(directional)} argument(s) for "
-                                     f"its directional parameters, got {len(raw)}")
-            what = f"action '{an}'"
-            for p, a in zip(directional, self.bind(raw, [p.name for p in directional], what),
-                            strict=True):
-                e = self.coerce(self.expr(a, scope, ctx), p.type, a,
-                                f"argument '{p.name}' of '{an}'")
-                if p.direction in ("out", "inout"):
-                    self.check_lvalue(e, a, scope)
-                bound.append(e)
-            if not BOUND_ACTION_ARGS:
-                raise self.err(args if args is not None else name, unsupported(
-                    f"binding directional action arguments in a table's actions list "
-                    f"('{expr_text(ar.children[1])}(...)')") + " yet (its pipeline does not "
-                    "execute them); declare an action without directional parameters instead")
-        if any(r.action == b.key for r in table.actions):
-            raise self.err(name, f"action '{an}' listed twice")
-        scope_kw = "defaultonly" if "defaultonly" in annos else (
-            "tableonly" if "tableonly" in annos else "")
-        return ir.ActionRef(b.key, scope_kw, annos, bound)
-
-    def bound_action(self, value: Tree, scope: Scope, ctx: BlockCtx, table: ir.Table,
-                     default: bool = False, name_node: object = None,
-                     args_t: Tree | None = None) -> ir.BoundAction:
-        if name_node is None:
-            if value.data == "call":
-                name_node, args_t = value.children
-            elif value.data == "name_ref":
-                name_node, args_t = value, None
-            else:
-                raise self.err(value, "default_action must be an action call like a(1, 2)")
-            if not (isinstance(name_node, Tree) and name_node.data == "name_ref"):
-                raise self.err(value, "expected an action name")
-            name_node = name_node.children[0]
-        an = _name(name_node)
-        b = scope.lookup(an)
-        if not isinstance(b, ActionB):
-            raise self.err(name_node, f"'{an}' is not an action")
-        ref = next((r for r in table.actions if r.action == b.key), None)
-        if ref is None:
-            raise self.err(name_node, f"action '{an}' is not in the actions of table "
-                                      f"'{table.name}'")
-        if default and ref.scope == "tableonly":
-            raise self.err(name_node, f"action '{an}' is @tableonly and cannot be the default")
-        if not default and ref.scope == "defaultonly":
-            raise self.err(name_node, f"action '{an}' is @defaultonly and cannot be used in "
-                                      "entries")
-        action = self.actions[b.key]
-        raw = self.arg_list(args_t)
-        data = action.data_params
-        if ref.args and len(raw) == len(action.params):
-            # p4c's spelling: the directional arguments the actions list binds, repeated
-            raw = self.bound_leading(raw, ref, action, scope, ctx, an)
-        # defaults do not apply here: p4c requires every action data argument
-        arg_trees = self.with_defaults(raw, [p.name for p in data], {}, f"action '{an}'",
-                                       name_node)
-        vals = []
-        for p, a in zip(data, arg_trees, strict=True):
-            c = self.arg_value(a, p.type, "", f"argument '{p.name}' of '{an}'", scope, ctx)
-            if not isinstance(c, ir.Const):
-                raise self.err(a, f"argument '{p.name}' of '{an}' must be a compile-time "
-                                  "constant")
-            vals.append(c)
-        return ir.BoundAction(b.key, vals)
-
-    def bound_leading(self, raw: Args, ref: ir.ActionRef, action: ir.Action, scope: Scope,
-                      ctx: BlockCtx, an: str) -> Args:
-        """An entry or default action that repeats the directional arguments its actions list
-        binds (p4c requires them there): check they are the same, keep the action data."""
-        trees = self.bind(raw, [p.name for p in action.params], f"action '{an}'")
-        for a, bound in zip(trees, ref.args, strict=False):
-            if self.expr(a, scope, ctx) != bound:
-                raise self.err(a, f"argument of '{an}' must be the one its table's actions "
-                                  f"list binds ('{expr_text(a)}' differs)")
-        rest = Args()
-        rest.extend(trees[len(ref.args):])
-        rest.names = [None] * len(rest)
-        rest.nodes = list(rest)
-        return rest
-
-    def table_instance_prop(self, value: Tree, scope: Scope, ctx: BlockCtx, table: ir.Table,
-                            kinds: str | tuple[str, ...], prop: str) -> str:
-        kinds = (kinds,) if isinstance(kinds, str) else kinds
-        if value.data == "construct":
-            tref, args = value.children
-            t = self.resolve_type(tref, scope)
-            if not isinstance(t, ir.ExternType) or t.name not in kinds:
-                raise self.err(value, f"table property '{prop}' must be "
-                                      f"{' or '.join(kinds)}, not {t}")
-            local = table.name if table.name not in ctx.instances else f"{table.name}_{prop}"
-            annos = {}
-            if "name" in table.annotations:
-                annos["name"] = table.annotations["name"]
-            inst = self.make_instance(t, args, value, scope, ctx, local, annos, value)
-            inst.cp_name = table.cp_name if local == table.name else f"{table.cp_name}_{prop}"
-            inst.annotations = {}
-            inst.name = local  # the table's IR name already carries ctx.local_prefix
-            ctx.instances[local] = inst
-            return local
-        if value.data == "name_ref":
-            b = scope.lookup(str(value.children[0]))
-            if isinstance(b, InstanceB) and b.inst.type_name in kinds:
-                return b.inst.name
-        raise self.err(value, f"table property '{prop}' must name a {' or '.join(kinds)} "
-                              "instance")
-
-    def entry_key(self, ks: object, key: ir.TableKey, node: Tree) -> ir.EntryKey:
-        kind = key.match_kind
-        width = key.width
-        full = (1 << width) - 1
-        if isinstance(ks, ir.KeysetDefault):
-            if kind == "exact":
-                raise self.err(node, f"'_' / default is not allowed for exact key '{key.name}'")
-            return ir.EntryKey("default")
-        if kind == "exact":
-            if not isinstance(ks, ir.KeysetValue):
-                raise self.err(node, f"exact key '{key.name}' needs a plain value")
-            return ir.EntryKey("exact", ks.value)
-        if kind == "lpm":
-            if isinstance(ks, ir.KeysetValue):
-                return ir.EntryKey("lpm", ks.value, full, prefix_len=width)
-            if isinstance(ks, ir.KeysetMask):
-                plen = _prefix_len(ks.mask, width)
-                if plen is None:
-                    raise self.err(node, f"mask 0x{ks.mask:x} of lpm key '{key.name}' is not a "
-                                         "prefix")
-                return ir.EntryKey("lpm", ks.value & ks.mask, ks.mask, prefix_len=plen)
-            raise self.err(node, f"lpm key '{key.name}' needs value or value &&& mask")
-        if kind == "ternary":
-            if isinstance(ks, ir.KeysetValue):
-                return ir.EntryKey("ternary", ks.value, full)
-            if isinstance(ks, ir.KeysetMask):
-                return ir.EntryKey("ternary", ks.value & ks.mask, ks.mask)
-            raise self.err(node, f"ternary key '{key.name}' needs value or value &&& mask")
-        if kind == "range":
-            if isinstance(ks, ir.KeysetRange):
-                return ir.EntryKey("range", ks.lo, hi=ks.hi)
-            if isinstance(ks, ir.KeysetValue):
-                return ir.EntryKey("range", ks.value, hi=ks.value)
-            raise self.err(node, f"range key '{key.name}' needs lo .. hi or a value")
-        if kind == "optional":
-            if isinstance(ks, ir.KeysetValue):
-                return ir.EntryKey("optional", ks.value)
-            raise self.err(node, f"optional key '{key.name}' needs a value or _")
-        raise self.err(node, unsupported(f"const entries for '{kind}' keys"))
 
     # ---------------------------------------------------------------- statements
     def block(self, b: Tree, scope: Scope, ctx: BlockCtx) -> ir.Block:
@@ -2460,32 +1866,6 @@ class Elaborator(CompoundAssign, Functions, Loops, Arguments, DirectApply, Table
         return ir.Mux(cond, a, b, type=a.type, loc=self.loc(t))
 
 
-class Args(list):
-    """Argument expressions in source order; ``names`` holds each one's name when the call
-    uses named arguments (``extract(hdr = h)``), else None."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: list[str | None] = []
-        self.nodes: list[Tree] = []
-
-    def fits(self, params: list[str]) -> bool:
-        """Whether these arguments can bind the parameters ``params`` (count, then names)."""
-        if len(self) != len(params):
-            return False
-        return not any(self.names) or set(self.names) == set(params)
-
-
-@dataclass
-class _Named:
-    """A name that denotes an object (table, instance, action...) rather than a value."""
-
-    binding: object
-    name: str
-    node: object
-    type: object = None
-
-
 def _fold(op: str, a: int, b: int, t: object) -> int:
     if op == "+":
         v = a + b
@@ -2538,153 +1918,3 @@ def _same_action(a: ir.Action, b: ir.Action) -> bool:
     return used <= own
 
 
-def _has_ctor_params(ctor: Tree | None) -> bool:
-    return ctor is not None and ctor.children[0] is not None
-
-
-def _has_return(s: object) -> bool:
-    """Whether statement ``s`` (not counting the actions it calls) contains a ``return``."""
-    if isinstance(s, ir.Return):
-        return True
-    if isinstance(s, ir.Block):
-        return any(_has_return(x) for x in s.stmts)
-    if isinstance(s, ir.If):
-        return _has_return(s.then) or (s.else_ is not None and _has_return(s.else_))
-    if isinstance(s, ir.SwitchAction | ir.SwitchValue):
-        return any(c.body is not None and _has_return(c.body) for c in s.cases)
-    if isinstance(s, ir.For):
-        return _has_return(s.body)
-    return False
-
-
-def _lower_returns(stmts: list[ir.Stmt], flag: str, in_loop: bool = False) -> list[ir.Stmt]:
-    """The statements of an inlined control body with ``return`` (which must end only the
-    sub-control) expressed without it: ``return`` sets the bool ``flag`` and everything after
-    a statement that may have returned runs under ``if (!flag)``. Inside a loop ``return``
-    also breaks out of it, and the loop's condition tests the flag first (outer loops)."""
-    out: list[ir.Stmt] = []
-    for i, s in enumerate(stmts):
-        if isinstance(s, ir.Return):
-            out.append(ir.Assign(ir.Var(flag, type=_BOOL), ir.Const(True, type=_BOOL),
-                                 loc=s.loc))
-            if in_loop:
-                out.append(ir.Break(loc=s.loc))
-            return out  # the rest of this list is unreachable
-        if not _has_return(s):
-            out.append(s)
-            continue
-        out.append(_lower_stmt(s, flag, in_loop))
-        rest = _lower_returns(stmts[i + 1:], flag, in_loop)
-        if rest:
-            out.append(ir.If(ir.Unary("!", ir.Var(flag, type=_BOOL), type=_BOOL),
-                             ir.Block(rest)))
-        return out
-    return out
-
-
-def _lower_block(b: ir.Block, flag: str, in_loop: bool = False) -> ir.Block:
-    return replace(b, stmts=_lower_returns(b.stmts, flag, in_loop))
-
-
-def _lower_stmt(s: ir.Stmt, flag: str, in_loop: bool = False) -> ir.Stmt:
-    if isinstance(s, ir.Block):
-        return _lower_block(s, flag, in_loop)
-    if isinstance(s, ir.If):
-        return ir.If(s.cond, _lower_block(s.then, flag, in_loop),
-                     _lower_block(s.else_, flag, in_loop) if s.else_ is not None else None,
-                     loc=s.loc)
-    if isinstance(s, ir.SwitchAction):
-        return ir.SwitchAction(s.table, [
-            ir.ActionCase(c.actions,
-                          _lower_block(c.body, flag, in_loop) if c.body is not None else None)
-            for c in s.cases], loc=s.loc)
-    if isinstance(s, ir.SwitchValue):
-        return ir.SwitchValue(s.expr, [
-            ir.ValueCase(c.values,
-                         _lower_block(c.body, flag, in_loop) if c.body is not None else None)
-            for c in s.cases], loc=s.loc)
-    if isinstance(s, ir.For):
-        not_returned = ir.Unary("!", ir.Var(flag, type=_BOOL), type=_BOOL)
-        return replace(s, cond=ir.Binary("&&", not_returned, s.cond, type=_BOOL),
-                       body=_lower_block(s.body, flag, True))
-    return s  # pragma: no cover - _has_return covers exactly the cases above
-
-
-def _prefix_len(mask: int, width: int) -> int | None:
-    """Number of leading ones of a prefix mask, or None if the mask is not a prefix."""
-    full = (1 << width) - 1
-    mask &= full
-    plen = 0
-    while plen < width and mask & (1 << (width - 1 - plen)):
-        plen += 1
-    expected = (full >> (width - plen)) << (width - plen) if plen else 0
-    return plen if mask == expected else None
-
-
-def _unquote(s: str) -> str:
-    if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
-        s = s[1:-1]
-    return s.replace('\\"', '"').replace("\\\\", "\\")
-
-
-def expr_text(t: Tree | Token) -> str:
-    """Source-like text of an expression, normalised (as p4c names table keys)."""
-    if isinstance(t, Token):
-        return str(t)
-    d = t.data
-    c = t.children
-    if d in ("name_ref",):
-        return str(c[0])
-    if d == "dot_name_ref":
-        return "." + str(c[0])
-    if d in ("int_lit", "str_lit"):
-        return str(c[0])
-    if d == "true_lit":
-        return "true"
-    if d == "false_lit":
-        return "false"
-    if d == "member":
-        return f"{expr_text(c[0])}.{c[1].children[0]}"
-    if d == "type_member":
-        return f"{c[0]}.{c[1].children[0]}"
-    if d == "error_member":
-        return f"error.{c[0].children[0]}"
-    if d == "index":
-        return f"{expr_text(c[0])}[{expr_text(c[1])}]"
-    if d == "slice":
-        return f"{expr_text(c[0])}[{expr_text(c[1])}:{expr_text(c[2])}]"
-    if d == "call":
-        args = ", ".join(expr_text(a.children[0]) for a in c[1].children) if c[1] else ""
-        return f"{expr_text(c[0])}({args})"
-    if d == "binop":
-        return f"{expr_text(c[0])} {c[1]} {expr_text(c[2])}"
-    if d in ("neg", "pos"):
-        return f"{c[0]}{expr_text(c[1])}"
-    if d == "bnot":
-        return f"~{expr_text(c[0])}"
-    if d == "lnot":
-        return f"!{expr_text(c[0])}"
-    if d == "cast":
-        return f"({_type_text(c[0])}){expr_text(c[1])}"
-    if d == "mux":
-        return f"{expr_text(c[0])} ? {expr_text(c[1])} : {expr_text(c[2])}"
-    if d == "list_expr":
-        items = c[0].children if c[0] is not None else []
-        return "{" + ", ".join(expr_text(i) for i in items if i is not None) + "}"
-    return "".join(expr_text(x) for x in c if x is not None)
-
-
-def _type_text(t: Tree) -> str:
-    if t.data == "type_ref":
-        return _type_text(t.children[0])
-    names = {"bool_type": "bool", "error_type": "error", "string_type": "string",
-             "bit1_type": "bit", "infint_type": "int"}
-    if t.data in names:
-        return names[t.data]
-    if t.data in ("bit_type", "int_type", "varbit_type"):
-        w = t.children[0].children[0]
-        kw = t.data.split("_")[0]
-        return f"{kw}<{expr_text(w) if isinstance(w, Tree) else w}>"
-    if t.data == "named_type":
-        return str(t.children[0])
-    return t.data

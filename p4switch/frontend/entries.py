@@ -24,7 +24,8 @@ from lark import Tree
 from p4switch import ir
 
 if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import BlockCtx, Elaborator, Scope
+    from p4switch.frontend.bindings import BlockCtx, Scope
+    from p4switch.frontend.elaborate import Elaborator
 
     _Base = Elaborator
 else:

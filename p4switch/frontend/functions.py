@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING
 from lark import Tree
 
 from p4switch import ir
+from p4switch.frontend.bindings import Args, BlockCtx, Scope, VarB
 from p4switch.frontend.errors import unsupported
+from p4switch.frontend.lowering import _has_return, _lower_returns
 from p4switch.frontend.types import FuncSig
 
 if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import Args, BlockCtx, Elaborator, Scope
+    from p4switch.frontend.elaborate import Elaborator
 
     _Base = Elaborator
 else:
@@ -52,8 +54,6 @@ class _Frame:
 
 class Functions(_Base):
     def decl_function_decl(self, d: Tree) -> None:
-        from p4switch.frontend.elaborate import BlockCtx, Scope, VarB
-
         annos = self.annotations(d.children[0])
         proto = d.children[1]
         if proto.children[2] is not None:
@@ -111,9 +111,6 @@ class Functions(_Base):
 
     def function_call(self, b: FunctionB, arg_trees: Args, c: Tree, scope: Scope,
                       ctx: BlockCtx, as_stmt: bool) -> ir.Expr | ir.Stmt:
-        from p4switch.frontend.elaborate import Scope as _Scope
-        from p4switch.frontend.elaborate import VarB, _has_return, _lower_returns
-
         sig = b.sig
         what = f"function '{sig.name}'"
         if self.hoisted is None:
@@ -126,7 +123,7 @@ class Functions(_Base):
                               f"{len(arg_trees)}")
         arg_trees = self.bind(arg_trees, [p.name for p in sig.params], what)
         loc = self.loc(c)
-        fscope = _Scope(self.globals)
+        fscope = Scope(self.globals)
         post: list[ir.Stmt] = []
         for p, a in zip(sig.params, arg_trees, strict=True):
             pv = ctx.fresh(f"{sig.name}_{p.name}")

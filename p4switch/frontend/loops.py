@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING
 from lark import Tree
 
 from p4switch import ir
+from p4switch.frontend.bindings import BlockCtx, Scope, VarB
 from p4switch.frontend.errors import unsupported
 
 if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import BlockCtx, Elaborator, Scope
+    from p4switch.frontend.elaborate import Elaborator
 
     _Base = Elaborator
 else:
@@ -55,11 +56,9 @@ class Loops(_Base):
         return out
 
     def stmt_for_stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt:
-        from p4switch.frontend.elaborate import Scope as _Scope
-
         self._loop_allowed(s, ctx)
         _annos, init_t, cond_t, update_t, body_t = s.children
-        lscope = _Scope(scope)
+        lscope = Scope(scope)
         init = self._simple_list(init_t, lscope, ctx)
         if cond_t is None:
             cond: ir.Expr = ir.Const(True, type=_BOOL)
@@ -79,9 +78,6 @@ class Loops(_Base):
             raise self.err(t, unsupported(f"function calls in {what}"))
 
     def stmt_for_in_stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt:
-        from p4switch.frontend.elaborate import Scope as _Scope
-        from p4switch.frontend.elaborate import VarB
-
         self._loop_allowed(s, ctx)
         _annos, _vannos, tref, name_t, _in, lo_t, _range, hi_t, body_t = s.children
         t = self.resolve_type(tref, scope)
@@ -91,7 +87,7 @@ class Loops(_Base):
         loc = self.loc(s)
         lo = self.coerce(self.expr(lo_t, scope, ctx), t, lo_t, "range start")
         hi = self.coerce(self.expr(hi_t, scope, ctx), t, hi_t, "range end")
-        lscope = _Scope(scope)
+        lscope = Scope(scope)
         x = ctx.fresh(str(name_t.children[0]))
         hv, more = ctx.fresh(f"{x}_last"), ctx.fresh(f"{x}_more")
         lscope.names[str(name_t.children[0])] = VarB(x, t, True, "variable")

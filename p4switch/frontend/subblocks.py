@@ -1,0 +1,229 @@
+"""Parsers and controls instantiated inside another block (``Sub() c; ... c.apply(...)``),
+inlined: the instance's parameters become variables of the enclosing block, its locals,
+instances, actions, tables and value sets are elaborated into it once, and each apply is
+copy-in, the body (``return`` lowered), copy-out (``ir.Block.copy_out``: also on exit).
+
+A mixin of ``Elaborator``.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from lark import Tree
+
+from p4switch import ir
+from p4switch.frontend.arguments import is_dontcare
+from p4switch.frontend.bindings import (
+    Args,
+    BlockB,
+    BlockCtx,
+    ConstB,
+    Scope,
+    SubInstB,
+    SubParam,
+    VarB,
+    _ParserCall,
+)
+from p4switch.frontend.errors import unsupported
+from p4switch.frontend.lowering import _has_return, _lower_returns
+from p4switch.frontend.trees import _core, _has_ctor_params, _name
+from p4switch.frontend.types import (
+    BlockTypeRef,
+    TypeVar,
+    contains_typevar,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from p4switch.frontend.elaborate import Elaborator
+
+    _Base = Elaborator
+else:
+    _Base = object
+
+_BOOL = ir.BoolType()
+_BIT32 = ir.BitsType(32)
+
+
+class SubBlocks(_Base):
+    def action_param_names(self, d: Tree) -> set[str]:
+        out: set[str] = set()
+        for item in d.children[2:-1]:
+            if not isinstance(item, Tree):
+                continue
+            if item.data == "action_decl" and item.children[2]:
+                out.update(_name(p.children[3]) for p in item.children[2].children)
+            elif item.data == "instantiation":
+                inner = _core(item.children[1])
+                if inner.data == "named_type":
+                    b = self.globals.lookup(str(inner.children[0]))
+                    if isinstance(b, BlockB) and b.kind == "control" and b.tree is not None:
+                        out |= self.action_param_names(b.tree)
+        return out
+
+    def sub_instance(self, d: Tree, b: BlockB, t: BlockTypeRef, args: Tree | None,
+                     name: object, scope: Scope, ctx: BlockCtx, annos: dict[str, str]) -> None:
+        """``Sub(...) c;`` inside a parser/control: elaborate the instance's parameters (as
+        per-instance variables of the enclosing block), constructor arguments (as constants),
+        locals, extern instances, actions, tables and value sets into the enclosing block."""
+        inst = _name(name)
+        if b.kind != ctx.kind or ctx.in_action:
+            raise self.err(d, f"a {ctx.kind} cannot instantiate a {b.kind} ('{t.name}')")
+        if t.args:
+            raise self.err(d, unsupported(f"generic {b.kind}s"))
+        assert b.tree is not None
+        tree = b.tree
+        ttree, ctor = tree.children[0], tree.children[1]
+        iscope = Scope(self.globals)
+        sub = BlockCtx(ctx.kind, self.cp_name(ctx, inst, annos), ctx.used, ctx.instances,
+                       ctx.tables, ctx.actions, ctx.value_sets, ctx.locals,
+                       deparser=ctx.deparser, local_prefix=f"{ctx.local_prefix}{inst}.")
+        # constructor parameters: compile-time constants in the instance's scope
+        cparams = ctor.children[0].children if _has_ctor_params(ctor) else []
+        raw = self.arg_list(args)
+        if len(raw) != len(cparams):
+            raise self.err(d, f"{b.kind} '{t.name}' expects {len(cparams)} constructor "
+                              f"arguments, got {len(raw)}")
+        what = f"constructor of {t.name}"
+        for p, a in zip(cparams, self.bind(raw, [_name(p.children[3]) for p in cparams], what),
+                        strict=True):
+            _pa, direction, tref, pname, default = p.children
+            if direction is not None or default is not None:
+                raise self.err(p, unsupported("constructor parameters with a direction or "
+                                              "a default value"))
+            pt = self.resolve_type(tref, self.globals)
+            if not isinstance(pt, ir.BitsType | ir.BoolType | ir.EnumType | ir.ErrorType
+                              | ir.InfIntType):
+                raise self.err(tref, unsupported(f"constructor parameters of type {pt} (only "
+                                                 "values: bit/int/bool/enum/error)"))
+            e = self.coerce(self.expr(a, scope, ctx), pt, a, f"argument '{_name(pname)}' of "
+                                                             f"{what}")
+            if not isinstance(e, ir.Const):
+                raise self.err(a, f"argument '{_name(pname)}' of {what} must be a "
+                                  "compile-time constant")
+            self.declare(iscope, _name(pname), ConstB(e), pname)
+        # apply parameters: one variable per instance in the enclosing block (control-level,
+        # so that the instance's actions and table keys see them)
+        params: list[SubParam] = []
+        ptree = ttree.children[3]
+        for p in ptree.children if ptree is not None else []:
+            _pa, direction, tref, pname, default = p.children
+            if default is not None:
+                raise self.err(default, unsupported("default parameter value"))
+            dname = str(direction.children[0]) if direction is not None else ""
+            pt = self.resolve_type(tref, iscope)
+            n = _name(pname)
+            if isinstance(pt, ir.ExternType):
+                if pt.name not in ("packet_in", "packet_out"):
+                    raise self.err(p, unsupported(f"{pt.name} parameters of sub-{b.kind}s"))
+                # extract/emit do not name the packet: the parameter only gives access to them
+                self.declare(iscope, n, VarB(f"{inst}_{n}", pt, False, "parameter"), pname)
+                params.append(SubParam(n, dname, pt, ""))
+                continue
+            if dname == "":
+                raise self.err(p, unsupported(f"directionless parameters of {b.kind}s"))
+            if isinstance(pt, TypeVar | BlockTypeRef) or contains_typevar(pt):
+                raise self.err(tref, unsupported(f"generic parameter types in {b.kind}s"))
+            irn = ctx.fresh(f"{inst}_{n}")
+            what_p = "'in' parameter" if dname == "in" else "parameter"
+            self.declare(iscope, n, VarB(irn, pt, dname != "in", what_p), pname)
+            ctx.locals.append(ir.VarDecl(irn, pt, loc=self.loc(pname)))
+            params.append(SubParam(n, dname, pt, irn))
+        # locals: declared in the enclosing block, (re)initialised at each apply
+        items = [c for c in (tree.children[2:-1] if b.kind == "control" else tree.children[2:])
+                 if isinstance(c, Tree) and c.data != "parser_state"]
+        inits: list[tuple[str, object, ir.Expr | None]] = []
+        for item in items:
+            if item.data == "var_decl":
+                vd = self.var_decl(item, iscope, sub)
+                ctx.locals.append(ir.VarDecl(vd.name, vd.type, loc=vd.loc))
+                inits.append((vd.name, vd.type, vd.init))
+            else:
+                self.block_local(item, iscope, sub)
+        self.declare(scope, inst, SubInstB(b.kind, inst, tree, iscope, sub, params, inits), name)
+        self.sub_used.add(t.name)
+
+    def sub_apply(self, ib: SubInstB, arg_trees: Args, c: Tree, scope: Scope,
+                  ctx: BlockCtx) -> ir.Stmt | _ParserCall:
+        """``c.apply(args)``: copy-in (left to right; ``out`` parameters start at zero), the
+        re-initialised locals, the callee's body with ``return`` lowered to a flag, copy-out
+        (left to right). For a sub-parser the caller's state is split instead."""
+        what = f"{ib.name}.apply()"
+        if len(arg_trees) != len(ib.params):
+            raise self.err(c, f"{what} expects {len(ib.params)} arguments, got "
+                              f"{len(arg_trees)}")
+        arg_trees = self.bind(arg_trees, [p.name for p in ib.params], what)
+        pre: list[ir.Stmt] = []
+        post: list[ir.Stmt] = []
+        loc = self.loc(c)
+        for p, a in zip(ib.params, arg_trees, strict=True):
+            if not p.ir_name:
+                e = self.expr(a, scope, ctx)
+                if not (isinstance(e.type, ir.ExternType) and e.type.name == p.type.name):
+                    raise self.err(a, f"argument '{p.name}' of {what}: expected {p.type}, got "
+                                      f"{e.type}")
+                continue
+            var = ir.Var(p.ir_name, type=p.type, loc=loc)
+            if is_dontcare(a):
+                if p.direction != "out":
+                    raise self.err(a, f"'_' can only be passed for an out parameter "
+                                      f"('{p.name}' of {what} is '{p.direction}')")
+                pre.extend(self.zero(var, ctx))  # no copy-out: the value is discarded
+                continue
+            e = self.coerce(self.expr(a, scope, ctx), p.type, a, f"argument '{p.name}' of "
+                                                                  f"{what}")
+            if p.direction in ("out", "inout"):
+                self.check_lvalue(e, a, scope)
+                e = self.pin_lvalue(e, pre, ctx)
+                post.append(ir.Assign(copy.deepcopy(e), var, loc=loc))
+            if p.direction in ("in", "inout"):
+                pre.append(ir.Assign(var, e, loc=loc))
+            else:
+                pre.extend(self.zero(var, ctx))
+        for n, t, init in ib.local_inits:
+            var = ir.Var(n, type=t)
+            if init is not None:
+                pre.append(ir.Assign(var, copy.deepcopy(init), loc=init.loc))
+            else:
+                pre.extend(self.zero(var, ctx))
+        if ib.kind == "parser":
+            return _ParserCall(ib, pre, post, c)
+        depth, self.loop_depth = self.loop_depth, 0  # break/continue do not leave the callee
+        try:
+            body = self.block(ib.tree.children[-1], Scope(ib.scope), ib.ctx)
+        finally:
+            self.loop_depth = depth
+        if _has_return(body):
+            flag = ctx.fresh(f"{ib.name}_returned")
+            pre.append(ir.VarDecl(flag, _BOOL, ir.Const(False, type=_BOOL), loc=loc))
+            body = ir.Block(_lower_returns(body.stmts, flag), loc=body.loc)
+        return ir.Block([*pre, body, *post], loc=loc, copy_out=len(post))
+
+    def pin_lvalue(self, e: ir.Expr, pre: list[ir.Stmt], ctx: BlockCtx) -> ir.Expr:
+        """An out/inout argument is evaluated to a location once, at the call: run-time stack
+        indexes are saved in temporaries so that copy-out writes where copy-in read."""
+        if isinstance(e, ir.Member | ir.Slice):
+            return replace(e, base=self.pin_lvalue(e.base, pre, ctx))
+        if isinstance(e, ir.StackNext | ir.StackLast):
+            return replace(e, stack=self.pin_lvalue(e.stack, pre, ctx))
+        if isinstance(e, ir.StackElem):
+            stack = self.pin_lvalue(e.stack, pre, ctx)
+            idx = e.index
+            if not isinstance(idx, ir.Const):
+                tmp = ctx.fresh("index")
+                pre.append(ir.VarDecl(tmp, idx.type, idx, loc=idx.loc))
+                idx = ir.Var(tmp, type=idx.type, loc=idx.loc)
+            return replace(e, stack=stack, index=idx)
+        return e
+
+    def zero(self, var: ir.Var, ctx: BlockCtx) -> list[ir.Stmt]:
+        """Statements that reset ``var`` to a fresh variable's value (zero, headers invalid)."""
+        t = var.type
+        if isinstance(t, ir.BitsType):
+            return [ir.Assign(var, ir.Const(0, type=t))]
+        if isinstance(t, ir.BoolType):
+            return [ir.Assign(var, ir.Const(False, type=t))]
+        tmp = ctx.fresh(f"{var.name}_init")
+        return [ir.VarDecl(tmp, t), ir.Assign(var, ir.Var(tmp, type=t))]

@@ -1,0 +1,325 @@
+"""Tables: keys, the actions list (with bound directional arguments), default actions and
+entries' action calls, implementation/counters/meters properties, and entry keysets cut to
+the key's match kind. Entries and their priorities are in ``entries``.
+
+A mixin of ``Elaborator``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lark import Tree
+
+from p4switch import ir
+from p4switch.frontend.bindings import (
+    ActionB,
+    Args,
+    BlockCtx,
+    InstanceB,
+    Scope,
+    TableB,
+)
+from p4switch.frontend.errors import unsupported
+from p4switch.frontend.trees import _name, expr_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from p4switch.frontend.elaborate import Elaborator
+
+    _Base = Elaborator
+else:
+    _Base = object
+
+_BOOL = ir.BoolType()
+_BIT32 = ir.BitsType(32)
+
+#: Whether table actions lists may bind directional action arguments (``ir.ActionRef.args``).
+#: On since both pipeline paths (codegen's general driver, fused) execute them.
+BOUND_ACTION_ARGS = True
+
+
+class Tables(_Base):
+    def table_decl(self, d: Tree, scope: Scope, ctx: BlockCtx) -> None:
+        annos_t, name = d.children[0], d.children[1]
+        annos = self.annotations(annos_t)
+        n = _name(name)
+        props = d.children[2:]
+        table = ir.Table(ctx.local_prefix + n, self.cp_name(ctx, n, annos), [], [],
+                         ir.BoundAction("NoAction", []), annotations=annos, loc=self.loc(name))
+        seen: set[str] = set()
+
+        def once(p: str, node: object) -> None:
+            if p in seen:
+                raise self.err(node, f"table property '{p}' given twice")
+            seen.add(p)
+
+        # keys and actions first: other properties refer to them
+        for p in props:
+            if p.data == "key_prop":
+                once("key", p)
+                for k in p.children:
+                    table.keys.append(self.table_key(k, scope, ctx))
+            elif p.data == "actions_prop":
+                once("actions", p)
+                for ar in p.children:
+                    table.actions.append(self.action_ref(ar, scope, ctx, table))
+        if "actions" not in seen:
+            raise self.err(name, f"table '{n}' has no actions property")
+        lpm = [k for k in table.keys if k.match_kind == "lpm"]
+        if len(lpm) > 1:
+            raise self.err(name, f"table '{n}' has more than one lpm key")
+        entries_t = None
+        default_given = False
+        largest_wins, delta = True, 1
+        for p in props:
+            if p.data == "entries_prop":
+                once("entries", p)
+                entries_t = p
+            elif p.data == "other_prop":
+                p_annos, const_tok, pname, value = p.children
+                pn = _name(pname)
+                once(pn, pname)
+                if pn == "default_action":
+                    default_given = True
+                    table.default_action = self.bound_action(value, scope, ctx, table,
+                                                             default=True)
+                    table.default_action_const = const_tok is not None
+                elif pn == "size":
+                    table.size = self.const_int(value, scope, "table size")
+                    if table.size <= 0:
+                        raise self.err(value, "table size must be positive")
+                elif pn == "counters":
+                    table.direct_counter = self.table_instance_prop(
+                        value, scope, ctx, table, "direct_counter", pn)
+                elif pn == "meters":
+                    table.direct_meter = self.table_instance_prop(
+                        value, scope, ctx, table, "direct_meter", pn)
+                elif pn == "implementation":
+                    table.implementation = self.table_instance_prop(
+                        value, scope, ctx, table, ("action_profile", "action_selector"), pn)
+                elif pn == "largest_priority_wins":
+                    e = self.expr(value, scope, ctx)
+                    if not (isinstance(e, ir.Const) and isinstance(e.type, ir.BoolType)):
+                        raise self.err(value, "largest_priority_wins must be true or false")
+                    largest_wins = bool(e.value)
+                elif pn == "priority_delta":
+                    delta = self.const_int(value, scope, "priority_delta")
+                    if delta <= 0:
+                        raise self.err(value, "priority_delta must be positive")
+                elif pn == "support_timeout":
+                    e = self.expr(value, scope, ctx)
+                    if not (isinstance(e, ir.Const) and isinstance(e.type, ir.BoolType)):
+                        raise self.err(value, "support_timeout must be true or false")
+                    table.annotations["support_timeout"] = "true" if e.value else "false"
+                else:
+                    raise self.err(pname, f"unknown table property '{pn}'")
+        if not default_given:
+            # as p4c: an implicit `default_action = NoAction()`, with NoAction added to the
+            # list as @defaultonly when the program did not list it
+            if self.globals.lookup("NoAction") is None:
+                raise self.err(name, f"table '{n}' has no default_action and NoAction is not "
+                                     "declared (include <core.p4>)")
+            if not any(r.action == "NoAction" for r in table.actions):
+                table.actions.append(ir.ActionRef("NoAction", "defaultonly"))
+            table.default_action = ir.BoundAction("NoAction", [])
+        selector = [k for k in table.keys if k.match_kind == "selector"]
+        if selector:
+            impl = ctx.instances.get(table.implementation or "") or self.instances.get(
+                table.implementation or "")
+            if impl is None or impl.type_name != "action_selector":
+                raise self.err(name, f"table '{n}' has selector keys but no action_selector "
+                                     "implementation")
+        if entries_t is not None:
+            self.table_entries(entries_t, scope, ctx, table, largest_wins, delta)
+        self.declare(scope, n, TableB(table), name)
+        ctx.tables[table.name] = table
+
+    def table_key(self, k: Tree, scope: Scope, ctx: BlockCtx) -> ir.TableKey:
+        expr_t, kind_t, annos_t = k.children
+        annos = self.annotations(annos_t)
+        e = self.expr(expr_t, scope, ctx)
+        kind = _name(kind_t)
+        if kind not in self.match_kinds:
+            raise self.err(kind_t, f"unknown match kind '{kind}'")
+        t = e.type
+        if not (
+            isinstance(t, ir.BitsType | ir.BoolType)
+            or (isinstance(t, ir.EnumType) and t.underlying is not None)
+        ):
+            raise self.err(expr_t, f"table key type {t} is not allowed (use bit<W>, int<W>, "
+                                   "bool or a serializable enum)")
+        name = annos.get("name") or expr_text(expr_t)
+        return ir.TableKey(e, kind, name, annos)
+
+    def action_ref(self, ar: Tree, scope: Scope, ctx: BlockCtx,
+                   table: ir.Table) -> ir.ActionRef:
+        annos_t, name, args = ar.children
+        annos = self.annotations(annos_t)
+        b = scope.lookup(_name(name))
+        if not isinstance(b, ActionB):
+            raise self.err(name, f"'{_name(name)}' is not an action")
+        action = self.actions[b.key]
+        an = _name(name)
+        directional = [p for p in action.params if p.direction]
+        bound: list[ir.Expr] = []
+        raw = self.arg_list(args)
+        if raw or directional:
+            # `actions = { setbyte(hdr.data.b1); }`: the directional parameters are bound here
+            if len(raw) != len(directional):
+                raise self.err(name, f"action '{an}' in the actions list of table "
+                                     f"'{table.name}' needs {len(directional)} argument(s) for "
+                                     f"its directional parameters, got {len(raw)}")
+            what = f"action '{an}'"
+            for p, a in zip(directional, self.bind(raw, [p.name for p in directional], what),
+                            strict=True):
+                e = self.coerce(self.expr(a, scope, ctx), p.type, a,
+                                f"argument '{p.name}' of '{an}'")
+                if p.direction in ("out", "inout"):
+                    self.check_lvalue(e, a, scope)
+                bound.append(e)
+            if not BOUND_ACTION_ARGS:
+                raise self.err(args if args is not None else name, unsupported(
+                    f"binding directional action arguments in a table's actions list "
+                    f"('{expr_text(ar.children[1])}(...)')") + " yet (its pipeline does not "
+                    "execute them); declare an action without directional parameters instead")
+        if any(r.action == b.key for r in table.actions):
+            raise self.err(name, f"action '{an}' listed twice")
+        scope_kw = "defaultonly" if "defaultonly" in annos else (
+            "tableonly" if "tableonly" in annos else "")
+        return ir.ActionRef(b.key, scope_kw, annos, bound)
+
+    def bound_action(self, value: Tree, scope: Scope, ctx: BlockCtx, table: ir.Table,
+                     default: bool = False, name_node: object = None,
+                     args_t: Tree | None = None) -> ir.BoundAction:
+        if name_node is None:
+            if value.data == "call":
+                name_node, args_t = value.children
+            elif value.data == "name_ref":
+                name_node, args_t = value, None
+            else:
+                raise self.err(value, "default_action must be an action call like a(1, 2)")
+            if not (isinstance(name_node, Tree) and name_node.data == "name_ref"):
+                raise self.err(value, "expected an action name")
+            name_node = name_node.children[0]
+        an = _name(name_node)
+        b = scope.lookup(an)
+        if not isinstance(b, ActionB):
+            raise self.err(name_node, f"'{an}' is not an action")
+        ref = next((r for r in table.actions if r.action == b.key), None)
+        if ref is None:
+            raise self.err(name_node, f"action '{an}' is not in the actions of table "
+                                      f"'{table.name}'")
+        if default and ref.scope == "tableonly":
+            raise self.err(name_node, f"action '{an}' is @tableonly and cannot be the default")
+        if not default and ref.scope == "defaultonly":
+            raise self.err(name_node, f"action '{an}' is @defaultonly and cannot be used in "
+                                      "entries")
+        action = self.actions[b.key]
+        raw = self.arg_list(args_t)
+        data = action.data_params
+        if ref.args and len(raw) == len(action.params):
+            # p4c's spelling: the directional arguments the actions list binds, repeated
+            raw = self.bound_leading(raw, ref, action, scope, ctx, an)
+        # defaults do not apply here: p4c requires every action data argument
+        arg_trees = self.with_defaults(raw, [p.name for p in data], {}, f"action '{an}'",
+                                       name_node)
+        vals = []
+        for p, a in zip(data, arg_trees, strict=True):
+            c = self.arg_value(a, p.type, "", f"argument '{p.name}' of '{an}'", scope, ctx)
+            if not isinstance(c, ir.Const):
+                raise self.err(a, f"argument '{p.name}' of '{an}' must be a compile-time "
+                                  "constant")
+            vals.append(c)
+        return ir.BoundAction(b.key, vals)
+
+    def bound_leading(self, raw: Args, ref: ir.ActionRef, action: ir.Action, scope: Scope,
+                      ctx: BlockCtx, an: str) -> Args:
+        """An entry or default action that repeats the directional arguments its actions list
+        binds (p4c requires them there): check they are the same, keep the action data."""
+        trees = self.bind(raw, [p.name for p in action.params], f"action '{an}'")
+        for a, bound in zip(trees, ref.args, strict=False):
+            if self.expr(a, scope, ctx) != bound:
+                raise self.err(a, f"argument of '{an}' must be the one its table's actions "
+                                  f"list binds ('{expr_text(a)}' differs)")
+        rest = Args()
+        rest.extend(trees[len(ref.args):])
+        rest.names = [None] * len(rest)
+        rest.nodes = list(rest)
+        return rest
+
+    def table_instance_prop(self, value: Tree, scope: Scope, ctx: BlockCtx, table: ir.Table,
+                            kinds: str | tuple[str, ...], prop: str) -> str:
+        kinds = (kinds,) if isinstance(kinds, str) else kinds
+        if value.data == "construct":
+            tref, args = value.children
+            t = self.resolve_type(tref, scope)
+            if not isinstance(t, ir.ExternType) or t.name not in kinds:
+                raise self.err(value, f"table property '{prop}' must be "
+                                      f"{' or '.join(kinds)}, not {t}")
+            local = table.name if table.name not in ctx.instances else f"{table.name}_{prop}"
+            annos = {}
+            if "name" in table.annotations:
+                annos["name"] = table.annotations["name"]
+            inst = self.make_instance(t, args, value, scope, ctx, local, annos, value)
+            inst.cp_name = table.cp_name if local == table.name else f"{table.cp_name}_{prop}"
+            inst.annotations = {}
+            inst.name = local  # the table's IR name already carries ctx.local_prefix
+            ctx.instances[local] = inst
+            return local
+        if value.data == "name_ref":
+            b = scope.lookup(str(value.children[0]))
+            if isinstance(b, InstanceB) and b.inst.type_name in kinds:
+                return b.inst.name
+        raise self.err(value, f"table property '{prop}' must name a {' or '.join(kinds)} "
+                              "instance")
+
+    def entry_key(self, ks: object, key: ir.TableKey, node: Tree) -> ir.EntryKey:
+        kind = key.match_kind
+        width = key.width
+        full = (1 << width) - 1
+        if isinstance(ks, ir.KeysetDefault):
+            if kind == "exact":
+                raise self.err(node, f"'_' / default is not allowed for exact key '{key.name}'")
+            return ir.EntryKey("default")
+        if kind == "exact":
+            if not isinstance(ks, ir.KeysetValue):
+                raise self.err(node, f"exact key '{key.name}' needs a plain value")
+            return ir.EntryKey("exact", ks.value)
+        if kind == "lpm":
+            if isinstance(ks, ir.KeysetValue):
+                return ir.EntryKey("lpm", ks.value, full, prefix_len=width)
+            if isinstance(ks, ir.KeysetMask):
+                plen = _prefix_len(ks.mask, width)
+                if plen is None:
+                    raise self.err(node, f"mask 0x{ks.mask:x} of lpm key '{key.name}' is not a "
+                                         "prefix")
+                return ir.EntryKey("lpm", ks.value & ks.mask, ks.mask, prefix_len=plen)
+            raise self.err(node, f"lpm key '{key.name}' needs value or value &&& mask")
+        if kind == "ternary":
+            if isinstance(ks, ir.KeysetValue):
+                return ir.EntryKey("ternary", ks.value, full)
+            if isinstance(ks, ir.KeysetMask):
+                return ir.EntryKey("ternary", ks.value & ks.mask, ks.mask)
+            raise self.err(node, f"ternary key '{key.name}' needs value or value &&& mask")
+        if kind == "range":
+            if isinstance(ks, ir.KeysetRange):
+                return ir.EntryKey("range", ks.lo, hi=ks.hi)
+            if isinstance(ks, ir.KeysetValue):
+                return ir.EntryKey("range", ks.value, hi=ks.value)
+            raise self.err(node, f"range key '{key.name}' needs lo .. hi or a value")
+        if kind == "optional":
+            if isinstance(ks, ir.KeysetValue):
+                return ir.EntryKey("optional", ks.value)
+            raise self.err(node, f"optional key '{key.name}' needs a value or _")
+        raise self.err(node, unsupported(f"const entries for '{kind}' keys"))
+
+
+def _prefix_len(mask: int, width: int) -> int | None:
+    """Number of leading ones of a prefix mask, or None if the mask is not a prefix."""
+    full = (1 << width) - 1
+    mask &= full
+    plen = 0
+    while plen < width and mask & (1 << (width - 1 - plen)):
+        plen += 1
+    expected = (full >> (width - plen)) << (width - plen) if plen else 0
+    return plen if mask == expected else None
