@@ -93,7 +93,7 @@ class FabricNet:
         return self
 
     def _start(self) -> None:
-        setLogLevel("warning")
+        setLogLevel("output")  # Mininet CLI command output on, its build chatter (info) off
         # we hold the lock, so no other fabric is legitimately running: switches and veths a
         # crashed launcher left behind (the kernel dropped its lock) would block our ports
         stop_leftovers(log=lambda _msg: None)
