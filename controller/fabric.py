@@ -255,8 +255,10 @@ class FabricController:
             self.event("reconcile", conn.name, "reconnected; not re-programmed (loop off)")
             return
         try:
-            with self._mu:
-                self._push_switch(conn.name)
+            # not under self._mu: the push (the switch compiles the program) may take seconds,
+            # and the loops must keep probing meanwhile; the switch lock serialises it with
+            # any concurrent diff for this switch
+            self._push_switch(conn.name)
             self.event("reconcile", conn.name, f"reconnected: pipeline and "
                        f"{len(self.installed[conn.name])} entries re-pushed")
         except SwitchError as e:

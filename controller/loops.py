@@ -154,8 +154,11 @@ class ControlLoops:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._seen_lock = threading.Lock()
-        # (receiving switch, its port) -> time the last probe arrived there
-        self.last_seen: dict[tuple[str, int], float] = {}
+        # (receiving switch, its port) -> round (seq) of the last probe that arrived there.
+        # Counting rounds, not seconds: a loop that stalls (a long pipeline push, a loaded
+        # machine) sends no rounds, so it cannot mistake its own silence for dead links.
+        self.last_seen: dict[tuple[str, int], int] = {}
+        self.miswired: set[tuple[str, int]] = set()
         self.down: set[int] = set()
         self.wam_state: dict[tuple[str, int], WamGroupState] = {}
         self.periods = 0
@@ -164,12 +167,11 @@ class ControlLoops:
         self.dev_name = {sw.device_id: n for n, sw in spec.switches.items()}
         self.switch_links = [(i, lk) for i, lk in enumerate(spec.links)
                              if lk.a in spec.switches and lk.b in spec.switches]
+        for _, lk in self.switch_links:
+            self.last_seen[(lk.a, lk.a_port)] = 0
+            self.last_seen[(lk.b, lk.b_port)] = 0
 
     def start(self) -> None:
-        now = time.monotonic()
-        for _, lk in self.switch_links:
-            self.last_seen[(lk.a, lk.a_port)] = now
-            self.last_seen[(lk.b, lk.b_port)] = now
         self.ctl.packet_in_handlers.append(self.on_packet_in)
         self._thread = threading.Thread(target=self._run, name="fabric-loops", daemon=True)
         self._thread.start()
@@ -227,22 +229,35 @@ class ControlLoops:
             return
         meta = self.ctl.schema.packet_in_metadata(pkt.metadata)
         port = meta.get("ingress_port")
-        if port is None:
+        if port is not None:
+            self.record_probe(pkt.switch, port, *probe)
+
+    def record_probe(self, switch: str, port: int, dev: int, src_port: int, seq: int) -> None:
+        """A probe (sender device ``dev``, its port, round ``seq``) arrived on switch:port."""
+        peer = self.ctl.spec.ports(switch).get(port)
+        sender = self.dev_name.get(dev)
+        if peer is None or peer != (sender, src_port):
+            if (switch, port) not in self.miswired:  # say it once per port
+                self.miswired.add((switch, port))
+                self.ctl.event("failure", switch, f"port {port}: probe from {sender}:"
+                               f"{src_port}, but the spec says {peer}: ignored (miswired?)")
             return
         with self._seen_lock:
-            self.last_seen[(pkt.switch, port)] = time.monotonic()
+            key = (switch, port)
+            self.last_seen[key] = max(self.last_seen.get(key, 0), seq)
 
     def check_links(self) -> None:
-        now = time.monotonic()
-        limit = self.miss * self.period
+        """Before this period's probes: a direction whose last probe is more than ``miss``
+        rounds old is dead; a down link with both directions heard last round is back."""
         with self._seen_lock:
             seen = dict(self.last_seen)
+        rnd = self.seq
         newly_down, newly_up = [], []
         for i, lk in self.switch_links:
-            ages = [now - seen.get((lk.a, lk.a_port), 0.0), now - seen.get((lk.b, lk.b_port), 0.0)]
-            if i not in self.down and max(ages) > limit:
+            lag = max(rnd - seen.get((lk.a, lk.a_port), 0), rnd - seen.get((lk.b, lk.b_port), 0))
+            if i not in self.down and lag > self.miss:
                 newly_down.append((i, lk))
-            elif i in self.down and max(ages) <= 1.5 * self.period:
+            elif i in self.down and lag <= 1:
                 newly_up.append((i, lk))
         for i, lk in newly_down:
             self.down.add(i)

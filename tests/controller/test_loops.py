@@ -154,3 +154,81 @@ def test_wam_loop_moves_balls_off_a_congested_member() -> None:
             assert any(e.loop == "wam" for e in ctl.events)
         finally:
             ctl.stop()
+
+
+class _FakeController:
+    """What ControlLoops needs of a FabricController, recording what it is asked to do."""
+
+    def __init__(self, spec) -> None:
+        import threading
+
+        self.spec = spec
+        self.control_period = 0.1
+        self.probe_miss_periods = 3
+        self.packet_in_handlers: list = []
+        self.events: list[str] = []
+        self.detected_failed: set[int] = set()
+        self.applied = 0
+        self._mu = threading.RLock()
+
+    def event(self, loop: str, switch, what: str) -> None:
+        self.events.append(what)
+
+    def apply(self, loop: str, why: str) -> int:
+        self.applied += 1
+        return 0
+
+
+def _hear_all(loops, spec, seq: int, skip: frozenset = frozenset()) -> None:
+    for lk in spec.switch_links():
+        if frozenset({lk.a, lk.b}) in skip:
+            continue
+        a, b = spec.switches[lk.a], spec.switches[lk.b]
+        loops.record_probe(lk.b, lk.b_port, a.device_id, lk.a_port, seq)
+        loops.record_probe(lk.a, lk.a_port, b.device_id, lk.b_port, seq)
+
+
+def test_link_liveness_counts_probe_rounds_not_seconds() -> None:
+    from controller.loops import ControlLoops
+
+    spec = leaf_spine(2, 2, 1)
+    ctl = _FakeController(spec)
+    loops = ControlLoops(ctl, ["failure"])  # not started: rounds are driven by hand
+    cut = frozenset({"leaf1", "spine2"})
+    for rnd in range(1, 4):  # three rounds, the cut link silent: not yet down (miss = 3)
+        loops.seq = rnd
+        _hear_all(loops, spec, rnd, skip=frozenset({cut}))
+        loops.check_links()
+    assert loops.down == set() and ctl.applied == 0
+    time.sleep(0.5)  # wall time alone (a stalled loop sends no rounds) changes nothing
+    loops.check_links()
+    assert loops.down == set()
+    loops.seq = 4
+    _hear_all(loops, spec, 4, skip=frozenset({cut}))
+    loops.check_links()
+    (idx,) = loops.down
+    assert frozenset({spec.links[idx].a, spec.links[idx].b}) == cut
+    assert ctl.detected_failed == {idx} and ctl.applied == 1
+    # one direction back is not enough; both directions heard in the last round restore it
+    loops.seq = 5
+    _hear_all(loops, spec, 5, skip=frozenset({cut}))
+    lk = spec.links[idx]
+    loops.record_probe(lk.b, lk.b_port, spec.switches[lk.a].device_id, lk.a_port, 5)
+    loops.check_links()
+    assert loops.down == {idx}
+    loops.seq = 6
+    _hear_all(loops, spec, 6)
+    loops.check_links()
+    assert loops.down == set() and ctl.detected_failed == set() and ctl.applied == 2
+
+
+def test_probe_from_the_wrong_neighbour_is_ignored() -> None:
+    from controller.loops import ControlLoops
+
+    spec = leaf_spine(2, 2, 1)
+    ctl = _FakeController(spec)
+    loops = ControlLoops(ctl, ["failure"])
+    port = next(p for p, (peer, _) in spec.ports("leaf1").items() if peer == "spine1")
+    loops.record_probe("leaf1", port, spec.switches["spine2"].device_id, 1, 9)
+    assert loops.last_seen[("leaf1", port)] == 0
+    assert len(ctl.events) == 1 and "miswired" in ctl.events[0]
