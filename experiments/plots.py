@@ -36,7 +36,8 @@ def _save(fig: plt.Figure, stem: Path) -> list[Path]:
 def _grid(n: int, width: float = 5.0, height: float = 3.4) -> tuple[plt.Figure, list]:
     cols = min(n, 2)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False,
+                             layout="constrained")
     flat = list(axes.flat)
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -93,6 +94,9 @@ def uplink_heatmap(util: pd.DataFrame, workload: str, stem: Path) -> list[Path]:
     if u.empty:
         return []
     schemes = list(dict.fromkeys(u["scheme"]))
+    # one colour scale for every panel, up to the busiest link seen (a CPU-bound emulation may
+    # never get near line rate; a fixed 0..1 scale would then show nothing)
+    vmax = max(0.05, float(np.nanmax(u["util"].to_numpy(dtype=float))))
     fig, axes = _grid(len(schemes), width=5.5, height=4.0)
     im = None
     for ax, s in zip(axes, schemes, strict=True):
@@ -103,7 +107,7 @@ def uplink_heatmap(util: pd.DataFrame, workload: str, stem: Path) -> list[Path]:
         g["t0"] = g["t"] - g["t"].min()
         piv = g.pivot_table(index="link", columns="t0", values="util", aggfunc="mean")
         piv = piv.reindex(sorted(piv.index, key=lambda n: (n.split("→")[0][:3] != "edg", n)))
-        im = ax.imshow(piv.to_numpy(dtype=float), aspect="auto", vmin=0, vmax=1,
+        im = ax.imshow(piv.to_numpy(dtype=float), aspect="auto", vmin=0, vmax=vmax,
                        cmap="viridis", interpolation="nearest",
                        extent=(0, float(piv.columns.max()) if len(piv.columns) else 1,
                                len(piv.index), 0))
@@ -111,7 +115,7 @@ def uplink_heatmap(util: pd.DataFrame, workload: str, stem: Path) -> list[Path]:
         ax.set_xlabel("time (s)")
         ax.set_title(str(s))
     if im is not None:
-        fig.colorbar(im, ax=axes, label="utilisation", shrink=0.8)
+        fig.colorbar(im, ax=axes, label="utilisation (fraction of link rate)", shrink=0.8)
     fig.suptitle(f"{workload}: per-uplink utilisation over time")
     return _save(fig, stem)
 
@@ -121,7 +125,7 @@ def queue_depth(queues: pd.DataFrame, workload: str, stem: Path) -> list[Path]:
     q = queues[queues["workload"] == workload] if not queues.empty else queues
     if q.empty:
         return []
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+    fig, ax = plt.subplots(figsize=(6, 3.4), layout="constrained")
     for s, g in q.groupby("scheme", sort=False):
         if "repetition" in g:
             g = g[g["repetition"] == g["repetition"].min()]

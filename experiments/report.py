@@ -171,8 +171,11 @@ def verdicts(table: pd.DataFrame) -> list[str]:
         line = (f"**{w['workload']}**: {w['best']} wins ({w['best_s'] * 1e3:.1f} ms), "
                 f"{w['speedup']:.2f}x faster than the slowest, {w['worst']} "
                 f"({w['worst_s'] * 1e3:.1f} ms)")
-        if "ecmp" in g.index and w["best"] != "ecmp":
+        if "ecmp" in g.index and w["best"] != "ecmp" and pd.notna(g.loc["ecmp", "mean"]):
             line += f"; ECMP is {g.loc['ecmp', 'mean'] / w['best_s']:.2f}x the winner's CCT"
+        failed = [str(s) for s, n in g["failed"].items() if n] if "failed" in g else []
+        if failed:
+            line += f"; did not complete: {', '.join(failed)}"
         out.append(line + ".")
     return out
 
@@ -270,7 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     if not (a.results / "experiment.json").exists():
         p.error(f"{a.results}: not an experiment results directory (no experiment.json)")
     md, page, table = write_report(a.results)
-    Console().print(rich_table(table, title=str(a.results)))
+    console = Console()
+    if console.width < 150:
+        console = Console(width=150)   # the table's 15 columns, also when piped
+    console.print(rich_table(table, title=str(a.results)))
     print(f"wrote {md} and {page}")
     return 0
 
