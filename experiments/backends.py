@@ -181,7 +181,6 @@ class MininetBackend(Backend):
             result = run_collective(self.net, schedule=str(sched_file), hosts=list(hosts),
                                     timeout=w.timeout_s, out_dir=out / "traffic",
                                     start_margin=self.cfg.parameters.start_margin_s, **kw)
-            res.errors += list(getattr(result, "errors", []))   # e.g. an agent that crashed
             res.extra["collective_ok"] = bool(getattr(result, "ok", False))
             res.extra["cct_s"] = getattr(result, "cct_s", None)
         finally:

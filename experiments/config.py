@@ -63,16 +63,51 @@ class TopologyConfig:
 
 @dataclass(frozen=True)
 class SchemeConfig:
-    """One load-balancing scheme by registry name plus its parameters (e.g. flowlet timeout)."""
+    """One load-balancing scheme by registry name plus its parameters (e.g. flowlet timeout),
+    and the hosts' path policy (traffic/policies.py; ``path_policy`` keys policy, pin, spray,
+    avoid_us, entropy_set), so host-based designs over ECMP are rows next to switch spraying."""
 
     name: str
     params: dict[str, Any] = field(default_factory=dict)
+    path_policy: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
-        if not self.params:
-            return self.name
-        return f"{self.name}(" + ",".join(f"{k}={v}" for k, v in self.params.items()) + ")"
+        lb = self.name
+        if self.params:
+            lb += "(" + ",".join(f"{k}={v}" for k, v in self.params.items()) + ")"
+        if self.path_policy:
+            lb += "+" + self.policy_spec().label
+        return lb
+
+    def policy_spec(self) -> Any:
+        """The hosts' traffic.policies.PolicySpec (``single`` without a path_policy)."""
+        from traffic.policies import PolicySpec, parse_policy
+
+        pp = self.path_policy or {}
+        if not pp:
+            return PolicySpec()
+        kw: dict[str, Any] = {"pin": bool(pp.get("pin", False)),
+                              "mode": str(pp.get("spray", "rr")),
+                              "entropy_set": str(pp.get("entropy_set", "random"))}
+        if pp.get("avoid_us") is not None:
+            kw["hold"] = float(pp["avoid_us"]) * 1e-6
+        return parse_policy(str(pp.get("policy", "single")), **kw)
+
+    def traffic_args(self, topology: TopologyConfig) -> dict[str, Any]:
+        """The path policy as traffic.run flags (Mininet backend)."""
+        pp = self.path_policy or {}
+        if not pp:
+            return {}
+        out: dict[str, Any] = {"path_policy": pp.get("policy", "single"),
+                               "spray": pp.get("spray"), "avoid_us": pp.get("avoid_us"),
+                               "entropy_set": pp.get("entropy_set")}
+        if pp.get("pin"):
+            out["pin"] = True
+            out["fabric"] = (f"fattree:{topology.k}" if topology.kind == "fattree" else
+                             f"leafspine:{topology.leaves}:{topology.spines}:"
+                             f"{topology.hosts_per_leaf}:{topology.uplinks}")
+        return out
 
     def build(self) -> Any:
         """The controller's Scheme object (imports the controller only when a run needs it)."""
@@ -311,17 +346,28 @@ def _registry_names() -> tuple[str, ...]:
 
 def _scheme(v: Any, path: str) -> SchemeConfig:
     names = _registry_names()
+    policy: dict[str, Any] | None = None
     if isinstance(v, str):
         name, params = v, {}
     else:
         d = _obj(v, path)
-        _keys(d, path, {"name", "params"}, {"name"})
+        _keys(d, path, {"name", "params", "path_policy"}, {"name"})
         name = _str(d, "name", path, None)
         params = _obj(d.get("params", {}), _join(path, "params"))
+        if "path_policy" in d:
+            pp_path = _join(path, "path_policy")
+            pp = d["path_policy"]
+            policy = {"policy": pp} if isinstance(pp, str) else dict(_obj(pp, pp_path))
+            _keys(policy, pp_path, {"policy", "pin", "spray", "avoid_us", "entropy_set"},
+                  {"policy"})
+            try:
+                SchemeConfig(name, {}, policy).policy_spec()
+            except (TypeError, ValueError) as e:
+                raise ConfigError(pp_path, str(e)) from None
         path = _join(path, "name")
     if name not in names:
         raise ConfigError(path, f"unknown scheme {name!r}, choose from {', '.join(names)}")
-    s = SchemeConfig(name, dict(params))
+    s = SchemeConfig(name, dict(params), policy)
     try:
         s.build()
     except ImportError:

@@ -145,3 +145,22 @@ def test_cli_rejects_bad_policy_arguments_in_one_line(args: list[str], msg: str)
     assert r.returncode == 2
     err = r.stderr.strip().splitlines()
     assert msg in err[-1] and "Traceback" not in r.stderr
+
+
+def test_experiment_schemes_carry_the_hosts_path_policy(tmp_path) -> None:  # noqa: ANN001
+    from experiments.config import ConfigError, load
+
+    cfg = tmp_path / "x.yaml"
+    body = ("name: x\nbackend: sim\ntopology: {kind: fattree, k: 4}\nworkloads: [{name: r, "
+            "schedule: ring_allreduce, size: 16KB}]\nschemes:\n  - ecmp\n"
+            "  - {name: ecmp, path_policy: {policy: 'split(4)', pin: true}}\n")
+    cfg.write_text(body)
+    s = load(cfg).schemes
+    assert [x.label for x in s] == ["ecmp", "ecmp+split(4,pin)"]
+    assert s[1].policy_spec() == PolicySpec("split", 4, pin=True)
+    assert s[1].traffic_args(load(cfg).topology) == {
+        "path_policy": "split(4)", "spray": None, "avoid_us": None, "entropy_set": None,
+        "pin": True, "fabric": "fattree:4"}
+    cfg.write_text(body + "  - {name: ecmp, path_policy: 'reps(x)'}\n")
+    with pytest.raises(ConfigError, match=r"schemes\[2\]\.path_policy: bad path policy"):
+        load(cfg)
