@@ -181,6 +181,7 @@ class MininetBackend(Backend):
             result = run_collective(self.net, schedule=str(sched_file), hosts=list(hosts),
                                     timeout=w.timeout_s, out_dir=out / "traffic",
                                     start_margin=self.cfg.parameters.start_margin_s, **kw)
+            res.errors += list(getattr(result, "errors", []))   # e.g. an agent that crashed
             res.extra["collective_ok"] = bool(getattr(result, "ok", False))
             res.extra["cct_s"] = getattr(result, "cct_s", None)
         finally:
@@ -230,7 +231,7 @@ def _event(e: Any) -> dict[str, Any]:
 
 
 class _FailureTimer(threading.Thread):
-    """Takes the workload's link down ``at_s`` after the run is launched (physically, both
+    """Takes the workload's link down ``at_s`` after the agents' start (physically, both
     interfaces; with ``notify`` also administratively at the controller) and brings it back at
     ``restore_s`` or when the run ends, so the next run starts on the intact fabric."""
 
@@ -249,7 +250,10 @@ class _FailureTimer(threading.Thread):
     def run(self) -> None:
         assert self.f is not None
         a, b = self.f.link
-        if self._end.wait(self.f.at_s):
+        # at_s counts from the agents' common start (run_collective's --start-at), not from
+        # the launch: the failure must land inside the collective
+        lead = self.b.cfg.parameters.start_margin_s
+        if self._end.wait(lead + self.f.at_s):
             return
         self.res.failure_at = time.time()
         self._act("link_down", lambda: self.b.net.link_down(a, b))
