@@ -218,18 +218,34 @@ class SwitchConnection:
         msg.election_id.high, msg.election_id.low = self.election_id
 
     def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes,
-                     timeout: float = 60.0) -> None:
+                     timeout: float = 60.0, cookie: int | None = None) -> None:
         req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
             device_id=self.device_id,
             action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         self._eid(req)
         req.config.p4info.CopyFrom(p4info)
         req.config.p4_device_config = device_config
+        if cookie is not None:
+            req.config.cookie.cookie = cookie
         try:
             self._stub_or_fail().SetForwardingPipelineConfig(req, timeout=timeout)
         except grpc.RpcError as e:
             raise SwitchError(f"switch {self.name}: SetForwardingPipelineConfig: "
                               f"{_rpc_details(e)}") from None
+
+    def get_cookie(self, timeout: float = 10.0) -> int | None:
+        """The running pipeline's cookie; None when there is no pipeline or no cookie."""
+        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.COOKIE_ONLY)
+        try:
+            resp = self._stub_or_fail().GetForwardingPipelineConfig(req, timeout=timeout)
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                return None
+            raise SwitchError(f"switch {self.name}: GetForwardingPipelineConfig: "
+                              f"{_rpc_details(e)}") from None
+        return resp.config.cookie.cookie if resp.config.HasField("cookie") else None
 
     def get_p4info(self, timeout: float = 10.0) -> p4info_pb2.P4Info | None:
         """The P4Info the switch runs, None when it has no pipeline (e.g. just restarted)."""

@@ -98,6 +98,8 @@ class FabricController:
         self.entries: FabricEntries | None = None
         self.installed: dict[str, dict[tuple, Entry]] = {}
         self.stats: dict[str, float] = {}
+        self.reused: set[str] = set()
+        """Switches whose running pipeline (same cookie) was kept at the last push."""
         self._mu = threading.RLock()
         self._sw_locks = {s: threading.Lock() for s in spec.switches}
         self._pool = ThreadPoolExecutor(max_workers=min(32, max(4, len(spec.switches))),
@@ -140,8 +142,13 @@ class FabricController:
         return out
 
     def start(self, scheme: Scheme | str = "ecmp",
-              loops: Sequence[str] = ("failure", "reconcile")) -> FabricController:
-        """Connect, arbitrate, push the pipeline, install everything, start the loops."""
+              loops: Sequence[str] = ("failure", "reconcile"), *,
+              reuse_pipeline: bool = False) -> FabricController:
+        """Connect, arbitrate, push the pipeline, install everything, start the loops.
+
+        ``reuse_pipeline``: a switch already running this exact program (pipeline cookie)
+        keeps it, with its counters and registers, and gets only the entry diff — fast
+        re-attachment to a running fabric. Off by default: a fresh start is a clean slate."""
         if self.conns:
             raise RuntimeError("FabricController already started (stop() first)")
         bad = [n for n in loops if n not in LOOPS]
@@ -166,7 +173,7 @@ class FabricController:
             a = time.perf_counter()
             self.conns[name].connect(self.connect_timeout)
             b = time.perf_counter()
-            pipe_s, write_s = self._push_switch(name)
+            pipe_s, write_s = self._push_switch(name, reuse=reuse_pipeline)
             phase[name] = {"connect": b - a, "pipeline": pipe_s, "write": write_s,
                            "entries": len(self.installed[name])}
 
@@ -183,9 +190,11 @@ class FabricController:
                       "max_pipeline_s": max(p["pipeline"] for p in phase.values()),
                       "max_write_s": max(p["write"] for p in phase.values()),
                       "write_entries_per_s": n / max(1e-9, max(p["write"]
-                                                               for p in phase.values()))}
-        self.event("start", None, f"{len(self.conns)} switches programmed, {n} entries, "
-                   f"scheme {self.scheme.name}, in {t3 - t0:.2f} s")
+                                                               for p in phase.values())),
+                      "pipelines_reused": len(self.reused)}
+        self.event("start", None, f"{len(self.conns)} switches programmed ({len(self.reused)} "
+                   f"kept their pipeline), {n} entries, scheme {self.scheme.name}, "
+                   f"in {t3 - t0:.2f} s")
         if any(n in loops for n in ("failure", "wam")):
             from .loops import ControlLoops
 
@@ -211,18 +220,37 @@ class FabricController:
                                       group_schemes=self.group_schemes, weights=self.weights,
                                       ecn_threshold=self.ecn_threshold)
 
-    def _push_switch(self, name: str) -> tuple[float, float]:
-        """Pipeline + every desired entry of one switch, one Write batch; returns the seconds
-        the pipeline push and the Write took."""
+    def _push_switch(self, name: str, reuse: bool = True) -> tuple[float, float]:
+        """Bring one switch to the desired state; returns (pipeline s, write s).
+
+        A switch that already runs this program (same cookie: a controller restart, a stream
+        that broke while the switch lived) keeps its pipeline, registers and counters: its
+        entries are read back and only the difference is written. Otherwise the pipeline is
+        pushed and every entry inserted in one Write batch."""
         assert self.program is not None and self.schema is not None and self.entries is not None
         with self._sw_locks[name]:
             conn = self.conns[name]
-            t0 = time.perf_counter()
-            conn.set_pipeline(self.program.p4info, self.program.device_config)
-            t1 = time.perf_counter()
             entries = list(self.entries[name].entries)
+            t0 = time.perf_counter()
+            if reuse and conn.get_cookie() == self.program.cookie:
+                try:
+                    have = [self.schema.entry_of(e.table_entry)
+                            for e in conn.read([self.schema.table_wildcard()])]
+                except (KeyError, ValueError):
+                    have = None  # not decodable as ours: start from scratch
+                if have is not None:
+                    t1 = time.perf_counter()
+                    diff = diff_entries(have, entries)
+                    conn.write([self.schema.update(op, e) for op, e in diff.ordered()])
+                    self.installed[name] = {e.key: e for e in entries}
+                    self.reused.add(name)
+                    return t1 - t0, time.perf_counter() - t1
+            conn.set_pipeline(self.program.p4info, self.program.device_config,
+                              cookie=self.program.cookie)
+            t1 = time.perf_counter()
             conn.write([self.schema.update("insert", e) for e in entries])
             self.installed[name] = {e.key: e for e in entries}
+            self.reused.discard(name)
             return t1 - t0, time.perf_counter() - t1
 
     def _apply_switch(self, name: str) -> int:
@@ -259,8 +287,10 @@ class FabricController:
             # and the loops must keep probing meanwhile; the switch lock serialises it with
             # any concurrent diff for this switch
             self._push_switch(conn.name)
-            self.event("reconcile", conn.name, f"reconnected: pipeline and "
-                       f"{len(self.installed[conn.name])} entries re-pushed")
+            how = ("same pipeline kept, entries diffed" if conn.name in self.reused
+                   else "pipeline pushed")
+            self.event("reconcile", conn.name, f"reconnected: {how}, "
+                       f"{len(self.installed[conn.name])} entries")
         except SwitchError as e:
             self.event("reconcile", conn.name, f"re-push failed: {e}")
 

@@ -7,6 +7,7 @@ names are what that compiler says (the controller never hard-codes ids).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -28,6 +29,14 @@ class Program:
     device_config: bytes
     target: str
     source: str
+
+    @property
+    def cookie(self) -> int:
+        """64-bit fingerprint of P4Info + device config: the ForwardingPipelineConfig cookie,
+        so a controller can tell that a switch already runs exactly this program."""
+        h = hashlib.sha256(self.p4info.SerializeToString(deterministic=True))
+        h.update(self.device_config)
+        return int.from_bytes(h.digest()[:8], "big")
 
 
 def p4c_env(p4c: str) -> dict[str, str]:

@@ -124,6 +124,35 @@ def test_controller_on_real_switch_processes(procs: Procs) -> None:
         ctl.stop()
 
 
+def test_a_second_controller_can_reuse_the_running_pipeline(procs: Procs) -> None:
+    """Runs after the kill/restart test: every switch runs the pipeline of a controller that
+    is gone. A new one with reuse_pipeline keeps it and writes only the entry diff."""
+    spec = procs.spec
+    first = FabricController(spec, connect_timeout=30)
+    first.start("rotate", loops=())
+    first.conns["leaf1"].packet_out(first.schema.packet_out(b"\x00" * 60, egress_port=2))
+    assert _wait(lambda: first.read_counters(["leaf1"])["packets"].sum() == 1, 10)
+    first.stop()
+    second = FabricController(spec, connect_timeout=30)
+    second.start("wam", loops=(), reuse_pipeline=True)
+    try:
+        assert second.reused == set(spec.switches)
+        assert second.stats["pipelines_reused"] == len(spec.switches)
+        for name in spec.switches:
+            got = sorted(second.read_entries(name), key=repr)
+            assert got == sorted(second.installed[name].values(), key=repr)
+        assert second.read_counters(["leaf1"])["packets"].sum() == 1  # state was kept
+    finally:
+        second.stop()
+    third = FabricController(spec, connect_timeout=30)
+    third.start("ecmp", loops=())  # default: a clean slate
+    try:
+        assert third.reused == set()
+        assert third.read_counters(["leaf1"])["packets"].sum() == 0
+    finally:
+        third.stop()
+
+
 def _listening(addr: str) -> bool:
     host, port = addr.rsplit(":", 1)
     try:
