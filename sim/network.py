@@ -41,6 +41,48 @@ def fabric_program(path: str = str(FABRIC_P4)) -> ir.Program:
     return compile_file(path)
 
 
+class RoutePorts:
+    """The ports a packet may leave one fabric.p4 switch on, from its installed entries: the
+    longest-prefix ``ipv4_lpm`` route's ``set_nhop`` port, every ``lb_member`` port of its
+    ``set_lb_group`` group, none for a drop or CPU route. Cached per destination address.
+    ``ports(frame)`` is None for what it cannot tell (not IPv4)."""
+
+    def __init__(self, entries: Iterable[Any]) -> None:
+        routes = []
+        members: dict[int, set[int]] = {}
+        for e in entries:
+            if e.table == "MyIngress.ipv4_lpm":
+                m = e.match_dict["hdr.ipv4.dstAddr"]
+                routes.append((m.prefix_len, m.value, e.action, e.params_dict))
+            elif e.table == "MyIngress.lb_member":
+                members.setdefault(e.match_dict["meta.lb.group_id"].value, set()).add(
+                    e.params_dict["port"])
+        routes.sort(key=lambda r: -r[0])
+        self._routes = routes
+        self._members = {g: tuple(sorted(p)) for g, p in members.items()}
+        self._cache: dict[bytes, tuple[int, ...]] = {}
+
+    def _lookup(self, dst: int) -> tuple[int, ...]:
+        for plen, value, action, params in self._routes:
+            mask = ((1 << plen) - 1) << (32 - plen) if plen else 0
+            if dst & mask == value & mask:
+                if action == "MyIngress.set_nhop":
+                    return (params["port"],)
+                if action == "MyIngress.set_lb_group":
+                    return self._members.get(params["group_id"], ())
+                return ()
+        return ()
+
+    def ports(self, frame: bytes) -> tuple[int, ...] | None:
+        if frame[12:14] != b"\x08\x00" or len(frame) < 34:
+            return None
+        key = frame[30:34]
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = self._lookup(int.from_bytes(key, "big"))
+        return hit
+
+
 @dataclass(frozen=True)
 class LinkFailure:
     """Link(s) between ``a`` and ``b`` go down at ``at_us``; the fabric routes around them
@@ -81,6 +123,7 @@ class SimNetwork:
         self.loop = EventLoop()
         t0 = time.perf_counter()
         prog = program or fabric_program()
+        self._program_is_fabric = program is None
         self.switches: dict[str, SimSwitch] = {}
         for name, sw in spec.switches.items():
             pipe = Pipeline(prog, drop_port=DROP_PORT, cpu_port=CPU_PORT,
@@ -134,6 +177,14 @@ class SimNetwork:
 
         for name, sw in self.switches.items():
             install_on_pipeline(sw.pipe, self.entries[name])
+        self._set_oracles()
+
+    def _set_oracles(self) -> None:
+        """Give each switch the egress-port candidates of its routes (for the fast path);
+        only for the controller's fabric.p4 contract, whose tables they are read from."""
+        if self._program_is_fabric:
+            for name, sw in self.switches.items():
+                sw.port_oracle = RoutePorts(self.entries[name].entries).ports
 
     # -- failures ---------------------------------------------------------------------------
     def fail_link(self, failure: LinkFailure) -> None:
@@ -166,6 +217,7 @@ class SimNetwork:
             d = diff_entries(self.entries[name].entries, new[name].entries)
             changed += apply_diff_on_pipeline(sw.pipe, d)
         self.entries = new
+        self._set_oracles()
         self.events.append((now, f"rerouted around {'-'.join(sorted(pair))}: "
                                  f"{changed} entries changed"))
 

@@ -7,12 +7,15 @@ filled, then the frame onto the link. The pipeline is given virtual time (µs, `
 ``uptime_us``: a switch has been up a while when traffic starts, as on Mininet (fabric.p4's
 flowlet registers read "last seen 0" on a fresh slot; see p4src/README.md).
 
-Fast path, exact by construction: when every queue of the switch is empty and every port's wire
-is free at the arrival time, the packet's egress would run at that same instant with all-zero
-queueing metadata — which is what ``Pipeline.process_fast`` does in one call (the fused code,
-~3x cheaper than ingress + egress). The queue still sees the packet enter and leave (its
-departure clock and counters move as on the slow path). tests/sim compares whole runs with the
-fast path on and off.
+Fast path, exact by construction: when the packet's egress queue is empty and that port's wire
+is free at the arrival time, its egress would run at that same instant with all-zero queueing
+metadata — which is what ``Pipeline.process_fast`` does in one call (the fused code, ~3x
+cheaper than ingress + egress). The egress port is only known after ingress, so the condition
+is checked for every port the packet *could* leave on: all ports of the switch, or the
+candidates ``port_oracle(frame)`` names (sim.network derives them from the installed routes:
+the route's port or all members of its LB group). The queue still sees the packet enter and
+leave (its departure clock and counters move as on the slow path). tests/sim compares whole
+runs with the fast path on and off.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from p4switch.pipeline.api import Drop, EgressJob, QueueingMetadata
+from p4switch.pipeline.api import Drop, EgressJob
 from p4switch.queues import DEFAULT_QUEUE_DEPTH, EgressQueue, EgressQueues
 
 from .events import EventLoop
@@ -45,6 +48,8 @@ class SimSwitch:
         self._out: dict[int, tuple[Link, Receive, int]] = {}
         self._q: dict[int, EgressQueue] = {}
         self._pending: set[int] = set()   # ports with a service event scheduled
+        self._busy: dict[int, float] = {}  # port -> its wire is busy until then
+        self.port_oracle: Callable[[bytes], tuple[int, ...] | None] | None = None
         self.backlog = 0                  # packets queued over all ports
         self.busy_until = 0.0             # no port's wire is busy after this
         self.packets_in = 0
@@ -56,13 +61,15 @@ class SimSwitch:
         self._out[port] = (link, peer_receive, peer_port)
         self.queues.set_rate_bps(port, link.rate_bps)
         self._q[port] = self.queues.get(port)
+        self._busy[port] = 0.0
 
     # -- packet path ------------------------------------------------------------------------
     def receive(self, now: float, arg: tuple[int, bytes]) -> None:
         port, frame = arg
         self.packets_in += 1
         ts = int(now + self.uptime_us)
-        if self.fast_path and not self.backlog and now >= self.busy_until:
+        if self.fast_path and ((not self.backlog and now >= self.busy_until)
+                               or self._idle_for(frame, now)):
             self.fast_packets += 1
             r = self.pipe.process_fast(frame, port, ts)
             if r.__class__ is tuple:
@@ -79,6 +86,21 @@ class SimSwitch:
         for job in res.jobs:
             self._enqueue(now, job)
 
+    def _idle_for(self, frame: bytes, now: float) -> bool:
+        """Every port ``frame`` may leave on has an empty queue and a free wire at ``now``."""
+        oracle = self.port_oracle
+        if oracle is None:
+            return False
+        ports = oracle(frame)
+        if ports is None:
+            return False
+        q, busy = self._q, self._busy
+        for p in ports:
+            qp = q.get(p)
+            if qp is not None and (len(qp) or busy[p] > now):
+                return False
+        return True
+
     def _pass_through(self, now: float, port: int, plen: int, data: bytes) -> None:
         q = self._q.get(port)
         if q is None:
@@ -87,6 +109,7 @@ class SimSwitch:
         q.enqueue(EgressJob(port, 0, plen), now)   # type: ignore[arg-type]
         q.dequeue(now)                             # type: ignore[arg-type]
         busy = now + q.service_time_us(plen)
+        self._busy[port] = busy
         if busy > self.busy_until:
             self.busy_until = busy
         self._transmit(now, port, data)
@@ -125,11 +148,13 @@ class SimSwitch:
         job, qm = item
         self.backlog -= 1
         busy = now + q.service_time_us(job.packet_length)
+        self._busy[port] = busy
         if busy > self.busy_until:
             self.busy_until = busy
-        meta = QueueingMetadata(int(qm.enq_timestamp + self.uptime_us), qm.enq_qdepth,
-                                int(qm.deq_timedelta), qm.deq_qdepth)
-        er = self.pipe.egress(job, int(now + self.uptime_us), meta)
+        # the queue ran on float µs; the pipeline's clock ticks in whole µs
+        qm.enq_timestamp = int(qm.enq_timestamp + self.uptime_us)
+        qm.deq_timedelta = int(qm.deq_timedelta)
+        er = self.pipe.egress(job, int(now + self.uptime_us), qm)
         self.pipeline_drops += len(er.drops)
         for o in er.outputs:
             self._transmit(now, o.port, o.data)

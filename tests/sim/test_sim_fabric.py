@@ -11,6 +11,7 @@ import functools
 import pytest
 
 from sim.fidelity import compare_counters
+from sim.host import HostConfig
 from sim.network import LinkFailure, SimConfig, SimNetwork
 from sim.results import SimResult
 from topo.spec import FabricSpec, HostSpec, LinkSpec, SwitchSpec, fat_tree, host_mac
@@ -107,18 +108,27 @@ def test_spraying_uses_every_member_hashing_may_not() -> None:
     assert (counts["ecmp"]["max"] - counts["ecmp"]["min"]).max() > 10
 
 
-def test_fast_path_changes_nothing() -> None:
-    """process_fast when the switch is idle vs ingress+queue+egress always: same run."""
-    sched = moe_alltoall(16, 16 * 4_000, seed=3)
+@pytest.mark.parametrize("scheme, sched, cfg", [
+    ("wam", moe_alltoall(16, 16 * 4_000, seed=3), {}),
+    # short queues and big initial windows: tail drops, retransmissions, queues mostly busy
+    ("ecmp", alltoall(16, 16 * 12_000), {"queue_depth": 8,
+                                         "host": HostConfig(init_window=64)}),
+])
+def test_fast_path_changes_nothing(scheme: str, sched, cfg: dict) -> None:  # noqa: ANN001
+    """process_fast when the packet's possible egress ports are idle vs ingress + queue +
+    egress always: the same run, packet for packet."""
     out = []
     for fast in (True, False):
-        net, res = run(k4(), "wam", sched, fast_path=fast)
+        net, res = run(k4(), scheme, sched, fast_path=fast, **cfg)
         cmp = compare_counters(net)
         out.append((res.cct_s, res.packet_hops, res.tail_drops,
-                    [f.finish for r in res.ranks for f in r.flows],
-                    cmp["packets"].tolist(), res.fast_hops > 0))
-    assert out[0][:5] == out[1][:5]
-    assert out[0][5] and not out[1][5]
+                    [(f.finish, f.retransmissions) for r in res.ranks for f in r.flows],
+                    cmp["packets"].tolist(), [f for _s, _t, _p, f in net.ingress_log],
+                    res.fast_hops))
+    assert out[0][:6] == out[1][:6]
+    assert out[0][6] > 0 and out[1][6] == 0
+    if cfg:
+        assert out[0][2] > 0  # the case with drops did drop
 
 
 def test_bsp_with_stragglers_finishes_later_than_without() -> None:
