@@ -477,6 +477,8 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         if t.const_entries is not None:
             pt.is_const_table = True
             pt.has_initial_entries = len(t.const_entries) > 0
+        if t.initial_entries:  # non-const ``entries``: initial, not const (as p4c says)
+            pt.has_initial_entries = True
 
     # ---- actions
     for a in actions:

@@ -61,8 +61,8 @@ def compile_bmv2(program: Path, out_json: Path) -> None:
     r = subprocess.run([P4C, "-o", str(out_json), str(program)], capture_output=True,
                        text=True, timeout=180, env=p4c_env())
     if r.returncode != 0:
-        lines = r.stderr.strip().splitlines() or ["(no output)"]
-        raise Bmv2Error(f"p4c rejects {program.name}: {lines[-1]}")
+        errors = [ln for ln in r.stderr.splitlines() if "error" in ln] or ["(no message)"]
+        raise Bmv2Error(f"p4c rejects {program.name}: {errors[0].strip()}")
 
 
 def _free_port() -> int:

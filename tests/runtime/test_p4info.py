@@ -314,3 +314,11 @@ def test_aliases_are_unique_across_kinds():
     assert by_name(p.tables, "MyIngress.ipv4_lpm").preamble.alias == "MyIngress.ipv4_lpm"
     assert by_name(p.counters, "MyEgress.ipv4_lpm").preamble.alias == "MyEgress.ipv4_lpm"
     assert by_name(p.tables, "MyIngress.acl").preamble.alias == "acl"
+
+
+def test_non_const_entries_are_initial_not_const():
+    prog = sample_ir.build()
+    filt = prog.controls["MyIngress"].tables["ether_filter"]
+    filt.initial_entries, filt.const_entries = filt.const_entries, None
+    t = by_name(build_p4info(prog).tables, "MyIngress.ether_filter")
+    assert t.has_initial_entries and not t.is_const_table
