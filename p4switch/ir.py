@@ -153,11 +153,14 @@ class HeaderType:
 
 @dataclass(frozen=True)
 class StructType:
-    """A struct; fields may be of any type (headers, stacks, structs, bits, bool, ...)."""
+    """A struct; fields may be of any type (headers, stacks, structs, bits, bool, ...).
+    ``union``: a ``header_union`` (fields are headers; the front end keeps at most one
+    valid by adding setInvalid() of the others where a member becomes valid)."""
 
     name: str
     fields: tuple[Field, ...]
     annotations: tuple[tuple[str, str], ...] = ()
+    union: bool = False
 
     def field_type(self, name: str) -> Type:
         for f in self.fields:

@@ -79,6 +79,7 @@ from p4switch.frontend.types import (
     to_unsigned,
     wrap,
 )
+from p4switch.frontend.unions import HeaderUnions
 
 V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 
@@ -102,7 +103,7 @@ _CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
 
 
 class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loops, Arguments,
-                 DirectApply):
+                 DirectApply, HeaderUnions):
     """The one pass. Statements and expressions whose rule has a ``stmt_<rule>`` method
     (defined here or in a per-concept mixin module) dispatch to it."""
 
@@ -405,9 +406,6 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         self.types[h.name] = h
         if "controller_header" in a:
             self.controller_headers[a["controller_header"]] = h
-
-    def decl_header_union_decl(self, d: Tree) -> None:
-        raise self.err(d, unsupported("header_union"))
 
     def decl_struct_decl(self, d: Tree) -> None:
         annos, name, targs = d.children[0], d.children[1], d.children[2]
@@ -1109,7 +1107,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             lhs = self.expr(lhs_t, scope, ctx)
             self.check_lvalue(lhs, lhs_t, scope)
             rhs = self.coerce(self.expr(rhs_t, scope, ctx), lhs.type, rhs_t, "assignment")
-            return ir.Assign(lhs, rhs, loc=loc)
+            return self.union_others_invalid(lhs, ir.Assign(lhs, rhs, loc=loc))
         if d == "call_stmt":
             return self.call(s.children[0], scope, ctx, as_stmt=True)
         if d == "if_stmt":
@@ -1285,12 +1283,18 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             if m == "isValid":
                 if as_stmt:  # a method call statement whose value is unused: no effect
                     return None
+                if isinstance(h.type, ir.StructType):  # a header_union
+                    return self.union_valid(h, loc)
                 return ir.IsValid(h, type=_BOOL, loc=loc)
+            if isinstance(h.type, ir.StructType):
+                raise self.err(c, f"a header_union has no method {m}() (call it on a member)")
             if m in ("setValid", "setInvalid"):
                 if not as_stmt:
                     raise self.err(c, f"{m}() does not return a value")
                 self.check_lvalue(h, callee_t.children[0], scope)
-                return ir.HeaderMethod(h, m, loc=loc)
+                # a union member: setValid invalidates the others, and setInvalid of any
+                # member invalidates the whole union (spec 8.19)
+                return self.union_others_invalid(h, ir.HeaderMethod(h, m, loc=loc))
         if ref.kind == "stack":
             if not as_stmt:
                 raise self.err(c, f"{m}() does not return a value")
@@ -1335,7 +1339,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
                 self.check_lvalue(h, arg_trees[0], scope)
                 if not as_stmt:
                     raise self.err(c, "extract() does not return a value")
-                return ir.Extract(h, loc=loc)
+                return self.union_others_invalid(h, ir.Extract(h, loc=loc))
             if m == "lookahead":
                 if len(targs) != 1 or arg_trees:
                     raise self.err(c, "lookahead takes one type argument and no arguments: "
@@ -1618,7 +1622,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             if bt.name in ("packet_in", "packet_out"):
                 return _MethodRef(bt.name, base, m, t)
             raise self.err(t, unsupported(f"methods of extern-typed parameters ({bt.name})"))
-        if isinstance(bt, ir.HeaderType):
+        if isinstance(bt, ir.HeaderType) or (isinstance(bt, ir.StructType) and bt.union
+                                              and m in ("isValid", "setValid", "setInvalid")):
             if m in ("isValid", "setValid", "setInvalid"):
                 return _MethodRef("header", base, m, t)
             try:

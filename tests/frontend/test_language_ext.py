@@ -4,7 +4,7 @@ folding) and the located error for each misuse. Packet behaviour is in tests/stf
 
 from __future__ import annotations
 
-from fe_helpers import compile_error, compile_ingress, ingress_program, line_of
+from fe_helpers import HEADERS, compile_error, compile_ingress, ingress_program, line_of
 
 from p4switch import ir
 from p4switch.frontend import compile_source
@@ -325,3 +325,27 @@ def test_enum_key_mask_converts_integers_but_values_must_be_members() -> None:
     err = compile_error(text)
     assert "keyset value: expected En, got int" in err.message
     assert err.loc.line == line_of(text, "0x1 &&& 0xff")
+
+
+# ------------------------------------------------------------------ header_union
+def test_header_union_misuse_is_located() -> None:
+    text = HEADERS + "header_union U {\n    ethernet_t e;\n    bit<8> x;\n}\n"
+    err = compile_error(text)
+    assert err.message == "header_union member 'x' must be a header, not bit<8>"
+    assert err.loc.line == line_of(text, "bit<8> x;")
+    prelude = "header_union U { ethernet_t e; ipv4_t i; }\n"
+    text = ingress_program("U u;\napply {\n    u.setValid();\n}", prelude)
+    err = compile_error(text)
+    assert err.message == "a header_union has no method setValid() (call it on a member)"
+    assert err.loc.line == line_of(text, "u.setValid()")
+    text = ingress_program("U[2] us;\napply { }", prelude)
+    assert "header stack elements must be headers, not U" in compile_error(text).message
+
+
+def test_header_union_member_writes_invalidate_the_others() -> None:
+    prelude = "header_union U { ethernet_t e; ipv4_t i; }\n"
+    prog = compile_ingress("U u;\napply { u.e.setValid(); if (u.isValid()) { } }", prelude)
+    blk, cond = _apply_stmts(prog)
+    assert [(s.header.field, s.method) for s in blk.stmts] == [("e", "setValid"),
+                                                               ("i", "setInvalid")]
+    assert cond.cond.op == "||"

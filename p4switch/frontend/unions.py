@@ -1,0 +1,78 @@
+"""``header_union`` (P4_16 spec 7.2.5, 8.19), lowered to plain IR so that both pipeline paths
+run it unchanged: a union is an ``ir.StructType`` with ``union=True`` whose fields are
+headers, and the front end adds the validity rules where a member changes:
+
+* ``u.h.setValid()``, ``extract(u.h)`` and ``u.h = e`` invalidate every other member; so do
+  ``u.h.setInvalid()`` and ``u.h = e`` with an invalid ``e``: the whole union becomes invalid,
+  as the spec says (BMv2 1.15.5 leaves the other members alone there, cf. p4-spec#995);
+* ``u.isValid()`` is ``u.a.isValid() || u.b.isValid() || ...``;
+* ``emit(u)`` emits the valid member, as emit of a struct emits its valid headers.
+
+Unions in header stacks are not supported. A mixin of ``Elaborator``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lark import Tree
+
+from p4switch import ir
+from p4switch.frontend.bindings import TypeB
+from p4switch.frontend.errors import unsupported
+from p4switch.frontend.trees import _name
+
+if TYPE_CHECKING:  # pragma: no cover
+    from p4switch.frontend.elaborate import Elaborator
+
+    _Base = Elaborator
+else:
+    _Base = object
+
+_BOOL = ir.BoolType()
+
+
+def union_member(e: ir.Expr) -> tuple[ir.Expr, ir.StructType, str] | None:
+    """(the union, its type, the member) if ``e`` is a member of a header union."""
+    if isinstance(e, ir.Member) and isinstance(e.base.type, ir.StructType) and \
+            e.base.type.union:
+        return e.base, e.base.type, e.field
+    return None
+
+
+class HeaderUnions(_Base):
+    def decl_header_union_decl(self, d: Tree) -> None:
+        annos, name, targs = d.children[0], d.children[1], d.children[2]
+        if targs is not None:
+            raise self.err(targs, unsupported("generic header_union"))
+        fields = self.fields(d, self.globals, False)
+        for f, ft in zip(fields, [c for c in d.children if isinstance(c, Tree)
+                                  and c.data == "struct_field"], strict=True):
+            if not isinstance(f.type, ir.HeaderType):
+                raise self.err(ft, f"header_union member '{f.name}' must be a header, not "
+                                   f"{f.type}")
+        u = ir.StructType(_name(name), fields, tuple(self.annotations(annos).items()),
+                          union=True)
+        self.declare(self.globals, u.name, TypeB(u), name)
+        self.types[u.name] = u
+
+    def union_valid(self, u: ir.Expr, loc: ir.SourceLoc | None) -> ir.Expr:
+        """``u.isValid()``: whether some member is valid."""
+        t = u.type
+        assert isinstance(t, ir.StructType)
+        out: ir.Expr | None = None
+        for f in t.fields:
+            term = ir.IsValid(ir.Member(u, f.name, type=f.type, loc=loc), type=_BOOL, loc=loc)
+            out = term if out is None else ir.Binary("||", out, term, type=_BOOL, loc=loc)
+        return out if out is not None else ir.Const(False, type=_BOOL, loc=loc)
+
+    def union_others_invalid(self, target: ir.Expr, s: ir.Stmt) -> ir.Stmt:
+        """``s`` (which set ``target``'s validity or assigned it) followed by setInvalid()
+        of the other members when ``target`` is a union member; ``s`` unchanged otherwise."""
+        um = union_member(target)
+        if um is None:
+            return s
+        u, t, member = um
+        rest = [ir.HeaderMethod(ir.Member(u, f.name, type=f.type, loc=s.loc), "setInvalid",
+                                loc=s.loc) for f in t.fields if f.name != member]
+        return ir.Block([s, *rest], loc=s.loc) if rest else s
