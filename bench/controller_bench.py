@@ -8,7 +8,7 @@ times FabricController.start(): compile fabric.p4 (once, in the controller), rou
 and per switch in parallel: connect + arbitrate, SetForwardingPipelineConfig (p4switch compiles
 the bundle on arrival), one Write batch of all its entries. Then it times a fail_link (diff-only
 rewrite), restore_link, set_scheme (one lb_group MODIFY per group), a full read_counters and
-read_queues. Processes are stopped by PID at the end, also on error.
+read_queues, and a second controller attaching with reuse_pipeline=True (entry diff only). Processes are stopped by PID at the end, also on error.
 """
 
 from __future__ import annotations
@@ -117,6 +117,13 @@ def main(argv: list[str] | None = None) -> int:
             df = fn()
             print(f"  {what:<30} {len(df):5d} rows    {1000 * (time.perf_counter() - t):8.1f} ms")
         ctl.stop()
+        again = FabricController(spec, connect_timeout=60)
+        t = time.perf_counter()
+        again.start(args.scheme, loops=(), reuse_pipeline=True)
+        print(f"  second controller, reuse_pipeline=True: start() {time.perf_counter() - t:.2f} s "
+              f"({again.stats['pipelines_reused']:.0f} of {n_sw} pipelines kept) "
+              f"vs {t_start:.2f} s; ratio {t_start / (time.perf_counter() - t):.1f}x")
+        again.stop()
     finally:
         for p in procs:
             p.kill()
