@@ -68,6 +68,8 @@ def reference_counters(net: SimNetwork) -> pd.DataFrame:
     Uses the entries installed at start: a run with reroutes is not replayable this way."""
     if not net.cfg.record_ingress:
         raise ValueError("build the SimNetwork with SimConfig(record_ingress=True)")
+    if any(what.startswith("rerouted") for _t, what in net.events):
+        raise ValueError("the entries changed during the run (reroute): not replayable")
     spec = net.spec
     tier_of = tiers(spec)
     lpm: dict[str, _Lpm] = {}

@@ -1,0 +1,33 @@
+"""python -m sim: a tiny run with the reference check, and one-line errors for bad arguments."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.__main__ import main
+
+
+def test_tiny_run_checks_counters(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--leaf-spine", "2x2", "--size", "32KB", "--scheme", "wam", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "ok=True" in out
+    line = next(x for x in out.splitlines() if x.startswith("counters vs reference"))
+    n, total = line.split(": ")[1].split(" ")[0].split("/")
+    assert n == total and int(total) > 0
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--k", "5"], "fat-tree k must be even"),
+    (["--size", "12XB"], "bad size"),
+    (["--rate", "10MBps"], "not a bit rate"),
+    (["--fail", "agg1-core9@5"], "no link agg1-core9"),
+    (["--fail", "nonsense"], "A-B@MICROSECONDS"),
+    (["--check", "--fail", "agg1-core1@5"], "not with --fail"),
+])
+def test_bad_arguments_are_one_line_errors(args: list[str], msg: str,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert msg in err[-1] and err[-1].startswith("python -m sim: error:")
