@@ -150,30 +150,43 @@ class EcnAdaptive(_Tracked):
         super().__init__(ports, npkts)
         self.hold = hold
         self.until = [float("-inf")] * self.n
+        self.clear_at = float("-inf")   # max(until): from then on nothing is avoided
         self.next = 0
         self.avoided = 0
 
     def choose(self, seq: int, now: float) -> int:
-        until = self.until
         n = self.n
         i = self.next
+        if now >= self.clear_at:          # the common case: plain round-robin
+            self.next = i + 1 if i + 1 < n else 0
+            return self._sent(seq, i)
+        until = self.until
+        best, best_t = i, until[i]
         for step in range(n):
-            j = (i + step) % n
-            if until[j] <= now:
+            j = i + step
+            if j >= n:
+                j -= n
+            t = until[j]
+            if t <= now:
                 if step:
                     self.avoided += 1
-                self.next = (j + 1) % n
+                self.next = j + 1 if j + 1 < n else 0
                 return self._sent(seq, j)
-        j = min(range(n), key=until.__getitem__)
-        self.avoided += 1
-        self.next = (j + 1) % n
-        return self._sent(seq, j)
+            if t < best_t:
+                best, best_t = j, t
+        self.avoided += 1                 # every entropy avoided: the one free soonest
+        self.next = best + 1 if best + 1 < n else 0
+        return self._sent(seq, best)
 
     def on_acked(self, seq: int, ce: bool, now: float) -> None:
         if ce:
             self.marked += 1
             i = self.sent_on[seq]
-            self.until[i] = max(self.until[i], now + self.hold)
+            t = now + self.hold
+            if t > self.until[i]:
+                self.until[i] = t
+                if t > self.clear_at:
+                    self.clear_at = t
         else:
             self.unmarked += 1
 
@@ -186,8 +199,10 @@ def ce_of(ack: Ack, seq: int) -> bool:
 
 def feed_ack(policy: PathPolicy, newly: list[int], ack: Ack, now: float) -> None:
     """Give a feedback policy the packets ``ack`` newly acknowledged (drains ``newly``)."""
+    base, bits, on_acked = ack.base, ack.ce, policy.on_acked
     for seq in newly:
-        policy.on_acked(seq, ce_of(ack, seq), now)
+        d = seq - base
+        on_acked(seq, 0 <= d < SACK_BITS and (bits >> d) & 1 == 1, now)
     newly.clear()
 
 
