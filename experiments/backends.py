@@ -112,6 +112,13 @@ class Sampler(threading.Thread):
         self.join(timeout=30)
         self.sample()
 
+    def link_bytes_since_first(self) -> int:
+        """Bytes all switch-switch links sent between the first and the latest sample."""
+        links = list(self.links)
+        if len(links) < 2:
+            return 0
+        return int(links[-1]["tx_bytes"].sum() - links[0]["tx_bytes"].sum())
+
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         def cat(frames: list[pd.DataFrame]) -> pd.DataFrame:
             frames = [f for f in frames if not f.empty]
@@ -169,7 +176,10 @@ class MininetBackend(Backend):
         sampler = Sampler(self.ctl, self.cfg.parameters.sample_period_s)
         sampler.sample()
         sampler.start()
-        fail = _FailureTimer(self, w, res) if w.failure else None
+        from .metrics import inter_edge_wire_bytes
+        fail = _FailureTimer(self, w, res, sampler,
+                             inter_edge_wire_bytes(self.spec, schedule, hosts, w.mss) // 10) \
+            if w.failure else None
         try:
             if fail:
                 fail.start()
@@ -231,13 +241,15 @@ def _event(e: Any) -> dict[str, Any]:
 
 
 class _FailureTimer(threading.Thread):
-    """Takes the workload's link down ``at_s`` after the agents' start (physically, both
+    """Takes the workload's link down ``at_s`` after the collective started (physically, both
     interfaces; with ``notify`` also administratively at the controller) and brings it back at
     ``restore_s`` or when the run ends, so the next run starts on the intact fabric."""
 
-    def __init__(self, backend: MininetBackend, w: WorkloadConfig, res: RunSamples) -> None:
+    def __init__(self, backend: MininetBackend, w: WorkloadConfig, res: RunSamples,
+                 sampler: Sampler, started_bytes: int) -> None:
         super().__init__(name="experiment-failure", daemon=True)
         self.b, self.f, self.res = backend, w.failure, res
+        self.sampler, self.started_bytes = sampler, started_bytes
         self._end = threading.Event()
         self._down = False
 
@@ -250,10 +262,14 @@ class _FailureTimer(threading.Thread):
     def run(self) -> None:
         assert self.f is not None
         a, b = self.f.link
-        # at_s counts from the agents' common start (run_collective's --start-at), not from
-        # the launch: the failure must land inside the collective
-        lead = self.b.cfg.parameters.start_margin_s
-        if self._end.wait(lead + self.f.at_s):
+        # at_s counts from the collective's start, seen as the fabric carrying a tenth of the
+        # run's inter-edge data: agents on a loaded machine start seconds after the launch
+        # (and after run_collective's --start-at), and the failure must land mid-collective
+        while self.sampler.link_bytes_since_first() < self.started_bytes:
+            if self._end.wait(0.05):
+                return
+        self.res.extra["failure_armed_at"] = time.time()
+        if self._end.wait(self.f.at_s):
             return
         self.res.failure_at = time.time()
         self._act("link_down", lambda: self.b.net.link_down(a, b))

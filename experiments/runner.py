@@ -345,9 +345,11 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
     qmax = int(s.queues["qdepth_max"].max()) if not s.queues.empty else None
     reroute = None
     if s.failure_at is not None:
-        later = [e["time"] for e in s.events
+        a, b = w.failure.link if w.failure else ("", "")
+        later = [e["time"] for e in s.events   # the loop's detection of THIS link going down
                  if e.get("time") is not None and e["time"] >= s.failure_at
-                 and e.get("loop") in ("failure", "sim")]
+                 and e.get("loop") in ("failure", "sim")
+                 and a in str(e.get("what")) and b in str(e.get("what"))]
         reroute = (min(later) - s.failure_at) if later else None
     tr = metrics.transport_stats(summ)
     cct = (max(c["finish"] for c in summ["collectives"])
@@ -365,6 +367,8 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
             "switch_host_rx_bytes": host_rx, "host_tx_bytes": s.extra.get("host_tx_bytes"),
             "drop_reasons": json.dumps(drop_reasons) if drop_reasons else None,
             "failure_at": s.failure_at, "reroute_s": reroute,
+            "failure_after_start_s": (s.failure_at - min(c["start"] for c in summ["collectives"]))
+            if s.failure_at is not None and summ["collectives"] else None,
             "errors": "; ".join([*summ["errors"], *s.errors])[:2000] or None, "dir": rel}
 
 

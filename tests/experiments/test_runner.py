@@ -109,3 +109,20 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture,
     assert run_cli.main([str(good)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs root" in err[0] and "make demo-batch" in err[0]
+
+
+def test_lb_bsp_evens_out_compute_on_the_simulator(tmp_path: Path) -> None:
+    cfg = from_dict({**TINY, "schemes": ["ecmp"], "workloads": [{
+        "name": "bsp", "schedule": "ring_allreduce", "size": "4KB", "timeout_s": 20,
+        "bsp": {"iterations": 2, "compute_us": 20000, "stragglers": [3],
+                "straggler_factor": 3.0, "lb_bsp": True}}]})
+    run = runner.run_experiment(cfg, tmp_path, report=False)
+    runs = pd.read_csv(run.root / "runs.csv")
+    assert list(runs["iteration"]) == [0, 1] and runs["ok"].all()
+    first, second = (json.loads(s) for s in runs["batch_shares"])
+    assert first == [1 / 16] * 16 or max(first) == min(first)
+    assert second[3] < min(s for i, s in enumerate(second) if i != 3)   # the straggler
+    assert sum(second) == pytest.approx(1.0, abs=1e-3)
+    ccts = pd.read_csv(run.root / "ccts.csv")
+    # the straggler's 3x compute no longer holds the iteration back
+    assert ccts["iteration_s"].iloc[1] < ccts["iteration_s"].iloc[0]
