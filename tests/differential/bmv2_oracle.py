@@ -3,8 +3,9 @@
 Why pcap files and not veths: no root, no namespaces, nothing another test on the machine can
 see. ``simple_switch --use-files 0 -i N@pN`` reads port N's input from ``pN_in.pcap`` and writes
 its output to ``pN_out.pcap`` (the set-up p4c's own BMv2 STF driver uses). Each input file is
-a FIFO, so the switch blocks on it until this side writes: table entries go in first, through
-``simple_switch_CLI`` (which returns once the switch applied them), then the packets.
+a FIFO (ports nothing is sent on get an empty capture), so the switch blocks on it until this
+side writes: table entries go in first, through ``simple_switch_CLI`` (which returns once the
+switch applied them), then the packets.
 
 Every process here is started by this module and stopped by PID (``close`` / the context
 manager), also when a step fails; the Thrift port is a free local port and the notification
@@ -112,6 +113,7 @@ class Bmv2Switch:
     json_path: Path
     ports: list[int]
     workdir: Path
+    input_ports: list[int] | None = None  # None: all ports
     thrift_port: int = 0
     proc: subprocess.Popen | None = None
     inputs: dict[int, _FifoWriter] = field(default_factory=dict)
@@ -125,10 +127,14 @@ class Bmv2Switch:
 
     def start(self, timeout: float = 30.0) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        inputs = self.ports if self.input_ports is None else self.input_ports
         for p in self.ports:
             path = self.workdir / f"p{p}_in.pcap"
-            os.mkfifo(path)
-            self.inputs[p] = _FifoWriter(path)
+            if p in inputs:
+                os.mkfifo(path)
+                self.inputs[p] = _FifoWriter(path)
+            else:  # a port nothing is sent on: an empty capture, at its end at once
+                path.write_bytes(_PCAP_HEADER)
         self.thrift_port = _free_port()
         cmd = [SWITCH, "--use-files", "0", "--thrift-port", str(self.thrift_port),
                "--notifications-addr", f"ipc://{self.workdir}/notifications.ipc",
@@ -182,6 +188,12 @@ class Bmv2Switch:
 
     def send(self, port: int, frame: bytes) -> None:
         self.inputs[port].write(frame)
+
+    def finish_inputs(self) -> None:
+        """End of input on every port. simple_switch merges its input files by timestamp, so
+        with several open inputs it waits for a packet (or the end) on each of them."""
+        for w in self.inputs.values():
+            w.close()
 
     def outputs(self) -> dict[int, list[bytes]]:
         """Frames written so far per port (a record still being written is not counted)."""

@@ -8,8 +8,10 @@ into ``simple_switch_CLI`` commands (names, key order and match kinds from p4c's
 and the recorded packets are replayed into BMv2 (see bmv2_oracle.py). So the STF syntax is parsed
 once, by p4switch's STF front end, and what is compared is the pipelines, not two STF readers.
 
-Limits, each reported as a skip reason by ``Unsupported``: state changes between packets (BMv2
-over pcap files takes every entry before the first packet), weighted selector members, meters
+Counter and register reads (the STF's check_counter / check_register) are replayed too, and
+BMv2's answers compared with p4switch's. Limits, each reported as a skip reason by
+``Unsupported``: state changes between packets sent on several ports (see run_bmv2),
+replication changes between packets, weighted selector members, meters
 (their colours depend on the arrival clock, which differs between the targets), parser value
 sets, direct-counter writes.
 """
@@ -17,6 +19,7 @@ sets, direct-counter writes.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,16 +45,27 @@ class Unsupported(Exception):
 class Packet:
     port: int
     data: bytes
+    outputs: int = 0  # how many packets p4switch sent for it
+
+
+@dataclass
+class Probe:
+    """A counter or register read and what p4switch answered at that point of the run."""
+
+    kind: str  # "counter" | "register"
+    name: str
+    index: int
+    value: tuple[int, int] | int
 
 
 @dataclass
 class RecordingPipeline:
-    """A pipeline proxy: state-changing calls and packets are recorded, everything is passed
-    through to ``inner`` (so the caller sees the real pipeline's answers)."""
+    """A pipeline proxy: state-changing calls, packets and counter/register reads are recorded
+    in order (``timeline``), everything is passed through to ``inner`` (so the caller sees the
+    real pipeline's answers)."""
 
     inner: Any
-    calls: list[tuple[str, tuple]] = field(default_factory=list)
-    packets: list[Packet] = field(default_factory=list)
+    timeline: list[tuple[str, str, tuple] | Packet | Probe] = field(default_factory=list)
     p4switch_outputs: dict[int, list[bytes]] = field(default_factory=dict)
 
     _RECORDED = (
@@ -62,22 +76,39 @@ class RecordingPipeline:
         "clone_session_set", "clone_session_delete", "value_set_set", "direct_counter_write",
     )
 
+    @property
+    def packets(self) -> list[Packet]:
+        return [e for e in self.timeline if isinstance(e, Packet)]
+
+    @property
+    def calls(self) -> list[tuple[str, tuple]]:
+        return [(e[1], e[2]) for e in self.timeline if isinstance(e, tuple)]
+
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.inner, name)
         if name not in self._RECORDED:
             return attr
 
         def recorded(*args: Any, **kwargs: Any) -> Any:
-            if self.packets:
-                raise Unsupported(f"{name} after the first packet (BMv2 over pcap files takes "
-                                  "all state before any packet)")
-            self.calls.append((name, args + tuple(kwargs.values())))
+            self.timeline.append(("call", name, args + tuple(kwargs.values())))
             return attr(*args, **kwargs)
         return recorded
 
+    def counter_read(self, counter: str, index: int) -> tuple[int, int]:
+        value = self.inner.counter_read(counter, index)
+        self.timeline.append(Probe("counter", counter, index, tuple(value)))
+        return value
+
+    def register_read(self, register: str, index: int) -> int:
+        value = self.inner.register_read(register, index)
+        self.timeline.append(Probe("register", register, index, value))
+        return value
+
     def process(self, data: bytes, port: int, now_us: int) -> api.ProcessResult:
-        self.packets.append(Packet(port, bytes(data)))
+        packet = Packet(port, bytes(data))
+        self.timeline.append(packet)
         result = self.inner.process(data, port, now_us)
+        packet.outputs = len(result.outputs)
         for out in result.outputs:
             self.p4switch_outputs.setdefault(out.port, []).append(bytes(out.data))
         return result
@@ -152,6 +183,7 @@ class CliTranslator:
     profile_groups: dict[str, int] = field(default_factory=dict)
     mcast: dict[int, list[api.Replica]] = field(default_factory=dict)
     clones: dict[int, list[api.Replica]] = field(default_factory=dict)
+    set_up: bool = False  # setup() ran: the first packet is on its way
 
     def table(self, name: str) -> tuple[ir.Table, dict]:
         tables = {t.cp_name: t for t in self.program.all_tables()}
@@ -184,8 +216,13 @@ class CliTranslator:
             if handler is None:
                 raise Unsupported(f"{name} has no simple_switch_CLI translation here")
             out.extend(handler(*args))
-        out.extend(self._indirect_defaults())
-        # replication state: the final one (the STF runner re-sets a group per node it adds)
+        return out
+
+    def setup(self) -> list[str]:
+        """What the first phase adds after its calls: indirect tables' defaults and the
+        final replication state (the STF runner re-sets a group per node it adds)."""
+        self.set_up = True
+        out = self._indirect_defaults()
         for gid, replicas in sorted(self.mcast.items()):
             out.extend(self._mcast_commands(gid, replicas))
         for sid, replicas in sorted(self.clones.items()):
@@ -294,6 +331,8 @@ class CliTranslator:
         raise Unsupported("meters: their colours depend on each target's arrival clock")
 
     def _mcast_group_set(self, gid: int, replicas: list[api.Replica]) -> list[str]:
+        if self.set_up:
+            raise Unsupported("multicast groups changed between packets")
         self.mcast[gid] = list(replicas)
         return []
 
@@ -301,6 +340,8 @@ class CliTranslator:
                            truncate: int = 0) -> list[str]:
         if truncate:
             raise Unsupported("truncating clone sessions")
+        if self.set_up:
+            raise Unsupported("clone sessions changed between packets")
         self.clones[sid] = list(replicas)
         return []
 
@@ -322,12 +363,14 @@ def number_mc_nodes(commands: list[str]) -> list[str]:
 
 @dataclass
 class Comparison:
-    """Outputs of both targets per port (only ports where either sent something)."""
+    """Outputs of both targets per port (only ports where either sent something), and the
+    counter/register reads both answered."""
 
     p4switch: dict[int, list[bytes]]
     bmv2: dict[int, list[bytes]]
     commands: list[str]
     packets: int
+    probes: list[tuple[Probe, tuple[int, int] | int]] = field(default_factory=list)
 
     def mismatches(self) -> list[str]:
         out = []
@@ -346,25 +389,91 @@ class Comparison:
                 extra = a[len(b):] or b[len(a):]
                 who = "p4switch" if len(a) > len(b) else "bmv2"
                 out.append(f"port {port}: first extra packet from {who}: {extra[0].hex()}")
+        for probe, theirs in self.probes:
+            if probe.value != theirs:
+                out.append(f"{probe.kind} {probe.name}[{probe.index}]: p4switch {probe.value}, "
+                           f"BMv2 {theirs}")
         return out
+
+
+_COUNTER_RE = re.compile(r"packets=(\d+),\s*bytes=(\d+)")
+_REGISTER_RE = re.compile(r"\]=\s*(-?\d+)")
+
+
+def _read_probe(sw: Bmv2Switch, probe: Probe, program: ir.Program) -> tuple[int, int] | int:
+    if probe.kind == "counter":
+        m = _COUNTER_RE.search(sw.cli([f"counter_read {probe.name} {probe.index}"]))
+        if m is None:
+            raise Unsupported(f"cannot read counter {probe.name} on BMv2")
+        return int(m.group(1)), int(m.group(2))
+    m = _REGISTER_RE.search(sw.cli([f"register_read {probe.name} {probe.index}"]))
+    if m is None:
+        raise Unsupported(f"cannot read register {probe.name} on BMv2")
+    width = next((ir.type_width(i.type_args[0]) for i in program.all_instances()
+                  if i.cp_name == probe.name and i.type_args), 0)
+    value = int(m.group(1))
+    assert isinstance(probe.value, int)
+    if width:  # int<W> cells: compare bit patterns
+        probe.value &= (1 << width) - 1
+        value &= (1 << width) - 1
+    return value
 
 
 def run_bmv2(program_path: Path, program: ir.Program, rec: RecordingPipeline, workdir: Path,
              extra_ports: range = range(8)) -> Comparison:
-    """Replay ``rec`` (state, then packets) on simple_switch and compare with p4switch's
-    outputs that ``rec`` captured."""
+    """Replay ``rec`` on simple_switch and compare with what p4switch did.
+
+    With one input port the replay follows the timeline (state changes and reads between
+    packets, each after BMv2 has sent everything for the packets before it). With several
+    input ports BMv2 merges its input files by timestamp and needs every one at its end, so
+    all state goes first and reads are compared only after the last packet."""
     json_path = workdir / "program.json"
     compile_bmv2(program_path, json_path)
     translator = CliTranslator(program, _Bmv2Names.load(json_path))
-    commands = number_mc_nodes(translator.translate(rec.calls))
-    ports = sorted({p.port for p in rec.packets} | set(rec.p4switch_outputs) | set(extra_ports))
-    expected = sum(len(v) for v in rec.p4switch_outputs.values())
-    with Bmv2Switch(json_path, ports, workdir / "bmv2") as sw:
-        sw.cli(commands)
-        for p in rec.packets:
-            sw.send(p.port, p.data)
-        for w in sw.inputs.values():  # EOF on every input: BMv2 merges them by timestamp
-            w.close()
+    packets = rec.packets
+    in_ports = sorted({p.port for p in packets})
+    streaming = len(in_ports) <= 1
+    last_packet = max((i for i, e in enumerate(rec.timeline) if isinstance(e, Packet)),
+                      default=-1)
+    ports = sorted(set(in_ports) | set(rec.p4switch_outputs) | set(extra_ports))
+    all_commands: list[str] = []
+    probes: list[tuple[Probe, tuple[int, int] | int]] = []
+    pending: list[str] = []
+    sent = expected = 0
+    with Bmv2Switch(json_path, ports, workdir / "bmv2", input_ports=in_ports) as sw:
+        def flush() -> None:
+            cmds = pending[:]
+            if not translator.set_up:
+                cmds += translator.setup()
+            cmds = number_mc_nodes(all_commands + cmds)[len(all_commands):]
+            sw.cli(cmds)
+            all_commands.extend(cmds)
+            pending.clear()
+
+        for i, event in enumerate(rec.timeline):
+            if isinstance(event, tuple):
+                if sent and not streaming:
+                    raise Unsupported(f"{event[1]} between packets from several ports (BMv2 "
+                                      "over pcap files then takes all state first)")
+                if sent:
+                    sw.drain(expect_at_least=expected)
+                pending.extend(translator.translate([(event[1], event[2])]))
+            elif isinstance(event, Packet):
+                if pending or not translator.set_up:
+                    flush()
+                sw.send(event.port, event.data)
+                sent += 1
+                expected += event.outputs
+            elif streaming or i > last_packet:
+                if i > last_packet and not streaming:
+                    sw.finish_inputs()
+                if pending:
+                    flush()
+                sw.drain(expect_at_least=expected)
+                probes.append((event, _read_probe(sw, event, program)))
+        if pending or not translator.set_up:
+            flush()
+        sw.finish_inputs()
         outputs = sw.drain(expect_at_least=expected)
     bmv2 = {p: frames for p, frames in outputs.items() if frames}
-    return Comparison(dict(rec.p4switch_outputs), bmv2, commands, len(rec.packets))
+    return Comparison(dict(rec.p4switch_outputs), bmv2, all_commands, sent, probes)

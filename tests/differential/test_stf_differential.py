@@ -51,8 +51,9 @@ def _params():
         yield pytest.param(p, id=p.stem, marks=marks)
 
 
-def run_p4switch_stf(program_path: Path) -> tuple[object, RecordingPipeline]:
-    """Compile with p4switch, run the STF through a recording pipeline."""
+def run_p4switch_stf(program_path: Path) -> tuple[object, RecordingPipeline, int]:
+    """Compile with p4switch, run the STF through a recording pipeline; also returns how many
+    check_counter / check_register lines it has."""
     from p4switch.frontend import compile_file
     from p4switch.pipeline import Pipeline
 
@@ -70,7 +71,8 @@ def run_p4switch_stf(program_path: Path) -> tuple[object, RecordingPipeline]:
                   and "unexpected packet" not in f and "check_" not in f]
     if run_errors:
         pytest.skip(f"the STF does not run on p4switch: {run_errors[0]}")
-    return program, rec
+    checks = sum(isinstance(c, s.CheckCounter | s.CheckRegister) for c in commands)
+    return program, rec, checks
 
 
 def mutants(packets: list[Packet], n: int, seed: int) -> list[Packet]:
@@ -99,7 +101,7 @@ def test_stf_program_matches_bmv2(program_path: Path, tmp_path: Path):
     MUTANTS mutated copies of them."""
     fuzz = 0 if program_path.stem in UNSPECIFIED_ON_MUTANTS else MUTANTS
     try:
-        program, rec = run_p4switch_stf(program_path)
+        program, rec, checks = run_p4switch_stf(program_path)
         for p in mutants(rec.packets, fuzz, seed=len(rec.packets)):
             rec.process(p.data, p.port, 10_000_000)
         cmp = run_bmv2(program_path, program, rec, tmp_path)  # type: ignore[arg-type]
@@ -110,5 +112,7 @@ def test_stf_program_matches_bmv2(program_path: Path, tmp_path: Path):
             pytest.skip(f"the reference toolchain cannot run it: {str(e)[:300]}")
         raise
     assert cmp.packets > 0
+    if len({p.port for p in rec.packets}) == 1:  # replayed in order: every check compared
+        assert len(cmp.probes) == checks
     problems = cmp.mismatches()
     assert not problems, "\n".join(problems + ["CLI commands:", *cmp.commands])
