@@ -81,6 +81,16 @@ from p4switch.frontend.types import (
 )
 from p4switch.frontend.unions import HeaderUnions
 
+
+def _header_field_type(t: object) -> bool:
+    """What a header field may be (spec 7.2.2): bit/int/bool, a serializable enum, or a
+    struct of those (recursively)."""
+    if isinstance(t, ir.StructType):
+        return not t.union and all(_header_field_type(f.type) for f in t.fields)
+    return isinstance(t, ir.BitsType | ir.BoolType) or (
+        isinstance(t, ir.EnumType) and t.underlying is not None)
+
+
 V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 
 _BOOL = ir.BoolType()
@@ -383,12 +393,9 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             if n in seen:
                 raise self.err(fname, f"duplicate field '{n}'")
             seen.add(n)
-            if header and not (
-                isinstance(t, ir.BitsType | ir.BoolType)
-                or (isinstance(t, ir.EnumType) and t.underlying is not None)
-            ):
-                raise self.err(tref, f"header field '{n}' must be bit<W>, int<W>, bool or a "
-                                     f"serializable enum, not {t}")
+            if header and not _header_field_type(t):
+                raise self.err(tref, f"header field '{n}' must be bit<W>, int<W>, bool, a "
+                                     f"serializable enum or a struct of those, not {t}")
             if isinstance(t, TypeVar | BlockTypeRef | ir.ExternType | ir.VoidType):
                 raise self.err(tref, f"field '{n}' cannot have type {t}")
             out.append(ir.Field(n, t, tuple(self.annotations(annos).items())))

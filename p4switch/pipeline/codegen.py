@@ -51,6 +51,30 @@ def fattr(name: str) -> str:
     return "f_" + re.sub(r"\W", "_", name)
 
 
+def fpath(name: str) -> str:
+    """Attribute path of a header layout field: ``s.a`` (a field of a struct-typed header
+    field) is ``f_s.f_a``; a plain field name is ``fattr``'s."""
+    return ".".join(fattr(p) for p in name.split("."))
+
+
+def header_leaves(t: ir.HeaderType) -> tuple[ir.Field, ...]:
+    """The header's scalar fields in wire order: a struct-typed field contributes its
+    fields (named ``s.a``), recursively; a header without one gives its own fields."""
+    if not any(isinstance(f.type, ir.StructType) for f in t.fields):
+        return t.fields
+
+    def walk(prefix: str, fields: tuple[ir.Field, ...]) -> list[ir.Field]:
+        out: list[ir.Field] = []
+        for f in fields:
+            if isinstance(f.type, ir.StructType):
+                out += walk(f"{prefix}{f.name}.", f.type.fields)
+            else:
+                out.append(ir.Field(prefix + f.name, f.type, f.annotations))
+        return out
+
+    return tuple(walk("", t.fields))
+
+
 def _mask(w: int) -> int:
     return (1 << w) - 1
 
@@ -208,7 +232,7 @@ class Module:
         cur: list[tuple[ir.Field, int]] = []
         bits = 0
         fmt = "!"
-        for f in t.fields:
+        for f in header_leaves(t):
             fw = ir.type_width(f.type)
             cur.append((f, fw))
             bits += fw
@@ -244,7 +268,7 @@ class Module:
         for pieces, fields in units:
             parts = []
             for f, fw, shift in fields:
-                v = field_code(f) if field_code else f"{var}.{fattr(f.name)}"
+                v = field_code(f) if field_code else f"{var}.{fpath(f.name)}"
                 if isinstance(f.type, ir.BitsType) and f.type.signed:
                     v = f"({v} & {_mask(fw)})"
                 parts.append(f"({v} << {shift})" if shift else v)
@@ -512,13 +536,13 @@ class BlockGen:
     @staticmethod
     def fields_spec(t: ir.HeaderType) -> tuple[tuple[str, int, int], ...]:
         out = []
-        for f in t.fields:
+        for f in header_leaves(t):
             kind = 0
             if isinstance(f.type, ir.BitsType) and f.type.signed:
                 kind = 1
             elif isinstance(f.type, ir.BoolType):
                 kind = 2
-            out.append((fattr(f.name), ir.type_width(f.type), kind))
+            out.append((fpath(f.name), ir.type_width(f.type), kind))
         return tuple(out)
 
     def call_args(self) -> str:
@@ -761,7 +785,7 @@ class BlockGen:
                 k += len(pieces)
                 uw = sum(pieces)
                 for f, fw, shift in fields:
-                    self.w(f"_h.{fattr(f.name)} = {self.unit_field(u, uw, f.type, fw, shift)}")
+                    self.w(f"_h.{fpath(f.name)} = {self.unit_field(u, uw, f.type, fw, shift)}")
         self.w("_h._v = True")
         self.w(f"_pos += {n}")
 

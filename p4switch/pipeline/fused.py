@@ -803,6 +803,10 @@ def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
     NotFusable if the program needs the general driver. ``slow_fns`` maps each control's
     name to its action key -> function name map (table hits carry those functions);
     ``bound_fns`` likewise maps (table, action key) for actions a table binds arguments for."""
+    for t in program.types.values():
+        if isinstance(t, ir.HeaderType) and any(isinstance(f.type, ir.StructType)
+                                                for f in t.fields):
+            raise NotFusable(f"header {t.name} has a struct-typed field")
     # pass 1 finds the headers set other than by extract and the fields written; pass 2,
     # knowing them, which fields are read on their own (raw units and original bytes replace
     # the other reads); pass 3 generates knowing both

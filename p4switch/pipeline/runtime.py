@@ -190,7 +190,11 @@ def hdr_from_int(cls: type, x: int, spec: tuple[tuple[str, int, int], ...]) -> A
             v -= 1 << w
         elif kind == 2:
             v = v != 0
-        setattr(h, name, v)
+        target = h
+        *outer, last = name.split(".")  # a field of a struct-typed header field: f_s.f_a
+        for a in outer:
+            target = getattr(target, a)
+        setattr(target, last, v)
     h._v = True
     return h
 

@@ -349,3 +349,17 @@ def test_header_union_member_writes_invalidate_the_others() -> None:
     assert [(s.header.field, s.method) for s in blk.stmts] == [("e", "setValid"),
                                                                ("i", "setInvalid")]
     assert cond.cond.op == "||"
+
+
+# ------------------------------------------------------------------ struct-typed header fields
+def test_struct_typed_header_fields() -> None:
+    prelude = ("struct inner_t { bit<4> a; bool b; bit<3> c; }\n"
+               "header outer_t { bit<8> x; inner_t s; }\n")
+    prog = compile_ingress("outer_t o;\napply { o.s.a = 1; }", prelude)
+    assert prog.types["outer_t"].width == 16
+    text = ingress_program("apply { }", "struct bad_t { ethernet_t e; }\n"
+                           "header outer_t {\n    bad_t s;\n}\n")
+    err = compile_error(text)
+    assert err.message == ("header field 's' must be bit<W>, int<W>, bool, a serializable "
+                           "enum or a struct of those, not bad_t")
+    assert err.loc.line == line_of(text, "    bad_t s;")

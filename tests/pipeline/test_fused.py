@@ -32,7 +32,8 @@ STF_PROGRAMS = sorted(STF.glob("*.p4")) if STF.is_dir() else []
 
 # programs whose semantics need the general driver (copies, re-runs, digests, logs, stacks)
 GENERAL_ONLY = {"clone_e2e", "clone_i2e", "digest_log_drop", "multicast", "recirculate",
-                "resubmit", "source_routing", "stack_ops", "block_param_assign", "stack_index_oob"}
+                "resubmit", "source_routing", "stack_ops", "block_param_assign", "stack_index_oob",
+                "struct_header_fields"}
 
 
 def _general(p: Pipeline) -> Pipeline:
