@@ -56,7 +56,8 @@ def narrow(cfg: ExperimentConfig, a: argparse.Namespace, p: argparse.ArgumentPar
         if bad:
             p.error(f"--schemes: {bad[0]!r} is not in {a.config} "
                     f"({', '.join(s.label for s in cfg.schemes)})")
-        changes["schemes"] = tuple(dict.fromkeys(have[s] for s in want))
+        picked = {have[s].label: have[s] for s in want}   # SchemeConfig holds a dict: no hash
+        changes["schemes"] = tuple(picked.values())
     if a.workloads:
         want = [s.strip() for s in a.workloads.split(",") if s.strip()]
         have = {w.name: w for w in cfg.workloads}

@@ -126,3 +126,15 @@ def test_lb_bsp_evens_out_compute_on_the_simulator(tmp_path: Path) -> None:
     ccts = pd.read_csv(run.root / "ccts.csv")
     # the straggler's 3x compute no longer holds the iteration back
     assert ccts["iteration_s"].iloc[1] < ccts["iteration_s"].iloc[0]
+
+
+def test_cli_narrows_schemes_workloads_and_repetitions(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text(json.dumps({**TINY, "schemes": ["ecmp", {"name": "flowlet",
+                                                           "params": {"timeout_us": 100}}]}))
+    p = run_cli.parser()
+    a = p.parse_args([str(good), "--schemes", "flowlet,ecmp,flowlet", "--repetitions", "3",
+                      "--workloads", "ring", "--backend", "sim"])
+    cfg = run_cli.narrow(run_cli.config_mod.load(good), a, p)
+    assert [s.label for s in cfg.schemes] == ["flowlet(timeout_us=100)", "ecmp"]
+    assert cfg.repetitions == 3 and cfg.backend == "sim" and len(cfg.workloads) == 1
