@@ -75,6 +75,8 @@ class FabricController:
             raise ValueError(f"unknown target {target!r} (choose from p4switch, bmv2)")
         if control_period <= 0:
             raise ValueError("control_period must be > 0 seconds")
+        if probe_miss_periods < 1:
+            raise ValueError("probe_miss_periods must be >= 1")
         self.spec = spec
         self.target = target
         self._program_arg = program

@@ -247,17 +247,18 @@ class ControlLoops:
             self.last_seen[key] = max(self.last_seen.get(key, 0), seq)
 
     def check_links(self) -> None:
-        """Before this period's probes: a direction whose last probe is more than ``miss``
-        rounds old is dead; a down link with both directions heard last round is back."""
+        """Before this period's probes: a direction that missed the last ``miss`` rounds is
+        dead; a down link heard in both directions in the last round (or the one before, when
+        ``miss`` > 1: a probe may still be in flight) is back."""
         with self._seen_lock:
             seen = dict(self.last_seen)
         rnd = self.seq
         newly_down, newly_up = [], []
         for i, lk in self.switch_links:
             lag = max(rnd - seen.get((lk.a, lk.a_port), 0), rnd - seen.get((lk.b, lk.b_port), 0))
-            if i not in self.down and lag > self.miss:
+            if i not in self.down and lag >= self.miss:
                 newly_down.append((i, lk))
-            elif i in self.down and lag <= 1:
+            elif i in self.down and lag < min(2, self.miss):
                 newly_up.append((i, lk))
         for i, lk in newly_down:
             self.down.add(i)

@@ -195,7 +195,7 @@ def test_link_liveness_counts_probe_rounds_not_seconds() -> None:
     ctl = _FakeController(spec)
     loops = ControlLoops(ctl, ["failure"])  # not started: rounds are driven by hand
     cut = frozenset({"leaf1", "spine2"})
-    for rnd in range(1, 4):  # three rounds, the cut link silent: not yet down (miss = 3)
+    for rnd in range(1, 3):  # two rounds, the cut link silent: not yet down (miss = 3)
         loops.seq = rnd
         _hear_all(loops, spec, rnd, skip=frozenset({cut}))
         loops.check_links()
@@ -203,21 +203,21 @@ def test_link_liveness_counts_probe_rounds_not_seconds() -> None:
     time.sleep(0.5)  # wall time alone (a stalled loop sends no rounds) changes nothing
     loops.check_links()
     assert loops.down == set()
-    loops.seq = 4
-    _hear_all(loops, spec, 4, skip=frozenset({cut}))
+    loops.seq = 3  # the third missed round
+    _hear_all(loops, spec, 3, skip=frozenset({cut}))
     loops.check_links()
     (idx,) = loops.down
     assert frozenset({spec.links[idx].a, spec.links[idx].b}) == cut
     assert ctl.detected_failed == {idx} and ctl.applied == 1
     # one direction back is not enough; both directions heard in the last round restore it
-    loops.seq = 5
-    _hear_all(loops, spec, 5, skip=frozenset({cut}))
+    loops.seq = 4
+    _hear_all(loops, spec, 4, skip=frozenset({cut}))
     lk = spec.links[idx]
-    loops.record_probe(lk.b, lk.b_port, spec.switches[lk.a].device_id, lk.a_port, 5)
+    loops.record_probe(lk.b, lk.b_port, spec.switches[lk.a].device_id, lk.a_port, 4)
     loops.check_links()
     assert loops.down == {idx}
-    loops.seq = 6
-    _hear_all(loops, spec, 6)
+    loops.seq = 5
+    _hear_all(loops, spec, 5)
     loops.check_links()
     assert loops.down == set() and ctl.detected_failed == set() and ctl.applied == 2
 
