@@ -128,6 +128,7 @@ def policy_loops(npkts: int, rounds: int = 5) -> list[dict]:
 
 def run_agents(nsa: str, nsb: str, nbytes: int, out: Path,
                policy: str = "single") -> dict:
+    out.mkdir(parents=True, exist_ok=True)
     trace = out / "one_flow.json"
     trace.write_text(json.dumps([{"src": 0, "dst": 1, "bytes": nbytes}]))
     start = time.time() + 1.0
