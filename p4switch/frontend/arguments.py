@@ -76,11 +76,11 @@ class Arguments(_Base):
             if direction != "out":
                 raise self.err(a, f"'_' can only be passed for an out parameter "
                                   f"({what} is '{direction or 'directionless'}')")
-            if self.hoisted is None or not isinstance(t, ir.Type.__args__):  # type: ignore
+            if self.hoisted is None or not isinstance(t, ir.Type):  # not a type variable
                 raise self.err(a, f"'_' cannot be passed for {what} here")
             tmp = ctx.fresh("dontcare")
-            self.hoisted.append(ir.VarDecl(tmp, t, loc=self.loc(a)))  # type: ignore[arg-type]
-            return ir.Var(tmp, type=t, loc=self.loc(a))  # type: ignore[arg-type]
+            self.hoisted.append(ir.VarDecl(tmp, t, loc=self.loc(a)))
+            return ir.Var(tmp, type=t, loc=self.loc(a))
         e = self.coerce(self.expr(a, scope, ctx), t, a, what)
         if direction in ("out", "inout"):
             self.check_lvalue(e, a, scope)
