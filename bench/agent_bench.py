@@ -229,6 +229,14 @@ def main() -> int:
         print(f"agent {p:<32}: {r['send_pps']:>10,.0f} pkt/s send, "
               f"{r['send_pps'] / ap_['single']['send_pps']:.3f}x single, "
               f"retx {r['retransmissions']}, completed={r['completed']}")
+    if loops and ap_:
+        # the loop's extra CPU per packet over single, against the full agent's time per
+        # packet with single: what the policy would cost the agent if nothing else changed
+        base = 1e6 / ap_["single"]["send_pps"]
+        for r in loops[1:]:
+            extra = 1e6 / r["pps"] - 1e6 / loops[0]["pps"]
+            print(f"estimated agent cost {r['policy']:<32}: {extra:+.2f} us/pkt = "
+                  f"{100 * extra / base:+.1f}% of single's {base:.1f} us/pkt")
     res["policy_loops"] = loops
     print(json.dumps(res))
     return 0
