@@ -76,6 +76,7 @@ def _ladder(net, pairs, rates, seconds, size, label, stop_loss=0.2, ctl=None, id
     rows = []
     for pps in rates:
         tx0, c0 = (_tx_total(ctl) if ctl else 0), time.monotonic()
+        ev0 = len(ctl.events) if ctl else 0
         sent, got, wall = _step(net, pairs, pps, seconds, size)
         # hops of our frames only: the probes' share over the whole read-to-read interval out
         hops = ((_tx_total(ctl) - tx0 - idle_hops * (time.monotonic() - c0)) / wall
@@ -83,7 +84,11 @@ def _ladder(net, pairs, rates, seconds, size, label, stop_loss=0.2, ctl=None, id
         loss = 1 - got / sent
         rows.append({"offered_pps": pps * len(pairs), "delivered_pps": got / wall,
                      "loss": loss, "hops_per_s": hops, "per_host_pps": pps})
-        h = f", {hops:,.0f} packet-hops/s (counters)" if hops is not None else ""
+        h = ""
+        if ctl is not None:
+            evs = [e for e in ctl.events[ev0:] if e.loop == "failure"]
+            h = (f", {hops:,.0f} packet-hops/s (counters; {hops / max(got / wall, 1e-9):.1f} "
+                 f"per delivered frame), {len(evs)} failure-loop events")
         print(f"  {label}: offered {pps * len(pairs):8,.0f} fr/s ({pps:,.0f}/sender) -> "
               f"delivered {got / wall:8,.0f} fr/s, loss {loss:6.2%}{h}", flush=True)
         if loss > stop_loss:
@@ -164,6 +169,10 @@ def main() -> int:
               f"achieved (offered {', '.join(f'{m:g}' for m in mbps_steps[:len(link)])}; "
               f"{frame}-byte frames; where achieved < offered the Python senders were the "
               "limit, not the fabric)")
+        fails = [e for e in ctl.events if e.loop == "failure"]
+        if fails:
+            print(f"  failure-loop events during the run: {len(fails)}, e.g. "
+                  + "; ".join(f"{e.switch}: {e.what}" for e in fails[:3]))
     finally:
         if ctl is not None:
             ctl.stop()
