@@ -836,8 +836,15 @@ class BlockGen:
         elif isinstance(t, ir.BoolType):
             code = f"int({code})"
         valid = None
-        if isinstance(e, ir.Member) and isinstance(e.base.type, ir.HeaderType):
-            valid = self.ex(ir.IsValid(e.base, type=ir.BoolType()))
+        owner = e.base if isinstance(e, ir.Member) else None
+        # a field of a struct-typed header field belongs to the header around the struct
+        while isinstance(owner, ir.Member) and isinstance(owner.type, ir.StructType) and \
+                isinstance(owner.base.type, ir.HeaderType | ir.StructType):
+            owner = owner.base
+            if isinstance(owner.type, ir.HeaderType):
+                break
+        if owner is not None and isinstance(owner.type, ir.HeaderType):
+            valid = self.ex(ir.IsValid(owner, type=ir.BoolType()))
         return [(code, width, valid)]
 
     def packed_input(self, items: list[tuple[str, int, str | None]], align: int) -> str:
