@@ -95,7 +95,7 @@ def mutants(packets: list[Packet], n: int, seed: int) -> list[Packet]:
     return out
 
 
-@pytest.mark.parametrize("program_path", _params())
+@pytest.mark.parametrize("program_path", list(_params()))
 def test_stf_program_matches_bmv2(program_path: Path, tmp_path: Path):
     """The STF's packets, then (unless the program's outputs are unspecified for some of them)
     MUTANTS mutated copies of them."""

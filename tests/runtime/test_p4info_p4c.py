@@ -121,7 +121,7 @@ def _programs():
         yield pytest.param(p, id=p.stem, marks=marks)
 
 
-@pytest.mark.parametrize("program", _programs())
+@pytest.mark.parametrize("program", list(_programs()))
 def test_p4info_equals_p4cs(program: Path, tmp_path: Path):
     theirs = p4c_p4info(program, tmp_path)
     try:
