@@ -27,7 +27,7 @@ control I(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t 
     apply {
         sm.egress_spec = 1;
         hdr.o.setValid();
-        hash(hdr.o.h, HashAlgorithm.crc16, 16w0, { hdr.t, hdr.sel.has_t }, 17w65536);
+        hash(hdr.o.h, HashAlgorithm.crc16, 16w0, { hdr.sel.has_t, hdr.t }, 17w65536);
     }
 }
 control N(inout headers_t hdr, inout metadata_t meta) { apply { } }
@@ -50,7 +50,8 @@ def _crc16_arc(data: bytes) -> int:
 
 def test_hash_input_skips_the_struct_fields_of_an_invalid_header() -> None:
     pipe = Pipeline(compile_source(PROGRAM, "t.p4"))
-    [out] = pipe.process(bytes([0]), 0, 0).outputs  # t not extracted: only has_t is hashed
-    assert out.data[1:3] == _crc16_arc(bytes([0])).to_bytes(2, "big")
-    [out] = pipe.process(bytes([1, 7, 8, 9]), 0, 0).outputs  # t valid: tag, p.lo, p.hi, has_t
-    assert out.data[4:6] == _crc16_arc(bytes([7, 8, 9, 1])).to_bytes(2, "big")
+    [out] = pipe.process(bytes([2]), 0, 0).outputs  # t not extracted: only has_t is hashed
+    assert out.data[1:3] == _crc16_arc(bytes([2])).to_bytes(2, "big")
+    assert _crc16_arc(bytes([2])) != _crc16_arc(bytes([2, 0, 0]))  # zeros would show
+    [out] = pipe.process(bytes([1, 7, 8, 9]), 0, 0).outputs  # t valid: has_t, tag, p.lo, p.hi
+    assert out.data[4:6] == _crc16_arc(bytes([1, 7, 8, 9])).to_bytes(2, "big")
