@@ -12,8 +12,9 @@ fresh, identically programmed pipeline, and the simulator's hops/s as a ratio of
 Rates are given per CPU second of this process (``time.process_time``) and per wall second: on
 a shared machine the wall figure measures the neighbours, the CPU figure the simulator.
 
-Run: .venv/bin/python bench/sim_bench.py [--k 4 8 16] [--scheme ecmp] [--pkts 1]
-k=16 (320 switches, 1,024 hosts, ~1M flows) takes minutes and a few GB of memory.
+Run: .venv/bin/python bench/sim_bench.py [--k 4 8 16] [--scheme ecmp] [--ranks 64] [--pkts 8]
+(the defaults: what docs/sim.md reports; ``make bench`` runs it so). ``--ranks 0`` is every host:
+at k=16 that is 1,024 ranks and ~1M flows, hours of CPU here.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from controller.pipeline_target import install_on_pipeline  # noqa: E402
+from controller.schemes import SCHEMES  # noqa: E402
 from p4switch.pipeline import Pipeline  # noqa: E402
 from sim.network import CPU_PORT, DROP_PORT, SimConfig, SimNetwork, fabric_program  # noqa: E402
 from topo.spec import fat_tree  # noqa: E402
@@ -111,16 +113,18 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None) -> N
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int, nargs="+", default=[4, 8, 16])
-    ap.add_argument("--scheme", default="ecmp")
-    ap.add_argument("--pkts", type=int, default=1, help="packets per (src, dst) pair")
+    ap.add_argument("--scheme", default="ecmp", choices=sorted(SCHEMES))
+    ap.add_argument("--pkts", type=int, default=8, help="packets per (src, dst) pair")
     ap.add_argument("--rate", type=float, default=400e9, help="link rate, bits/s")
-    ap.add_argument("--ranks", type=int, default=None,
-                    help="AllToAll among this many hosts spread over the fabric (default all)")
+    ap.add_argument("--ranks", type=int, default=64,
+                    help="AllToAll among this many hosts spread over the fabric (0: all)")
     args = ap.parse_args(argv)
+    if args.ranks < 0 or args.ranks == 1 or args.pkts < 1:
+        ap.error("--ranks must be 0 or >= 2 and --pkts >= 1")
     for k in args.k:
         if k < 2 or k % 2 or k > 16:
             ap.error(f"--k {k}: a fat-tree k must be even and in 2..16")
-        run(k, args.scheme, args.pkts, args.rate, args.ranks)
+        run(k, args.scheme, args.pkts, args.rate, args.ranks or None)
     return 0
 
 
