@@ -25,6 +25,7 @@ HDR_AT = ETH_IP_UDP
 ACK_AT = HDR_AT + HDR.size
 ACK_FRAME_LEN = ACK_AT + ACK.size
 TOS_AT = 15
+SPORT_AT = 14 + 20
 ECN_MASK = 0x03
 ECN_ECT0 = 0x02
 ECN_CE = 0x03
@@ -80,6 +81,7 @@ def ack_frame(prefix: bytes, job: int, me: int, peer: int, flow: int, cum: int, 
                               min(ce, 0xFFFF)) + ACK.pack(cum, base, sack, ce_bits))
 
 
-def ack_prefix(src_mac: str, dst_mac: str, src_ip: str, dst_ip: str) -> bytes:
-    return l2l3_header(src_mac, dst_mac, src_ip, dst_ip, ROCEV2_PORT, ROCEV2_PORT,
+def ack_prefix(src_mac: str, dst_mac: str, src_ip: str, dst_ip: str,
+               sport: int = ROCEV2_PORT) -> bytes:
+    return l2l3_header(src_mac, dst_mac, src_ip, dst_ip, sport, ROCEV2_PORT,
                        HDR.size + ACK.size)

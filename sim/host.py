@@ -74,10 +74,11 @@ class _Tx:
 
 
 class _Rx:
-    __slots__ = ("r", "src", "dst", "ce", "peer")
+    __slots__ = ("r", "src", "dst", "ce", "peer", "sport")
 
     def __init__(self, r: ReceiverFlow, src: int, dst: int, peer: SimHost) -> None:
         self.r, self.src, self.dst, self.ce, self.peer = r, src, dst, 0, peer
+        self.sport = ROCEV2_PORT   # the ACKs' UDP source port (see receive)
 
 
 _IDLE, _COMPUTE, _RUNNING = 0, 1, 2
@@ -134,7 +135,7 @@ class SimHost:
         self.local_done: dict[int, float] = {}
         self._active: deque[_Tx] = deque()
         self._acks: deque[bytes] = deque()
-        self._ack_prefix: dict[str, bytes] = {}
+        self._ack_prefix: dict[tuple[str, int], bytes] = {}
         self._rx_pending: set[int] = set()
         self._finished_tx: set[int] = set()
         self._nic_free = 0.0
@@ -269,6 +270,12 @@ class SimHost:
         ce = frame[frames.TOS_AT] & frames.ECN_MASK == frames.ECN_CE
         if ce:
             x.ce += 1
+        if job.cfg.path_policy.name != "single":
+            # host-based LB: an ACK carries the entropy of the data that triggered it (as UEC
+            # ACKs echo the EV), so ACKs spread over paths like the data; a fixed ACK port
+            # would put all of a flow's ACKs on one ECMP path, and one failed link there
+            # stalls the flow whatever its data does
+            x.sport = (frame[frames.SPORT_AT] << 8) | frame[frames.SPORT_AT + 1]
         new, acks = x.r.on_data(seq, length, bool(flags & F_RETX), now_s, ce)
         if acks:
             self._queue_acks(x, flow, acks)
@@ -285,10 +292,11 @@ class SimHost:
         job = self.job
         assert job is not None
         peer = x.peer
-        prefix = self._ack_prefix.get(peer.ip)
+        key = (peer.ip, x.sport)
+        prefix = self._ack_prefix.get(key)
         if prefix is None:
-            prefix = self._ack_prefix[peer.ip] = frames.ack_prefix(self.mac, self.gw_mac,
-                                                                   self.ip, peer.ip)
+            prefix = self._ack_prefix[key] = frames.ack_prefix(self.mac, self.gw_mac, self.ip,
+                                                               peer.ip, x.sport)
         for a in acks:
             self._acks.append(frames.ack_frame(prefix, job.s.job, x.dst, x.src, flow, a.cum,
                                                a.base, a.sack, a.nack, x.ce, a.ce))

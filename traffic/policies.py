@@ -70,11 +70,17 @@ class PathPolicy:
 
 
 class RoundRobin(PathPolicy):
-    """``single`` (n = qps), ``split`` and round-robin ``entropy-spray``: packet seq on
-    entropy seq mod n (a retransmission may take another path than the original)."""
+    """``single`` (n = qps), ``split`` and round-robin ``entropy-spray``: transmission t on
+    entropy t mod n — without losses packet seq on seq mod n; a retransmission takes the next
+    entropy in turn, not its original one (which may be the path that lost it)."""
+
+    def __init__(self, ports: Sequence[int], npkts: int) -> None:
+        super().__init__(ports, npkts)
+        self.next = 0
 
     def choose(self, seq: int, now: float) -> int:
-        i = seq % self.n
+        i = self.next
+        self.next = i + 1 if i + 1 < self.n else 0
         self.uses[i] += 1
         return i
 

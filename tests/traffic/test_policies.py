@@ -164,3 +164,10 @@ def test_experiment_schemes_carry_the_hosts_path_policy(tmp_path) -> None:  # no
     cfg.write_text(body + "  - {name: ecmp, path_policy: 'reps(x)'}\n")
     with pytest.raises(ConfigError, match=r"schemes\[2\]\.path_policy: bad path policy"):
         load(cfg)
+
+
+def test_round_robin_retransmission_takes_the_next_entropy() -> None:
+    p = PolicySpec("split", 4).make(PORTS, 8)
+    assert [p.choose(s, 0) for s in (0, 1, 2, 3)] == [0, 1, 2, 3]
+    assert p.choose(0, 1.0) == 0 and p.choose(4, 1.0) == 1   # the resent seq 0, then seq 4
+    assert p.choose(0, 2.0) == 2                              # seq 0 again: another path

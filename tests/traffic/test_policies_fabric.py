@@ -156,3 +156,26 @@ def test_each_policy_moves_the_flow_over_the_predicted_members(policy: PolicySpe
         assert len(got) == members
     if policy.name != "single":
         assert len(got) >= 3                          # the flow really spread
+
+
+def test_a_spraying_host_survives_a_failed_link_the_fabric_never_routes_around() -> None:
+    """The agg->core link of a single-path flow's path dies and is never rerouted: that flow
+    never completes; a pinned split (one subflow per core, so one on the dead link) does —
+    retransmissions rotate to the next entropy and ACKs carry the data's entropy (so they
+    spread too)."""
+    from sim.network import LinkFailure
+
+    spec, m = k4(), model()
+    a, b = spec.hosts["h1"].ip, spec.hosts["h16"].ip
+    sched = one_flow("h1", "h16", 70_000)
+    flow = next(iter(sched.flow_index()))
+    agg, port = m.path(a, b, PolicySpec().ports(sched.job, 0, flow)[0])[1]
+    cut = [LinkFailure(agg, spec.ports(agg)[port][0], 0.0, None)]
+    pinned = pinned_flow_ports(m, sched.job, 0, flow, a, b, 4)
+    assert sum((agg, port) in m.path(a, b, p) for p in pinned) == 1
+    for policy, completes in ((PolicySpec("single"), False),
+                              (PolicySpec("split", 4, pin=True), True)):
+        net = SimNetwork(spec, "ecmp", SimConfig(host=HostConfig(path_policy=policy)))
+        res = net.run(one_flow("h1", "h16", 70_000), until_us=20e3, failures=cut)
+        assert res.ok == completes
+        assert res.ranks[0].flows[0].retransmissions > 0
