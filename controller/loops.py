@@ -6,8 +6,9 @@ controller, which re-pushes pipeline and entries; see ``FabricController._on_rec
 Failure: every control period the controller sends a probe packet-out on every switch-switch
 port (IPv4/UDP to the reserved PROBE_IP, payload = magic, sender device id, port, sequence).
 The neighbour's ``send_to_cpu`` route punts it; the PacketIn's ``ingress_port`` names the link
-end. A link that brought no probe (in either direction) for ``probe_miss_periods`` periods is
-down: the controller recomputes routes without it and writes only the diff, in the same period.
+end. A link whose probes (in either direction) lag ``probe_miss_periods`` rounds behind the
+freshest probe the receiving switch heard on its other ports is down (relative, so a switch whose
+packet-ins are merely late, on a loaded machine, keeps its links): the controller recomputes routes without it and writes only the diff, in the same period.
 When probes flow again in both directions the link is restored. The controller notices dead
 links by itself, whatever killed them (ip link down, a dead switch, a cut cable).
 
@@ -246,16 +247,34 @@ class ControlLoops:
             key = (switch, port)
             self.last_seen[key] = max(self.last_seen.get(key, 0), seq)
 
+    def _freshest(self, seen: Mapping[tuple[str, int], int]) -> dict[str, int]:
+        """Per receiving switch, the newest round heard on any of its switch ports.
+
+        A port's lag is measured against this, not against the round last sent: when a
+        switch's packet-ins come late (its process or the controller starved of CPU, the
+        PacketIn stream backed up) all its ports lag together and no link is declared dead;
+        a dead link lags behind its switch's live ports. A switch with a single switch port
+        has no siblings to compare with and uses the freshest round heard anywhere."""
+        fresh: dict[str, int] = {}
+        count: dict[str, int] = {}
+        for (sw, _), rnd in seen.items():
+            fresh[sw] = max(fresh.get(sw, 0), rnd)
+            count[sw] = count.get(sw, 0) + 1
+        overall = max(fresh.values(), default=0)
+        return {sw: (r if count[sw] > 1 else overall) for sw, r in fresh.items()}
+
     def check_links(self) -> None:
-        """Before this period's probes: a direction that missed the last ``miss`` rounds is
-        dead; a down link heard in both directions in the last round (or the one before, when
-        ``miss`` > 1: a probe may still be in flight) is back."""
+        """Before this period's probes: a direction that lags ``miss`` rounds behind the
+        freshest probe its switch heard is dead; a down link heard in both directions within
+        the last round (or the one before, when ``miss`` > 1: a probe may still be in flight)
+        of its switches' freshest is back."""
         with self._seen_lock:
             seen = dict(self.last_seen)
-        rnd = self.seq
+        fresh = self._freshest(seen)
         newly_down, newly_up = [], []
         for i, lk in self.switch_links:
-            lag = max(rnd - seen.get((lk.a, lk.a_port), 0), rnd - seen.get((lk.b, lk.b_port), 0))
+            lag = max(fresh[lk.a] - seen.get((lk.a, lk.a_port), 0),
+                      fresh[lk.b] - seen.get((lk.b, lk.b_port), 0))
             if i not in self.down and lag >= self.miss:
                 newly_down.append((i, lk))
             elif i in self.down and lag < min(2, self.miss):

@@ -232,3 +232,36 @@ def test_probe_from_the_wrong_neighbour_is_ignored() -> None:
     loops.record_probe("leaf1", port, spec.switches["spine2"].device_id, 1, 9)
     assert loops.last_seen[("leaf1", port)] == 0
     assert len(ctl.events) == 1 and "miswired" in ctl.events[0]
+
+
+def test_a_switch_whose_packet_ins_lag_keeps_its_links() -> None:
+    """Late PacketIns (a starved switch or controller) delay every port of that switch alike:
+    no link is declared dead; a port that lags behind its switch's other ports is."""
+    from controller.loops import ControlLoops
+
+    spec = leaf_spine(2, 2, 1)
+    ctl = _FakeController(spec)
+    loops = ControlLoops(ctl, ["failure"])
+    late = "spine1"
+    for rnd in range(1, 6):  # spine1 hears nothing new after round 1: its stream is backed up
+        loops.seq = rnd
+        for lk in spec.switch_links():
+            for rx, rx_port, tx, tx_port in ((lk.b, lk.b_port, lk.a, lk.a_port),
+                                             (lk.a, lk.a_port, lk.b, lk.b_port)):
+                if rx != late or rnd == 1:
+                    loops.record_probe(rx, rx_port, spec.switches[tx].device_id, tx_port, rnd)
+        loops.check_links()
+    assert loops.down == set() and ctl.applied == 0
+    # the backlog arrives, except on the port from leaf2: that direction is dead
+    port, (_, leaf_port) = next((p, pp) for p, pp in spec.ports(late).items() if pp[0] == "leaf1")
+    for rnd in range(6, 10):
+        loops.seq = rnd
+        loops.record_probe(late, port, spec.switches["leaf1"].device_id, leaf_port, rnd)
+        _hear_all(loops, spec, rnd, skip=frozenset({frozenset({late, "leaf1"}),
+                                                   frozenset({late, "leaf2"})}))
+        lk1 = spec.links_between(late, "leaf1")[0]   # leaf1 hears spine1 too
+        loops.record_probe("leaf1", lk1.port_of("leaf1"), spec.switches[late].device_id,
+                           lk1.port_of(late), rnd)
+        loops.check_links()
+    (idx,) = loops.down
+    assert {spec.links[idx].a, spec.links[idx].b} == {late, "leaf2"}
