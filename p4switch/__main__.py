@@ -65,12 +65,16 @@ def _port_spec(text: str) -> PortSpec:
     return PortSpec(n, target)
 
 
+def _port_prefixed(text: str) -> tuple[int | None, str]:
+    """``[PORT:]VALUE`` -> (port or None for every port, VALUE)."""
+    if ":" not in text:
+        return None, text
+    p, _, value = text.partition(":")
+    return _int(p, "port "), value
+
+
 def _queue_rate(text: str) -> tuple[int | None, float]:
-    port: int | None = None
-    rate = text
-    if ":" in text:
-        p, _, rate = text.partition(":")
-        port = _int(p, "port ")
+    port, rate = _port_prefixed(text)
     try:
         pps = float(rate)
     except ValueError:
@@ -84,11 +88,7 @@ def _port_rate(text: str) -> tuple[int | None, float]:
     """``[PORT:]RATE`` with RATE a bit rate (``100Mbps``, ``1G``, bits/s; 0 = unlimited)."""
     from p4switch.queues import parse_bit_rate
 
-    port: int | None = None
-    rate = text
-    if ":" in text:
-        p, _, rate = text.partition(":")
-        port = _int(p, "port ")
+    port, rate = _port_prefixed(text)
     try:
         return port, parse_bit_rate(rate)
     except ValueError as e:
