@@ -143,6 +143,9 @@ class FailureConfig:
     at_s: float = 0.2
     restore_s: float | None = None
     notify: bool = False
+    reroute: bool = True
+    """sim backend: False = the fabric never routes around the link (the data plane and the
+    hosts must cope alone); True = rerouted 1 ms later, as the controller's failure loop."""
 
 
 @dataclass(frozen=True)
@@ -398,7 +401,7 @@ def _bsp(v: Any, path: str) -> BspConfig:
 
 def _failure(v: Any, path: str, spec: FabricSpec) -> FailureConfig:
     d = _obj(v, path)
-    _keys(d, path, {"link", "at_s", "restore_s", "notify"}, {"link"})
+    _keys(d, path, {"link", "at_s", "restore_s", "notify", "reroute"}, {"link"})
     link = _list(d["link"], _join(path, "link"))
     if len(link) != 2 or not all(isinstance(x, str) for x in link):
         raise ConfigError(_join(path, "link"), f"{link!r} is not two switch names")
@@ -412,7 +415,8 @@ def _failure(v: Any, path: str, spec: FabricSpec) -> FailureConfig:
     restore = _num(d, "restore_s", path, None, lo=0.0)
     if restore is not None and restore <= at:
         raise ConfigError(_join(path, "restore_s"), f"must be after at_s ({at}), got {restore}")
-    return FailureConfig((a, b), at, restore, _bool(d, "notify", path, False))
+    return FailureConfig((a, b), at, restore, _bool(d, "notify", path, False),
+                         _bool(d, "reroute", path, True))
 
 
 def _size(d: dict[str, Any], path: str) -> int:
