@@ -429,20 +429,6 @@ class FabricController:
             rows.append(row)
         return rows
 
-    def rx_packets(self, switch: str, port: int) -> int | None:
-        """Packets ``port_rx_ctr`` counted on one port (one-cell Read); None if unreadable.
-
-        The failure loop's second witness: data arriving on a port proves the link into it
-        works even when its probes are lost in a full egress queue at the sender."""
-        conn = self.conns.get(switch)
-        if self.schema is None or conn is None or not conn.connected:
-            return None
-        try:
-            ents = conn.read([self.schema.counter_entity(PORT_COUNTERS[0], port)], timeout=2.0)
-        except (SwitchError, ValueError):
-            return None
-        return ents[0].counter_entry.data.packet_count if ents else None
-
     def read_counters(self, switches: Iterable[str] | None = None) -> pd.DataFrame:
         """Tidy counters over P4Runtime: port rx/tx, drops per reason, LB members."""
         names = list(switches) if switches is not None else list(self.spec.switches)
