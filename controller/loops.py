@@ -26,7 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from topo.spec import mac_int
+import networkx as nx
+
+from topo.spec import LinkSpec, mac_int
 
 from .connection import PacketIn, SwitchError
 from .routing import PROBE_IP
@@ -160,6 +162,7 @@ class ControlLoops:
         # machine) sends no rounds, so it cannot mistake its own silence for dead links.
         self.last_seen: dict[tuple[str, int], int] = {}
         self.miswired: set[tuple[str, int]] = set()
+        self.kept: set[int] = set()  # silent links kept because they are the last way in
         self.down: set[int] = set()
         self.wam_state: dict[tuple[str, int], WamGroupState] = {}
         self.periods = 0
@@ -263,6 +266,38 @@ class ControlLoops:
         overall = max(fresh.values(), default=0)
         return {sw: (r if count[sw] > 1 else overall) for sw, r in fresh.items()}
 
+    def _keep_connected(self, candidates: list[tuple[int, LinkSpec]]) -> list[tuple[int, LinkSpec]]:
+        """Drop the candidates whose removal would cut a host-facing switch off the others.
+
+        Rerouting around such a link cannot help: a dead one leaves its hosts unreachable
+        either way, while a live one whose probes were merely lost (tail-dropped behind an
+        incast, late from a starved switch) would turn delivery into route-miss drops for
+        every packet to those hosts. Such a link stays in service and is reported once."""
+        if not candidates:
+            return candidates
+        spec = self.ctl.spec
+        edge_sw = {h.switch for h in spec.hosts.values()}
+        g = nx.MultiGraph()
+        g.add_nodes_from(spec.switches)
+        g.add_edges_from((lk.a, lk.b, i) for i, lk in self.switch_links if i not in self.down)
+        accepted = []
+        for i, lk in candidates:
+            g.remove_edge(lk.a, lk.b, key=i)
+            reach = max((c for c in nx.connected_components(g)),
+                        key=lambda c: len(c & edge_sw), default=set())
+            if edge_sw <= reach:
+                accepted.append((i, lk))
+                self.kept.discard(i)
+                continue
+            g.add_edge(lk.a, lk.b, key=i)
+            if i not in self.kept:
+                self.kept.add(i)
+                cut = sorted(edge_sw - reach)
+                self.ctl.event("failure", lk.a, f"link {lk.a}:{lk.a_port}-{lk.b}:{lk.b_port} "
+                               f"silent for {self.miss} periods but kept: without it "
+                               f"{', '.join(cut)} would be cut off (rerouting cannot help)")
+        return accepted
+
     def check_links(self) -> None:
         """Before this period's probes: a direction that lags ``miss`` rounds behind the
         freshest probe its switch heard is dead; a down link heard in both directions within
@@ -279,6 +314,7 @@ class ControlLoops:
                 newly_down.append((i, lk))
             elif i in self.down and lag < min(2, self.miss):
                 newly_up.append((i, lk))
+        newly_down = self._keep_connected(newly_down)
         for i, lk in newly_down:
             self.down.add(i)
             self.ctl.event("failure", lk.a, f"link {lk.a}:{lk.a_port}-{lk.b}:{lk.b_port} down "

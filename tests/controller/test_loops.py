@@ -265,3 +265,28 @@ def test_a_switch_whose_packet_ins_lag_keeps_its_links() -> None:
         loops.check_links()
     (idx,) = loops.down
     assert {spec.links[idx].a, spec.links[idx].b} == {late, "leaf2"}
+
+
+def test_the_last_way_into_a_switch_is_never_taken_out() -> None:
+    """Both uplinks of leaf1 go silent (an incast's probes tail-dropped, or really cut):
+    removing the second would cut leaf1's hosts off, which rerouting cannot fix and which would
+    turn every packet to them into a route miss; it stays in service and is reported once."""
+    from controller.loops import ControlLoops
+
+    spec = leaf_spine(3, 2, 1)
+    ctl = _FakeController(spec)
+    loops = ControlLoops(ctl, ["failure"])
+    silent = frozenset({frozenset({"leaf1", "spine1"}), frozenset({"leaf1", "spine2"})})
+    for rnd in range(1, 7):
+        loops.seq = rnd
+        _hear_all(loops, spec, rnd, skip=silent)
+        loops.check_links()
+    (idx,) = loops.down  # one of the two goes; the other is the last way in
+    assert frozenset({spec.links[idx].a, spec.links[idx].b}) in silent
+    kept = [e for e in ctl.events if "kept" in e]
+    assert len(kept) == 1 and "leaf1 would be cut off" in kept[0]
+    for rnd in range(7, 9):  # probes back: the removed one is restored
+        loops.seq = rnd
+        _hear_all(loops, spec, rnd)
+        loops.check_links()
+    assert loops.down == set()
