@@ -32,6 +32,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from traffic import metrics as traffic_metrics
+
 from . import metrics
 from .backends import BACKENDS, Backend, RunSamples
 from .config import ExperimentConfig, SchemeConfig, WorkloadConfig
@@ -120,31 +122,16 @@ def load_ranks(out: Path) -> list[dict[str, Any]]:
 
 
 def merge_ranks(ranks: list[dict[str, Any]], expected: int) -> dict[str, Any]:
-    """Job-wide view of one run (traffic.metrics.summarize's, over ranks from many host
-    directories): per collective the first start and last finish, bytes, retransmissions."""
-    colls: dict[int, dict[str, Any]] = {}
-    for r in ranks:
-        for c in r["collectives"]:
-            m = colls.setdefault(c["collective"], {"collective": c["collective"],
-                                                   "name": c["name"], "start": c["start"],
-                                                   "finish": c["finish"]})
-            m["start"] = min(m["start"], c["start"])
-            m["finish"] = max(m["finish"], c["finish"])
-    for c in colls.values():
-        c["cct"] = c["finish"] - c["start"]
-    sent = {f["flow"]: f["bytes"] for r in ranks for f in r["flows"] if not f["local"]}
-    got = {f["flow"]: f["bytes"] for r in ranks for f in r["received"]}
-    return {"ranks": len(ranks),
-            "completed": len(ranks) == expected and all(r["completed"] for r in ranks),
-            "errors": [f"rank {r['rank']}: {r['error']}" for r in ranks if r.get("error")],
-            "collectives": [colls[k] for k in sorted(colls)],
-            "bytes_sent": sum(sent.values()), "bytes_received": sum(got.values()),
-            "flows_mismatched": sorted(f for f in sent if got.get(f) != sent[f]),
-            "packets_sent": sum(r["totals"].get("packets_sent", 0) for r in ranks),
-            "retransmissions": sum(r["totals"].get("retransmissions", 0) for r in ranks),
-            "reordered": sum(r["totals"].get("reordered", 0) for r in ranks),
-            "tcp_total_retrans": _tcp_sum(ranks, "tcp_total_retrans"),
-            "tcp_reord_seen": _tcp_sum(ranks, "tcp_reord_seen")}
+    """traffic.metrics.merge_ranks over ranks from many host directories, plus what a run of
+    the runner needs: completion against the expected rank count, agents' errors, packets."""
+    summ = traffic_metrics.merge_ranks(ranks)
+    summ.update(
+        completed=len(ranks) == expected and summ["completed"],
+        errors=[f"rank {r['rank']}: {r['error']}" for r in ranks if r.get("error")],
+        packets_sent=sum(r["totals"].get("packets_sent", 0) for r in ranks),
+        tcp_total_retrans=_tcp_sum(ranks, "tcp_total_retrans"),
+        tcp_reord_seen=_tcp_sum(ranks, "tcp_reord_seen"))
+    return summ
 
 
 def _tcp_sum(ranks: list[dict[str, Any]], key: str) -> int | None:

@@ -208,7 +208,13 @@ def _tcp_cols(tcp: dict[str, Any] | None) -> dict[str, Any]:
 
 def summarize(outdir: str | Path) -> dict[str, Any]:
     """Merge every rank<r>.json of a run: job-wide CCT per collective and byte accounting."""
-    ranks = [json.loads(p.read_text()) for p in sorted(Path(outdir).glob("rank*.json"))]
+    return merge_ranks([json.loads(p.read_text())
+                        for p in sorted(Path(outdir).glob("rank*.json"))])
+
+
+def merge_ranks(ranks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Job-wide view of loaded rank metrics (from one directory or many hosts' directories):
+    per collective the first start and last finish, byte accounting, retransmissions."""
     colls: dict[int, dict[str, Any]] = {}
     for r in ranks:
         for c in r["collectives"]:
