@@ -233,33 +233,30 @@ class SwitchConnection:
             raise SwitchError(f"switch {self.name}: SetForwardingPipelineConfig: "
                               f"{_rpc_details(e)}") from None
 
-    def get_cookie(self, timeout: float = 10.0) -> int | None:
-        """The running pipeline's cookie; None when there is no pipeline or no cookie."""
-        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
-            device_id=self.device_id,
-            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.COOKIE_ONLY)
+    def _get_config(self, response_type: int,
+                    timeout: float) -> p4runtime_pb2.ForwardingPipelineConfig | None:
+        """GetForwardingPipelineConfig's config; None when the switch has no pipeline."""
+        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=self.device_id,
+                                                               response_type=response_type)
         try:
-            resp = self._stub_or_fail().GetForwardingPipelineConfig(req, timeout=timeout)
+            return self._stub_or_fail().GetForwardingPipelineConfig(req, timeout=timeout).config
         except grpc.RpcError as e:
             if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
                 return None
             raise SwitchError(f"switch {self.name}: GetForwardingPipelineConfig: "
                               f"{_rpc_details(e)}") from None
-        return resp.config.cookie.cookie if resp.config.HasField("cookie") else None
+
+    def get_cookie(self, timeout: float = 10.0) -> int | None:
+        """The running pipeline's cookie; None when there is no pipeline or no cookie."""
+        cfg = self._get_config(
+            p4runtime_pb2.GetForwardingPipelineConfigRequest.COOKIE_ONLY, timeout)
+        return cfg.cookie.cookie if cfg is not None and cfg.HasField("cookie") else None
 
     def get_p4info(self, timeout: float = 10.0) -> p4info_pb2.P4Info | None:
         """The P4Info the switch runs, None when it has no pipeline (e.g. just restarted)."""
-        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
-            device_id=self.device_id,
-            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
-        try:
-            resp = self._stub_or_fail().GetForwardingPipelineConfig(req, timeout=timeout)
-        except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
-                return None
-            raise SwitchError(f"switch {self.name}: GetForwardingPipelineConfig: "
-                              f"{_rpc_details(e)}") from None
-        return resp.config.p4info if resp.config.HasField("p4info") else None
+        cfg = self._get_config(
+            p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE, timeout)
+        return cfg.p4info if cfg is not None and cfg.HasField("p4info") else None
 
     def write(self, updates: Sequence[p4runtime_pb2.Update], *, batch: int = 5000,
               atomicity: int = p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR,
