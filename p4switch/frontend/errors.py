@@ -1,35 +1,9 @@
-"""Compile errors of the P4 front end.
-
-Every error points at the original source (file, line, column, after include resolution) and
-quotes the offending line with a caret, as C compilers do, so a user can fix a program without
-reading p4switch's code.
-"""
+"""Compile errors of the P4 front end: ``P4CompileError`` and ``unsupported`` live in
+``p4switch.errors`` (the pipeline raises them too and must not import the front end); they are
+re-exported here so front-end modules and existing callers keep their import."""
 
 from __future__ import annotations
 
-from p4switch import ir
+from p4switch.errors import P4CompileError, unsupported
 
-
-class P4CompileError(Exception):
-    """A P4 program the front end rejects: ``str()`` is ``file:line:col: error: message``,
-    then the source line and a caret under the column."""
-
-    def __init__(self, loc: ir.SourceLoc | None, message: str, source_line: str | None = None):
-        super().__init__(message)
-        self.loc = loc
-        self.message = message
-        self.source_line = source_line
-
-    def __str__(self) -> str:
-        where = str(self.loc) if self.loc is not None else "<unknown>"
-        text = f"{where}: error: {self.message}"
-        if self.source_line is not None and self.loc is not None:
-            line = self.source_line.rstrip("\n").expandtabs(1)
-            caret = " " * max(self.loc.col - 1, 0) + "^"
-            text += f"\n{line}\n{caret}"
-        return text
-
-
-def unsupported(construct: str) -> str:
-    """The standard message for a construct p4switch deliberately does not implement."""
-    return f"{construct} is not supported by p4switch"
+__all__ = ["P4CompileError", "unsupported"]

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from p4switch import ir
-from p4switch.frontend.errors import P4CompileError
+from p4switch.errors import P4CompileError
 
 from . import hashes
 from .exits import ExitAnalysis

@@ -564,7 +564,7 @@ def run_stf(
     Never raises for bad input: a compile error gives exit_code 2 with the front end's message,
     an STF or run-time error exit_code 1 with ``file.stf:line: ...``. ``strict`` also fails on
     packets to ports the STF never names (bmv2stf does not see those)."""
-    from p4switch.frontend.errors import P4CompileError
+    from p4switch.errors import P4CompileError
 
     stf_path = Path(stf_path)
     stf_name = str(stf_path)
