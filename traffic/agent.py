@@ -2,10 +2,12 @@
 
 One thread, one event loop: drain the receive socket (data -> receiver state + ACKs, ACKs ->
 sender state), advance each local rank's program (compute phase, post sends, detect step
-completion), then send paced data packets round-robin over the active flows. Data frames are
-pre-built by scapy and written to an AF_PACKET socket; ACKs are small and go through a kernel
-UDP socket on port 4791, the same socket that receives everything addressed to us (so the
-kernel demultiplexes for us and never answers our data with ICMP port-unreachable).
+completion), then send paced data packets round-robin over the active flows. Data frames and
+ACKs are pre-built by scapy and written to an AF_PACKET socket; an ACK leaves from the UDP
+source port of the data packet that triggered it (its entropy), so a flow's ACKs spread over
+the ECMP paths like its data and one dead link cannot stall every ACK. Everything addressed to
+us arrives on one kernel UDP socket on port 4791 (so the kernel demultiplexes for us and never
+answers our data with ICMP port-unreachable).
 Every wait is bounded: the run ends at `timeout` whatever happens, and metrics say so.
 """
 
@@ -103,6 +105,8 @@ class HostAgent:
         self.tx: dict[int, _TxFlow] = {}
         self.active: deque[int] = deque()
         self.rx: dict[tuple[int, int], ReceiverFlow] = {}
+        self.rx_sport: dict[tuple[int, int], int] = {}
+        """(src, flow) -> UDP source port of the flow's latest data packet: its ACKs' port."""
         self.local_done: dict[int, float] = {}   # flows between two local ranks
         self.metrics = {r: RankMetrics(rank=r, host=hosts[r], job=schedule.job,
                                        schedule=schedule.name, path_policy=cfg.path_policy.label)
@@ -141,7 +145,7 @@ class HostAgent:
         srcs = {self.hosts[x.src] for r in self.local for st in self.s.programs[r]
                 for x in st.recvs if x.src not in self.local}
         self.unheard = (peers | srcs) - {self.hosts[r] for r in self.local}
-        for ip in sorted(peers):
+        for ip in sorted(peers | srcs):  # srcs: where our ACKs go
             self.routes[ip] = resolve(ip, self.cfg.nexthop_mac)
         self.raw: dict[str, socket.socket] = {}
         for rt in self.routes.values():
@@ -153,6 +157,8 @@ class HostAgent:
         # pre-build every frame template the job needs (full and short last packets), so the
         # data path never calls scapy
         mss = self.cfg.transport.mss
+        for ip in srcs:
+            self.frames.prebuild_ack(self.routes[ip], ip)
         for r in self.local:
             for st in self.s.programs[r]:
                 for snd in st.sends:
@@ -294,6 +300,7 @@ class HostAgent:
             if dst not in self.state or src >= self.s.ranks:
                 continue
             key = (src, flow)
+            self.rx_sport[key] = addr[1]
             rx = self.rx.get(key)
             if rx is None:
                 if flow not in self.flows or self.flows[flow][1].dst != dst:
@@ -301,7 +308,7 @@ class HostAgent:
                 rx = self.rx[key] = ReceiverFlow(npkts, self.cfg.transport)
             _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now, ce)
             for a in acks:
-                self._send_ack(addr[0], dst, src, flow, a)
+                self._send_ack(addr[0], dst, src, flow, a, addr[1])
 
     def _send_ready(self, ip: str, answer: bool = False) -> None:
         flags = F_READY | (F_ACK if answer else 0)
@@ -311,11 +318,19 @@ class HostAgent:
         except OSError:
             pass
 
-    def _send_ack(self, ip: str, me: int, peer: int, flow: int, a: Ack) -> None:
-        flags = F_ACK | (F_NACK if a.nack else 0)
-        msg = HDR.pack(VERSION, flags, self.s.job, me, peer, 0, 0, flow, a.cum, 0, 0, 0) + \
-            ACK.pack(a.cum, a.base, a.sack, a.ce)
+    def _send_ack(self, ip: str, me: int, peer: int, flow: int, a: Ack, sport: int) -> None:
+        """One ACK to ``ip`` from source port ``sport`` (the entropy of the data it answers),
+        as a raw frame; through the kernel socket (port 4791) only to a host we have no
+        route for."""
         try:
+            rt = self.routes.get(ip)
+            if rt is not None:
+                self.raw[rt.dev].send(self.frames.ack(ip, sport, self.s.job, me, peer, flow,
+                                                      a.cum, a.base, a.sack, a.nack, a.ce))
+                return
+            flags = F_ACK | (F_NACK if a.nack else 0)
+            msg = HDR.pack(VERSION, flags, self.s.job, me, peer, 0, 0, flow, a.cum, 0, 0, 0) \
+                + ACK.pack(a.cum, a.base, a.sack, a.ce)
             self.udp.sendto(msg, (ip, self.cfg.port))
         except OSError:
             pass  # a lost ACK is recovered by the sender's timer
@@ -355,7 +370,8 @@ class HostAgent:
         for (src, flow), rx in self.rx.items():
             if rx.ack_pending:
                 for a in rx.on_tick(now):
-                    self._send_ack(self.hosts[src], self.flows[flow][1].dst, src, flow, a)
+                    self._send_ack(self.hosts[src], self.flows[flow][1].dst, src, flow, a,
+                                   self.rx_sport[(src, flow)])
 
     # -- programs ----------------------------------------------------------------------------
     def _recv_done(self, src: int, flow: int) -> bool:

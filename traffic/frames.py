@@ -18,11 +18,22 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from .nexthop import Route
-from .packet import HDR, ROCEV2_PORT, VERSION, CollectiveHeader, entropy_port
+from .packet import (
+    ACK,
+    F_ACK,
+    F_NACK,
+    HDR,
+    ROCEV2_PORT,
+    VERSION,
+    CollectiveAck,
+    CollectiveHeader,
+    entropy_port,
+)
 
 SPORT_AT = 14 + 20           # UDP source port inside the frame
 HDR_AT = 14 + 20 + 8         # collective header inside the frame
 OVERHEAD = HDR_AT + HDR.size  # bytes on the wire besides payload (no FCS/preamble)
+ACK_AT = HDR_AT + HDR.size   # CollectiveAck inside an ACK frame
 _SPORT = struct.Struct("!H")
 
 
@@ -53,11 +64,21 @@ def build_frame(route: Route, dst_ip: str, length: int, h: FlowHeader | None = N
     return bytearray(bytes(pkt))
 
 
+def build_ack_template(route: Route, dst_ip: str) -> bytearray:
+    """An ACK frame to ``dst_ip`` (non-ECT; source port, header and ACK fields left zero)."""
+    pkt = (Ether(src=route.src_mac, dst=route.nexthop_mac)
+           / IP(src=route.src_ip, dst=dst_ip, flags="DF", ttl=64)
+           / UDP(sport=0, dport=ROCEV2_PORT, chksum=0)
+           / CollectiveHeader(flags="ACK") / CollectiveAck())
+    return bytearray(bytes(pkt))
+
+
 class FrameCache:
     """Templates per (destination, payload length); `frame()` patches one packet into one."""
 
     def __init__(self) -> None:
         self._t: dict[tuple[str, int], bytearray] = {}
+        self._ack: dict[str, bytearray] = {}
 
     def prebuild(self, route: Route, dst_ip: str, length: int, tos: int = 0) -> None:
         if (dst_ip, length) not in self._t:
@@ -73,4 +94,21 @@ class FrameCache:
         _SPORT.pack_into(f, SPORT_AT, sport)
         HDR.pack_into(f, HDR_AT, VERSION, flags, h.job, h.src_rank, h.dst_rank, h.step & 0xFFFF,
                       qp, h.flow, seq, h.npkts, length, 0)
+        return f
+
+    def prebuild_ack(self, route: Route, dst_ip: str) -> None:
+        if dst_ip not in self._ack:
+            self._ack[dst_ip] = build_ack_template(route, dst_ip)
+
+    def ack(self, dst_ip: str, sport: int, job: int, me: int, peer: int, flow: int, cum: int,
+            base: int, sack: int, nack: bool, ce: int) -> bytearray:
+        """The ACK frame from rank ``me`` to ``peer`` for ``flow`` with UDP source port
+        ``sport``: the entropy of the data it answers, so ACKs spread over the ECMP paths
+        like the data (UEC ACKs echo the entropy value) instead of all sharing one path from
+        port 4791 (valid until the next ACK to the same destination)."""
+        f = self._ack[dst_ip]
+        _SPORT.pack_into(f, SPORT_AT, sport)
+        HDR.pack_into(f, HDR_AT, VERSION, F_ACK | (F_NACK if nack else 0), job, me, peer, 0, 0,
+                      flow, cum, 0, 0, 0)
+        ACK.pack_into(f, ACK_AT, cum, base, sack, ce)
         return f

@@ -1,0 +1,77 @@
+"""ACKs follow the data's entropy: with one "ECMP path" dead for ACKs, a spraying flow still
+completes.
+
+The stand-in for a fabric whose ECMP hash puts some 5-tuples on a dead link: a tc u32 filter on
+every bridge port classifies into a zero-length pfifo (this kernel has no tc actions) each ACK (not READY beacons, not data) whose UDP source port has both
+low bits set — a quarter of all source ports, and port 4791 among them. An agent that sent all
+ACKs from port 4791 would lose every ACK and stall; ACKs from the data packet's source port
+lose only those on the dead entropies, and the sender's retransmissions (which rotate to the
+next entropy) get the rest through. Namespaces come from the traffic_netns helper (p4ft-<pid>-*)
+and are removed also on failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+
+import pytest
+from traffic_netns import HOST_IPS, HOSTS, PREFIX, bridged_hosts, run_agents, sh  # noqa: F401
+
+pytestmark = [pytest.mark.root,
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for netns")]
+
+# offsets from the IPv4 header (20 bytes, no options): UDP sport 20, dport 22; the collective
+# header starts at 28, its flags byte at 29 (ACK 0x01, READY 0x10)
+DEAD_ACK_PATH = ["protocol", "ip", "u32", "match", "ip", "protocol", "17", "0xff",
+                 "match", "u16", "0x0003", "0x0003", "at", "20",
+                 "match", "u16", "4791", "0xffff", "at", "22",
+                 "match", "u8", "0x01", "0x11", "at", "29", "flowid", "1:3"]
+
+
+def kill_acks_on_dead_entropies(ns: str, dev: str) -> None:
+    """HTB root: class 1:1 (default) passes everything, class 1:3 ends in a pfifo of limit
+    0 (drops every packet); the u32 filter sends the dead path's ACKs to 1:3."""
+    tc = ["ip", "netns", "exec", ns, "tc"]
+    sh(*tc, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1")
+    for c in ("1:1", "1:3"):
+        sh(*tc, "class", "add", "dev", dev, "parent", "1:", "classid", c, "htb", "rate",
+           "10gbit")
+    sh(*tc, "qdisc", "add", "dev", dev, "parent", "1:3", "handle", "30:", "pfifo", "limit", "0")
+    sh(*tc, "filter", "add", "dev", dev, "parent", "1:", *DEAD_ACK_PATH)
+
+
+def dropped(ns: str, dev: str) -> int:
+    out = subprocess.run(["ip", "netns", "exec", ns, "tc", "-s", "qdisc", "show", "dev", dev],
+                         capture_output=True, text=True, timeout=10).stdout
+    m = re.search(r"qdisc pfifo 30:.*?dropped (\d+)", out, re.S)
+    assert m, out
+    return int(m.group(1))
+
+
+def test_spraying_flows_complete_with_acks_on_one_entropy_class_dropped(
+        bridged_hosts, tmp_path):  # noqa: ANN001, F811
+    br = f"{PREFIX}-br"
+    ports = [f"p{i}" for i in range(HOSTS)]
+    for dev in ports:
+        kill_acks_on_dead_entropies(br, dev)
+    size = 120_000
+    start_at = time.time() + 1.0
+    run_agents(bridged_hosts, lambda i: [
+        "--schedule", "ring_allreduce", "--ranks", str(HOSTS), "--size", str(size),
+        "--hosts", HOST_IPS, "--rate", "100M", "--path-policy", "entropy-spray(8)",
+        "--rto-ms", "20", "--start-at", repr(start_at), "--timeout", "25",
+        "--out", str(tmp_path / f"h{i}")])
+    ranks = [json.loads((tmp_path / f"h{i}" / f"rank{i}.json").read_text())
+             for i in range(HOSTS)]
+    for m in ranks:
+        assert m["completed"], m["error"]
+        assert m["path_policy"] == "entropy-spray(8)"
+    sports = {p for m in ranks for f in m["flows"] for p in f["sports"]}
+    assert any(p & 3 == 3 for p in sports)        # some entropies are on the dead ACK path
+    assert any(p & 3 != 3 for p in sports)
+    # ... and the filter did drop ACKs (a filter that matched nothing would prove nothing)
+    assert sum(dropped(br, dev) for dev in ports) > 0
