@@ -34,7 +34,10 @@ from __future__ import annotations
 
 import random as _random
 import re
+import struct
+import types
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 from p4switch import ir
@@ -79,6 +82,44 @@ _STANDARD_FIELDS = (
 )
 
 
+@dataclass(frozen=True, eq=False)
+class _Code:
+    """One program's generated code, shared read-only by every instance made from it
+    (``Pipeline.new_instance``): the compiled module, the globals it was generated against
+    (the first instance's state objects), and the names the linker looks up in it."""
+
+    code: types.CodeType
+    source: str
+    globals: dict[str, Any]
+    fnames: dict[str, str]
+    classes: tuple[str, str, str]
+    blocks: list[tuple[ir.Control, dict[str, str], dict[tuple[str, str], str]]]
+    fused_reason: str | None
+    hdr_t: ir.Type
+    meta_t: ir.Type
+    sm_t: ir.Type
+
+
+_IMMUTABLE = (type, types.BuiltinFunctionType, struct.Struct, int, float, str, bytes, bool,
+              type(None))
+
+
+def _shareable(val: Any, seen: set[int] | None = None) -> bool:
+    """True if ``val`` holds no state of its own: an immutable value, a class, a builtin or
+    compiled Struct, a tuple of such, or a plain function whose closure holds only such."""
+    if isinstance(val, _IMMUTABLE):
+        return True
+    seen = set() if seen is None else seen
+    if id(val) in seen:
+        return True
+    seen.add(id(val))
+    if isinstance(val, tuple | frozenset):
+        return all(_shareable(v, seen) for v in val)
+    if isinstance(val, types.FunctionType):
+        return all(_shareable(c.cell_contents, seen) for c in val.__closure__ or ())
+    return False
+
+
 class _PacketState:
     """What travels from ingress to egress inside an EgressJob."""
 
@@ -95,6 +136,33 @@ class Pipeline:
 
     def __init__(self, program: ir.Program, *, drop_port: int = 511, cpu_port: int | None = None,
                  seed: int | None = None) -> None:
+        self._init_state(program, drop_port, cpu_port, seed)
+        code = self._generate()
+        self._link(code, code.globals)
+
+    def new_instance(self, seed: int | None = None) -> Pipeline:
+        """Another pipeline of the same program, drop port and CPU port, with its own fresh
+        state (empty tables, zeroed registers, counters and meters, ``random()`` seeded with
+        ``seed``), as ``Pipeline(self.program, ...)`` would give — but sharing this one's
+        generated code instead of generating and compiling it again (a fabric of hundreds of
+        switches runs one program: code generation is ~all of a Pipeline's build time).
+
+        The generated code reaches state through module globals bound to run-time objects
+        (tables, register and counter arrays, a table's exact-match dict); the new instance
+        executes the same compiled code object with those globals re-pointed at its own
+        objects. A global that is neither such an object nor immutable raises BuildError
+        rather than be shared. This pipeline's state is neither read nor changed."""
+        new = Pipeline.__new__(Pipeline)
+        new._init_state(self.program, self.drop_port, self.cpu_port, seed)
+        new._link(self._code, new._rebind(self, self._code.globals))
+        return new
+
+    # ------------------------------------------------------------------------------------
+    # Build: state, then code generation (once per program), then linking code to state
+    # ------------------------------------------------------------------------------------
+    def _init_state(self, program: ir.Program, drop_port: int, cpu_port: int | None,
+                    seed: int | None) -> None:
+        """The control-plane state objects, all empty: what every instance has of its own."""
         self.program = program
         self.drop_port = drop_port
         self.cpu_port = cpu_port
@@ -110,13 +178,7 @@ class Pipeline:
         self.mcast: dict[int, list[Replica]] = {}
         self.clone_sess: dict[int, tuple[list[Replica], int]] = {}
         self._objs: dict[int, Any] = {}
-        self._build()
-
-    # ------------------------------------------------------------------------------------
-    # Build
-    # ------------------------------------------------------------------------------------
-    def _build(self) -> None:
-        prog = self.program
+        prog = program
         for role in ("parser", "verify_checksum", "ingress", "egress", "compute_checksum",
                      "deparser"):
             if role not in prog.package:
@@ -147,8 +209,10 @@ class Pipeline:
                     inst = c.instances.get(t.direct_meter) or prog.instances[t.direct_meter]
                     self.direct_meters[inst.cp_name] = t.cp_name
 
+    def _generate(self) -> _Code:
+        """Generate and compile the program's Python against this instance's state objects."""
+        prog = self.program
         mod = Module(prog)
-        self.module = mod
         parser = prog.parsers[prog.package["parser"]]
         data_params = [p for p in parser.params if not isinstance(p.type, ir.ExternType)]
         if len(data_params) != 3:
@@ -190,7 +254,7 @@ class Pipeline:
             gens.append(gen)
 
         # the fused process() path (fused.py), when the program allows it
-        self.fused_reason: str | None = None
+        fused_reason: str | None = None
         try:
             fused_lines = fused.generate(
                 mod, prog, "process_fused", drop_port=self.drop_port,
@@ -201,22 +265,41 @@ class Pipeline:
                 table_state=lambda t: self._objs[id(t)],
             )
         except fused.NotFusable as exc:
-            self.fused_reason = str(exc)
+            fused_reason = str(exc)
         else:
             mod.lines.extend(fused_lines)
         mod.globals.update(runtime.make_helpers(self._err("StackOutOfBounds")))
         too_short = self._err("PacketTooShort")
-        rng = self.rng
         mod.globals.update(
             _shl=runtime.shl, _hmod=runtime.hmod, _hdr_from_int=runtime.hdr_from_int,
             _mkh=runtime.mkh, _mks=runtime.mks, _eq=runtime.eq, _log=runtime.log,
             _look=lambda p, pos, n: runtime.look(p, pos, n, too_short),
-            _random=lambda lo, hi: rng.randint(lo, hi) if hi >= lo else lo,
             _digest=_digest, _Drop=Drop, _PR=ProcessResult, _Out=Output, _new=object.__new__,
             _describe=self._describe, _ARet=runtime.ActionReturn,
         )
-        ns = mod.compile(f"<p4switch:{prog.main_file or 'program'}>")
-        self.source = mod.source
+        source = "\n".join(mod.lines) + "\n"
+        filename = f"<p4switch:{prog.main_file or 'program'}>"
+        code = _Code(
+            code=compile(source, filename, "exec"), source=source, globals=dict(mod.globals),
+            fnames=fnames, classes=(hdr_cls, meta_cls, sm_cls),
+            blocks=[(g.block, g.action_fns, g.bound_fns) for g in gens
+                    if isinstance(g.block, ir.Control)],
+            fused_reason=fused_reason, hdr_t=self.hdr_t, meta_t=self.meta_t, sm_t=sm_t)
+        return code
+
+    def _link(self, code: _Code, globs: dict[str, Any]) -> None:
+        """Execute the compiled program with ``globs`` (bound to this instance's state) and
+        wire the resulting functions into the tables and the packet path."""
+        self._code = code
+        self.source = code.source
+        self.hdr_t, self.meta_t, self.sm_t = code.hdr_t, code.meta_t, code.sm_t
+        self.fused_reason = code.fused_reason
+        rng = self.rng
+        ns = dict(globs)
+        ns["_random"] = lambda lo, hi: rng.randint(lo, hi) if hi >= lo else lo
+        exec(code.code, ns)  # noqa: S102 - our own generated code
+        fnames = code.fnames
+        hdr_cls, meta_cls, sm_cls = code.classes
         self._parser = ns[fnames["parser"]]
         self._verify = ns[fnames["verify_checksum"]]
         self._ingress_fn = ns[fnames["ingress"]]
@@ -225,22 +308,20 @@ class Pipeline:
         self._deparser = ns[fnames["deparser"]]
         self._hdr_cls, self._meta_cls, self._sm_cls = ns[hdr_cls], ns[meta_cls], ns[sm_cls]
         self._has_qid = "f_qid" in self._sm_cls._fields
-        self._fused = ns.get("process_fused") if self.fused_reason is None else None
-        self._fused_lean = ns.get("process_fused_lean") if self.fused_reason is None else None
+        self._fused = ns.get("process_fused") if code.fused_reason is None else None
+        self._fused_lean = ns.get("process_fused_lean") if code.fused_reason is None else None
         if self._fused is not None and self._fused_lean is not None:
             # the generated functions are process()/process_fast() themselves (they take any
             # bytes-like packet): no method frame in between
             self.process = self._fused  # type: ignore[method-assign]
             self.process_fast = self._fused_lean  # type: ignore[method-assign]
 
-        for gen in gens:
-            if not isinstance(gen.block, ir.Control):
-                continue
-            fns = {k: ns[v] for k, v in gen.action_fns.items()}
-            for t in gen.block.tables.values():
+        for block, action_fns, bound_fns in code.blocks:
+            fns = {k: ns[v] for k, v in action_fns.items()}
+            for t in block.tables.values():
                 ts = self._objs[id(t)]
                 # actions whose directional arguments this table binds get its own functions
-                tfns = {**fns, **{a: ns[v] for (tn, a), v in gen.bound_fns.items()
+                tfns = {**fns, **{a: ns[v] for (tn, a), v in bound_fns.items()
                                   if tn == t.name}}
                 ts.bind(tfns)
                 if ts.profile is not None:
@@ -255,6 +336,29 @@ class Pipeline:
                     if name == "field_list":
                         for idx in re.findall(r"\d+", body):
                             self.field_lists.setdefault(int(idx), []).append(fattr(f.name))
+
+
+    def _rebind(self, template: Pipeline, globs: dict[str, Any]) -> dict[str, Any]:
+        """``template``'s generated globals with each of its state objects (and the lists and
+        dicts they hold) replaced by this instance's counterpart; immutable ones are shared."""
+        counterpart: dict[int, Any] = {}
+        for key, old in template._objs.items():
+            new = self._objs[key]
+            counterpart[id(old)] = new
+            for attr, val in vars(old).items() if hasattr(old, "__dict__") else ():
+                if isinstance(val, list | dict) and hasattr(new, attr):
+                    counterpart[id(val)] = getattr(new, attr)
+        out: dict[str, Any] = {}
+        for name, val in globs.items():
+            hit = counterpart.get(id(val))
+            if hit is not None:
+                out[name] = hit
+            elif _shareable(val):
+                out[name] = val
+            else:
+                raise BuildError(f"generated global {name} ({type(val).__name__}) is state "
+                                 "new_instance cannot give the new pipeline a copy of")
+        return out
 
     def _err(self, name: str) -> int:
         try:
