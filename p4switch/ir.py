@@ -62,6 +62,18 @@ class BitsType:
 
 
 @dataclass(frozen=True)
+class VarbitType:
+    """``varbit<W>`` (spec 7.1.6): a header field of at most ``max_width`` bits whose length
+    is set by the two-argument ``extract``. At run time its value is the pair (current length
+    in bits, value), so assignment and ``==`` carry the length along."""
+
+    max_width: int
+
+    def __str__(self) -> str:
+        return f"varbit<{self.max_width}>"
+
+
+@dataclass(frozen=True)
 class InfIntType:
     """The arbitrary-precision type of an integer literal whose width was never inferred."""
 
@@ -138,8 +150,18 @@ class HeaderType:
 
     @property
     def width(self) -> int:
-        """Total width in bits (what ``extract`` consumes)."""
+        """Total width in bits (what ``extract`` consumes); TypeError with a varbit field."""
         return sum(type_width(f.type) for f in self.fields)
+
+    @property
+    def varbit(self) -> Field | None:
+        """The header's ``varbit`` field (at most one), if any."""
+        return next((f for f in self.fields if isinstance(f.type, VarbitType)), None)
+
+    @property
+    def min_width(self) -> int:
+        """Width in bits without the varbit field (``minSizeInBits``)."""
+        return sum(type_width(f.type) for f in self.fields if not isinstance(f.type, VarbitType))
 
     def field_type(self, name: str) -> Type:
         for f in self.fields:
@@ -208,6 +230,7 @@ class ExternType:
 
 Type = (
     BitsType
+    | VarbitType
     | InfIntType
     | BoolType
     | ErrorType
@@ -534,9 +557,11 @@ class StackMethod(Stmt):
 
 @dataclass
 class Extract(Stmt):
-    """``packet.extract(hdr)`` in a parser (also ``hdr.stack.next``)."""
+    """``packet.extract(hdr)`` in a parser (also ``hdr.stack.next``); ``bits``: the varbit
+    field's length of the two-argument form ``extract(hdr, bits)`` (bit<32>)."""
 
     header: Expr
+    bits: Expr | None = None
 
 
 @dataclass

@@ -80,6 +80,7 @@ from p4switch.frontend.types import (
     wrap,
 )
 from p4switch.frontend.unions import HeaderUnions
+from p4switch.frontend.varbit import SIZE_METHODS, Varbits
 
 
 def _header_field_type(t: object) -> bool:
@@ -113,7 +114,7 @@ _CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
 
 
 class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loops, Arguments,
-                 DirectApply, HeaderUnions):
+                 DirectApply, HeaderUnions, Varbits):
     """The one pass. Statements and expressions whose rule has a ``stmt_<rule>`` method
     (defined here or in a per-concept mixin module) dispatch to it."""
 
@@ -280,7 +281,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
                 raise self.err(t, "int<W> needs a width of at least 1")
             return ir.BitsType(w, t.data == "int_type")
         if t.data == "varbit_type":
-            raise self.err(t, unsupported("varbit"))
+            return self.varbit_type(t, scope)
         if t.data == "dontcare_type":
             raise self.err(t, unsupported("'_' as a type argument"))
         if t.data == "tuple_type":
@@ -388,12 +389,16 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         seen = set()
         for f in _kids(d, "struct_field"):
             annos, tref, fname = f.children
-            t = self.resolve_type(tref, scope)
+            self.varbit_allowed = header
+            try:
+                t = self.resolve_type(tref, scope)
+            finally:
+                self.varbit_allowed = False
             n = _name(fname)
             if n in seen:
                 raise self.err(fname, f"duplicate field '{n}'")
             seen.add(n)
-            if header and not _header_field_type(t):
+            if header and not (_header_field_type(t) or isinstance(t, ir.VarbitType)):
                 raise self.err(tref, f"header field '{n}' must be bit<W>, int<W>, bool, a "
                                      f"serializable enum or a struct of those, not {t}")
             if isinstance(t, TypeVar | BlockTypeRef | ir.ExternType | ir.VoidType):
@@ -407,8 +412,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             raise self.err(targs, unsupported("generic header"))
         a = self.annotations(annos)
         h = ir.HeaderType(_name(name), self.fields(d, self.globals, True), tuple(a.items()))
-        if h.width % 8 != 0:
-            pass  # p4c accepts headers of any width; BMv2 needs bytes, so the pipeline checks
+        self.check_varbit_header(h, d)
+        # p4c accepts headers of any width; BMv2 needs bytes, so the pipeline checks
         self.declare(self.globals, h.name, TypeB(h), name)
         self.types[h.name] = h
         if "controller_header" in a:
@@ -1287,6 +1292,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             h = ref.target
             if arg_trees:
                 raise self.err(c, f"{m}() takes no arguments")
+            if m in SIZE_METHODS:  # a compile-time value: no effect as a statement
+                return None if as_stmt else self.size_method(h, m, c)
             if m == "isValid":
                 if as_stmt:  # a method call statement whose value is unused: no effect
                     return None
@@ -1336,13 +1343,16 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
                 raise self.err(c, f"packet_in.{m} is only available in parsers")
             if m == "extract":
                 if len(arg_trees) == 2:
-                    raise self.err(c, unsupported("variable-size extract (varbit)"))
+                    return self.sized_extract(arg_trees, c, scope, ctx, as_stmt)
                 if len(arg_trees) != 1:
                     raise self.err(c, "extract() takes one header")
                 arg_trees = self.bind(arg_trees, ["hdr"], "extract()")
                 h = self.expr(arg_trees[0], scope, ctx)
                 if not isinstance(h.type, ir.HeaderType):
                     raise self.err(arg_trees[0], f"extract() needs a header, not {h.type}")
+                if h.type.varbit is not None:
+                    raise self.err(c, f"header {h.type.name} has a varbit field: extract it "
+                                      f"with extract(hdr, bits)")
                 self.check_lvalue(h, arg_trees[0], scope)
                 if not as_stmt:
                     raise self.err(c, "extract() does not return a value")
@@ -1469,6 +1479,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
                                            scope, ctx))
                 continue
             e = self.coerce(e, pt, a, f"argument '{p.name}' of {what}")
+            self.no_varbit_argument(e, a, what)
             if p.direction in ("out", "inout"):
                 self.check_lvalue(e, a, scope)
             if p.direction == "" and not isinstance(e, ir.Const):
@@ -1632,6 +1643,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         if isinstance(bt, ir.HeaderType) or (isinstance(bt, ir.StructType) and bt.union
                                               and m in ("isValid", "setValid", "setInvalid")):
             if m in ("isValid", "setValid", "setInvalid"):
+                return _MethodRef("header", base, m, t)
+            if m in SIZE_METHODS and isinstance(bt, ir.HeaderType):
                 return _MethodRef("header", base, m, t)
             try:
                 ft = bt.field_type(m)
@@ -1817,7 +1830,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         ot = left.type
         if op in ("==", "!="):
             if not isinstance(ot, ir.BitsType | ir.InfIntType | ir.BoolType | ir.EnumType
-                              | ir.ErrorType | ir.HeaderType | ir.StructType):
+                              | ir.ErrorType | ir.HeaderType | ir.StructType
+                              | ir.VarbitType):
                 raise self.err(t, f"cannot compare values of type {ot}")
             if isinstance(left, ir.Const) and isinstance(right, ir.Const):
                 eq = left.value == right.value

@@ -31,7 +31,7 @@ from typing import Any
 from p4switch import ir
 from p4switch.errors import P4CompileError
 
-from . import hashes
+from . import hashes, varbit
 from .exits import ExitAnalysis
 
 
@@ -203,7 +203,9 @@ class Module:
             a = fattr(f.name)
             out.append(f"        c.{a} = self.{a}.copy()")
         out.append("        return c")
-        if is_hdr:
+        if is_hdr and t.varbit is not None:
+            out.extend(varbit.pack_method(t))
+        elif is_hdr:
             out.append("    def _pack(self):")
             out.append(f"        return {self.pack_expr(t, 'self')}")
         self.lines.extend(out)
@@ -213,6 +215,8 @@ class Module:
     def default(self, t: ir.Type) -> str:
         if isinstance(t, ir.BoolType):
             return "False"
+        if isinstance(t, ir.VarbitType):
+            return "(0, 0)"  # (length in bits, value)
         if isinstance(t, ir.HeaderType | ir.StructType):
             return f"{self.cls(t)}()"
         if isinstance(t, ir.StackType):
@@ -647,7 +651,10 @@ class BlockGen:
         elif isinstance(s, ir.StackMethod):
             self.w(f"_s{s.method}({self.ex(s.stack)}, {s.count})")
         elif isinstance(s, ir.Extract):
-            self.extract(s.header)
+            if isinstance(s.header.type, ir.HeaderType) and s.header.type.varbit is not None:
+                varbit.gen_extract(self, s.header, s.bits)
+            else:
+                self.extract(s.header)
         elif isinstance(s, ir.Advance):
             if isinstance(s.bits, ir.Const) and const_int(s.bits) % 8:
                 raise BuildError("advance by a number of bits that is not a multiple of 8")
@@ -795,7 +802,8 @@ class BlockGen:
         if isinstance(t, ir.HeaderType):
             h = self.mod.fresh("_e")
             self.w(f"{h} = {self.ex(e)}")
-            self.w(f"if {h}._v: _out.append({self.mod.pack_expr(t, h)})")
+            pack = f"{h}._pack()" if t.varbit is not None else self.mod.pack_expr(t, h)
+            self.w(f"if {h}._v: _out.append({pack})")
         elif isinstance(t, ir.StackType):
             self.w(f"for _eh in {self.ex(e)}.h:")
             self.w("    if _eh._v: _out.append(_eh._pack())")

@@ -807,6 +807,8 @@ def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
         if isinstance(t, ir.HeaderType) and any(isinstance(f.type, ir.StructType)
                                                 for f in t.fields):
             raise NotFusable(f"header {t.name} has a struct-typed field")
+        if isinstance(t, ir.HeaderType) and t.varbit is not None:
+            raise NotFusable(f"header {t.name} has a varbit field")
     # pass 1 finds the headers set other than by extract and the fields written; pass 2,
     # knowing them, which fields are read on their own (raw units and original bytes replace
     # the other reads); pass 3 generates knowing both

@@ -34,6 +34,10 @@ KNOWN_MISMATCHES: dict[str, str] = {
         "BMv2 differs from the P4 spec (sec. 12.14), p4switch follows it: a select with no "
         "matching case and no default must reject with error.NoMatch; p4c's BMv2 JSON has no "
         "default transition and simple_switch accepts the packet with NoError"),
+    "varbit_length_eq": (
+        "BMv2 differs from the P4 spec (sec. 8.9), p4switch follows it: two varbits are equal "
+        "only with the same dynamic width; simple_switch 1.15.5 finds 0xaa in 8 bits equal to "
+        "0x00aa in 16 bits (field and whole-header ==)"),
 }
 
 # stem -> why mutated packets may legitimately leave differently (the STF's own still run)

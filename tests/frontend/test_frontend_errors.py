@@ -26,7 +26,6 @@ def test_unexpected_token_without_a_missing_semicolon() -> None:
 @pytest.mark.parametrize(
     ("construct", "snippet", "needle"),
     [
-        ("varbit", "header opt_t { varbit<32> options; }", "varbit"),
         ("abstract method", "extern E { E(); abstract void cb(); }", "abstract"),
     ],
 )

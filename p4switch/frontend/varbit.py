@@ -1,0 +1,99 @@
+"""``varbit<W>`` header fields and the two-argument ``extract`` (P4_16 spec 7.1.6, 13.8.2).
+
+A varbit is allowed only as a header field, at most one per header (p4c's rule too): its
+length is known only once ``extract(hdr, bits)`` has read the header, so the pipeline keeps
+it with the value (``ir.VarbitType``). Whatever else the program does with a varbit field is
+limited to what the spec allows: assignment from a varbit of the same type, ``==``/``!=``, and
+comparison of whole headers. ``minSizeInBits()``/``minSizeInBytes()`` (and the ``max`` pair)
+of a header are compile-time integers. A mixin of ``Elaborator``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lark import Tree
+
+from p4switch import ir
+from p4switch.frontend.bindings import BlockCtx, Scope
+from p4switch.frontend.errors import unsupported
+
+if TYPE_CHECKING:  # pragma: no cover
+    from p4switch.frontend.elaborate import Elaborator
+
+    _Base = Elaborator
+else:
+    _Base = object
+
+_BIT32 = ir.BitsType(32)
+SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes")
+
+
+def has_varbit(t: object) -> bool:
+    """Whether a value of type ``t`` holds a varbit field somewhere."""
+    if isinstance(t, ir.VarbitType):
+        return True
+    if isinstance(t, ir.HeaderType | ir.StructType):
+        return any(has_varbit(f.type) for f in t.fields)
+    if isinstance(t, ir.StackType):
+        return has_varbit(t.elem)
+    if isinstance(t, ir.TupleType):
+        return any(has_varbit(e) for e in t.elems)
+    return False
+
+
+class Varbits(_Base):
+    varbit_allowed = False  # set while the fields of a header are resolved
+
+    def varbit_type(self, t: Tree, scope: Scope) -> ir.VarbitType:
+        if not self.varbit_allowed:
+            raise self.err(t, "varbit<W> is only supported as the type of a header field")
+        w = self.width(t.children[0], scope)
+        if w <= 0:
+            raise self.err(t, "varbit<W> needs a positive width")
+        return ir.VarbitType(w)
+
+    def check_varbit_header(self, h: ir.HeaderType, d: Tree) -> None:
+        """At most one varbit field per header."""
+        trees = [c for c in d.children if isinstance(c, Tree) and c.data == "struct_field"]
+        seen = False
+        for f, ft in zip(h.fields, trees, strict=True):
+            if isinstance(f.type, ir.VarbitType):
+                if seen:
+                    raise self.err(ft, f"header {h.name} has more than one varbit field")
+                seen = True
+
+    def sized_extract(self, arg_trees: list, c: Tree, scope: Scope, ctx: BlockCtx,
+                      as_stmt: bool) -> ir.Stmt:
+        """``extract(hdr, variableFieldSizeInBits)``: the ParserErrors (bits not a multiple
+        of 8, more than the varbit's W, past the end of the packet) are run-time ones."""
+        arg_trees = self.bind(arg_trees, ["hdr", "variableFieldSizeInBits"], "extract()")
+        h = self.expr(arg_trees[0], scope, ctx)
+        if not isinstance(h.type, ir.HeaderType):
+            raise self.err(arg_trees[0], f"extract() needs a header, not {h.type}")
+        if h.type.varbit is None:
+            raise self.err(c, f"extract(hdr, bits) needs a header with a varbit field; "
+                              f"{h.type.name} has none (use extract(hdr))")
+        bits = self.coerce(self.expr(arg_trees[1], scope, ctx), _BIT32, arg_trees[1],
+                           "extract size")
+        self.check_lvalue(h, arg_trees[0], scope)
+        if not as_stmt:
+            raise self.err(c, "extract() does not return a value")
+        return self.union_others_invalid(h, ir.Extract(h, bits, loc=self.loc(c)))
+
+    def no_varbit_argument(self, e: ir.Expr, node: Tree, what: str) -> None:
+        """Extern arguments (hash and checksum inputs, digests, registers...) are laid out as
+        fixed-width bit strings; a varbit's run-time length has no place there."""
+        if has_varbit(e.type):
+            raise self.err(node, unsupported(f"a varbit field in the arguments of {what}"))
+
+    def size_method(self, h: ir.Expr, m: str, c: Tree) -> ir.Const:
+        """``h.minSizeInBits()`` and friends: compile-time integers."""
+        t = h.type
+        if not isinstance(t, ir.HeaderType):
+            raise self.err(c, f"{m}() is only supported on headers, not {t}")
+        bits = t.min_width
+        if m.startswith("max") and t.varbit is not None:
+            bits += t.varbit.type.max_width  # type: ignore[union-attr]
+        value = bits if m.endswith("Bits") else (bits + 7) // 8
+        return ir.Const(value, type=ir.InfIntType(), loc=self.loc(c))
