@@ -31,7 +31,7 @@ from typing import Any
 from p4switch import ir
 from p4switch.errors import P4CompileError
 
-from . import hashes, varbit
+from . import hashes, registry, varbit
 from .exits import ExitAnalysis
 
 
@@ -762,13 +762,7 @@ class BlockGen:
             raise BuildError(f"header {t.name} is {w} bits wide, not a whole number of bytes")
         n = w // 8
         self.w(f"if _pos + {n} > _plen: raise _PErr({self.err('PacketTooShort')})")
-        if isinstance(target, ir.StackNext):
-            s = self.ex(target.stack)
-            self.w(f"if {s}.n >= {target.stack.type.size}: raise _PErr({self.err('StackOutOfBounds')})")  # type: ignore[union-attr]
-            self.w(f"_h = {s}.h[{s}.n]")
-            self.w(f"{s}.n += 1")
-        else:
-            self.w(f"_h = {self.ex(target)}")
+        self.extract_target(target)
         if t.fields:
             sname, units = self.mod.layout(t)
             names = []
@@ -796,6 +790,19 @@ class BlockGen:
         self.w("_h._v = True")
         self.w(f"_pos += {n}")
 
+    def extract_target(self, target: ir.Expr) -> None:
+        """``_h = `` the header extract fills; ``stack.next`` (and a member of a header union
+        stack's ``next``, spec 8.20) takes the element at nextIndex and advances it."""
+        nxt = target.base if isinstance(target, ir.Member) else target
+        if isinstance(nxt, ir.StackNext):
+            s = self.ex(nxt.stack)
+            self.w(f"if {s}.n >= {nxt.stack.type.size}: raise _PErr({self.err('StackOutOfBounds')})")  # type: ignore[union-attr]
+            member = f".{fattr(target.field)}" if nxt is not target else ""  # type: ignore[union-attr]
+            self.w(f"_h = {s}.h[{s}.n]{member}")
+            self.w(f"{s}.n += 1")
+        else:
+            self.w(f"_h = {self.ex(target)}")
+
     # -- deparser --------------------------------------------------------------------------
     def emit(self, e: ir.Expr) -> None:
         t = e.type
@@ -804,6 +811,10 @@ class BlockGen:
             self.w(f"{h} = {self.ex(e)}")
             pack = f"{h}._pack()" if t.varbit is not None else self.mod.pack_expr(t, h)
             self.w(f"if {h}._v: _out.append({pack})")
+        elif isinstance(t, ir.StackType) and isinstance(t.elem, ir.StructType):
+            self.w(f"for _eu in {self.ex(e)}.h:")  # header unions: each one's valid member
+            for f in t.elem.fields:
+                self.w(f"    if _eu.{fattr(f.name)}._v: _out.append(_eu.{fattr(f.name)}._pack())")
         elif isinstance(t, ir.StackType):
             self.w(f"for _eh in {self.ex(e)}.h:")
             self.w("    if _eh._v: _out.append(_eh._pack())")
@@ -977,129 +988,25 @@ class BlockGen:
             raise BuildError(str(exc)) from None
         return "_H_" + name
 
-    def extern_call(self, s: ir.ExternCall) -> None:  # noqa: C901 - one dispatch per extern
-        a = s.args
-        m = s.method
+    def extern_call(self, s: ir.ExternCall) -> None:
+        """An extern function or method call: its code comes from the extern registry."""
         if s.instance is not None:
             self.method_call(s)
             return
-        if m == "mark_to_drop":
-            sm = self.ex(a[0]) if a else self.sm_var
-            if sm is None:
-                raise BuildError("mark_to_drop outside a block with standard_metadata")
-            self.w(f"{sm}.f_egress_spec = {self.drop_port}")
-            self.w(f"{sm}.f_mcast_grp = 0")
-        elif m == "hash":
-            out, algo, base, data, mx = a
-            hv = self.checksum_value(algo, data, False)
-            wout = ir.type_width(out.type)
-            base_c, max_c = self.ex(base), self.ex(mx)
-            zero_base = isinstance(base, ir.Const) and const_int(base) == 0
-            if isinstance(mx, ir.Const) and const_int(mx) == 0:
-                v = hv if zero_base else f"({base_c} + {hv})"
-            elif isinstance(mx, ir.Const):
-                v = f"({hv} % {max_c})" if zero_base else f"({base_c} + {hv} % {max_c})"
-                if (zero_base and const_int(mx) <= 1 << wout and isinstance(out.type, ir.BitsType)
-                        and not out.type.signed):  # already fits the output
-                    self.assign(out, v)
-                    return
-            else:  # run-time max; 0 gives base + h (BMv2 would divide by zero)
-                h = self.mod.fresh("_hv")
-                self.w(f"{h} = {hv}")
-                v = f"({base_c} + ({h} % {max_c} if {max_c} else {h}))"
-            self.assign(out, f"({v} & {_mask(wout)})")
-        elif m in ("verify_checksum", "verify_checksum_with_payload"):
-            cond, data, field, algo = a
-            self.w(f"if {self.ex(cond)}:")
-            self.ind += 1
-            hv = self.checksum_value(algo, data, m.endswith("payload"))
-            wf = ir.type_width(field.type)
-            self.w(f"if ({hv} & {_mask(wf)}) != {self.ex(field)}: {self.c_ckerr} = 1")
-            self.ind -= 1
-        elif m in ("update_checksum", "update_checksum_with_payload"):
-            cond, data, field, algo = a
-            self.w(f"if {self.ex(cond)}:")
-            self.ind += 1
-            hv = self.checksum_value(algo, data, m.endswith("payload"))
-            self.assign(field, f"({hv} & {_mask(ir.type_width(field.type))})")
-            self.ind -= 1
-        elif m == "random":
-            out, lo, hi = a
-            self.assign(out, f"_random({self.ex(lo)}, {self.ex(hi)})")
-        elif m in ("clone", "clone3", "clone_preserving_field_list"):
-            ctype = enum_member(a[0])
-            fl = self.ex(a[2]) if m == "clone_preserving_field_list" else "-1"
-            self.w(f"_ctx.clone = ({1 if ctype == 'E2E' else 0}, {self.ex(a[1])}, {fl})")
-        elif m in ("resubmit_preserving_field_list", "resubmit"):
-            fl = self.ex(a[0]) if m.endswith("list") else "-1"
-            self.w(f"_ctx.resubmit = {fl}")
-        elif m in ("recirculate_preserving_field_list", "recirculate"):
-            fl = self.ex(a[0]) if m.endswith("list") else "-1"
-            self.w(f"_ctx.recirculate = {fl}")
-        elif m == "truncate":
-            self.w(f"{self.c_trunc} = {self.ex(a[0])}")
-        elif m == "digest":
-            self.digest(s)
-        elif m == "log_msg":
-            msg = a[0].value if isinstance(a[0], ir.Const) else ""
-            vals = "()"
-            if len(a) > 1:
-                vals = "(" + "".join(c + ", " for c, _, _ in self.flatten(a[1])) + ")"
-            self.w(f"_log(_ctx, {msg!r}, {vals})")
-        elif m in ("assert", "assume"):
-            self.w(f"if not {self.ex(a[0])}: raise _Assert()")
-        elif m == "verify":
-            self.w(f"if not {self.ex(a[0])}: raise _PErr({self.ex(a[1])})")
-        else:
-            raise BuildError(f"unsupported extern function {m}")
-
-    def digest(self, s: ir.ExternCall) -> None:
-        receiver, data = s.args
-        t = s.type_args[0] if s.type_args else data.type
-        if not isinstance(t, ir.StructType):
-            raise BuildError("digest data must be a struct")
-        if isinstance(data, ir.ListExpr):
-            vals = [self.ex(i) for i in data.items]
-        else:
-            d = self.ex(data)
-            vals = [f"{d}.{fattr(f.name)}" for f in t.fields]
-        items = ", ".join(f"{f.name!r}: {v}" for f, v in zip(t.fields, vals, strict=True))
-        self.w(f"_digest(_ctx, {t.name!r}, {self.ex(receiver)}, {{{items}}})")
+        fn = registry.extern_function(s.method)
+        if fn is None:
+            raise BuildError(f"unsupported extern function {s.method}")
+        fn.general(self, s)
 
     def method_call(self, s: ir.ExternCall) -> None:
         inst = self.resolve_instance(s.instance)  # type: ignore[arg-type]
         obj = self.runtime_obj(inst)
         g = self.mod.bind(obj, "X")
-        a, m, tn = s.args, s.method, inst.type_name
-        if tn == "register" and m == "read":
-            i = self.mod.fresh("_i")
-            self.w(f"{i} = {self.ex(a[1])}")
-            vals = self.mod.bind(obj.values, "RV")
-            self.assign(a[0], f"({vals}[{i}] if {i} < {obj.size} else 0)")
-        elif tn == "register" and m == "write":
-            i = self.mod.fresh("_i")
-            self.w(f"{i} = {self.ex(a[0])}")
-            vals = self.mod.bind(obj.values, "RV")
-            self.w(f"if {i} < {obj.size}: {vals}[{i}] = {self.ex(a[1])}")
-        elif tn == "counter" and m == "count":
-            i = self.mod.fresh("_i")
-            self.w(f"{i} = {self.ex(a[0])}")
-            self.w(f"if {i} < {obj.size}:")
-            self.w(f"    {self.mod.bind(obj.packets, 'CP')}[{i}] += 1")
-            self.w(f"    {self.mod.bind(obj.bytes, 'CB')}[{i}] += {self.c_plen}")
-        elif tn == "direct_counter" and m == "count":
-            pass  # counted by the table on a hit (v1model: count() is optional and a no-op)
-        elif tn == "meter" and m == "execute_meter":
-            i = self.mod.fresh("_i")
-            self.w(f"{i} = {self.ex(a[0])}")
-            self.w(f"if {i} < {obj.size}:")
-            self.ind += 1
-            self.assign(a[1], f"{g}.execute({i}, {self.c_now}, {self.c_plen})")
-            self.ind -= 1
-        elif tn == "direct_meter" and m == "read":
-            self.assign(a[0], self.c_meter)
-        else:
-            raise BuildError(f"unsupported extern method {tn}.{m}")
+        kind = registry.extern_object(inst.type_name)
+        gen = kind.methods.get(s.method) if kind is not None else None
+        if gen is None:
+            raise BuildError(f"unsupported extern method {inst.type_name}.{s.method}")
+        gen(self, s, obj, g)
 
     # -- actions and tables ----------------------------------------------------------------
     def action_call(self, s: ir.ActionCall) -> None:

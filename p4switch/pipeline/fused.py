@@ -33,14 +33,10 @@ from typing import Any
 
 from p4switch import ir
 
+from . import registry
 from .codegen import BlockGen, BuildError, Module, _mask, _successors, fattr, pyname, unit_pieces
 
 _AGG = (ir.HeaderType, ir.StructType, ir.StackType)
-_UNFUSABLE_EXTERNS = {
-    "clone", "clone3", "clone_preserving_field_list", "resubmit",
-    "resubmit_preserving_field_list", "recirculate", "recirculate_preserving_field_list",
-    "digest", "log_msg",
-}
 _SM_ROOT = "s"
 
 
@@ -352,22 +348,20 @@ class FusedBlockGen(BlockGen):
             super().stmt(s)
 
     def extern_call(self, s: ir.ExternCall) -> None:
-        m = s.method
-        if s.instance is None and m in _UNFUSABLE_EXTERNS:
-            raise NotFusable(f"{m} needs the general driver")
-        if s.instance is None and m == "mark_to_drop":
-            sm = self.path(s.args[0]) if s.args else _SM_ROOT
-            self.w(f"{self.leaf(sm + '_f_egress_spec', ir.BitsType(9))} = {self.drop_port}")
-            self.w(f"{self.leaf(sm + '_f_mcast_grp', ir.BitsType(16))} = 0")
-            return
-        if s.instance is None and m.startswith(("verify_checksum", "update_checksum")):
-            # the checksum is computed only under its condition: headers it requires are valid
-            saved = set(self.known)
-            self.known.update(self.path(h) for h in _valid_terms(s.args[0]))
-            super().extern_call(s)
-            self.known = saved
-            return
+        if s.instance is None:
+            fn = registry.extern_function(s.method)
+            if fn is not None and not fn.fusable:
+                raise NotFusable(f"{s.method} needs the general driver")
+            if fn is not None and fn.fused is not None:
+                fn.fused(self, s)
+                return
         super().extern_call(s)
+
+    def method_call(self, s: ir.ExternCall) -> None:
+        kind = registry.extern_object(self.resolve_instance(s.instance).type_name)  # type: ignore[arg-type]
+        if kind is not None and not kind.fusable:
+            raise NotFusable(f"extern {kind.type_name} needs the general driver")
+        super().method_call(s)
 
     # -- actions and tables (inlined) ------------------------------------------------------
     def inline_action(self, act: ir.Action) -> None:

@@ -42,7 +42,7 @@ from typing import Any
 
 from p4switch import ir
 
-from . import fused, runtime
+from . import fused, registry, runtime
 from .api import (
     ActionProfileGroup,
     ActionProfileMember,
@@ -61,9 +61,8 @@ from .api import (
     StateError,
     TableEntry,
 )
-from .codegen import BlockGen, BuildError, Module, const_int, enum_member, fattr
+from .codegen import BlockGen, BuildError, Module, fattr
 from .externs import CounterArray, MeterArray, RegisterArray, ValueSet
-from .hashes import algorithm
 from .tables import ActionProfileState, TableBatch, TableState, check_params
 
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = range(7)
@@ -373,38 +372,13 @@ class Pipeline:
         return inst
 
     def _make_extern(self, inst: ir.ExternInstance) -> None:
-        tn = inst.type_name
-        args = inst.args
-        obj: Any
-        if tn == "register":
-            width = ir.type_width(inst.type_args[0]) if inst.type_args else 32
-            obj = RegisterArray(inst, const_int(args[0]), width)
-            self.registers[inst.cp_name] = obj
-        elif tn == "counter":
-            obj = CounterArray(inst, const_int(args[0]), enum_member(args[1]))
-            self.counters[inst.cp_name] = obj
-        elif tn == "meter":
-            obj = MeterArray(inst, const_int(args[0]), enum_member(args[1]))
-            self.meters[inst.cp_name] = obj
-        elif tn in ("direct_counter", "direct_meter"):
-            obj = inst
-        elif tn in ("action_profile", "action_selector"):
-            sel = tn == "action_selector"
-            algo = None
-            width = 0
-            if sel:
-                try:
-                    algo = algorithm(enum_member(args[0]))
-                except ValueError as exc:
-                    raise BuildError(f"{inst.cp_name}: {exc}") from None
-                size = const_int(args[1])
-                width = const_int(args[2]) if len(args) > 2 else 0
-            else:
-                size = const_int(args[0])
-            obj = ActionProfileState(inst, inst.cp_name, sel, size, algo, width)
-            self.profiles[inst.cp_name] = obj
-        else:
-            raise BuildError(f"unsupported extern {tn} ({inst.cp_name})")
+        """The run-time state of one extern instance, as the extern registry declares it."""
+        kind = registry.extern_object(inst.type_name)
+        if kind is None:
+            raise BuildError(f"unsupported extern {inst.type_name} ({inst.cp_name})")
+        obj = kind.make_state(inst)
+        if not kind.direct and kind.space is not None:
+            self._space(kind.space)[inst.cp_name] = obj
         self._objs[id(inst)] = obj
 
     # ------------------------------------------------------------------------------------
