@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("p4switch")
+MAX_PRIORITIES = 8
+"""standard_metadata.priority is 3 bits (p4switch.queues.MAX_PRIORITIES; not imported here so
+that argument errors come before any heavy import)."""
 
 LOG_LEVELS = {
     "trace": logging.DEBUG,
@@ -102,6 +105,14 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _priority_queues(text: str) -> int:
+    v = _int(text)
+    if not 1 <= v <= MAX_PRIORITIES:
+        raise argparse.ArgumentTypeError(
+            f"must be 1..{MAX_PRIORITIES} (standard_metadata.priority has 3 bits), got {v}")
+    return v
+
+
 def _port_number(text: str) -> int:
     v = _int(text)
     if not 0 <= v < 512:
@@ -181,6 +192,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=64,
         metavar="PKTS",
         help="egress queue depth per port in packets (default 64); beyond it: tail drop, counted",
+    )
+    p.add_argument(
+        "--priority-queues",
+        type=_priority_queues,
+        default=1,
+        metavar="N",
+        help="strict-priority egress queues per port, picked by standard_metadata.priority "
+        "(higher is served first; default 1), as BMv2's --priority-queues; each has "
+        "--queue-depth packets, all share the port's rate",
     )
     p.add_argument(
         "--queue-rate",
@@ -289,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu_port=args.cpu_port,
         drop_port=args.drop_port,
         queue_depth=args.queue_depth,
+        priority_queues=args.priority_queues,
         pcap_dir=args.pcap,
     )
     # switch-wide rates first (a rate for every port replaces the per-port ones), and zeros

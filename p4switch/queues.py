@@ -21,6 +21,17 @@ for that packet's bits to go out. ``packet_length`` is the frame length entering
 HTB shapes the host side of a link by). The long-run rate is exact even when the loop wakes late:
 late departures are caught up at once.
 
+Strict priority (BMv2's ``--priority-queues N``): a port may have N FIFOs, selected by the
+packet's ``standard_metadata.priority`` at the end of ingress; the highest non-empty one is served
+first (priority N-1 before 0, as BMv2 numbers them), each has its own depth limit (tail drops
+in one never touch another), ``enq_qdepth``/``deq_qdepth`` count that FIFO only and ``qid`` is
+the priority. The FIFOs share the port's one service rate: they are classes of one link, not
+separate links (BMv2 can rate-limit each priority queue on its own). A priority >= N is served
+by the highest FIFO (BMv2 drops it, logging "Priority out of range"): a switch started without
+the flag then behaves as one FIFO, and the inline path, which has no queues to look at, could
+not drop by queue count anyway. Why priorities at all: a fabric's liveness probes wait behind
+the same full queue as data and are tail-dropped with it; in their own FIFO they get through.
+
 Nothing here reads a clock or does I/O: time is an argument (DESIGN.md: the switch owns the clock).
 """
 
@@ -35,7 +46,9 @@ from dataclasses import dataclass, field
 from p4switch.pipeline.api import EgressJob, QueueingMetadata
 
 DEFAULT_QUEUE_DEPTH = 64
-"""Packets per port (DESIGN.md; BMv2's default too)."""
+"""Packets per port (DESIGN.md; BMv2's default too); per FIFO when a port has priorities."""
+MAX_PRIORITIES = 8
+"""standard_metadata.priority is 3 bits wide: at most 8 strict-priority FIFOs per port."""
 
 _RATE_RE = re.compile(
     r"\s*(?P<num>[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(?P<prefix>[kKmMgGtT]?)"
@@ -86,6 +99,8 @@ class QueueStats:
     tail_drops: int = 0
     flushed: int = 0
     max_depth_seen: int = 0
+    priority_enqueued: int = 0
+    """Packets that went into a priority FIFO above 0 (included in ``enqueued``)."""
 
 
 def _positive(rate: float | None) -> float | None:
@@ -94,16 +109,21 @@ def _positive(rate: float | None) -> float | None:
 
 @dataclass
 class EgressQueue:
-    """One port's FIFO. ``depth`` >= 1; at most one of ``rate_pps`` (packets/s) and ``rate_bps``
-    (bits/s) is set (None or <= 0: that rate is off; both off: unlimited)."""
+    """One port's queue: ``priorities`` strict-priority FIFOs (1: a plain FIFO). ``depth`` >= 1
+    per FIFO; at most one of ``rate_pps`` (packets/s) and ``rate_bps`` (bits/s) is set (None or
+    <= 0: that rate is off; both off: unlimited)."""
 
     port: int
     depth: int = DEFAULT_QUEUE_DEPTH
     rate_pps: float | None = None
     rate_bps: float | None = None
+    priorities: int = 1
     stats: QueueStats = field(default_factory=QueueStats)
-    # (job, enq_timestamp_us, enq_qdepth)
+    # (job, enq_timestamp_us, enq_qdepth); _fifo is priority 0, the hot one
     _fifo: deque[tuple[EgressJob, int, int]] = field(default_factory=deque, repr=False)
+    # priorities 1 .. priorities-1 (index p - 1), and how many packets they hold together
+    _higher: list[deque[tuple[EgressJob, int, int]]] = field(default_factory=list, repr=False)
+    _n_higher: int = field(default=0, repr=False)
     _interval_us: float = field(default=0.0, repr=False)  # per packet (pps rate)
     _us_per_byte: float = field(default=0.0, repr=False)  # per byte (bps rate)
     _paced: bool = field(default=False, repr=False)  # either rate is set
@@ -112,6 +132,7 @@ class EgressQueue:
     def __post_init__(self) -> None:
         if self.depth < 1:
             raise ValueError(f"queue depth must be >= 1, got {self.depth}")
+        self.set_priorities(self.priorities)
         if _positive(self.rate_pps) and _positive(self.rate_bps):
             raise ValueError("a queue has either a packet rate or a bit rate, not both")
         if _positive(self.rate_bps):
@@ -146,6 +167,17 @@ class EgressQueue:
             raise ValueError(f"queue depth must be >= 1, got {depth}")
         self.depth = depth
 
+    def set_priorities(self, n: int) -> None:
+        """Use ``n`` strict-priority FIFOs (BMv2's ``--priority-queues``); packets queued in
+        FIFOs that go away are flushed (counted)."""
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_PRIORITIES:
+            raise ValueError(f"priority queues must be 1..{MAX_PRIORITIES}, got {n!r}")
+        gone = self._higher[n - 1:]
+        self.stats.flushed += sum(len(f) for f in gone)
+        self._higher = self._higher[:n - 1] + [deque() for _ in range(n - 1 - len(self._higher))]
+        self._n_higher = sum(len(f) for f in self._higher)
+        self.priorities = n
+
     @property
     def limited(self) -> bool:
         return self._paced
@@ -155,35 +187,66 @@ class EgressQueue:
         return self._interval_us or packet_length * self._us_per_byte
 
     def __len__(self) -> int:
-        return len(self._fifo)
+        return len(self._fifo) + self._n_higher
+
+    def depth_of(self, priority: int) -> int:
+        """Packets in the FIFO that takes ``priority`` (clamped as ``enqueue`` does)."""
+        p = min(priority, self.priorities - 1)
+        return len(self._higher[p - 1]) if p > 0 else len(self._fifo)
 
     # packet path ----------------------------------------------------------------------------
     def enqueue(self, job: EgressJob, now_us: int) -> bool:
-        """Append ``job``; False (and a counted tail drop) if the queue is full."""
-        fifo = self._fifo
+        """Append ``job`` to the FIFO of its priority; False (and a counted tail drop) if that
+        FIFO is full."""
+        p = job.priority
+        if p and self._higher:
+            fifo = self._higher[min(p, self.priorities - 1) - 1]
+        else:
+            fifo = self._fifo
         qlen = len(fifo)
+        st = self.stats
         if qlen >= self.depth:
-            self.stats.tail_drops += 1
+            st.tail_drops += 1
             return False
         fifo.append((job, now_us, qlen))
-        self.stats.enqueued += 1
-        if qlen + 1 > self.stats.max_depth_seen:
-            self.stats.max_depth_seen = qlen + 1
+        st.enqueued += 1
+        if fifo is not self._fifo:
+            self._n_higher += 1
+            st.priority_enqueued += 1
+        if qlen + 1 > st.max_depth_seen:
+            st.max_depth_seen = qlen + 1
         return True
 
+    def _head(self) -> tuple[deque[tuple[EgressJob, int, int]], int]:
+        """The FIFO strict priority serves next and its priority (the queue is not empty)."""
+        if self._n_higher:
+            higher = self._higher
+            for p in range(len(higher), 0, -1):
+                if higher[p - 1]:
+                    return higher[p - 1], p
+        return self._fifo, 0
+
     def next_departure_us(self) -> float | None:
-        """When the head may leave (switch µs), or None if the queue is empty."""
-        if not self._fifo:
+        """When the next packet may leave (switch µs), or None if the queue is empty."""
+        if self._n_higher:  # the earliest arrival among the heads: the link is busy from then on
+            first = min(float(f[0][1]) for f in (self._fifo, *self._higher) if f)
+        elif self._fifo:
+            first = float(self._fifo[0][1])
+        else:
             return None
         if not self._paced:
-            return float(self._fifo[0][1])
-        return max(self._next_free_us, float(self._fifo[0][1]))
+            return first
+        return max(self._next_free_us, first)
 
     def dequeue(self, now_us: int) -> tuple[EgressJob, QueueingMetadata] | None:
-        """Take the head if it is due at ``now_us`` and return it with its queueing metadata."""
-        fifo = self._fifo
-        if not fifo:
-            return None
+        """Take the next packet if one is due at ``now_us`` (the head of the highest non-empty
+        FIFO) and return it with its queueing metadata."""
+        if self._n_higher:
+            fifo, prio = self._head()
+        else:
+            fifo, prio = self._fifo, 0
+            if not fifo:
+                return None
         job, enq_ts, enq_qdepth = fifo[0]
         if self._paced:
             departure = max(self._next_free_us, float(enq_ts))
@@ -193,12 +256,15 @@ class EgressQueue:
                 self._interval_us or job.packet_length * self._us_per_byte
             )
         fifo.popleft()
+        if prio:
+            self._n_higher -= 1
         self.stats.dequeued += 1
         qmeta = QueueingMetadata(
             enq_timestamp=enq_ts,
             enq_qdepth=enq_qdepth,
             deq_timedelta=max(0, now_us - enq_ts),
             deq_qdepth=len(fifo),
+            qid=prio,
         )
         return job, qmeta
 
@@ -215,19 +281,26 @@ class EgressQueue:
 
         Returns the metadata (zero depth, zero delay), or None when the fast path does not apply
         and the caller must ``enqueue``. Counted like an enqueue and a dequeue."""
-        if self._paced or self._fifo:
+        if self._paced or self._fifo or self._n_higher:
             return None
         st = self.stats
         st.enqueued += 1
         st.dequeued += 1
         if st.max_depth_seen == 0:
             st.max_depth_seen = 1
+        p = job.priority
+        if p and self._higher:
+            st.priority_enqueued += 1
+            return QueueingMetadata(enq_timestamp=now_us, qid=min(p, self.priorities - 1))
         return QueueingMetadata(enq_timestamp=now_us)
 
     def flush(self) -> int:
         """Drop everything queued (a new program was loaded); returns how many were dropped."""
-        n = len(self._fifo)
+        n = len(self)
         self._fifo.clear()
+        for f in self._higher:
+            f.clear()
+        self._n_higher = 0
         self.stats.flushed += n
         self._next_free_us = 0.0
         return n
@@ -262,16 +335,21 @@ class EgressQueues:
     """All ports' queues, created on first use with the switch-wide defaults.
 
     Per-port overrides (``set_rate``/``set_rate_bps(port, ...)``, ``set_depth(port, ...)``)
-    survive queue creation order: they are remembered and applied when the queue is created."""
+    survive queue creation order: they are remembered and applied when the queue is created.
+    ``priorities``: strict-priority FIFOs per port, the same for every port (as BMv2's
+    ``--priority-queues``)."""
 
     def __init__(
         self,
         depth: int = DEFAULT_QUEUE_DEPTH,
         rate_pps: float | None = None,
         rate_bps: float | None = None,
+        priorities: int = 1,
     ) -> None:
         if depth < 1:
             raise ValueError(f"queue depth must be >= 1, got {depth}")
+        EgressQueue(0, priorities=priorities)  # validates
+        self.priorities = priorities
         self.default_depth = depth
         self.default_rate = ServiceRate.of(rate_pps, rate_bps)
         self._rates: dict[int, ServiceRate] = {}
@@ -289,9 +367,17 @@ class EgressQueues:
                 depth=self._depths.get(port, self.default_depth),
                 rate_pps=rate.pps,
                 rate_bps=rate.bps,
+                priorities=self.priorities,
             )
             self.queues[port] = q
         return q
+
+    def set_priorities(self, n: int) -> None:
+        """Strict-priority FIFOs per port, for every port (existing and future)."""
+        EgressQueue(0, priorities=n)  # validates before anything changes
+        self.priorities = n
+        for q in self.queues.values():
+            q.set_priorities(n)
 
     def _set(self, port: int | None, rate: ServiceRate) -> None:
         if port is None:

@@ -153,6 +153,7 @@ class Switch:
         queue_depth: int = DEFAULT_QUEUE_DEPTH,
         queue_rate: float | None = None,
         port_rate: float | None = None,
+        priority_queues: int = 1,
         pcap_dir: str | Path | None = None,
         pipeline_factory: Callable[..., Any] | None = None,
     ) -> None:
@@ -163,7 +164,7 @@ class Switch:
         self.pipeline: Any | None = None
         self.program: ir.Program | None = None
         self.ports: dict[int, Port] = {}
-        self.queues = EgressQueues(queue_depth, queue_rate, port_rate)
+        self.queues = EgressQueues(queue_depth, queue_rate, port_rate, priority_queues)
         self.counters = SwitchCounters()
         self.pcap_dir = Path(pcap_dir) if pcap_dir else None
         self._pipeline_factory = pipeline_factory
@@ -407,6 +408,7 @@ class Switch:
                 queue_enqueued=q.enqueued,
                 queue_dequeued=q.dequeued,
                 tail_drops=q.tail_drops,
+                queue_priority_enqueued=q.priority_enqueued,
                 queue_max_depth=q.max_depth_seen,
                 queue_depth_now=depth_now.get(n, 0),
                 queue_depth_limit=limit,
@@ -702,7 +704,8 @@ class Switch:
                 self._result_extras(res, st)
             for job in res.jobs:
                 q = qget(job.egress_port)
-                if q is not None and not q._paced and not q._fifo:
+                if (q is not None and not q._paced and not q._fifo and not q._n_higher
+                        and not job.priority):
                     qs = q.stats  # fast path of EgressQueue.pass_through, inlined
                     qs.enqueued += 1
                     qs.dequeued += 1

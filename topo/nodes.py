@@ -19,7 +19,7 @@ from pathlib import Path
 from mininet.link import Intf, Link, TCIntf
 from mininet.node import Host, Switch
 
-from .spec import CPU_PORT, HostSpec, SwitchSpec
+from .spec import CPU_PORT, PRIORITY_QUEUES, HostSpec, SwitchSpec
 
 
 class TopoError(RuntimeError):
@@ -87,7 +87,8 @@ class P4Switch(Switch):
             cmd += ["-i", f"{port}@{intf.name}"]
         cmd += ["--device-id", str(self.spec.device_id),
                 "--grpc-server-addr", self.spec.grpc_addr,
-                "--cpu-port", str(CPU_PORT), "--log-level", self.log_level,
+                "--cpu-port", str(CPU_PORT), "--priority-queues", str(PRIORITY_QUEUES),
+                "--log-level", self.log_level,
                 "--control-socket", str(self.control_socket)]
         for port, mbps in sorted(self.port_rates.items()):
             cmd += ["--port-rate", f"{port}:{round(mbps * 1e6)}"]
@@ -203,7 +204,7 @@ class BMv2Switch(P4Switch):
             self.pcap_dir.mkdir(parents=True, exist_ok=True)
             cmd += ["--pcap", str(self.pcap_dir)]
         return cmd + ["--", "--grpc-server-addr", self.spec.grpc_addr,
-                      "--cpu-port", str(CPU_PORT)]
+                      "--cpu-port", str(CPU_PORT), "--priority-queues", str(PRIORITY_QUEUES)]
 
 
 class P4Host(Host):

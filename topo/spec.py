@@ -37,6 +37,9 @@ THRIFT_BASE_PORT = 9090
 CPU_PORT = 255
 MAX_PORT = 510
 """9-bit ports; 511 is v1model's drop port and 255 the CPU port."""
+PRIORITY_QUEUES = 2
+"""Strict-priority egress queues per switch port (``--priority-queues``, p4switch and BMv2):
+fabric.p4 puts controller packet-outs (liveness probes) in queue 1, ahead of data in 0."""
 
 ROLES = ("edge", "agg", "core", "leaf", "spine", "switch")
 

@@ -14,6 +14,15 @@
 const bit<9> CPU_PORT = 255;
 #define PORT_COUNT 512              /* size of every per-port array (2^9) */
 
+/* ---- egress priority (standard_metadata.priority) ------------------------ */
+/* Controller packet-outs (the failure loop's liveness probes) take this
+ * strict-priority egress queue; data stays at 0.  Why: a probe waiting in
+ * the same queue as an incast is tail-dropped with it, and the link it
+ * tests looks dead while it is merely full.  Switches must be started with
+ * --priority-queues 2 or more (BMv2 drops a packet whose priority has no
+ * queue; p4switch then serves it from its one queue). */
+const bit<3> PRIO_CONTROL = 1;
+
 /* ---- protocol numbers ---------------------------------------------------- */
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_TCP   = 6;

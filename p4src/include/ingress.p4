@@ -239,8 +239,10 @@ control MyIngress(inout headers_t hdr,
         port_rx_ctr.count((bit<32>)standard_metadata.ingress_port);
 
         if (hdr.packet_out.isValid()) {
-            /* Controller packet-out: send as-is, no routing. */
+            /* Controller packet-out: send as-is, no routing, ahead of data
+             * (a liveness probe must not be tail-dropped behind an incast). */
             standard_metadata.egress_spec = hdr.packet_out.egress_port;
+            standard_metadata.priority = PRIO_CONTROL;
             hdr.packet_out.setInvalid();
             meta.packet_out = 1w1;
         } else if (standard_metadata.parser_error != error.NoError) {

@@ -183,12 +183,15 @@ class Digest:
 class EgressJob:
     """A packet that left ingress and waits in (or goes through) the egress queue of
     ``egress_port``. The queue fills the v1model queueing metadata when it dequeues it.
-    ``state`` is opaque to everything but the pipeline."""
+    ``state`` is opaque to everything but the pipeline. ``priority`` is
+    ``standard_metadata.priority`` at the end of ingress: which of the port's strict-priority
+    queues takes the packet (BMv2's ``--priority-queues``; higher is served first)."""
 
     egress_port: int
     instance_type: int
     packet_length: int
     state: Any = None
+    priority: int = 0
 
 
 @dataclass

@@ -307,6 +307,7 @@ class Pipeline:
         self._deparser = ns[fnames["deparser"]]
         self._hdr_cls, self._meta_cls, self._sm_cls = ns[hdr_cls], ns[meta_cls], ns[sm_cls]
         self._has_qid = "f_qid" in self._sm_cls._fields
+        self._has_priority = "f_priority" in self._sm_cls._fields
         self._fused = ns.get("process_fused") if code.fused_reason is None else None
         self._fused_lean = ns.get("process_fused_lean") if code.fused_reason is None else None
         if self._fused is not None and self._fused_lean is not None:
@@ -388,8 +389,15 @@ class Pipeline:
         res = IngressResult()
         jobs: list[tuple[Any, ...]] = []
         self._run_ingress(bytes(data), port, now_us, NORMAL, None, res, jobs, 0)
-        res.jobs = [EgressJob(j[0], j[1], j[2], j[3]) for j in jobs]
+        res.jobs = self._jobs(jobs)
         return res
+
+    def _jobs(self, jobs: list[tuple[Any, ...]]) -> list[EgressJob]:
+        """EgressJobs of (port, instance_type, packet_length, state) tuples; each carries its
+        standard_metadata.priority, which picks the egress priority queue."""
+        if self._has_priority:
+            return [EgressJob(j[0], j[1], j[2], j[3], j[3].sm.f_priority) for j in jobs]
+        return [EgressJob(j[0], j[1], j[2], j[3]) for j in jobs]
 
     def _preserve(self, meta: Any, fl: int | None) -> list[tuple[str, Any]] | None:
         if fl is None or fl < 0:
@@ -522,7 +530,7 @@ class Pipeline:
         self._run_egress(job.egress_port, job.packet_length, job.state, now_us,
                          qmeta.enq_timestamp, qmeta.enq_qdepth, qmeta.deq_timedelta,
                          qmeta.deq_qdepth, qmeta.qid, res, res.outputs, jobs)
-        res.jobs = [EgressJob(j[0], j[1], j[2], j[3]) for j in jobs]
+        res.jobs = self._jobs(jobs)
         return res
 
     def _run_egress(self, port: int, plen: int, st: _PacketState, now_us: int, enq_ts: int,

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from p4switch.ports import MemoryPort
 from p4switch.runtime import start_server
 from p4switch.switch import Switch
-from topo.spec import FabricSpec
+from topo.spec import PRIORITY_QUEUES, FabricSpec
 
 
 def free_port() -> int:
@@ -54,7 +54,10 @@ def _relocated(spec: FabricSpec) -> FabricSpec:
 
 
 @contextmanager
-def inproc_fabric(spec: FabricSpec) -> Iterator[InprocFabric]:
+def inproc_fabric(spec: FabricSpec, priority_queues: int = PRIORITY_QUEUES
+                  ) -> Iterator[InprocFabric]:
+    """Switches get ``priority_queues`` strict-priority egress queues per port, as the Mininet
+    launcher starts them."""
     spec = _relocated(spec)
     fab = InprocFabric(spec, {}, {}, set())
     ports: dict[tuple[str, int], MemoryPort] = {}
@@ -66,7 +69,7 @@ def inproc_fabric(spec: FabricSpec) -> Iterator[InprocFabric]:
         return deliver
 
     for name, sw in spec.switches.items():
-        s = Switch(device_id=sw.device_id, cpu_port=255)
+        s = Switch(device_id=sw.device_id, cpu_port=255, priority_queues=priority_queues)
         for port, (peer, peer_port) in spec.ports(name).items():
             if peer in spec.switches:
                 p = MemoryPort(port, f"{name}-p{port}", keep_sent=False,

@@ -129,6 +129,40 @@ def test_failure_loop_detects_a_cut_link_reroutes_and_restores() -> None:
             ctl.stop()
 
 
+def test_a_full_egress_queue_keeps_its_link_a_cut_link_still_goes_down() -> None:
+    """An incast fills spine1's egress queue towards leaf2 (tail drops) for many probe
+    periods: its probes, packet-outs in fabric.p4's control priority queue, still get through
+    and the link stays up; a cut link is still declared down. (With one queue per port, as
+    before, the probes are tail-dropped with the data and this link goes down.)"""
+    period = 0.4
+    with inproc_fabric(leaf_spine(2, 2, 1)) as fab:
+        spec = fab.spec
+        spine1 = fab.switches["spine1"]
+        hot = spec.links_between("spine1", "leaf2")[0].port_of("spine1")
+        spine1.set_port_rate(hot, 200e3)  # one 1 KB frame per 42 ms: 64 queued = 2.7 s
+        ctl = FabricController(spec, control_period=period, probe_miss_periods=2)
+        ctl.start("random", loops=("failure",))
+        try:
+            assert _wait(lambda: all(ctl.loops.last_seen.values()), 10.0)
+            h1, h2 = spec.hosts["h1"], spec.hosts["h2"]
+            t_end = time.monotonic() + 8 * period
+            while time.monotonic() < t_end:  # about half of each burst goes via spine1
+                fab.host_ports["h1"].feed([udp_frame(h1.ip, h2.ip, 1000 + i, 4791, h1.mac,
+                                                     h1.gateway_mac, payload=b"x" * 1000)
+                                           for i in range(120)])
+                time.sleep(1.0)
+            st = spine1.port_stats()[hot]
+            assert st["queue_max_depth"] == 64 and st["tail_drops"] > 0  # really full
+            assert st["queue_priority_enqueued"] > 0  # the probes took the control queue
+            assert ctl.link_state()[frozenset({"spine1", "leaf2"})]
+            assert not [e for e in ctl.events if e.loop == "failure" and "down" in e.what]
+            fab.cut_link("leaf1", "spine2")
+            assert _wait(lambda: not ctl.link_state()[frozenset({"leaf1", "spine2"})], 10.0)
+            assert ctl.link_state()[frozenset({"spine1", "leaf2"})]
+        finally:
+            ctl.stop()
+
+
 def test_wam_loop_moves_balls_off_a_congested_member() -> None:
     with inproc_fabric(leaf_spine(2, 2, 1)) as fab:
         ctl = FabricController(fab.spec, control_period=0.1)
