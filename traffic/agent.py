@@ -33,6 +33,7 @@ from .packet import (
     HDR,
     ROCEV2_PORT,
     VERSION,
+    entropy_port,
 )
 from .policies import PathPolicy, PolicySpec, feed_ack
 from .schedules import Schedule, Send, Step
@@ -40,6 +41,7 @@ from .transport import Ack, ReceiverFlow, SenderFlow, TransportConfig
 
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux value; Python lacks the name
 _IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
+BEACON_ENTROPIES = 16   # source ports the READY beacons rotate over
 ECN_ECT0, ECN_CE = 0x02, 0x03
 
 
@@ -157,8 +159,11 @@ class HostAgent:
         # pre-build every frame template the job needs (full and short last packets), so the
         # data path never calls scapy
         mss = self.cfg.transport.mss
-        for ip in srcs:
+        for ip in self.routes:  # ACKs to srcs, READY beacons to everyone
             self.frames.prebuild_ack(self.routes[ip], ip)
+        self._beacon_ports = [entropy_port(self.s.job, 0xFFFF, 0xFFFFFFFF, k)
+                              for k in range(BEACON_ENTROPIES)]
+        self._beacons = 0
         for r in self.local:
             for st in self.s.programs[r]:
                 for snd in st.sends:
@@ -286,7 +291,7 @@ class HostAgent:
                 # never answer an answer (READY|ACK): two agents would bounce READYs to each
                 # other for the whole run, flooding the fabric
                 if not flags & F_ACK:
-                    self._send_ready(addr[0], answer=True)
+                    self._send_ready(addr[0], answer=True, sport=addr[1])
                 continue
             if flags & F_ACK:
                 tf = self.tx.get(flow)
@@ -310,10 +315,21 @@ class HostAgent:
             for a in acks:
                 self._send_ack(addr[0], dst, src, flow, a, addr[1])
 
-    def _send_ready(self, ip: str, answer: bool = False) -> None:
+    def _send_ready(self, ip: str, answer: bool = False, sport: int | None = None) -> None:
+        """A READY beacon (or, ``answer``, its answer from the beacon's own source port).
+        Beacons rotate over BEACON_ENTROPIES source ports like data over its entropies: from
+        one fixed port a beacon whose ECMP path died would never arrive, and a late-starting
+        agent would wait at the barrier until its timeout."""
         flags = F_READY | (F_ACK if answer else 0)
-        msg = HDR.pack(VERSION, flags, self.s.job, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         try:
+            if ip in self.routes:
+                if sport is None:
+                    sport = self._beacon_ports[self._beacons % BEACON_ENTROPIES]
+                    self._beacons += 1
+                self.raw[self.routes[ip].dev].send(self.frames.control(ip, sport, flags,
+                                                                       self.s.job))
+                return
+            msg = HDR.pack(VERSION, flags, self.s.job, 0, 0, 0, 0, 0, 0, 0, 0, 0)
             self.udp.sendto(msg, (ip, self.cfg.port))
         except OSError:
             pass

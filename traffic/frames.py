@@ -97,18 +97,27 @@ class FrameCache:
         return f
 
     def prebuild_ack(self, route: Route, dst_ip: str) -> None:
+        """The control-frame template (ACKs, READY beacons) to ``dst_ip``."""
         if dst_ip not in self._ack:
             self._ack[dst_ip] = build_ack_template(route, dst_ip)
+
+    def control(self, dst_ip: str, sport: int, flags: int, job: int, me: int = 0,
+                peer: int = 0, flow: int = 0, cum: int = 0, base: int = 0, sack: int = 0,
+                ce: int = 0) -> bytearray:
+        """A control frame (ACK-sized: READY beacons carry zero ACK fields, which receivers
+        ignore) to ``dst_ip`` from UDP source port ``sport`` (valid until the next control
+        frame to the same destination)."""
+        f = self._ack[dst_ip]
+        _SPORT.pack_into(f, SPORT_AT, sport)
+        HDR.pack_into(f, HDR_AT, VERSION, flags, job, me, peer, 0, 0, flow, cum, 0, 0, 0)
+        ACK.pack_into(f, ACK_AT, cum, base, sack, ce)
+        return f
 
     def ack(self, dst_ip: str, sport: int, job: int, me: int, peer: int, flow: int, cum: int,
             base: int, sack: int, nack: bool, ce: int) -> bytearray:
         """The ACK frame from rank ``me`` to ``peer`` for ``flow`` with UDP source port
         ``sport``: the entropy of the data it answers, so ACKs spread over the ECMP paths
         like the data (UEC ACKs echo the entropy value) instead of all sharing one path from
-        port 4791 (valid until the next ACK to the same destination)."""
-        f = self._ack[dst_ip]
-        _SPORT.pack_into(f, SPORT_AT, sport)
-        HDR.pack_into(f, HDR_AT, VERSION, F_ACK | (F_NACK if nack else 0), job, me, peer, 0, 0,
-                      flow, cum, 0, 0, 0)
-        ACK.pack_into(f, ACK_AT, cum, base, sack, ce)
-        return f
+        port 4791."""
+        return self.control(dst_ip, sport, F_ACK | (F_NACK if nack else 0), job, me, peer,
+                            flow, cum, base, sack, ce)

@@ -1,13 +1,15 @@
-"""ACKs follow the data's entropy: with one "ECMP path" dead for ACKs, a spraying flow still
-completes.
+"""ACKs follow the data's entropy and READY beacons rotate theirs: with one "ECMP path" dead
+for control packets, a spraying job still starts and completes.
 
-The stand-in for a fabric whose ECMP hash puts some 5-tuples on a dead link: a tc u32 filter on
-every bridge port classifies into a zero-length pfifo (this kernel has no tc actions) each ACK (not READY beacons, not data) whose UDP source port has both
-low bits set — a quarter of all source ports, and port 4791 among them. An agent that sent all
-ACKs from port 4791 would lose every ACK and stall; ACKs from the data packet's source port
-lose only those on the dead entropies, and the sender's retransmissions (which rotate to the
-next entropy) get the rest through. Namespaces come from the traffic_netns helper (p4ft-<pid>-*)
-and are removed also on failure.
+The stand-in for a fabric whose ECMP hash puts some 5-tuples on a dead link: tc u32 filters on
+every bridge port classify into a zero-length pfifo (this kernel has no tc actions) each
+control packet (ACK or READY, not data) whose UDP source port has both low bits set — a quarter
+of all source ports, and port 4791 among them. An agent that sent its ACKs or beacons from
+port 4791 would lose every one and stall (at the start barrier, or on the first flow); ACKs
+from the data packet's source port lose only those on the dead entropies, the sender's
+retransmissions (which rotate to the next entropy) get the rest through, and beacons rotate
+over 16 ports. Namespaces come from the traffic_netns helper (p4ft-<pid>-*) and are removed
+also on failure.
 """
 
 from __future__ import annotations
@@ -25,23 +27,25 @@ pytestmark = [pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for netns")]
 
 # offsets from the IPv4 header (20 bytes, no options): UDP sport 20, dport 22; the collective
-# header starts at 28, its flags byte at 29 (ACK 0x01, READY 0x10)
-DEAD_ACK_PATH = ["protocol", "ip", "u32", "match", "ip", "protocol", "17", "0xff",
-                 "match", "u16", "0x0003", "0x0003", "at", "20",
-                 "match", "u16", "4791", "0xffff", "at", "22",
-                 "match", "u8", "0x01", "0x11", "at", "29", "flowid", "1:3"]
+# header starts at 28, its flags byte at 29 (ACK 0x01, READY 0x10; data has neither bit)
+DEAD_PATH = ["protocol", "ip", "u32", "match", "ip", "protocol", "17", "0xff",
+             "match", "u16", "0x0003", "0x0003", "at", "20",
+             "match", "u16", "4791", "0xffff", "at", "22"]
+CONTROL_FLAGS = ("0x01", "0x10")
 
 
 def kill_acks_on_dead_entropies(ns: str, dev: str) -> None:
     """HTB root: class 1:1 (default) passes everything, class 1:3 ends in a pfifo of limit
-    0 (drops every packet); the u32 filter sends the dead path's ACKs to 1:3."""
+    0 (drops every packet); u32 filters send the dead path's ACKs and beacons to 1:3."""
     tc = ["ip", "netns", "exec", ns, "tc"]
     sh(*tc, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1")
     for c in ("1:1", "1:3"):
         sh(*tc, "class", "add", "dev", dev, "parent", "1:", "classid", c, "htb", "rate",
            "10gbit")
     sh(*tc, "qdisc", "add", "dev", dev, "parent", "1:3", "handle", "30:", "pfifo", "limit", "0")
-    sh(*tc, "filter", "add", "dev", dev, "parent", "1:", *DEAD_ACK_PATH)
+    for bit in CONTROL_FLAGS:
+        sh(*tc, "filter", "add", "dev", dev, "parent", "1:", *DEAD_PATH,
+           "match", "u8", bit, bit, "at", "29", "flowid", "1:3")
 
 
 def dropped(ns: str, dev: str) -> int:
@@ -52,7 +56,7 @@ def dropped(ns: str, dev: str) -> int:
     return int(m.group(1))
 
 
-def test_spraying_flows_complete_with_acks_on_one_entropy_class_dropped(
+def test_spraying_job_completes_with_control_packets_on_one_entropy_class_dropped(
         bridged_hosts, tmp_path):  # noqa: ANN001, F811
     br = f"{PREFIX}-br"
     ports = [f"p{i}" for i in range(HOSTS)]
@@ -73,5 +77,5 @@ def test_spraying_flows_complete_with_acks_on_one_entropy_class_dropped(
     sports = {p for m in ranks for f in m["flows"] for p in f["sports"]}
     assert any(p & 3 == 3 for p in sports)        # some entropies are on the dead ACK path
     assert any(p & 3 != 3 for p in sports)
-    # ... and the filter did drop ACKs (a filter that matched nothing would prove nothing)
+    # ... and the filters did drop control packets (a filter that matched nothing would prove nothing)
     assert sum(dropped(br, dev) for dev in ports) > 0
