@@ -2,8 +2,9 @@
 
 The fabric is programmed exactly as the emulated one: ``controller.routing.
 compute_fabric_entries`` computes the entries, ``controller.pipeline_target.install_on_pipeline``
-writes them into each switch's Pipeline. The program is compiled once per process; every switch
-gets its own Pipeline object (its own tables, registers, counters). A link failure at time t
+writes them into each switch's Pipeline. The program is compiled and its pipeline code generated once per process
+(``pipeline_template``); every switch gets its own Pipeline instance of that code (its own
+tables, registers, counters). A link failure at time t
 cuts the link then, and — like the controller's failure loop, ``reroute_after_us`` later — the
 entries are recomputed without it and the difference is applied to every switch.
 """
@@ -39,6 +40,20 @@ def fabric_program(path: str = str(FABRIC_P4)) -> ir.Program:
     from p4switch.frontend import compile_file
 
     return compile_file(path)
+
+
+_TEMPLATES: dict[int, tuple[ir.Program, Pipeline]] = {}
+
+
+def pipeline_template(program: ir.Program) -> Pipeline:
+    """One generated-and-compiled Pipeline per program and process, never programmed: every
+    simulated switch is ``new_instance`` of it (its own state, the shared code), so a k=16
+    fabric's 320 switches cost one code generation, not 320."""
+    hit = _TEMPLATES.get(id(program))
+    if hit is None or hit[0] is not program:
+        hit = _TEMPLATES[id(program)] = (
+            program, Pipeline(program, drop_port=DROP_PORT, cpu_port=CPU_PORT))
+    return hit[1]
 
 
 class RoutePorts:
@@ -125,9 +140,9 @@ class SimNetwork:
         prog = program or fabric_program()
         self._program_is_fabric = program is None
         self.switches: dict[str, SimSwitch] = {}
+        template = pipeline_template(prog)
         for name, sw in spec.switches.items():
-            pipe = Pipeline(prog, drop_port=DROP_PORT, cpu_port=CPU_PORT,
-                            seed=self.cfg.seed * 100_003 + sw.device_id)
+            pipe = template.new_instance(seed=self.cfg.seed * 100_003 + sw.device_id)
             self.switches[name] = SimSwitch(name, pipe, self.loop, self.cfg.queue_depth,
                                             self.cfg.fast_path)
         self.build_s = time.perf_counter() - t0

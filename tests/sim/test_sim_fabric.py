@@ -157,3 +157,19 @@ def test_link_failure_is_routed_around_and_every_flow_still_completes() -> None:
     agg1_core1 = [d for pair in net.links for d in pair if {d.src, d.dst} == {"agg1", "core1"}]
     sent_before = sum(d.tx_packets for d in agg1_core1)
     assert all(not d.up for d in agg1_core1) and sent_before > 0
+
+
+def test_k4_results_equal_the_golden_fingerprints() -> None:
+    """Same seed, same results as the simulator had before its speed work (tests/sim/golden.py
+    says what is hashed and how to regenerate golden_k4.json after an intended change)."""
+    import json
+
+    from tests.sim.golden import GOLDEN, fingerprint
+
+    want = json.loads(GOLDEN.read_text())
+    got = fingerprint()
+    assert set(got) == set(want)
+    for name in got:
+        assert got[name] == want[name], (
+            f"{name}: {got[name]} != golden {want[name]} (if the change is meant to alter "
+            "results: .venv/bin/python tests/sim/golden.py --write)")
