@@ -30,6 +30,7 @@ from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2, p4types_pb2
 
 from p4switch import ir
+from p4switch.pipeline import registry
 
 # Spec prefixes, taken from the installed proto so they can never drift from it.
 _P = p4info_pb2.P4Ids
@@ -387,12 +388,13 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
             [(i.cp_name, _explicit_id(i.annotations, prefix, i.cp_name)) for _, i in insts],
         )
 
-    profiles = instances_of("action_profile", "action_selector")
-    counters = instances_of("counter")
-    dcounters = instances_of("direct_counter")
-    meters = instances_of("meter")
-    dmeters = instances_of("direct_meter")
-    registers = instances_of("register")
+    # which extern types each section lists is the pipeline's extern registry's to say
+    profiles = instances_of(*registry.p4info_types("action_profiles"))
+    counters = instances_of(*registry.p4info_types("counters"))
+    dcounters = instances_of(*registry.p4info_types("direct_counters"))
+    meters = instances_of(*registry.p4info_types("meters"))
+    dmeters = instances_of(*registry.p4info_types("direct_meters"))
+    registers = instances_of(*registry.p4info_types("registers"))
     profile_ids = ids_for(PREFIX_ACTION_PROFILE, profiles)
     counter_ids = ids_for(PREFIX_COUNTER, counters)
     dcounter_ids = ids_for(PREFIX_DIRECT_COUNTER, dcounters)
