@@ -19,7 +19,9 @@ Nothing here executes packets; ``p4switch.pipeline`` compiles this IR into closu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 # --------------------------------------------------------------------------------------------
 # Source locations
@@ -196,9 +198,9 @@ class StructType:
 
 @dataclass(frozen=True)
 class StackType:
-    """A header stack ``H[size]``."""
+    """A header stack ``H[size]``; ``elem`` is a header or a header union (spec 7.2.4)."""
 
-    elem: HeaderType
+    elem: HeaderType | StructType
     size: int
 
     def __str__(self) -> str:
@@ -909,3 +911,46 @@ class Program:
         for c in self.controls.values():
             out.extend(c.instances.values())
         return out
+
+
+# --------------------------------------------------------------------------------------------
+# Visitor
+# --------------------------------------------------------------------------------------------
+
+
+class Visitor:
+    """Dispatch on an IR node's class, so consumers (code generators, the dump) write one
+    method per node kind instead of an ``isinstance`` chain.
+
+    ``visit(node, *args)`` calls ``visit_<Class>(node, *args)`` for the nearest class in the
+    node's MRO that has such a method, else ``generic(node, *args)``. A subclass overrides a
+    node kind by defining its ``visit_<Class>`` (calling ``super().visit_<Class>`` to fall
+    back). The method found is cached per (visitor class, node class): dispatch is one dict
+    lookup, whatever the chain's length."""
+
+    _dispatch: dict[type, Callable[..., Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._dispatch = {}
+
+    def visit(self, node: Any, *args: Any) -> Any:
+        fn = self._dispatch.get(type(node))
+        if fn is None:
+            fn = self._resolve(type(node))
+        return fn(self, node, *args)
+
+    @classmethod
+    def _resolve(cls, node_cls: type) -> Callable[..., Any]:
+        for k in node_cls.__mro__:
+            fn = getattr(cls, "visit_" + k.__name__, None)
+            if fn is not None:
+                break
+        else:
+            fn = cls.generic
+        cls._dispatch[node_cls] = fn
+        return fn
+
+    def generic(self, node: Any, *args: Any) -> Any:
+        """No ``visit_`` method for the node's class (or its bases)."""
+        raise TypeError(f"{type(self).__name__} cannot visit {type(node).__name__}")

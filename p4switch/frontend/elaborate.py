@@ -290,8 +290,10 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         if t.data == "stack_type":
             elem = self.resolve_type(t.children[0], scope, tparams)
             size = self.const_int(t.children[1], scope, "header stack size")
-            if not isinstance(elem, ir.HeaderType):
-                raise self.err(t, f"header stack elements must be headers, not {elem}")
+            if not isinstance(elem, ir.HeaderType) and not (
+                    isinstance(elem, ir.StructType) and elem.union):
+                raise self.err(t, f"header stack elements must be headers or header unions, "
+                                  f"not {elem}")
             if size <= 0:
                 raise self.err(t.children[1], "header stack size must be positive")
             return ir.StackType(elem, size)
@@ -1669,6 +1671,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
                     return ir.Const(bt.size, type=_BIT32, loc=loc)
                 if m == "nextIndex" and ctx.kind != "parser":
                     raise self.err(mname_t, "stack.nextIndex is only allowed in parsers")
+                if isinstance(bt.elem, ir.StructType):  # as p4c: only header stacks have them
+                    raise self.err(mname_t, f"a stack of header unions has no {m}")
                 return ir.StackProp(base, m, type=_BIT32, loc=loc)
             if m in ("push_front", "pop_front"):
                 return _MethodRef("stack", base, m, t)

@@ -8,7 +8,10 @@ headers, and the front end adds the validity rules where a member changes:
 * ``u.isValid()`` is ``u.a.isValid() || u.b.isValid() || ...``;
 * ``emit(u)`` emits the valid member, as emit of a struct emits its valid headers.
 
-Unions in header stacks are not supported. A mixin of ``Elaborator``.
+Header stacks of unions (spec 7.2.4, 8.20) are ``ir.StackType`` with a union ``elem``: the
+same rules apply to ``us[i].a``, ``us.last.a`` and ``us.next.a``; ``extract(us.next.a)``
+advances nextIndex (the pipeline does), so the members it invalidates are those of ``us.last``.
+A mixin of ``Elaborator``.
 """
 
 from __future__ import annotations
@@ -73,6 +76,9 @@ class HeaderUnions(_Base):
         if um is None:
             return s
         u, t, member = um
+        if isinstance(u, ir.StackNext) and isinstance(s, ir.Extract):
+            # extract(us.next.a) advanced nextIndex: the union it filled is now us.last
+            u = ir.StackLast(u.stack, type=u.type, loc=u.loc)
         rest = [ir.HeaderMethod(ir.Member(u, f.name, type=f.type, loc=s.loc), "setInvalid",
                                 loc=s.loc) for f in t.fields if f.name != member]
         return ir.Block([s, *rest], loc=s.loc) if rest else s

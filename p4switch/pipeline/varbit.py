@@ -86,14 +86,7 @@ def gen_extract(g: BlockGen, target: ir.Expr, bits: ir.Expr | None) -> None:
     g.w(f"if {n} > {width}: raise _PErr({g.err('HeaderTooShort')})")
     g.w(f"{nb} = ({fixed} + {n}) >> 3")
     g.w(f"if _pos + {nb} > _plen: raise _PErr({g.err('PacketTooShort')})")
-    if isinstance(target, ir.StackNext):
-        s = g.ex(target.stack)
-        size = target.stack.type.size  # type: ignore[union-attr]
-        g.w(f"if {s}.n >= {size}: raise _PErr({g.err('StackOutOfBounds')})")
-        g.w(f"_h = {s}.h[{s}.n]")
-        g.w(f"{s}.n += 1")
-    else:
-        g.w(f"_h = {g.ex(target)}")
+    g.extract_target(target)
     g.w(f"_x = int.from_bytes(_pkt[_pos:_pos + {nb}], 'big')")
     shift = 0
     for f in reversed(after):

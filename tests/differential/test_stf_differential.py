@@ -38,6 +38,10 @@ KNOWN_MISMATCHES: dict[str, str] = {
         "BMv2 differs from the P4 spec (sec. 8.9), p4switch follows it: two varbits are equal "
         "only with the same dynamic width; simple_switch 1.15.5 finds 0xaa in 8 bits equal to "
         "0x00aa in 16 bits (field and whole-header ==)"),
+    "union_stack_pop": (
+        "BMv2 differs from the P4 spec (sec. 8.20), p4switch follows it: pop_front(n) on a "
+        "header_union stack must leave the last n unions invalid; simple_switch 1.15.5 "
+        "rotates them (the popped union comes back valid at the end)"),
 }
 
 # stem -> why mutated packets may legitimately leave differently (the STF's own still run)
