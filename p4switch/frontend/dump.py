@@ -15,110 +15,165 @@ def summary(program: ir.Program) -> str:
     )
 
 
-def expr(e: ir.Expr) -> str:
-    """P4-like text of an IR expression; constants show their type (``1:bit<8>``)."""
-    if isinstance(e, ir.Const):
+class _Text(ir.Visitor):
+    """P4-like text of expressions (``visit(e)`` -> str) and statements (``visit(s, indent)``
+    -> lines)."""
+
+    # -- expressions
+    def visit_Const(self, e: ir.Const) -> str:
         if isinstance(e.type, ir.BoolType):
             return "true" if e.value else "false"
         if isinstance(e.type, ir.StringType):
             return f'"{e.value}"'
         return f"{e.value}:{e.type}"
-    if isinstance(e, ir.Var):
+
+    def visit_Var(self, e: ir.Var) -> str:
         return e.name
-    if isinstance(e, ir.Member):
-        return f"{expr(e.base)}.{e.field}"
-    if isinstance(e, ir.StackElem):
-        return f"{expr(e.stack)}[{expr(e.index)}]"
-    if isinstance(e, ir.StackNext):
-        return f"{expr(e.stack)}.next"
-    if isinstance(e, ir.StackLast):
-        return f"{expr(e.stack)}.last"
-    if isinstance(e, ir.StackProp):
-        return f"{expr(e.stack)}.{e.prop}"
-    if isinstance(e, ir.Slice):
-        return f"{expr(e.base)}[{e.hi}:{e.lo}]"
-    if isinstance(e, ir.Concat):
-        return f"({expr(e.left)} ++ {expr(e.right)})"
-    if isinstance(e, ir.Cast):
-        return f"(({e.type}) {expr(e.expr)})"
-    if isinstance(e, ir.Unary):
-        return f"{e.op}{expr(e.operand)}"
-    if isinstance(e, ir.Binary):
-        return f"({expr(e.left)} {e.op} {expr(e.right)})"
-    if isinstance(e, ir.Mux):
-        return f"({expr(e.cond)} ? {expr(e.then)} : {expr(e.else_)})"
-    if isinstance(e, ir.ListExpr):
-        return "{" + ", ".join(expr(i) for i in e.items) + "}"
-    if isinstance(e, ir.IsValid):
-        return f"{expr(e.header)}.isValid()"
-    if isinstance(e, ir.TableHit):
+
+    def visit_Member(self, e: ir.Member) -> str:
+        return f"{self.visit(e.base)}.{e.field}"
+
+    def visit_StackElem(self, e: ir.StackElem) -> str:
+        return f"{self.visit(e.stack)}[{self.visit(e.index)}]"
+
+    def visit_StackNext(self, e: ir.StackNext) -> str:
+        return f"{self.visit(e.stack)}.next"
+
+    def visit_StackLast(self, e: ir.StackLast) -> str:
+        return f"{self.visit(e.stack)}.last"
+
+    def visit_StackProp(self, e: ir.StackProp) -> str:
+        return f"{self.visit(e.stack)}.{e.prop}"
+
+    def visit_Slice(self, e: ir.Slice) -> str:
+        return f"{self.visit(e.base)}[{e.hi}:{e.lo}]"
+
+    def visit_Concat(self, e: ir.Concat) -> str:
+        return f"({self.visit(e.left)} ++ {self.visit(e.right)})"
+
+    def visit_Cast(self, e: ir.Cast) -> str:
+        return f"(({e.type}) {self.visit(e.expr)})"
+
+    def visit_Unary(self, e: ir.Unary) -> str:
+        return f"{e.op}{self.visit(e.operand)}"
+
+    def visit_Binary(self, e: ir.Binary) -> str:
+        return f"({self.visit(e.left)} {e.op} {self.visit(e.right)})"
+
+    def visit_Mux(self, e: ir.Mux) -> str:
+        return f"({self.visit(e.cond)} ? {self.visit(e.then)} : {self.visit(e.else_)})"
+
+    def visit_ListExpr(self, e: ir.ListExpr) -> str:
+        return "{" + ", ".join(self.visit(i) for i in e.items) + "}"
+
+    def visit_IsValid(self, e: ir.IsValid) -> str:
+        return f"{self.visit(e.header)}.isValid()"
+
+    def visit_TableHit(self, e: ir.TableHit) -> str:
         return f"{e.table}.apply().{'miss' if e.negate else 'hit'}"
-    if isinstance(e, ir.Lookahead):
+
+    def visit_Lookahead(self, e: ir.Lookahead) -> str:
         return f"lookahead<{e.type}>()"
-    if isinstance(e, ir.ExternCallExpr):
+
+    def visit_ExternCallExpr(self, e: ir.ExternCallExpr) -> str:
         who = f"{e.instance}." if e.instance else ""
-        return f"{who}{e.method}({', '.join(expr(a) for a in e.args)})"
-    return repr(e)  # pragma: no cover
+        return f"{who}{e.method}({', '.join(self.visit(a) for a in e.args)})"
+
+    # -- statements
+    def visit_Block(self, s: ir.Block, indent: str) -> list[str]:
+        out = [indent + "{"]
+        for x in s.stmts:
+            out.extend(self.visit(x, indent + "    "))
+        return out + [indent + "}"]
+
+    def visit_VarDecl(self, s: ir.VarDecl, indent: str) -> list[str]:
+        init = f" = {self.visit(s.init)}" if s.init is not None else ""
+        return [f"{indent}{s.type} {s.name}{init};"]
+
+    def visit_Assign(self, s: ir.Assign, indent: str) -> list[str]:
+        return [f"{indent}{self.visit(s.lhs)} = {self.visit(s.rhs)};"]
+
+    def visit_If(self, s: ir.If, indent: str) -> list[str]:
+        out = [f"{indent}if ({self.visit(s.cond)})"] + self.visit(s.then, indent)
+        if s.else_ is not None:
+            out += [f"{indent}else"] + self.visit(s.else_, indent)
+        return out
+
+    def visit_ApplyTable(self, s: ir.ApplyTable, indent: str) -> list[str]:
+        return [f"{indent}{s.table}.apply();"]
+
+    def _switch(self, head: str, cases: list[tuple[list[str] | None, ir.Block | None]],
+                indent: str) -> list[str]:
+        out = [indent + head]
+        for labels, body in cases:
+            out.append(f"{indent}  {'default' if labels is None else ', '.join(labels)}:")
+            if body is not None:
+                out.extend(self.visit(body, indent + "    "))
+        return out
+
+    def visit_SwitchAction(self, s: ir.SwitchAction, indent: str) -> list[str]:
+        return self._switch(f"switch ({s.table}.apply().action_run)",
+                            [(c.actions, c.body) for c in s.cases], indent)
+
+    def visit_SwitchValue(self, s: ir.SwitchValue, indent: str) -> list[str]:
+        return self._switch(f"switch ({self.visit(s.expr)})", [
+            ([self.visit(v) for v in c.values] if c.values is not None else None, c.body)
+            for c in s.cases], indent)
+
+    def visit_ActionCall(self, s: ir.ActionCall, indent: str) -> list[str]:
+        return [f"{indent}{s.action}({', '.join(self.visit(a) for a in s.args)});"]
+
+    def visit_ExternCall(self, s: ir.ExternCall, indent: str) -> list[str]:
+        who = f"{s.instance}." if s.instance else ""
+        targs = f"<{', '.join(str(t) for t in s.type_args)}>" if s.type_args else ""
+        return [f"{indent}{who}{s.method}{targs}({', '.join(self.visit(a) for a in s.args)});"]
+
+    def visit_HeaderMethod(self, s: ir.HeaderMethod, indent: str) -> list[str]:
+        return [f"{indent}{self.visit(s.header)}.{s.method}();"]
+
+    def visit_StackMethod(self, s: ir.StackMethod, indent: str) -> list[str]:
+        return [f"{indent}{self.visit(s.stack)}.{s.method}({s.count});"]
+
+    def visit_Extract(self, s: ir.Extract, indent: str) -> list[str]:
+        return [f"{indent}extract({self.visit(s.header)});"]
+
+    def visit_Advance(self, s: ir.Advance, indent: str) -> list[str]:
+        return [f"{indent}advance({self.visit(s.bits)});"]
+
+    def visit_Emit(self, s: ir.Emit, indent: str) -> list[str]:
+        return [f"{indent}emit({self.visit(s.header)});"]
+
+    def visit_For(self, s: ir.For, indent: str) -> list[str]:
+        init = "; ".join(" ".join(self.visit(x, "")).rstrip(";") for x in s.init)
+        upd = "; ".join(" ".join(self.visit(x, "")).rstrip(";") for x in s.update)
+        return [f"{indent}for ({init}; {self.visit(s.cond)}; {upd})"] + self.visit(s.body, indent)
+
+    def visit_Break(self, s: ir.Break, indent: str) -> list[str]:
+        return [f"{indent}break;"]
+
+    def visit_Continue(self, s: ir.Continue, indent: str) -> list[str]:
+        return [f"{indent}continue;"]
+
+    def visit_Exit(self, s: ir.Exit, indent: str) -> list[str]:
+        return [f"{indent}exit;"]
+
+    def visit_Return(self, s: ir.Return, indent: str) -> list[str]:
+        return [f"{indent}return;"]
+
+    def generic(self, node: object, *indent: str) -> str | list[str]:  # pragma: no cover
+        return [indent[0] + repr(node)] if indent else repr(node)
+
+
+_TEXT = _Text()
+
+
+def expr(e: ir.Expr) -> str:
+    """P4-like text of an IR expression; constants show their type (``1:bit<8>``)."""
+    return _TEXT.visit(e)
 
 
 def stmt(s: ir.Stmt, indent: str = "") -> list[str]:
-    if isinstance(s, ir.Block):
-        out = [indent + "{"]
-        for x in s.stmts:
-            out.extend(stmt(x, indent + "    "))
-        return out + [indent + "}"]
-    if isinstance(s, ir.VarDecl):
-        init = f" = {expr(s.init)}" if s.init is not None else ""
-        return [f"{indent}{s.type} {s.name}{init};"]
-    if isinstance(s, ir.Assign):
-        return [f"{indent}{expr(s.lhs)} = {expr(s.rhs)};"]
-    if isinstance(s, ir.If):
-        out = [f"{indent}if ({expr(s.cond)})"] + stmt(s.then, indent)
-        if s.else_ is not None:
-            out += [f"{indent}else"] + stmt(s.else_, indent)
-        return out
-    if isinstance(s, ir.ApplyTable):
-        return [f"{indent}{s.table}.apply();"]
-    if isinstance(s, ir.SwitchAction | ir.SwitchValue):
-        head = (f"switch ({s.table}.apply().action_run)" if isinstance(s, ir.SwitchAction)
-                else f"switch ({expr(s.expr)})")
-        out = [indent + head]
-        for c in s.cases:
-            labels = c.actions if isinstance(c, ir.ActionCase) else (
-                [expr(v) for v in c.values] if c.values is not None else None)
-            out.append(f"{indent}  {'default' if labels is None else ', '.join(labels)}:")
-            if c.body is not None:
-                out.extend(stmt(c.body, indent + "    "))
-        return out
-    if isinstance(s, ir.ActionCall):
-        return [f"{indent}{s.action}({', '.join(expr(a) for a in s.args)});"]
-    if isinstance(s, ir.ExternCall):
-        who = f"{s.instance}." if s.instance else ""
-        targs = f"<{', '.join(str(t) for t in s.type_args)}>" if s.type_args else ""
-        return [f"{indent}{who}{s.method}{targs}({', '.join(expr(a) for a in s.args)});"]
-    if isinstance(s, ir.HeaderMethod):
-        return [f"{indent}{expr(s.header)}.{s.method}();"]
-    if isinstance(s, ir.StackMethod):
-        return [f"{indent}{expr(s.stack)}.{s.method}({s.count});"]
-    if isinstance(s, ir.Extract):
-        return [f"{indent}extract({expr(s.header)});"]
-    if isinstance(s, ir.Advance):
-        return [f"{indent}advance({expr(s.bits)});"]
-    if isinstance(s, ir.Emit):
-        return [f"{indent}emit({expr(s.header)});"]
-    if isinstance(s, ir.For):
-        init = "; ".join(" ".join(stmt(x)).rstrip(";") for x in s.init)
-        upd = "; ".join(" ".join(stmt(x)).rstrip(";") for x in s.update)
-        return [f"{indent}for ({init}; {expr(s.cond)}; {upd})"] + stmt(s.body, indent)
-    if isinstance(s, ir.Break):
-        return [f"{indent}break;"]
-    if isinstance(s, ir.Continue):
-        return [f"{indent}continue;"]
-    if isinstance(s, ir.Exit):
-        return [f"{indent}exit;"]
-    if isinstance(s, ir.Return):
-        return [f"{indent}return;"]
-    return [indent + repr(s)]  # pragma: no cover
+    return _TEXT.visit(s, indent)
 
 
 def _keyset(k: object) -> str:
