@@ -284,6 +284,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             return self.varbit_type(t, scope)
         if t.data == "dontcare_type":
             raise self.err(t, unsupported("'_' as a type argument"))
+        if t.data == "list_type":  # only as a for statement's collection (loops.py)
+            raise self.err(t, unsupported("list<T> outside the collection of a for statement"))
         if t.data == "tuple_type":
             return ir.TupleType(tuple(self.resolve_type_arg(a, scope, tparams)
                                       for a in _trees(t.children[0])))

@@ -29,6 +29,7 @@ else:
     _Base = object
 
 _BOOL = ir.BoolType()
+_BIT32 = ir.BitsType(32)
 
 
 class Loops(_Base):
@@ -80,6 +81,8 @@ class Loops(_Base):
     def stmt_for_in_stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt:
         self._loop_allowed(s, ctx)
         _annos, _vannos, tref, name_t, _in, lo_t, _range, hi_t, body_t = s.children
+        if hi_t is None:
+            return self._for_in_collection(s, scope, ctx)
         t = self.resolve_type(tref, scope)
         if not isinstance(t, ir.BitsType):
             raise self.err(tref, f"the variable of a range for statement must be bit<W> or "
@@ -111,3 +114,84 @@ class Loops(_Base):
         if not self.loop_depth:
             raise self.err(s, "continue outside a for statement")
         return ir.Continue(loc=self.loc(s))
+
+    def _for_in_collection(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt:
+        """``for (T x in hs)`` over a header stack (of headers or header unions) and
+        ``for (T x in (list<T>){a, b})``: an index runs over the elements; ``x`` is a copy
+        of the current one (writes to ``x`` do not reach the collection). A stack's element
+        is read when its iteration starts (all ``size`` elements, valid or not); a list's
+        items are evaluated once, before the first iteration."""
+        _annos, _vannos, tref, name_t, _in, coll_t, _range, _hi, body_t = s.children
+        t = self.resolve_type(tref, scope)
+        loc = self.loc(s)
+        items = self._list_items(coll_t, scope, ctx)
+        coll: ir.Expr | None = None
+        if items is None:
+            coll = self.expr(coll_t, scope, ctx)
+            if not isinstance(coll.type, ir.StackType):
+                raise self.err(coll_t, f"a for statement iterates over a header stack, a "
+                                       f"list (list<T>){{...}} or a range lo .. hi, not "
+                                       f"{coll.type}")
+            if coll.type.elem != t:
+                raise self.err(tref, f"the variable of a for statement over {coll.type} must "
+                                     f"have type {coll.type.elem}, not {t}")
+            count = coll.type.size
+        else:
+            elem_t, item_trees = items
+            if elem_t != t:
+                raise self.err(tref, f"the variable of a for statement over list<{elem_t}> "
+                                     f"must have type {elem_t}, not {t}")
+            count = len(item_trees)
+        name = str(name_t.children[0])
+        x, i = ctx.fresh(name), ctx.fresh(f"{name}_index")
+        idx = ir.Var(i, type=_BIT32, loc=loc)
+        init: list[ir.Stmt] = [ir.VarDecl(i, _BIT32, ir.Const(0, type=_BIT32), loc=loc)]
+        if coll is not None:
+            current: ir.Stmt = ir.VarDecl(
+                x, t, ir.StackElem(coll, idx, type=t, loc=loc), loc=loc)
+        else:
+            # the items, once, into locals; the iteration picks the index-th one
+            names = []
+            for k, it in enumerate(item_trees):
+                e = self.coerce(self.expr(it, scope, ctx), t, it, "list element")
+                names.append(ctx.fresh(f"{name}_item{k}"))
+                init.append(ir.VarDecl(names[-1], t, e, loc=loc))
+            current = ir.VarDecl(x, t, None, loc=loc)
+            pick: ir.Stmt | None = None
+            for k in reversed(range(count)):
+                set_x = ir.Block([ir.Assign(ir.Var(x, type=t, loc=loc),
+                                            ir.Var(names[k], type=t, loc=loc), loc=loc)], loc=loc)
+                if pick is None:
+                    pick = set_x
+                else:
+                    test = ir.Binary("==", idx, ir.Const(k, type=_BIT32), type=_BOOL, loc=loc)
+                    pick = ir.If(test, set_x, ir.Block([pick], loc=loc), loc=loc)
+            current = ir.Block([current, *([pick] if pick is not None else [])], loc=loc)
+        lscope = Scope(scope)
+        lscope.names[name] = VarB(x, t, True, "variable")
+        body = self._loop_body(body_t, lscope, ctx)
+        cond = ir.Binary("<", idx, ir.Const(count, type=_BIT32), type=_BOOL, loc=loc)
+        update: list[ir.Stmt] = [ir.Assign(idx, ir.Binary("+", idx, ir.Const(1, type=_BIT32),
+                                                          type=_BIT32, loc=loc), loc=loc)]
+        return ir.For(init, cond, update, ir.Block([current, *body.stmts], loc=loc), loc=loc)
+
+    def _list_items(self, t: Tree, scope: Scope, ctx: BlockCtx
+                    ) -> tuple[ir.Type, list[Tree]] | None:
+        """(T, the item trees) if ``t`` is ``(list<T>){...}``, else None."""
+        if not (isinstance(t, Tree) and t.data == "cast"):
+            return None
+        tref, operand = t.children
+        lt = tref.children[0] if tref.data == "type_ref" and tref.children else tref
+        if not (isinstance(lt, Tree) and lt.data == "list_type"):
+            return None
+        args = [a for a in lt.children[0].children if isinstance(a, Tree)]
+        if len(args) != 1:
+            raise self.err(lt, "list<T> takes one type argument")
+        elem_t = self.resolve_type_arg(args[0], scope, {})
+        if not (isinstance(operand, Tree) and operand.data == "list_expr"):
+            raise self.err(operand, unsupported("list<T> values other than a list "
+                                                "expression {...}"))
+        exprs = operand.children[0]
+        return elem_t, [c for c in (exprs.children if exprs is not None else [])
+                        if isinstance(c, Tree)]
+

@@ -26,9 +26,9 @@ from p4switch.frontend.preprocess import Preprocessed
 _GRAMMAR = Path(__file__).with_name("p4.lark")
 
 #: keywords that start a type (and so may follow a type-argument "<")
-_TYPE_KEYWORDS = {"bit", "int", "bool", "varbit", "tuple", "error", "string", "void"}
+_TYPE_KEYWORDS = {"bit", "int", "bool", "varbit", "tuple", "list", "error", "string", "void"}
 #: keywords whose "<" always opens type arguments
-_ANGLE_TYPE_KEYWORDS = {"bit", "int", "varbit", "tuple", "value_set"}
+_ANGLE_TYPE_KEYWORDS = {"bit", "int", "varbit", "tuple", "list", "value_set"}
 #: declarations whose name (the next identifier) is a type
 _NAMING_KEYWORDS = {"header", "header_union", "struct", "control", "parser", "package"}
 #: tokens p4switch does not support, reported by name when they cause a syntax error
@@ -47,7 +47,7 @@ _KEYWORDS = {
     "exit", "extern", "false", "header", "header_union", "if", "in", "inout", "int", "key",
     "match_kind", "out", "package", "parser", "return", "select", "state", "struct", "switch",
     "table", "transition", "true", "tuple", "typedef", "varbit", "value_set", "void", "actions",
-    "entries", "type", "string", "for", "break", "continue",
+    "entries", "type", "string", "for", "break", "continue", "list",
 }
 
 
