@@ -135,7 +135,8 @@ class _Text(ir.Visitor):
         return [f"{indent}{self.visit(s.stack)}.{s.method}({s.count});"]
 
     def visit_Extract(self, s: ir.Extract, indent: str) -> list[str]:
-        return [f"{indent}extract({self.visit(s.header)});"]
+        bits = "" if s.bits is None else f", {self.visit(s.bits)}"
+        return [f"{indent}extract({self.visit(s.header)}{bits});"]
 
     def visit_Advance(self, s: ir.Advance, indent: str) -> list[str]:
         return [f"{indent}advance({self.visit(s.bits)});"]
