@@ -18,7 +18,13 @@ the simulator (sim/host.py) run the very same objects:
   ``hold`` seconds; the sender rotates over the entropies not currently avoided.
 
 Feedback is per packet: the caller reports each newly acknowledged sequence number with its
-CE echo (``Ack.ce``), and the policy credits the entropy that packet was sent on.
+CE echo (``Ack.ce``), and the policy credits the entropy that packet was sent on — one call
+per ACK (``on_acks``), not per packet.
+
+Cost: the sender calls ``choose`` for every packet, so it must stay a few list operations
+(issue 13 allows a policy 10% of the sender's per-packet work; bench/agent_bench.py). Random
+choices come from a per-flow table of draws made once (``draw_table``), not from a generator
+call per packet; ECN-adaptive remembers when every entropy is avoided instead of rescanning.
 
 Unpinned entropy sets are random 16-bit ports in the dynamic range, seeded per flow (what a
 host that knows nothing of the fabric gets). ``entropy_set="qp"`` uses the agent's QP ports
@@ -47,6 +53,22 @@ SPRAY_MODES = ("rr", "random")
 ENTROPY_SETS = ("random", "qp")
 _DYNAMIC_PORTS = range(0xC000, 0x10000)
 DEFAULT_N = {"single": 1, "split": 4, "entropy-spray": 8, "reps": 16, "ecn-adaptive": 8}
+DRAW_TABLE_MIN, DRAW_TABLE_MAX = 256, 4096
+
+
+def draw_table(rng: random.Random, n: int, npkts: int) -> tuple[list[int], int]:
+    """(table, mask): uniform indexes in 0..n-1 for a flow's random choices, drawn once; the
+    t-th choice is ``table[t & mask]``. The table has the power-of-two size covering
+    ``npkts``, at least DRAW_TABLE_MIN (a short flow that keeps losing packets must keep
+    exploring: a 4-entry table would cycle over at most 4 entropies, all possibly dead) and
+    at most DRAW_TABLE_MAX (longer flows cycle through it). For n a power of two up to 256 the
+    draws are random bytes masked in C (unbiased), else ``randrange``."""
+    size = 1 << (min(max(npkts, DRAW_TABLE_MIN), DRAW_TABLE_MAX) - 1).bit_length()
+    if n & (n - 1) == 0 and n <= 256:
+        tab = list(rng.randbytes(size).translate(bytes(b & (n - 1) for b in range(256))))
+    else:
+        tab = [rng.randrange(n) for _ in range(size)]
+    return tab, size - 1
 
 
 class PathPolicy:
@@ -67,6 +89,14 @@ class PathPolicy:
 
     def on_acked(self, seq: int, ce: bool, now: float) -> None:
         """Packet ``seq`` was acknowledged; ``ce``: it arrived CE-marked."""
+
+    def on_acks(self, newly: list[int], base: int, ce_bits: int, now: float) -> None:
+        """Packets ``newly`` were acknowledged by one ACK whose CE echo bitmap ``ce_bits``
+        starts at ``base`` (a packet outside it: not marked). Subclasses inline this."""
+        on_acked = self.on_acked
+        for seq in newly:
+            d = seq - base
+            on_acked(seq, 0 <= d < SACK_BITS and (ce_bits >> d) & 1 == 1, now)
 
 
 class RoundRobin(PathPolicy):
@@ -90,10 +120,13 @@ class RandomSpray(PathPolicy):
 
     def __init__(self, ports: Sequence[int], npkts: int, rng: random.Random) -> None:
         super().__init__(ports, npkts)
-        self.rng = rng
+        self.draws, self.mask = draw_table(rng, self.n, npkts)
+        self.t = 0
 
     def choose(self, seq: int, now: float) -> int:
-        i = self.rng.randrange(self.n)
+        t = self.t
+        self.t = t + 1
+        i = self.draws[t & self.mask]
         self.uses[i] += 1
         return i
 
@@ -121,20 +154,26 @@ class Reps(_Tracked):
     ``recycled`` is a FIFO of entropy indexes whose packets were ACKed without CE; a send takes
     the oldest, so a clean path carries the next packet. A CE-marked ACK discards its entropy
     (it is not recycled). With the queue empty the sender explores: a fresh entropy, drawn
-    uniformly from the flow's n (seeded per flow). ``fresh`` counts those draws.
+    uniformly from the flow's n (seeded per flow; the k-th fresh draw is ``draws[k & mask]``).
+    ``fresh`` counts those draws.
     """
 
     def __init__(self, ports: Sequence[int], npkts: int, rng: random.Random) -> None:
         super().__init__(ports, npkts)
-        self.rng = rng
+        self.draws, self.mask = draw_table(rng, self.n, npkts)
         self.recycled: deque[int] = deque()
         self.fresh = 0
 
     def choose(self, seq: int, now: float) -> int:
-        if self.recycled:
-            return self._sent(seq, self.recycled.popleft())
-        self.fresh += 1
-        return self._sent(seq, self.rng.randrange(self.n))
+        r = self.recycled
+        if r:
+            i = r.popleft()
+        else:
+            i = self.draws[self.fresh & self.mask]
+            self.fresh += 1
+        self.sent_on[seq] = i
+        self.uses[i] += 1
+        return i
 
     def on_acked(self, seq: int, ce: bool, now: float) -> None:
         if ce:
@@ -143,13 +182,31 @@ class Reps(_Tracked):
         self.unmarked += 1
         self.recycled.append(self.sent_on[seq])
 
+    def on_acks(self, newly: list[int], base: int, ce_bits: int, now: float) -> None:
+        sent_on = self.sent_on
+        if not ce_bits:                    # nothing marked: recycle them all, in order
+            self.unmarked += len(newly)
+            self.recycled.extend(map(sent_on.__getitem__, newly))
+            return
+        append = self.recycled.append
+        marked = 0
+        for seq in newly:
+            d = seq - base
+            if 0 <= d < SACK_BITS and (ce_bits >> d) & 1:
+                marked += 1
+            else:
+                append(sent_on[seq])
+        self.marked += marked
+        self.unmarked += len(newly) - marked
+
 
 class EcnAdaptive(_Tracked):
     """STrack-like: after a CE echo on an entropy, avoid it for ``hold`` seconds.
 
     Sends rotate over the entropies whose avoidance has expired; when every one is avoided the
-    one that becomes usable first is taken (the flow must keep sending). ``avoided`` counts the
-    sends that skipped at least one avoided entropy.
+    one that becomes usable first is taken (the flow must keep sending; several equally soon:
+    in turn). ``avoided`` counts the sends that skipped at least one avoided entropy. While all
+    are avoided the answer is cached (``all_until``, ``soonest``): no rescan per packet.
     """
 
     def __init__(self, ports: Sequence[int], npkts: int, hold: float) -> None:
@@ -157,6 +214,8 @@ class EcnAdaptive(_Tracked):
         self.hold = hold
         self.until = [float("-inf")] * self.n
         self.clear_at = float("-inf")   # max(until): from then on nothing is avoided
+        self.all_until = float("-inf")  # min(until) while every entropy is avoided ...
+        self.soonest: tuple[int, ...] = ()  # ... and the entropies it belongs to, ascending
         self.next = 0
         self.avoided = 0
 
@@ -165,7 +224,20 @@ class EcnAdaptive(_Tracked):
         i = self.next
         if now >= self.clear_at:          # the common case: plain round-robin
             self.next = i + 1 if i + 1 < n else 0
-            return self._sent(seq, i)
+            self.sent_on[seq] = i
+            self.uses[i] += 1
+            return i
+        if now < self.all_until:          # still all avoided: the soonest, no scan
+            self.avoided += 1
+            ties = self.soonest
+            best = ties[0]
+            if len(ties) > 1:             # the first at or after next, as the scan would
+                for j in ties:
+                    if j >= i:
+                        best = j
+                        break
+            self.next = best + 1 if best + 1 < n else 0
+            return self._sent(seq, best)
         until = self.until
         best, best_t = i, until[i]
         for step in range(n):
@@ -181,20 +253,40 @@ class EcnAdaptive(_Tracked):
             if t < best_t:
                 best, best_t = j, t
         self.avoided += 1                 # every entropy avoided: the one free soonest
+        # cached until best_t passes or one of the soonest is marked again
+        self.all_until = best_t
+        self.soonest = tuple(j for j in range(n) if until[j] == best_t)
         self.next = best + 1 if best + 1 < n else 0
         return self._sent(seq, best)
+
+    def _mark(self, i: int, t: float) -> None:
+        if t > self.until[i]:
+            self.until[i] = t
+            if t > self.clear_at:
+                self.clear_at = t
+            if i in self.soonest:         # marks on others leave min(until) where it was
+                self.all_until = float("-inf")
 
     def on_acked(self, seq: int, ce: bool, now: float) -> None:
         if ce:
             self.marked += 1
-            i = self.sent_on[seq]
-            t = now + self.hold
-            if t > self.until[i]:
-                self.until[i] = t
-                if t > self.clear_at:
-                    self.clear_at = t
+            self._mark(self.sent_on[seq], now + self.hold)
         else:
             self.unmarked += 1
+
+    def on_acks(self, newly: list[int], base: int, ce_bits: int, now: float) -> None:
+        if ce_bits:
+            t = now + self.hold
+            sent_on, marked = self.sent_on, 0
+            for seq in newly:
+                d = seq - base
+                if 0 <= d < SACK_BITS and (ce_bits >> d) & 1:
+                    marked += 1
+                    self._mark(sent_on[seq], t)
+            self.marked += marked
+            self.unmarked += len(newly) - marked
+        else:
+            self.unmarked += len(newly)
 
 
 def ce_of(ack: Ack, seq: int) -> bool:
@@ -205,11 +297,9 @@ def ce_of(ack: Ack, seq: int) -> bool:
 
 def feed_ack(policy: PathPolicy, newly: list[int], ack: Ack, now: float) -> None:
     """Give a feedback policy the packets ``ack`` newly acknowledged (drains ``newly``)."""
-    base, bits, on_acked = ack.base, ack.ce, policy.on_acked
-    for seq in newly:
-        d = seq - base
-        on_acked(seq, 0 <= d < SACK_BITS and (bits >> d) & 1 == 1, now)
-    newly.clear()
+    if newly:
+        policy.on_acks(newly, ack.base, ack.ce, now)
+        newly.clear()
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,12 @@ import pytest
 
 from traffic.policies import (
     EcnAdaptive,
+    PathPolicy,
     PolicySpec,
     Reps,
     RoundRobin,
     ce_of,
+    draw_table,
     feed_ack,
     parse_policy,
 )
@@ -24,11 +26,10 @@ PORTS = [50001, 50002, 50003, 50004]
 
 
 def test_reps_recycles_clean_entropies_and_discards_marked_ones() -> None:
-    rng = random.Random(5)
-    draws = random.Random(5)  # the same generator: the fresh draws are known in advance
-    p = Reps(PORTS, 16, rng)
+    draws, _ = draw_table(random.Random(5), 4, 16)  # the fresh draws are known in advance
+    p = Reps(PORTS, 16, random.Random(5))
     sent = [p.choose(seq, 0.0) for seq in range(4)]  # nothing recycled yet: all fresh
-    assert sent == [draws.randrange(4) for _ in range(4)] and p.fresh == 4
+    assert sent == draws[:4] and p.fresh == 4
     p.on_acked(0, False, 1.0)   # clean: recycled
     p.on_acked(1, True, 1.0)    # CE: thrown away
     p.on_acked(2, False, 1.0)   # clean: recycled after seq 0's entropy
@@ -41,7 +42,7 @@ def test_reps_recycles_clean_entropies_and_discards_marked_ones() -> None:
     assert list(p.recycled) == [sent[2]] and p.marked == 2 and p.unmarked == 3
     # queue empty again -> a fresh draw (recycled sends drew nothing from the generator)
     p.recycled.clear()
-    assert p.choose(6, 2.0) == draws.randrange(4) and p.fresh == 5
+    assert p.choose(6, 2.0) == draws[4] and p.fresh == 5
 
 
 def test_reps_under_all_marked_acks_keeps_exploring() -> None:
@@ -50,6 +51,15 @@ def test_reps_under_all_marked_acks_keeps_exploring() -> None:
         p.choose(seq, 0.0)
         p.on_acked(seq, True, 0.0)
     assert p.fresh == 64 and not p.recycled and sum(x > 0 for x in p.uses) == 4
+
+
+def test_reps_retransmitting_a_short_flow_explores_every_entropy() -> None:
+    """A 3-packet flow whose packets are never acknowledged (a dead path) keeps drawing fresh
+    entropies from all n, not from as many as it has packets."""
+    p = Reps(list(range(50000, 50016)), 3, random.Random(4))
+    for t in range(200):
+        p.choose(t % 3, 0.0)
+    assert sum(x > 0 for x in p.uses) == 16
 
 
 def test_ecn_adaptive_avoids_a_marked_entropy_for_hold_seconds() -> None:
@@ -102,10 +112,19 @@ def test_receiver_echoes_ce_per_packet_aligned_with_the_sack() -> None:
 def test_sender_credits_each_newly_acked_packet_with_its_echo() -> None:
     tx = SenderFlow(1000, CFG)
     rx = ReceiverFlow(tx.npkts, CFG)
-    pol = PolicySpec("ecn-adaptive", 2, hold=1.0).make([1, 2], tx.npkts)
-    tx.newly_acked = []
     seen: list[tuple[int, bool]] = []
-    pol.on_acked = lambda seq, ce, now: seen.append((seq, ce))  # type: ignore[method-assign]
+
+    class Recorder(PathPolicy):
+        feedback = True
+
+        def choose(self, seq: int, now: float) -> int:
+            return 0
+
+        def on_acked(self, seq: int, ce: bool, now: float) -> None:
+            seen.append((seq, ce))
+
+    pol = Recorder([1], tx.npkts)
+    tx.newly_acked = []
     while (pkt := tx.next_packet(0.0)) is not None:
         seq, _ = pkt
         pol.choose(seq, 0.0)
@@ -171,3 +190,49 @@ def test_round_robin_retransmission_takes_the_next_entropy() -> None:
     assert [p.choose(s, 0) for s in (0, 1, 2, 3)] == [0, 1, 2, 3]
     assert p.choose(0, 1.0) == 0 and p.choose(4, 1.0) == 1   # the resent seq 0, then seq 4
     assert p.choose(0, 2.0) == 2                              # seq 0 again: another path
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Reps(PORTS, 400, random.Random(2)),
+    lambda: EcnAdaptive(PORTS, 400, hold=30e-6),
+])
+def test_batched_feedback_equals_per_packet_feedback(make) -> None:  # noqa: ANN001
+    """on_acks (one call per ACK, the fast path) leaves a policy exactly as on_acked per
+    packet does, over a scripted run with marked and clean ACKs, gaps and all-marked ACKs;
+    ``c`` rescans every time (ECN-adaptive's all-avoided cache defeated) and chooses alike."""
+    script = random.Random(9)
+    a, b, c = make(), make(), make()
+    seq, now = 0, 0.0
+    while seq < 400:
+        k = script.randint(1, 12)
+        newly = list(range(seq, min(seq + k, 400)))
+        for s_ in newly:
+            if isinstance(c, EcnAdaptive):
+                c.all_until = float("-inf")
+            assert a.choose(s_, now) == b.choose(s_, now) == c.choose(s_, now)
+        base = seq - script.randint(0, 2)          # some acked packets lie below the bitmap
+        bits = script.choice([0, script.getrandbits(16), (1 << 64) - 1])
+        a.on_acks(list(newly), base, bits, now)
+        PathPolicy.on_acks(b, list(newly), base, bits, now)  # the per-packet reference
+        c.on_acks(list(newly), base, bits, now)
+        seq += k
+        now += 5e-6
+    for attr in ("uses", "marked", "unmarked"):
+        assert getattr(a, attr) == getattr(b, attr)
+    assert a.marked > 0 and a.unmarked > 0
+    if isinstance(a, Reps):
+        assert list(a.recycled) == list(b.recycled) and a.fresh == b.fresh
+    else:
+        assert a.until == b.until and a.avoided == b.avoided and a.avoided > 0
+
+
+def test_draw_table_is_uniform_and_covers_the_flow() -> None:
+    tab, mask = draw_table(random.Random(1), 8, 1000)
+    assert len(tab) == 1024 == mask + 1 and set(tab) == set(range(8))
+    counts = [tab.count(i) for i in range(8)]
+    assert all(90 < c < 170 for c in counts)           # 128 expected each
+    tab3, mask3 = draw_table(random.Random(1), 3, 5)   # not a power of two: randrange
+    assert len(tab3) == 256 == mask3 + 1 and set(tab3) == {0, 1, 2}
+    # a 3-packet flow still draws from all 16 entropies (REPS exploring around a dead path)
+    assert set(draw_table(random.Random(1), 16, 3)[0]) == set(range(16))
+    assert draw_table(random.Random(1), 8, 10**6)[1] + 1 == 4096   # capped, then cycles
