@@ -118,6 +118,7 @@ class HostAgent:
         self._t0 = 0.0
         self._start_mono = 0.0
         self.unheard: set[str] = set()
+        self._last_data = float("-inf")   # monotonic time of the latest data arrival
         self.ecn = cfg.path_policy.uses_ecn
         self._path_model = None
         if cfg.path_policy.pin:
@@ -241,7 +242,10 @@ class HostAgent:
             self._advance(now)
             if finished_at is None and all(st.done for st in self.state.values()):
                 finished_at = now
-            if finished_at is not None and now - finished_at >= cfg.linger:
+            # linger while peers still retransmit to us: our ACK of a flow's last packet may
+            # have died on a dead path, and a peer whose sends never complete cannot finish
+            if finished_at is not None and now - finished_at >= cfg.linger and \
+                    now - self._last_data >= 2 * cfg.transport.rto:
                 break
             # paced transmission, round-robin over flows with something to send
             sent = 0
@@ -305,6 +309,7 @@ class HostAgent:
             if dst not in self.state or src >= self.s.ranks:
                 continue
             key = (src, flow)
+            self._last_data = now
             self.rx_sport[key] = addr[1]
             rx = self.rx.get(key)
             if rx is None:
