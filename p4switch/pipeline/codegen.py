@@ -292,7 +292,7 @@ class Module:
 # --------------------------------------------------------------------------------------------
 
 
-class BlockGen:
+class BlockGen(ir.Visitor):
     """Generates the functions of one parser or control.
 
     ``resolve_instance(name)`` gives the ExternInstance for an instance name;
@@ -366,84 +366,108 @@ class BlockGen:
         return pyname(name)
 
     # -- expressions -----------------------------------------------------------------------
-    def ex(self, e: ir.Expr) -> str:  # noqa: C901 - one dispatch over the IR's expressions
+    def ex(self, e: ir.Expr) -> str:
+        """Python code of expression ``e``: one ``visit_<class>`` per IR expression."""
+        return self.visit(e)
+
+    def generic(self, node: Any, *args: Any) -> Any:
+        what = "statement" if isinstance(node, ir.Stmt) else "expression"
+        raise BuildError(f"unsupported {what} {type(node).__name__}")
+
+    def visit_Const(self, e: ir.Const) -> str:
         t = e.type
-        if isinstance(e, ir.Const):
-            if isinstance(t, ir.BoolType):
-                return "True" if e.value else "False"
-            if isinstance(e.value, str):
-                return repr(e.value)
-            v = int(e.value)
-            if isinstance(t, ir.BitsType):
-                v = v & _mask(t.width) if not t.signed else _wrap_const(v, t.width)
-            return str(v) if v >= 0 else f"({v})"
-        if isinstance(e, ir.Var):
-            return self.var(e.name)
-        if isinstance(e, ir.Member):
-            bt = e.base.type
-            if isinstance(bt, ir.StackType):
-                return self.stack_prop(e.base, e.field)
-            return f"{self.ex(e.base)}.{fattr(e.field)}"
-        if isinstance(e, ir.StackElem):
-            s = self.ex(e.stack)
-            if isinstance(e.index, ir.Const):
-                i = const_int(e.index)
-                size = e.stack.type.size  # type: ignore[union-attr]
-                if not 0 <= i < size:
-                    raise BuildError(f"stack index {i} out of bounds")
-                return f"{s}.h[{i}]"
-            return f"_sget({s}, {self.ex(e.index)})"
-        if isinstance(e, ir.StackNext):
-            return f"_snext({self.ex(e.stack)})"
-        if isinstance(e, ir.StackLast):
-            return f"_slast({self.ex(e.stack)})"
-        if isinstance(e, ir.StackProp):
-            return self.stack_prop(e.stack, e.prop)
-        if isinstance(e, ir.Slice):
-            m = _mask(e.hi - e.lo + 1)
-            b = self.ex(e.base)
-            return f"(({b} >> {e.lo}) & {m})" if e.lo else f"({b} & {m})"
-        if isinstance(e, ir.Concat):
-            wr = ir.type_width(e.right.type)
-            r = self.ex(e.right)
-            if isinstance(e.right.type, ir.BitsType) and e.right.type.signed:
-                r = f"({r} & {_mask(wr)})"
-            elif isinstance(e.right.type, ir.BoolType):
-                r = f"int({r})"
-            return f"(({self.ex(e.left)} << {wr}) | {r})"
-        if isinstance(e, ir.Cast):
-            return self.cast(e)
-        if isinstance(e, ir.Unary):
-            a = self.ex(e.operand)
-            if e.op == "!":
-                return f"(not {a})"
-            if e.op == "~":
-                if isinstance(t, ir.BitsType) and not t.signed:
-                    return f"({a} ^ {_mask(t.width)})"
-                return f"(~{a})"
-            if e.op == "-":
-                return self.wrap(f"-{a}", t)
-            raise BuildError(f"unknown unary operator {e.op}")
-        if isinstance(e, ir.Binary):
-            return self.binary(e)
-        if isinstance(e, ir.Mux):
-            return f"({self.ex(e.then)} if {self.ex(e.cond)} else {self.ex(e.else_)})"
-        if isinstance(e, ir.IsValid):
-            return f"{self.ex(e.header)}._v"
-        if isinstance(e, ir.TableHit):
-            fn = self.table_fn(e.table)
-            hit = f"({fn}({self.call_args()})[3] is not None)"
-            return f"(not {hit})" if e.negate else hit
-        if isinstance(e, ir.Lookahead):
-            return self.lookahead(t)
-        if isinstance(e, ir.ListExpr):
-            if isinstance(t, ir.HeaderType | ir.StructType):
-                tmp = self.mod.cls(t)
-                vals = ", ".join(self.ex(i) for i in e.items)
-                fn = "_mkh" if isinstance(t, ir.HeaderType) else "_mks"
-                return f"{fn}({tmp}, ({vals}{',' if len(e.items) == 1 else ''}))"
-            return "(" + "".join(self.ex(i) + ", " for i in e.items) + ")"
-        raise BuildError(f"unsupported expression {type(e).__name__}")
+        if isinstance(t, ir.BoolType):
+            return "True" if e.value else "False"
+        if isinstance(e.value, str):
+            return repr(e.value)
+        v = int(e.value)
+        if isinstance(t, ir.BitsType):
+            v = v & _mask(t.width) if not t.signed else _wrap_const(v, t.width)
+        return str(v) if v >= 0 else f"({v})"
+
+    def visit_Var(self, e: ir.Var) -> str:
+        return self.var(e.name)
+
+    def visit_Member(self, e: ir.Member) -> str:
+        bt = e.base.type
+        if isinstance(bt, ir.StackType):
+            return self.stack_prop(e.base, e.field)
+        return f"{self.ex(e.base)}.{fattr(e.field)}"
+
+    def visit_StackElem(self, e: ir.StackElem) -> str:
+        s = self.ex(e.stack)
+        if isinstance(e.index, ir.Const):
+            i = const_int(e.index)
+            size = e.stack.type.size  # type: ignore[union-attr]
+            if not 0 <= i < size:
+                raise BuildError(f"stack index {i} out of bounds")
+            return f"{s}.h[{i}]"
+        return f"_sget({s}, {self.ex(e.index)})"
+
+    def visit_StackNext(self, e: ir.StackNext) -> str:
+        return f"_snext({self.ex(e.stack)})"
+
+    def visit_StackLast(self, e: ir.StackLast) -> str:
+        return f"_slast({self.ex(e.stack)})"
+
+    def visit_StackProp(self, e: ir.StackProp) -> str:
+        return self.stack_prop(e.stack, e.prop)
+
+    def visit_Slice(self, e: ir.Slice) -> str:
+        m = _mask(e.hi - e.lo + 1)
+        b = self.ex(e.base)
+        return f"(({b} >> {e.lo}) & {m})" if e.lo else f"({b} & {m})"
+
+    def visit_Concat(self, e: ir.Concat) -> str:
+        wr = ir.type_width(e.right.type)
+        r = self.ex(e.right)
+        if isinstance(e.right.type, ir.BitsType) and e.right.type.signed:
+            r = f"({r} & {_mask(wr)})"
+        elif isinstance(e.right.type, ir.BoolType):
+            r = f"int({r})"
+        return f"(({self.ex(e.left)} << {wr}) | {r})"
+
+    def visit_Cast(self, e: ir.Cast) -> str:
+        return self.cast(e)
+
+    def visit_Unary(self, e: ir.Unary) -> str:
+        t = e.type
+        a = self.ex(e.operand)
+        if e.op == "!":
+            return f"(not {a})"
+        if e.op == "~":
+            if isinstance(t, ir.BitsType) and not t.signed:
+                return f"({a} ^ {_mask(t.width)})"
+            return f"(~{a})"
+        if e.op == "-":
+            return self.wrap(f"-{a}", t)
+        raise BuildError(f"unknown unary operator {e.op}")
+
+    def visit_Binary(self, e: ir.Binary) -> str:
+        return self.binary(e)
+
+    def visit_Mux(self, e: ir.Mux) -> str:
+        return f"({self.ex(e.then)} if {self.ex(e.cond)} else {self.ex(e.else_)})"
+
+    def visit_IsValid(self, e: ir.IsValid) -> str:
+        return f"{self.ex(e.header)}._v"
+
+    def visit_TableHit(self, e: ir.TableHit) -> str:
+        fn = self.table_fn(e.table)
+        hit = f"({fn}({self.call_args()})[3] is not None)"
+        return f"(not {hit})" if e.negate else hit
+
+    def visit_Lookahead(self, e: ir.Lookahead) -> str:
+        return self.lookahead(e.type)
+
+    def visit_ListExpr(self, e: ir.ListExpr) -> str:
+        t = e.type
+        if isinstance(t, ir.HeaderType | ir.StructType):
+            tmp = self.mod.cls(t)
+            vals = ", ".join(self.ex(i) for i in e.items)
+            fn = "_mkh" if isinstance(t, ir.HeaderType) else "_mks"
+            return f"{fn}({tmp}, ({vals}{',' if len(e.items) == 1 else ''}))"
+        return "(" + "".join(self.ex(i) + ", " for i in e.items) + ")"
 
     def stack_prop(self, stack: ir.Expr, prop: str) -> str:
         s = self.ex(stack)
@@ -606,81 +630,100 @@ class BlockGen:
             self.stmts(s.else_.stmts)
             self.ind -= 1
 
-    def stmt(self, s: ir.Stmt) -> None:  # noqa: C901 - one dispatch over the IR's statements
-        if isinstance(s, ir.Block):
-            n = s.copy_out
-            if n and self.exits.stmts(s.stmts[:-n]):
-                self.exit_guarded(lambda: self.stmts(s.stmts[:-n]),
-                                  lambda _x: self.stmts(s.stmts[-n:]))
-            else:
-                self.stmts(s.stmts)
-        elif isinstance(s, ir.VarDecl):
-            code = self.value(s.init) if s.init is not None else self.mod.default(s.type)
-            self.w(f"{self.var(s.name)} = {code}")
-        elif isinstance(s, ir.Assign):
-            self.assign(s.lhs, self.value(s.rhs))
-        elif isinstance(s, ir.If):
-            self.if_else(self.ex(s.cond), s)
-        elif isinstance(s, ir.ApplyTable):
-            self.table_code(s.table, self.mod.fresh("_t"))
-        elif isinstance(s, ir.SwitchAction):
-            tmp = self.mod.fresh("_t")
-            self.table_code(s.table, tmp)
-            tmp = f"{tmp}[0]"
-            self.switch(tmp, [(c.actions, c.body) for c in s.cases], repr)
-        elif isinstance(s, ir.SwitchValue):
-            tmp = self.mod.fresh("_s")
-            self.w(f"{tmp} = {self.ex(s.expr)}")
-            cases = [
-                (None if c.values is None else [self.ex(v) for v in c.values], c.body)
-                for c in s.cases
-            ]
-            self.switch(tmp, cases, str)
-        elif isinstance(s, ir.ActionCall):
-            self.action_call(s)
-        elif isinstance(s, ir.ExternCall):
-            self.extern_call(s)
-        elif isinstance(s, ir.HeaderMethod):
-            h = self.ex(s.header)
-            if s.method == "setValid":
-                self.w(f"{h}._v = True")
-            elif s.method == "setInvalid":
-                self.w(f"{h}._v = False")
-            else:
-                raise BuildError(f"unknown header method {s.method}")
-        elif isinstance(s, ir.StackMethod):
-            self.w(f"_s{s.method}({self.ex(s.stack)}, {s.count})")
-        elif isinstance(s, ir.Extract):
-            if isinstance(s.header.type, ir.HeaderType) and s.header.type.varbit is not None:
-                varbit.gen_extract(self, s.header, s.bits)
-            else:
-                self.extract(s.header)
-        elif isinstance(s, ir.Advance):
-            if isinstance(s.bits, ir.Const) and const_int(s.bits) % 8:
-                raise BuildError("advance by a number of bits that is not a multiple of 8")
-            n = self.mod.fresh("_n")
-            self.w(f"{n} = {self.ex(s.bits)} >> 3")
-            self.w(f"if _pos + {n} > _plen: raise _PErr({self.err('PacketTooShort')})")
-            self.w(f"_pos += {n}")
-        elif isinstance(s, ir.Emit):
-            self.emit(s.header)
-        elif isinstance(s, ir.For):
-            self.loop(s)
-        elif isinstance(s, ir.Break):
-            self.w("break")
-        elif isinstance(s, ir.Continue):
-            for u in self.loops[-1].update:  # the update runs before the next test
-                self.stmt(u)
-            self.w("continue")
-        elif isinstance(s, ir.Exit):
-            self.w("raise _Exit()")
-        elif isinstance(s, ir.Return):
-            if self.action_outs is not None:
-                self.w(f"return ({', '.join(self.action_outs)},)")
-            else:
-                self.w("return")
+    def stmt(self, s: ir.Stmt) -> None:
+        """Emit statement ``s``: one ``visit_<class>`` per IR statement."""
+        self.visit(s)
+
+    def visit_Block(self, s: ir.Block) -> None:
+        n = s.copy_out
+        if n and self.exits.stmts(s.stmts[:-n]):
+            self.exit_guarded(lambda: self.stmts(s.stmts[:-n]),
+                              lambda _x: self.stmts(s.stmts[-n:]))
         else:
-            raise BuildError(f"unsupported statement {type(s).__name__}")
+            self.stmts(s.stmts)
+
+    def visit_VarDecl(self, s: ir.VarDecl) -> None:
+        code = self.value(s.init) if s.init is not None else self.mod.default(s.type)
+        self.w(f"{self.var(s.name)} = {code}")
+
+    def visit_Assign(self, s: ir.Assign) -> None:
+        self.assign(s.lhs, self.value(s.rhs))
+
+    def visit_If(self, s: ir.If) -> None:
+        self.if_else(self.ex(s.cond), s)
+
+    def visit_ApplyTable(self, s: ir.ApplyTable) -> None:
+        self.table_code(s.table, self.mod.fresh("_t"))
+
+    def visit_SwitchAction(self, s: ir.SwitchAction) -> None:
+        tmp = self.mod.fresh("_t")
+        self.table_code(s.table, tmp)
+        tmp = f"{tmp}[0]"
+        self.switch(tmp, [(c.actions, c.body) for c in s.cases], repr)
+
+    def visit_SwitchValue(self, s: ir.SwitchValue) -> None:
+        tmp = self.mod.fresh("_s")
+        self.w(f"{tmp} = {self.ex(s.expr)}")
+        cases = [
+            (None if c.values is None else [self.ex(v) for v in c.values], c.body)
+            for c in s.cases
+        ]
+        self.switch(tmp, cases, str)
+
+    def visit_ActionCall(self, s: ir.ActionCall) -> None:
+        self.action_call(s)
+
+    def visit_ExternCall(self, s: ir.ExternCall) -> None:
+        self.extern_call(s)
+
+    def visit_HeaderMethod(self, s: ir.HeaderMethod) -> None:
+        h = self.ex(s.header)
+        if s.method == "setValid":
+            self.w(f"{h}._v = True")
+        elif s.method == "setInvalid":
+            self.w(f"{h}._v = False")
+        else:
+            raise BuildError(f"unknown header method {s.method}")
+
+    def visit_StackMethod(self, s: ir.StackMethod) -> None:
+        self.w(f"_s{s.method}({self.ex(s.stack)}, {s.count})")
+
+    def visit_Extract(self, s: ir.Extract) -> None:
+        if isinstance(s.header.type, ir.HeaderType) and s.header.type.varbit is not None:
+            varbit.gen_extract(self, s.header, s.bits)
+        else:
+            self.extract(s.header)
+
+    def visit_Advance(self, s: ir.Advance) -> None:
+        if isinstance(s.bits, ir.Const) and const_int(s.bits) % 8:
+            raise BuildError("advance by a number of bits that is not a multiple of 8")
+        n = self.mod.fresh("_n")
+        self.w(f"{n} = {self.ex(s.bits)} >> 3")
+        self.w(f"if _pos + {n} > _plen: raise _PErr({self.err('PacketTooShort')})")
+        self.w(f"_pos += {n}")
+
+    def visit_Emit(self, s: ir.Emit) -> None:
+        self.emit(s.header)
+
+    def visit_For(self, s: ir.For) -> None:
+        self.loop(s)
+
+    def visit_Break(self, s: ir.Break) -> None:
+        self.w("break")
+
+    def visit_Continue(self, s: ir.Continue) -> None:
+        for u in self.loops[-1].update:  # the update runs before the next test
+            self.stmt(u)
+        self.w("continue")
+
+    def visit_Exit(self, s: ir.Exit) -> None:
+        self.w("raise _Exit()")
+
+    def visit_Return(self, s: ir.Return) -> None:
+        if self.action_outs is not None:
+            self.w(f"return ({', '.join(self.action_outs)},)")
+        else:
+            self.w("return")
 
     def loop(self, s: ir.For) -> None:
         """``for``: a Python ``while`` (break/continue are Python's; ``continue`` repeats the
@@ -848,7 +891,8 @@ class BlockGen:
             for i in range(t.size):
                 out.extend(self.flatten(ir.StackElem(e, ir.Const(i, type=ir.InfIntType()), type=t.elem)))
             return out
-        width = ir.type_width(t)
+        # a varbit's width is its run-time length: VARBIT marks it (varbit.py)
+        width = varbit.VARBIT if isinstance(t, ir.VarbitType) else ir.type_width(t)
         code = self.ex(e)
         if isinstance(t, ir.BitsType) and t.signed:
             code = f"({code} & {_mask(width)})"
@@ -927,6 +971,8 @@ class BlockGen:
         b = self.mod.fresh("_hb")
         if not items:
             self.w(f"{b} = {'0' if align == 16 else repr(b'')}")
+        elif any(w == varbit.VARBIT for _, w, _ in items):
+            self.shifted_input(b, items, align)
         else:
             valids = list(dict.fromkeys(v for _, _, v in items if v is not None))
             if valids:
@@ -949,11 +995,16 @@ class BlockGen:
         self.w(f"{wv} = 0")
         groups: list[tuple[str | None, list[tuple[str, int]]]] = []
         for code, width, valid in items:
-            if groups and groups[-1][0] == valid:
+            if groups and groups[-1][0] == valid and varbit.VARBIT not in (
+                    width, groups[-1][1][-1][1]):
                 groups[-1][1].append((code, width))
             else:
                 groups.append((valid, [(code, width)]))
         for valid, fields in groups:
+            if fields[0][1] == varbit.VARBIT:
+                line = varbit.shift_in(acc, wv, fields[0][0])
+                self.w(f"if {valid}: {line}" if valid else line)
+                continue
             gw = sum(w for _, w in fields)
             parts = []
             shift = 0

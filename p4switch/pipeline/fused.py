@@ -107,44 +107,56 @@ class FusedBlockGen(BlockGen):
         raise NotFusable(f"aggregate of type {t}")
 
     # -- expressions -----------------------------------------------------------------------
-    def ex(self, e: ir.Expr) -> str:
+    def visit_Var(self, e: ir.Var) -> str:
+        if isinstance(e.type, _AGG):
+            raise NotFusable(f"{e.type} used as a value")
+        return self.var(e.name)
+
+    def visit_Member(self, e: ir.Member) -> str:
         t = e.type
-        if isinstance(e, ir.Var | ir.Member):
-            if isinstance(t, _AGG):
-                raise NotFusable(f"{t} used as a value")
-            if isinstance(e, ir.Member):
-                if isinstance(e.base.type, ir.StackType):
-                    raise NotFusable("header stacks")
-                p = self.path(e.base)
-                name = self.leaf(f"{p}_{fattr(e.field)}", t)
-                if isinstance(e.base.type, ir.HeaderType):
-                    self.facts.fields[name] = p
-                    self.facts.htypes[p] = e.base.type
-                    if self.writing:
-                        self.facts.wfields.add(name)
-                        self.facts.written.add(p)
-                    else:
-                        if self.flat_reads is not None:
-                            self.flat_reads.append(name)
-                        else:
-                            self.facts.read.add(name)
-                        if not self.facts.guarded and not self.is_known(p):
-                            self.facts.unguarded.add(name)
-                return name
-            return self.var(e.name)
-        if isinstance(e, ir.IsValid):
-            if not isinstance(e.header.type, ir.HeaderType):
-                raise NotFusable("isValid of a non-header")
-            return self.leaf(self.path(e.header) + "__v", ir.BoolType())
-        if isinstance(e, ir.StackElem | ir.StackNext | ir.StackLast | ir.StackProp):
+        if isinstance(t, _AGG):
+            raise NotFusable(f"{t} used as a value")
+        if isinstance(e.base.type, ir.StackType):
             raise NotFusable("header stacks")
-        if isinstance(e, ir.TableHit):
-            raise NotFusable("table hit/miss inside an expression")
-        if isinstance(e, ir.Lookahead) and isinstance(t, _AGG):
+        p = self.path(e.base)
+        name = self.leaf(f"{p}_{fattr(e.field)}", t)
+        if isinstance(e.base.type, ir.HeaderType):
+            self.facts.fields[name] = p
+            self.facts.htypes[p] = e.base.type
+            if self.writing:
+                self.facts.wfields.add(name)
+                self.facts.written.add(p)
+            else:
+                if self.flat_reads is not None:
+                    self.flat_reads.append(name)
+                else:
+                    self.facts.read.add(name)
+                if not self.facts.guarded and not self.is_known(p):
+                    self.facts.unguarded.add(name)
+        return name
+
+    def visit_IsValid(self, e: ir.IsValid) -> str:
+        if not isinstance(e.header.type, ir.HeaderType):
+            raise NotFusable("isValid of a non-header")
+        return self.leaf(self.path(e.header) + "__v", ir.BoolType())
+
+    def visit_StackElem(self, e: ir.Expr) -> str:
+        raise NotFusable("header stacks")
+
+    visit_StackNext = visit_StackLast = visit_StackProp = visit_StackElem
+
+    def visit_TableHit(self, e: ir.TableHit) -> str:
+        raise NotFusable("table hit/miss inside an expression")
+
+    def visit_Lookahead(self, e: ir.Lookahead) -> str:
+        if isinstance(e.type, _AGG):
             raise NotFusable("lookahead of a header")
-        if isinstance(e, ir.ListExpr) and isinstance(t, ir.HeaderType | ir.StructType):
+        return super().visit_Lookahead(e)
+
+    def visit_ListExpr(self, e: ir.ListExpr) -> str:
+        if isinstance(e.type, ir.HeaderType | ir.StructType):
             raise NotFusable("header/struct list expression outside an assignment")
-        return super().ex(e)
+        return super().visit_ListExpr(e)
 
     def is_known(self, p: str) -> bool:
         """Header ``p`` is certainly valid here: it is inside an isValid() test (or after its
@@ -301,30 +313,33 @@ class FusedBlockGen(BlockGen):
             vals = ["False" if isinstance(lt, ir.BoolType) else "0" for _, lt in targets]
             self.w(f"{', '.join(n for n, _ in targets)}, = ({', '.join(vals)},)")
 
-    def stmt(self, s: ir.Stmt) -> None:  # noqa: C901 - dispatch
-        if isinstance(s, ir.Assign) and isinstance(s.lhs.type, ir.HeaderType | ir.StructType):
+    def visit_Assign(self, s: ir.Assign) -> None:
+        if isinstance(s.lhs.type, ir.HeaderType | ir.StructType):
             self.agg_assign(s.lhs, s.rhs)
-        elif isinstance(s, ir.VarDecl) and isinstance(s.type, _AGG):
-            if isinstance(s.type, ir.StackType):
-                raise NotFusable("header stacks")
-            self.touch(self.var(s.name), s.type)
-            if s.init is not None:
-                self.leaves_of(self.var(s.name), s.type)
-                self.agg_assign(ir.Var(s.name, type=s.type), s.init)
-            else:
-                self.init_agg(self.var(s.name), s.type)
-        elif isinstance(s, ir.If) and _table_hit(s.cond) is not None:
-            th, negate = _table_hit(s.cond)  # type: ignore[misc]
+        else:
+            super().visit_Assign(s)
+
+    def visit_VarDecl(self, s: ir.VarDecl) -> None:
+        if not isinstance(s.type, _AGG):
+            super().visit_VarDecl(s)
+            return
+        if isinstance(s.type, ir.StackType):
+            raise NotFusable("header stacks")
+        self.touch(self.var(s.name), s.type)
+        if s.init is not None:
+            self.leaves_of(self.var(s.name), s.type)
+            self.agg_assign(ir.Var(s.name, type=s.type), s.init)
+        else:
+            self.init_agg(self.var(s.name), s.type)
+
+    def visit_If(self, s: ir.If) -> None:
+        th = _table_hit(s.cond)
+        if th is not None:  # the table's hit tuple decides, no hit() call
+            th, negate = th
             ev = self.mod.fresh("_t")
             self.table_code(th.table, ev)
             self.if_else(f"{ev}[3] is {'' if negate else 'not '}None", s)
-        elif isinstance(s, ir.HeaderMethod):
-            self.touch(self.path(s.header), s.header.type)
-            v = self.ex(ir.IsValid(s.header, type=ir.BoolType()))
-            if s.method not in ("setValid", "setInvalid"):
-                raise BuildError(f"unknown header method {s.method}")
-            self.w(f"{v} = {s.method == 'setValid'}")
-        elif isinstance(s, ir.If) and _valid_terms(s.cond):
+        elif _valid_terms(s.cond):  # headers the condition tests are known valid inside
             self.w(f"if {self.ex(s.cond)}:")
             saved = set(self.known)
             for h in _valid_terms(s.cond):
@@ -338,14 +353,23 @@ class FusedBlockGen(BlockGen):
                 self.ind += 1
                 self.stmts(s.else_.stmts)
                 self.ind -= 1
-        elif isinstance(s, ir.StackMethod):
-            raise NotFusable("header stacks")
-        elif isinstance(s, ir.Return):
-            if self.kind == "deparser":
-                raise NotFusable("return in a deparser")
-            self.w("raise _ARet()" if self.in_action else "raise _Exit()")
         else:
-            super().stmt(s)
+            super().visit_If(s)
+
+    def visit_HeaderMethod(self, s: ir.HeaderMethod) -> None:
+        self.touch(self.path(s.header), s.header.type)
+        v = self.ex(ir.IsValid(s.header, type=ir.BoolType()))
+        if s.method not in ("setValid", "setInvalid"):
+            raise BuildError(f"unknown header method {s.method}")
+        self.w(f"{v} = {s.method == 'setValid'}")
+
+    def visit_StackMethod(self, s: ir.StackMethod) -> None:
+        raise NotFusable("header stacks")
+
+    def visit_Return(self, s: ir.Return) -> None:
+        if self.kind == "deparser":
+            raise NotFusable("return in a deparser")
+        self.w("raise _ARet()" if self.in_action else "raise _Exit()")
 
     def extern_call(self, s: ir.ExternCall) -> None:
         if s.instance is None:
