@@ -10,7 +10,11 @@ built with ``SimConfig(record_ingress=True)``.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -109,3 +113,423 @@ def compare_counters(net: SimNetwork) -> pd.DataFrame:
     out[["packets", "expected"]] = out[["packets", "expected"]].astype(int)
     return out
 
+
+
+# ---- the same run on the Mininet fabric -----------------------------------------------------
+#
+# What is comparable, and why (docs/sim.md, "Fidelity"): for ECMP, destination rotation and
+# Whack-a-Mole the member counters are functions of the frames the hosts put on the fabric,
+# not of their timing — ECMP of each 5-tuple's packet count, rotation of each (switch, dst_id)'s
+# count (one rot_next cell per destination), Whack-a-Mole of each group's count (one j
+# counter). So (1) replaying the frames the Mininet hosts sent (captured on their interfaces)
+# through the simulator's pipelines must give Mininet's counters exactly (for Whack-a-Mole only
+# at the first hop: which packets a first-hop WaM group sends up each uplink depends on the
+# interleaving of destinations, and that decides the counts of the groups behind it), and (2)
+# the first transmissions of data packets are the same frames in both runs (same schedule,
+# placement, transport, entropy). Everything else the Mininet hosts send is timing: the start
+# barrier's READY beacons (every 5 ms until each peer answered), ACKs coalesced by a 0.5 ms
+# timer as well as every 8 packets, retransmissions after timeouts on the loaded machine. The
+# simulator has no barrier and its own ACK clock, so raw counters differ by those packets.
+
+COMPARABLE = ("ecmp", "rotate", "wam")
+"""Schemes whose member counters are a function of the frame multiset (flowlet and random
+spraying depend on time and on the switch's random stream)."""
+
+
+def _peers(spec: Any) -> dict[tuple[str, int], tuple[str, int]]:
+    out: dict[tuple[str, int], tuple[str, int]] = {}
+    for lk in spec.links:
+        out[(lk.a, lk.a_port)] = (lk.b, lk.b_port)
+        out[(lk.b, lk.b_port)] = (lk.a, lk.a_port)
+    return out
+
+
+def host_attachment(spec: Any) -> dict[str, tuple[str, int]]:
+    """host -> (switch, switch port) its link ends on."""
+    peers = _peers(spec)
+    return {h: peers[(h, 0)] for h in spec.hosts}
+
+
+def replay_counters(spec: Any, scheme: Any, frames: Iterable[tuple[str, bytes]]
+                    ) -> pd.DataFrame:
+    """Member counters of a fresh simulated fabric after forwarding ``frames`` (host, bytes as
+    the host put them on its link), one at a time, hop by hop through the switches' pipelines
+    (``Pipeline.process``: empty queues, so no ECN marks; LB choice happens in ingress)."""
+    from .network import SimConfig, SimNetwork
+
+    net = SimNetwork(spec, scheme, SimConfig(fast_path=False))
+    peers = _peers(spec)
+    attach = host_attachment(spec)
+    for host, frame in frames:
+        todo = [(*attach[host], frame)]
+        hops = 0
+        while todo and hops < 64:
+            node, port, data = todo.pop()
+            if node not in net.switches:
+                continue  # reached a host
+            hops += 1
+            sw = net.switches[node]
+            res = sw.pipe.process(data, port, int(sw.uptime_us))
+            for o in res.outputs:
+                if (node, o.port) in peers:
+                    todo.append((*peers[(node, o.port)], o.data))
+    return member_counters(net)
+
+
+def collective_flags(frame: bytes) -> int | None:
+    """The collective header's flags byte of a p4fabric UDP frame (None: not one)."""
+    if len(frame) < 44 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
+        return None
+    ihl = (frame[14] & 0x0F) * 4
+    off = 14 + ihl + 8
+    if len(frame) < off + 2 or int.from_bytes(frame[14 + ihl + 2:14 + ihl + 4], "big") != 4791:
+        return None
+    return frame[off + 1]
+
+
+def first_data(frames: Iterable[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """Data packets' first transmissions (no ACK, READY or RETX flag)."""
+    from traffic.packet import F_ACK, F_READY, F_RETX
+
+    out = []
+    for h, f in frames:
+        fl = collective_flags(f)
+        if fl is not None and not fl & (F_ACK | F_READY | F_RETX):
+            out.append((h, f))
+    return out
+
+
+class HostCapture:
+    """tcpdump on every host's interface, outgoing IPv4 only, pcap to a pipe we read: the
+    exact frames each host put on the fabric (the agents' AF_PACKET data frames included)."""
+
+    def __init__(self, net: Any, hosts: list[str], workdir: Path) -> None:
+        self.net, self.hosts, self.dir = net, hosts, workdir
+        self.procs: dict[str, Any] = {}
+        self.files: dict[str, Any] = {}
+
+    def __enter__(self) -> HostCapture:
+        import subprocess
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            for h in self.hosts:
+                node = self.net.get(h)
+                out = (self.dir / f"{h}.pcap").open("wb")
+                err = (self.dir / f"{h}.tcpdump.log").open("wb")
+                self.files[h] = (out, err)
+                self.procs[h] = node.popen(
+                    ["tcpdump", "-i", node.defaultIntf().name, "-Q", "out", "-n", "-U",
+                     "-B", "8192", "-s", "256", "-w", "-", "ip"],
+                    stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            deadline = time.monotonic() + 60
+            for h in self.hosts:  # wait until each one listens (loaded machine: seconds)
+                log = self.dir / f"{h}.tcpdump.log"
+                while b"listening on" not in log.read_bytes():
+                    if self.procs[h].poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"tcpdump on {h} did not start: "
+                                           f"{log.read_text(errors='replace').strip()}")
+                    time.sleep(0.05)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        import signal
+
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in self.procs.values():
+            try:
+                p.wait(30)
+            except Exception:  # noqa: BLE001 - never leave one behind
+                p.kill()
+                p.wait(5)
+        for out, err in self.files.values():
+            out.close()
+            err.close()
+        self.procs.clear()
+        self.files.clear()
+
+    def dropped(self) -> int:
+        """Packets tcpdump reported lost (kernel or interface): must be 0 for a replay."""
+        import re
+
+        n = 0
+        for h in self.hosts:
+            text = (self.dir / f"{h}.tcpdump.log").read_text(errors="replace")
+            n += sum(int(x) for x in re.findall(r"(\d+) packets dropped by (?:kernel|interface)",
+                                                text))
+        return n
+
+    def frames(self) -> list[tuple[str, bytes]]:
+        """(host, frame) of every captured frame, in capture-time order across hosts."""
+        from scapy.utils import RawPcapReader
+
+        rows = []
+        for h in self.hosts:
+            p = self.dir / f"{h}.pcap"
+            if p.stat().st_size == 0:
+                continue
+            for data, meta in RawPcapReader(str(p)):
+                if len(data) < meta.wirelen:
+                    raise ValueError(f"{p}: a frame was truncated by the snap length")
+                rows.append((meta.sec + meta.usec * 1e-6, h, bytes(data)))
+        rows.sort(key=lambda r: r[0])
+        return [(h, f) for _t, h, f in rows]
+
+
+@dataclass
+class SideRun:
+    """One scheme's run on one side: CCT, member counters, the frames the hosts sent."""
+
+    cct_s: float | None
+    ok: bool
+    counters: pd.DataFrame
+    frames: list[tuple[str, bytes]]
+    retransmissions: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def agent_transport(w: Any) -> Any:
+    """The TransportConfig the Mininet agents run for workload ``w`` (traffic.run's flags)."""
+    from traffic.transport import TransportConfig
+
+    return TransportConfig(mss=w.mss, window=w.window, rto=w.rto_ms / 1000.0)
+
+
+def run_sim_side(cfg: Any, w: Any, scheme: Any) -> SideRun:
+    """The run in virtual time with the agents' transport (ACK every 8 or after 0.5 ms, the
+    workload's RTO), ECN off (not-ECT frames, byte for byte the agents'), the same seed."""
+    from .host import HostConfig
+    from .network import SimConfig, SimNetwork
+
+    spec = cfg.spec()
+    hosts = cfg.hosts_of(w, spec)
+    sched = w.schedule_for(len(hosts), seed=cfg.parameters.seed)
+    sched.placement = list(hosts)
+    hc = HostConfig(transport=agent_transport(w), qps=w.qps, ecn=False, init_window=None,
+                    path_policy=scheme.policy_spec())
+    net = SimNetwork(spec, scheme.build(), SimConfig(host=hc, seed=cfg.parameters.seed,
+                                                     record_ingress=True))
+    res = net.run(sched, until_us=w.timeout_s * 1e6)
+    attach = {v: k for k, v in host_attachment(spec).items()}
+    sent = [(attach[(sw, port)], f) for sw, _t, port, f in net.ingress_log
+            if (sw, port) in attach]
+    return SideRun(res.cct_s, res.ok, member_counters(net), sent,
+                   int(res.summary()["retransmissions"]))
+
+
+def run_mininet_side(cfg: Any, workdir: Path) -> dict[str, SideRun]:
+    """Every scheme of ``cfg``'s first workload once on the Mininet fabric (one fabric, the
+    scheme switched between runs as the runner does), hosts' frames captured."""
+    from experiments.backends import MininetBackend
+
+    spec = cfg.spec()
+    w = cfg.workloads[0]
+    hosts = cfg.hosts_of(w, spec)
+    be = MininetBackend(cfg, spec)
+    out: dict[str, SideRun] = {}
+    try:
+        be.up(cfg.schemes[0])
+        for i, scheme in enumerate(cfg.schemes):
+            if i:
+                be.set_scheme(scheme)
+            sched = w.schedule_for(len(hosts), seed=cfg.parameters.seed)
+            d = workdir / _label_dir(scheme.label)
+            with HostCapture(be.net, hosts, d / "pcap") as cap:
+                s = be.run(sched, hosts, w, d)
+            from experiments.metrics import counter_delta
+
+            delta = counter_delta(s.counters_before, s.counters_after)
+            lb = delta[delta["counter"] == "lb_member_ctr"]
+            ctr = pd.DataFrame({"switch": lb["switch"], "group": lb["group"].astype(int),
+                                "member": lb["member"].astype(int),
+                                "packets": lb["packets"].astype(int)})
+            from experiments.runner import load_ranks, merge_ranks
+
+            summ = merge_ranks(load_ranks(d / "traffic"), sched.ranks)
+            run = SideRun(s.extra.get("cct_s"), bool(s.extra.get("collective_ok")), ctr,
+                          cap.frames(), int(summ.get("retransmissions") or 0), list(s.errors))
+            if cap.dropped():
+                run.notes.append(f"tcpdump lost {cap.dropped()} frames: replay incomplete")
+            out[scheme.label] = run
+    finally:
+        be.down()
+    return out
+
+
+def _label_dir(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in label)
+
+
+def _merge(**cols: pd.DataFrame) -> pd.DataFrame:
+    key = ["switch", "group", "member"]
+    out: pd.DataFrame | None = None
+    for name, df in cols.items():
+        d = df[key + ["packets"]].rename(columns={"packets": name})
+        out = d if out is None else out.merge(d, on=key, how="outer")
+    assert out is not None
+    out = out.fillna(0)
+    for name in cols:
+        out[name] = out[name].astype(int)
+    return out.sort_values(key, key=lambda s: s.map(_natural) if s.name == "switch" else s
+                           ).reset_index(drop=True)
+
+
+def _natural(name: str) -> tuple[str, int]:
+    head = name.rstrip("0123456789")
+    return head, int(name[len(head):] or 0)
+
+
+def first_hop(spec: Any, df: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the switches hosts attach to (where a WaM group's input is the hosts' frames)."""
+    edges = {sw for sw, _p in host_attachment(spec).values()}
+    return df[df["switch"].isin(edges)]
+
+
+def compare_runs(spec: Any, scheme: Any, mn: SideRun, sim: SideRun) -> pd.DataFrame:
+    """Per (switch, group, member): ``mininet`` (P4Runtime delta), ``mininet_replay`` (the
+    Mininet hosts' captured frames through the simulator's pipelines), ``sim`` (the
+    simulator's own run), ``mininet_data1`` / ``sim_data1`` (replays of each side's first
+    transmissions of data packets only)."""
+    built = scheme.build()
+    return _merge(mininet=mn.counters,
+                  mininet_replay=replay_counters(spec, built, mn.frames),
+                  sim=sim.counters,
+                  mininet_data1=replay_counters(spec, built, first_data(mn.frames)),
+                  sim_data1=replay_counters(spec, built, first_data(sim.frames)))
+
+
+def rank(ccts: dict[str, float | None]) -> list[str]:
+    """Scheme labels fastest first (runs without a CCT last)."""
+    return sorted(ccts, key=lambda s: (ccts[s] is None, ccts[s] or 0.0))
+
+
+FIDELITY_EXPERIMENT: dict[str, Any] = {
+    "name": "fidelity",
+    "backend": "mininet",
+    "topology": {"kind": "fattree", "k": 4, "bw_mbps": 10},
+    "schemes": ["ecmp", "rotate", "wam", {"name": "flowlet", "params": {"timeout_us": 500}},
+                "random"],
+    "workloads": [{"name": "a2a", "schedule": "alltoall", "size": "32KB", "rate": "10M",
+                   "window": 4, "timeout_s": 60}],
+    "parameters": {"seed": 1, "loops": [], "sample_period_s": 0.5},
+}
+"""The default comparison: k=4 at the demo's 10 Mb/s, an AllToAll of 2 KB per pair (2
+packets), control loops off (no probes, no Whack-a-Mole reweighting: static entries)."""
+
+
+def vs_mininet(cfg: Any, workdir: Path, log: Any = print) -> dict[str, Any]:
+    """Run ``cfg``'s first workload under each scheme on Mininet and in the simulator; return
+    per scheme the counter table and the side runs, plus both CCT rankings."""
+    spec = cfg.spec()
+    w = cfg.workloads[0]
+    log(f"mininet: {len(cfg.schemes)} runs of {w.name} on {spec.name} (fabric lock "
+        f"{cfg.parameters.lock_timeout_s:g} s)")
+    mn = run_mininet_side(cfg, workdir)
+    out: dict[str, Any] = {"schemes": {}}
+    for scheme in cfg.schemes:
+        log(f"sim: {scheme.label}")
+        sim = run_sim_side(cfg, w, scheme)
+        m = mn[scheme.label]
+        entry: dict[str, Any] = {"mininet": m, "sim": sim}
+        if scheme.name in COMPARABLE:
+            entry["table"] = compare_runs(spec, scheme, m, sim)
+        out["schemes"][scheme.label] = entry
+    out["rank_mininet"] = rank({s: e["mininet"].cct_s for s, e in out["schemes"].items()})
+    out["rank_sim"] = rank({s: e["sim"].cct_s for s, e in out["schemes"].items()})
+    return out
+
+
+def _diff(t: pd.DataFrame, a: str, b: str) -> str:
+    bad = int((t[a] != t[b]).sum())
+    return "equal" if bad == 0 else f"{bad}/{len(t)} differ (|Δ| {int((t[a] - t[b]).abs().sum())})"
+
+
+def _secs(x: float | None) -> str:
+    return f"{x:.4f}" if x is not None else "—"
+
+
+def report(spec: Any, res: dict[str, Any]) -> str:
+    """The comparison as Markdown: one summary table, then each comparable scheme's rows."""
+    lines = ["| scheme | CCT mininet (s) | CCT sim (s) | retx mn/sim | mininet vs replay "
+             "| data first-tx mn vs sim | raw mininet vs sim | mn packets | sim packets |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for label, e in res["schemes"].items():
+        m, s = e["mininet"], e["sim"]
+        t = e.get("table")
+        if t is not None:
+            wam = label.startswith("wam")
+            tr = first_hop(spec, t) if wam else t
+            rep = _diff(tr, "mininet", "mininet_replay") + (" (first hop)" if wam else "")
+            data = _diff(tr, "mininet_data1", "sim_data1") + (" (first hop)" if wam else "")
+            raw = _diff(t, "mininet", "sim")
+            mp, sp = int(t["mininet"].sum()), int(t["sim"].sum())
+        else:
+            rep = data = raw = "n/a (timing-dependent)"
+            mp = int(m.counters["packets"].sum())
+            sp = int(s.counters["packets"].sum())
+        lines.append(f"| {label} | {_secs(m.cct_s)} | {_secs(s.cct_s)} | {m.retransmissions}/"
+                     f"{s.retransmissions} | {rep} | {data} | {raw} | {mp} | {sp} |")
+    lines += ["", f"ranking by CCT, Mininet: {' < '.join(res['rank_mininet'])}",
+              f"ranking by CCT, sim:     {' < '.join(res['rank_sim'])}"]
+    for label, e in res["schemes"].items():
+        for n in e["mininet"].notes:
+            lines.append(f"note ({label}, mininet): {n}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import os
+
+    import yaml
+
+    from experiments.config import ConfigError, from_dict
+
+    ap = argparse.ArgumentParser(
+        prog="python -m sim.fidelity",
+        description="The same k=4 run on the Mininet fabric and in the simulator: per-member "
+                    "LB counters and the CCT ranking of the schemes compared.")
+    ap.add_argument("--vs-mininet", action="store_true", required=True,
+                    help="run the comparison (needs root and Mininet)")
+    ap.add_argument("--config", help="experiment file (its first workload and its schemes); "
+                                     "default: a 2 KB-per-pair AllToAll on k=4 at 10 Mb/s")
+    ap.add_argument("--schemes", nargs="+", help="override the schemes (names)")
+    ap.add_argument("--out", default="results/fidelity", help="where the captures, tables "
+                                                               "and report go (%(default)s)")
+    a = ap.parse_args(argv)
+    try:
+        d = yaml.safe_load(Path(a.config).read_text()) if a.config else dict(FIDELITY_EXPERIMENT)
+        if a.schemes:
+            d["schemes"] = list(a.schemes)
+        d["backend"] = "mininet"
+        cfg = from_dict(d)
+    except (OSError, yaml.YAMLError, ConfigError, AttributeError, TypeError) as e:
+        ap.error(f"config: {e}")
+    if os.geteuid() != 0:
+        ap.error("the Mininet side needs root (network namespaces): run it with sudo")
+    from datetime import UTC, datetime
+
+    root = Path(a.out) / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    res = vs_mininet(cfg, root)
+    text = report(cfg.spec(), res)
+    for label, e in res["schemes"].items():
+        if "table" in e:
+            e["table"].to_csv(root / f"counters_{_label_dir(label)}.csv", index=False)
+    (root / "report.md").write_text(text + "\n")
+    print(text)
+    print(f"-> {root}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())
