@@ -26,6 +26,9 @@ else:
     _Base = object
 
 _BIT32 = ir.BitsType(32)
+#: extern functions whose data argument may hold varbit fields
+VARBIT_INPUTS = {"hash", "verify_checksum", "update_checksum", "verify_checksum_with_payload",
+                 "update_checksum_with_payload"}
 SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes")
 
 
@@ -82,9 +85,10 @@ class Varbits(_Base):
         return self.union_others_invalid(h, ir.Extract(h, bits, loc=self.loc(c)))
 
     def no_varbit_argument(self, e: ir.Expr, node: Tree, what: str) -> None:
-        """Extern arguments (hash and checksum inputs, digests, registers...) are laid out as
-        fixed-width bit strings; a varbit's run-time length has no place there."""
-        if has_varbit(e.type):
+        """Hash and checksum inputs take a varbit's current bits (IPv4 options in the header
+        checksum); other extern arguments (digests, registers, field lists...) are laid out
+        as fixed-width values, where a varbit's run-time length has no place."""
+        if what not in VARBIT_INPUTS and has_varbit(e.type):
             raise self.err(node, unsupported(f"a varbit field in the arguments of {what}"))
 
     def size_method(self, h: ir.Expr, m: str, c: Tree) -> ir.Const:

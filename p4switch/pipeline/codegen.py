@@ -891,7 +891,8 @@ class BlockGen(ir.Visitor):
             for i in range(t.size):
                 out.extend(self.flatten(ir.StackElem(e, ir.Const(i, type=ir.InfIntType()), type=t.elem)))
             return out
-        width = ir.type_width(t)
+        # a varbit's width is its run-time length: VARBIT marks it (varbit.py)
+        width = varbit.VARBIT if isinstance(t, ir.VarbitType) else ir.type_width(t)
         code = self.ex(e)
         if isinstance(t, ir.BitsType) and t.signed:
             code = f"({code} & {_mask(width)})"
@@ -970,6 +971,8 @@ class BlockGen(ir.Visitor):
         b = self.mod.fresh("_hb")
         if not items:
             self.w(f"{b} = {'0' if align == 16 else repr(b'')}")
+        elif any(w == varbit.VARBIT for _, w, _ in items):
+            self.shifted_input(b, items, align)
         else:
             valids = list(dict.fromkeys(v for _, _, v in items if v is not None))
             if valids:
@@ -992,11 +995,16 @@ class BlockGen(ir.Visitor):
         self.w(f"{wv} = 0")
         groups: list[tuple[str | None, list[tuple[str, int]]]] = []
         for code, width, valid in items:
-            if groups and groups[-1][0] == valid:
+            if groups and groups[-1][0] == valid and varbit.VARBIT not in (
+                    width, groups[-1][1][-1][1]):
                 groups[-1][1].append((code, width))
             else:
                 groups.append((valid, [(code, width)]))
         for valid, fields in groups:
+            if fields[0][1] == varbit.VARBIT:
+                line = varbit.shift_in(acc, wv, fields[0][0])
+                self.w(f"if {valid}: {line}" if valid else line)
+                continue
             gw = sum(w for _, w in fields)
             parts = []
             shift = 0

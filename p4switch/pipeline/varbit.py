@@ -4,8 +4,9 @@ A varbit field's run-time value is the pair ``(length in bits, value)`` (so assi
 ``==`` carry the length; the class default is ``(0, 0)``). The fixed fields before and after
 it stay ordinary ints. ``extract(hdr, bits)`` reads the fixed part plus ``bits`` as one
 big-endian integer and cuts it with shifts that depend on ``bits``; the header's ``_pack``
-writes the fixed fields and the varbit's current length. The fused path refuses these
-programs (fused.NotFusable), so only ``BlockGen`` uses this module.
+writes the fixed fields and the varbit's current length; in a hash or checksum input the
+varbit contributes its current length of bits. The fused path refuses these programs
+(fused.NotFusable), so only ``BlockGen`` uses this module.
 
 The checks of the two-argument extract, in BMv2 simple_switch's order (1.15.5): ``bits`` not a
 multiple of 8 is ``ParserInvalidArgument``, more than W is ``HeaderTooShort``, past the end of
@@ -20,6 +21,16 @@ from p4switch import ir
 
 if TYPE_CHECKING:  # pragma: no cover
     from .codegen import BlockGen
+
+
+#: the width ``BlockGen.flatten`` gives a varbit field of a hash/checksum input
+VARBIT = -1
+
+
+def shift_in(acc: str, wv: str, code: str) -> str:
+    """One line appending the varbit value ``code`` to the hash input int ``acc`` of
+    ``wv`` bits (its current length, MSB first, as BMv2 does)."""
+    return f"_vn, _vv = {code}; {acc} = ({acc} << _vn) | _vv; {wv} += _vn"
 
 
 def split(t: ir.HeaderType) -> tuple[list[ir.Field], ir.Field, list[ir.Field]]:

@@ -64,8 +64,9 @@ def program(parser_body: str = "pkt.extract(hdr.o, (bit<32>)hdr.fix.len * 8);",
         ({"ingress": "apply { if (hdr.o.data == hdr.q.data) { } }"}, "hdr.o.data == hdr.q.data",
          "varbit"),
         ({"ingress": "apply { meta.m8 = hdr.o.data + 1; }"}, "hdr.o.data + 1", "varbit<32>"),
-        ({"ingress": "apply { hash(meta.m8, HashAlgorithm.crc16, 8w0, { hdr.o }, 8w255); }"},
-         "{ hdr.o }", "a varbit field in the arguments of hash is not supported by p4switch"),
+        ({"ingress": "apply { digest<opt_t>(1, hdr.o); }"},
+         "digest<opt_t>", "a varbit field in the arguments of digest is not supported by "
+         "p4switch"),
     ],
 )
 def test_varbit_misuse_is_a_located_error(text_args: dict[str, str], needle: str,
