@@ -4,7 +4,10 @@ The three-clause form ``for (init; cond; update) body`` becomes ``ir.For`` direc
 declarations are visible in the condition, the update and the body only). The range form
 ``for (T x in lo .. hi) body`` is lowered to one that evaluates ``lo`` and ``hi`` once and
 cannot wrap around (``hi`` may be T's largest value): a flag holds "another iteration", and
-the update compares with ``hi`` before incrementing. Loops run in controls, actions and
+the update compares with ``hi`` before incrementing. The collection forms ``for (T x in hs)``
+(a header stack, of headers or header unions) and ``for (T x in (list<T>){a, b})`` become an
+index loop whose body starts by copying the current element into ``x``
+(``_for_in_collection``). Loops run in controls, actions and
 functions; ``break``/``continue`` need an enclosing loop of the same body (``loop_depth``,
 reset for each inlined function or sub-control body).
 
