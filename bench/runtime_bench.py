@@ -15,6 +15,9 @@ In the atomic modes also N DELETEs plus one DELETE of a missing entry: the failu
 whole batch (the case issue 12 measured at 24 s for 4,000 and 206 s for 10,000 updates, when
 every DELETE scanned its table; plain DELETEs: 1.9 s for 4,000 — quoted, not measured here).
 
+Name resolution: in this process, CPU µs of ``Pipeline.resolve`` and of a staged table INSERT
+with resolve's cache and without it (same run, interleaved).
+
 Forwarding pause (root): namespaces p4ft-<pid>r-h1 / -h2 with a veth each, whose root-side ends
 are the switch's ports 1 and 2; a blaster in h1 sends 110-byte UDP frames at --rate frames/s in
 bursts of --burst (bench/switch_bench.py's blaster), the switch routes them to port 2
@@ -299,6 +302,55 @@ def forwarding_pause(args, tmp: Path) -> dict:
     }
 
 
+def name_resolution(n: int = 4000, rounds: int = 5) -> None:
+    """In this process, on a fabric.p4 Pipeline: CPU µs per ``resolve`` (a table and an action
+    name, as every table write does) and per staged lb_member INSERT (``table_batch().add``),
+    with resolve's cache and without it (``_resolve_uncached``: the lookup before the cache);
+    min of ``rounds`` interleaved runs, so the ratio is from one run on the same load."""
+    from p4switch.frontend import compile_file  # type: ignore[attr-defined]
+    from p4switch.pipeline import Pipeline  # type: ignore[attr-defined]
+    from p4switch.pipeline.api import ExactMatch, TableEntry
+
+    prog = compile_file(str(sb.FABRIC_P4))
+
+    def pipe(cached: bool) -> Pipeline:
+        p = Pipeline(prog, cpu_port=255)
+        if not cached:
+            p.resolve = p._resolve_uncached  # type: ignore[method-assign]
+        return p
+
+    def resolve_us(cached: bool, action: str) -> float:
+        f = pipe(cached).resolve
+        t = time.process_time()
+        for _ in range(n):
+            f("table", "MyIngress.lb_member")
+            f("action", action)
+        return (time.process_time() - t) / n * 1e6
+
+    def add_us(cached: bool) -> float:
+        b = pipe(cached).table_batch()
+        es = [TableEntry(match={"meta.lb.group_id": ExactMatch(i // 64),
+                                "meta.lb.member_idx": ExactMatch(i % 64)},
+                         action="MyIngress.set_member", params={"port": 1, "dmac": 2})
+              for i in range(n)]
+        t = time.process_time()
+        for e in es:
+            b.add("MyIngress.lb_member", e)
+        b.commit()
+        return (time.process_time() - t) / n * 1e6
+
+    print("Pipeline name resolution (this process, CPU µs, min of "
+          f"{rounds}; uncached = before the cache):")
+    for what, fn in (("resolve table + action MyIngress.set_member",
+                      lambda c: resolve_us(c, "MyIngress.set_member")),
+                     ("resolve table + action set_member (suffix)",
+                      lambda c: resolve_us(c, "set_member")),
+                     (f"table_batch add, {n} lb_member entries, per entry", add_us)):
+        u = min(fn(False) for _ in range(rounds))
+        c = min(fn(True) for _ in range(rounds))
+        print(f"  {what}: uncached {u:.2f}, cached {c:.2f} ({u / c:.2f}x)", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--role", choices=["gapsink"], help=argparse.SUPPRESS)
@@ -321,6 +373,7 @@ def main() -> int:
 
     sizes = [int(s) for s in args.sizes.split(",") if s]
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+    name_resolution()
     with tempfile.TemporaryDirectory(prefix="p4ft-rtbench-") as tmpd:
         tmp = Path(tmpd)
         print("Write throughput (lb_member, exact keys), updates/s end to end:", flush=True)
