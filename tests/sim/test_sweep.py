@@ -61,26 +61,53 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "a2a · wam · 0" in capsys.readouterr().out
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                    reason="ray is not installed (pip install -e '.[sweep]')")
-def test_two_tiny_sim_runs_on_local_ray(tmp_path: Path) -> None:
+@pytest.fixture
+def local_ray():
+    """Ray in local mode on 2 CPUs, no dashboard; always shut down, also when the test fails.
+    Skips when Ray is not installed or its daemons cannot start (say so: CI installs Ray)."""
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed (pip install -e '.[sweep]')")
     import ray
 
-    sweep = load_sweep(_files(tmp_path))
-    out = tmp_path / "out"
+    # Ray gives its raylet a fixed 30 s to register; on the loaded CI machine the first start
+    # can miss that while the second, with Ray's files in the page cache, does not
+    why = ""
+    for _attempt in range(3):
+        try:
+            init_ray(cpus=2)
+            break
+        except Exception as e:  # noqa: BLE001 - Ray's own daemons did not come up (load)
+            ray.shutdown()
+            why = f"{type(e).__name__}: {e}"
+    else:
+        pytest.skip(f"local Ray did not start in 3 attempts: {why}")
     try:
-        init_ray(cpus=2)
-    except Exception as e:  # noqa: BLE001 - Ray's own daemons did not come up (machine load)
-        pytest.skip(f"local Ray did not start: {type(e).__name__}: {e}")
-    try:
-        s = run_sweep(sweep, out, show_progress=False)
+        yield ray
     finally:
         ray.shutdown()
-    assert s["succeeded"] == 2 and s["failed"] == []
+
+
+@pytest.mark.slow
+def test_two_tiny_sim_runs_on_local_ray(tmp_path: Path, local_ray) -> None:
+    sweep = load_sweep(_files(tmp_path))
+    out = tmp_path / "out"
+    s = run_sweep(sweep, out, show_progress=False)
+    assert local_ray.is_initialized()  # the caller's Ray: run_sweep leaves it running
+    assert s["succeeded"] == 2 and s["failed"] == [], s["failed"]
     runs = pd.read_csv(out / "runs.csv")
     assert sorted(runs["scheme"]) == ["ecmp", "wam"]
     assert runs["ok"].all() and runs["bytes_conserved"].all()
     assert (runs["cct"] > 0).all()
     assert (out / "sweep.png").stat().st_size > 0
-    assert json.loads((out / "sweep.json").read_text())["tasks"] == 2
+    summary = json.loads((out / "sweep.json").read_text())
+    assert summary["tasks"] == 2 and summary["address"] == "local"
+    assert len(summary["task_dirs"]) == 2
+
+
+def test_cli_help_documents_cluster_and_retries(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    for flag in ("--address", "--working-dir", "--retries", "--cpus", "--dry-run"):
+        assert flag in text
