@@ -1,20 +1,25 @@
-"""Simulator speed: packet-hops per second of wall time for fat-trees k = 4, 8, 16, one scheme.
+"""Simulator speed: packet-hops per second for fat-trees k = 4, 8, 16, one scheme.
 
 Each size runs an AllToAll sized so that every (source, destination) pair sends ``--pkts``
 packets over 400 Gb/s links, among every host or ``--ranks`` of them spread evenly over the
-fabric (the whole fabric is still built and programmed). Printed per size: switches, build time (one Pipeline per switch from
-one compile), virtual CCT, packet-hops, wall seconds, hops/s, the share of wall time spent
-inside the pipeline (ingress, egress, process_fast calls, timed around each call — the timer
-costs ~2 x 0.1 µs a call and is counted in the pipeline share) vs everything else (event loop,
-queues, links, hosts' transport), the fast-path share, and — in the same run — the pipeline
-alone: ``process_fast`` packets/s on the first 20,000 frames edge1 received, replayed into a
-fresh, identically programmed pipeline, and the simulator's hops/s as a ratio of it.
-Rates are given per CPU second of this process (``time.process_time``) and per wall second: on
-a shared machine the wall figure measures the neighbours, the CPU figure the simulator.
+fabric (the whole fabric is still built and programmed). Printed per size: switches, build CPU
+time (one code generation per program, a Pipeline.new_instance per switch, the controller's
+entries installed; the wall seconds of the pipelines and the entries too), virtual CCT,
+packet-hops, wall seconds, hops/s, the share of wall time spent inside the pipeline (ingress,
+egress, process_fast calls, timed around each call — the timer costs ~2 x 0.1 µs a call and is
+counted in the pipeline share) vs everything else (event loop, queues, links, hosts'
+transport), the fast-path share, and — in the same run — the pipeline alone: ``process_fast``
+packets/s on the first 20,000 frames edge1 received, replayed into a fresh, identically
+programmed pipeline, and the simulator's hops/s as a ratio of it. Rates are given per CPU
+second of this process (``time.process_time``) and per wall second: on a shared machine the
+wall figure measures the neighbours, the CPU figure the simulator. With k=16 in the run, a last
+line says whether the issue's target (10^7 packet-hops in 10 minutes: 16,667 hops/s) is met at
+the k=16 rate measured.
 
 Run: .venv/bin/python bench/sim_bench.py [--k 4 8 16] [--scheme ecmp] [--ranks 64] [--pkts 8]
-(the defaults: what docs/sim.md reports; ``make bench`` runs it so). ``--ranks 0`` is every host:
-at k=16 that is 1,024 ranks and ~1M flows, hours of CPU here.
+[--quick] (the defaults: what docs/sim.md reports, and what ``make bench`` runs; ``--quick``:
+k = 4 and 8, 16 ranks, 4 packets per pair, seconds). ``--ranks 0`` is every host: at k=16 that
+is 1,024 ranks and ~1M flows, hours of CPU here.
 """
 
 from __future__ import annotations
@@ -80,14 +85,15 @@ def pipeline_alone(net: SimNetwork, sample: list) -> float:
     return best
 
 
-def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None) -> None:
+def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None) -> float:
+    """One size; returns packet-hops per CPU second."""
     spec = fat_tree(k, bw_mbps=rate_bps / 1e6)
     hosts = list(spec.hosts)
     n = min(ranks or len(hosts), len(hosts))
     stride = len(hosts) // n
-    t0 = time.perf_counter()
+    c0 = time.process_time()
     net = SimNetwork(spec, scheme, SimConfig())
-    build = time.perf_counter() - t0
+    build_cpu = time.process_time() - c0
     sample: list = []
     for name, sw in net.switches.items():
         sw.pipe = Timed(sw.pipe, sample if name == "edge1" else None)  # type: ignore[assignment]
@@ -100,7 +106,9 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None) -> N
     pipe_s = Timed.total
     alone = pipeline_alone(net, sample) if sample else 0.0
     print(f"k={k:2d} {scheme:7s} switches={len(net.switches):3d} ranks={n:4d} "
-          f"build={build:6.1f}s ok={res.ok} cct={res.cct_s * 1e6 if res.cct_s else 0:9.1f}us "
+          f"build={build_cpu:5.2f}cpu-s (pipelines {net.build_s:5.2f}s, entries "
+          f"{net.install_s:5.2f}s wall) ok={res.ok} "
+          f"cct={res.cct_s * 1e6 if res.cct_s else 0:9.1f}us "
           f"hops={res.packet_hops:9d} cpu={cpu:7.1f}s hops/cpu-s={res.packet_hops / cpu:7.0f} "
           f"wall={res.wall_s:7.1f}s hops/s={res.hops_per_s:7.0f} "
           f"pipeline={pipe_s / res.wall_s:4.0%} other={1 - pipe_s / res.wall_s:4.0%} "
@@ -108,6 +116,10 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None) -> N
           f"process_fast_alone={alone:7.0f}/cpu-s "
           f"ratio={res.packet_hops / cpu / alone if alone else 0:.2f}",
           flush=True)
+    return res.packet_hops / cpu
+
+
+TARGET_HOPS, TARGET_S = 10**7, 600.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,13 +130,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=float, default=400e9, help="link rate, bits/s")
     ap.add_argument("--ranks", type=int, default=64,
                     help="AllToAll among this many hosts spread over the fabric (0: all)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a cheap look: k = 4 and 8 only, 16 ranks, 4 packets per pair")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.k, args.ranks, args.pkts = [4, 8], 16, 4
     if args.ranks < 0 or args.ranks == 1 or args.pkts < 1:
         ap.error("--ranks must be 0 or >= 2 and --pkts >= 1")
     for k in args.k:
         if k < 2 or k % 2 or k > 16:
             ap.error(f"--k {k}: a fat-tree k must be even and in 2..16")
-        run(k, args.scheme, args.pkts, args.rate, args.ranks or None)
+    rates = {k: run(k, args.scheme, args.pkts, args.rate, args.ranks or None) for k in args.k}
+    if 16 in rates:
+        need = TARGET_HOPS / TARGET_S
+        print(f"target (issue 10): {TARGET_HOPS:.0e} packet-hops in {TARGET_S / 60:.0f} min "
+              f"= {need:,.0f} hops/s; k=16 here: {rates[16]:,.0f} hops per CPU second -> "
+              f"{TARGET_HOPS / rates[16] / 60:.1f} CPU min for 1e7 hops: "
+              f"{'met' if rates[16] >= need else 'NOT met'} (one process, CPU time)")
     return 0
 
 
