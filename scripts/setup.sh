@@ -34,7 +34,8 @@ stamp="$VENV/.p4fabric-installed"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setup: installing Python dependencies into $VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true
-  "$VENV/bin/pip" install -q --disable-pip-version-check -e '.[dev]'
+  # sweep: Ray, so CI runs the sweep test on a local Ray (79 MB wheel, 240 MB installed)
+  "$VENV/bin/pip" install -q --disable-pip-version-check -e '.[dev,sweep]'
   touch "$stamp"
 fi
 
