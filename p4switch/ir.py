@@ -40,6 +40,22 @@ class SourceLoc:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+class AnnotationText(str):
+    """An annotation's body. As a ``str`` it is the value the program's consumers read (string
+    arguments unquoted: ``@name("x")`` -> ``x``); ``source`` is its token text as p4c writes it
+    into P4Info (``"x"``, ``1 , 2``, ``k = "v"``), so the two P4Infos carry equal strings."""
+
+    source: str
+
+    def __new__(cls, value: str, source: str) -> AnnotationText:
+        obj = super().__new__(cls, value)
+        obj.source = source
+        return obj
+
+    def __reduce__(self):  # noqa: ANN204 - pickle/deepcopy keep the source text
+        return (AnnotationText, (str(self), self.source))
+
+
 @dataclass
 class Node:
     """Base of statements and expressions: carries an optional source location."""
@@ -764,6 +780,10 @@ class TableKey:
 
     @property
     def width(self) -> int:
+        # an ``error`` key matches the error's code (its index in Program.errors) in 32 bits,
+        # the width BMv2 gives error fields; P4Info gives it no bitwidth, as p4c does
+        if isinstance(self.expr.type, ErrorType):
+            return 32
         return type_width(self.expr.type)
 
 

@@ -17,9 +17,11 @@ Why this shape:
 * Match-field, action-parameter and controller-metadata ids follow p4c: ``@id``s first, then
   each member takes its 1-based position (selector keys hold a position too) or the next free
   id above it.
-* What p4c leaves out is left out: actions no table can run and no control body calls (an
-  unused NoAction too). Known difference: p4c also drops tables that are never applied;
-  p4switch keeps every non-``@hidden`` table.
+* What p4c leaves out is left out: tables no control applies (and with them their direct
+  counters/meters and the actions only they can run), actions no table can run and no control
+  body calls (an unused NoAction too), ``@hidden`` objects.
+* Annotation strings are written as p4c writes them: the body's tokens joined by spaces, string
+  arguments quoted (``@noWarn("unused")``, ``@a(1 , "x")``).
 """
 
 from __future__ import annotations
@@ -183,7 +185,8 @@ def _annotation_strings(annotations: dict[str, str] | tuple) -> list[str]:
     for key, body in items:
         if key in _STRUCTURAL_ANNOTATIONS:
             continue
-        out.append(f"@{key}({body})" if body not in (None, "") else f"@{key}")
+        text = body.source if isinstance(body, ir.AnnotationText) else body
+        out.append(f"@{key}({text})" if text not in (None, "") else f"@{key}")
     return out
 
 
@@ -220,6 +223,15 @@ def _enum_member(e: ir.Expr | None) -> str | None:
     return None
 
 
+def _doc(doc: p4info_pb2.Documentation, annotations: dict[str, str] | tuple) -> None:
+    """``@brief`` / ``@description`` go into the documentation message, as p4c puts them."""
+    annos = dict(annotations)
+    if annos.get("brief"):
+        doc.brief = str(annos["brief"])
+    if annos.get("description"):
+        doc.description = str(annos["description"])
+
+
 def _is_hidden(annotations: dict[str, str]) -> bool:
     return "hidden" in annotations
 
@@ -248,8 +260,9 @@ def _unit(arg: ir.Expr | None, table: dict[str, int], order: list[str]) -> int:
 class _TypeInfo:
     """Builds ``P4DataTypeSpec``s, registering named types in ``P4TypeInfo`` as p4c does."""
 
-    def __init__(self, info: p4types_pb2.P4TypeInfo) -> None:
+    def __init__(self, info: p4types_pb2.P4TypeInfo, errors: list[str] = ()) -> None:
         self.info = info
+        self.errors = list(errors)
 
     def spec(self, t: ir.Type) -> p4types_pb2.P4DataTypeSpec:
         s = p4types_pb2.P4DataTypeSpec()
@@ -262,6 +275,8 @@ class _TypeInfo:
             s.bool.SetInParent()
         elif isinstance(t, ir.ErrorType):
             s.error.SetInParent()
+            if not self.info.HasField("error"):
+                self.info.error.members.extend(self.errors)
         elif isinstance(t, ir.StructType):
             s.struct.name = t.name
             if t.name not in self.info.structs:
@@ -329,11 +344,13 @@ def _find_instance(ctx: _Ctx, control: ir.Control, name: str | None) -> ir.Exter
 
 def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     """The P4Info of ``program``; raises ``P4InfoError`` for conflicting ``@id``s."""
+    # as p4c: a table no control applies is removed ("removing table"), with what only it
+    # reaches (its actions, its direct counters and meters)
     tables = [
         (c, t)
         for c in program.controls.values()
         for t in c.tables.values()
-        if not _is_hidden(t.annotations)
+        if not _is_hidden(t.annotations) and t.name in _applied_tables(c.body)
     ]
     instances: dict[tuple[str, str], ir.ExternInstance] = {}
     for name, inst in program.instances.items():
@@ -347,7 +364,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     p4info.pkg_info.arch = "v1model"
     if program.main_file:
         p4info.pkg_info.name = program.main_file.rsplit("/", 1)[-1].removesuffix(".p4")
-    types = _TypeInfo(p4info.type_info)
+    types = _TypeInfo(p4info.type_info, program.errors)
     alloc = _IdAllocator()
 
     # ---- actions, as p4c keeps them: those a table can run (its list and default action) and
@@ -389,11 +406,19 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         )
 
     # which extern types each section lists is the pipeline's extern registry's to say
+    attached = {(id(c), name) for c, t in tables for name in (t.direct_counter, t.direct_meter)
+                if name is not None}
+
+    def direct(insts: list[tuple[ir.Control | None, ir.ExternInstance]]
+               ) -> list[tuple[ir.Control | None, ir.ExternInstance]]:
+        """Direct resources of applied tables only (p4c: "Direct counter not used; ignoring")."""
+        return [(c, i) for c, i in insts if (id(c), i.name) in attached]
+
     profiles = instances_of(*registry.p4info_types("action_profiles"))
     counters = instances_of(*registry.p4info_types("counters"))
-    dcounters = instances_of(*registry.p4info_types("direct_counters"))
+    dcounters = direct(instances_of(*registry.p4info_types("direct_counters")))
     meters = instances_of(*registry.p4info_types("meters"))
-    dmeters = instances_of(*registry.p4info_types("direct_meters"))
+    dmeters = direct(instances_of(*registry.p4info_types("direct_meters")))
     registers = instances_of(*registry.p4info_types("registers"))
     profile_ids = ids_for(PREFIX_ACTION_PROFILE, profiles)
     counter_ids = ids_for(PREFIX_COUNTER, counters)
@@ -428,6 +453,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         pt.preamble.name = t.cp_name
         pt.preamble.alias = alias[t.cp_name]
         pt.preamble.annotations.extend(_annotation_strings(t.annotations))
+        _doc(pt.preamble.doc, t.annotations)
         if t.annotations.get("support_timeout") == "true":
             pt.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
         # selector keys take a position (p4c numbers all keys) but are not match fields
@@ -436,12 +462,14 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
             if k.match_kind == "selector":
                 continue
             _register_type(types, k.expr.type)
-            mf = pt.match_fields.add(id=fid, name=k.name, bitwidth=k.width)
+            # an error key has no bitwidth in p4c's P4Info (its type is in type_info)
+            mf = pt.match_fields.add(id=fid, name=k.name, bitwidth=_bitwidth(k.expr.type))
             if k.match_kind in _MATCH_TYPES:
                 mf.match_type = _MATCH_TYPES[k.match_kind]
             else:
                 mf.other_match_type = k.match_kind
             mf.annotations.extend(_annotation_strings(k.annotations))
+            _doc(mf.doc, k.annotations)
         for ref in t.actions:
             if ref.action not in key_to_action_id:
                 continue
@@ -489,12 +517,14 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         pa.preamble.name = a.cp_name
         pa.preamble.alias = alias[a.cp_name]
         pa.preamble.annotations.extend(_annotation_strings(a.annotations))
+        _doc(pa.preamble.doc, a.annotations)
         params = a.data_params
         pids = _member_ids([(p.name, p.annotations) for p in params], a.cp_name)
         for pid, p in zip(pids, params, strict=True):
             _register_type(types, p.type)
             pp = pa.params.add(id=pid, name=p.name, bitwidth=_bitwidth(p.type))
             pp.annotations.extend(_annotation_strings(p.annotations))
+            _doc(pp.doc, p.annotations)
 
     # ---- action profiles
     for _, inst in profiles:
@@ -623,9 +653,25 @@ def _direct_action_calls(node: object) -> list[str]:
     return out
 
 
+def _applied_tables(node: object) -> set[str]:
+    """Names of the tables a control body applies: ``t.apply();``, ``t.apply().hit`` and
+    ``switch (t.apply().action_run)``, at any depth (statements and expressions)."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.ApplyTable | ir.TableHit | ir.SwitchAction):
+            out.add(n.table)
+        if isinstance(n, list | tuple):
+            stack.extend(n)
+        elif isinstance(n, ir.Stmt | ir.Expr | ir.ActionCase | ir.ValueCase):
+            stack.extend(getattr(n, f) for f in n.__dataclass_fields__)
+    return out
+
+
 def _register_type(types: _TypeInfo, t: ir.Type) -> None:
     """Enter a named type of a match field / action parameter into ``type_info`` (p4c does)."""
-    if isinstance(t, ir.EnumType | ir.StructType | ir.HeaderType):
+    if isinstance(t, ir.EnumType | ir.StructType | ir.HeaderType | ir.ErrorType):
         try:
             types.spec(t)
         except P4InfoError:
@@ -652,6 +698,7 @@ def _preamble(pre: p4info_pb2.Preamble, pid: int, inst: ir.ExternInstance,
     pre.name = inst.cp_name
     pre.alias = aliases[inst.cp_name]
     pre.annotations.extend(_annotation_strings(inst.annotations))
+    _doc(pre.doc, inst.annotations)
 
 
 # --------------------------------------------------------------------------------------------

@@ -232,21 +232,26 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             out[name] = self.anno_body_text(body) if body is not None else ""
         return out
 
-    def anno_body_text(self, body: Tree) -> str:
-        def item(it: Tree) -> str:
+    def anno_body_text(self, body: Tree) -> ir.AnnotationText:
+        """The body's value (strings unquoted) carrying its tokens as p4c prints them."""
+        def item(it: Tree) -> tuple[str, str]:
             if it.data == "anno_str":
-                return _unquote(str(it.children[0]))
+                return _unquote(str(it.children[0])), str(it.children[0])
             if it.data == "anno_int":
-                return str(it.children[0])
+                return str(it.children[0]), str(it.children[0])
             if it.data == "anno_negint":
-                return "-" + str(it.children[0])
+                return "-" + str(it.children[0]), "- " + str(it.children[0])
             if it.data == "anno_name":
-                return _name(it.children[0])
+                return _name(it.children[0]), _name(it.children[0])
             if it.data == "anno_kv":
-                return f"{_name(it.children[0])}={item(it.children[1])}"
-            return "true" if it.data == "anno_true" else "false"
+                v, src = item(it.children[1])
+                return f"{_name(it.children[0])}={v}", f"{_name(it.children[0])} = {src}"
+            word = "true" if it.data == "anno_true" else "false"
+            return word, word
 
-        return ", ".join(item(c) for c in body.children)
+        items = [item(c) for c in body.children]
+        return ir.AnnotationText(", ".join(v for v, _ in items),
+                                 " , ".join(src for _, src in items))
 
     def cp_name(self, ctx: BlockCtx, local: str, annos: dict[str, str]) -> str:
         name = annos.get("name")

@@ -142,13 +142,20 @@ class Tables(_Base):
         if kind not in self.match_kinds:
             raise self.err(kind_t, f"unknown match kind '{kind}'")
         t = e.type
-        if not (
-            isinstance(t, ir.BitsType | ir.BoolType)
-            or (isinstance(t, ir.EnumType) and t.underlying is not None)
-        ):
+        if isinstance(t, ir.EnumType) and t.underlying is None:
+            # p4c-bm2-ss refuses it too: "width not well-defined for values of type ..."
+            raise self.err(expr_t, f"table key of enum type {t}, which has no underlying type: "
+                                   "its width is not defined for the target (declare it "
+                                   f"'enum bit<W> {t}')")
+        if isinstance(t, ir.ErrorType):
+            # any type with == may be an exact key (spec 14.2.1.1); masks and ranges need bits
+            if kind not in ("exact", "optional"):
+                raise self.err(kind_t, f"an error key can only be matched exact or optional, "
+                                       f"not {kind}")
+        elif not isinstance(t, ir.BitsType | ir.BoolType | ir.EnumType):
             raise self.err(expr_t, f"table key type {t} is not allowed (use bit<W>, int<W>, "
-                                   "bool or a serializable enum)")
-        name = annos.get("name") or expr_text(expr_t)
+                                   "bool, error or a serializable enum)")
+        name = annos.get("name") or _key_name(expr_t)
         return ir.TableKey(e, kind, name, annos)
 
     def action_ref(self, ar: Tree, scope: Scope, ctx: BlockCtx,
@@ -312,6 +319,17 @@ class Tables(_Base):
                 return ir.EntryKey("optional", ks.value)
             raise self.err(node, f"optional key '{key.name}' needs a value or _")
         raise self.err(node, unsupported(f"const entries for '{kind}' keys"))
+
+
+def _key_name(expr_t: Tree) -> str:
+    """A key's control-plane name as p4c gives it: the expression's text, except that a
+    validity test ``h.isValid()`` is named ``h.$valid$`` (the BMv2 field p4c matches on), so
+    P4Info, P4Runtime requests and STF files written for p4c address the same key."""
+    if (isinstance(expr_t, Tree) and expr_t.data == "call" and not expr_t.children[1]
+            and isinstance(expr_t.children[0], Tree) and expr_t.children[0].data == "member"
+            and str(expr_t.children[0].children[1].children[0]) == "isValid"):
+        return f"{expr_text(expr_t.children[0].children[0])}.$valid$"
+    return expr_text(expr_t)
 
 
 def _prefix_len(mask: int, width: int) -> int | None:

@@ -15,7 +15,8 @@ Dialect (one command per line; ``#`` starts a comment; keywords are case-insensi
     Table and action names may be full (``MyIngress.ipv4_lpm``) or suffixes (``ipv4_lpm``);
     the action is looked up among the table's actions. Key names may be the full key text
     (``hdr.ipv4.dstAddr``) or a dot-suffix of it (``ipv4.dstAddr``); ``stack$0.f`` means
-    ``stack[0].f``; ``h.valid``/``h.$valid$`` mean ``h.isValid()``. Values: decimal, ``0x``,
+    ``stack[0].f``; a validity key is ``h.$valid$``
+    (p4c's name; ``h.valid`` means it too). Values: decimal, ``0x``,
     ``0b``, ``0o``. Ternary: ``*`` digits are don't-care and the mask covers only the digits
     written (``0x****0101``); ``v&&&m`` (extension) gives the mask. LPM: ``v/len``, or without
     ``/len`` the prefix is the number of non-``*`` digits (``0x0a******`` = /8). Range

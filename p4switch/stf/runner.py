@@ -534,12 +534,12 @@ def _stack_name(name: str) -> str:
 
 
 def _key_aliases(name: str) -> list[str]:
-    """The key name, plus the validity spellings bmv2stf accepts (``h.valid``, ``h.$valid$``)
-    mapped to P4_16's ``h.isValid()``."""
+    """The key name, plus bmv2stf's other validity spelling ``h.valid`` mapped to
+    ``h.$valid$``, the name p4c and p4switch give such a key."""
     names = [name]
-    for suffix in (".$valid$", ".valid", "$valid$"):
-        if name.endswith(suffix):
-            names.append(name[: -len(suffix)].rstrip(".") + ".isValid()")
+    for suffix in (".valid", "$valid$"):
+        if name.endswith(suffix) and not name.endswith(".$valid$"):
+            names.append(name[: -len(suffix)].rstrip(".") + ".$valid$")
     return names
 
 

@@ -40,7 +40,7 @@ def test_table_properties_names_and_scopes() -> None:
     assert t.cp_name == "I.tt"
     assert t.annotations == {"name": "tt", "id": "33554433"}
     assert [(k.name, k.match_kind, k.width) for k in t.keys] == [
-        ("dmac", "ternary", 48), ("hdr.ipv4.isValid()", "exact", 1),
+        ("dmac", "ternary", 48), ("hdr.ipv4.$valid$", "exact", 1),
         ("hdr.ipv4.srcAddr[31:24]", "lpm", 8)]
     assert isinstance(t.keys[1].expr, ir.IsValid)
     assert [(r.action, r.scope) for r in t.actions] == [

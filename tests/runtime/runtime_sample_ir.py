@@ -134,7 +134,8 @@ def build() -> ir.Program:
         instances=instances,
         actions=[k for k in actions if k.startswith("MyIngress.")],
         tables=tables,
-        body=ir.Block([]),
+        # every table is applied: P4Info (as p4c's) leaves out tables no control applies
+        body=ir.Block([ir.ApplyTable(name) for name in tables]),
     )
     parser = ir.Parser("MyParser", [], [], {}, {}, {})
     return ir.Program(

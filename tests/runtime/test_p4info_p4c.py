@@ -5,10 +5,8 @@ holding either P4Info drives either target. Needs ``p4c-bm2-ss`` on PATH
 
 What is compared: every entity of every kind (matched by name), with all its fields -- ids,
 names, aliases, widths, match kinds, scopes, sizes, default actions, resources -- and the whole
-``type_info``. One normalisation: annotation strings are compared without double quotes,
-because the IR keeps an annotation's body unquoted (``@noWarn("unused")`` reads back as
-``@noWarn(unused)``). Where p4c rejects a program, or p4switch's front end does, the case skips
-with the reason (acceptance is tested by tests/stf, not here).
+``type_info``; annotation strings exactly as written (quotes included). Where p4c rejects a
+program, or p4switch's front end does, the case skips with the reason (acceptance is tested by tests/stf, not here).
 """
 
 from __future__ import annotations
@@ -65,22 +63,6 @@ def p4c_p4info(program: Path, workdir: Path) -> p4info_pb2.P4Info:
     return info
 
 
-def _normalise(msg) -> None:
-    """Strip quotes from every annotation string in ``msg`` (recursively)."""
-    for fd, value in msg.ListFields():
-        if fd.name == "annotations" and fd.type == fd.TYPE_STRING:
-            cleaned = [a.replace('"', "") for a in value]
-            del value[:]
-            value.extend(cleaned)
-        elif fd.type == fd.TYPE_MESSAGE:
-            if fd.label == fd.LABEL_REPEATED:
-                items = value.values() if hasattr(value, "values") else value
-                for v in items:
-                    _normalise(v)
-            else:
-                _normalise(value)
-
-
 def differences(ours: p4info_pb2.P4Info, theirs: p4info_pb2.P4Info) -> list[str]:
     """Human-readable differences, one per entity (or per missing/extra entity)."""
     out: list[str] = []
@@ -95,8 +77,6 @@ def differences(ours: p4info_pb2.P4Info, theirs: p4info_pb2.P4Info) -> list[str]
             a, b = type(mine[name])(), type(ref[name])()
             a.CopyFrom(mine[name])
             b.CopyFrom(ref[name])
-            _normalise(a)
-            _normalise(b)
             if a != b:
                 out.append(f"{kind} {name}:\n  p4switch: {text_format.MessageToString(a)}"
                            f"\n  p4c:      {text_format.MessageToString(b)}")
@@ -105,23 +85,7 @@ def differences(ours: p4info_pb2.P4Info, theirs: p4info_pb2.P4Info) -> list[str]
     return out
 
 
-# stem -> the remaining difference (strict xfail, so that its fix is noticed)
-KNOWN_DIFFERENCES = {
-    "enum_keys": (
-        "p4c names an isValid() key 'hdr.opt.$valid$', p4switch 'hdr.opt.isValid()' (ids "
-        "agree). The name is the front end's TableKey.name, and the runtime addresses pipeline "
-        "keys by the P4Info name, so p4info.py alone cannot rename it"),
-}
-
-
-def _programs():
-    for p in PROGRAMS:
-        marks = [pytest.mark.xfail(strict=True, reason=KNOWN_DIFFERENCES[p.stem])] if (
-            p.stem in KNOWN_DIFFERENCES) else []
-        yield pytest.param(p, id=p.stem, marks=marks)
-
-
-@pytest.mark.parametrize("program", list(_programs()))
+@pytest.mark.parametrize("program", [pytest.param(p, id=p.stem) for p in PROGRAMS])
 def test_p4info_equals_p4cs(program: Path, tmp_path: Path):
     theirs = p4c_p4info(program, tmp_path)
     try:
