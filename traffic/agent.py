@@ -42,6 +42,7 @@ from .transport import Ack, ReceiverFlow, SenderFlow, TransportConfig
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux value; Python lacks the name
 _IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
 BEACON_ENTROPIES = 16   # source ports the READY beacons rotate over
+LINGER_RTOS = 10        # after the last step: exit once no data arrived for this many RTOs
 ECN_ECT0, ECN_CE = 0x02, 0x03
 
 
@@ -243,9 +244,11 @@ class HostAgent:
             if finished_at is None and all(st.done for st in self.state.values()):
                 finished_at = now
             # linger while peers still retransmit to us: our ACK of a flow's last packet may
-            # have died on a dead path, and a peer whose sends never complete cannot finish
+            # have died on a dead path, and a peer whose sends never complete cannot finish.
+            # Its retransmissions come an RTO apart but may die too (3 of a flow's 4 entropies
+            # on a dead link: one arrival per 4 RTOs), hence LINGER_RTOS of quiet
             if finished_at is not None and now - finished_at >= cfg.linger and \
-                    now - self._last_data >= 2 * cfg.transport.rto:
+                    now - self._last_data >= LINGER_RTOS * cfg.transport.rto:
                 break
             # paced transmission, round-robin over flows with something to send
             sent = 0

@@ -23,6 +23,8 @@ import time
 import pytest
 from traffic_netns import HOST_IPS, HOSTS, PREFIX, bridged_hosts, run_agents, sh  # noqa: F401
 
+from traffic.policies import PolicySpec
+
 pytestmark = [pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for netns")]
 
@@ -79,3 +81,31 @@ def test_spraying_job_completes_with_control_packets_on_one_entropy_class_droppe
     assert any(p & 3 != 3 for p in sports)
     # ... and the filters did drop control packets (a filter that matched nothing would prove nothing)
     assert sum(dropped(br, dev) for dev in ports) > 0
+
+
+def test_a_receiver_lingers_while_its_last_ack_dies(bridged_hosts, tmp_path):  # noqa: ANN001, F811
+    """One flow h0 -> h1 sprayed over 8 entropies, sized so that its last packet (and so the
+    receiver's final ACK, which leaves from that packet's port) is on a dead entropy. h1 has
+    nothing else to do: it finishes at that packet, and with --linger 50 ms alone it would
+    be gone when the sender's retransmission comes a 200 ms RTO later, and the flow would
+    never complete. Agents linger until 10 RTOs pass without data."""
+    ports = PolicySpec("entropy-spray", 8).ports(1, 0, 0)   # job 1, rank 0, flow 0 (the trace)
+    dead = next(k for k, p in enumerate(ports) if p & 3 == 3)
+    npkts = 8 + dead + 1          # the ACK after 8 packets leaves from entropy 7 (alive)
+    assert ports[7] & 3 != 3
+    br = f"{PREFIX}-br"
+    kill_acks_on_dead_entropies(br, "p0")
+    trace = tmp_path / "one_flow.json"
+    trace.write_text(json.dumps([{"src": 0, "dst": 1, "bytes": npkts * 1400}]))
+    start_at = time.time() + 1.0
+    run_agents(bridged_hosts[:2], lambda i: [
+        "--trace", "--schedule", str(trace), "--hosts", HOST_IPS.rsplit(",", HOSTS - 2)[0],
+        "--rate", "100M", "--path-policy", "entropy-spray(8)", "--rto-ms", "200",
+        "--linger", "0.05", "--start-at", repr(start_at), "--timeout", "15",
+        "--out", str(tmp_path / f"h{i}")])
+    m = json.loads((tmp_path / "h0" / "rank0.json").read_text())
+    assert m["completed"], m["error"]
+    f = m["flows"][0]
+    assert f["packets"] == npkts and f["sports"] == ports
+    assert f["timeouts"] > 0          # the final ACK did die: the flow needed the lingerer
+    assert dropped(br, "p0") > 0
