@@ -220,7 +220,7 @@ class HostCapture:
                 self.files[h] = (out, err)
                 self.procs[h] = node.popen(
                     ["tcpdump", "-i", node.defaultIntf().name, "-Q", "out", "-n", "-U",
-                     "-B", "8192", "-s", "256", "-w", "-", "ip"],
+                     "-B", "8192", "-w", "-", "ip"],
                     stdout=out, stderr=err, stdin=subprocess.DEVNULL)
             deadline = time.monotonic() + 60
             for h in self.hosts:  # wait until each one listens (loaded machine: seconds)
