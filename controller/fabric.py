@@ -70,7 +70,7 @@ class FabricController:
                  log: logging.Logger | Callable[[ControlEvent], None] | None = None, *,
                  ecn_threshold: int | None = DEFAULT_ECN_THRESHOLD,
                  election_id: tuple[int, int] | None = None, connect_timeout: float = 10.0,
-                 probe_miss_periods: int = 3) -> None:
+                 probe_miss_periods: int = 2) -> None:
         if target not in ("p4switch", "bmv2"):
             raise ValueError(f"unknown target {target!r} (choose from p4switch, bmv2)")
         if control_period <= 0:
@@ -88,6 +88,8 @@ class FabricController:
         # script) outranks an earlier one: a primary needs an id >= the highest a switch saw
         self.election_id = election_id or (0, time.time_ns() // 1000)
         self.connect_timeout = connect_timeout
+        # 2, not 3: probes travel in their own egress priority queue (fabric.p4), so a full
+        # data queue no longer drops them, and late PacketIns lag all of a switch's ports alike
         self.probe_miss_periods = probe_miss_periods
         self._log = log
         self.events: list[ControlEvent] = []
