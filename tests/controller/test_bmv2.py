@@ -1,5 +1,6 @@
 """The same controller on BMv2 (simple_switch_grpc + p4c-bm2-ss's P4Info, no ports): entries
-installed and read back by P4Info names, counters, packet-out, scheme change. Skipped with a
+installed and read back by P4Info names, counters, packet-out (fabric.p4 gives it priority 1:
+BMv2 drops it unless started with --priority-queues 2, as the launcher does), scheme change. Skipped with a
 reason when the tools are not on PATH (../shared/p4tools/install.sh puts them in /opt/p4tools)."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 from inproc_fabric import _relocated, free_port
 
 from controller.fabric import FabricController
-from topo.spec import leaf_spine
+from topo.spec import PRIORITY_QUEUES, leaf_spine
 
 MISSING = [t for t in ("simple_switch_grpc", "p4c-bm2-ss") if shutil.which(t) is None]
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not on PATH "
@@ -30,7 +31,8 @@ def test_controller_drives_bmv2() -> None:
             procs.append(subprocess.Popen(
                 ["simple_switch_grpc", "--no-p4", "--device-id", str(sw.device_id),
                  "--thrift-port", str(sw.thrift_port), "--", "--grpc-server-addr", sw.grpc_addr,
-                 "--cpu-port", "255"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                 "--cpu-port", "255", "--priority-queues", str(PRIORITY_QUEUES)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         ctl = FabricController(spec, target="bmv2", connect_timeout=30)
         ctl.start("wam", loops=())
         try:
