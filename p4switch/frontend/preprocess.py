@@ -3,7 +3,9 @@
 P4 programs rely on a small part of the C preprocessor: ``#include "x"`` / ``#include <x>``,
 object-like and function-like ``#define`` (``#define MAX(a, b) ((a) > (b) ? (a) : (b))``;
 arguments are macro-expanded, then substituted, then the result is rescanned; a call's
-arguments must be on one line; no ``#``/``##`` operators), ``#undef``,
+arguments must be on one line), ``#x`` (the argument's text as a string literal), ``a ## b``
+(token pasting, of the unexpanded arguments), variadic macros (``...`` and ``__VA_ARGS__``),
+``#undef``,
 ``#if/#ifdef/#ifndef/#elif/#else/#endif``, ``#error`` and comments. We implement exactly that, and remember for every output line which file and line it
 came from (and how macro expansion moved columns), so every later error can name the original
 ``file:line:col``.
@@ -112,7 +114,7 @@ class _Preprocessor:
     def __init__(self, include_dirs: Sequence[Path], defines: Mapping[str, str] | None):
         self.include_dirs = [Path(d) for d in include_dirs]
         self.macros: dict[str, str] = dict(defines or {})
-        self.fmacros: dict[str, tuple[list[str], str]] = {}  # name -> (parameters, body)
+        self.fmacros: dict[str, _FunctionMacro] = {}
         self.out_lines: list[str] = []
         self.origins: list[LineOrigin] = []
         self.sources: dict[str, str] = {}
@@ -147,7 +149,8 @@ class _Preprocessor:
             stripped = line.lstrip()
             if stripped.startswith("#"):
                 col = len(line) - len(stripped) + 1
-                self._directive(name, lineno, col, stripped[1:].strip(), cond, active, depth)
+                self._directive(name, lineno, col, stripped[1:].strip(), cond, active, depth,
+                                line)
                 continue
             if not active:
                 continue
@@ -163,7 +166,7 @@ class _Preprocessor:
 
     def _directive(
         self, file: str, line: int, col: int, body: str, cond: list[list], active: bool,
-        depth: int,
+        depth: int, text: str = "",
     ) -> None:
         m = re.match(r"([A-Za-z_]+)\s*(.*)$", body)
         if not m:
@@ -211,26 +214,7 @@ class _Preprocessor:
         if word == "include":
             self._include(file, line, col, rest, depth)
         elif word == "define":
-            dm = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(\(?)\s*(.*)$", rest)
-            if not dm:
-                raise self._error(file, line, col, "#define needs a macro name")
-            if dm.group(2):
-                fm = re.match(r"([^)]*)\)\s*(.*)$", dm.group(3))
-                if not fm:
-                    raise self._error(file, line, col, "#define: the parameter list of "
-                                                       f"'{dm.group(1)}' has no ')'")
-                params = [x.strip() for x in fm.group(1).split(",")] if fm.group(1).strip() \
-                    else []
-                for prm in params:
-                    if prm == "..." or not _IDENT.fullmatch(prm):
-                        raise self._error(file, line, col, unsupported(
-                            f"macro parameter '{prm}'") if prm == "..." else
-                            f"#define: '{prm}' is not a parameter name")
-                self.fmacros[dm.group(1)] = (params, fm.group(2).strip())
-                self.macros.pop(dm.group(1), None)
-            else:
-                self.macros[dm.group(1)] = dm.group(3).strip()
-                self.fmacros.pop(dm.group(1), None)
+            self._define(file, line, col, rest, text)
         elif word == "undef":
             self.macros.pop(rest.split()[0] if rest.split() else "", None)
             self.fmacros.pop(rest.split()[0] if rest.split() else "", None)
@@ -243,6 +227,61 @@ class _Preprocessor:
             pass
         else:
             raise self._error(file, line, col, f"unknown preprocessor directive '#{word}'")
+
+    def _define(self, file: str, line: int, col: int, rest: str, text: str) -> None:
+        """``#define NAME body`` or ``#define NAME(params) body``: the body's ``#``/``##``
+        uses are checked here, so a bad macro is reported where it is defined."""
+        dm = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(\(?)\s*(.*)$", rest)
+        if not dm:
+            raise self._error(file, line, col, "#define needs a macro name")
+        name = dm.group(1)
+
+        def at(token: str, message: str) -> P4CompileError:
+            start = text.find(name) + len(name) if name in text else -1
+            pos = text.find(token, max(start, 0))
+            return self._error(file, line, pos + 1 if pos >= 0 else col, message)
+
+        if not dm.group(2):
+            body = dm.group(3).strip()
+            tokens = _tokens(body)
+            if _paste_at_end(tokens):
+                raise at("##", "'##' cannot be at either end of a macro's replacement")
+            if "__VA_ARGS__" in tokens:
+                raise at("__VA_ARGS__", "__VA_ARGS__ can only be used in a variadic macro")
+            self.macros[name] = body
+            self.fmacros.pop(name, None)
+            return
+        fm = re.match(r"([^)]*)\)\s*(.*)$", dm.group(3))
+        if not fm:
+            raise self._error(file, line, col, f"#define: the parameter list of '{name}' has "
+                                               "no ')'")
+        params = [x.strip() for x in fm.group(1).split(",")] if fm.group(1).strip() else []
+        variadic = bool(params) and params[-1] == "..."
+        if variadic:
+            params[-1] = "__VA_ARGS__"
+        for i, prm in enumerate(params):
+            if prm == "__VA_ARGS__" and variadic and i == len(params) - 1:
+                continue
+            if prm == "..." or prm.endswith("..."):
+                raise at(prm, "#define: '...' must be the last parameter" if prm == "..."
+                         else unsupported(f"named variadic parameter '{prm}'"))
+            if not _IDENT.fullmatch(prm) or prm == "__VA_ARGS__":
+                raise self._error(file, line, col, f"#define: '{prm}' is not a parameter name")
+        if len(set(params)) != len(params):
+            raise self._error(file, line, col, f"#define: '{name}' has a duplicate parameter")
+        body = fm.group(2).strip()
+        tokens = _tokens(body)
+        if _paste_at_end(tokens):
+            raise at("##", "'##' cannot be at either end of a macro's replacement")
+        if "__VA_ARGS__" in tokens and not variadic:
+            raise at("__VA_ARGS__", "__VA_ARGS__ can only be used in a variadic macro")
+        for i, tok in enumerate(tokens):
+            if tok == "#":
+                nxt = _next_token(tokens, i)
+                if nxt is None or tokens[nxt] not in params:
+                    raise at("#", "'#' must be followed by a parameter of the macro")
+        self.fmacros[name] = _FunctionMacro(params, variadic, tokens)
+        self.macros.pop(name, None)
 
     def _include(self, file: str, line: int, col: int, rest: str, depth: int) -> None:
         m = re.match(r'"([^"]+)"|<([^>]+)>', rest)
@@ -279,10 +318,15 @@ class _Preprocessor:
         if name in active:
             return None
         if name in self.macros:
-            return self._expand_text(self.macros[name], active | {name}), end
+            body = self.macros[name]
+            if "##" in body:
+                body = _substitute(_tokens(body), {}, {})
+            return self._call_tail(text, self._expand_text(body, active | {name}), end,
+                                   active, name)
         if name not in self.fmacros:
             return None
-        params, body = self.fmacros[name]
+        macro = self.fmacros[name]
+        params = macro.params
         j = end
         while j < len(text) and text[j] in " \t":
             j += 1
@@ -294,14 +338,39 @@ class _Preprocessor:
                               "one line)")
         if args == [""] and not params:
             args = []
-        if len(args) != len(params):
+        if macro.variadic:
+            named = len(params) - 1
+            if len(args) < named:
+                raise _MacroError(f"macro '{name}' expects at least {named} arguments, got "
+                                  f"{len(args)}")
+            # the variadic arguments, with the commas between them, are __VA_ARGS__
+            args = [*args[:named], ",".join(args[named:])]
+        elif len(args) != len(params):
             raise _MacroError(f"macro '{name}' expects {len(params)} arguments, got "
                               f"{len(args)}")
-        values = {p: self._expand_text(a.strip(), active) for p, a in zip(params, args,
-                                                                          strict=True)}
-        subst = _sub_outside_strings(
-            _IDENT, lambda m: values.get(m.group(0), m.group(0)), body)
-        return self._expand_text(subst, active | {name}), close + 1
+        raw = {p: a.strip() for p, a in zip(params, args, strict=True)}
+        values = {p: self._expand_text(a, active) for p, a in raw.items()}
+        return self._call_tail(text, self._expand_text(_substitute(macro.body, raw, values),
+                                                       active | {name}), close + 1,
+                               active, name)
+
+    def _call_tail(self, text: str, expansion: str, end: int, active: frozenset[str],
+                   name: str) -> tuple[str, int]:
+        """An expansion of macro ``name`` that ends in the name of a function-like macro whose
+        arguments follow in the source (``CAT(ST, R)(x)``) is a call of that macro, as cpp
+        rescans it (unless it is ``name`` itself or a macro being expanded)."""
+        m = re.search(r"([A-Za-z_]\w*)\s*$", expansion)
+        if (m is None or m.group(1) not in self.fmacros or m.group(1) in active
+                or m.group(1) == name):
+            return expansion, end
+        rest = text[end:]
+        if not rest.lstrip(" \t").startswith("("):
+            return expansion, end
+        joined = expansion + rest
+        r = self._macro_at(joined, m.start(1), m.end(1), active)
+        if r is None:
+            return expansion, end
+        return expansion[:m.start(1)] + r[0], end + r[1] - len(expansion)
 
     def _expand_text(self, text: str, active: frozenset[str] = frozenset()) -> str:
         out: list[str] = []
@@ -391,6 +460,101 @@ class _Preprocessor:
             raise self._error(file, line, col, f"invalid #if expression '{expr}'") from None
 
 
+@dataclass
+class _FunctionMacro:
+    """``#define NAME(params) body``: ``body`` as tokens (whitespace kept as tokens);
+    a variadic macro's last parameter is ``__VA_ARGS__``."""
+
+    params: list[str]
+    variadic: bool
+    body: list[str]
+
+
+_TOKEN = re.compile(r'\s+|"(?:[^"\\]|\\.)*"?|[A-Za-z_][A-Za-z0-9_]*|[0-9][A-Za-z0-9_]*|##|.')
+
+#: What a ``##`` may produce besides identifiers and numbers: the multi-character operators
+#: cpp knows that P4 uses (p4c runs cpp, which refuses P4-only ones like ``&&&``).
+_PASTED_OPERATORS = {
+    "&&", "||", "==", "!=", "<=", ">=", "<<", ">>", "++", "--", "+=", "-=", "*=", "/=", "%=",
+    "&=", "|=", "^=", "<<=", ">>=",
+}
+
+
+def _tokens(text: str) -> list[str]:
+    """Preprocessing tokens of a macro body: identifiers, numbers, strings, ``##``, single
+    characters and runs of whitespace."""
+    return _TOKEN.findall(text)
+
+
+def _next_token(tokens: list[str], i: int) -> int | None:
+    j = i + 1
+    while j < len(tokens) and tokens[j].isspace():
+        j += 1
+    return j if j < len(tokens) else None
+
+
+def _paste_at_end(tokens: list[str]) -> bool:
+    solid = [t for t in tokens if not t.isspace()]
+    return bool(solid) and (solid[0] == "##" or solid[-1] == "##")
+
+
+def _stringify(arg: str) -> str:
+    """``#x``: the argument's text as a string literal, as cpp writes it: whitespace runs
+    become one space, quotes are escaped, and so are backslashes inside string literals."""
+    out: list[str] = []
+    for tok in _tokens(arg.strip()):
+        if tok.isspace():
+            out.append(" ")
+        elif tok.startswith('"'):
+            out.append(tok.replace("\\", "\\\\").replace('"', '\\"'))
+        else:
+            out.append(tok)
+    return '"' + "".join(out) + '"'
+
+
+def _substitute(body: list[str], raw: dict[str, str], values: dict[str, str]) -> str:
+    """A macro body with its parameters replaced: ``#p`` by the string of the argument,
+    an operand of ``##`` by the unexpanded argument (then pasted to its neighbour), any other
+    parameter by the macro-expanded argument."""
+    out: list[str] = []
+    i = 0
+    paste = False  # the previous token was ##: glue the next operand to out[-1]
+
+    def emit(text: str) -> None:
+        nonlocal paste
+        if paste:
+            while out and out[-1].isspace():
+                out.pop()
+            left = out.pop() if out else ""
+            glued = left + text
+            if left and text and not (_IDENT.fullmatch(glued) or re.fullmatch(
+                    r"[0-9][A-Za-z0-9_]*", glued) or glued in _PASTED_OPERATORS):
+                raise _MacroError(f"pasting '{left}' and '{text}' does not give a valid token")
+            out.append(glued)
+            paste = False
+        else:
+            out.append(text)
+
+    while i < len(body):
+        tok = body[i]
+        nxt = _next_token(body, i)
+        if tok.isspace():
+            if not paste:
+                out.append(" ")
+        elif tok == "##":
+            paste = True
+        elif tok == "#" and raw and nxt is not None and body[nxt] in raw:
+            emit(_stringify(raw[body[nxt]]))
+            i = nxt
+        elif tok in raw:
+            before_paste = nxt is not None and body[nxt] == "##"
+            emit(raw[tok] if paste or before_paste else values[tok])
+        else:
+            emit(tok)
+        i += 1
+    return "".join(out)
+
+
 class _MacroError(Exception):
     """A macro call that cannot be expanded; ``col`` (0-based) is set by the line expander."""
 
@@ -460,19 +624,6 @@ def _ident_spans(line: str) -> list[tuple[int, int, bool]]:
         else:
             i += 1
     return spans
-
-
-def _sub_outside_strings(pattern: re.Pattern[str], repl, text: str) -> str:  # noqa: ANN001
-    out: list[str] = []
-    pos = 0
-    for start, end, in_string in _ident_spans(text):
-        if in_string:
-            continue
-        out.append(text[pos:start])
-        out.append(repl(pattern.fullmatch(text[start:end])))
-        pos = end
-    out.append(text[pos:])
-    return "".join(out)
 
 
 def preprocess(
