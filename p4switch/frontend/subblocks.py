@@ -21,6 +21,7 @@ from p4switch.frontend.bindings import (
     BlockB,
     BlockCtx,
     ConstB,
+    ProtoB,
     Scope,
     SubInstB,
     SubParam,
@@ -64,7 +65,8 @@ class SubBlocks(_Base):
         return out
 
     def sub_instance(self, d: Tree, b: BlockB, t: BlockTypeRef, args: Tree | None,
-                     name: object, scope: Scope, ctx: BlockCtx, annos: dict[str, str]) -> None:
+                     name: object, scope: Scope, ctx: BlockCtx, annos: dict[str, str],
+                     into: Scope | None = None) -> None:
         """``Sub(...) c;`` inside a parser/control: elaborate the instance's parameters (as
         per-instance variables of the enclosing block), constructor arguments (as constants),
         locals, extern instances, actions, tables and value sets into the enclosing block."""
@@ -94,6 +96,9 @@ class SubBlocks(_Base):
                 raise self.err(p, unsupported("constructor parameters with a direction or "
                                               "a default value"))
             pt = self.resolve_type(tref, self.globals)
+            if isinstance(pt, BlockTypeRef):
+                self.block_ctor_arg(p, pt, a, what, scope, ctx, iscope, sub)
+                continue
             if not isinstance(pt, ir.BitsType | ir.BoolType | ir.EnumType | ir.ErrorType
                               | ir.InfIntType):
                 raise self.err(tref, unsupported(f"constructor parameters of type {pt} (only "
@@ -142,8 +147,56 @@ class SubBlocks(_Base):
                 inits.append((vd.name, vd.type, vd.init))
             else:
                 self.block_local(item, iscope, sub)
-        self.declare(scope, inst, SubInstB(b.kind, inst, tree, iscope, sub, params, inits), name)
+        self.declare(scope if into is None else into, inst,
+                     SubInstB(b.kind, inst, tree, iscope, sub, params, inits), name)
         self.sub_used.add(t.name)
+
+    def block_ctor_arg(self, p: Tree, pt: BlockTypeRef, a: Tree, what: str, scope: Scope,
+                       ctx: BlockCtx, iscope: Scope, sub: BlockCtx) -> None:
+        """A control- or parser-typed constructor parameter (``control C(...)(D_t d)``) bound
+        to an instantiation (``C(D())``): the argument becomes a sub-instance named after the
+        parameter inside the instance (control-plane names ``<outer>.<inst>.<param>.<x>``,
+        as p4c's), so ``d.apply(...)`` in C's body applies it. Its own constructor arguments
+        are evaluated where C is instantiated."""
+        pname = p.children[3]
+        pn = _name(pname)
+        proto_b = self.globals.lookup(pt.name)
+        if not isinstance(proto_b, ProtoB):
+            kind = proto_b.kind if isinstance(proto_b, BlockB) else "package"
+            raise self.err(p.children[2], f"constructor parameter '{pn}' cannot have type "
+                                          f"{kind} {pt.name}: use a {kind} type declaration "
+                                          f"('{kind} {pt.name}_t(...);') as its type")
+        proto = proto_b.proto
+        if proto.type_params or pt.args:
+            raise self.err(p.children[2], unsupported(f"generic {proto.kind} types as "
+                                                      "constructor parameter types"))
+        if not (isinstance(a, Tree) and a.data == "construct"):
+            raise self.err(a, f"argument '{pn}' of {what} must be a {proto.kind} instantiation "
+                              f"like {proto.name.removesuffix('_t')}()")
+        tref, cargs = a.children
+        inner = _core(tref)
+        bname = str(inner.children[0]) if inner.data == "named_type" else ""
+        b = scope.lookup(bname) if bname else None
+        if not isinstance(b, BlockB) or b.tree is None:
+            raise self.err(a, f"argument '{pn}' of {what}: '{bname or 'this'}' is not a "
+                              f"{proto.kind}")
+        if b.kind != proto.kind:
+            raise self.err(a, f"argument '{pn}' of {what} must be a {proto.kind}, but "
+                              f"'{bname}' is a {b.kind}")
+        ptree = b.tree.children[0].children[3]
+        bparams = list(ptree.children) if ptree is not None else []
+        if len(bparams) != len(proto.params):
+            raise self.err(a, f"{b.kind} '{bname}' has {len(bparams)} parameters, but "
+                              f"{proto.name} needs {len(proto.params)}")
+        for sp, bp in zip(proto.params, bparams, strict=True):
+            _pa, direction, btref, bpname, _default = bp.children
+            bdir = str(direction.children[0]) if direction is not None else ""
+            bt = self.resolve_type(btref, self.globals)
+            if bdir != sp.direction or bt != sp.type:
+                raise self.err(a, f"parameter '{_name(bpname)}' of '{bname}' is "
+                                  f"'{f'{bdir} {bt}'.strip()}', but {proto.name} declares "
+                                  f"'{f'{sp.direction} {sp.type}'.strip()}'")
+        self.sub_instance(a, b, BlockTypeRef(bname), cargs, pname, scope, sub, {}, into=iscope)
 
     def sub_apply(self, ib: SubInstB, arg_trees: Args, c: Tree, scope: Scope,
                   ctx: BlockCtx) -> ir.Stmt | _ParserCall:
