@@ -4,7 +4,8 @@ Member counters of ECMP and destination rotation are functions of the frames the
 not of their timing (ECMP: per 5-tuple count; rotation: per (switch, destination) count). So
 the same k=4 AllToAll on Mininet and in the simulator must agree per switch and member on
 (1) Mininet's P4Runtime counters == the Mininet hosts' captured frames replayed through the
-simulator's pipelines, and (2) the first transmissions of data packets, replayed, are equal on
+simulator's pipelines at the first hop (behind it the replay also counts the frames Mininet's
+queues dropped: Mininet may only be lower there), and (2) the first transmissions of data packets, replayed, are equal on
 both sides. Raw counters differ by what is timing on Mininet (READY beacons, timer ACKs,
 retransmissions): reported, not asserted. The replay itself is checked without root first.
 """
@@ -60,14 +61,19 @@ def test_mininet_and_sim_count_the_same(tmp_path: Path) -> None:
     spec = cfg.spec()
     res = F.vs_mininet(cfg, tmp_path)
     print("\n" + F.report(spec, res))
+    edges = {sw for sw, _p in F.host_attachment(spec).values()}
     for label, e in res["schemes"].items():
         mn, sim, t = e["mininet"], e["sim"], e["table"]
         assert mn.ok and sim.ok, (label, mn.notes)
-        assert not mn.notes, (label, mn.notes)          # tcpdump lost nothing
+        assert not [n for n in mn.notes if "tcpdump" in n], (label, mn.notes)
         assert len(F.first_data(mn.frames)) == 16 * 15  # every data packet seen once
         for sw, rows in t.groupby("switch"):
-            assert rows["mininet"].sum() > 0 or sw.startswith("core"), (label, sw)
-            bad = rows[rows["mininet"] != rows["mininet_replay"]]
-            assert bad.empty, (label, sw, bad)
+            # the same data packets, the same member at every switch, on both sides
             bad = rows[rows["mininet_data1"] != rows["sim_data1"]]
+            assert bad.empty, (label, sw, bad)
+            if sw in edges:  # everything the hosts sent, before the fabric could lose any
+                assert rows["mininet"].sum() > 0, (label, sw)
+                bad = rows[rows["mininet"] != rows["mininet_replay"]]
+            else:            # behind it the replay also counts what Mininet's queues dropped
+                bad = rows[rows["mininet"] > rows["mininet_replay"]]
             assert bad.empty, (label, sw, bad)
