@@ -786,14 +786,17 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             if inner.data != "named_type":
                 raise self.err(a, "expected a parser or control name")
             bname = str(inner.children[0])
-            if cargs is not None:
-                raise self.err(cargs, unsupported("parser/control constructor arguments"))
             b = self.globals.lookup(bname)
             if not isinstance(b, BlockB):
                 raise self.err(a, f"'{bname}' is not a parser or control implementation")
-            if b.block is None:
-                raise self.err(a, unsupported(f"constructor parameters of a V1Switch block "
+            if b.block is None and b.kind == "control":
+                b = self.specialize_control(b, bname, cargs, a)  # Top(Leaf(), 3) -> Top_0
+                bname = b.block.name
+            elif b.block is None:
+                raise self.err(a, unsupported(f"constructor parameters of a V1Switch parser "
                                               f"('{bname}')"))
+            elif cargs is not None:
+                raise self.err(cargs, f"{b.kind} '{bname}' has no constructor parameters")
             assert isinstance(p.type, BlockTypeRef)
             proto_b = self.globals.lookup(p.type.name)
             assert isinstance(proto_b, ProtoB)

@@ -82,33 +82,7 @@ class SubBlocks(_Base):
         sub = BlockCtx(ctx.kind, self.cp_name(ctx, inst, annos), ctx.used, ctx.instances,
                        ctx.tables, ctx.actions, ctx.value_sets, ctx.locals,
                        deparser=ctx.deparser, local_prefix=f"{ctx.local_prefix}{inst}.")
-        # constructor parameters: compile-time constants in the instance's scope
-        cparams = ctor.children[0].children if _has_ctor_params(ctor) else []
-        raw = self.arg_list(args)
-        if len(raw) != len(cparams):
-            raise self.err(d, f"{b.kind} '{t.name}' expects {len(cparams)} constructor "
-                              f"arguments, got {len(raw)}")
-        what = f"constructor of {t.name}"
-        for p, a in zip(cparams, self.bind(raw, [_name(p.children[3]) for p in cparams], what),
-                        strict=True):
-            _pa, direction, tref, pname, default = p.children
-            if direction is not None or default is not None:
-                raise self.err(p, unsupported("constructor parameters with a direction or "
-                                              "a default value"))
-            pt = self.resolve_type(tref, self.globals)
-            if isinstance(pt, BlockTypeRef):
-                self.block_ctor_arg(p, pt, a, what, scope, ctx, iscope, sub)
-                continue
-            if not isinstance(pt, ir.BitsType | ir.BoolType | ir.EnumType | ir.ErrorType
-                              | ir.InfIntType):
-                raise self.err(tref, unsupported(f"constructor parameters of type {pt} (only "
-                                                 "values: bit/int/bool/enum/error)"))
-            e = self.coerce(self.expr(a, scope, ctx), pt, a, f"argument '{_name(pname)}' of "
-                                                             f"{what}")
-            if not isinstance(e, ir.Const):
-                raise self.err(a, f"argument '{_name(pname)}' of {what} must be a "
-                                  "compile-time constant")
-            self.declare(iscope, _name(pname), ConstB(e), pname)
+        self.ctor_args(d, b.kind, t.name, ctor, args, scope, ctx, iscope, sub)
         # apply parameters: one variable per instance in the enclosing block (control-level,
         # so that the instance's actions and table keys see them)
         params: list[SubParam] = []
@@ -150,6 +124,69 @@ class SubBlocks(_Base):
         self.declare(scope if into is None else into, inst,
                      SubInstB(b.kind, inst, tree, iscope, sub, params, inits), name)
         self.sub_used.add(t.name)
+
+    def ctor_args(self, d: Tree, kind: str, tname: str, ctor: Tree | None, args: Tree | None,
+                  scope: Scope, ctx: BlockCtx, iscope: Scope, sub: BlockCtx) -> None:
+        """Bind a block's constructor parameters: values become compile-time constants in
+        ``iscope``, parser/control-typed ones sub-instances of ``sub``; the arguments are
+        evaluated in the instantiating ``scope``/``ctx``."""
+        # constructor parameters: compile-time constants in the instance's scope
+        cparams = ctor.children[0].children if _has_ctor_params(ctor) else []
+        raw = self.arg_list(args)
+        if len(raw) != len(cparams):
+            raise self.err(d, f"{kind} '{tname}' expects {len(cparams)} constructor "
+                              f"arguments, got {len(raw)}")
+        what = f"constructor of {tname}"
+        for p, a in zip(cparams, self.bind(raw, [_name(p.children[3]) for p in cparams], what),
+                        strict=True):
+            _pa, direction, tref, pname, default = p.children
+            if direction is not None or default is not None:
+                raise self.err(p, unsupported("constructor parameters with a direction or "
+                                              "a default value"))
+            pt = self.resolve_type(tref, self.globals)
+            if isinstance(pt, BlockTypeRef):
+                self.block_ctor_arg(p, pt, a, what, scope, ctx, iscope, sub)
+                continue
+            if not isinstance(pt, ir.BitsType | ir.BoolType | ir.EnumType | ir.ErrorType
+                              | ir.InfIntType):
+                raise self.err(tref, unsupported(f"constructor parameters of type {pt} (only "
+                                                 "values: bit/int/bool/enum/error)"))
+            e = self.coerce(self.expr(a, scope, ctx), pt, a, f"argument '{_name(pname)}' of "
+                                                             f"{what}")
+            if not isinstance(e, ir.Const):
+                raise self.err(a, f"argument '{_name(pname)}' of {what} must be a "
+                                  "compile-time constant")
+            self.declare(iscope, _name(pname), ConstB(e), pname)
+
+    def specialize_control(self, b: BlockB, bname: str, cargs: Tree | None,
+                           a: Tree) -> BlockB:
+        """A V1Switch control with constructor parameters (``V1Switch(..., Top(Leaf(), 3),
+        ...)``): elaborated here with its arguments bound, as a control named ``Top_0`` (then
+        ``Top_1``, ...), the name p4c gives its specialisation, so control-plane names agree
+        (``Top_0.lf.leaf_t``)."""
+        assert b.tree is not None
+        d = b.tree
+        ttree, ctor = d.children[0], d.children[1]
+        annos_t, _name_tok, targs, params = ttree.children
+        if targs is not None:
+            raise self.err(targs, unsupported("generic controls"))
+        counts = self.__dict__.setdefault("_specialized", {})
+        n = f"{bname}_{counts.get(bname, 0)}"
+        counts[bname] = counts.get(bname, 0) + 1
+        ctx = BlockCtx("control", n, set(self.reserved) | self.action_param_names(d))
+        scope = Scope(self.globals)
+        plist = self.block_params(params, scope, ctx, "control")
+        self.ctor_args(a, "control", bname, ctor, cargs, self.globals, ctx, scope, ctx)
+        ctx.deparser = bool(plist) and isinstance(plist[0].type, ir.ExternType) and \
+            plist[0].type.name == "packet_out"
+        for item in d.children[2:-1]:
+            if isinstance(item, Tree):
+                self.block_local(item, scope, ctx)
+        body = self.block(d.children[-1], Scope(scope), ctx)
+        control = ir.Control(n, plist, ctx.locals, ctx.instances, ctx.actions, ctx.tables,
+                             body, self.annotations(annos_t))
+        self.controls[n] = control
+        return BlockB("control", control, [p.type for p in plist], d)
 
     def block_ctor_arg(self, p: Tree, pt: BlockTypeRef, a: Tree, what: str, scope: Scope,
                        ctx: BlockCtx, iscope: Scope, sub: BlockCtx) -> None:

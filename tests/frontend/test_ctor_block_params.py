@@ -63,3 +63,40 @@ def test_a_control_declaration_is_not_a_parameter_type():
                            "control type declaration ('control SetTtl_t(...);') as its type")
     line = line_of(text, "control Bad(")
     assert (err.loc.line, err.loc.col) == (line, text.splitlines()[line - 1].index("SetTtl s") + 1)
+
+
+EGRESS = """
+control EW(inout headers hdr, inout metadata meta, inout standard_metadata_t sm)(Stage s) {
+    apply { s.apply(hdr); }
+}
+"""
+
+
+def _with_egress(egress: str, prelude: str = PRELUDE + EGRESS) -> str:
+    text = ingress_program("apply { }", prelude)
+    return text.replace("V1Switch(P(), VC(), I(), E(), CC(), D()) main;",
+                        f"V1Switch(P(), VC(), I(), {egress}, CC(), D()) main;")
+
+
+def test_a_v1switch_control_with_constructor_arguments_is_named_as_p4c_names_it():
+    from p4switch.frontend import compile_source
+
+    prog = compile_source(_with_egress("EW(SetTtl(8w5))"), "test.p4")
+    assert prog.package["egress"] == "EW_0"
+    (t,) = prog.controls["EW_0"].tables.values()
+    assert (t.cp_name, t.default_action.args[0].value) == ("EW_0.s.ttl_t", 5)
+
+
+@pytest.mark.parametrize(
+    ("egress", "needle", "message"),
+    [
+        ("E(8w1)", "8w1)", "control 'E' has no constructor parameters"),
+        ("EW()", "EW()", "control 'EW' expects 1 constructor arguments, got 0"),
+    ],
+)
+def test_v1switch_constructor_misuse_is_located(egress: str, needle: str, message: str):
+    text = _with_egress(egress)
+    err = compile_error(text)
+    assert err.message == message
+    line = line_of(text, "V1Switch(")
+    assert (err.loc.line, err.loc.col) == (line, text.splitlines()[line - 1].index(needle) + 1)

@@ -2,7 +2,8 @@
  * declaration (HdrStage) is the parameter's type, any control with that apply signature an
  * argument (Twice(Leaf(), ...)), with its own constructor arguments, nested (a Twice passed to
  * a Twice). Objects inside are named <control>.<instance>.<parameter>.<object>, as p4c names
- * them (MyIngress.tw.first.leaf_t). The same for a parser-typed parameter of a sub-parser. */
+ * them (MyIngress.tw.first.leaf_t). The same for a parser-typed parameter of a sub-parser, and
+ * for a V1Switch control with constructor arguments (EgressWith_0.stage.leaf_t). */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -89,8 +90,14 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
 }
 
 control NoVerify(inout headers_t hdr, inout metadata_t meta) { apply { } }
-control NoEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
-    apply { }
+// a V1Switch block with constructor parameters: p4c names its specialisation EgressWith_0
+control EgressWith(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm)
+                  (HdrStage stage, bit<8> k) {
+    apply {
+        if (hdr.h.a == k) {
+            stage.apply(hdr.h);
+        }
+    }
 }
 control NoCompute(inout headers_t hdr, inout metadata_t meta) { apply { } }
 
@@ -101,4 +108,5 @@ control CtorDeparser(packet_out pkt, in headers_t hdr) {
     }
 }
 
-V1Switch(CtorParser(), NoVerify(), MyIngress(), NoEgress(), NoCompute(), CtorDeparser()) main;
+V1Switch(CtorParser(), NoVerify(), MyIngress(), EgressWith(Leaf(), 8w3), NoCompute(),
+         CtorDeparser()) main;
