@@ -11,7 +11,7 @@ Creates two namespaces (p4ft-<pid>-a/b) joined by a veth pair and measures, in t
   policies  per path policy (traffic/policies.py) vs ``single`` in the same run: (1) the
           sender's per-packet work in process — transport next_packet, policy choice, frame
           patch, ACK processing with per-packet feedback — packets per CPU second, best of
-          5 interleaved rounds, every 3rd packet CE-marked, no socket; (2) with
+          --rounds (5) interleaved rounds, every 3rd packet CE-marked, no socket; (2) with
           root, the full agent as above with --path-policy, send pkt/s. Issue 13 asks that a
           policy cost the sender at most 10%.
 and prints the figures and the raw/sendp ratio. Namespaces are removed at the end.
@@ -167,6 +167,8 @@ def main() -> int:
     ap.add_argument("--bytes", default="40MB", help="flow size for the full-agent run")
     ap.add_argument("--policy-packets", type=int, default=100_000,
                     help="packets per policy for the in-process sender loop")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="interleaved rounds of the policy loops (best of); more on a busy machine")
     ap.add_argument("--policies-only", action="store_true",
                     help="only the policies' sender loops (no root, no namespaces)")
     ap.add_argument("--no-policies", action="store_true", help="skip the policy comparison")
@@ -178,7 +180,9 @@ def main() -> int:
         n = a.packets if a.child == "raw" else a.sendp_packets
         print(json.dumps(fn(n, a.peer_mac)))
         return 0
-    loops = [] if a.no_policies else policy_loops(a.policy_packets)
+    if a.rounds < 1 or a.policy_packets < 1:
+        ap.error("--rounds and --policy-packets must be positive")
+    loops = [] if a.no_policies else policy_loops(a.policy_packets, a.rounds)
     if loops:
         print_loops(loops)
     if a.policies_only:

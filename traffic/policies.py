@@ -239,23 +239,25 @@ class EcnAdaptive(_Tracked):
             self.next = best + 1 if best + 1 < n else 0
             return self._sent(seq, best)
         until = self.until
-        best, best_t = i, until[i]
-        for step in range(n):
-            j = i + step
-            if j >= n:
-                j -= n
-            t = until[j]
-            if t <= now:
-                if step:
-                    self.avoided += 1
-                self.next = j + 1 if j + 1 < n else 0
-                return self._sent(seq, j)
-            if t < best_t:
-                best, best_t = j, t
-        self.avoided += 1                 # every entropy avoided: the one free soonest
+        best_t = min(until)               # (in C: cheaper than a Python scan of n)
+        if best_t <= now:                 # some entropy is free: the first from next
+            for step in range(n):
+                j = i + step
+                if j >= n:
+                    j -= n
+                if until[j] <= now:
+                    if step:
+                        self.avoided += 1
+                    self.next = j + 1 if j + 1 < n else 0
+                    return self._sent(seq, j)
+        self.avoided += 1                 # every entropy avoided: the one free soonest,
+        if until.count(best_t) == 1:      # the first at or after next among equals
+            ties: tuple[int, ...] = (until.index(best_t),)
+        else:
+            ties = tuple(j for j in range(n) if until[j] == best_t)
+        best = next((j for j in ties if j >= i), ties[0]) if len(ties) > 1 else ties[0]
         # cached until best_t passes or one of the soonest is marked again
-        self.all_until = best_t
-        self.soonest = tuple(j for j in range(n) if until[j] == best_t)
+        self.all_until, self.soonest = best_t, ties
         self.next = best + 1 if best + 1 < n else 0
         return self._sent(seq, best)
 
