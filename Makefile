@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 SETUP  := scripts/setup.sh
 PYTEST_ARGS ?=
 
-.PHONY: all demo demo-batch experiment test lint bench setup clean help topo topo-check stop shell clean-fabric
+.PHONY: all demo demo-batch experiment test lint bench setup clean help topo topo-check stop shell clean-fabric fidelity
 
 # make topo / topo-check: the emulated fabric (python -m topo --help lists every option)
 TOPO   ?= fattree
@@ -26,6 +26,7 @@ help:
 	@echo "make experiment CONFIG=experiments/configs/X.yaml   run any experiment file"
 	@echo "make test    install everything and run the test suite (lint included)"
 	@echo "make bench   run the benchmarks (prints figures and same-run ratios)"
+	@echo "make fidelity  (root) the same k=4 runs on Mininet and in the simulator: LB counters and CCT ranking compared"
 	@echo "make topo    launch the fabric + controller and open its CLI (TOPO= K= TARGET= BW= SCHEME=)"
 	@echo "make topo-check  bring up k=4, ping all host pairs, one-line summary, tear down"
 	@echo "make stop    stop leftover fabric processes/interfaces recorded under /tmp/p4fabric"
@@ -55,6 +56,10 @@ test: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
+
+fidelity: setup
+	$(if $(filter 0,$(shell id -u)),,$(error make fidelity needs root (a Mininet fabric): sudo make fidelity))
+	@$(PY) -m sim.fidelity --vs-mininet
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
