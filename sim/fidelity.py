@@ -534,12 +534,14 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         d = yaml.safe_load(Path(a.config).read_text()) if a.config else dict(FIDELITY_EXPERIMENT)
+        if not isinstance(d, dict):
+            raise TypeError("expected an experiment mapping at the top level")
         if a.schemes:
             d["schemes"] = list(a.schemes)
         d["backend"] = "mininet"
         cfg = from_dict(d)
     except (OSError, yaml.YAMLError, ConfigError, AttributeError, TypeError) as e:
-        ap.error(f"config: {e}")
+        ap.error("config: " + " ".join(str(e).split()))
     if os.geteuid() != 0:
         ap.error("the Mininet side needs root (network namespaces): run it with sudo")
     from datetime import UTC, datetime

@@ -77,3 +77,19 @@ def test_mininet_and_sim_count_the_same(tmp_path: Path) -> None:
             else:            # behind it the replay also counts what Mininet's queues dropped
                 bad = rows[rows["mininet"] > rows["mininet_replay"]]
             assert bad.empty, (label, sw, bad)
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--schemes", "bogus"], "unknown scheme 'bogus'"),
+    (["--config", "/nonexistent/x.yaml"], "No such file"),
+    ([], "the following arguments are required: --vs-mininet"),
+])
+def test_cli_errors_are_one_line(args: list[str], msg: str,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--vs-mininet", *args] if args else []
+    with pytest.raises(SystemExit) as e:
+        F.main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    errors = [ln for ln in err if "error:" in ln]
+    assert len(errors) == 1 and msg in errors[0] and err[-1] == errors[0]  # one line, last
