@@ -78,7 +78,7 @@ class _Rx:
 
     def __init__(self, r: ReceiverFlow, src: int, dst: int, peer: SimHost) -> None:
         self.r, self.src, self.dst, self.ce, self.peer = r, src, dst, 0, peer
-        self.sport = ROCEV2_PORT   # the ACKs' UDP source port (see receive)
+        self.sport = ROCEV2_PORT   # the ACKs' UDP source port: the data's (see receive)
 
 
 _IDLE, _COMPUTE, _RUNNING = 0, 1, 2
@@ -270,12 +270,11 @@ class SimHost:
         ce = frame[frames.TOS_AT] & frames.ECN_MASK == frames.ECN_CE
         if ce:
             x.ce += 1
-        if job.cfg.path_policy.name != "single":
-            # host-based LB: an ACK carries the entropy of the data that triggered it (as UEC
-            # ACKs echo the EV), so ACKs spread over paths like the data; a fixed ACK port
-            # would put all of a flow's ACKs on one ECMP path, and one failed link there
-            # stalls the flow whatever its data does
-            x.sport = (frame[frames.SPORT_AT] << 8) | frame[frames.SPORT_AT + 1]
+        # an ACK carries the entropy of the data that triggered it, as the agent's do (and UEC
+        # ACKs echo the EV): ACKs spread over paths like the data; a fixed ACK port would put
+        # all of a flow's ACKs on one ECMP path, and one failed link there stalls the flow
+        # whatever its data does
+        x.sport = (frame[frames.SPORT_AT] << 8) | frame[frames.SPORT_AT + 1]
         new, acks = x.r.on_data(seq, length, bool(flags & F_RETX), now_s, ce)
         if acks:
             self._queue_acks(x, flow, acks)
