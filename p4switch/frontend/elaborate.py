@@ -1072,6 +1072,14 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         # which are inlined into it) keep their names: reserve them first
         reserved = self.action_param_names(d)
         name, annos, scope, ctx, plist = self.block_prelude("control", ttree, None, reserved)
+        self.declare(self.globals, name, self.control_body(d, name, annos, scope, ctx, plist),
+                     ttree.children[1])
+
+    def control_body(self, d: Tree, name: str, annos: dict[str, str], scope: Scope, ctx: BlockCtx,
+                     plist: list[ir.Param]) -> BlockB:
+        """A control's locals and apply block once its parameters are bound (by a plain
+        declaration, or by a specialisation with constructor arguments): registered as
+        ``name``."""
         ctx.deparser = bool(plist) and isinstance(plist[0].type, ir.ExternType) and \
             plist[0].type.name == "packet_out"
         for item in d.children[2:-1]:
@@ -1081,8 +1089,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         control = ir.Control(name, plist, ctx.locals, ctx.instances, ctx.actions, ctx.tables,
                              body, annos)
         self.controls[name] = control
-        self.declare(self.globals, name, BlockB("control", control, [p.type for p in plist], d),
-                     ttree.children[1])
+        return BlockB("control", control, [p.type for p in plist], d)
 
 
     # ---------------------------------------------------------------- sub-blocks (inlined)

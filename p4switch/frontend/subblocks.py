@@ -177,16 +177,7 @@ class SubBlocks(_Base):
         scope = Scope(self.globals)
         plist = self.block_params(params, scope, ctx, "control")
         self.ctor_args(a, "control", bname, ctor, cargs, self.globals, ctx, scope, ctx)
-        ctx.deparser = bool(plist) and isinstance(plist[0].type, ir.ExternType) and \
-            plist[0].type.name == "packet_out"
-        for item in d.children[2:-1]:
-            if isinstance(item, Tree):
-                self.block_local(item, scope, ctx)
-        body = self.block(d.children[-1], Scope(scope), ctx)
-        control = ir.Control(n, plist, ctx.locals, ctx.instances, ctx.actions, ctx.tables,
-                             body, self.annotations(annos_t))
-        self.controls[n] = control
-        return BlockB("control", control, [p.type for p in plist], d)
+        return self.control_body(d, n, self.annotations(annos_t), scope, ctx, plist)
 
     def block_ctor_arg(self, p: Tree, pt: BlockTypeRef, a: Tree, what: str, scope: Scope,
                        ctx: BlockCtx, iscope: Scope, sub: BlockCtx) -> None:
