@@ -42,6 +42,7 @@ from .transport import Ack, ReceiverFlow, SenderFlow, TransportConfig
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux value; Python lacks the name
 _IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
 BEACON_ENTROPIES = 16   # source ports the READY beacons rotate over
+BEACON_GAP = (0.005, 0.1)  # first and longest gap between READY rounds (doubling in between)
 LINGER_RTOS = 10        # after the last step: exit once no data arrived for this many RTOs
 ECN_ECT0, ECN_CE = 0x02, 0x03
 
@@ -220,6 +221,7 @@ class HostAgent:
         now, start, deadline = self._begin()
         started = False
         next_beacon = now
+        beacon_gap = BEACON_GAP[0]
         next_tx = start
         next_tick = now
         finished_at: float | None = None
@@ -236,7 +238,11 @@ class HostAgent:
                 if self.unheard and now >= next_beacon:
                     for ip in self.unheard:
                         self._send_ready(ip)
-                    next_beacon = now + 0.005
+                    # back off: a peer that starts later beacons us itself (and we answer),
+                    # so fast rounds only matter at first; 16 agents beaconing 15 peers every
+                    # 5 ms through a slow start sent ~50k READYs, more than the data
+                    next_beacon = now + beacon_gap
+                    beacon_gap = min(2 * beacon_gap, BEACON_GAP[1])
                 if not self.unheard and now >= start:
                     started = True
                     self._release(now)
