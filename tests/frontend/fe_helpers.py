@@ -46,6 +46,25 @@ def ingress_program(body: str, prelude: str = "") -> str:
             + body + "\n}\n" + REST)
 
 
+def skeleton_program(decls: str, parser_body: str, ingress: str) -> str:
+    """``decls`` (includes, headers, ``headers``/``metadata`` structs), a parser whose start
+    state runs ``parser_body`` and accepts, ingress ``I`` with ``ingress`` (locals + apply), and
+    empty other controls around a deparser that emits all of ``hdr``."""
+    return (decls
+            + "parser P(packet_in pkt, out headers hdr, inout metadata meta,\n"
+            + "         inout standard_metadata_t sm) {\n"
+            + "    state start {\n        " + parser_body + "\n        transition accept;\n"
+            + "    }\n}\n"
+            + "control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {\n"
+            + ingress + "\n}\n"
+            + "control VC(inout headers hdr, inout metadata meta) { apply { } }\n"
+            + "control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) "
+            + "{ apply { } }\n"
+            + "control CC(inout headers hdr, inout metadata meta) { apply { } }\n"
+            + "control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr); } }\n"
+            + "V1Switch(P(), VC(), I(), E(), CC(), D()) main;\n")
+
+
 def compile_ingress(body: str, prelude: str = "") -> ir.Program:
     return compile_source(ingress_program(body, prelude), "test.p4")
 

@@ -5,7 +5,7 @@ the pipeline is built."""
 from __future__ import annotations
 
 import pytest
-from fe_helpers import compile_error, line_of
+from fe_helpers import compile_error, line_of, skeleton_program
 
 from p4switch import ir
 from p4switch.frontend import P4CompileError, compile_source
@@ -24,19 +24,7 @@ struct metadata { bit<8> m8; }
 
 def program(parser_body: str = "pkt.extract(hdr.o, (bit<32>)hdr.fix.len * 8);",
             ingress: str = "apply { }", prelude: str = "") -> str:
-    return (PRELUDE + prelude
-            + "parser P(packet_in pkt, out headers hdr, inout metadata meta,\n"
-            + "         inout standard_metadata_t sm) {\n"
-            + "    state start {\n        pkt.extract(hdr.fix);\n        " + parser_body
-            + "\n        transition accept;\n    }\n}\n"
-            + "control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {\n"
-            + ingress + "\n}\n"
-            + "control VC(inout headers hdr, inout metadata meta) { apply { } }\n"
-            + "control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) "
-            + "{ apply { } }\n"
-            + "control CC(inout headers hdr, inout metadata meta) { apply { } }\n"
-            + "control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr); } }\n"
-            + "V1Switch(P(), VC(), I(), E(), CC(), D()) main;\n")
+    return skeleton_program(PRELUDE + prelude, "pkt.extract(hdr.fix);\n        " + parser_body, ingress)
 
 
 @pytest.mark.parametrize(
