@@ -43,17 +43,40 @@ class SourceLoc:
 class AnnotationText(str):
     """An annotation's body. As a ``str`` it is the value the program's consumers read (string
     arguments unquoted: ``@name("x")`` -> ``x``); ``source`` is its token text as p4c writes it
-    into P4Info (``"x"``, ``1 , 2``, ``k = "v"``), so the two P4Infos carry equal strings."""
+    into P4Info (``"x"``, ``1 , 2``, ``k = "v"``), so the two P4Infos carry equal strings.
+    ``earlier`` are the sources of earlier annotations of the same name on the same object
+    (``@a(1) @a(2)``): the value is the last one's, P4Info lists them all, as p4c does."""
 
     source: str
+    earlier: tuple[str, ...]
 
-    def __new__(cls, value: str, source: str) -> AnnotationText:
+    def __new__(cls, value: str, source: str, earlier: tuple[str, ...] = ()) -> AnnotationText:
         obj = super().__new__(cls, value)
         obj.source = source
+        obj.earlier = tuple(earlier)
         return obj
 
     def __reduce__(self):  # noqa: ANN204 - pickle/deepcopy keep the source text
-        return (AnnotationText, (str(self), self.source))
+        return (AnnotationText, (str(self), self.source, self.earlier))
+
+
+class StructuredAnnotation(str):
+    """A structured annotation's body (spec 18.1.2): ``@a[1, "x"]`` is an expression list,
+    ``@a[k=1]`` a key-value list. ``items`` are (key or None, value) pairs whose values are the
+    compile-time-known int, string or bool that P4Info's ``structured_annotations`` carry. As a
+    ``str`` it is empty, so code reading an annotation's text sees no value."""
+
+    kind: str  # "expressions" or "kv"
+    items: tuple[tuple[str | None, int | str | bool], ...]
+
+    def __new__(cls, kind: str, items: tuple) -> StructuredAnnotation:
+        obj = super().__new__(cls, "")
+        obj.kind = kind
+        obj.items = tuple(items)
+        return obj
+
+    def __reduce__(self):  # noqa: ANN204 - pickle/deepcopy keep the items
+        return (StructuredAnnotation, (self.kind, self.items))
 
 
 @dataclass

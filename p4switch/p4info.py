@@ -183,11 +183,41 @@ def _annotation_strings(annotations: dict[str, str] | tuple) -> list[str]:
     items = annotations.items() if isinstance(annotations, dict) else annotations
     out = []
     for key, body in items:
-        if key in _STRUCTURAL_ANNOTATIONS:
+        if key in _STRUCTURAL_ANNOTATIONS or isinstance(body, ir.StructuredAnnotation):
             continue
-        text = body.source if isinstance(body, ir.AnnotationText) else body
-        out.append(f"@{key}({text})" if text not in (None, "") else f"@{key}")
+        texts = [body] if not isinstance(body, ir.AnnotationText) else [*body.earlier,
+                                                                         body.source]
+        out.extend(f"@{key}({text})" if text not in (None, "") else f"@{key}" for text in texts)
     return out
+
+
+def _expression(e: p4types_pb2.Expression, value: int | str | bool) -> None:
+    if isinstance(value, bool):
+        e.bool_value = value
+    elif isinstance(value, int):
+        e.int64_value = value
+    else:
+        e.string_value = value
+
+
+def _annotate(msg, annotations: dict[str, str] | tuple) -> None:  # noqa: ANN001 - any message
+    """An entity's annotations as p4c writes them: unstructured ones as ``annotations``
+    strings, structured ones (``@a[...]``) as ``structured_annotations``, each in source
+    order."""
+    msg.annotations.extend(_annotation_strings(annotations))
+    items = annotations.items() if isinstance(annotations, dict) else annotations
+    for key, body in items:
+        if not isinstance(body, ir.StructuredAnnotation):
+            continue
+        sa = msg.structured_annotations.add(name=key)
+        if not body.items:
+            continue  # @a[]: a name only, as p4c writes it
+        if body.kind == "kv":
+            for k, v in body.items:
+                _expression(sa.kv_pair_list.kv_pairs.add(key=k).value, v)
+        else:
+            for _, v in body.items:
+                _expression(sa.expression_list.expressions.add(), v)
 
 
 def _aliases(names: list[str]) -> dict[str, str]:
@@ -452,7 +482,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         pt.preamble.id = table_ids[t.cp_name]
         pt.preamble.name = t.cp_name
         pt.preamble.alias = alias[t.cp_name]
-        pt.preamble.annotations.extend(_annotation_strings(t.annotations))
+        _annotate(pt.preamble, t.annotations)
         _doc(pt.preamble.doc, t.annotations)
         if t.annotations.get("support_timeout") == "true":
             pt.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
@@ -468,13 +498,13 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
                 mf.match_type = _MATCH_TYPES[k.match_kind]
             else:
                 mf.other_match_type = k.match_kind
-            mf.annotations.extend(_annotation_strings(k.annotations))
+            _annotate(mf, k.annotations)
             _doc(mf.doc, k.annotations)
         for ref in t.actions:
             if ref.action not in key_to_action_id:
                 continue
             ar = pt.action_refs.add(id=key_to_action_id[ref.action], scope=_SCOPES[ref.scope])
-            ar.annotations.extend(_annotation_strings(ref.annotations))
+            _annotate(ar, ref.annotations)
             # the front end's implicit ``@defaultonly NoAction`` has a scope but no annotation
             if ref.scope and f"@{ref.scope}" not in ar.annotations:
                 ar.annotations.append(f"@{ref.scope}")
@@ -516,14 +546,14 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         pa.preamble.id = action_ids[a.cp_name]
         pa.preamble.name = a.cp_name
         pa.preamble.alias = alias[a.cp_name]
-        pa.preamble.annotations.extend(_annotation_strings(a.annotations))
+        _annotate(pa.preamble, a.annotations)
         _doc(pa.preamble.doc, a.annotations)
         params = a.data_params
         pids = _member_ids([(p.name, p.annotations) for p in params], a.cp_name)
         for pid, p in zip(pids, params, strict=True):
             _register_type(types, p.type)
             pp = pa.params.add(id=pid, name=p.name, bitwidth=_bitwidth(p.type))
-            pp.annotations.extend(_annotation_strings(p.annotations))
+            _annotate(pp, p.annotations)
             _doc(pp.doc, p.annotations)
 
     # ---- action profiles
@@ -595,7 +625,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
             if "hidden" in dict(f.annotations):
                 continue
             md = cm.metadata.add(id=mid, name=f.name, bitwidth=ir.type_width(f.type))
-            md.annotations.extend(_annotation_strings(f.annotations))
+            _annotate(md, f.annotations)
 
     # ---- value sets
     vs_ids = alloc.allocate(
@@ -697,7 +727,7 @@ def _preamble(pre: p4info_pb2.Preamble, pid: int, inst: ir.ExternInstance,
     pre.id = pid
     pre.name = inst.cp_name
     pre.alias = aliases[inst.cp_name]
-    pre.annotations.extend(_annotation_strings(inst.annotations))
+    _annotate(pre, inst.annotations)
     _doc(pre.doc, inst.annotations)
 
 

@@ -92,6 +92,12 @@ def _header_field_type(t: object) -> bool:
         isinstance(t, ir.EnumType) and t.underlying is not None)
 
 
+#: annotations whose (unstructured) text the front end or P4Info reads: p4c refuses their
+#: structured form too
+_UNSTRUCTURED_ONLY = {"name", "id", "priority", "brief", "description", "hidden",
+                      "controller_header", "match", "defaultonly", "tableonly",
+                      "max_group_size", "support_timeout"}
+
 V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 
 _BOOL = ir.BoolType()
@@ -229,29 +235,72 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         for a in t.children:
             name = _name(a.children[0])
             body = a.children[1] if len(a.children) > 1 else None
-            out[name] = self.anno_body_text(body) if body is not None else ""
+            prev = out.get(name)
+            structured = a.data == "structured_annotation"
+            if prev is not None and (structured or isinstance(prev, ir.StructuredAnnotation)):
+                raise self.err(a, f"duplicate name for structured annotation @{name}")
+            if structured:
+                if name in _UNSTRUCTURED_ONLY:
+                    raise self.err(a, f"@{name} takes an unstructured body: write @{name}(...)")
+                out[name] = self.structured_body(body)
+                continue
+            text = self.anno_body_text(body) if body is not None else ""
+            if prev is not None:  # @a(1) @a(2): the last is read, P4Info lists both
+                earlier = (*getattr(prev, "earlier", ()), getattr(prev, "source", ""))
+                text = ir.AnnotationText(str(text), getattr(text, "source", ""), earlier)
+            out[name] = text
         return out
 
-    def anno_body_text(self, body: Tree) -> ir.AnnotationText:
-        """The body's value (strings unquoted) carrying its tokens as p4c prints them."""
-        def item(it: Tree) -> tuple[str, str]:
-            if it.data == "anno_str":
-                return _unquote(str(it.children[0])), str(it.children[0])
-            if it.data == "anno_int":
-                return str(it.children[0]), str(it.children[0])
-            if it.data == "anno_negint":
-                return "-" + str(it.children[0]), "- " + str(it.children[0])
-            if it.data == "anno_name":
-                return _name(it.children[0]), _name(it.children[0])
-            if it.data == "anno_kv":
-                v, src = item(it.children[1])
-                return f"{_name(it.children[0])}={v}", f"{_name(it.children[0])} = {src}"
-            word = "true" if it.data == "anno_true" else "false"
-            return word, word
+    def anno_body_text(self, body: Token) -> ir.AnnotationText:
+        """The body's value as the front end reads it (comma-separated items, strings unquoted:
+        ``@name("x")`` -> ``x``, ``@a(k = "v", - 2)`` -> ``k=v, -2``) carrying its tokens as
+        p4c prints them (spaced) for P4Info."""
+        toks: list[Token] = getattr(body, "tokens", [])
+        items: list[str] = []
+        cur: list[str] = []
+        depth = 0
+        for tok in toks:
+            is_str = tok.type == "STRING_LITERAL"
+            if not is_str and tok.value == "," and depth == 0:
+                items.append("".join(cur))
+                cur = []
+                continue
+            if not is_str and tok.value == "(":
+                depth += 1
+            elif not is_str and tok.value == ")":
+                depth -= 1
+            cur.append(_unquote(tok.value) if is_str else tok.value)
+        if toks:
+            items.append("".join(cur))
+        return ir.AnnotationText(", ".join(items), " ".join(tok.value for tok in toks))
 
-        items = [item(c) for c in body.children]
-        return ir.AnnotationText(", ".join(v for v, _ in items),
-                                 " , ".join(src for _, src in items))
+    def structured_body(self, body: Tree | None) -> ir.StructuredAnnotation:
+        """Spec 18.1.2: expressions or key-value pairs whose values are compile-time-known
+        ints, strings or bools (folded: ``1 + 2`` is 3), keys unique -- as p4c checks them."""
+        if body is None:
+            return ir.StructuredAnnotation("expressions", ())
+        items: list[tuple[str | None, int | str | bool]] = []
+        if body.data == "kv_list":
+            seen: set[str] = set()
+            for kv in _trees(body):
+                key = _name(kv.children[0])
+                if key in seen:
+                    raise self.err(kv.children[0], f"duplicate key '{key}' in a structured "
+                                                   "annotation")
+                seen.add(key)
+                items.append((key, self.annotation_value(kv.children[1])))
+            return ir.StructuredAnnotation("kv", tuple(items))
+        for e in _trees(body.children[0]):
+            items.append((None, self.annotation_value(e)))
+        return ir.StructuredAnnotation("expressions", tuple(items))
+
+    def annotation_value(self, t: Tree | Token) -> int | str | bool:
+        e = self.expr(t, self.globals, BlockCtx("toplevel", "", set()))
+        if isinstance(e, ir.Const) and isinstance(e.type, ir.InfIntType | ir.BoolType
+                                                  | ir.StringType):
+            return e.value
+        raise self.err(t, f"'{expr_text(t)}' is not a compile-time-known int, string or bool "
+                          "(a structured annotation's values must be)")
 
     def cp_name(self, ctx: BlockCtx, local: str, annos: dict[str, str]) -> str:
         name = annos.get("name")

@@ -348,15 +348,115 @@ def _disambiguate(toks: list[Token]) -> list[Token]:
     return out
 
 
+class AnnotationBody(Token):
+    """An unstructured annotation body, ``(`` to its matching ``)``, as one token: spec 18.1
+    lets it hold any tokens with balanced parentheses (``@a(x, [y)`` included), which no
+    grammar rule could take without clashing with expressions. ``tokens`` are the ones inside,
+    for the front end to read; the value is their text spaced as p4c prints it."""
+
+    tokens: list[Token]
+
+
+class LexError(Exception):
+    """A located lexical error, raised before the parser sees a token."""
+
+    def __init__(self, tok: Token, message: str) -> None:
+        super().__init__(message)
+        self.tok = tok
+        self.message = message
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _not_str(tok: Token, value: str) -> bool:
+    return tok.type != "STRING_LITERAL" and tok.value == value
+
+
+def _body_tokens(toks: list[Token]) -> list[Token]:
+    """An annotation body's tokens as p4c lexes them: adjacent ``<`` ``<`` are one ``<<``
+    (``>>`` stays two ``>``); the assignment operators (``+=``, ``<<=``, ...) are the tokens
+    spec 18.1's annotationToken leaves out, so p4c rejects them there and so does this."""
+    out: list[Token] = []
+    i, n = 0, len(toks)
+    while i < n:
+        t = toks[i]
+        nxt = toks[i + 1] if i + 1 < n else None
+        op = None
+        if t.type == "COMPOUND_OP":
+            op = t.value
+        elif nxt is not None and _adjacent(t, nxt) and (t.type, nxt.type) in (("LT", "LE"),
+                                                                               ("GT", "GE")):
+            op = t.value * 2 + "="
+        if op is not None:
+            raise LexError(t, f"syntax error: '{op}' cannot appear in an annotation body (spec "
+                              "18.1 allows any token there but the assignment operators)")
+        if nxt is not None and t.type == nxt.type == "LT" and _adjacent(t, nxt):
+            out.append(Token.new_borrow_pos("SHL", "<<", t))
+            i += 2
+            continue
+        out.append(t)
+        i += 1
+    return out
+
+
+def _annotation_bodies(toks: list[Token]) -> list[Token]:
+    """Fold each ``@name( ... )`` body into an AnnotationBody token (the ``(`` must follow the
+    name, as in p4c's grammar); any other UNEXPECTED_CHAR is an error."""
+    out: list[Token] = []
+    i, n = 0, len(toks)
+    while i < n:
+        t = toks[i]
+        if (_not_str(t, "@") and i + 2 < n and toks[i + 1].type != "STRING_LITERAL"
+                and _WORD.fullmatch(toks[i + 1].value) and _not_str(toks[i + 2], "(")):
+            opening, depth, j = toks[i + 2], 0, i + 2
+            while j < n:
+                if _not_str(toks[j], "("):
+                    depth += 1
+                elif _not_str(toks[j], ")"):
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j += 1
+            if j == n:
+                raise LexError(opening, f"the body of annotation @{toks[i + 1].value} has no "
+                                        "closing ')' (its parentheses must balance)")
+            inner = _body_tokens(toks[i + 3:j])
+            close = toks[j]
+            body = AnnotationBody("ANNOTATION_BODY", "(" + " ".join(x.value for x in inner) + ")",
+                                  opening.start_pos, opening.line, opening.column,
+                                  close.end_line, close.end_column, close.end_pos)
+            body.tokens = inner
+            out += [t, toks[i + 1], body]
+            i = j + 1
+            continue
+        if t.type == "UNEXPECTED_CHAR":
+            raise LexError(t, f"syntax error: unexpected character '{t.value}'")
+        out.append(t)
+        i += 1
+    return out
+
+
 class P4Lexer(Lexer):
-    """lark lexer: the basic lexer, then the type-name and angle-bracket passes."""
+    """lark lexer: the basic lexer, annotation bodies, then the type-name and angle-bracket
+    passes."""
 
     def __init__(self, lexer_conf) -> None:  # noqa: ANN001
         self.basic = BasicLexer(lexer_conf)
 
     def lex(self, text: str) -> Iterator[Token]:  # type: ignore[override]
         toks = list(self.basic.lex(LexerState(TextSlice.cast_from(text)), None))
-        yield from _disambiguate(toks)
+        yield from _disambiguate(_annotation_bodies(toks))
+
+
+class _KeepUnexpectedChars:
+    """lark drops terminals no rule uses; UNEXPECTED_CHAR is only read by the lexer passes
+    (an annotation body holds it, anywhere else it is an error), so it is kept this way."""
+
+    always_accept = ("UNEXPECTED_CHAR",)
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        return stream
 
 
 @functools.cache
@@ -365,6 +465,7 @@ def _parser() -> Lark:
         _GRAMMAR.read_text(),
         parser="lalr",
         lexer=P4Lexer,
+        postlex=_KeepUnexpectedChars(),
         propagate_positions=True,
         maybe_placeholders=True,
         cache=True,  # lark caches the LALR tables in the temp dir, keyed by grammar+options
@@ -381,6 +482,8 @@ def parse(pp: Preprocessed) -> Tree:
     """Parse preprocessed text; syntax errors become located P4CompileErrors."""
     try:
         return _parser().parse(pp.text)
+    except LexError as e:
+        raise pp.error(pp.locate(e.tok.line, e.tok.column), e.message) from None
     except UnexpectedToken as e:
         tok = e.token
         line = tok.line if tok.line is not None else e.line
