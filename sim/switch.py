@@ -16,6 +16,11 @@ candidates ``port_oracle(frame)`` names (sim.network derives them from the insta
 the route's port or all members of its LB group). The queue still sees the packet enter and
 leave (its departure clock and counters move as on the slow path). tests/sim compares whole
 runs with the fast path on and off.
+
+The slow path runs the fused code too, cut at the queue: ``Pipeline.ingress_fast`` at arrival,
+``egress_fast`` at departure (the job carries the fused code's locals; the general
+``ingress``/``egress`` where the program does not fuse). ``fused_halves=False`` (or setting the
+attribute) runs the general halves instead — bench/sim_bench.py compares the two in one run.
 """
 
 from __future__ import annotations
@@ -38,12 +43,14 @@ class SimSwitch:
 
     def __init__(self, name: str, pipeline: Any, loop: EventLoop,
                  queue_depth: int = DEFAULT_QUEUE_DEPTH, fast_path: bool = True,
-                 uptime_us: float = 1_000_000.0) -> None:
+                 uptime_us: float = 1_000_000.0, fused_halves: bool = True) -> None:
         self.name = name
         self.pipe = pipeline
         self.loop = loop
         self.queues = EgressQueues(depth=queue_depth)
         self.fast_path = fast_path and hasattr(pipeline, "process_fast")
+        # the slow path's ingress/egress through the fused code (exact: tests/pipeline)
+        self.fused_halves = fused_halves and hasattr(pipeline, "ingress_fast")
         self.uptime_us = uptime_us
         self._out: dict[int, tuple[Link, Receive, int]] = {}
         self._q: dict[int, EgressQueue] = {}
@@ -81,7 +88,7 @@ class SimSwitch:
                 for o in r.outputs:
                     self._pass_through(now, o.port, len(frame), o.data)
             return
-        res = self.pipe.ingress(frame, port, ts)
+        res = (self.pipe.ingress_fast if self.fused_halves else self.pipe.ingress)(frame, port, ts)
         self.pipeline_drops += len(res.drops)
         for job in res.jobs:
             self._enqueue(now, job)
@@ -154,7 +161,8 @@ class SimSwitch:
         # the queue ran on float µs; the pipeline's clock ticks in whole µs
         qm.enq_timestamp = int(qm.enq_timestamp + self.uptime_us)
         qm.deq_timedelta = int(qm.deq_timedelta)
-        er = self.pipe.egress(job, int(now + self.uptime_us), qm)
+        er = (self.pipe.egress_fast if self.fused_halves else self.pipe.egress)(
+            job, int(now + self.uptime_us), qm)
         self.pipeline_drops += len(er.drops)
         for o in er.outputs:
             self._transmit(now, o.port, o.data)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import struct as _struct
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -840,7 +841,8 @@ def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
     for name, p in facts.fields.items():
         if p not in facts.touched and name not in facts.unguarded:
             leaves.pop(name, None)
-    return _assemble(fname, bodies, leaves, drop_port)
+    return _assemble(fname, bodies, leaves, drop_port) + _assemble_halves(
+        fname, bodies, leaves, drop_port)
 
 
 def _generate(mod: Module, program: ir.Program, facts: _Facts, drop_port: int,
@@ -982,3 +984,126 @@ def _assemble(fname: str, bodies: dict[str, list[str]], leaves: dict[str, str],
     lean = src.replace(f"def {fname}(", f"def {fname}_lean(").replace("@@OUT", "(_eport, _data)")
     lean = re.sub("@@DROP\\((.*)\\)$", r"_Drop(\1)", lean, flags=re.M)
     return [full, "", lean, ""]
+
+
+def _prologue(bodies: dict[str, list[str]], leaves: dict[str, str], text: str) -> list[str]:
+    """The per-packet start of the fused functions: bytes, length, the locals' initial values."""
+    out = ["if _pkt.__class__ is not bytes: _pkt = bytes(_pkt)", "_plen = len(_pkt)"]
+    special = {f"{_SM_ROOT}_f_ingress_port": "_port", f"{_SM_ROOT}_f_packet_length": "_plen",
+               f"{_SM_ROOT}_f_ingress_global_timestamp": "_now"}
+    zeros = [n for n, v in leaves.items() if v == "0" and n not in special]
+    falses = [n for n, v in leaves.items() if v == "False" and n not in special]
+    for group, v in ((zeros, "0"), (falses, "False")):
+        for i in range(0, len(group), 16):
+            out.append(" = ".join(group[i:i + 16]) + f" = {v}")
+    out += [f"{n} = {v}" for n, v in special.items() if n in leaves]
+    if "_trunc" in text:
+        out.append("_trunc = None")
+    if "_mcol" in text:
+        out.append("_mcol = 0")
+    out += ["_pos = 0", "_perr = 0"]
+    if f"{_SM_ROOT}_f_checksum_error" in leaves:
+        out.append("_ckerr = 0")
+    return out
+
+
+def _fn_code(src: str) -> types.CodeType:
+    """The code object of the one function ``src`` defines (compiled only to read its names)."""
+    mod = compile(src, "<p4switch:fused-half>", "exec")
+    return next(c for c in mod.co_consts if isinstance(c, types.CodeType))
+
+
+def _assemble_halves(fname: str, bodies: dict[str, list[str]], leaves: dict[str, str],
+                     drop_port: int) -> list[str]:
+    """``{fname}_ingress(_pkt, _port, _now) -> IngressResult`` and ``{fname}_egress(_job, _now,
+    _qm) -> EgressResult``: the whole function cut where the queue sits (Pipeline.ingress_fast,
+    egress_fast). Every local of the ingress half that the egress half names travels in the
+    job's state as one tuple (the egress half unpacks it); which ones is read off the two
+    halves compiled on their own, so nothing the generator emits can be missed."""
+    text = "\n".join(line for b in bodies.values() for line in b)
+
+    def sm(name: str) -> str | None:
+        n = f"{_SM_ROOT}_f_{name}"
+        return n if n in leaves else None
+
+    def block(out: list[str], role: str, ind: int) -> None:
+        out += ["    " * ind + line for line in bodies[role] or ["pass"]]
+
+    ing = ["    " + line for line in _prologue(bodies, leaves, text)]
+    ing.append("    try:")
+    block(ing, "parser", 2)
+    ing.append("        _ppos = _pos")
+    if sm("parser_error"):
+        ing.append(f"        {sm('parser_error')} = _perr")
+    block(ing, "verify_checksum", 2)
+    if sm("checksum_error"):
+        ing.append(f"        {sm('checksum_error')} = _ckerr")
+    block(ing, "ingress", 2)
+    ing += ["    except _Assert:",
+            '        return _IR(drops=[_Drop("assert", "assert/assume failed in ingress")])',
+            "    except (_PErr, _PktErr, IndexError) as _x:",
+            '        return _IR(drops=[_Drop("error", "ingress: " + _describe(_x))])']
+    spec = sm("egress_spec") or "0"
+    if spec != "0":
+        ing += [f"    if {spec} == {drop_port}:",
+                '        return _IR(drops=[_Drop("mark_to_drop")])']
+
+    late = "\n".join(line for r in ("egress", "compute_checksum", "deparser") for line in bodies[r])
+    eg: list[str] = []
+    preset: set[str] = set()  # set by the egress half itself before its blocks run
+    if "_eplen" in late:
+        eg.append("    _eplen = _job.packet_length")
+    # egress_port, egress_spec, packet_length, timestamps and queueing metadata: what
+    # Pipeline._run_egress sets
+    for name, v in (("instance_type", "0"), ("egress_port", "_job.egress_port"),
+                    ("egress_spec", "0"), ("packet_length", "_job.packet_length"),
+                    ("egress_global_timestamp", "_now"), ("enq_timestamp", "_qm.enq_timestamp"),
+                    ("enq_qdepth", "_qm.enq_qdepth"), ("deq_timedelta", "_qm.deq_timedelta"),
+                    ("deq_qdepth", "_qm.deq_qdepth"), ("qid", "_qm.qid")):
+        if sm(name):
+            eg.append(f"    {sm(name)} = {v}")
+            preset.add(f"{sm(name)}")
+    eg.append("    try:")
+    block(eg, "egress", 2)
+    eg += ["    except _Assert:",
+           '        return _ER(drops=[_Drop("assert", "assert/assume failed in egress")])',
+           "    except (_PErr, _PktErr, IndexError) as _x:",
+           '        return _ER(drops=[_Drop("error", "egress: " + _describe(_x))])']
+    # as in the whole function: egress_spec neither read nor written in egress stays 0
+    if spec != "0" and (drop_port == 0 or re.search(rf"\b{spec}\b", late) is not None):
+        eg += [f"    if {spec} == {drop_port}:",
+               '        return _ER(drops=[_Drop("mark_to_drop", "dropped in egress")])']
+    eg.append("    try:")
+    block(eg, "compute_checksum", 2)
+    block(eg, "deparser", 2)
+    eg += ["    except (_PErr, _PktErr, IndexError) as _x:",
+           '        return _ER(drops=[_Drop("error", "deparser: " + _describe(_x))])']
+    if "_trunc" in text:
+        eg += ["    if _trunc is not None and _trunc < len(_data):",
+               "        _data = _data[:_trunc]"]
+    eg += ["    _o = _new(_Out); _o.port = _job.egress_port; _o.data = _data",
+           "    _r = _new(_ER); _r.outputs = [_o]; _r.jobs = []; _r.digests = []; _r.drops = []",
+           "    _r.logs = []",
+           "    return _r"]
+
+    ihead, ehead = f"def {fname}_ingress(_pkt, _port, _now):", f"def {fname}_egress(_job, _now, _qm):"
+    icode = _fn_code("\n".join([ihead, *ing, "    return None", ""]))
+    ecode = _fn_code("\n".join([ehead, *eg, ""]))
+    named = set(ecode.co_varnames) | set(ecode.co_names)
+    own = {"_job", "_now", "_qm", "_eplen", "_x", "_o", "_r", *preset}
+    carried = [n for n in icode.co_varnames if n in named and n not in own]
+    # a carried local the ingress half may leave unassigned (a field of a header that was not
+    # extracted: only read under its validity, so any value will do) starts at 0
+    prologue = "\n".join(_prologue(bodies, leaves, text))
+    unset = [n for n in carried if n not in ("_pkt", "_port", "_ppos")
+             and not re.search(rf"(^|[ ,]){re.escape(n)}( =|,)", prologue, flags=re.M)]
+    state = f"({', '.join(carried)},)" if carried else "()"
+    plen = sm("packet_length") or "_plen"
+    prio = sm("priority") or "0"
+    inits = [f"    {' = '.join(unset[i:i + 16])} = 0" for i in range(0, len(unset), 16)]
+    ing = ing[:2] + inits + ing[2:]
+    ing += [f"    _j = _EJ({spec}, 0, {plen}, {state}, {prio})",
+            "    _r = _new(_IR); _r.jobs = [_j]; _r.digests = []; _r.drops = []; _r.logs = []",
+            "    return _r"]
+    eg = [f"    {', '.join(carried)}, = _job.state"] + eg if carried else eg
+    return ["\n".join([ihead, *ing, ""]), "", "\n".join([ehead, *eg, ""]), ""]

@@ -276,6 +276,7 @@ class Pipeline:
             _mkh=runtime.mkh, _mks=runtime.mks, _eq=runtime.eq, _log=runtime.log,
             _look=lambda p, pos, n: runtime.look(p, pos, n, too_short),
             _digest=_digest, _Drop=Drop, _PR=ProcessResult, _Out=Output, _new=object.__new__,
+            _IR=IngressResult, _ER=EgressResult, _EJ=EgressJob,
             _describe=self._describe, _ARet=runtime.ActionReturn,
         )
         source = "\n".join(mod.lines) + "\n"
@@ -317,6 +318,9 @@ class Pipeline:
             # bytes-like packet): no method frame in between
             self.process = self._fused  # type: ignore[method-assign]
             self.process_fast = self._fused_lean  # type: ignore[method-assign]
+            # the two halves around the queue (fused._assemble_halves)
+            self.ingress_fast = ns["process_fused_ingress"]  # type: ignore[method-assign]
+            self.egress_fast = ns["process_fused_egress"]  # type: ignore[method-assign]
 
         for block, action_fns, bound_fns in code.blocks:
             fns = {k: ns[v] for k, v in action_fns.items()}
@@ -593,8 +597,18 @@ class Pipeline:
             data = data[:trunc]
         outputs.append(Output(port, data))
 
-    # Where the program is fusable, __init__ binds the generated functions over ``process`` and
-    # ``process_fast`` per instance, so these methods only run the general driver.
+    # Where the program is fusable, __init__ binds the generated functions over ``process``,
+    # ``process_fast``, ``ingress_fast`` and ``egress_fast`` per instance, so these methods only
+    # run the general driver.
+    def ingress_fast(self, data: bytes, port: int, now_us: int) -> IngressResult:
+        """``ingress`` through the fused code where the program fuses. Its jobs are for
+        ``egress_fast`` only (their state is the fused code's locals, not ``egress``'s)."""
+        return self.ingress(data, port, now_us)
+
+    def egress_fast(self, job: EgressJob, now_us: int, qmeta: QueueingMetadata) -> EgressResult:
+        """``egress`` of a job ``ingress_fast`` made, through the fused code where it fuses."""
+        return self.egress(job, now_us, qmeta)
+
     def process(self, data: bytes, port: int, now_us: int) -> ProcessResult:
         return self.process_general(data, port, now_us)
 
