@@ -164,7 +164,9 @@ def test_k4_results_equal_the_golden_fingerprints() -> None:
     says what is hashed and how to regenerate golden_k4.json after an intended change)."""
     import json
 
-    from tests.sim.golden import GOLDEN, fingerprint
+    # tests/sim/golden.py, importable as a sibling like tests/frontend/fe_helpers.py: the
+    # package path tests.sim broke in a fresh checkout's full run (ModuleNotFoundError)
+    from golden import GOLDEN, fingerprint
 
     want = json.loads(GOLDEN.read_text())
     got = fingerprint()
