@@ -16,8 +16,12 @@ wall figure measures the neighbours, the CPU figure the simulator. With k=16 in 
 line says whether the issue's target (10^7 packet-hops in 10 minutes: 16,667 hops/s) is met at
 the k=16 rate measured.
 
+Each size runs twice by default (``--halves both``): the slow path — a packet meeting a busy
+queue or wire — through the general ``Pipeline.ingress``/``egress``, then through the fused
+halves ``ingress_fast``/``egress_fast``; a line gives the ratio. Results are identical.
+
 Run: .venv/bin/python bench/sim_bench.py [--k 4 8 16] [--scheme ecmp] [--ranks 64] [--pkts 8]
-[--quick] (the defaults: what docs/sim.md reports, and what ``make bench`` runs; ``--quick``:
+[--halves both|fused|general] [--quick] (the defaults: what docs/sim.md reports, and what ``make bench`` runs; ``--quick``:
 k = 4 and 8, 16 ranks, 4 packets per pair, seconds). ``--ranks 0`` is every host: at k=16 that
 is 1,024 ranks and ~1M flows, hours of CPU here.
 """
@@ -49,7 +53,7 @@ class Timed:
     def __init__(self, pipe: Pipeline, sample: list | None = None) -> None:
         self.pipe = pipe
         self.sample = sample
-        for name in ("ingress", "egress", "process_fast"):
+        for name in ("ingress", "egress", "process_fast", "ingress_fast", "egress_fast"):
             setattr(self, name, self._wrap(getattr(pipe, name), name))
 
     def _wrap(self, fn, name: str):  # noqa: ANN001, ANN202
@@ -57,7 +61,7 @@ class Timed:
         sample = self.sample
 
         def timed(*args):  # noqa: ANN002, ANN202
-            if sample is not None and name != "egress" and len(sample) < SAMPLE:
+            if sample is not None and "egress" not in name and len(sample) < SAMPLE:
                 sample.append(args)
             t = clock()
             try:
@@ -85,8 +89,11 @@ def pipeline_alone(net: SimNetwork, sample: list) -> float:
     return best
 
 
-def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None) -> float:
-    """One size; returns packet-hops per CPU second."""
+def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
+        halves: bool = True) -> tuple[float, tuple]:
+    """One size; returns packet-hops per CPU second. ``halves``: the slow path (queue or wire
+    busy) through the fused ingress/egress halves, else through the general ones. Also returns
+    what the run's results must agree on either way (CCT, hops, fast-path hops, drops)."""
     spec = fat_tree(k, bw_mbps=rate_bps / 1e6)
     hosts = list(spec.hosts)
     n = min(ranks or len(hosts), len(hosts))
@@ -97,6 +104,7 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None) -> f
     sample: list = []
     for name, sw in net.switches.items():
         sw.pipe = Timed(sw.pipe, sample if name == "edge1" else None)  # type: ignore[assignment]
+        sw.fused_halves = halves
     sched = alltoall(n, n * pkts * 1400)
     sched.placement = [hosts[i * stride] for i in range(n)]
     Timed.total = 0.0
@@ -105,7 +113,7 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None) -> f
     cpu = time.process_time() - c0
     pipe_s = Timed.total
     alone = pipeline_alone(net, sample) if sample else 0.0
-    print(f"k={k:2d} {scheme:7s} switches={len(net.switches):3d} ranks={n:4d} "
+    print(f"k={k:2d} {scheme:7s} halves={'fused' if halves else 'general':7s} switches={len(net.switches):3d} ranks={n:4d} "
           f"build={build_cpu:5.2f}cpu-s (pipelines {net.build_s:5.2f}s, entries "
           f"{net.install_s:5.2f}s wall) ok={res.ok} "
           f"cct={res.cct_s * 1e6 if res.cct_s else 0:9.1f}us "
@@ -116,7 +124,9 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None) -> f
           f"process_fast_alone={alone:7.0f}/cpu-s "
           f"ratio={res.packet_hops / cpu / alone if alone else 0:.2f}",
           flush=True)
-    return res.packet_hops / cpu
+    tail = sum(sw.tail_drops() for sw in net.switches.values())
+    drops = sum(sw.pipeline_drops for sw in net.switches.values())
+    return res.packet_hops / cpu, (res.cct_s, res.packet_hops, res.fast_hops, tail, drops)
 
 
 TARGET_HOPS, TARGET_S = 10**7, 600.0
@@ -130,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=float, default=400e9, help="link rate, bits/s")
     ap.add_argument("--ranks", type=int, default=64,
                     help="AllToAll among this many hosts spread over the fabric (0: all)")
+    ap.add_argument("--halves", default="both", choices=("both", "fused", "general"),
+                    help="the slow path's ingress/egress: the fused halves, the general ones, "
+                         "or both, one after the other (default)")
     ap.add_argument("--quick", action="store_true",
                     help="a cheap look: k = 4 and 8 only, 16 ranks, 4 packets per pair")
     args = ap.parse_args(argv)
@@ -140,7 +153,20 @@ def main(argv: list[str] | None = None) -> int:
     for k in args.k:
         if k < 2 or k % 2 or k > 16:
             ap.error(f"--k {k}: a fat-tree k must be even and in 2..16")
-    rates = {k: run(k, args.scheme, args.pkts, args.rate, args.ranks or None) for k in args.k}
+    rates = {}
+    for k in args.k:
+        old = None
+        if args.halves in ("both", "general"):
+            old = run(k, args.scheme, args.pkts, args.rate, args.ranks or None, halves=False)
+            rates[k] = old[0]
+        if args.halves in ("both", "fused"):
+            new = run(k, args.scheme, args.pkts, args.rate, args.ranks or None)
+            rates[k] = new[0]
+            if old:
+                print(f"k={k:2d} fused halves / general halves: {new[0] / old[0]:.2f}x hops per "
+                      f"CPU second; results (cct, hops, fast hops, tail drops, pipeline drops) "
+                      f"{'identical' if new[1] == old[1] else f'DIFFER: {old[1]} vs {new[1]}'}",
+                      flush=True)
     if 16 in rates:
         need = TARGET_HOPS / TARGET_S
         print(f"target (issue 10): {TARGET_HOPS:.0e} packet-hops in {TARGET_S / 60:.0f} min "
