@@ -499,6 +499,11 @@ def parse(pp: Preprocessed) -> Tree:
             raise pp.error(loc, "syntax error: a table declaration has no parameter list: write "
                                 "'table name { ... }' (p4c rejects 'table name() { ... }' too)"
                            ) from None
+        opened = _STRUCTURED_OPEN.search(pp.text, 0, tok.start_pos or 0)
+        if opened and tok.type != "$END":
+            raise pp.error(loc, f"syntax error: unexpected {_describe(tok)} in structured "
+                                f"annotation @{opened.group(1)}[...] (spec 18.1.2: a list of "
+                                "expressions, or of name = expression pairs, not both)") from None
         expected = set(e.expected or ())
         end = len(pp.text[:tok.start_pos or 0].rstrip())
         if ("SEMICOLON" in expected and tok.type != "$END" and end > 0
@@ -526,6 +531,9 @@ def parse(pp: Preprocessed) -> Tree:
     except UnexpectedInput as e:  # pragma: no cover - other lark errors
         raise P4CompileError(pp.locate(e.line, e.column), f"syntax error: {e}") from None
 
+
+#: an unclosed "@name[" right before a syntax error: the error is in a structured annotation
+_STRUCTURED_OPEN = re.compile(r"@\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[[^\[\];{}]*\Z")
 
 #: "table name" right before a syntax error at "(": the old `table t() {` form
 _TABLE_PARENS = re.compile(r"\btable\s+[A-Za-z_][A-Za-z0-9_]*\s*\Z")

@@ -63,6 +63,8 @@ def test_structured_annotations_are_folded_typed_values():
         ("@v[{1, 2}]", "{1", "is not a compile-time-known int, string or bool"),
         ("@v[meta.m8]", "meta", "unknown name 'meta'"),
         ("@id[3]", "@id", "@id takes an unstructured body"),
+        ("@m[1, k=2]", "=2", "unexpected '=' in structured annotation @m[...]"),
+        ("@m[k=1, 2]", "2]", "unexpected '2' in structured annotation @m[...]"),
     ],
 )
 def test_bad_annotation_bodies_are_located_errors(annos: str, needle: str, message: str):
