@@ -10,7 +10,9 @@ egress, process_fast calls, timed around each call — the timer costs ~2 x 0.1 
 counted in the pipeline share) vs everything else (event loop, queues, links, hosts'
 transport), the fast-path share, and — in the same run — the pipeline alone: ``process_fast``
 packets/s on the first 20,000 frames edge1 received, replayed into a fresh, identically
-programmed pipeline, and the simulator's hops/s as a ratio of it. Rates are given per CPU
+programmed pipeline, and the simulator's hops/s as a ratio of it; and the same frames through
+ingress + egress, general vs fused halves (``halves_alone``: the slow path's per-packet cost
+without the simulator around it, all three interleaved, so load hits them alike). Rates are given per CPU
 second of this process (``time.process_time``) and per wall second: on a shared machine the
 wall figure measures the neighbours, the CPU figure the simulator. With k=16 in the run, a last
 line says whether the issue's target (10^7 packet-hops in 10 minutes: 16,667 hops/s) is met at
@@ -38,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from controller.pipeline_target import install_on_pipeline  # noqa: E402
 from controller.schemes import SCHEMES  # noqa: E402
 from p4switch.pipeline import Pipeline  # noqa: E402
+from p4switch.pipeline.api import QueueingMetadata  # noqa: E402
 from sim.network import CPU_PORT, DROP_PORT, SimConfig, SimNetwork, fabric_program  # noqa: E402
 from topo.spec import fat_tree  # noqa: E402
 from traffic.schedules import alltoall  # noqa: E402
@@ -74,19 +77,29 @@ class Timed:
         return getattr(self.pipe, name)
 
 
-def pipeline_alone(net: SimNetwork, sample: list) -> float:
-    """process_fast packets per CPU second over ``sample`` on a fresh pipeline with edge1's
-    entries."""
+def pipeline_alone(net: SimNetwork, sample: list) -> tuple[float, float, float]:
+    """Per CPU second over ``sample`` on a fresh pipeline with edge1's entries: packets through
+    ``process_fast``; through ``ingress`` + ``egress`` (the general halves); through
+    ``ingress_fast`` + ``egress_fast`` (the fused halves). Best of 3, the three interleaved."""
     pipe = Pipeline(fabric_program(), drop_port=DROP_PORT, cpu_port=CPU_PORT, seed=1)
     install_on_pipeline(pipe, net.entries["edge1"])
     fast = pipe.process_fast
-    best = 0.0
-    for _ in range(3):
-        t = time.process_time()
+
+    def halves(ing, eg) -> None:  # noqa: ANN001
         for data, port, now in sample:
-            fast(data, port, now)
-        best = max(best, len(sample) / max(1e-9, time.process_time() - t))
-    return best
+            for job in ing(data, port, now).jobs:
+                eg(job, now, QueueingMetadata(now))
+
+    runs = (lambda: [fast(d, p, t) for d, p, t in sample],
+            lambda: halves(pipe.ingress, pipe.egress),
+            lambda: halves(pipe.ingress_fast, pipe.egress_fast))
+    best = [0.0, 0.0, 0.0]
+    for _ in range(3):
+        for i, fn in enumerate(runs):
+            t = time.process_time()
+            fn()
+            best[i] = max(best[i], len(sample) / max(1e-9, time.process_time() - t))
+    return best[0], best[1], best[2]
 
 
 def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
@@ -112,7 +125,7 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
     res = net.run(sched, until_us=60e6)
     cpu = time.process_time() - c0
     pipe_s = Timed.total
-    alone = pipeline_alone(net, sample) if sample else 0.0
+    alone, gen_halves, fused_halves = pipeline_alone(net, sample) if sample else (0.0, 0.0, 0.0)
     print(f"k={k:2d} {scheme:7s} halves={'fused' if halves else 'general':7s} switches={len(net.switches):3d} ranks={n:4d} "
           f"build={build_cpu:5.2f}cpu-s (pipelines {net.build_s:5.2f}s, entries "
           f"{net.install_s:5.2f}s wall) ok={res.ok} "
@@ -122,7 +135,9 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
           f"pipeline={pipe_s / res.wall_s:4.0%} other={1 - pipe_s / res.wall_s:4.0%} "
           f"fast={res.fast_hops / max(1, res.packet_hops):4.0%} "
           f"process_fast_alone={alone:7.0f}/cpu-s "
-          f"ratio={res.packet_hops / cpu / alone if alone else 0:.2f}",
+          f"ratio={res.packet_hops / cpu / alone if alone else 0:.2f} "
+          f"halves_alone: general={gen_halves:6.0f} fused={fused_halves:6.0f}/cpu-s "
+          f"({fused_halves / gen_halves if gen_halves else 0:.2f}x)",
           flush=True)
     tail = sum(sw.tail_drops() for sw in net.switches.values())
     drops = sum(sw.pipeline_drops for sw in net.switches.values())
