@@ -4,7 +4,9 @@ P4's grammar is only LALR(1) if the lexer knows which names are types (``T<bit<8
 ``a < b``). ``P4Lexer`` therefore lexes the whole text first, finds every declared type name
 (headers, structs, enums, typedefs, externs, parsers, controls, packages and type parameters),
 retypes those identifiers as TYPE_IDENTIFIER, and resolves the ``<``/``>`` ambiguities before the
-parser sees a token.
+parser sees a token. Before those passes it folds each unstructured annotation body (spec 18.1:
+any tokens, parentheses balanced) into one ANNOTATION_BODY token, so the body's tokens reach
+neither the passes nor the grammar.
 """
 
 from __future__ import annotations
