@@ -228,7 +228,9 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         handler(d)
 
     # ---------------------------------------------------------------- annotations
-    def annotations(self, t: Tree | None) -> dict[str, str]:
+    def annotations(self, t: Tree | None, scope: Scope | None = None) -> dict[str, str]:
+        """The annotations of one object, by name; ``scope`` resolves the constants of its
+        structured annotations (the object's block; the globals by default)."""
         out: dict[str, str] = {}
         if t is None:
             return out
@@ -242,7 +244,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             if structured:
                 if name in _UNSTRUCTURED_ONLY:
                     raise self.err(a, f"@{name} takes an unstructured body: write @{name}(...)")
-                out[name] = self.structured_body(body)
+                out[name] = self.structured_body(body, scope or self.globals)
                 continue
             text = self.anno_body_text(body) if body is not None else ""
             if prev is not None:  # @a(1) @a(2): the last is read, P4Info lists both
@@ -274,7 +276,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             items.append("".join(cur))
         return ir.AnnotationText(", ".join(items), " ".join(tok.value for tok in toks))
 
-    def structured_body(self, body: Tree | None) -> ir.StructuredAnnotation:
+    def structured_body(self, body: Tree | None, scope: Scope) -> ir.StructuredAnnotation:
         """Spec 18.1.2: expressions or key-value pairs whose values are compile-time-known
         ints, strings or bools (folded: ``1 + 2`` is 3), keys unique -- as p4c checks them."""
         if body is None:
@@ -288,14 +290,14 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
                     raise self.err(kv.children[0], f"duplicate key '{key}' in a structured "
                                                    "annotation")
                 seen.add(key)
-                items.append((key, self.annotation_value(kv.children[1])))
+                items.append((key, self.annotation_value(kv.children[1], scope)))
             return ir.StructuredAnnotation("kv", tuple(items))
         for e in _trees(body.children[0]):
-            items.append((None, self.annotation_value(e)))
+            items.append((None, self.annotation_value(e, scope)))
         return ir.StructuredAnnotation("expressions", tuple(items))
 
-    def annotation_value(self, t: Tree | Token) -> int | str | bool:
-        e = self.expr(t, self.globals, BlockCtx("toplevel", "", set()))
+    def annotation_value(self, t: Tree | Token, scope: Scope) -> int | str | bool:
+        e = self.expr(t, scope, BlockCtx("toplevel", "", set()))
         if isinstance(e, ir.Const) and isinstance(e.type, ir.InfIntType | ir.BoolType
                                                   | ir.StringType):
             return e.value
@@ -645,7 +647,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             what = {"in": "'in' parameter", "": "action data parameter" if kind == "action"
                     else "parameter"}.get(d, "parameter")
             self.declare(scope, n, VarB(irn, t, writable, what), pname)
-            out.append(ir.Param(irn, d, t, self.annotations(annos)))
+            out.append(ir.Param(irn, d, t, self.annotations(annos, scope)))
         return out
 
     # ---------------------------------------------------------------- actions
@@ -655,7 +657,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         scope = scope or self.globals
         ctx = ctx or BlockCtx("toplevel", "", set(self.reserved))
         annos_t, name, params, body = d.children
-        annos = self.annotations(annos_t)
+        annos = self.annotations(annos_t, scope)
         n = _name(name)
         cp = self.cp_name(ctx if not toplevel else self.top, n, annos)
         key = cp
@@ -708,7 +710,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         if any(r is not None for r in rest):
             raise self.err(d, unsupported("extern instances with abstract method "
                                           "implementations"))
-        annos = self.annotations(annos_t)
+        annos = self.annotations(annos_t, scope)
         t = self.resolve_type(tref, scope)
         if isinstance(t, BlockTypeRef):
             b = scope.lookup(t.name)
@@ -1075,7 +1077,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             self.decl_instantiation(item, scope, ctx)
         elif item.data == "value_set_decl":
             annos_t, targs, size_t, name = item.children
-            annos = self.annotations(annos_t)
+            annos = self.annotations(annos_t, scope)
             types = [self.resolve_type_arg(a, scope, {}) for a in _trees(targs)]
             if len(types) != 1:
                 raise self.err(targs, "value_set takes one type argument")

@@ -41,7 +41,7 @@ BOUND_ACTION_ARGS = True
 class Tables(_Base):
     def table_decl(self, d: Tree, scope: Scope, ctx: BlockCtx) -> None:
         annos_t, name = d.children[0], d.children[1]
-        annos = self.annotations(annos_t)
+        annos = self.annotations(annos_t, scope)
         n = _name(name)
         props = d.children[2:]
         table = ir.Table(ctx.local_prefix + n, self.cp_name(ctx, n, annos), [], [],
@@ -136,7 +136,7 @@ class Tables(_Base):
 
     def table_key(self, k: Tree, scope: Scope, ctx: BlockCtx) -> ir.TableKey:
         expr_t, kind_t, annos_t = k.children
-        annos = self.annotations(annos_t)
+        annos = self.annotations(annos_t, scope)
         e = self.expr(expr_t, scope, ctx)
         kind = _name(kind_t)
         if kind not in self.match_kinds:
@@ -161,7 +161,7 @@ class Tables(_Base):
     def action_ref(self, ar: Tree, scope: Scope, ctx: BlockCtx,
                    table: ir.Table) -> ir.ActionRef:
         annos_t, name, args = ar.children
-        annos = self.annotations(annos_t)
+        annos = self.annotations(annos_t, scope)
         b = scope.lookup(_name(name))
         if not isinstance(b, ActionB):
             raise self.err(name, f"'{_name(name)}' is not an action")

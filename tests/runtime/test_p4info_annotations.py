@@ -67,6 +67,7 @@ def test_structured_annotations_carry_folded_typed_values(info):
         ("neg", [-2]),
         ("folded", [7]),
         ("scaled", [10]),
+        ("local", [4]),
     ]
     assert not t.preamble.annotations
     key = t.match_fields[0]

@@ -3,8 +3,9 @@
  * unstructured bodies of any tokens with balanced parentheses -- member paths, expressions,
  * keywords, unbalanced brackets, nested calls, characters P4 has no token for, an empty body,
  * a repeated name -- and structured annotations (18.1.2): expression lists and key-value lists
- * of ints, strings and bools, folded, empty, with a trailing comma, on a table, a key, an
- * action, an action reference, an action parameter and a counter. */
+ * of ints, strings and bools, folded (global and control-local constants), empty, with a
+ * trailing comma, on a table, a key, an action, an action reference, an action parameter and a
+ * counter. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -26,6 +27,7 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
 control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
 
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    const int LOCAL = 5;
     @unit["packets", SCALE * 2] counter(4, CounterType.packets) hits;
 
     @path(hdr.eth.dst) @sum(1+2) @mixed(x, [y]) @call(f(a, (b)), {c})
@@ -37,7 +39,7 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
     }
 
     @list[1, "x", true] @kv[k=1, j="s", b=false] @none[] @trail[2, 3,]
-    @neg[-2] @folded[1 + 2 * 3] @scaled[SCALE]
+    @neg[-2] @folded[1 + 2 * 3] @scaled[SCALE] @local[LOCAL - 1]
     table t {
         key = { hdr.eth.dst: exact @where(hdr . eth) @meta[src="parser"]; }
         actions = { @act[weight=2] fwd; NoAction; }
