@@ -92,11 +92,12 @@ def _header_field_type(t: object) -> bool:
         isinstance(t, ir.EnumType) and t.underlying is not None)
 
 
-#: annotations whose (unstructured) text the front end or P4Info reads: p4c refuses their
-#: structured form too
+#: annotations whose text the front end, the pipeline or P4Info reads: p4switch takes them in
+#: their unstructured form only (p4c also accepts ``@name["x"]``, ``@brief["b"]``, with effects
+#: of its own), and says so rather than ignoring them
 _UNSTRUCTURED_ONLY = {"name", "id", "priority", "brief", "description", "hidden",
                       "controller_header", "match", "defaultonly", "tableonly",
-                      "max_group_size", "support_timeout"}
+                      "max_group_size", "support_timeout", "field_list"}
 
 V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 
@@ -243,7 +244,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
                 raise self.err(a, f"duplicate name for structured annotation @{name}")
             if structured:
                 if name in _UNSTRUCTURED_ONLY:
-                    raise self.err(a, f"@{name} takes an unstructured body: write @{name}(...)")
+                    raise self.err(a, f"p4switch reads @{name} in its unstructured form only: "
+                                      f"write @{name}(...)")
                 out[name] = self.structured_body(body, scope or self.globals)
                 continue
             text = self.anno_body_text(body) if body is not None else ""

@@ -63,7 +63,7 @@ def test_structured_annotations_are_folded_typed_values():
         ("@v[{1, 2}]", "{1", "is not a compile-time-known int, string or bool"),
         ("@v[meta.m8]", "meta", "'meta.m8' is not a compile-time-known int, string or bool"),
         ("@v[nowhere]", "nowhere", "unknown name 'nowhere'"),
-        ("@id[3]", "@id", "@id takes an unstructured body"),
+        ("@id[3]", "@id", "p4switch reads @id in its unstructured form only: write @id(...)"),
         ("@m[1, k=2]", "=2", "unexpected '=' in structured annotation @m[...]"),
         ("@m[k=1, 2]", "2]", "unexpected '2' in structured annotation @m[...]"),
     ],
