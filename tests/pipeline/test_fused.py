@@ -77,8 +77,9 @@ def test_bench_programs_take_the_fused_path() -> None:
         assert p.fused_reason is None and p._fused is not None, (name, p.fused_reason)
 
 
-@pytest.mark.parametrize("prog", STF_PROGRAMS, ids=[p.stem for p in STF_PROGRAMS])
-def test_stf_program_fused_equals_general(prog: Path) -> None:
+def run_stf_lockstep(prog: Path, make_pair: Any) -> tuple[Pipeline, Any]:
+    """The STF next to ``prog`` through ``make_pair(fused, general)`` (skipped without one);
+    it must pass. Returns the fused pipeline and the pair, for further checks."""
     from p4switch.stf import syntax as stf_parse
     from p4switch.stf.runner import StfRunner, load_program
 
@@ -88,12 +89,18 @@ def test_stf_program_fused_equals_general(prog: Path) -> None:
     program = load_program(prog)
     fused = Pipeline(program, drop_port=511, seed=1)
     general = _general(Pipeline(program, drop_port=511, seed=1))
-    if prog.stem in GENERAL_ONLY:
-        assert fused._fused is None and fused.fused_reason
-    pair = PairPipeline(fused, general)
-    runner = StfRunner(program, pair, str(stf))  # type: ignore[arg-type]
+    pair = make_pair(fused, general)
+    runner = StfRunner(program, pair, str(stf))
     result = runner.run(stf_parse.parse_stf(stf.read_text(), str(stf)))
     assert result.exit_code == 0, result
+    return fused, pair
+
+
+@pytest.mark.parametrize("prog", STF_PROGRAMS, ids=[p.stem for p in STF_PROGRAMS])
+def test_stf_program_fused_equals_general(prog: Path) -> None:
+    fused, pair = run_stf_lockstep(prog, PairPipeline)
+    if prog.stem in GENERAL_ONLY:
+        assert fused._fused is None and fused.fused_reason
     assert pair.packets > 0
 
 

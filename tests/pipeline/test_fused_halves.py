@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_fused import GENERAL_ONLY, STF_PROGRAMS, _ecmp_pipelines, _general, _random_packet
+from test_fused import (
+    GENERAL_ONLY,
+    STF_PROGRAMS,
+    _ecmp_pipelines,
+    _general,
+    _random_packet,
+    run_stf_lockstep,
+)
 
 from p4switch.pipeline import Pipeline
 from p4switch.pipeline.api import EgressJob, ProcessResult, QueueingMetadata
@@ -99,23 +106,11 @@ def _mutate(rnd: random.Random, pkt: bytes) -> bytes:
 
 @pytest.mark.parametrize("prog", STF_PROGRAMS, ids=[p.stem for p in STF_PROGRAMS])
 def test_stf_program_fused_halves_equal_general(prog: Path) -> None:
-    from p4switch.stf import syntax as stf_parse
-    from p4switch.stf.runner import StfRunner, load_program
-
-    stf = prog.with_suffix(".stf")
-    if not stf.exists():
-        pytest.skip("no .stf next to the program")
-    program = load_program(prog)
-    fused = Pipeline(program, drop_port=511, seed=1)
-    general = _general(Pipeline(program, drop_port=511, seed=1))
+    fused, pair = run_stf_lockstep(prog, HalvesPair)
     if fused.fused_reason is None:
         assert prog.stem not in GENERAL_ONLY
         assert fused.ingress_fast.__name__ == "process_fused_ingress"
         assert fused.egress_fast.__name__ == "process_fused_egress"
-    pair = HalvesPair(fused, general)
-    runner = StfRunner(program, pair, str(stf))  # type: ignore[arg-type]
-    result = runner.run(stf_parse.parse_stf(stf.read_text(), str(stf)))
-    assert result.exit_code == 0, result
     assert pair.sent
     rnd = random.Random(prog.stem)
     now = 10_000
