@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 import pytest
@@ -39,6 +41,36 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
+
+
+@contextmanager
+def shell_switch(program: Path, tmp_path: Path, port_numbers: tuple[int, ...], cpu_port: int
+                 ) -> Iterator[tuple[Switch, dict, str, object]]:
+    """A real Switch running ``program`` (compiled by p4switch.compile) with MemoryPorts
+    ``port_numbers``, served over P4Runtime on a free local port, and p4runtime-shell set up
+    against it as primary; yields (switch, ports, address, parsed P4Info), torn down after."""
+    from p4runtime_sh import shell as sh
+
+    from p4switch import compile as p4compile
+    from p4switch.ports import MemoryPort
+
+    info, dev = tmp_path / f"{program.stem}.p4info.txtpb", tmp_path / f"{program.stem}.bin"
+    assert p4compile.main([str(program), "--p4info", str(info), "--device-config", str(dev)]) == 0
+    sw = Switch(device_id=1, cpu_port=cpu_port)
+    ports = {n: sw.add_port(MemoryPort(n, f"m{n}")) for n in port_numbers}
+    addr = f"127.0.0.1:{free_port()}"
+    server = start_server(sw, addr)
+    sw.start()
+    try:
+        sh.setup(device_id=1, grpc_addr=addr, election_id=(0, 1),
+                 config=sh.FwdPipeConfig(str(info), str(dev)), verbose=False)
+        try:
+            yield sw, ports, addr, p4info.parse(info.read_bytes())
+        finally:
+            sh.teardown()
+    finally:
+        server.stop(0).wait()
+        sw.stop(log_stats=False)
 
 @dataclass
 class Env:

@@ -12,7 +12,6 @@ from p4.v1 import p4runtime_pb2
 from p4runtime_sh import shell as sh
 from runtime_client import RawClient
 
-from p4switch import compile as p4compile
 from p4switch import p4info as p4info_mod
 
 try:
@@ -39,27 +38,10 @@ def frame(dst_ip: str) -> bytes:
 
 @pytest.fixture
 def fabric(tmp_path):
-    from conftest import free_port
+    from conftest import shell_switch
 
-    from p4switch.ports import MemoryPort
-    from p4switch.runtime import start_server
-    from p4switch.switch import Switch
-
-    info, dev = tmp_path / "fabric.p4info.txtpb", tmp_path / "fabric.bin"
-    assert p4compile.main([str(FABRIC), "--p4info", str(info), "--device-config", str(dev)]) == 0
-    sw = Switch(device_id=1, cpu_port=CPU)
-    ports = {n: sw.add_port(MemoryPort(n, f"m{n}")) for n in (1, 2)}
-    addr = f"127.0.0.1:{free_port()}"
-    server = start_server(sw, addr)
-    sw.start()
-    sh.setup(device_id=1, grpc_addr=addr, election_id=(0, 1),
-             config=sh.FwdPipeConfig(str(info), str(dev)), verbose=False)
-    try:
-        yield sw, ports, addr, p4info_mod.parse(info.read_bytes())
-    finally:
-        sh.teardown()
-        server.stop(0).wait()
-        sw.stop(log_stats=False)
+    with shell_switch(FABRIC, tmp_path, (1, 2), cpu_port=CPU) as env:
+        yield env
 
 
 def test_route_counters_packet_out_and_packet_in(fabric):

@@ -10,35 +10,15 @@ import pytest
 from p4.v1 import p4runtime_pb2
 from p4runtime_sh import shell as sh
 
-from p4switch import compile as p4compile
-from p4switch import p4info as p4info_mod
-
 PROGRAM = Path(__file__).resolve().parents[1] / "stf" / "programs" / "any_type_keys.p4"
 
 
 @pytest.fixture
 def switch(tmp_path):
-    from conftest import free_port
+    from conftest import shell_switch
 
-    from p4switch.ports import MemoryPort
-    from p4switch.runtime import start_server
-    from p4switch.switch import Switch
-
-    info, dev = tmp_path / "p.p4info.txtpb", tmp_path / "p.bin"
-    assert p4compile.main([str(PROGRAM), "--p4info", str(info), "--device-config", str(dev)]) == 0
-    sw = Switch(device_id=1, cpu_port=255)
-    ports = {n: sw.add_port(MemoryPort(n, f"m{n}")) for n in (0, 1)}
-    addr = f"127.0.0.1:{free_port()}"
-    server = start_server(sw, addr)
-    sw.start()
-    sh.setup(device_id=1, grpc_addr=addr, election_id=(0, 1),
-             config=sh.FwdPipeConfig(str(info), str(dev)), verbose=False)
-    try:
-        yield ports, p4info_mod.parse(info.read_bytes())
-    finally:
-        sh.teardown()
-        server.stop(0).wait()
-        sw.stop(log_stats=False)
+    with shell_switch(PROGRAM, tmp_path, (0, 1), cpu_port=255) as (_sw, ports, _addr, info):
+        yield ports, info
 
 
 def test_entries_by_valid_and_error_keys_drive_the_pipeline(switch):
