@@ -9,6 +9,8 @@ built with ``SimConfig(record_ingress=True)``.
 
 from __future__ import annotations
 
+import math
+import statistics
 import struct
 import time
 from collections.abc import Iterable
@@ -303,9 +305,11 @@ def agent_transport(w: Any) -> Any:
     return TransportConfig(mss=w.mss, window=w.window, rto=w.rto_ms / 1000.0)
 
 
-def run_sim_side(cfg: Any, w: Any, scheme: Any) -> SideRun:
+def run_sim_side(cfg: Any, w: Any, scheme: Any, seed: int | None = None) -> SideRun:
     """The run in virtual time with the agents' transport (ACK every 8 or after 0.5 ms, the
-    workload's RTO), ECN off (not-ECT frames, byte for byte the agents'), the same seed."""
+    workload's RTO), ECN off (not-ECT frames, byte for byte the agents'), the same schedule and
+    placement. ``seed`` (default the config's) seeds the switches' random streams only: a
+    repetition with another seed changes what random spraying does, nothing else."""
     from .host import HostConfig
     from .network import SimConfig, SimNetwork
 
@@ -315,8 +319,8 @@ def run_sim_side(cfg: Any, w: Any, scheme: Any) -> SideRun:
     sched.placement = list(hosts)
     hc = HostConfig(transport=agent_transport(w), qps=w.qps, ecn=False, init_window=None,
                     path_policy=scheme.policy_spec())
-    net = SimNetwork(spec, scheme.build(), SimConfig(host=hc, seed=cfg.parameters.seed,
-                                                     record_ingress=True))
+    seed = cfg.parameters.seed if seed is None else seed
+    net = SimNetwork(spec, scheme.build(), SimConfig(host=hc, seed=seed, record_ingress=True))
     res = net.run(sched, until_us=w.timeout_s * 1e6)
     attach = {v: k for k, v in host_attachment(spec).items()}
     sent = [(attach[(sw, port)], f) for sw, _t, port, f in net.ingress_log
@@ -325,42 +329,73 @@ def run_sim_side(cfg: Any, w: Any, scheme: Any) -> SideRun:
                    int(res.summary()["retransmissions"]))
 
 
-def run_mininet_side(cfg: Any, workdir: Path) -> dict[str, SideRun]:
-    """Every scheme of ``cfg``'s first workload once on the Mininet fabric (one fabric, the
-    scheme switched between runs as the runner does), hosts' frames captured."""
+def run_mininet_side(cfg: Any, workdir: Path, repetitions: int = 1,
+                     log: Any = print) -> dict[str, list[SideRun]]:
+    """Every scheme of ``cfg``'s first workload ``repetitions`` times on one Mininet fabric
+    (the scheme switched between runs as the runner does; repetition-major, so a drift in the
+    machine's load falls on every scheme alike), hosts' frames captured in every run (the same
+    conditions each time) and kept for the first repetition (the counter comparisons).
+    ``ccts.json`` in ``workdir`` is rewritten after each run, so a stopped run keeps its CCTs."""
+    import json
+
     from experiments.backends import MininetBackend
+    from experiments.metrics import counter_delta
+    from experiments.runner import load_ranks, merge_ranks
 
     spec = cfg.spec()
     w = cfg.workloads[0]
     hosts = cfg.hosts_of(w, spec)
     be = MininetBackend(cfg, spec)
-    out: dict[str, SideRun] = {}
+    out: dict[str, list[SideRun]] = {s.label: [] for s in cfg.schemes}
+    t0 = time.monotonic()
     try:
         be.up(cfg.schemes[0])
-        for i, scheme in enumerate(cfg.schemes):
-            if i:
-                be.set_scheme(scheme)
-            sched = w.schedule_for(len(hosts), seed=cfg.parameters.seed)
-            d = workdir / _label_dir(scheme.label)
-            with HostCapture(be.net, hosts, d / "pcap") as cap:
-                s = be.run(sched, hosts, w, d)
-            from experiments.metrics import counter_delta
-
-            delta = counter_delta(s.counters_before, s.counters_after)
-            lb = delta[delta["counter"] == "lb_member_ctr"]
-            ctr = pd.DataFrame({"switch": lb["switch"], "group": lb["group"].astype(int),
-                                "member": lb["member"].astype(int),
-                                "packets": lb["packets"].astype(int)})
-            from experiments.runner import load_ranks, merge_ranks
-
-            summ = merge_ranks(load_ranks(d / "traffic"), sched.ranks)
-            run = SideRun(s.extra.get("cct_s"), bool(s.extra.get("collective_ok")), ctr,
-                          cap.frames(), int(summ.get("retransmissions") or 0), list(s.errors))
-            if cap.dropped():
-                run.notes.append(f"tcpdump lost {cap.dropped()} frames: replay incomplete")
-            out[scheme.label] = run
+        current = cfg.schemes[0]
+        for rep in range(repetitions):
+            for scheme in cfg.schemes:
+                if scheme != current:
+                    be.set_scheme(scheme)
+                    current = scheme
+                sched = w.schedule_for(len(hosts), seed=cfg.parameters.seed)
+                d = workdir / f"rep{rep}" / _label_dir(scheme.label)
+                with HostCapture(be.net, hosts, d / "pcap") as cap:
+                    s = be.run(sched, hosts, w, d)
+                delta = counter_delta(s.counters_before, s.counters_after)
+                lb = delta[delta["counter"] == "lb_member_ctr"]
+                ctr = pd.DataFrame({"switch": lb["switch"], "group": lb["group"].astype(int),
+                                    "member": lb["member"].astype(int),
+                                    "packets": lb["packets"].astype(int)})
+                summ = merge_ranks(load_ranks(d / "traffic"), sched.ranks)
+                run = SideRun(s.extra.get("cct_s"), bool(s.extra.get("collective_ok")), ctr,
+                              cap.frames() if rep == 0 else [],
+                              int(summ.get("retransmissions") or 0), list(s.errors))
+                if rep == 0 and cap.dropped():
+                    run.notes.append(f"tcpdump lost {cap.dropped()} frames: replay incomplete")
+                out[scheme.label].append(run)
+                log(f"mininet rep {rep + 1}/{repetitions} {scheme.label}: CCT "
+                    f"{_secs(run.cct_s)} s, ok {run.ok}, retx {run.retransmissions} "
+                    f"({time.monotonic() - t0:.0f} s in)")
+                (workdir / "ccts.json").write_text(json.dumps(
+                    {lb_: [r.cct_s for r in runs] for lb_, runs in out.items()}, indent=1))
     finally:
         be.down()
+    return out
+
+
+def path_classes(spec: Any, sched: Any, hosts: list[str]) -> dict[str, int]:
+    """How many of the schedule's flows stay under one edge switch (``edge``), cross an
+    aggregation switch inside a pod (``pod``), or cross the core (``core``, different pods;
+    leaf-spine: different leaves) with rank r on ``hosts[r]``: only flows with more than one
+    path are where hashing and spraying differ."""
+    out = {"edge": 0, "pod": 0, "core": 0}
+    for src, _step, snd in sched.sends():
+        a, b = spec.hosts[hosts[src]], spec.hosts[hosts[snd.dst]]
+        if a.switch == b.switch:
+            out["edge"] += 1
+        elif a.pod is not None and a.pod == b.pod:
+            out["pod"] += 1
+        else:
+            out["core"] += 1
     return out
 
 
@@ -411,6 +446,122 @@ def rank(ccts: dict[str, float | None]) -> list[str]:
     return sorted(ccts, key=lambda s: (ccts[s] is None, ccts[s] or 0.0))
 
 
+# ---- ranking schemes over repetitions -------------------------------------------------------
+#
+# One run per scheme cannot rank schemes whose CCTs lie within the run-to-run spread. So each
+# side runs every scheme N times; two schemes are *separated* on a side when their CCT ranges
+# (min..max over the repetitions) do not overlap, and the two sides' rankings *agree* when every
+# pair separated on both sides is in the same order. Pairs separated on one side only are
+# listed: there one side resolves a difference the other cannot (or does not have). A run
+# without a CCT (it did not finish) counts as infinitely slow.
+
+@dataclass(frozen=True)
+class CctRange:
+    """One scheme's CCTs over the repetitions on one side (s; inf = a run that did not finish)."""
+
+    ccts: tuple[float, ...]
+
+    @classmethod
+    def of(cls, ccts: Iterable[float | None]) -> CctRange:
+        vals = tuple(math.inf if c is None else float(c) for c in ccts)
+        if not vals:
+            raise ValueError("a CCT range needs at least one run")
+        return cls(vals)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.ccts)
+
+    @property
+    def lo(self) -> float:
+        return min(self.ccts)
+
+    @property
+    def hi(self) -> float:
+        return max(self.ccts)
+
+
+def order(a: CctRange, b: CctRange) -> int:
+    """-1 when ``a`` is separated from ``b`` and faster (every run of a finished before every
+    run of b), +1 when b is, 0 when the ranges overlap (touching ends overlap: a tie)."""
+    if a.hi < b.lo:
+        return -1
+    if b.hi < a.lo:
+        return 1
+    return 0
+
+
+def rank_by_median(ranges: dict[str, CctRange]) -> list[str]:
+    """Scheme labels by median CCT, fastest first (ties keep the given order)."""
+    return sorted(ranges, key=lambda s: ranges[s].median)
+
+
+def kendall_tau(x: dict[str, float], y: dict[str, float]) -> float | None:
+    """Kendall's tau-b between two scorings of the same keys (1 = same order, -1 = reversed;
+    ties count for neither and shrink the denominator). None when either side is all ties."""
+    keys = list(x)
+    if set(keys) != set(y):
+        raise ValueError("the two scorings must cover the same schemes")
+    conc = disc = tied_x = tied_y = 0
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            dx = (x[a] > x[b]) - (x[a] < x[b])
+            dy = (y[a] > y[b]) - (y[a] < y[b])
+            tied_x += dx == 0
+            tied_y += dy == 0
+            conc += dx * dy > 0
+            disc += dx * dy < 0
+    pairs = len(keys) * (len(keys) - 1) // 2
+    denom = math.sqrt((pairs - tied_x) * (pairs - tied_y))
+    return (conc - disc) / denom if denom else None
+
+
+@dataclass
+class RankAgreement:
+    """The separability-aware comparison of two sides' rankings. Pairs are (faster, slower) as
+    the side that separates them sees it; ``conflicts`` are (faster on Mininet, faster in sim)."""
+
+    both: list[tuple[str, str]] = field(default_factory=list)
+    conflicts: list[tuple[str, str]] = field(default_factory=list)
+    mininet_only: list[tuple[str, str]] = field(default_factory=list)
+    sim_only: list[tuple[str, str]] = field(default_factory=list)
+    neither: list[tuple[str, str]] = field(default_factory=list)
+    tau: float | None = None
+
+    @property
+    def agree(self) -> bool:
+        """Every pair separated on both sides is in the same order (vacuously true when no pair
+        is: see ``both``)."""
+        return not self.conflicts
+
+
+def compare_rankings(mininet: dict[str, CctRange], sim: dict[str, CctRange]) -> RankAgreement:
+    """Pair by pair: separated on both sides (same order or a conflict), on one side only, or
+    on neither; plus Kendall's tau of the two median rankings."""
+    if set(mininet) != set(sim):
+        raise ValueError("both sides must have run the same schemes")
+    out = RankAgreement()
+    keys = list(mininet)
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            om, os_ = order(mininet[a], mininet[b]), order(sim[a], sim[b])
+            pm = (a, b) if om < 0 else (b, a)
+            ps = (a, b) if os_ < 0 else (b, a)
+            if om and os_ and om == os_:
+                out.both.append(pm)
+            elif om and os_:
+                out.conflicts.append((pm[0], ps[0]))
+            elif om:
+                out.mininet_only.append(pm)
+            elif os_:
+                out.sim_only.append(ps)
+            else:
+                out.neither.append((a, b))
+    out.tau = kendall_tau({s: r.median for s, r in mininet.items()},
+                          {s: r.median for s, r in sim.items()})
+    return out
+
+
 FIDELITY_EXPERIMENT: dict[str, Any] = {
     "name": "fidelity",
     "backend": "mininet",
@@ -425,25 +576,53 @@ FIDELITY_EXPERIMENT: dict[str, Any] = {
 packets), control loops off (no probes, no Whack-a-Mole reweighting: static entries)."""
 
 
-def vs_mininet(cfg: Any, workdir: Path, log: Any = print) -> dict[str, Any]:
-    """Run ``cfg``'s first workload under each scheme on Mininet and in the simulator; return
-    per scheme the counter table and the side runs, plus both CCT rankings."""
+def vs_mininet(cfg: Any, workdir: Path, log: Any = print,
+               repetitions: int | None = None) -> dict[str, Any]:
+    """Run ``cfg``'s first workload under each scheme ``repetitions`` times (default the
+    config's) on Mininet and in the simulator (seed = the config's + i in repetition i); return
+    per scheme the first repetition's side runs and counter table and every repetition's runs,
+    each side's CCT ranges and median ranking, and the separability-aware comparison. The
+    simulator goes first: it is cheap, and a broken workload shows before the fabric is up."""
+    n = cfg.repetitions if repetitions is None else repetitions
+    if n < 1:
+        raise ValueError(f"repetitions must be >= 1, got {n}")
     spec = cfg.spec()
     w = cfg.workloads[0]
-    log(f"mininet: {len(cfg.schemes)} runs of {w.name} on {spec.name} (fabric lock "
-        f"{cfg.parameters.lock_timeout_s:g} s)")
-    mn = run_mininet_side(cfg, workdir)
-    out: dict[str, Any] = {"schemes": {}}
+    hosts = cfg.hosts_of(w, spec)
+    sched = w.schedule_for(len(hosts), seed=cfg.parameters.seed)
+    from experiments.metrics import ideal_bounds
+
+    out: dict[str, Any] = {"schemes": {}, "repetitions": n,
+                           "paths": path_classes(spec, sched, hosts), "hosts": hosts,
+                           "ideal_s": float(ideal_bounds(spec, sched, hosts, w.mss)
+                                            ["ideal_s"].sum())}
+    log(f"{w.name}: {len(sched.sends())} flows, by path: {out['paths']}; ranks on {hosts}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    sims: dict[str, list[SideRun]] = {}
     for scheme in cfg.schemes:
-        log(f"sim: {scheme.label}")
-        sim = run_sim_side(cfg, w, scheme)
-        m = mn[scheme.label]
-        entry: dict[str, Any] = {"mininet": m, "sim": sim}
+        sims[scheme.label] = []
+        for i in range(n):
+            r = run_sim_side(cfg, w, scheme, seed=cfg.parameters.seed + i)
+            if i:
+                r.frames = []  # the counter comparisons use the first repetition
+            sims[scheme.label].append(r)
+        log(f"sim: {scheme.label}: CCT {', '.join(_secs(r.cct_s) for r in sims[scheme.label])}")
+    log(f"mininet: {n} x {len(cfg.schemes)} runs of {w.name} on {spec.name} (fabric lock "
+        f"{cfg.parameters.lock_timeout_s:g} s)")
+    mn = run_mininet_side(cfg, workdir, n, log)
+    for scheme in cfg.schemes:
+        m, sim = mn[scheme.label][0], sims[scheme.label][0]
+        entry: dict[str, Any] = {"mininet": m, "sim": sim, "mininet_runs": mn[scheme.label],
+                                 "sim_runs": sims[scheme.label]}
         if scheme.name in COMPARABLE:
             entry["table"] = compare_runs(spec, scheme, m, sim)
         out["schemes"][scheme.label] = entry
-    out["rank_mininet"] = rank({s: e["mininet"].cct_s for s, e in out["schemes"].items()})
-    out["rank_sim"] = rank({s: e["sim"].cct_s for s, e in out["schemes"].items()})
+    ranges = {side: {lb: CctRange.of(r.cct_s for r in e[f"{side}_runs"])
+                     for lb, e in out["schemes"].items()} for side in ("mininet", "sim")}
+    out["ranges"] = ranges
+    out["rank_mininet"] = rank_by_median(ranges["mininet"])
+    out["rank_sim"] = rank_by_median(ranges["sim"])
+    out["agreement"] = compare_rankings(ranges["mininet"], ranges["sim"])
     return out
 
 
@@ -504,12 +683,60 @@ def report(spec: Any, res: dict[str, Any]) -> str:
         lines.append(f"| {label} | {_secs(m.cct_s)} | {_secs(s.cct_s)} | "
                      f"{' / '.join(map(str, mk))} | {' / '.join(map(str, sk[:3]))} | {rep} | "
                      f"{data} | {raw} |")
-    lines += ["", f"ranking by CCT, Mininet: {' < '.join(res['rank_mininet'])}",
-              f"ranking by CCT, sim:     {' < '.join(res['rank_sim'])}"]
+    lines[0] = lines[0].replace("CCT mininet (s) | CCT sim (s)",
+                                "CCT mininet, rep 1 (s) | CCT sim, rep 1 (s)")
+    lines += ["", *rank_report(res)]
     for label, e in res["schemes"].items():
         for n in e["mininet"].notes:
             lines.append(f"note ({label}, mininet): {n}")
     return "\n".join(lines)
+
+
+def _pairs(pairs: list[tuple[str, str]], sep: str = " < ") -> str:
+    return ", ".join(f"{a}{sep}{b}" for a, b in pairs) or "none"
+
+
+def rank_report(res: dict[str, Any]) -> list[str]:
+    """CCT median and range per scheme and side over the repetitions, both median rankings,
+    which pairs each side separates and whether the rankings agree, Kendall's tau."""
+    n = res["repetitions"]
+    ranges: dict[str, dict[str, CctRange]] = res["ranges"]
+    ag: RankAgreement = res["agreement"]
+    lines = [f"CCT over {n} repetition(s) per scheme and side, s: median [min, max]"
+             " (sim repetition i: seed + i)", "",
+             "| scheme | Mininet median | Mininet range | sim median | sim range | sim runs |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for label in res["schemes"]:
+        m, s = ranges["mininet"][label], ranges["sim"][label]
+        same = "identical (deterministic)" if n > 1 and len(set(s.ccts)) == 1 else \
+            ", ".join(_secs(c) for c in s.ccts)
+        lines.append(f"| {label} | {_secs(m.median)} | [{_secs(m.lo)}, {_secs(m.hi)}] | "
+                     f"{_secs(s.median)} | [{_secs(s.lo)}, {_secs(s.hi)}] | {same} |")
+    tau = "undefined (all tied)" if ag.tau is None else f"{ag.tau:+.2f}"
+    both = len(ag.both) + len(ag.conflicts)
+    if ag.conflicts:
+        verdict = (f"DISAGREE: {len(ag.conflicts)} of the {both} pairs separated on both sides "
+                   f"are in opposite orders")
+    elif both:
+        verdict = f"AGREE on all {both} pairs separated on both sides"
+    else:
+        verdict = "no pair is separated on both sides: nothing to agree on (vacuous)"
+    lines += ["", f"ranking by median CCT, Mininet: {' < '.join(res['rank_mininet'])}",
+              f"ranking by median CCT, sim:     {' < '.join(res['rank_sim'])}",
+              f"Kendall's tau-b of the median rankings: {tau}",
+              f"rankings: {verdict}",
+              f"separated on both sides, same order: {_pairs(ag.both)}",
+              f"separated on both sides, opposite orders (Mininet's faster, sim's faster): "
+              f"{_pairs(ag.conflicts, sep=' vs ')}",
+              f"separated on Mininet only: {_pairs(ag.mininet_only)}",
+              f"separated in the sim only: {_pairs(ag.sim_only)}",
+              f"separated on neither side: {len(ag.neither)} pair(s)"]
+    if "paths" in res:
+        lines.append(f"flows by path (rank r on the r-th listed host): {res['paths']}")
+    if "ideal_s" in res:
+        lines.append(f"ideal bound (busiest NIC or bisection, no step dependencies, "
+                     f"experiments.metrics.ideal_bounds): {res['ideal_s']:.3f} s")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -529,6 +756,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", help="experiment file (its first workload and its schemes); "
                                      "default: a 2 KB-per-pair AllToAll on k=4 at 10 Mb/s")
     ap.add_argument("--schemes", nargs="+", help="override the schemes (names)")
+    ap.add_argument("--repetitions", type=_positive, metavar="N",
+                    help="runs per scheme and side (default: the config's repetitions, else 1)")
     ap.add_argument("--out", default="results/fidelity", help="where the captures, tables "
                                                                "and report go (%(default)s)")
     a = ap.parse_args(argv)
@@ -544,11 +773,17 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("config: " + " ".join(str(e).split()))
     if os.geteuid() != 0:
         ap.error("the Mininet side needs root (network namespaces): run it with sudo")
+    import sys
     from datetime import UTC, datetime
 
     root = Path(a.out) / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    res = vs_mininet(cfg, root)
-    text = report(cfg.spec(), res)
+    load0, t0 = os.getloadavg(), time.monotonic()
+    res = vs_mininet(cfg, root, repetitions=a.repetitions)
+    load1 = os.getloadavg()
+    text = report(cfg.spec(), res) + (
+        f"\n\ncommand: python -m sim.fidelity {' '.join(sys.argv[1:] if argv is None else argv)}"
+        f"\nwall time {time.monotonic() - t0:.0f} s; load average (1, 5, 15 min) at the start "
+        f"{' '.join(f'{x:.1f}' for x in load0)}, at the end {' '.join(f'{x:.1f}' for x in load1)}")
     for label, e in res["schemes"].items():
         if "table" in e:
             e["table"].to_csv(root / f"counters_{_label_dir(label)}.csv", index=False)
@@ -556,6 +791,18 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     print(f"-> {root}")
     return 0
+
+
+def _positive(text: str) -> int:
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return n
 
 
 if __name__ == "__main__":
