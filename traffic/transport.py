@@ -129,6 +129,13 @@ class SenderFlow:
         if self.done and self.finish is None:
             self.finish = now
 
+    def next_timeout(self) -> float | None:
+        """When ``on_tick`` can next act: the oldest transmission still on the timeline plus
+        the RTO (None: nothing in flight). It changes only by a send onto an empty timeline
+        or by ``on_tick``, so a caller with many flows can keep them in a heap by it."""
+        tl = self._timeline
+        return tl[0][0] + self.cfg.rto if tl else None
+
     def on_tick(self, now: float) -> None:
         """Queue for retransmission every packet unacknowledged for longer than the RTO."""
         tl = self._timeline
