@@ -77,7 +77,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--ranks", type=int, help="number of ranks (generators)")
     g.add_argument("--size", type=_size, default=1 << 20, help="message size, e.g. 1MB, 4MiB")
     g.add_argument("--job", type=int, default=1)
-    g.add_argument("--algorithm", default="direct", help="AllToAll: direct or pairwise")
+    g.add_argument("--algorithm", default="direct", help="AllToAll: direct, scattered or pairwise")
     g.add_argument("--skew", default="zipf", help="MoE: zipf, hot or uniform")
     g.add_argument("--alpha", type=float, default=1.2, help="MoE Zipf exponent")
     g.add_argument("--hot", type=int, default=1, help="MoE: number of hot experts")

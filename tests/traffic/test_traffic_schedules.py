@@ -101,7 +101,7 @@ def test_butterfly_rejects_non_power_of_two():
     assert e.value.field == "ranks"
 
 
-@pytest.mark.parametrize("algo", ["direct", "pairwise"])
+@pytest.mark.parametrize("algo", ["direct", "scattered", "pairwise"])
 def test_alltoall_pairs(algo):
     n = 5
     s = alltoall(n, n * 100, algorithm=algo)
@@ -109,7 +109,16 @@ def test_alltoall_pairs(algo):
     assert sorted((a, b) for a, b, _ in pairs) == [(a, b) for a in range(n) for b in range(n)
                                                    if a != b]
     assert all(b == 100 for _, _, b in pairs)
-    assert len(s.programs[0]) == (1 if algo == "direct" else n - 1)
+    assert len(s.programs[0]) == (1 if algo in ("direct", "scattered") else n - 1)
+    # the order each rank posts its sends in: the i-th sends of all ranks go to one rank
+    # (direct) or to every rank once (scattered)
+    order = [[x.dst for x in s.programs[r][0].sends] for r in range(n)]
+    if algo == "direct":
+        assert all(o == [d for d in range(n) if d != r] for r, o in enumerate(order))
+    elif algo == "scattered":
+        assert all(o == [(r + k) % n for k in range(1, n)] for r, o in enumerate(order))
+        for i in range(n - 1):
+            assert sorted(o[i] for o in order) == list(range(n))
     if algo == "pairwise":
         for r in range(n):
             for st_ in s.programs[r]:

@@ -7,7 +7,7 @@ from .builder import LockstepBuilder
 from .format import Schedule, ScheduleError
 from .sizes import split
 
-ALGORITHMS = ("direct", "pairwise")
+ALGORITHMS = ("direct", "scattered", "pairwise")
 
 
 def check_alltoall(ranks: int, size: int, algorithm: str) -> None:
@@ -24,14 +24,25 @@ def add_alltoall(b: LockstepBuilder, cid: int, matrix: list[list[int]], algorith
                  label: str) -> None:
     """Add an AllToAll whose block from i to j is matrix[i][j] bytes.
 
-    direct: one step, all N-1 sends posted together (what NCCL does); pairwise: N-1 steps, in
-    step k rank r sends to r+k and receives from r-k, which bounds incast to one flow.
+    direct: one step, all N-1 sends posted together (what NCCL does), each rank's in peer
+    order 0, 1, …, N-1 — a sender serves its flows round-robin in that order, so every rank's
+    first packet goes to rank 0, its second to rank 1: a synchronised incast at each receiver
+    in turn; scattered: the same single step, rank r's sends posted in the order r+1, r+2, …,
+    r-1 (MPICH's "scattered" AllToAll), so each round of first packets is a permutation;
+    pairwise: N-1 steps, in step k rank r sends to r+k and receives from r-k, which bounds
+    incast to one flow.
     """
     n = b.ranks
     if algorithm == "direct":
         steps = b.step(cid, label)
         for i in range(n):
             for j in range(n):
+                b.transfer(steps, i, j, matrix[i][j])
+    elif algorithm == "scattered":
+        steps = b.step(cid, label)
+        for i in range(n):
+            for k in range(1, n):
+                j = (i + k) % n
                 b.transfer(steps, i, j, matrix[i][j])
     else:
         for k in range(1, n):
