@@ -10,8 +10,11 @@ LB counters, --check compares them with the reference models (deterministic sche
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from p4switch.queues import parse_bit_rate
 from topo.spec import SpecError, fat_tree, leaf_spine
@@ -35,6 +38,34 @@ def _leaf_spine(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"{text!r} is not LEAVESxSPINES") from None
 
 
+@contextlib.contextmanager
+def progress_bar(label: str) -> Iterator[Callable[[Any], None]]:
+    """A rich bar on stderr fed by ``SimNetwork.run(progress=...)``: flows fully acknowledged
+    out of all network flows, with virtual time and packet-hops per wall second beside it."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    with Progress(TextColumn("{task.description}"), BarColumn(bar_width=12),
+                  MofNCompleteColumn(), TextColumn("flows {task.fields[info]}"),
+                  TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=False) as bar:
+        task = bar.add_task(label, total=None, info="")
+
+        def show(p: Any) -> None:
+            rate = p.packet_hops / p.wall_s if p.wall_s > 0 else 0.0
+            bar.update(task, completed=p.flows_done, total=p.flows_total,
+                       info=f"{p.now_us / 1e3:.2f}ms {p.packet_hops:,} hops "
+                            f"{rate:,.0f}/s")
+
+        yield show
+
+
 def main(argv: list[str] | None = None) -> int:
     from controller.schemes import SCHEMES
 
@@ -47,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scheme", default="ecmp", choices=sorted(SCHEMES))
     ap.add_argument("--schedule", default="alltoall", choices=sorted(GENERATORS))
     ap.add_argument("--size", default="256KB", help="collective size (default %(default)s)")
+    ap.add_argument("--algorithm", choices=["direct", "scattered", "pairwise"],
+                    help="AllToAll / MoE AllToAll algorithm (traffic.schedules; default direct)")
     ap.add_argument("--rate", default="100G", help="link rate (default %(default)s)")
     ap.add_argument("--prop-us", type=float, default=1.0, help="propagation delay per link")
     ap.add_argument("--queue-depth", type=int, default=64)
@@ -59,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true",
                     help="compare LB counters with the reference models (exit 1 on mismatch)")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    ap.add_argument("--quiet", action="store_true",
+                    help="no progress bar (it goes to stderr: flows acknowledged, virtual "
+                         "time, packet-hops per wall second)")
     a = ap.parse_args(argv)
     try:
         rate = parse_bit_rate(a.rate)
@@ -68,7 +104,12 @@ def main(argv: list[str] | None = None) -> int:
                               bw_mbps=rate / 1e6 or None)
         else:
             spec = fat_tree(a.k, bw_mbps=rate / 1e6 or None)
-        sched = GENERATORS[a.schedule](len(spec.hosts), size)
+        opts = {}
+        if a.algorithm:
+            if a.schedule not in ("alltoall", "moe_alltoall"):
+                ap.error(f"--algorithm is for alltoall and moe_alltoall, not {a.schedule}")
+            opts["algorithm"] = a.algorithm
+        sched = GENERATORS[a.schedule](len(spec.hosts), size, **opts)
     except (ValueError, SpecError, ScheduleError) as e:
         ap.error(str(e))
     if a.check and a.fail:
@@ -88,8 +129,12 @@ def main(argv: list[str] | None = None) -> int:
                     host=HostConfig(ecn=not a.no_ecn), record_ingress=a.check,
                     ecn_threshold=None if a.no_ecn else 20)
     net = SimNetwork(spec, a.scheme, cfg)
-    res = net.run(sched, until_us=a.until_us,
-                  failures=[LinkFailure(x, y, at) for x, y, at in a.fail])
+    failures = [LinkFailure(x, y, at) for x, y, at in a.fail]
+    if a.quiet:
+        res = net.run(sched, until_us=a.until_us, failures=failures)
+    else:
+        with progress_bar(a.scheme) as show:
+            res = net.run(sched, until_us=a.until_us, failures=failures, progress=show)
     summary = {"fabric": spec.name, "scheme": a.scheme, "schedule": a.schedule, "size": size,
                **res.summary(), "events_log": net.events}
     if a.json:

@@ -46,17 +46,21 @@ class EventLoop:
     def __len__(self) -> int:
         return len(self._heap)
 
-    def run(self, until: float = float("inf")) -> float:
+    def run(self, until: float = float("inf"), max_events: int | None = None) -> float:
         """Run events in time order (ties: scheduling order) until none is left, ``stop()`` was
-        called, or the next one lies beyond ``until``; returns the time reached."""
+        called, the next one lies beyond ``until``, or ``max_events`` ran (the caller may
+        call ``run`` again to go on: a progress display runs the loop in such slices);
+        returns the time reached. ``done`` tells whether there is anything left to run."""
         heap = self._heap
         pop = heapq.heappop
         self._stopped = False
         n = 0
+        limit = -1 if max_events is None else max_events
         try:
-            while heap and not self._stopped:
+            while heap and not self._stopped and n != limit:
                 if heap[0][0] > until:
                     self.now = until
+                    self._stopped = True
                     break
                 t, _, fn, arg = pop(heap)
                 self.now = t
@@ -65,3 +69,8 @@ class EventLoop:
         finally:
             self.events_run += n
         return self.now
+
+    @property
+    def done(self) -> bool:
+        """Nothing more will run: no event left, ``stop()`` called, or ``until`` reached."""
+        return self._stopped or not self._heap
