@@ -23,6 +23,8 @@ def test_tiny_run_checks_counters(capsys: pytest.CaptureFixture[str]) -> None:
     (["--fail", "agg1-core9@5"], "no link agg1-core9"),
     (["--fail", "nonsense"], "A-B@MICROSECONDS"),
     (["--check", "--fail", "agg1-core1@5"], "not with --fail"),
+    (["--schedule", "ring_allreduce", "--algorithm", "scattered"], "--algorithm is for"),
+    (["--algorithm", "fastest"], "invalid choice"),
 ])
 def test_bad_arguments_are_one_line_errors(args: list[str], msg: str,
                                            capsys: pytest.CaptureFixture[str]) -> None:
@@ -31,3 +33,13 @@ def test_bad_arguments_are_one_line_errors(args: list[str], msg: str,
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert msg in err[-1] and err[-1].startswith("python -m sim: error:")
+
+
+def test_progress_bar_goes_to_stderr_and_ends_at_every_flow(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--k", "4", "--size", "32KB", "--algorithm", "scattered"]) == 0
+    cap = capsys.readouterr()
+    assert "ok=True" in cap.out and "flows" not in cap.out
+    assert "240/240 flows" in cap.err   # 16 hosts x 15 peers, all acknowledged
+    assert main(["--k", "4", "--size", "32KB", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

@@ -41,6 +41,31 @@ def test_events_scheduled_from_callbacks_until_and_stop() -> None:
     assert seen[-1] == 30.0
 
 
+def test_events_run_in_slices_of_max_events_as_in_one_go() -> None:
+    def trace(slice_: int | None) -> tuple[list[float], list[int]]:
+        loop = EventLoop()
+        seen: list[float] = []
+        ran: list[int] = []
+
+        def tick(now: float, n: int) -> None:
+            seen.append(now)
+            if n:
+                loop.schedule(now + 1.5, tick, n - 1)
+                loop.schedule(now + 1.5, lambda t, _: seen.append(-t))
+
+        loop.schedule(0.0, tick, 6)
+        while not loop.done:
+            before = loop.events_run
+            loop.run(until=7.0, max_events=slice_)
+            ran.append(loop.events_run - before)
+        return seen, ran
+
+    whole, ran_whole = trace(None)
+    sliced, ran_sliced = trace(3)
+    assert sliced == whole and whole[-1] == -6.0   # nothing after until=7.0 ran
+    assert ran_whole == [9] and ran_sliced == [3, 3, 3, 0]  # the last slice finds 7.5 > until
+
+
 def test_link_serialisation_propagation_and_failure() -> None:
     ln = Link("a", 1, "b", 2, rate_bps=1e9, prop_us=5.0)
     assert ln.serialisation_us(1250) == pytest.approx(10.0)  # 10,000 bits at 1 Gb/s

@@ -175,3 +175,19 @@ def test_k4_results_equal_the_golden_fingerprints() -> None:
         assert got[name] == want[name], (
             f"{name}: {got[name]} != golden {want[name]} (if the change is meant to alter "
             "results: .venv/bin/python tests/sim/golden.py --write)")
+
+
+def test_progress_reports_change_nothing_and_end_complete() -> None:
+    """``run(progress=)`` slices the event loop; the results are those of one run."""
+    sched = alltoall(16, 16 * 4_000)
+    _, plain = run(k4(), "random", sched)
+    net = SimNetwork(k4(), "random", SimConfig())
+    seen: list = []
+    res = net.run(sched, until_us=2e6, progress=seen.append, progress_every=500)
+    assert (res.cct_s, res.packet_hops, res.events) == (plain.cct_s, plain.packet_hops,
+                                                         plain.events)
+    assert len(seen) > 3
+    assert [p.events for p in seen] == sorted(p.events for p in seen)
+    assert all(p.flows_total == 240 for p in seen)
+    assert seen[-1].flows_done == 240 and seen[-1].packet_hops == res.packet_hops
+    assert 0 < seen[1].flows_done or seen[1].packet_hops > 0
