@@ -294,6 +294,24 @@ class EgressQueue:
             return QueueingMetadata(enq_timestamp=now_us, qid=min(p, self.priorities - 1))
         return QueueingMetadata(enq_timestamp=now_us)
 
+    def transit(self, packet_length: int, now_us: float) -> float | None:
+        """Cut-through for a priority-0 packet meeting an empty queue whose link is free at
+        ``now_us``: it enters and leaves at once, its departure occupying the link for its
+        service time. Returns when the link is free again, or None (nothing counted) when the
+        queue holds packets or the link is busy. Counted, and the departure clock moved,
+        exactly as ``enqueue`` then ``dequeue`` at ``now_us`` would — without the job and
+        metadata objects, which a simulator's uncongested hops do not need."""
+        if self._fifo or self._n_higher or self._next_free_us > now_us:
+            return None
+        st = self.stats
+        st.enqueued += 1
+        st.dequeued += 1
+        if not st.max_depth_seen:
+            st.max_depth_seen = 1
+        if self._paced:
+            self._next_free_us = now_us + (self._interval_us or packet_length * self._us_per_byte)
+        return max(self._next_free_us, now_us)
+
     def flush(self) -> int:
         """Drop everything queued (a new program was loaded); returns how many were dropped."""
         n = len(self)

@@ -35,6 +35,7 @@ from .events import EventLoop
 from .link import Link
 
 Receive = Callable[[float, Any], None]
+_NEVER = float("inf")
 
 
 class SimSwitch:
@@ -55,7 +56,9 @@ class SimSwitch:
         self._out: dict[int, tuple[Link, Receive, int]] = {}
         self._q: dict[int, EgressQueue] = {}
         self._pending: set[int] = set()   # ports with a service event scheduled
-        self._busy: dict[int, float] = {}  # port -> its wire is busy until then
+        # port -> when a packet arriving could go straight through: its wire's busy-until
+        # while its queue is empty, infinity while the queue holds packets
+        self._free_at: dict[int, float] = {}
         self.port_oracle: Callable[[bytes], tuple[int, ...] | None] | None = None
         self.backlog = 0                  # packets queued over all ports
         self.busy_until = 0.0             # no port's wire is busy after this
@@ -68,7 +71,7 @@ class SimSwitch:
         self._out[port] = (link, peer_receive, peer_port)
         self.queues.set_rate_bps(port, link.rate_bps)
         self._q[port] = self.queues.get(port)
-        self._busy[port] = 0.0
+        self._free_at[port] = 0.0
 
     # -- packet path ------------------------------------------------------------------------
     def receive(self, now: float, arg: tuple[int, bytes]) -> None:
@@ -101,10 +104,9 @@ class SimSwitch:
         ports = oracle(frame)
         if ports is None:
             return False
-        q, busy = self._q, self._busy
+        free_at = self._free_at
         for p in ports:
-            qp = q.get(p)
-            if qp is not None and (len(qp) or busy[p] > now):
+            if free_at.get(p, 0.0) > now:
                 return False
         return True
 
@@ -113,10 +115,11 @@ class SimSwitch:
         if q is None:
             self.unconnected += 1
             return
-        q.enqueue(EgressJob(port, 0, plen), now)   # type: ignore[arg-type]
-        q.dequeue(now)                             # type: ignore[arg-type]
-        busy = now + q.service_time_us(plen)
-        self._busy[port] = busy
+        busy = q.transit(plen, now)
+        if busy is None:  # the conditions of receive's fast path were checked on every port
+            raise RuntimeError(f"{self.name}: fast path to port {port}, whose queue or wire "
+                               f"is busy at {now} µs (its port oracle missed that port)")
+        self._free_at[port] = busy
         if busy > self.busy_until:
             self.busy_until = busy
         self._transmit(now, port, data)
@@ -130,6 +133,7 @@ class SimSwitch:
         if not q.enqueue(job, now):  # type: ignore[arg-type]
             return  # tail drop, counted by the queue
         self.backlog += 1
+        self._free_at[port] = _NEVER
         if port in self._pending:
             return
         t = q.next_departure_us()
@@ -155,7 +159,7 @@ class SimSwitch:
         job, qm = item
         self.backlog -= 1
         busy = now + q.service_time_us(job.packet_length)
-        self._busy[port] = busy
+        self._free_at[port] = _NEVER if len(q) else busy
         if busy > self.busy_until:
             self.busy_until = busy
         # the queue ran on float µs; the pipeline's clock ticks in whole µs

@@ -91,6 +91,24 @@ def test_unlimited_queue_passes_through_only_when_empty():
     assert q.stats.enqueued == 2 and q.stats.dequeued == 1
 
 
+@pytest.mark.parametrize("rate", [{"rate_bps": 8e9}, {"rate_pps": 1e6}, {}])
+def test_transit_counts_and_clocks_as_enqueue_then_dequeue(rate):
+    """The simulator's cut-through: same stats and departure clock as enqueue + dequeue at
+    the same instant, and no transit while the queue holds packets or the link is busy."""
+    a, b = EgressQueue(port=1, **rate), EgressQueue(port=1, **rate)
+    t = 10.0
+    for length in (1000, 64, 1500):
+        assert a.enqueue(job(0, length=length), t) and a.dequeue(t) is not None
+        free = b.transit(length, t)
+        assert free == max(t, a._next_free_us) and a._next_free_us == b._next_free_us
+        assert a.stats == b.stats
+        t = free
+    if a.limited:  # the link is busy until ``free``: no cut-through before then
+        assert b.transit(64, t - 0.5) is None
+    assert b.enqueue(job(1), t) and b.transit(64, t + 100) is None
+    assert b.stats.enqueued == a.stats.enqueued + 1 and b.stats.dequeued == a.stats.dequeued
+
+
 def test_flush_and_per_port_overrides():
     qs = EgressQueues(depth=4, rate_pps=None)
     qs.set_rate(2, 500)
