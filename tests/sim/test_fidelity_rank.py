@@ -166,3 +166,48 @@ def test_path_classes_by_hand() -> None:
     # inside the pod (h2 -> h3) or across it (h4 -> h5), and the wrap-around h16 -> h1
     per_step = {"edge": 8, "pod": 4, "core": 4}
     assert F.path_classes(spec, sched, block) == {k: v * 15 for k, v in per_step.items()}
+
+
+def test_vs_mininet_repeats_each_side_and_reseeds_only_the_sim(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver's plumbing with the Mininet side stubbed by more simulator runs (no root):
+    N runs per scheme and side, the sim's repetition i seeded with seed + i (random spraying's
+    choices change, ECMP's do not), ranges, rankings and the agreement built from all runs."""
+    from experiments.config import from_dict
+
+    cfg = from_dict({**F.FIDELITY_EXPERIMENT, "schemes": ["ecmp", "random"],
+                     "workloads": [{"name": "a2a", "schedule": "alltoall", "size": "16KB",
+                                    "window": 4, "timeout_s": 60}]})
+    calls: list[int] = []
+
+    def mininet_side(cfg: object, workdir: Path, n: int, log: object) -> dict:
+        calls.append(n)
+        return {s.label: [F.run_sim_side(cfg, cfg.workloads[0], s, seed=50 + i)
+                          for i in range(n)] for s in cfg.schemes}
+
+    monkeypatch.setattr(F, "run_mininet_side", mininet_side)
+    res = F.vs_mininet(cfg, tmp_path / "out", log=lambda *_: None, repetitions=2)
+    assert calls == [2] and res["repetitions"] == 2
+    ecmp, rnd = res["schemes"]["ecmp"], res["schemes"]["random"]
+    assert len(ecmp["sim_runs"]) == len(rnd["mininet_runs"]) == 2
+    assert ecmp["sim"] is ecmp["sim_runs"][0] and "table" in ecmp and "table" not in rnd
+    assert ecmp["sim_runs"][0].frames and not ecmp["sim_runs"][1].frames  # kept for rep 1
+
+    def same(a: F.SideRun, b: F.SideRun) -> bool:
+        return a.counters.reset_index(drop=True).equals(b.counters.reset_index(drop=True))
+
+    assert same(*ecmp["sim_runs"])           # the seed does not touch ECMP
+    assert not same(*rnd["sim_runs"])        # ... and does change random spraying's choices
+    assert res["ranges"]["sim"]["ecmp"].ccts == tuple(r.cct_s for r in ecmp["sim_runs"])
+    assert sorted(res["rank_sim"]) == ["ecmp", "random"]
+    assert isinstance(res["agreement"], F.RankAgreement)
+    text = F.report(cfg.spec(), res)
+    assert "CCT over 2 repetition(s)" in text and "rankings: " in text
+
+
+def test_repetitions_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        F.main(["--vs-mininet", "--repetitions", "0"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "error: argument --repetitions: '0' is not a positive integer" in err[-1]
