@@ -277,32 +277,32 @@ class SimNetwork:
         called every ``progress_every`` events and once at the end (a k=16 AllToAll runs for
         minutes; ``python -m sim`` draws a bar with it); it cannot change results."""
         rank_hosts = self.place(schedule)
-        job = Job(schedule, rank_hosts, self.cfg.host)
-        if self.cfg.host.path_policy.pin:  # hosts pin split subflows with the fabric's hashes
-            from traffic.pathmodel import PathModel
-
-            job.path_model = PathModel(self.spec, self.scheme)
-        for r, h in enumerate(rank_hosts):
-            h.add_rank(r, job)
-        for f in failures:
-            self.fail_link(f)
-        t0 = time.perf_counter()
         # The fabric built so far (pipelines, entries, hosts: ~900k objects at k=16) lives
         # until the run ends; frozen, the cyclic GC's full collections skip it instead of
         # walking it again and again (measured at k=16: GC 14 % of the run's CPU -> 5 %).
-        # During the event loop the cyclic GC is off altogether: a run allocates its flows'
-        # state as it goes (a million flows in a k=16 AllToAll), every object of it lives to
-        # the end, and the collector walked them again and again — 44 of 120 CPU seconds in
-        # the first 9 µs of such a run. The hot path makes no reference cycles (frames,
-        # event tuples, per-flow records), so reference counting frees its garbage; what a
-        # cycle might hold is collected after the run. Results cannot change: nothing
-        # here relies on when garbage is collected.
+        # From here to the results the cyclic GC is off altogether: a run allocates its
+        # flows' state as it goes (a million flows in a k=16 AllToAll), every object of it
+        # lives to the end, and the collector walked them again and again — 44 of 120 CPU
+        # seconds in the first 9 µs of such a run. The hot path makes no reference cycles
+        # (frames, event tuples, per-flow records), so reference counting frees its
+        # garbage; what a cycle might hold is collected after the run. Results cannot
+        # change: nothing here relies on when garbage is collected.
         freeze = gc.isenabled() and not gc.get_freeze_count()
         if freeze:
             gc.freeze()
         enabled = gc.isenabled()
         gc.disable()
         try:
+            job = Job(schedule, rank_hosts, self.cfg.host)
+            if self.cfg.host.path_policy.pin:  # hosts pin split subflows with the fabric's hashes
+                from traffic.pathmodel import PathModel
+
+                job.path_model = PathModel(self.spec, self.scheme)
+            for r, h in enumerate(rank_hosts):
+                h.add_rank(r, job)
+            for f in failures:
+                self.fail_link(f)
+            t0 = time.perf_counter()
             for h in dict.fromkeys(rank_hosts):
                 h.start(0.0)
             if progress is None:

@@ -268,3 +268,37 @@ def test_parse_size(text, value):
 def test_parse_size_rejects_unknown_unit():
     with pytest.raises(ValueError):
         parse_size("3 parsecs")
+
+
+def _broken(edit) -> ScheduleError:  # noqa: ANN001
+    """A valid 3-rank AllToAll with one send or receive replaced by ``edit(step)``."""
+    from traffic.schedules import Recv, Send
+
+    s = alltoall(3, 300)
+    edit(s.programs[0][0], Send, Recv)
+    with pytest.raises(ScheduleError) as e:
+        s.validate()
+    return e.value
+
+
+@pytest.mark.parametrize("edit, field, msg", [
+    (lambda st, S, R: st.sends.__setitem__(0, S(7, 100, st.sends[0].flow)),
+     "programs[0].steps[0].sends[0].dst", "rank 7 out of range 0..2"),
+    (lambda st, S, R: st.sends.__setitem__(0, S(0, 100, st.sends[0].flow)),
+     "programs[0].steps[0].sends[0].dst", "rank 0 sends to itself"),
+    (lambda st, S, R: st.sends.__setitem__(1, S(st.sends[1].dst, 0, st.sends[1].flow)),
+     "programs[0].steps[0].sends[1].bytes", "must be > 0, got 0"),
+    (lambda st, S, R: st.sends.__setitem__(0, S(st.sends[0].dst, 100, 1 << 32)),
+     "programs[0].steps[0].sends[0].flow", "must fit 32 bits"),
+    (lambda st, S, R: st.sends.__setitem__(1, S(st.sends[1].dst, 100, st.sends[0].flow)),
+     "programs[0].steps[0].sends[1].flow", "is sent twice"),
+    (lambda st, S, R: st.recvs.__setitem__(0, R(st.recvs[0].src, 999)),
+     "programs[0].steps[0].recvs[0].flow", "no rank sends flow 999"),
+    (lambda st, S, R: st.recvs.__setitem__(0, R(st.recvs[1].src, st.recvs[0].flow)),
+     "programs[0].steps[0].recvs[0].src", "is sent by rank"),
+    (lambda st, S, R: st.recvs.__setitem__(1, R(st.recvs[0].src, st.recvs[0].flow)),
+     "programs[0].steps[0].recvs[1]", "received twice"),
+])
+def test_validate_locates_each_kind_of_bad_transfer(edit, field, msg):  # noqa: ANN001
+    e = _broken(edit)
+    assert str(e.field).startswith(field) and msg in str(e)
