@@ -39,6 +39,15 @@ class EventLoop:
             t = self.now
         heapq.heappush(self._heap, (t, next(self._seq), fn, arg))
 
+    def ticket(self) -> int:
+        """The next sequence number, for an event to be pushed later with ``push``: its place
+        among same-time events is then where ``schedule`` would have put it now."""
+        return next(self._seq)
+
+    def push(self, t: float, ticket: int, fn: Callback, arg: Any = None) -> None:
+        """Schedule ``fn`` at ``t`` (not before ``now``) with a ticket taken earlier."""
+        heapq.heappush(self._heap, (t, ticket, fn, arg))
+
     def stop(self) -> None:
         """Make ``run`` return after the current callback."""
         self._stopped = True

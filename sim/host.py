@@ -133,8 +133,6 @@ class SimHost:
         self.gw_mac = spec.gateway_mac or "00:00:00:00:00:00"
         self.loop = loop
         self.link: Link | None = None
-        self._peer: Receive | None = None
-        self._peer_port = 0
         self.job: Job | None = None
         self.ranks: list[_Rank] = []
         self._rank: dict[int, _Rank] = {}
@@ -163,7 +161,8 @@ class SimHost:
         return len(self._finished_tx)
 
     def connect(self, link: Link, peer_receive: Receive, peer_port: int) -> None:
-        self.link, self._peer, self._peer_port = link, peer_receive, peer_port
+        link.attach(self.loop, peer_receive, peer_port)
+        self.link = link
 
     def add_rank(self, rank: int, job: Job) -> None:
         self.job = job
@@ -197,13 +196,11 @@ class SimHost:
         if frame is None:
             return
         link = self.link
-        assert link is not None and self._peer is not None
+        assert link is not None
         n = len(frame)
         self.frames_sent += 1
         self.bytes_sent += n
-        t = link.arrival_us(now, n)
-        if t is not None:
-            self.loop.schedule(t, self._peer, (self._peer_port, frame))
+        link.send(now, frame)
         self._nic_free = now + n * link.us_per_byte
         self._tx_scheduled = True
         self.loop.schedule(self._nic_free, self._tx_event)

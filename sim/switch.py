@@ -53,7 +53,7 @@ class SimSwitch:
         # the slow path's ingress/egress through the fused code (exact: tests/pipeline)
         self.fused_halves = fused_halves and hasattr(pipeline, "ingress_fast")
         self.uptime_us = uptime_us
-        self._out: dict[int, tuple[Link, Receive, int]] = {}
+        self._out: dict[int, Link] = {}
         self._q: dict[int, EgressQueue] = {}
         self._pending: set[int] = set()   # ports with a service event scheduled
         # port -> when a packet arriving could go straight through: its wire's busy-until
@@ -68,7 +68,8 @@ class SimSwitch:
         self.unconnected = 0              # outputs to a port with no link (CPU port, ...)
 
     def connect(self, port: int, link: Link, peer_receive: Receive, peer_port: int) -> None:
-        self._out[port] = (link, peer_receive, peer_port)
+        link.attach(self.loop, peer_receive, peer_port)
+        self._out[port] = link
         self.queues.set_rate_bps(port, link.rate_bps)
         self._q[port] = self.queues.get(port)
         self._free_at[port] = 0.0
@@ -159,7 +160,8 @@ class SimSwitch:
         job, qm = item
         self.backlog -= 1
         busy = now + q.service_time_us(job.packet_length)
-        self._free_at[port] = _NEVER if len(q) else busy
+        # deq_qdepth: what is left in the FIFO served (len(q) also counts other priorities)
+        self._free_at[port] = _NEVER if qm.deq_qdepth or len(q) else busy
         if busy > self.busy_until:
             self.busy_until = busy
         # the queue ran on float µs; the pipeline's clock ticks in whole µs
@@ -168,8 +170,13 @@ class SimSwitch:
         er = (self.pipe.egress_fast if self.fused_halves else self.pipe.egress)(
             job, int(now + self.uptime_us), qm)
         self.pipeline_drops += len(er.drops)
+        out = self._out
         for o in er.outputs:
-            self._transmit(now, o.port, o.data)
+            link = out.get(o.port)
+            if link is None:
+                self.unconnected += 1
+            else:
+                link.send(now, o.data)
         for j in er.jobs:
             self._enqueue(now, j)
         t = q.next_departure_us()
@@ -178,14 +185,11 @@ class SimSwitch:
             self.loop.schedule(max(t, now), self._serve_event, port)
 
     def _transmit(self, now: float, port: int, data: bytes) -> None:
-        out = self._out.get(port)
-        if out is None:
+        link = self._out.get(port)
+        if link is None:
             self.unconnected += 1
             return
-        link, peer_receive, peer_port = out
-        t = link.arrival_us(now, len(data))
-        if t is not None:
-            self.loop.schedule(t, peer_receive, (peer_port, data))
+        link.send(now, data)
 
     # -- introspection ----------------------------------------------------------------------
     def tail_drops(self) -> int:
