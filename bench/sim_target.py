@@ -46,7 +46,11 @@ def one(scheme: str, k: int, pkts: int, algorithm: str) -> dict:
     n = len(spec.hosts)
     sched = alltoall(n, n * pkts * 1400, algorithm=algorithm)
     w2 = time.perf_counter()
-    res = net.run(sched, until_us=60e6)
+    def progress(p) -> None:  # noqa: ANN001
+        print(f"  {scheme}: {p.wall_s:5.0f} s  t={p.now_us:8.1f} µs  {p.packet_hops:>11,} hops  "
+              f"{p.flows_done:>9,}/{p.flows_total:,} flows", file=sys.stderr, flush=True)
+
+    res = net.run(sched, until_us=60e6, progress=progress, progress_every=1 << 22)
     w3 = time.perf_counter()
     s = res.summary()
     w4 = time.perf_counter()

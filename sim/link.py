@@ -78,6 +78,9 @@ class Link:
         loop = self._loop
         assert loop is not None, "send on a link that was never attached"
         wire = self._wire
+        if wire and t < wire[-1][0]:
+            raise ValueError(f"link {self.src}-{self.dst}: a frame would arrive at {t} µs, "
+                             f"before the one sent ahead of it ({wire[-1][0]} µs)")
         ticket = loop.ticket()
         wire.append((t, ticket, frame))
         if len(wire) == 1:

@@ -161,3 +161,22 @@ def test_switch_output_to_unconnected_port_is_counted() -> None:
     loop.schedule(0.0, sw.receive, (1, b"x" * 100))
     loop.run()
     assert got == [] and sw.unconnected == 1
+
+
+def test_link_delivers_in_order_with_one_event_per_busy_wire() -> None:
+    """Frames on a wire arrive in order at their times; only the head has an event."""
+    loop = EventLoop()
+    got: list[tuple[float, int, bytes]] = []
+    ln = Link("a", 1, "b", 2, rate_bps=8e6, prop_us=5.0)   # 1 µs per byte
+    ln.attach(loop, lambda t, arg: got.append((t, *arg)), 7)
+    for i, start in enumerate((0.0, 10.0, 10.5)):
+        ln.send(start, bytes([i]) * 10)
+    assert len(loop) == 1
+    loop.run()
+    assert got == [(15.0, 7, b"\x00" * 10), (25.0, 7, b"\x01" * 10),
+                   (25.5, 7, b"\x02" * 10)]
+    assert ln.tx_packets == 3 and ln.tx_bytes == 30
+    ln.prop_us = 0.0   # a model that would let a later frame overtake: refused
+    ln.send(100.0, b"x" * 10)
+    with pytest.raises(ValueError, match="before the one sent ahead"):
+        ln.send(100.0, b"y")
