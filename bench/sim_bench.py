@@ -15,8 +15,9 @@ ingress + egress, general vs fused halves (``halves_alone``: the slow path's per
 without the simulator around it, all three interleaved, so load hits them alike). Rates are given per CPU
 second of this process (``time.process_time``) and per wall second: on a shared machine the
 wall figure measures the neighbours, the CPU figure the simulator. With k=16 in the run, a last
-line says whether the issue's target (10^7 packet-hops in 10 minutes: 16,667 hops/s) is met at
-the k=16 rate measured.
+line says whether the issue's target (10^7 packet-hops in 10 minutes: 16,667 hops/s) would be
+met at the k=16 rate measured (an extrapolation; bench/sim_target.py makes the real run: 1,024
+hosts, >= 10^7 hops, wall time from nothing to results).
 
 Each size runs twice by default (``--halves both``): the slow path — a packet meeting a busy
 queue or wire — through the general ``Pipeline.ingress``/``egress``, then through the fused
