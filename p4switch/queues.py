@@ -294,6 +294,11 @@ class EgressQueue:
             return QueueingMetadata(enq_timestamp=now_us, qid=min(p, self.priorities - 1))
         return QueueingMetadata(enq_timestamp=now_us)
 
+    @property
+    def link_free_us(self) -> float:
+        """When the last departure's service ends: the link is busy until then."""
+        return self._next_free_us
+
     def transit(self, packet_length: int, now_us: float) -> float | None:
         """Cut-through for a priority-0 packet meeting an empty queue whose link is free at
         ``now_us``: it enters and leaves at once, its departure occupying the link for its

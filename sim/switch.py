@@ -116,14 +116,22 @@ class SimSwitch:
         if q is None:
             self.unconnected += 1
             return
+        start = now
         busy = q.transit(plen, now)
-        if busy is None:  # the conditions of receive's fast path were checked on every port
-            raise RuntimeError(f"{self.name}: fast path to port {port}, whose queue or wire "
-                               f"is busy at {now} µs (its port oracle missed that port)")
+        if busy is None:
+            if len(q):  # receive checked every port the packet could leave on
+                raise RuntimeError(f"{self.name}: fast path to port {port}, whose queue "
+                                   f"holds packets at {now} µs (its port oracle missed it)")
+            # the wire is busy with an earlier output of this same packet (a clone or a
+            # replica onto the same port): this one follows it as soon as the wire is free,
+            # with the egress metadata the fast path gave it
+            start = q.link_free_us
+            busy = q.transit(plen, start)
+            assert busy is not None
         self._free_at[port] = busy
         if busy > self.busy_until:
             self.busy_until = busy
-        self._transmit(now, port, data)
+        self._transmit(start, port, data)
 
     def _enqueue(self, now: float, job: EgressJob) -> None:
         port = job.egress_port

@@ -138,6 +138,27 @@ def test_switch_queue_serialises_at_link_rate_with_v1model_metadata(pipe_cls: ty
         assert pipe.fast == 1  # only the first found the switch idle
 
 
+def test_fast_path_copies_onto_one_port_leave_back_to_back() -> None:
+    """A packet whose fused path yields two outputs on one port (a clone or replica onto the
+    same port): the second follows the first once the wire is free, nothing is left queued."""
+    from p4switch.pipeline.api import ProcessResult
+
+    class Twice(FastForwardPipeline):
+        def process_fast(self, data: bytes, port: int, now_us: int):  # noqa: ANN201
+            self.fast += 1
+            return ProcessResult(outputs=[Output(2, data), Output(2, data[::-1])])
+
+    pipe = Twice()
+    loop, sw, got = _one_switch(pipe)
+    loop.schedule(0.0, sw.receive, (1, b"ab" * 625))   # 1250 bytes: 10 µs at 1 Gb/s
+    loop.run()
+    assert [t for t, _ in got] == pytest.approx([15.0, 25.0])
+    assert [f[:2] for _, f in got] == [b"ab", b"ba"]
+    q = sw.queue(2)
+    assert len(q) == 0 and (q.stats.enqueued, q.stats.dequeued) == (2, 2)
+    assert q.link_free_us == pytest.approx(20.0) and pipe.fast == 1
+
+
 def test_switch_tail_drops_at_queue_depth() -> None:
     pipe = ForwardPipeline()
     loop, sw, got = _one_switch(pipe, depth=2)
