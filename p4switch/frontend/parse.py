@@ -227,6 +227,19 @@ def _adjacent(a: Token, b: Token) -> bool:
     return a.end_pos is not None and a.end_pos == b.start_pos
 
 
+# two adjacent angle tokens the lexer keeps apart (so ``a<b<c>>`` can close type arguments)
+# and the one token they are where they are not type arguments
+_PAIRS = {("LT", "LT"): ("SHL", "<<"), ("LT", "LE"): ("COMPOUND_OP", "<<="),
+          ("GT", "GT"): ("SHR", ">>"), ("GT", "GE"): ("COMPOUND_OP", ">>=")}
+
+
+def _pair(t: Token, nxt: Token | None) -> tuple[str, str] | None:
+    """(type, text) of the operator ``t`` and ``nxt`` form if they touch, else None."""
+    if nxt is None or not _adjacent(t, nxt):
+        return None
+    return _PAIRS.get((t.type, nxt.type))
+
+
 def _contextual(toks: list[Token]) -> list[Token]:
     """Contextual keywords (spec 6.4.1) used as names become IDENTIFIERs: ``key``,
     ``actions`` and ``entries`` are keywords only before ``= {`` (table properties), ``state``
@@ -320,31 +333,16 @@ def _disambiguate(toks: list[Token]) -> list[Token]:
                 out.append(_retype(t, "L_ANGLE_ARGS"))
                 i += 1
                 continue
-            if nxt is not None and nxt.type == "LT" and _adjacent(t, nxt):
-                out.append(Token.new_borrow_pos("SHL", "<<", t))
-                i += 2
-                continue
-            if nxt is not None and nxt.type == "LE" and _adjacent(t, nxt):
-                out.append(Token.new_borrow_pos("COMPOUND_OP", "<<=", t))
-                i += 2
-                continue
+        elif t.type == "GT" and angle_stack and angle_stack[-1] == paren:
+            angle_stack.pop()
             out.append(t)
             i += 1
             continue
-        if t.type == "GT":
-            if angle_stack and angle_stack[-1] == paren:
-                angle_stack.pop()
-                out.append(t)
-                i += 1
-                continue
-            if nxt is not None and nxt.type == "GT" and _adjacent(t, nxt):
-                out.append(Token.new_borrow_pos("SHR", ">>", t))
-                i += 2
-                continue
-            if nxt is not None and nxt.type == "GE" and _adjacent(t, nxt):
-                out.append(Token.new_borrow_pos("COMPOUND_OP", ">>=", t))
-                i += 2
-                continue
+        pair = _pair(t, nxt) if t.type in ("LT", "GT") else None
+        if pair is not None:
+            out.append(Token.new_borrow_pos(*pair, t))
+            i += 2
+            continue
         out.append(t)
         i += 1
     return out
@@ -384,17 +382,14 @@ def _body_tokens(toks: list[Token]) -> list[Token]:
     while i < n:
         t = toks[i]
         nxt = toks[i + 1] if i + 1 < n else None
-        op = None
-        if t.type == "COMPOUND_OP":
-            op = t.value
-        elif nxt is not None and _adjacent(t, nxt) and (t.type, nxt.type) in (("LT", "LE"),
-                                                                               ("GT", "GE")):
-            op = t.value * 2 + "="
+        pair = _pair(t, nxt)
+        op = t.value if t.type == "COMPOUND_OP" else (
+            pair[1] if pair is not None and pair[0] == "COMPOUND_OP" else None)
         if op is not None:
             raise LexError(t, f"syntax error: '{op}' cannot appear in an annotation body (spec "
                               "18.1 allows any token there but the assignment operators)")
-        if nxt is not None and t.type == nxt.type == "LT" and _adjacent(t, nxt):
-            out.append(Token.new_borrow_pos("SHL", "<<", t))
+        if pair is not None and pair[0] == "SHL":
+            out.append(Token.new_borrow_pos(*pair, t))
             i += 2
             continue
         out.append(t)
