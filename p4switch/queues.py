@@ -283,16 +283,22 @@ class EgressQueue:
         and the caller must ``enqueue``. Counted like an enqueue and a dequeue."""
         if self._paced or self._fifo or self._n_higher:
             return None
-        st = self.stats
-        st.enqueued += 1
-        st.dequeued += 1
-        if st.max_depth_seen == 0:
-            st.max_depth_seen = 1
+        st = self._count_through()
         p = job.priority
         if p and self._higher:
             st.priority_enqueued += 1
             return QueueingMetadata(enq_timestamp=now_us, qid=min(p, self.priorities - 1))
         return QueueingMetadata(enq_timestamp=now_us)
+
+    def _count_through(self) -> QueueStats:
+        """Count a packet that entered an empty queue and left at once: an enqueue, a dequeue,
+        a depth of one seen."""
+        st = self.stats
+        st.enqueued += 1
+        st.dequeued += 1
+        if not st.max_depth_seen:
+            st.max_depth_seen = 1
+        return st
 
     @property
     def link_free_us(self) -> float:
@@ -308,11 +314,7 @@ class EgressQueue:
         metadata objects, which a simulator's uncongested hops do not need."""
         if self._fifo or self._n_higher or self._next_free_us > now_us:
             return None
-        st = self.stats
-        st.enqueued += 1
-        st.dequeued += 1
-        if not st.max_depth_seen:
-            st.max_depth_seen = 1
+        self._count_through()
         if self._paced:
             self._next_free_us = now_us + (self._interval_us or packet_length * self._us_per_byte)
         return max(self._next_free_us, now_us)

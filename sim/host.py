@@ -141,7 +141,6 @@ class SimHost:
         self.local_done: dict[int, float] = {}
         self._ready: deque[_Tx] = deque()
         self._timers: list[tuple[float, int, _Tx]] = []
-        self._open_tx = 0
         self._acks: deque[bytes] = deque()
         self._ack_prefix: dict[tuple[str, int], bytes] = {}
         self._rx_pending: set[int] = set()
@@ -287,7 +286,6 @@ class SimHost:
                 st = self._rank[f.rank]
                 if flow not in self._finished_tx:
                     self._finished_tx.add(flow)
-                    self._open_tx -= 1
                     st.open_sends -= 1
                     self._flow_done(st, flow, now)
             else:
@@ -364,7 +362,7 @@ class SimHost:
             if not x.r.ack_pending:
                 self._rx_pending.discard(flow)
         self._kick(now)
-        if self._rx_pending or self._open_tx:
+        if self._rx_pending or len(self._finished_tx) < len(self.tx):  # sends still open
             self._ensure_tick(now)
 
     # -- programs ----------------------------------------------------------------------------
@@ -457,7 +455,6 @@ class SimHost:
             f = _Tx(snd.flow, st.rank, snd.dst, st.pos, step.collective, s, cc, now, dst_host,
                     self._policy(st.rank, snd.flow, dst_host, s))
             self.tx[snd.flow] = f
-            self._open_tx += 1
             self._make_ready(f)
             st.open_sends += 1
             posted = True
