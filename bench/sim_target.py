@@ -29,8 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from controller.schemes import SCHEMES  # noqa: E402  (the one registry of schemes)
+
 TARGET_HOPS, TARGET_S = 10**7, 600.0
-SCHEMES = ("ecmp", "flowlet", "random", "rotate", "wam")
 
 
 def one(scheme: str, k: int, pkts: int, algorithm: str) -> dict:
@@ -73,7 +74,7 @@ def _one(args: tuple[str, int, int, str]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--schemes", nargs="+", default=list(SCHEMES), choices=SCHEMES)
+    ap.add_argument("--schemes", nargs="+", default=list(SCHEMES), choices=sorted(SCHEMES))
     ap.add_argument("--k", type=int, default=16, help="fat-tree k (default 16: 1,024 hosts)")
     ap.add_argument("--pkts", type=int, default=1, help="packets per (src, dst) pair")
     ap.add_argument("--algorithm", default="scattered", choices=("scattered", "direct"))
