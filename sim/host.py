@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import heapq
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +114,11 @@ class Job:
         self.cfg = cfg
         self.flows = schedule.flow_index()
         self.ranks_left = schedule.ranks
+        """Ranks (of this process's part, in a split run) not finished yet."""
+        self.done_at: float | None = None
+        """When the last of them finished."""
+        self.on_done: Callable[[float], None] | None = None
+        """Called then (sim.network ends the run a lookahead later; None: at once)."""
         self.path_model: Any = None
         """traffic.pathmodel.PathModel of the fabric, for pinned split (set by the network)."""
 
@@ -398,8 +404,12 @@ class SimHost:
                     st.done = True
                     st.metrics.finish = now_s
                     job.ranks_left -= 1
-                    if job.ranks_left == 0:
-                        self.loop.stop()  # the job is over; stray timers need not run
+                    if job.ranks_left == 0:  # the job is over; stray timers need not run
+                        job.done_at = now
+                        if job.on_done is None:
+                            self.loop.stop()
+                        else:
+                            job.on_done(now)
                     break
                 step = prog[st.pos]
                 if st.phase == _IDLE:

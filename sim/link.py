@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import EventLoop
+from .events import EventLoop, Key
 
 
 @dataclass(eq=False)
@@ -37,7 +37,11 @@ class Link:
     _peer: Callable[[float, Any], None] | None = field(default=None, repr=False)
     _peer_port: int = field(default=0, repr=False)
     # frames on the wire, in arrival order: (arrival µs, event ticket, frame)
-    _wire: deque[tuple[float, int, bytes]] = field(default_factory=deque, repr=False)
+    _wire: deque[tuple[float, Key, bytes]] = field(default_factory=deque, repr=False)
+    outbox: list[tuple[int, float, Key, bytes]] | None = field(default=None, repr=False)
+    """Set when the receiving end is simulated by another process (sim.parallel): frames
+    are collected here as (``index``, arrival, ticket, frame) for it, not delivered."""
+    index: int = field(default=-1, repr=False)
 
     def __post_init__(self) -> None:
         if self.rate_bps is not None and self.rate_bps <= 0:
@@ -78,14 +82,20 @@ class Link:
             return
         loop = self._loop
         assert loop is not None, "send on a link that was never attached"
+        if self.outbox is not None:
+            self.outbox.append((self.index, t, loop.ticket(), frame))
+            return
+        self.accept(t, loop.ticket(), frame)
+
+    def accept(self, t: float, ticket: Key, frame: bytes) -> None:
+        """Put a frame that arrives at ``t`` on the wire, behind those already on it."""
         wire = self._wire
         if wire and t < wire[-1][0]:
             raise ValueError(f"link {self.src}-{self.dst}: a frame would arrive at {t} µs, "
                              f"before the one sent ahead of it ({wire[-1][0]} µs)")
-        ticket = loop.ticket()
         wire.append((t, ticket, frame))
         if len(wire) == 1:
-            loop.push(t, ticket, self._deliver)
+            self._loop.push(t, ticket, self._deliver)  # type: ignore[union-attr]
 
     def _deliver(self, now: float, _: Any) -> None:
         wire = self._wire

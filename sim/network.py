@@ -33,6 +33,8 @@ from .switch import SimSwitch
 
 FABRIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "fabric.p4"
 DROP_PORT = 511
+_HOST_ROOT = 1 << 40      # event keys of what a host schedules when it starts (sim.events)
+_FAILURE_ROOT = 2 << 40   # and of a scheduled link failure
 
 
 @functools.cache
@@ -137,6 +139,9 @@ class SimConfig:
     seed: int = 0
     record_ingress: bool = False
     """Keep every (switch, time, port, frame) arriving at a switch: for fidelity tests."""
+    workers: int = 1
+    """Processes to split each run over (sim.parallel; results are the same for any number):
+    2 on a 2-core machine halves a big run's time; 1 for many small runs side by side."""
 
 
 class SimNetwork:
@@ -179,6 +184,10 @@ class SimNetwork:
         self._install_all()
         self.install_s = time.perf_counter() - t0
         self.events: list[tuple[float, str]] = []
+        self._host_index = {n: i for i, n in enumerate(self.hosts)}
+        self._failures = 0
+        self.split: Any = None
+        """sim.parallel.SplitOutcome of the last run, if it was split over processes."""
 
     def _recorder(self, sw: SimSwitch) -> Any:
         inner = sw.receive
@@ -218,7 +227,9 @@ class SimNetwork:
     # -- failures ---------------------------------------------------------------------------
     def fail_link(self, failure: LinkFailure) -> None:
         """Schedule a failure (call before or during ``run``)."""
-        self.loop.schedule(failure.at_us, self._cut, failure)
+        with self.loop.root(_FAILURE_ROOT + self._failures):
+            self.loop.schedule(failure.at_us, self._cut, failure)
+        self._failures += 1
 
     def _links_between(self, a: str, b: str) -> list[Link]:
         return [d for pair in self.links for d in pair if {d.src, d.dst} == {a, b}]
@@ -269,14 +280,27 @@ class SimNetwork:
         except KeyError as e:
             raise ValueError(f"placement names unknown host {e.args[0]!r}") from None
 
+    def start_hosts(self, hosts: Iterable[SimHost]) -> None:
+        """Start ``hosts``' ranks at time 0, each under its own root key, so a host's events
+        are keyed alike whether or not the others start in this process."""
+        for h in hosts:
+            with self.loop.root(_HOST_ROOT + self._host_index[h.name]):
+                h.start(0.0)
+
     def run(self, schedule: Schedule, until_us: float = 10e6,
             failures: Iterable[LinkFailure] = (),
             progress: Callable[[Progress], None] | None = None,
             progress_every: int = 1 << 17) -> SimResult:
         """Run one job to completion (or ``until_us`` of virtual time). ``progress`` is
         called every ``progress_every`` events and once at the end (a k=16 AllToAll runs for
-        minutes; ``python -m sim`` draws a bar with it); it cannot change results."""
+        minutes; ``python -m sim`` draws a bar with it); it cannot change results. The run
+        ends a propagation delay after the last rank finished (what a split run can tell
+        apart), or at ``until_us``. With ``config.workers`` > 1 it is split over that many
+        processes (sim.parallel), with the same results."""
         rank_hosts = self.place(schedule)
+        workers = self.cfg.workers
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, not {workers}")
         # The fabric built so far (pipelines, entries, hosts: ~900k objects at k=16) lives
         # until the run ends; frozen, the cyclic GC's full collections skip it instead of
         # walking it again and again (measured at k=16: GC 14 % of the run's CPU -> 5 %).
@@ -302,9 +326,18 @@ class SimNetwork:
                 h.add_rank(r, job)
             for f in failures:
                 self.fail_link(f)
+            grace = self.cfg.prop_delay_us
+            job.on_done = lambda now: self.loop.stop_before(now + grace)
             t0 = time.perf_counter()
-            for h in dict.fromkeys(rank_hosts):
-                h.start(0.0)
+            self.split = None
+            if workers > 1:
+                from .parallel import run_split
+
+                self.split = out = run_split(self, job, workers, until_us, progress,
+                                             job.network_flows())
+                return SimResult.collect(self, job, out.end_us, time.perf_counter() - t0,
+                                         ranks=out.ranks, events=out.events)
+            self.start_hosts(dict.fromkeys(rank_hosts))
             if progress is None:
                 end = self.loop.run(until=until_us)
             else:

@@ -85,8 +85,11 @@ class SimResult:
         }
 
     @classmethod
-    def collect(cls, net: SimNetwork, job: Job, end_us: float, wall_s: float) -> SimResult:
-        ranks = [m for h in dict.fromkeys(job.rank_hosts) for m in h.results()]
+    def collect(cls, net: SimNetwork, job: Job, end_us: float, wall_s: float,
+                ranks: list[RankMetrics] | None = None, events: int | None = None) -> SimResult:
+        """``ranks``/``events``: those of a split run (sim.parallel), gathered from its parts."""
+        if ranks is None:
+            ranks = [m for h in dict.fromkeys(job.rank_hosts) for m in h.results()]
         ranks.sort(key=lambda m: m.rank)
         colls: dict[int, dict[str, Any]] = {}
         for m in ranks:
@@ -100,7 +103,8 @@ class SimResult:
         return cls(
             ranks=ranks, collectives=[colls[k] for k in sorted(colls)], end_us=end_us,
             wall_s=wall_s, packet_hops=sum(s.packets_in for s in sws),
-            fast_hops=sum(s.fast_packets for s in sws), events=net.loop.events_run,
+            fast_hops=sum(s.fast_packets for s in sws),
+            events=net.loop.events_run if events is None else events,
             tail_drops=sum(s.tail_drops() for s in sws),
             pipeline_drops=sum(s.pipeline_drops for s in sws),
             link_losses=sum(d.lost_packets for pair in net.links for d in pair),

@@ -5,9 +5,10 @@ must not change a single result. ``fingerprint`` runs a fixed set of k=4 fat-tre
 five schemes, one case with tail drops and retransmissions, one with a link failure and a
 reroute — with a fixed seed and hashes everything that could move: the job CCT, packet-hops,
 drops, every flow's finish time and retransmissions, every frame every switch received (in
-order, with its time) and every per-member LB counter. tests/sim/test_sim_fabric.py compares
-the digests with golden_k4.json, written by this script from the simulator as it was before
-the speed work (see docs/sim.md).
+order, with its time, switch by switch) and every per-member LB counter.
+tests/sim/test_sim_fabric.py compares the digests with golden_k4.json, written by this script
+(last when same-time events got their split-independent order, sim.events);
+tests/sim/test_parallel.py compares them with those of runs split over processes.
 
 When a change is meant to alter results (fabric.p4, transport, congestion control, a model),
 regenerate and commit the file with the change, saying why:
@@ -49,10 +50,12 @@ def cases() -> dict[str, tuple[str, Any, dict[str, Any], list[LinkFailure]]]:
     return out
 
 
-def run_case(name: str) -> dict[str, Any]:
-    """One case's readable summary plus the digest of everything it produced."""
+def run_case(name: str, workers: int = 1) -> dict[str, Any]:
+    """One case's readable summary plus the digest of everything it produced (the same for
+    any number of ``workers``: sim.parallel)."""
     scheme, sched, cfg, failures = cases()[name]
-    net = SimNetwork(fat_tree(4, bw_mbps=10_000), scheme, SimConfig(record_ingress=True, **cfg))
+    net = SimNetwork(fat_tree(4, bw_mbps=10_000), scheme,
+                     SimConfig(record_ingress=True, workers=workers, **cfg))
     res = net.run(sched, until_us=2e6, failures=failures)
     h = hashlib.sha256()
 
@@ -69,7 +72,9 @@ def run_case(name: str) -> dict[str, Any]:
                  f.nacks, f.acked_packets, f.sport_packets))
         for x in sorted(r.received, key=lambda x: x.flow):
             put((x.flow, x.packets_received, x.arrivals, x.duplicates, x.reordered, x.finish))
-    for sw, t, port, frame in net.ingress_log:
+    # switch by switch, each in arrival order (how same-time arrivals at *different*
+    # switches interleave in the log is no result)
+    for sw, t, port, frame in sorted(net.ingress_log, key=lambda e: e[0]):
         h.update(f"{sw} {t!r} {port} ".encode())
         h.update(frame)
     put(member_counters(net).to_records(index=False).tolist())

@@ -1,0 +1,342 @@
+"""One run split over processes: a conservative parallel discrete-event simulation.
+
+Each process simulates one part of the fabric (sim.partition) with its own event loop, and
+they advance in windows one lookahead ``L`` long — the links' propagation delay. A frame put on
+a link at ``t >= w`` reaches the far end at ``t + serialisation + L >= w + L``, so in a window
+``[w, w + L)`` every process can run all of its events without hearing from the others; a frame
+for another part is kept (``Link.outbox``) and handed over at the window's end, when the
+processes also agree on where the next window starts: at the earliest event anywhere, so idle
+stretches (a k=16 AllToAll waits ~1 ms for its last retransmission timeouts) cost one window.
+
+Results are those of one loop, exactly: an event's key (sim.events) is made from its causes,
+not from a counter of its loop, so every process runs each of its events at the same time and
+in the same order as a single loop would; a run ends a lookahead after its last rank finished
+whether it is split or not. tests/sim/test_parallel.py compares whole runs, split and not.
+
+The process that calls ``run_split`` simulates part 0 and forks the others (``fork``: they
+start with the built fabric, nothing is pickled on the way out). At the end each sends its
+part's results back — its ranks' metrics, its switches' counters, registers, direct counters
+and queue statistics, its hosts' and links' counters — and they are written into the caller's
+network, so ``member_counters(net)`` and the rest read the whole fabric afterwards.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
+
+from .partition import partition
+
+if TYPE_CHECKING:
+    from traffic.metrics import RankMetrics
+
+    from .host import Job
+    from .link import Link
+    from .network import Progress, SimNetwork
+
+_INF = float("inf")
+
+
+@dataclass
+class _Window:
+    """What a part tells each other part at the end of a window."""
+
+    frames: list[tuple[int, float, Any, bytes]]
+    """The frames for that part: (link index, arrival µs, ticket, frame)."""
+    next_t: float
+    """The sender's earliest event."""
+    sent_t: float
+    """The earliest arrival among every frame it sent this window (to any part)."""
+    done_at: float | None
+    """When its last rank finished (None: one is still running)."""
+    now: float
+    events: int
+    hops: int
+    flows_done: int
+
+
+@dataclass
+class SplitOutcome:
+    """How a split run ended, for SimResult.collect."""
+
+    end_us: float
+    events: int
+    ranks: list[RankMetrics] = field(repr=False)
+    windows: int
+    exchanged: int
+    """Frames handed from one part to another."""
+    parts: list[int] = field(default_factory=list)
+    """Nodes per part."""
+
+
+class _Part:
+    def __init__(self, net: SimNetwork, job: Job, me: int, part_of: dict[str, int],
+                 peers: dict[int, Connection], until: float) -> None:
+        self.net, self.job, self.me, self.part_of = net, job, me, part_of
+        self.peers = dict(sorted(peers.items()))
+        self.until = until
+        self.lookahead = net.cfg.prop_delay_us
+        self.loop = net.loop
+        self.links: list[Link] = [d for pair in net.links for d in pair]
+        self.out: dict[int, list[tuple[int, float, Any, bytes]]] = {q: [] for q in self.peers}
+        for i, d in enumerate(self.links):
+            d.index = i
+            a, b = part_of[d.src], part_of[d.dst]
+            if a == me and b != me:
+                d.outbox = self.out[b]
+        self.hosts = [h for n, h in net.hosts.items() if part_of[n] == me]
+        self.switches = [s for n, s in net.switches.items() if part_of[n] == me]
+        mine = [r for r, h in enumerate(job.rank_hosts) if part_of[h.name] == me]
+        job.ranks_left = len(mine)
+        job.done_at = None if mine else -_INF
+        job.on_done = _record_only
+        self.windows = 0
+        self.exchanged = 0
+
+    def _send_all(self) -> float:
+        sent = _INF
+        for frames in self.out.values():
+            for f in frames:
+                if f[1] < sent:
+                    sent = f[1]
+        return sent
+
+    def exchange(self) -> list[_Window]:
+        """Hand every part its frames and hear from each; peers in a fixed order, the lower
+        part sending first, so no two processes wait on each other."""
+        loop = self.loop
+        base = dict(next_t=loop.next_time, sent_t=self._send_all(), done_at=self.job.done_at,
+                    now=loop.now, events=loop.events_run,
+                    hops=sum(s.packets_in for s in self.switches),
+                    flows_done=sum(h.flows_done for h in self.hosts))
+        got: list[_Window] = []
+        for q, conn in self.peers.items():
+            frames = self.out[q]
+            msg = ("w", _Window(frames=list(frames), **base))
+            frames.clear()
+            if self.me < q:
+                conn.send(msg)
+                got.append(_expect(conn.recv(), q))
+            else:
+                got.append(_expect(conn.recv(), q))
+                conn.send(msg)
+        links = self.links
+        for w in got:
+            self.exchanged += len(w.frames)
+            for idx, t, ticket, frame in w.frames:
+                links[idx].accept(t, ticket, frame)
+        self.windows += 1
+        self._base = base
+        return got
+
+    def run(self, progress: Callable[[int, int, int, float], None] | None = None) -> float | None:
+        """Run windows to the end. Returns the time reached, as ``EventLoop.run`` would, or
+        None when the run ended a lookahead after its last rank: that time is then the latest
+        of every part's (``end``)."""
+        loop, until, la = self.loop, self.until, self.lookahead
+        while True:
+            got = self.exchange()
+            mine = self._base
+            if progress is not None:
+                progress(mine["events"] + sum(w.events for w in got),
+                         mine["hops"] + sum(w.hops for w in got),
+                         mine["flows_done"] + sum(w.flows_done for w in got), loop.now)
+            dones = [mine["done_at"]] + [w.done_at for w in got]
+            nxt = min([mine["next_t"], mine["sent_t"]] + [w.next_t for w in got]
+                      + [w.sent_t for w in got])
+            if all(d is not None for d in dones):
+                # every rank finished: as one loop would, run on to a lookahead after the
+                # last; what is sent from here on arrives after that and is never run
+                loop.stop_before(max(dones) + la)  # type: ignore[type-var]
+                loop.run(until=until)
+                for frames in self.out.values():
+                    frames.clear()
+                return None
+            if nxt == _INF:
+                return max([loop.now] + [w.now for w in got])
+            if nxt > until:
+                return until
+            loop.run(until=until, before=nxt + la)
+
+    def end(self) -> tuple[float, bool]:
+        """This part's time reached and whether its loop stopped at ``until``."""
+        return self.loop.now, self.loop.reached_until
+
+    def results(self) -> dict[str, Any]:
+        """This part's share of the results, to be written into part 0's network."""
+        ranks = [m for h in self.hosts if h.job is not None for m in h.results()]
+        switches = {s.name: _switch_state(s) for s in self.switches}
+        hosts = {h.name: (h.frames_sent, h.bytes_sent, h.frames_received, h.bad_frames)
+                 for h in self.hosts}
+        links = {d.index: (d.tx_packets, d.tx_bytes, d.lost_packets) for d in self.links
+                 if self.part_of[d.src] == self.me}
+        return {"ranks": ranks, "switches": switches, "hosts": hosts, "links": links,
+                "ingress": self.net.ingress_log,
+                "events": self.loop.events_run, "exchanged": self.exchanged, "end": self.end()}
+
+
+def _record_only(now: float) -> None:
+    """A part's last rank finished: the windows decide when the run ends."""
+
+
+def _expect(msg: tuple[str, Any], q: int) -> Any:
+    kind, body = msg
+    if kind == "error":
+        raise RuntimeError(f"part {q} of the split run failed:\n{body}")
+    return body
+
+
+def _switch_state(sw: Any) -> dict[str, Any]:
+    pipe = sw.pipe
+    direct = {}
+    for table in set(pipe.direct_counters.values()):
+        direct[table] = [(e.match, e.priority, e.packets, e.bytes)
+                         for e in pipe.table_entries(table)]
+    return {
+        "counts": (sw.packets_in, sw.fast_packets, sw.pipeline_drops, sw.unconnected),
+        "queues": {p: q.stats for p, q in sw._q.items()},
+        "counters": {n: (_sparse(c.packets), _sparse(c.bytes)) for n, c in pipe.counters.items()},
+        "registers": {n: _sparse(r.values) for n, r in pipe.registers.items()},
+        "direct": direct,
+    }
+
+
+def _sparse(values: list[int]) -> list[tuple[int, int]]:
+    """The cells that are not 0 (most of a switch's ~60k register and counter cells are)."""
+    return [(i, v) for i, v in enumerate(values) if v]
+
+
+def _load(net: SimNetwork, res: dict[str, Any]) -> None:
+    """Write a part's results into this process's copies of its switches, hosts and links."""
+    for name, st in res["switches"].items():
+        sw = net.switches[name]
+        sw.packets_in, sw.fast_packets, sw.pipeline_drops, sw.unconnected = st["counts"]
+        for p, stats in st["queues"].items():
+            sw._q[p].stats = stats
+        pipe = sw.pipe
+        for n, (pk, by) in st["counters"].items():
+            c = pipe.counters[n]
+            _unsparse(c.packets, pk)
+            _unsparse(c.bytes, by)
+        for n, vals in st["registers"].items():
+            _unsparse(pipe.registers[n].values, vals)
+        for table, rows in st["direct"].items():
+            for match, prio, pk, by in rows:
+                pipe.direct_counter_write(table, match, prio, pk, by)
+    for name, counts in res["hosts"].items():
+        h = net.hosts[name]
+        h.frames_sent, h.bytes_sent, h.frames_received, h.bad_frames = counts
+    links = [d for pair in net.links for d in pair]
+    for idx, (pk, by, lost) in res["links"].items():
+        d = links[idx]
+        d.tx_packets, d.tx_bytes, d.lost_packets = pk, by, lost
+
+
+def _unsparse(into: list[int], cells: list[tuple[int, int]]) -> None:
+    into[:] = [0] * len(into)
+    for i, v in cells:
+        into[i] = v
+
+
+def _child(net: SimNetwork, job: Job, me: int, part_of: dict[str, int],
+           peers: dict[int, Connection], until: float, others: list[Connection]) -> None:
+    for conn in others:  # the other parts' ends: closed, so a part that dies is an EOF here
+        conn.close()
+    try:
+        part = _Part(net, job, me, part_of, peers, until)
+        net.start_hosts(part.hosts)
+        part.run()
+        res = part.results()
+    except BaseException:  # noqa: BLE001 - reported to part 0, which raises it
+        text = traceback.format_exc()
+        for conn in peers.values():
+            try:
+                conn.send(("error", text))
+            except OSError:
+                pass
+        return
+    peers[0].send(("ok", res))
+
+
+def run_split(net: SimNetwork, job: Job, parts: int, until: float,
+              progress: Callable[[Progress], None] | None = None,
+              flows_total: int = 0) -> SplitOutcome:
+    """Run ``job`` on ``net`` in ``parts`` processes (this one is part 0)."""
+    from .network import Progress
+
+    if net.cfg.prop_delay_us <= 0:
+        raise ValueError("a split run needs a propagation delay > 0 (its lookahead)")
+    part_of = partition(net.spec, parts)
+    ctx = mp.get_context("fork")
+    pipes: dict[tuple[int, int], tuple[Connection, Connection]] = {
+        (a, b): ctx.Pipe() for a in range(parts) for b in range(a + 1, parts)}
+
+    def ends(me: int) -> dict[int, Connection]:
+        out = {}
+        for (a, b), (ca, cb) in pipes.items():
+            if a == me:
+                out[b] = ca
+            elif b == me:
+                out[a] = cb
+        return out
+
+    every = [c for pair in pipes.values() for c in pair]
+
+    def process(q: int) -> Any:
+        mine = ends(q)
+        keep = {id(c) for c in mine.values()}
+        return ctx.Process(target=_child, name=f"sim-part-{q}", daemon=True,
+                           args=(net, job, q, part_of, mine, until,
+                                 [c for c in every if id(c) not in keep]))
+
+    procs = [process(q) for q in range(1, parts)]
+    t0 = time.perf_counter()
+    try:
+        for p in procs:
+            p.start()
+        for (a, _b), (ca, cb) in pipes.items():  # keep only part 0's ends open here
+            if a != 0:
+                ca.close()
+            cb.close()
+        mine = ends(0)
+        part = _Part(net, job, 0, part_of, mine, until)
+        net.start_hosts(part.hosts)
+        report = None
+        if progress is not None:
+            def report(events: int, hops: int, done: int, now: float) -> None:
+                progress(Progress(now_us=now, events=events, packet_hops=hops,
+                                  flows_done=done, flows_total=flows_total,
+                                  wall_s=time.perf_counter() - t0))
+        end = part.run(report)
+        ranks = [m for h in part.hosts if h.job is not None for m in h.results()]
+        events = net.loop.events_run
+        windows, exchanged = part.windows, part.exchanged
+        ends = [part.end()]
+        for q in range(1, parts):
+            res = _expect(mine[q].recv(), q)
+            _load(net, res)
+            net.ingress_log.extend(res["ingress"])
+            ranks.extend(res["ranks"])
+            events += res["events"]
+            exchanged += res["exchanged"]
+            ends.append(res["end"])
+        net.ingress_log.sort(key=lambda e: e[1])  # stable: each switch's stays in order
+        if end is None:  # ended a lookahead after the last rank: as one loop would end
+            end = until if any(u for _, u in ends) else max(t for t, _ in ends)
+        for p in procs:
+            p.join()
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+            p.join()
+    counts = [0] * parts
+    for q in part_of.values():
+        counts[q] += 1
+    return SplitOutcome(end_us=end, events=events, ranks=ranks, windows=windows,
+                        exchanged=exchanged, parts=counts)
