@@ -339,7 +339,7 @@ class SimBackend(Backend):
         transport = dataclasses.replace(SIM_TRANSPORT, mss=w.mss, window=w.window)
         cfg = SimConfig(host=HostConfig(transport=transport,
                                         qps=w.qps, path_policy=self.scheme.policy_spec()),
-                        seed=self.cfg.parameters.seed)
+                        seed=self.cfg.parameters.seed, workers=self.cfg.parameters.sim_workers)
         net = SimNetwork(self.spec, self.scheme.build(), cfg)
         failures = []
         if w.failure:

@@ -209,6 +209,10 @@ class Parameters:
     lock_timeout_s: float = 300.0
     """How long to wait for the machine-wide fabric lock (another fabric running) before
     giving up with an error naming its holder."""
+    sim_workers: int = 1
+    """sim backend: processes each run is split over (sim.parallel; the results are the same
+    for any number). 2 on a 2-core machine for one big run; keep 1 in a sweep, whose runs
+    already fill the cores."""
 
 
 @dataclass(frozen=True)
@@ -503,7 +507,7 @@ def _parameters(v: Any) -> Parameters:
     p = "parameters"
     d = _obj(v, p)
     _keys(d, p, {"target", "sample_period_s", "control_period_s", "loops", "settle_s", "seed",
-                 "lock_timeout_s", "start_margin_s"})
+                 "lock_timeout_s", "start_margin_s", "sim_workers"})
     loops = _list(d.get("loops", ["failure", "reconcile"]), _join(p, "loops"))
     for i, lp in enumerate(loops):
         if lp not in CONTROL_LOOPS:
@@ -515,7 +519,8 @@ def _parameters(v: Any) -> Parameters:
                       loops=tuple(loops), settle_s=_num(d, "settle_s", p, 0.3, lo=0.0) or 0.0,
                       seed=_int(d, "seed", p, 0, 0),
                       lock_timeout_s=_num(d, "lock_timeout_s", p, 300.0, lo=0.0) or 0.0,
-                      start_margin_s=_num(d, "start_margin_s", p, 4.0, lo=0.0) or 0.0)
+                      start_margin_s=_num(d, "start_margin_s", p, 4.0, lo=0.0) or 0.0,
+                      sim_workers=_int(d, "sim_workers", p, 1, 1, 64))
 
 
 def from_dict(d: Any) -> ExperimentConfig:

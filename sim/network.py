@@ -334,7 +334,7 @@ class SimNetwork:
                 from .parallel import run_split
 
                 self.split = out = run_split(self, job, workers, until_us, progress,
-                                             job.network_flows())
+                                             job.network_flows(), progress_every)
                 return SimResult.collect(self, job, out.end_us, time.perf_counter() - t0,
                                          ranks=out.ranks, events=out.events)
             self.start_hosts(dict.fromkeys(rank_hosts))

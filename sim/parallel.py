@@ -121,9 +121,9 @@ class _Part:
             frames.clear()
             if self.me < q:
                 conn.send(msg)
-                got.append(_expect(conn.recv(), q))
+                got.append(_expect(conn, q))
             else:
-                got.append(_expect(conn.recv(), q))
+                got.append(_expect(conn, q))
                 conn.send(msg)
         links = self.links
         for w in got:
@@ -184,8 +184,13 @@ def _record_only(now: float) -> None:
     """A part's last rank finished: the windows decide when the run ends."""
 
 
-def _expect(msg: tuple[str, Any], q: int) -> Any:
-    kind, body = msg
+def _expect(conn: Connection, q: int) -> Any:
+    """The next message from part ``q``; its failure (or its death) raised here."""
+    try:
+        kind, body = conn.recv()
+    except EOFError:
+        raise RuntimeError(f"part {q} of the split run exited without a word (killed? out "
+                           "of memory?)") from None
     if kind == "error":
         raise RuntimeError(f"part {q} of the split run failed:\n{body}")
     return body
@@ -265,8 +270,9 @@ def _child(net: SimNetwork, job: Job, me: int, part_of: dict[str, int],
 
 def run_split(net: SimNetwork, job: Job, parts: int, until: float,
               progress: Callable[[Progress], None] | None = None,
-              flows_total: int = 0) -> SplitOutcome:
-    """Run ``job`` on ``net`` in ``parts`` processes (this one is part 0)."""
+              flows_total: int = 0, progress_every: int = 1 << 17) -> SplitOutcome:
+    """Run ``job`` on ``net`` in ``parts`` processes (this one is part 0). ``progress`` is
+    called at the end of a window once ``progress_every`` more events ran in all parts."""
     from .network import Progress
 
     if net.cfg.prop_delay_us <= 0:
@@ -308,17 +314,21 @@ def run_split(net: SimNetwork, job: Job, parts: int, until: float,
         net.start_hosts(part.hosts)
         report = None
         if progress is not None:
+            last = [-progress_every]
+
             def report(events: int, hops: int, done: int, now: float) -> None:
-                progress(Progress(now_us=now, events=events, packet_hops=hops,
-                                  flows_done=done, flows_total=flows_total,
-                                  wall_s=time.perf_counter() - t0))
+                if events - last[0] >= progress_every:  # as often as one loop's slices
+                    last[0] = events
+                    progress(Progress(now_us=now, events=events, packet_hops=hops,
+                                      flows_done=done, flows_total=flows_total,
+                                      wall_s=time.perf_counter() - t0))
         end = part.run(report)
         ranks = [m for h in part.hosts if h.job is not None for m in h.results()]
         events = net.loop.events_run
         windows, exchanged = part.windows, part.exchanged
         ends = [part.end()]
         for q in range(1, parts):
-            res = _expect(mine[q].recv(), q)
+            res = _expect(mine[q], q)
             _load(net, res)
             net.ingress_log.extend(res["ingress"])
             ranks.extend(res["ranks"])
@@ -326,6 +336,12 @@ def run_split(net: SimNetwork, job: Job, parts: int, until: float,
             exchanged += res["exchanged"]
             ends.append(res["end"])
         net.ingress_log.sort(key=lambda e: e[1])  # stable: each switch's stays in order
+        if progress is not None:  # the last report, of the whole run
+            done = sum(1 for m in ranks for f in m.flows if not f.local and f.finish is not None)
+            progress(Progress(now_us=max(t for t, _ in ends), events=events,
+                              packet_hops=sum(s.packets_in for s in net.switches.values()),
+                              flows_done=done, flows_total=flows_total,
+                              wall_s=time.perf_counter() - t0))
         if end is None:  # ended a lookahead after the last rank: as one loop would end
             end = until if any(u for _, u in ends) else max(t for t, _ in ends)
         for p in procs:

@@ -159,3 +159,17 @@ def test_stop_before_and_windows() -> None:
     loop.run()
     assert seen == [1.0, 2.0] and loop.done and loop.horizon == 3.0
     assert not loop.reached_until
+
+
+def test_split_run_reports_progress_to_the_end() -> None:
+    sched = alltoall(16, 16 * 4_000)
+    net = SimNetwork(fat_tree(4, bw_mbps=10_000), "random", SimConfig(workers=2))
+    seen: list = []
+    res = net.run(sched, progress=seen.append, progress_every=500)
+    assert len(seen) > 3 and all(p.flows_total == 240 for p in seen)
+    for a, b in zip(seen, seen[1:], strict=False):
+        assert b.events >= a.events and b.packet_hops >= a.packet_hops
+        assert b.flows_done >= a.flows_done and b.now_us >= a.now_us
+    assert seen[0].flows_done < 240
+    assert (seen[-1].flows_done, seen[-1].packet_hops, seen[-1].events) == (
+        240, res.packet_hops, res.events)
