@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from p4switch import ir
 from p4switch.pipeline import Pipeline
@@ -30,6 +30,9 @@ from .host import HostConfig, Job, SimHost
 from .link import Link
 from .results import SimResult
 from .switch import SimSwitch
+
+if TYPE_CHECKING:
+    from .parallel import SplitOutcome
 
 FABRIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "fabric.p4"
 DROP_PORT = 511
@@ -186,8 +189,8 @@ class SimNetwork:
         self.events: list[tuple[float, str]] = []
         self._host_index = {n: i for i, n in enumerate(self.hosts)}
         self._failures = 0
-        self.split: Any = None
-        """sim.parallel.SplitOutcome of the last run, if it was split over processes."""
+        self.split: SplitOutcome | None = None
+        """How the last run went, if it was split over processes."""
 
     def _recorder(self, sw: SimSwitch) -> Any:
         inner = sw.receive
@@ -327,6 +330,7 @@ class SimNetwork:
             for f in failures:
                 self.fail_link(f)
             grace = self.cfg.prop_delay_us
+            self.loop.horizon = float("inf")  # a previous run's end
             job.on_done = lambda now: self.loop.stop_before(now + grace)
             t0 = time.perf_counter()
             self.split = None

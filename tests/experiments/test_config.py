@@ -56,7 +56,7 @@ def test_defaults_and_values() -> None:
     assert ring.name == "ring_allreduce" and ring.size == 64000 and ring.transport == "udp"
     assert moe.size == 4096 and moe.options == {"alpha": 1.1}
     assert c.schemes[1].label == "flowlet(timeout_us=200)"
-    assert c.repetitions == 1 and c.backend == "mininet"
+    assert c.repetitions == 1 and c.backend == "mininet" and c.parameters.sim_workers == 1
     assert len(c.hosts_of(ring)) == 16
     assert c.hosts_of(ring)[:3] == ["h1", "h2", "h3"]
 
@@ -99,6 +99,7 @@ def test_random_placement_is_a_seeded_permutation() -> None:
     ("backend", "ns3", "backend: 'ns3' is not one of mininet, sim"),
     ("parameters", {"loops": ["failure", "magic"]}, "parameters.loops[1]: 'magic' is not one"),
     ("parameters", {"sample_period_s": 0}, "parameters.sample_period_s: must be > 0"),
+    ("parameters", {"sim_workers": 0}, "parameters.sim_workers: must be in 1..64"),
     ("name", "a/b", "name: 'a/b' must be a non-empty word"),
 ])
 def test_bad_field_is_named(path: str, value: object, message: str) -> None:

@@ -44,6 +44,15 @@ def test_sim_experiment_end_to_end(tmp_path: Path) -> None:
     assert len(list((root / "runs" / "ring").rglob("rank*.json"))) == 2 * 16
 
 
+def test_sim_experiment_split_over_two_processes_gives_the_same_runs(tmp_path: Path) -> None:
+    got = {}
+    for w in (1, 2):
+        d = {**TINY, "parameters": {"seed": 1, "sim_workers": w}}
+        root = runner.run_experiment(from_dict(d), tmp_path / str(w)).root
+        got[w] = pd.read_csv(root / "ccts.csv")["cct"].tolist()
+    assert got[1] == got[2] and len(got[1]) == 2
+
+
 class Scripted(Backend):
     """A backend that writes nothing and interrupts on its second run."""
 

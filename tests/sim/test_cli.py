@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from sim.__main__ import main
@@ -25,6 +27,8 @@ def test_tiny_run_checks_counters(capsys: pytest.CaptureFixture[str]) -> None:
     (["--check", "--fail", "agg1-core1@5"], "not with --fail"),
     (["--schedule", "ring_allreduce", "--algorithm", "scattered"], "--algorithm is for"),
     (["--algorithm", "fastest"], "invalid choice"),
+    (["--workers", "0"], "--workers must be >= 1"),
+    (["--workers", "2", "--prop-us", "0"], "needs --prop-us > 0"),
 ])
 def test_bad_arguments_are_one_line_errors(args: list[str], msg: str,
                                            capsys: pytest.CaptureFixture[str]) -> None:
@@ -33,6 +37,19 @@ def test_bad_arguments_are_one_line_errors(args: list[str], msg: str,
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert msg in err[-1] and err[-1].startswith("python -m sim: error:")
+
+
+def test_split_run_prints_what_one_process_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    out = {}
+    for w in ("1", "2"):
+        assert main(["--k", "4", "--size", "32KB", "--scheme", "rotate", "--counters",
+                     "--quiet", "--workers", w, "--json"]) == 0
+        text = capsys.readouterr().out
+        summary = json.loads(text[:text.index("\n}") + 2])
+        timing = ("wall_s", "build_s", "install_s", "hops_per_s")
+        out[w] = ({k: v for k, v in summary.items() if k not in timing},
+                  text[text.index("\n}") + 2:])
+    assert out["1"] == out["2"] and "packets" in out["2"][1]
 
 
 def test_progress_bar_goes_to_stderr_and_ends_at_every_flow(
