@@ -26,7 +26,7 @@ help:
 	@echo "make experiment CONFIG=experiments/configs/X.yaml   run any experiment file"
 	@echo "make test    install everything and run the test suite (lint included)"
 	@echo "make bench   run the benchmarks (prints figures and same-run ratios)"
-	@echo "make bench-target  issue 10's k=16 simulator run (1,024 hosts, 1e7 hops) per scheme: ~1 h"
+	@echo "make bench-target  issue 10's k=16 simulator run (1,024 hosts, 1e7 hops) per scheme, each split over 2 processes: ~35 min"
 	@echo "make fidelity  (root) the same k=4 runs on Mininet and in the simulator: LB counters and CCT ranking compared"
 	@echo "make topo    launch the fabric + controller and open its CLI (TOPO= K= TARGET= BW= SCHEME=)"
 	@echo "make topo-check  bring up k=4, ping all host pairs, one-line summary, tear down"
