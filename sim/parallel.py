@@ -326,7 +326,7 @@ def run_split(net: SimNetwork, job: Job, parts: int, until: float,
         ranks = [m for h in part.hosts if h.job is not None for m in h.results()]
         events = net.loop.events_run
         windows, exchanged = part.windows, part.exchanged
-        ends = [part.end()]
+        finals = [part.end()]
         for q in range(1, parts):
             res = _expect(mine[q], q)
             _load(net, res)
@@ -334,16 +334,16 @@ def run_split(net: SimNetwork, job: Job, parts: int, until: float,
             ranks.extend(res["ranks"])
             events += res["events"]
             exchanged += res["exchanged"]
-            ends.append(res["end"])
+            finals.append(res["end"])
         net.ingress_log.sort(key=lambda e: e[1])  # stable: each switch's stays in order
         if progress is not None:  # the last report, of the whole run
             done = sum(1 for m in ranks for f in m.flows if not f.local and f.finish is not None)
-            progress(Progress(now_us=max(t for t, _ in ends), events=events,
+            progress(Progress(now_us=max(t for t, _ in finals), events=events,
                               packet_hops=sum(s.packets_in for s in net.switches.values()),
                               flows_done=done, flows_total=flows_total,
                               wall_s=time.perf_counter() - t0))
         if end is None:  # ended a lookahead after the last rank: as one loop would end
-            end = until if any(u for _, u in ends) else max(t for t, _ in ends)
+            end = until if any(u for _, u in finals) else max(t for t, _ in finals)
         for p in procs:
             p.join()
     finally:
