@@ -22,6 +22,7 @@ network, so ``member_counters(net)`` and the rest read the whole fabric afterwar
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing as mp
 import time
 import traceback
@@ -98,26 +99,22 @@ class _Part:
         self.windows = 0
         self.exchanged = 0
 
-    def _send_all(self) -> float:
-        sent = _INF
-        for frames in self.out.values():
-            for f in frames:
-                if f[1] < sent:
-                    sent = f[1]
-        return sent
+    def _earliest_sent(self) -> float:
+        return min((f[1] for frames in self.out.values() for f in frames), default=_INF)
 
     def exchange(self) -> list[_Window]:
         """Hand every part its frames and hear from each; peers in a fixed order, the lower
-        part sending first, so no two processes wait on each other."""
+        part sending first, so no two processes wait on each other. Returns every part's
+        window, this one's first (without its frames)."""
         loop = self.loop
-        base = dict(next_t=loop.next_time, sent_t=self._send_all(), done_at=self.job.done_at,
-                    now=loop.now, events=loop.events_run,
-                    hops=sum(s.packets_in for s in self.switches),
-                    flows_done=sum(h.flows_done for h in self.hosts))
-        got: list[_Window] = []
+        mine = _Window(frames=[], next_t=loop.next_time, sent_t=self._earliest_sent(),
+                       done_at=self.job.done_at, now=loop.now, events=loop.events_run,
+                       hops=sum(s.packets_in for s in self.switches),
+                       flows_done=sum(h.flows_done for h in self.hosts))
+        got = [mine]
         for q, conn in self.peers.items():
             frames = self.out[q]
-            msg = ("w", _Window(frames=list(frames), **base))
+            msg = ("w", dataclasses.replace(mine, frames=list(frames)))
             frames.clear()
             if self.me < q:
                 conn.send(msg)
@@ -126,12 +123,11 @@ class _Part:
                 got.append(_expect(conn, q))
                 conn.send(msg)
         links = self.links
-        for w in got:
+        for w in got[1:]:
             self.exchanged += len(w.frames)
             for idx, t, ticket, frame in w.frames:
                 links[idx].accept(t, ticket, frame)
         self.windows += 1
-        self._base = base
         return got
 
     def run(self, progress: Callable[[int, int, int, float], None] | None = None) -> float | None:
@@ -140,15 +136,12 @@ class _Part:
         of every part's (``end``)."""
         loop, until, la = self.loop, self.until, self.lookahead
         while True:
-            got = self.exchange()
-            mine = self._base
+            parts = self.exchange()
             if progress is not None:
-                progress(mine["events"] + sum(w.events for w in got),
-                         mine["hops"] + sum(w.hops for w in got),
-                         mine["flows_done"] + sum(w.flows_done for w in got), loop.now)
-            dones = [mine["done_at"]] + [w.done_at for w in got]
-            nxt = min([mine["next_t"], mine["sent_t"]] + [w.next_t for w in got]
-                      + [w.sent_t for w in got])
+                progress(sum(w.events for w in parts), sum(w.hops for w in parts),
+                         sum(w.flows_done for w in parts), loop.now)
+            dones = [w.done_at for w in parts]
+            nxt = min(min(w.next_t, w.sent_t) for w in parts)
             if all(d is not None for d in dones):
                 # every rank finished: as one loop would, run on to a lookahead after the
                 # last; what is sent from here on arrives after that and is never run
@@ -158,7 +151,7 @@ class _Part:
                     frames.clear()
                 return None
             if nxt == _INF:
-                return max([loop.now] + [w.now for w in got])
+                return max(w.now for w in parts)
             if nxt > until:
                 return until
             loop.run(until=until, before=nxt + la)
@@ -222,7 +215,7 @@ def _load(net: SimNetwork, res: dict[str, Any]) -> None:
         sw = net.switches[name]
         sw.packets_in, sw.fast_packets, sw.pipeline_drops, sw.unconnected = st["counts"]
         for p, stats in st["queues"].items():
-            sw._q[p].stats = stats
+            sw.queue(p).stats = stats
         pipe = sw.pipe
         for n, (pk, by) in st["counters"].items():
             c = pipe.counters[n]
@@ -314,11 +307,12 @@ def run_split(net: SimNetwork, job: Job, parts: int, until: float,
         net.start_hosts(part.hosts)
         report = None
         if progress is not None:
-            last = [-progress_every]
+            last = -progress_every
 
             def report(events: int, hops: int, done: int, now: float) -> None:
-                if events - last[0] >= progress_every:  # as often as one loop's slices
-                    last[0] = events
+                nonlocal last
+                if events - last >= progress_every:  # as often as one loop's slices
+                    last = events
                     progress(Progress(now_us=now, events=events, packet_hops=hops,
                                       flows_done=done, flows_total=flows_total,
                                       wall_s=time.perf_counter() - t0))
