@@ -24,7 +24,7 @@ from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4data_pb2, p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4switch import device_config, ir
+from p4switch import device_config, ir, pi_device_config
 from p4switch.p4info import P4InfoError, build_p4info
 from p4switch.pipeline import api
 from p4switch.runtime.entities import Entities, ServerState
@@ -66,6 +66,9 @@ class PipelineConfig:
     schema: Schema
     device_config: bytes
     cookie: int = 0
+    #: PI's ``P4DeviceConfig.reassign``: forwarding state is dropped even when the program is
+    #: the one already running (PI removes and re-assigns the device).
+    reassign: bool = False
 
 
 @dataclass
@@ -187,16 +190,21 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _prepare(self, cfg: p4runtime_pb2.ForwardingPipelineConfig) -> PipelineConfig:
         """VERIFY: compile the bundle and check the P4Info against the program."""
-        if cfg.p4_device_config:
+        try:
+            unwrapped = pi_device_config.unwrap(cfg.p4_device_config)
+        except pi_device_config.WrapperError as e:
+            raise invalid(str(e)) from None
+        what = f"{pi_device_config.FULL_NAME}.device_data: " if unwrapped.wrapped else ""
+        if unwrapped.data:
             try:
-                bundle = device_config.parse_bundle(cfg.p4_device_config)
+                bundle = device_config.parse_bundle(unwrapped.data)
             except device_config.BundleError as e:
-                raise invalid(str(e)) from None
+                raise invalid(f"{what}{e}") from None
             try:
                 program = self.compiler(bundle)
             except Exception as e:  # P4CompileError (file:line:col) or a front-end failure
-                raise invalid(f"P4 compile error: {e}") from None
-            dev = cfg.p4_device_config
+                raise invalid(f"{what}P4 compile error: {e}") from None
+            dev = unwrapped.data
         else:  # P4Info only: describe the program the switch already runs
             cur = self._current()
             if cur is None:
@@ -213,11 +221,12 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         else:
             p4info = generated
         cookie = cfg.cookie.cookie if cfg.HasField("cookie") else 0
-        return PipelineConfig(program, p4info, build_schema(p4info), dev, cookie)
+        return PipelineConfig(program, p4info, build_schema(p4info), dev, cookie,
+                              unwrapped.reassign)
 
     def _commit(self, new: PipelineConfig) -> None:
         cur = self.config
-        if cur is not None and cur.program is new.program:
+        if cur is not None and cur.program is new.program and not new.reassign:
             self.config = new  # P4Info-only update: forwarding state is kept
             return
         try:
@@ -232,7 +241,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         program is unchanged (same device config); otherwise reported as unsupported, leaving
         the running pipeline untouched."""
         cur = self._current()
-        if cur is None:
+        if cur is None or new.reassign:  # reassign: PI drops the state before reconciling
             self._commit(new)
             return
         if new.device_config == cur.device_config:
