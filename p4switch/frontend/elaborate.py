@@ -49,6 +49,7 @@ from p4switch.frontend.lowering import (  # noqa: F401 - re-exported
     _lower_returns,
     _lower_stmt,
 )
+from p4switch.frontend.ordering import EvaluationOrder
 from p4switch.frontend.preprocess import Preprocessed
 from p4switch.frontend.subblocks import SubBlocks
 from p4switch.frontend.tables import BOUND_ACTION_ARGS, Tables  # noqa: F401 - re-exported
@@ -146,6 +147,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         # statements that must run before the statement being elaborated (inlined function
         # calls inside its expressions); None outside statements
         self.hoisted: list[ir.Stmt] | None = None
+        self.effects = 0  # ordering.Effects made so far (function calls inside expressions)
         self.frames: list[_Frame] = []  # functions whose bodies are being elaborated
         self.action_defaults: dict[str, dict[str, ir.Const]] = {}  # action key -> defaults
 
@@ -983,10 +985,14 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             else:
                 # function calls in the select keys run at the end of the state
                 saved, self.hoisted = self.hoisted, stmts
+                effects = self.effects
                 try:
                     trans = self.transition(trans_t, sscope, ctx, state_names, rename)
                 finally:
                     self.hoisted = saved
+                if self.effects != effects and trans.select_keys:
+                    trans.select_keys = self.evaluation_order(ctx).select_keys(
+                        trans.select_keys, stmts)
             states[cur] = ir.ParserState(cur, stmts, trans, loc=cur_loc)
         return states
 
@@ -1165,11 +1171,17 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
     def stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt | None:
         """One statement, preceded by the statements its expressions hoisted."""
         saved, self.hoisted = self.hoisted, []
+        effects = self.effects
         try:
             r = self.stmt_core(s, scope, ctx)
             hoisted = self.hoisted
         finally:
             self.hoisted = saved
+        if self.effects != effects and r is not None:
+            if isinstance(r, _ParserCall):
+                raise self.err(s, "a sub-parser's arguments cannot call functions")
+            lowered = self.evaluation_order(ctx).stmt(r)
+            r = lowered[0] if len(lowered) == 1 else ir.Block(lowered, loc=self.loc(s))
         if not hoisted:
             return r
         if isinstance(r, _ParserCall):
@@ -1560,11 +1572,19 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             args.append(e)
         type_args = tuple(binding[tp] for tp in sig.type_params)
         ret = substitute(sig.ret, binding)
+        call: ir.ExternCall | ir.ExternCallExpr
         if as_stmt:
-            return ir.ExternCall(instance, method, args, type_args, loc=self.loc(c))
-        if isinstance(ret, ir.VoidType):
+            call = ir.ExternCall(instance, method, args, type_args, loc=self.loc(c))
+        elif isinstance(ret, ir.VoidType):
             raise self.err(c, f"{what} does not return a value")
-        return ir.ExternCallExpr(instance, method, args, type_args, type=ret, loc=self.loc(c))
+        else:
+            call = ir.ExternCallExpr(instance, method, args, type_args, type=ret,
+                                     loc=self.loc(c))
+        call.arg_dirs = tuple(p.direction for p in sig.params)  # for ordering.EvaluationOrder
+        return call
+
+    def evaluation_order(self, ctx: BlockCtx) -> EvaluationOrder:
+        return EvaluationOrder(ctx.fresh, lambda a: [p.direction for p in self.actions[a].params])
 
     # ---------------------------------------------------------------- expressions
     def expr(self, t: Tree | Token, scope: Scope, ctx: BlockCtx) -> ir.Expr:

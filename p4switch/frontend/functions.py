@@ -3,10 +3,10 @@
 A call is inlined where it is made, as sub-control applies are: the arguments are evaluated
 left to right into fresh variables (copy-in; ``out`` ones start at zero / invalid), the body
 runs with ``return e`` lowered to "store e, set a flag, skip the rest", then copy-out runs
-left to right. Inside an expression the call becomes the variable holding its result, and its
-statements are hoisted in front of the statement being elaborated (``Elaborator.hoisted``).
-Functions see only their parameters and top-level declarations, so hoisting cannot reorder
-their effects with anything but other calls' out/inout arguments, which keep source order.
+left to right. Inside an expression the call becomes an ``ordering.Effect`` (its statements
+and the variable holding its result), which ``ordering.EvaluationOrder`` places where the
+call is evaluated once the statement around it is built: after the operands to its left,
+and only on the taken side of ``&&``, ``||`` and ``?:``.
 
 A mixin of ``Elaborator``.
 """
@@ -23,6 +23,7 @@ from p4switch import ir
 from p4switch.frontend.bindings import Args, BlockCtx, Scope, VarB
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.lowering import _has_return, _lower_returns
+from p4switch.frontend.ordering import Effect
 from p4switch.frontend.types import FuncSig
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -123,6 +124,8 @@ class Functions(_Base):
                               f"{len(arg_trees)}")
         arg_trees = self.bind(arg_trees, [p.name for p in sig.params], what)
         loc = self.loc(c)
+        self.effects += 1
+        stmts: list[ir.Stmt] = []  # copy-in, then the body and copy-out
         fscope = Scope(self.globals)
         post: list[ir.Stmt] = []
         for p, a in zip(sig.params, arg_trees, strict=True):
@@ -133,31 +136,31 @@ class Functions(_Base):
                     if p.direction != "out":
                         raise self.err(a, f"'_' can only be passed for an out parameter "
                                           f"('{p.name}' of {what} is 'inout')")
-                    self.hoisted.append(ir.VarDecl(pv, p.type, loc=loc))
+                    stmts.append(ir.VarDecl(pv, p.type, loc=loc))
                 else:
                     e = self.coerce(self.expr(a, scope, ctx), p.type, a,
                                     f"argument '{p.name}' of {what}")
                     self.check_lvalue(e, a, scope)
-                    e = self.pin_lvalue(e, self.hoisted, ctx)
-                    self.hoisted.append(ir.VarDecl(pv, p.type, e if p.direction == "inout"
+                    e = self.pin_lvalue(e, stmts, ctx)
+                    stmts.append(ir.VarDecl(pv, p.type, e if p.direction == "inout"
                                                    else None, loc=loc))
                     post.append(ir.Assign(copy.deepcopy(e), var, loc=loc))
             else:
                 e = self.coerce(self.expr(a, scope, ctx), p.type, a,
                                 f"argument '{p.name}' of {what}")
-                self.hoisted.append(ir.VarDecl(pv, p.type, e, loc=loc))
+                stmts.append(ir.VarDecl(pv, p.type, e, loc=loc))
             fscope.names[p.name] = VarB(pv, p.type, p.direction != "in",
                                         "'in' parameter" if p.direction == "in" else "parameter")
         result = None
         if not isinstance(sig.ret, ir.VoidType):
             result = ctx.fresh(f"{sig.name}_result")
-            self.hoisted.append(ir.VarDecl(result, sig.ret, loc=loc))
+            stmts.append(ir.VarDecl(result, sig.ret, loc=loc))
         body = self.function_body(b, fscope, ctx, result)
         if _has_return(body):
             flag = ctx.fresh(f"{sig.name}_returned")
-            self.hoisted.append(ir.VarDecl(flag, _BOOL, ir.Const(False, type=_BOOL), loc=loc))
+            stmts.append(ir.VarDecl(flag, _BOOL, ir.Const(False, type=_BOOL), loc=loc))
             body = ir.Block(_lower_returns(body.stmts, flag), loc=body.loc)
+        stmts.extend([body, *post])
         if as_stmt:
-            return ir.Block([body, *post], loc=loc)
-        self.hoisted.extend([body, *post])
-        return ir.Var(result, type=sig.ret, loc=loc)
+            return ir.Block(stmts, loc=loc)
+        return Effect(stmts, ir.Var(result, type=sig.ret, loc=loc), type=sig.ret, loc=loc)

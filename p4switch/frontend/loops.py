@@ -23,6 +23,7 @@ from lark import Tree
 from p4switch import ir
 from p4switch.frontend.bindings import BlockCtx, Scope, VarB
 from p4switch.frontend.errors import unsupported
+from p4switch.frontend.ordering import has_effect
 
 if TYPE_CHECKING:  # pragma: no cover
     from p4switch.frontend.elaborate import Elaborator
@@ -71,15 +72,12 @@ class Loops(_Base):
             if not isinstance(cond.type, ir.BoolType):
                 raise self.err(cond_t, f"the condition of a for statement must be bool, not "
                                        f"{cond.type}")
-            self._no_hoisting(cond_t, "the condition of a for statement")
+            if has_effect(cond):  # it would have to run again at each test
+                raise self.err(cond_t, unsupported("function calls in the condition of a for "
+                                                   "statement"))
         update = self._simple_list(update_t, lscope, ctx)
         body = self._loop_body(body_t, lscope, ctx)
         return ir.For(init, cond, update, body, loc=self.loc(s))
-
-    def _no_hoisting(self, t: Tree, what: str) -> None:
-        """A function call in a loop condition would have to run again at each test."""
-        if self.hoisted:
-            raise self.err(t, unsupported(f"function calls in {what}"))
 
     def stmt_for_in_stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt:
         self._loop_allowed(s, ctx)
