@@ -150,7 +150,10 @@ class MininetBackend(Backend):
 
         p = self.cfg.parameters
         t0 = time.perf_counter()
-        self.net = FabricNet(self.spec, target=p.target, lock_timeout=p.lock_timeout_s)
+        f = self.cfg.fabric
+        self.net = FabricNet(self.spec, target=p.target, lock_timeout=p.lock_timeout_s,
+                             queue_depth=f.queue_packets if f else None,
+                             socket_buffer=p.socket_buffer)
         self.net.start()
         self.timings["fabric_up"] = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -337,9 +340,15 @@ class SimBackend(Backend):
         # The simulator keeps its data-centre timers (ACK every 2 packets, 1 ms RTO): the
         # workload's rto_ms (200 ms by default) is sized for the CPU-bound emulation.
         transport = dataclasses.replace(SIM_TRANSPORT, mss=w.mss, window=w.window)
+        fabric: dict[str, Any] = {}
+        if self.cfg.fabric is not None:   # a file in fabric units: its timers, delay, queues
+            transport = dataclasses.replace(transport, rto=w.rto_ms / 1e3)
+            fabric = {"prop_delay_us": self.cfg.fabric.prop_delay_us,
+                      "queue_depth": self.cfg.fabric.queue_packets}
         cfg = SimConfig(host=HostConfig(transport=transport,
                                         qps=w.qps, path_policy=self.scheme.policy_spec()),
-                        seed=self.cfg.parameters.seed, workers=self.cfg.parameters.sim_workers)
+                        seed=self.cfg.parameters.seed, workers=self.cfg.parameters.sim_workers,
+                        **fabric)
         net = SimNetwork(self.spec, self.scheme.build(), cfg)
         failures = []
         if w.failure:

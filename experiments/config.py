@@ -9,6 +9,7 @@ the fabric has been up for five minutes. Every error names the field by its dott
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import random
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ import yaml
 
 from topo.spec import FabricSpec, SpecError, fat_tree, leaf_spine
 from traffic.schedules import GENERATORS, Schedule, ScheduleError, bsp_training, parse_size
+
+from .dilation import Dim, dim, format_rate, parse_rate
 
 BACKENDS = ("mininet", "sim")
 TARGETS = ("p4switch", "bmv2")
@@ -52,7 +55,7 @@ class TopologyConfig:
     spines: int = 2
     hosts_per_leaf: int = 2
     uplinks: int = 1
-    bw_mbps: float | None = 100.0
+    bw_mbps: float | None = dim(Dim.RATE, 100.0)
 
     def spec(self) -> FabricSpec:
         if self.kind == "fattree":
@@ -68,8 +71,8 @@ class SchemeConfig:
     avoid_us, entropy_set), so host-based designs over ECMP are rows next to switch spraying."""
 
     name: str
-    params: dict[str, Any] = field(default_factory=dict)
-    path_policy: dict[str, Any] | None = None
+    params: dict[str, Any] = dim(Dim.PARAMS, default_factory=dict)
+    path_policy: dict[str, Any] | None = dim(Dim.PARAMS, None)
 
     @property
     def label(self) -> str:
@@ -124,7 +127,7 @@ class BspConfig:
     """
 
     iterations: int = 3
-    compute_us: float = 0.0
+    compute_us: float = dim(Dim.TIME, 0.0)
     stragglers: tuple[int, ...] = ()
     straggler_factor: float = 2.0
     straggler_prob: float = 0.0
@@ -140,8 +143,8 @@ class FailureConfig:
     detection to its failure loop."""
 
     link: tuple[str, str]
-    at_s: float = 0.2
-    restore_s: float | None = None
+    at_s: float = dim(Dim.TIME, 0.2)
+    restore_s: float | None = dim(Dim.TIME, None)
     notify: bool = False
     reroute: bool = True
     """sim backend: False = the fabric never routes around the link (the data plane and the
@@ -163,15 +166,16 @@ class WorkloadConfig:
     options: dict[str, Any] = field(default_factory=dict)
     """Generator options (AllToAll ``algorithm``; MoE ``skew``, ``alpha``, ``hot``, ...)."""
     transport: str = "udp"
-    rate: str | None = None
+    rate: str | None = dim(Dim.RATE, None)
     qps: int = 1
     mss: int = 1400
     window: int = 256
-    rto_ms: float = 200.0
+    rto_ms: float = dim(Dim.TIME, 200.0)
     """Retransmission timeout. The agent's 20 ms default suits a quiet machine; 20 Python
     switches sharing two cores can hold a packet longer than that, and every spurious timeout
     resends the whole window."""
-    timeout_s: float = 60.0
+    timeout_s: float = dim(Dim.WALL, 60.0)
+    """A hard bound on the run, on the machine's clock (WALL: not dilated)."""
     bsp: BspConfig | None = None
     failure: FailureConfig | None = None
 
@@ -191,25 +195,59 @@ class WorkloadConfig:
 
 
 @dataclass(frozen=True)
+class FabricConfig:
+    """The fabric the experiment models, in its own units (docs/experiments.md, "Fabric units
+    and time dilation"). With this block every time and rate of the file is a fabric value;
+    the Mininet backend runs them dilated by ``parameters.tdf``, the simulator as written.
+
+    The link rate is ``link_rate`` here (``topology.bw_mbps`` is derived from it)."""
+
+    link_rate: str = dim(Dim.RATE, "100G")
+    prop_delay_us: float = dim(Dim.TIME, 1.0)
+    """Per-link propagation delay (the simulator's; the emulation cannot add delay — no
+    netem here — and reports the per-hop latency it has instead)."""
+    mtu: int = 1500
+    queue_packets: int = 64
+    """Egress queue depth of every switch port, packets."""
+    flowlet_gap_us: float | None = dim(Dim.TIME, None)
+    """Default flowlet timeout of ``flowlet`` schemes that state none."""
+
+    @property
+    def link_bps(self) -> float:
+        return parse_rate(self.link_rate)
+
+
+TDF_AUTO = "auto"
+
+
+@dataclass(frozen=True)
 class Parameters:
     """Run-level knobs shared by every workload and scheme."""
 
     target: str = "p4switch"
-    sample_period_s: float = 0.25
+    sample_period_s: float = dim(Dim.TIME, 0.25)
     """How often the sampler reads counters, queues and links during a run."""
-    control_period_s: float = 0.5
+    control_period_s: float = dim(Dim.TIME, 0.5)
     loops: tuple[str, ...] = ("failure", "reconcile")
-    settle_s: float = 0.3
+    settle_s: float = dim(Dim.TIME, 0.3)
     """Pause after a scheme change so in-flight packets of the previous run drain."""
     seed: int = 0
-    start_margin_s: float = 4.0
+    start_margin_s: float = dim(Dim.WALL, 4.0)
     """Hosts' agents start together this long after launch. Until every agent has heard every
     peer they beacon READY every 5 ms; on a loaded 2-core machine the 16 interpreters take
     seconds to start, and that barrier traffic must drain before the first step is timed."""
-    lock_timeout_s: float = 300.0
+    lock_timeout_s: float = dim(Dim.WALL, 300.0)
     """How long to wait for the machine-wide fabric lock (another fabric running) before
     giving up with an error naming its holder."""
     sim_workers: int = 1
+    socket_buffer: int | None = None
+    """Bytes of each switch port's AF_PACKET socket buffers (None: p4switch's 8 MiB). Small
+    keeps the queueing in the P4 egress queues; the fidelity guard says when it is too small
+    (drops outside the pipeline)."""
+    tdf: float | str = 1.0
+    """Time-dilation factor of the Mininet backend (with a ``fabric`` block): a number, or
+    ``auto`` for this machine's calibrated one (experiments.calibrate). The simulator runs
+    TDF 1."""
     """sim backend: processes each run is split over (sim.parallel; the results are the same
     for any number). 2 on a 2-core machine for one big run; keep 1 in a sweep, whose runs
     already fill the cores."""
@@ -222,6 +260,8 @@ class ExperimentConfig:
     schemes: tuple[SchemeConfig, ...]
     workloads: tuple[WorkloadConfig, ...]
     parameters: Parameters = Parameters()
+    fabric: FabricConfig | None = None
+    """The modelled fabric (None: a file in the emulation's own units, run at TDF 1)."""
     repetitions: int = 1
     backend: str = "mininet"
     description: str = ""
@@ -503,11 +543,58 @@ def _workload(v: Any, path: str, spec: FabricSpec) -> WorkloadConfig:
     return w
 
 
+def _fabric(v: Any) -> FabricConfig:
+    p = "fabric"
+    d = _obj(v, p)
+    _keys(d, p, {"link_rate", "prop_delay_us", "mtu", "queue_packets", "flowlet_gap_us"},
+          {"link_rate"})
+    rate = d["link_rate"]
+    try:
+        bps = parse_rate(rate)
+        if bps <= 0:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ConfigError(_join(p, "link_rate"), f"{rate!r} is not a rate (use e.g. 100G)") \
+            from None
+    return FabricConfig(link_rate=format_rate(bps),
+                        prop_delay_us=_num(d, "prop_delay_us", p, 1.0, lo=0.0) or 0.0,
+                        mtu=_int(d, "mtu", p, 1500, 576, 9216),
+                        queue_packets=_int(d, "queue_packets", p, 64, 1, 1 << 20),
+                        flowlet_gap_us=_num(d, "flowlet_gap_us", p, None, positive=True))
+
+
+def _tdf(d: dict[str, Any], p: str) -> float | str:
+    v = d.get("tdf", 1.0)
+    if v == TDF_AUTO:
+        return TDF_AUTO
+    if isinstance(v, bool) or not isinstance(v, int | float) or v < 1:
+        raise ConfigError(_join(p, "tdf"), f"{v!r} is not a time-dilation factor "
+                          f"(a number >= 1, or {TDF_AUTO!r})")
+    return float(v)
+
+
+def in_fabric_units(t: TopologyConfig, schemes: tuple[SchemeConfig, ...],
+                    workloads: tuple[WorkloadConfig, ...], f: FabricConfig) \
+        -> tuple[TopologyConfig, tuple[SchemeConfig, ...], tuple[WorkloadConfig, ...]]:
+    """What the fabric block implies for the other sections: every link at its rate, hosts
+    paced at it unless a workload says otherwise, flowlet schemes without a timeout at its
+    flowlet gap."""
+    t = dataclasses.replace(t, bw_mbps=f.link_bps / 1e6)
+    workloads = tuple(w if w.rate else dataclasses.replace(w, rate=f.link_rate)
+                      for w in workloads)
+    if f.flowlet_gap_us is not None:
+        schemes = tuple(dataclasses.replace(s, params={**s.params,
+                                                       "timeout_us": round(f.flowlet_gap_us)})
+                        if s.name == "flowlet" and "timeout_us" not in s.params else s
+                        for s in schemes)
+    return t, schemes, workloads
+
+
 def _parameters(v: Any) -> Parameters:
     p = "parameters"
     d = _obj(v, p)
     _keys(d, p, {"target", "sample_period_s", "control_period_s", "loops", "settle_s", "seed",
-                 "lock_timeout_s", "start_margin_s", "sim_workers"})
+                 "lock_timeout_s", "start_margin_s", "sim_workers", "tdf", "socket_buffer"})
     loops = _list(d.get("loops", ["failure", "reconcile"]), _join(p, "loops"))
     for i, lp in enumerate(loops):
         if lp not in CONTROL_LOOPS:
@@ -520,14 +607,17 @@ def _parameters(v: Any) -> Parameters:
                       seed=_int(d, "seed", p, 0, 0),
                       lock_timeout_s=_num(d, "lock_timeout_s", p, 300.0, lo=0.0) or 0.0,
                       start_margin_s=_num(d, "start_margin_s", p, 4.0, lo=0.0) or 0.0,
-                      sim_workers=_int(d, "sim_workers", p, 1, 1, 64))
+                      sim_workers=_int(d, "sim_workers", p, 1, 1, 64), tdf=_tdf(d, p),
+                      socket_buffer=_int(d, "socket_buffer", p, 0, 4096) or None
+                      if "socket_buffer" in d else None)
 
 
 def from_dict(d: Any) -> ExperimentConfig:
     """Validate a parsed experiment file; raises ConfigError naming the bad field."""
     d = _obj(d, "")
     _keys(d, "", {"name", "description", "backend", "topology", "schemes", "workloads",
-                  "parameters", "repetitions"}, {"name", "topology", "schemes", "workloads"})
+                  "parameters", "repetitions", "fabric"},
+          {"name", "topology", "schemes", "workloads"})
     name = _str(d, "name", "", None)
     if not name or any(c in name for c in "/\\ ") or name.startswith("."):
         raise ConfigError("name", f"{name!r} must be a non-empty word (it names the results "
@@ -550,9 +640,20 @@ def from_dict(d: Any) -> ExperimentConfig:
     for i, n in enumerate(names):
         if names.index(n) != i:
             raise ConfigError(f"workloads[{i}].name", f"{n!r} is used twice")
+    params = _parameters(d.get("parameters", {}))
+    fabric = None
+    if "fabric" in d:
+        if "bw_mbps" in _obj(d["topology"], "topology"):
+            raise ConfigError("topology.bw_mbps", "the fabric block states the link rate "
+                              "(fabric.link_rate); leave bw_mbps out")
+        fabric = _fabric(d["fabric"])
+        topo, schemes, workloads = in_fabric_units(topo, schemes, workloads, fabric)
+    elif params.tdf != 1.0:
+        raise ConfigError("parameters.tdf", "time dilation needs a fabric block (the file's "
+                          "times are otherwise the emulation's own)")
     return ExperimentConfig(
         name=name, topology=topo, schemes=schemes, workloads=workloads,
-        parameters=_parameters(d.get("parameters", {})),
+        parameters=params, fabric=fabric,
         repetitions=_int(d, "repetitions", "", 1, 1, 1000),
         backend=_str(d, "backend", "", "mininet", BACKENDS),
         description=_str(d, "description", "", ""), source=d)

@@ -58,14 +58,24 @@ def cct_stats(ccts: pd.DataFrame, by: Sequence[str] = ("workload", "scheme", "na
     return pd.DataFrame(rows)
 
 
+def job_cct(collectives: Sequence[dict[str, Any]]) -> float | None:
+    """THE CCT of a job (one definition for the progress line, the table and the plots): its
+    collectives' completion times summed, each from the first rank's start to the last rank's
+    finish (compute phases between collectives excluded). None: nothing completed."""
+    if not collectives:
+        return None
+    return float(sum(c["finish"] - c["start"] for c in collectives))
+
+
 def scheme_table(ccts: pd.DataFrame, ideal: pd.DataFrame | None = None) -> pd.DataFrame:
     """The summary table: per workload and scheme, the job's CCT (sum over its collectives per
     repetition), its stats over repetitions, the slowdown vs the ideal bound and the ratio to
     the best scheme of that workload (1.00 = the winner)."""
     if ccts.empty:
         return pd.DataFrame()
-    ok = ccts.groupby(["workload", "scheme", "repetition"], sort=False)["ok"].all()
-    job = ccts.groupby(["workload", "scheme", "repetition"], sort=False)["cct"].sum()
+    keys = ["workload", "scheme", "repetition"]
+    ok = ccts.groupby(keys, sort=False)["ok"].all()
+    job = ccts.groupby(keys, sort=False)["cct"].sum()   # = job_cct of each repetition
     df = pd.DataFrame({"cct": job, "ok": ok}).reset_index()
     t = cct_stats(df, by=("workload", "scheme"))
     if ideal is not None and not ideal.empty:

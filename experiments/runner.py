@@ -14,6 +14,7 @@ run on disk. Layout of ``results/<experiment>/<timestamp>/`` (docs/experiments.m
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -36,7 +37,8 @@ from traffic import metrics as traffic_metrics
 
 from . import metrics
 from .backends import BACKENDS, Backend, RunSamples
-from .config import ExperimentConfig, SchemeConfig, WorkloadConfig
+from .config import TDF_AUTO, ExperimentConfig, SchemeConfig, WorkloadConfig
+from .dilation import dilate, knobs, to_fabric_time
 from .lbbsp import rebalance, speed_factors
 
 REPO = Path(__file__).resolve().parents[1]
@@ -175,11 +177,17 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
     root.mkdir(parents=True)
     (root / "config.yaml").write_text(yaml.safe_dump(cfg.source, sort_keys=False))
     spec = cfg.spec()
+    tdf = emulation_tdf(cfg)
+    emu = dilate(cfg, tdf)   # what the backend runs: the fabric slowed down tdf times
     run = ExperimentRun(cfg, root, meta={
         "config": cfg.source, "backend": cfg.backend, "versions": versions(),
-        "started": time.time(), "interrupted": None, "phases": {}})
+        "started": time.time(), "interrupted": None, "phases": {}, "tdf": tdf,
+        "fabric": dataclasses.asdict(cfg.fabric) if cfg.fabric else None,
+        "dilated": {k.path: [k.value, kd.value] for k, kd in zip(knobs(cfg), knobs(emu),
+                                                                strict=True)
+                    if k.dim is not None and k.value != kd.value}})
     rec = Recorder(root)
-    be = backend or BACKENDS[cfg.backend](cfg, spec)
+    be = backend or BACKENDS[cfg.backend](emu, emu.spec())
     total = sum(len(cfg.schemes) * cfg.repetitions * (w.bsp.iterations if w.bsp else 1)
                 for w in cfg.workloads)
     progress.total(total)
@@ -196,16 +204,16 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
             rec.add("ideal", ideal, workload=w.name)
         rec.flush()
         progress.start(f"fabric up ({cfg.backend})")
-        be.up(cfg.schemes[0])
+        be.up(emu.schemes[0])
         first = True
-        for w in cfg.workloads:
-            for scheme in cfg.schemes:
+        for w, w_emu in zip(cfg.workloads, emu.workloads, strict=True):
+            for scheme, s_emu in zip(cfg.schemes, emu.schemes, strict=True):
                 if not first:
-                    be.set_scheme(scheme)
+                    be.set_scheme(s_emu)
                 first = False
                 for rep in range(cfg.repetitions):
                     t0 = time.perf_counter()
-                    _run_workload(run, be, rec, spec, w, scheme, rep, progress)
+                    _run_workload(run, be, rec, spec, w, scheme, rep, progress, w_emu, tdf)
                     phases[f"traffic {w.name} {scheme.label}"] = phases.get(
                         f"traffic {w.name} {scheme.label}", 0.0) + time.perf_counter() - t0
                     rec.flush()
@@ -248,11 +256,38 @@ def _install_sigterm() -> Any:
         return signal.getsignal(signal.SIGTERM)
 
 
+def emulation_tdf(cfg: ExperimentConfig) -> float:
+    """The time-dilation factor this run uses: 1 on the simulator and for files without a
+    fabric block; ``auto``: this machine's calibrated TDF (experiments.calibrate)."""
+    if cfg.backend == "sim" or cfg.fabric is None:
+        return 1.0
+    if cfg.parameters.tdf == TDF_AUTO:
+        from .calibrate import calibrated_tdf
+        return calibrated_tdf(cfg)
+    return float(cfg.parameters.tdf)
+
+
+def fabric_samples(s: RunSamples, tdf: float) -> RunSamples:
+    """A backend's samples with their times in fabric seconds (÷ tdf)."""
+    if tdf == 1:
+        return s
+    def frame(df: pd.DataFrame) -> pd.DataFrame:
+        return df.assign(t=df["t"] / tdf) if "t" in df.columns else df
+    return dataclasses.replace(
+        s, links=frame(s.links), queues=frame(s.queues), counters=frame(s.counters),
+        events=to_fabric_time(s.events, tdf),
+        failure_at=None if s.failure_at is None else s.failure_at / tdf,
+        restore_at=None if s.restore_at is None else s.restore_at / tdf)
+
+
 def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
                   w: WorkloadConfig, scheme: SchemeConfig, rep: int,
-                  progress: Progress) -> None:
+                  progress: Progress, w_emu: WorkloadConfig | None = None,
+                  tdf: float = 1.0) -> None:
     """One repetition of a workload under a scheme; BSP workloads run iteration by iteration
-    so that LB-BSP can re-size the batches between them."""
+    so that LB-BSP can re-size the batches between them. ``w_emu``: the workload as the
+    backend runs it (dilated); everything recorded is in fabric units (times ÷ ``tdf``)."""
+    w_emu = w_emu or w
     cfg = run.cfg
     hosts = cfg.hosts_of(w, spec)
     n = len(hosts)
@@ -265,17 +300,18 @@ def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
         what = f"{w.name} · {scheme.label} · rep {rep}" + (f" · iter {it}" if w.bsp else "")
         progress.start(what)
         speeds = speed_factors(shares) if w.bsp else None
-        sched = (w.schedule_for(n, speeds=speeds, iterations=1, seed=seed + it) if w.bsp
-                 else w.schedule_for(n, seed=seed))
+        sched = (w_emu.schedule_for(n, speeds=speeds, iterations=1, seed=seed + it) if w.bsp
+                 else w_emu.schedule_for(n, seed=seed))
         out = run.root / rel
         out.mkdir(parents=True, exist_ok=True)
         t0 = time.time()
-        samples = be.run(sched, hosts, w, out)
+        samples = fabric_samples(be.run(sched, hosts, w_emu, out), tdf)
         wall = time.time() - t0
-        ranks = load_ranks(out / "traffic")
+        ranks = to_fabric_time(load_ranks(out / "traffic"), tdf)
         row = _record(rec, spec, w, scheme, rep, it if w.bsp else None, sched, hosts, ranks,
                       samples, wall, str(rel))
         row["batch_shares"] = json.dumps([round(s, 4) for s in shares]) if w.bsp else None
+        row["tdf"] = tdf
         rec.add("runs", [row])
         run.runs.append(row)
         progress.done(what, row)
@@ -339,8 +375,7 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
                  and a in str(e.get("what")) and b in str(e.get("what"))]
         reroute = (min(later) - s.failure_at) if later else None
     tr = metrics.transport_stats(summ)
-    cct = (max(c["finish"] for c in summ["collectives"])
-           - min(c["start"] for c in summ["collectives"])) if summ["collectives"] else None
+    cct = metrics.job_cct(summ["collectives"])
     return {**tags, "ok": summ["completed"], "cct": cct, "wall_s": round(wall, 3),
             "bytes_sent": summ["bytes_sent"], "bytes_received": summ["bytes_received"],
             "bytes_conserved": tr["bytes_conserved"],

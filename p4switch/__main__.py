@@ -194,6 +194,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="egress queue depth per port in packets (default 64); beyond it: tail drop, counted",
     )
     p.add_argument(
+        "--socket-buffer",
+        type=_positive_int,
+        default=None,
+        metavar="BYTES",
+        help="receive/send buffer of each interface's AF_PACKET socket (default 8 MiB); small "
+        "buffers keep the queueing in the egress queues the program sees, large ones absorb "
+        "bursts the pipeline cannot keep up with (a queue no P4 program sees)",
+    )
+    p.add_argument(
         "--priority-queues",
         type=_priority_queues,
         default=1,
@@ -324,7 +333,9 @@ def main(argv: list[str] | None = None) -> int:
             if spec.is_pcap:
                 sw.add_port(PcapFilePort(spec.number, spec.pcap_input))
             else:
-                sw.add_port(RawPort(spec.number, spec.target))
+                sw.add_port(RawPort(spec.number, spec.target,
+                                    **({"socket_buffer": args.socket_buffer}
+                                       if args.socket_buffer else {})))
     except (OSError, ValueError) as e:
         _close_ports(sw)
         what = e.strerror if isinstance(e, OSError) and e.strerror else str(e)

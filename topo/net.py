@@ -55,7 +55,8 @@ class FabricNet:
     def __init__(self, spec: FabricSpec, target: str = "p4switch",
                  run_dir: str | Path | None = None, pcap: bool = False,
                  log_level: str = "warn", lock_timeout: float = 0.0,
-                 ready_timeout: float = 60.0) -> None:
+                 ready_timeout: float = 60.0, queue_depth: int | None = None,
+                 socket_buffer: int | None = None) -> None:
         if target not in TARGETS:
             raise TopoError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
         if target == "bmv2" and (missing := BMv2Switch.missing_tools()):
@@ -70,6 +71,8 @@ class FabricNet:
         self.pcap = pcap
         self.log_level = log_level
         self.ready_timeout = ready_timeout
+        self.switch_opts = {"queue_depth": queue_depth, "socket_buffer": socket_buffer}
+        """p4switch options of every switch (None: its default)."""
         self.lock = FabricLock(timeout=lock_timeout)
         self._run_dir_arg = run_dir
         self.run: RunDir | None = None
@@ -101,7 +104,9 @@ class FabricNet:
         self.run = RunDir.create(self.spec.name, self._run_dir_arg)
         t0 = time.monotonic()
         switch_cls = functools.partial(TARGETS[self.target], run_dir=self.run.path,
-                                       pcap=self.pcap, log_level=self.log_level)
+                                       pcap=self.pcap, log_level=self.log_level,
+                                       **({k: v for k, v in self.switch_opts.items() if v}
+                                          if self.target == "p4switch" else {}))
         self.net = Mininet(topo=SpecTopo(self.spec), switch=switch_cls, host=P4Host,
                            link=FabricLink, controller=None, build=False, autoSetMacs=False)
         # record what the build creates as it goes: a failure half-way is still undoable

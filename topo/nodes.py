@@ -51,7 +51,8 @@ class P4Switch(Switch):
 
     def __init__(self, name: str, spec: SwitchSpec | None = None, run_dir: str | Path = ".",
                  port_rates: dict[int, float] | None = None, pcap: bool = False,
-                 log_level: str = "warn", **params) -> None:
+                 log_level: str = "warn", queue_depth: int | None = None,
+                 socket_buffer: int | None = None, **params) -> None:
         if spec is None:
             raise TopoError(f"switch {name}: no SwitchSpec (build the net from a FabricSpec)")
         params.setdefault("dpid", f"{spec.device_id:016x}")
@@ -62,6 +63,8 @@ class P4Switch(Switch):
         self.port_rates = dict(port_rates or {})
         self.pcap = pcap
         self.log_level = log_level
+        self.queue_depth = queue_depth
+        self.socket_buffer = socket_buffer
         self.proc: subprocess.Popen | None = None
 
     # ---- paths --------------------------------------------------------------------------------
@@ -92,6 +95,10 @@ class P4Switch(Switch):
                 "--control-socket", str(self.control_socket)]
         for port, mbps in sorted(self.port_rates.items()):
             cmd += ["--port-rate", f"{port}:{round(mbps * 1e6)}"]
+        if self.queue_depth:
+            cmd += ["--queue-depth", str(self.queue_depth)]
+        if self.socket_buffer:
+            cmd += ["--socket-buffer", str(self.socket_buffer)]
         if self.pcap:
             cmd += ["--pcap", str(self.pcap_dir)]
         return cmd
