@@ -3,6 +3,11 @@
  * Written for p4fabric from the v1model documentation and the behaviour of BMv2's
  * simple_switch: standard metadata, the counter/meter/register/hash/checksum externs, packet
  * replication primitives, the six programmable blocks and the V1Switch package.
+ *
+ * Versions: a program may define V1MODEL_VERSION before including this file. Without it the
+ * version is 20180101, as with p4c's own v1model.p4: counters, meters and registers are
+ * indexed by bit<32>. From 20200408 on, the index type is a type parameter of the extern
+ * (counter<I>, meter<I>, register<T, I>) and ports have the type PortId_t.
  */
 #ifndef P4SWITCH_V1MODEL_P4_
 #define P4SWITCH_V1MODEL_P4_
@@ -17,14 +22,25 @@ match_kind {
     selector
 }
 
-const bit<32> __v1model_version = 20180101;
+#ifndef V1MODEL_VERSION
+#define V1MODEL_VERSION 20180101
+#endif
+
+const bit<32> __v1model_version = V1MODEL_VERSION;
+
+#if V1MODEL_VERSION >= 20200408
+typedef bit<9> PortId_t;
+#define P4SWITCH_PORT_T PortId_t
+#else
+#define P4SWITCH_PORT_T bit<9>
+#endif
 
 /* Per-packet intrinsic metadata. Ports are 9 bits wide; 511 is the drop port. */
 @metadata @name("standard_metadata")
 struct standard_metadata_t {
-    bit<9>  ingress_port;
-    bit<9>  egress_spec;
-    bit<9>  egress_port;
+    P4SWITCH_PORT_T ingress_port;
+    P4SWITCH_PORT_T egress_spec;
+    P4SWITCH_PORT_T egress_port;
     bit<32> instance_type;
     bit<32> packet_length;
     @alias("queueing_metadata.enq_timestamp")
@@ -48,6 +64,7 @@ struct standard_metadata_t {
     @alias("intrinsic_metadata.priority")
     bit<3>  priority;
 }
+#undef P4SWITCH_PORT_T
 
 enum CounterType {
     packets,
@@ -60,11 +77,20 @@ enum MeterType {
     bytes
 }
 
+#if V1MODEL_VERSION >= 20200408
+/* An array of counters, indexed 0..size-1 by a value of type I; an index out of range
+ * counts nothing. */
+extern counter<I> {
+    counter(bit<32> size, CounterType type);
+    void count(in I index);
+}
+#else
 /* An array of counters, indexed 0..size-1; an index out of range counts nothing. */
 extern counter {
     counter(bit<32> size, CounterType type);
     void count(in bit<32> index);
 }
+#endif
 
 /* One counter per entry of the table that names it in its `counters` property. */
 extern direct_counter {
@@ -73,10 +99,17 @@ extern direct_counter {
 }
 
 /* Two-rate three-colour meters; the colour written is 0 green, 1 yellow, 2 red. */
+#if V1MODEL_VERSION >= 20200408
+extern meter<I> {
+    meter(bit<32> size, MeterType type);
+    void execute_meter<T>(in I index, out T result);
+}
+#else
 extern meter {
     meter(bit<32> size, MeterType type);
     void execute_meter<T>(in bit<32> index, out T result);
 }
+#endif
 
 /* One meter per entry of the table that names it in its `meters` property. */
 extern direct_meter<T> {
@@ -84,12 +117,21 @@ extern direct_meter<T> {
     void read(out T result);
 }
 
-/* An array of state cells of type T, readable and writable by the data plane. */
+/* An array of state cells of type T, readable and writable by the data plane (an index
+ * out of range reads 0 and writes nothing). */
+#if V1MODEL_VERSION >= 20200408
+extern register<T, I> {
+    register(bit<32> size);
+    void read(out T result, in I index);
+    void write(in I index, in T value);
+}
+#else
 extern register<T> {
     register(bit<32> size);
     void read(out T result, in bit<32> index);
     void write(in bit<32> index, in T value);
 }
+#endif
 
 /* Table implementations: action profiles (members) and selectors (groups chosen by hash). */
 extern action_profile {
