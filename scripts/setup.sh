@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
-APT_PACKAGES=(iproute2 mininet python3-venv python3-pip ethtool procps tcpdump iputils-ping)
+APT_PACKAGES=(iproute2 mininet python3-venv python3-pip ethtool procps tcpdump iputils-ping
+              clang libbpf-dev)  # clang + libbpf: the eBPF target (p4switch/ebpf, tests/ebpf)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

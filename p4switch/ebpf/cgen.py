@@ -1,0 +1,1219 @@
+"""The eBPF back end's code generator: a v1model ``ir.Program`` → one C file for the tc hook.
+
+The whole V1Switch runs in one ``sched_cls`` program on each port's clsact ingress: parser,
+verify_checksum, ingress, the traffic manager's decision (drop or one egress port), egress
+(inline: there is no queue between them, so the queueing metadata reads 0 — see
+docs/p4switch-ebpf.md), compute_checksum, deparser, then ``bpf_redirect`` to the egress port.
+
+Representation: every scalar (bit<W> with W <= 64, int<W>, bool, enum, error) is a ``__u64``
+holding the value's W-bit pattern; a header is a struct of such fields plus ``valid``. All
+per-packet state (headers, metadata, locals, action parameters, scratch buffers) lives in one
+per-CPU array element (``p4ctx``), since BPF stacks are 512 bytes. Actions are inlined at each
+use. What the back end cannot express is refused with a located ``file:line:col`` error
+(``EbpfUnsupported``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from p4switch import ir
+from p4switch.errors import P4CompileError
+
+from .layout import (
+    STAT_NAMES,
+    CounterLayout,
+    KeyLayout,
+    Layout,
+    RegisterLayout,
+    TableKind,
+    TableLayout,
+)
+
+SCAN_MAX = 1024
+"""Most entries of a scan table (ternary/range/optional): it is searched linearly."""
+HASH_BUF = 128
+"""Bytes of a hash/checksum input the generated code can build."""
+
+
+class EbpfUnsupported(P4CompileError):
+    """A construct the eBPF back end cannot express; ``str()`` is ``file:line:col: error: ...``."""
+
+
+@dataclass
+class Generated:
+    source: str
+    layout: Layout
+    entry: str = "p4_ingress"
+
+
+def _cid(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+def _mask(w: int) -> str:
+    return "0xffffffffffffffffULL" if w >= 64 else f"0x{(1 << w) - 1:x}ULL"
+
+
+def _width(t: ir.Type) -> int:
+    if isinstance(t, ir.BitsType):
+        return t.width
+    if isinstance(t, ir.BoolType):
+        return 1
+    if isinstance(t, ir.ErrorType):
+        return 32
+    if isinstance(t, ir.EnumType):
+        return t.underlying.width if t.underlying is not None else 32
+    if isinstance(t, ir.InfIntType):
+        return 64
+    raise TypeError(str(t))
+
+
+def _signed(t: ir.Type) -> bool:
+    if isinstance(t, ir.BitsType):
+        return t.signed
+    if isinstance(t, ir.EnumType) and t.underlying is not None:
+        return t.underlying.signed
+    return False
+
+
+def _const_int(e: ir.Expr) -> int | None:
+    if isinstance(e, ir.Const) and isinstance(e.value, int | bool):
+        return int(e.value)
+    return None
+
+
+def _enum_member(e: ir.Expr) -> str:
+    if isinstance(e, ir.Const) and isinstance(e.type, ir.EnumType):
+        for n, v in e.type.members:
+            if v == e.value:
+                return n
+    raise ValueError("not an enum constant")
+
+
+@dataclass
+class _Scope:
+    names: dict[str, str]
+    block: str
+    exit_label: str  # where ``exit`` goes
+    return_label: str  # where ``return`` goes
+    instances: dict[str, ir.ExternInstance] = field(default_factory=dict)
+
+
+class CGen:
+    """Generates the C source for one program (``generate`` below is the entry point)."""
+
+    def __init__(self, program: ir.Program, *, drop_port: int = 511,
+                 cpu_port: int | None = None) -> None:
+        self.p = program
+        self.layout = Layout(drop_port=drop_port, cpu_port=cpu_port)
+        self.structs: dict[str, str] = {}  # C type name -> definition (in dependency order)
+        self.ctx_fields: list[str] = []
+        self.maps: list[str] = []
+        self.helpers: list[str] = []
+        self.lines: list[str] = []
+        self.ind = 1
+        self.n = 0
+        self.loc: ir.SourceLoc | None = None
+        self.scope: _Scope | None = None
+        self.max_hdr = 8
+        self._table_ids: dict[str, str] = {}
+        self._inst_maps: dict[str, str] = {}
+        self._packed: set[str] = set()
+        self._type_locs: dict[str, ir.SourceLoc] | None = None
+
+    # -- errors ----------------------------------------------------------------------------
+    def type_loc(self, t: ir.Type) -> ir.SourceLoc | None:
+        """Where the program first uses a value of type ``t`` (types carry no location)."""
+        if self._type_locs is None:
+            self._type_locs = {}
+            _collect_type_locs(self.p, self._type_locs)
+        return self._type_locs.get(str(t))
+
+    def refuse(self, what: str, loc: ir.SourceLoc | None = None) -> EbpfUnsupported:
+        loc = loc or self.loc
+        line = None
+        if loc is not None:
+            text = self.p.sources.get(loc.file)
+            if text is None:
+                try:
+                    with open(loc.file, encoding="utf-8") as f:
+                        text = f.read()
+                except OSError:
+                    text = None
+            if text is not None:
+                lines = text.splitlines()
+                if 0 < loc.line <= len(lines):
+                    line = lines[loc.line - 1]
+        return EbpfUnsupported(loc, f"{what} is not supported by the eBPF back end", line)
+
+    # -- output helpers --------------------------------------------------------------------
+    def w(self, s: str) -> None:
+        self.lines.append("    " * self.ind + s)
+
+    def fresh(self, p: str) -> str:
+        self.n += 1
+        return f"{p}{self.n}"
+
+    # -- types -----------------------------------------------------------------------------
+    def ctype(self, t: ir.Type) -> str:
+        if isinstance(t, ir.HeaderType):
+            name = f"H_{_cid(t.name)}"
+            if name not in self.structs:
+                fields = []
+                for f in t.fields:
+                    if not isinstance(f.type, ir.BitsType | ir.BoolType | ir.EnumType):
+                        raise self.refuse(f"header field {t.name}.{f.name} of type {f.type}",
+                                          self.loc or self.type_loc(t))
+                    if _width(f.type) > 64:
+                        raise self.refuse(f"header field {t.name}.{f.name} wider than 64 bits")
+                    fields.append(f"    __u64 f_{_cid(f.name)};")
+                if t.width % 8:
+                    raise self.refuse(f"header {t.name} of {t.width} bits (not whole bytes)")
+                self.max_hdr = max(self.max_hdr, t.width // 8)
+                self.structs[name] = f"struct {name} {{\n" + "\n".join(fields) + \
+                    "\n    __u64 valid;\n};"
+            return f"struct {name}"
+        if isinstance(t, ir.StructType):
+            if t.union:
+                raise self.refuse(f"header_union {t.name}", self.loc or self.type_loc(t))
+            name = f"S_{_cid(t.name)}"
+            if name not in self.structs:
+                fields = [f"    {self.ctype(f.type)} f_{_cid(f.name)};" for f in t.fields]
+                if not fields:
+                    fields = ["    __u64 _empty;"]
+                self.structs[name] = f"struct {name} {{\n" + "\n".join(fields) + "\n};"
+            return f"struct {name}"
+        if isinstance(t, ir.StackType):
+            raise self.refuse(f"header stack {t}", self.loc or self.type_loc(t))
+        if isinstance(t, ir.VarbitType):
+            raise self.refuse("varbit")
+        if isinstance(t, ir.BitsType | ir.BoolType | ir.ErrorType | ir.EnumType
+                      | ir.InfIntType):
+            if _width(t) > 64:
+                raise self.refuse(f"{t} (wider than 64 bits)")
+            return "__u64"
+        raise self.refuse(f"a value of type {t}")
+
+    # -- expressions -----------------------------------------------------------------------
+    def lval(self, e: ir.Expr) -> str:
+        if isinstance(e, ir.Var):
+            assert self.scope is not None
+            try:
+                return self.scope.names[e.name]
+            except KeyError:
+                raise self.refuse(f"the name {e.name} here") from None
+        if isinstance(e, ir.Member):
+            if isinstance(e.base.type, ir.StackType):
+                raise self.refuse("header stacks")
+            return f"{self.lval(e.base)}.f_{_cid(e.field)}"
+        if isinstance(e, ir.StackElem | ir.StackNext | ir.StackLast):
+            raise self.refuse("header stacks", e.loc)
+        raise self.refuse(f"{type(e).__name__} as an l-value", e.loc)
+
+    def sext(self, code: str, w: int) -> str:
+        """``code`` (a W-bit pattern) as a signed 64-bit value."""
+        if w >= 64:
+            return f"((__s64)({code}))"
+        return f"(((__s64)(({code}) << {64 - w})) >> {64 - w})"
+
+    def ex(self, e: ir.Expr) -> str:  # noqa: C901 - one case per expression kind
+        if e.loc is not None:
+            self.loc = e.loc
+        t = e.type
+        if isinstance(e, ir.Const):
+            if isinstance(e.value, str):
+                raise self.refuse("a string value", e.loc)
+            v = int(e.value)
+            w = _width(t) if not isinstance(t, ir.InfIntType) else 64
+            return f"0x{v & ((1 << w) - 1):x}ULL"
+        if isinstance(e, ir.Var | ir.Member):
+            if isinstance(t, ir.StructType | ir.HeaderType):
+                return self.lval(e)
+            return self.lval(e)
+        if isinstance(e, ir.IsValid):
+            return f"({self.lval(e.header)}.valid)"
+        if isinstance(e, ir.Slice):
+            return f"(({self.ex(e.base)} >> {e.lo}) & {_mask(e.hi - e.lo + 1)})"
+        if isinstance(e, ir.Concat):
+            wr = _width(e.right.type)
+            return f"((({self.ex(e.left)} << {wr}) | {self.ex(e.right)}) & {_mask(_width(t))})"
+        if isinstance(e, ir.Cast):
+            return self.cast(e)
+        if isinstance(e, ir.Unary):
+            a = self.ex(e.operand)
+            if e.op == "!":
+                return f"(!{a})"
+            if e.op == "~":
+                return f"((~{a}) & {_mask(_width(t))})"
+            if e.op == "-":
+                return f"((-{a}) & {_mask(_width(t))})"
+            raise self.refuse(f"operator {e.op}", e.loc)
+        if isinstance(e, ir.Binary):
+            return self.binary(e)
+        if isinstance(e, ir.Mux):
+            return f"({self.ex(e.cond)} ? {self.ex(e.then)} : {self.ex(e.else_)})"
+        if isinstance(e, ir.TableHit):
+            hit = self.fresh("_hit")
+            saved, self.lines = self.lines, []
+            self.apply_table(e.table, hit_var=hit)
+            body = "\n".join(self.lines)
+            self.lines = saved
+            return (f"({{ __u64 {hit} = 0;\n{body}\n" + "    " * self.ind +
+                    f"{'!' if e.negate else ''}{hit}; }})")
+        if isinstance(e, ir.Lookahead):
+            raise self.refuse("lookahead", e.loc)
+        raise self.refuse(f"the expression {type(e).__name__}", e.loc)
+
+    def cast(self, e: ir.Cast) -> str:
+        t, s = e.type, e.expr.type
+        a = self.ex(e.expr)
+        if isinstance(t, ir.BoolType):
+            return f"({a} != 0)"
+        w = _width(t)
+        if isinstance(s, ir.BoolType | ir.InfIntType):
+            return f"(({a}) & {_mask(w)})"
+        ws = _width(s)
+        if _signed(s) and w > ws:
+            return f"((__u64){self.sext(a, ws)} & {_mask(w)})"
+        return f"(({a}) & {_mask(w)})"
+
+    def binary(self, e: ir.Binary) -> str:
+        op = e.op
+        if op in ("&&", "||"):
+            return f"({self.ex(e.left)} {op} {self.ex(e.right)})"
+        lt = e.left.type
+        a, b = self.ex(e.left), self.ex(e.right)
+        if op in ("==", "!="):
+            return f"({a} {op} {b})"
+        wl = _width(lt) if not isinstance(lt, ir.InfIntType) else 64
+        signed = _signed(lt)
+        if op in ("<", "<=", ">", ">="):
+            if signed:
+                return f"({self.sext(a, wl)} {op} {self.sext(b, wl)})"
+            return f"({a} {op} {b})"
+        w = _width(e.type)
+        m = _mask(w)
+        if op in ("+", "-", "*", "&", "|", "^"):
+            return f"(({a} {op} {b}) & {m})"
+        if op in ("/", "%"):
+            if signed:
+                raise self.refuse(f"signed {op}", e.loc)
+            return f"({b} ? ({a} {op} {b}) : 0)"
+        if op == "<<":
+            return f"({b} >= {w} ? 0 : (({a} << {b}) & {m}))"
+        if op == ">>":
+            if signed:
+                return (f"((__u64)({self.sext(a, w)} >> ({b} >= {w} ? {w - 1} : {b})) "
+                        f"& {m})")
+            return f"({b} >= {w} ? 0 : ({a} >> {b}))"
+        if op == "|+|":
+            if signed or w >= 64:
+                raise self.refuse("this saturating addition", e.loc)
+            return f"(({a} + {b}) > {m} ? {m} : ({a} + {b}))"
+        if op == "|-|":
+            if signed:
+                raise self.refuse("signed saturating subtraction", e.loc)
+            return f"({a} > {b} ? {a} - {b} : 0)"
+        raise self.refuse(f"operator {op}", e.loc)
+
+    # -- statements ------------------------------------------------------------------------
+    def stmts(self, ss: list[ir.Stmt]) -> None:
+        for s in ss:
+            self.stmt(s)
+
+    def block(self, b: ir.Block) -> None:
+        if b.copy_out:
+            assert self.scope is not None
+            body, out = b.stmts[: len(b.stmts) - b.copy_out], b.stmts[len(b.stmts) - b.copy_out:]
+            lbl = self.fresh("_xo")
+            outer_exit = self.scope.exit_label
+            self.scope.exit_label = lbl
+            self.w("{")
+            self.ind += 1
+            self.stmts(body)
+            self.ind -= 1
+            self.w("}")
+            self.scope.exit_label = outer_exit
+            self.w(f"{lbl}:;")
+            self.stmts(out)
+            self.w(f"if (C->exiting) goto {outer_exit};")
+            return
+        self.w("{")
+        self.ind += 1
+        self.stmts(b.stmts)
+        self.ind -= 1
+        self.w("}")
+
+    def declare_local(self, name: str, t: ir.Type) -> str:
+        assert self.scope is not None
+        field_name = f"L_{_cid(self.scope.block)}_{_cid(name)}"
+        self.ctx_fields.append(f"    {self.ctype(t)} {field_name};")
+        self.scope.names[name] = f"C->{field_name}"
+        return f"C->{field_name}"
+
+    def assign(self, lhs: ir.Expr, rhs: ir.Expr) -> None:
+        if isinstance(lhs, ir.Slice):
+            base = self.lval(lhs.base)
+            m = (1 << (lhs.hi - lhs.lo + 1)) - 1
+            self.w(f"{base} = ({base} & ~(0x{m:x}ULL << {lhs.lo})) | "
+                   f"(({self.ex(rhs)} & 0x{m:x}ULL) << {lhs.lo});")
+            return
+        if (isinstance(lhs, ir.Member) and lhs.field == "mcast_grp"
+                and _const_int(rhs) != 0):
+            raise self.refuse("multicast (a non-zero mcast_grp)", lhs.loc or rhs.loc)
+        t = lhs.type
+        if isinstance(rhs, ir.ListExpr) and isinstance(t, ir.HeaderType | ir.StructType):
+            tgt = self.lval(lhs)
+            for f, item in zip(t.fields, rhs.items, strict=True):
+                self.assign(ir.Member(lhs, f.name, type=f.type), item)
+            if isinstance(t, ir.HeaderType):
+                self.w(f"{tgt}.valid = 1;")
+            return
+        if isinstance(t, ir.HeaderType | ir.StructType):
+            self.w(f"{self.lval(lhs)} = {self.lval(rhs)};")
+            return
+        self.w(f"{self.lval(lhs)} = {self.ex(rhs)};")
+
+    def stmt(self, s: ir.Stmt) -> None:  # noqa: C901 - one case per statement kind
+        if s.loc is not None:
+            self.loc = s.loc
+        assert self.scope is not None
+        if isinstance(s, ir.Block):
+            self.block(s)
+        elif isinstance(s, ir.VarDecl):
+            v = self.declare_local(s.name, s.type)
+            if s.init is not None:
+                self.assign(ir.Var(s.name, type=s.type), s.init)
+            else:
+                self.w(f"__builtin_memset(&{v}, 0, sizeof({v}));")
+        elif isinstance(s, ir.Assign):
+            self.assign(s.lhs, s.rhs)
+        elif isinstance(s, ir.If):
+            self.w(f"if ({self.ex(s.cond)})")
+            self.block(s.then)
+            if s.else_ is not None:
+                self.w("else")
+                self.block(s.else_)
+        elif isinstance(s, ir.ApplyTable):
+            self.apply_table(s.table)
+        elif isinstance(s, ir.SwitchAction):
+            act = self.fresh("_act")
+            self.w(f"__u32 {act} = 0;")
+            self.apply_table(s.table, act_var=act)
+            tl = self.layout.tables[self.table(s.table).cp_name]
+            self.w(f"switch ({act}) {{")
+            for c in s.cases:
+                if c.actions is None:
+                    self.w("default:")
+                else:
+                    for a in c.actions:
+                        self.w(f"case {tl.actions.index(a) + 1}:")
+                if c.body is not None:
+                    self.ind += 1
+                    self.block(c.body)
+                    self.w("break;")
+                    self.ind -= 1
+            self.w("}")
+        elif isinstance(s, ir.SwitchValue):
+            self.w(f"switch ({self.ex(s.expr)}) {{")
+            w = _width(s.expr.type)
+            for c in s.cases:
+                if c.values is None:
+                    self.w("default:")
+                else:
+                    for v in c.values:
+                        self.w(f"case 0x{int(v.value) & ((1 << w) - 1):x}ULL:")
+                if c.body is not None:
+                    self.ind += 1
+                    self.block(c.body)
+                    self.w("break;")
+                    self.ind -= 1
+            self.w("}")
+        elif isinstance(s, ir.ActionCall):
+            self.call_action(s.action, s.args, [])
+        elif isinstance(s, ir.ExternCall):
+            self.extern_call(s)
+        elif isinstance(s, ir.HeaderMethod):
+            self.w(f"{self.lval(s.header)}.valid = {1 if s.method == 'setValid' else 0};")
+        elif isinstance(s, ir.Exit):
+            self.w("C->exiting = 1;")
+            self.w(f"goto {self.scope.exit_label};")
+        elif isinstance(s, ir.Return):
+            self.w(f"goto {self.scope.return_label};")
+        elif isinstance(s, ir.Extract):
+            self.extract(s)
+        elif isinstance(s, ir.Emit):
+            raise self.refuse("emit outside the deparser's top level", s.loc)
+        else:
+            raise self.refuse(f"the statement {type(s).__name__}", s.loc)
+
+    # -- actions ---------------------------------------------------------------------------
+    def call_action(self, key: str, args: list[ir.Expr], data: list[str]) -> None:
+        """Inline action ``key``: ``args`` bind its directional parameters (copy-in/copy-out),
+        ``data`` are C expressions for its data parameters."""
+        assert self.scope is not None
+        act = self.p.actions[key]
+        if act.loc is not None:
+            self.loc = act.loc
+        aid = _cid(key)
+        names = dict(self.scope.names)
+        dirs = [p for p in act.params if p.direction != ""]
+        datas = act.data_params
+        self.w("{")
+        self.ind += 1
+        for p, a in zip(dirs, args, strict=False):
+            fname = f"A_{aid}_{_cid(p.name)}"
+            self.ctx_fields.append(f"    {self.ctype(p.type)} {fname};")
+            names[p.name] = f"C->{fname}"
+            if p.direction in ("in", "inout"):
+                if isinstance(p.type, ir.HeaderType | ir.StructType):
+                    self.w(f"C->{fname} = {self.lval(a)};")
+                else:
+                    self.w(f"C->{fname} = {self.ex(a)};")
+            else:
+                self.w(f"__builtin_memset(&C->{fname}, 0, sizeof(C->{fname}));")
+        for p, d in zip(datas, data, strict=False):
+            fname = f"A_{aid}_{_cid(p.name)}"
+            self.ctx_fields.append(f"    __u64 {fname};")
+            names[p.name] = f"C->{fname}"
+            self.w(f"C->{fname} = {d} & {_mask(_width(p.type))};")
+        ret = self.fresh("_ret")
+        saved = self.scope
+        self.scope = _Scope(names, saved.block, saved.exit_label, ret, saved.instances)
+        self.block(act.body)
+        self.scope = saved
+        self.w(f"{ret}:;")
+        for p, a in zip(dirs, args, strict=False):
+            if p.direction in ("out", "inout"):
+                self.w(f"{self.lval(a)} = C->A_{aid}_{_cid(p.name)};")
+        self.ind -= 1
+        self.w("}")
+
+    # -- tables ----------------------------------------------------------------------------
+    def table(self, name: str) -> ir.Table:
+        assert self.scope is not None
+        c = self.p.controls[self.scope.block]
+        return c.tables[name]
+
+    def table_layout(self, t: ir.Table) -> TableLayout:
+        tl = self.layout.tables.get(t.cp_name)
+        if tl is not None:
+            return tl
+        if t.implementation is not None:
+            raise self.refuse("action profiles and selectors", t.loc)
+        if t.direct_meter is not None:
+            raise self.refuse("direct meters", t.loc)
+        kinds = [k.match_kind for k in t.keys]
+        keys = []
+        for k in t.keys:
+            if k.match_kind == "selector":
+                raise self.refuse("selector keys", t.loc)
+            w = k.width
+            if w > 64:
+                raise self.refuse(f"the {w}-bit key {k.name}", t.loc)
+            keys.append(KeyLayout(k.name, k.match_kind, w))
+        if any(m in ("ternary", "range", "optional") for m in kinds) or kinds.count("lpm") > 1:
+            kind = TableKind.SCAN
+        elif kinds.count("lpm") == 1:
+            kind = TableKind.LPM
+            keys = [k for k in keys if k.match_kind != "lpm"] + \
+                [k for k in keys if k.match_kind == "lpm"]
+        else:
+            kind = TableKind.EXACT
+        acts = [r.action for r in t.actions]
+        n_data = max([len(self.p.actions[a].data_params) for a in acts] + [1])
+        idx = len(self.layout.tables)
+        size = max(1, min(t.size, SCAN_MAX) if kind is TableKind.SCAN else t.size)
+        tl = TableLayout(t.cp_name, f"t{idx}", kind, keys, acts, n_data, size,
+                         direct_counter=t.direct_counter is not None)
+        self.layout.tables[t.cp_name] = tl
+        self.declare_table_maps(tl)
+        return tl
+
+    def declare_table_maps(self, tl: TableLayout) -> None:
+        m = tl.map_name
+        self.structs[f"{m}_val"] = (f"struct {m}_val {{ __u32 action; __u32 pad; __u64 packets; "
+                                    f"__u64 bytes; __u64 d[{tl.n_data}]; }};")
+        self.maps.append(_map(f"{m}_def", "BPF_MAP_TYPE_ARRAY", "__u32", f"struct {m}_val", 1))
+        if tl.kind is TableKind.EXACT:
+            kb = max(tl.key_bytes, 1)
+            self.structs[f"{m}_key"] = f"struct {m}_key {{ __u8 b[{kb}]; }};"
+            self.maps.append(_map(m, "BPF_MAP_TYPE_HASH", f"struct {m}_key", f"struct {m}_val",
+                                  tl.size))
+        elif tl.kind is TableKind.LPM:
+            self.structs[f"{m}_key"] = (f"struct {m}_key {{ __u32 prefixlen; "
+                                        f"__u8 b[{tl.key_bytes}]; }};")
+            self.maps.append(_map(m, "BPF_MAP_TYPE_LPM_TRIE", f"struct {m}_key",
+                                  f"struct {m}_val", tl.size, "BPF_F_NO_PREALLOC"))
+        else:
+            n = len(tl.keys)
+            self.structs[f"{m}_ent"] = (f"struct {m}_ent {{ struct {m}_val v; __u64 lo[{n}]; "
+                                        f"__u64 hi[{n}]; __u64 m[{n}]; }};")
+            self.structs[f"{m}_scan"] = (f"struct {m}_scan {{ __u64 k[{n}]; "
+                                         f"struct {m}_val *v; }};")
+            self.maps.append(_map(m, "BPF_MAP_TYPE_ARRAY", "__u32", f"struct {m}_ent", tl.size))
+            self.maps.append(_map(f"{m}_n", "BPF_MAP_TYPE_ARRAY", "__u32", "__u32", 1))
+            conds = " && ".join(
+                f"(e->lo[{i}] <= (s->k[{i}] & e->m[{i}])) && ((s->k[{i}] & e->m[{i}]) <= "
+                f"e->hi[{i}])" for i in range(n)) or "1"
+            self.helpers.append(
+                f"static long {m}_cb(__u32 i, void *data) {{\n"
+                f"    struct {m}_scan *s = data;\n"
+                f"    struct {m}_ent *e = bpf_map_lookup_elem(&{m}, &i);\n"
+                f"    if (!e) return 1;\n"
+                f"    if ({conds}) {{ s->v = &e->v; return 1; }}\n"
+                f"    return 0;\n}}")
+
+    def apply_table(self, name: str, hit_var: str | None = None,
+                    act_var: str | None = None) -> None:
+        t = self.table(name)
+        if t.loc is not None:
+            self.loc = t.loc
+        tl = self.table_layout(t)
+        m = tl.map_name
+        by_name = {k.name: k for k in t.keys}
+        v = self.fresh("_v")
+        self.w("{")
+        self.ind += 1
+        self.w(f"struct {m}_val *{v} = 0;")
+        if tl.kind is TableKind.SCAN:
+            s = self.fresh("_s")
+            self.w(f"struct {m}_scan {s} = {{}};")
+            for i, k in enumerate(tl.keys):
+                self.w(f"{s}.k[{i}] = {self.key_value(by_name[k.name])};")
+            self.w(f"{{ __u32 _z = 0; __u32 *_n = bpf_map_lookup_elem(&{m}_n, &_z);")
+            self.w(f"  if (_n && *_n) bpf_loop(*_n > {tl.size} ? {tl.size} : *_n, {m}_cb, "
+                   f"&{s}, 0); }}")
+            self.w(f"{v} = {s}.v;")
+        elif tl.key_bytes == 0:
+            pass  # keyless: always the default action
+        else:
+            k = self.fresh("_k")
+            self.w(f"struct {m}_key {k};")
+            self.w(f"__builtin_memset(&{k}, 0, sizeof({k}));")
+            off = 0
+            for kl in tl.keys:
+                kv = self.fresh("_kv")
+                self.w(f"__u64 {kv} = {self.key_value(by_name[kl.name])};")
+                shift = 8 * kl.nbytes - kl.width if kl.match_kind == "lpm" else 0
+                if shift:
+                    self.w(f"{kv} <<= {shift};")
+                for i in range(kl.nbytes):
+                    self.w(f"{k}.b[{off + i}] = ({kv} >> {8 * (kl.nbytes - 1 - i)}) & 0xff;")
+                off += kl.nbytes
+            if tl.kind is TableKind.LPM:
+                self.w(f"{k}.prefixlen = {8 * tl.key_bytes};")
+            self.w(f"{v} = bpf_map_lookup_elem(&{m}, &{k});")
+        if hit_var:
+            self.w(f"{hit_var} = {v} != 0;")
+        if tl.direct_counter:
+            self.w(f"if ({v}) {{ __sync_fetch_and_add(&{v}->packets, 1); "
+                   f"__sync_fetch_and_add(&{v}->bytes, C->sm.f_packet_length); }}")
+        self.w(f"if (!{v}) {{ __u32 _z = 0; {v} = bpf_map_lookup_elem(&{m}_def, &_z); }}")
+        self.w(f"if ({v}) {{")
+        self.ind += 1
+        if act_var:
+            self.w(f"{act_var} = {v}->action;")
+        self.w(f"switch ({v}->action) {{")
+        for i, ref in enumerate(t.actions):
+            act = self.p.actions[ref.action]
+            self.w(f"case {i + 1}:")
+            self.ind += 1
+            data = [f"{v}->d[{j}]" for j in range(len(act.data_params))]
+            self.call_action(ref.action, list(ref.args), data)
+            self.w("break;")
+            self.ind -= 1
+        self.w("}")
+        self.ind -= 1
+        self.w("}")
+        self.ind -= 1
+        self.w("}")
+
+    def key_value(self, k: ir.TableKey) -> str:
+        return f"(({self.ex(k.expr)}) & {_mask(k.width)})"
+
+    # -- externs ---------------------------------------------------------------------------
+    def instance(self, name: str) -> ir.ExternInstance:
+        assert self.scope is not None
+        inst = self.scope.instances.get(name) or self.p.instances.get(name)
+        if inst is None:
+            raise self.refuse(f"the extern instance {name}")
+        return inst
+
+    def inst_map(self, inst: ir.ExternInstance) -> str:
+        got = self._inst_maps.get(inst.cp_name)
+        if got is not None:
+            return got
+        size = _const_int(inst.args[0]) if inst.args else None
+        if inst.type_name == "counter" and size is not None:
+            name = f"c{len(self.layout.counters)}"
+            self.layout.counters[inst.cp_name] = CounterLayout(inst.cp_name, name, size)
+            self.maps.append(_map(name, "BPF_MAP_TYPE_PERCPU_ARRAY", "__u32", "struct p4_cval",
+                                  max(size, 1)))
+        elif inst.type_name == "register" and size is not None:
+            w = _width(inst.type_args[0]) if inst.type_args else 64
+            if w > 64:
+                raise self.refuse(f"a register of {w}-bit cells", inst.loc)
+            name = f"r{len(self.layout.registers)}"
+            self.layout.registers[inst.cp_name] = RegisterLayout(inst.cp_name, name, size, w)
+            self.maps.append(_map(name, "BPF_MAP_TYPE_ARRAY", "__u32", "__u64", max(size, 1)))
+        else:
+            raise self.refuse(f"the extern {inst.type_name}", inst.loc)
+        self._inst_maps[inst.cp_name] = name
+        return name
+
+    def extern_call(self, s: ir.ExternCall) -> None:
+        if s.instance is not None:
+            inst = self.instance(s.instance)
+            if inst.type_name == "direct_counter" and s.method == "count":
+                return  # counted by the table lookup
+            m = self.inst_map(inst)
+            if inst.type_name == "counter" and s.method == "count":
+                lo = self.layout.counters[inst.cp_name]
+                self.w(f"{{ __u32 _i = {self.ex(s.args[0])}; if (_i < {lo.size}) {{ "
+                       f"struct p4_cval *_c = bpf_map_lookup_elem(&{m}, &_i); "
+                       f"if (_c) {{ _c->packets += 1; _c->bytes += C->sm.f_packet_length; }} }} }}")
+                return
+            if inst.type_name == "register":
+                rl = self.layout.registers[inst.cp_name]
+                if s.method == "read":
+                    out, idx = s.args
+                    self.w(f"{{ __u32 _i = {self.ex(idx)}; __u64 *_r = _i < {rl.size} ? "
+                           f"bpf_map_lookup_elem(&{m}, &_i) : 0; "
+                           f"{self.lval(out)} = _r ? (*_r & {_mask(rl.width)}) : 0; }}")
+                    return
+                if s.method == "write":
+                    idx, val = s.args
+                    self.w(f"{{ __u32 _i = {self.ex(idx)}; if (_i < {rl.size}) {{ "
+                           f"__u64 *_r = bpf_map_lookup_elem(&{m}, &_i); "
+                           f"if (_r) *_r = ({self.ex(val)}) & {_mask(rl.width)}; }} }}")
+                    return
+            raise self.refuse(f"{inst.type_name}.{s.method}", s.loc)
+        fn = s.method
+        a = s.args
+        if fn == "mark_to_drop":
+            sm = self.lval(a[0]) if a else "C->sm"
+            self.w(f"{sm}.f_egress_spec = {self.layout.drop_port};")
+            self.w(f"{sm}.f_mcast_grp = 0;")
+        elif fn == "hash":
+            out, algo, base, data, mx = a
+            h = self.hash_value(algo, data)
+            wout = _width(out.type)
+            hv = self.fresh("_h")
+            self.w(f"__u64 {hv} = {h};")
+            mxc = self.ex(mx)
+            self.w(f"{self.lval(out)} = ({self.ex(base)} + ({mxc} ? {hv} % {mxc} : {hv})) & "
+                   f"{_mask(wout)};")
+        elif fn in ("verify_checksum", "update_checksum"):
+            cond, data, fld, algo = a
+            self.w(f"if ({self.ex(cond)}) {{")
+            self.ind += 1
+            h = self.hash_value(algo, data)
+            wf = _width(fld.type)
+            if fn == "verify_checksum":
+                self.w(f"if ((({h}) & {_mask(wf)}) != {self.ex(fld)}) "
+                       f"C->sm.f_checksum_error = 1;")
+            else:
+                self.w(f"{self.lval(fld)} = ({h}) & {_mask(wf)};")
+            self.ind -= 1
+            self.w("}")
+        elif fn == "random":
+            out, lo, hi = a
+            self.w(f"{{ __u64 _lo = {self.ex(lo)}, _hi = {self.ex(hi)}; {self.lval(out)} = "
+                   f"_hi > _lo ? _lo + (__u64)bpf_get_prandom_u32() % (_hi - _lo + 1) : _lo; }}")
+        elif fn in ("assert", "assume"):
+            self.w(f"if (!({self.ex(a[0])})) return TC_ACT_SHOT;")
+        elif fn == "verify":
+            self.w(f"if (!({self.ex(a[0])})) {{ C->sm.f_parser_error = {self.ex(a[1])}; "
+                   f"goto parser_reject; }}")
+        elif fn == "log_msg":
+            pass  # no log in the kernel (documented)
+        else:
+            raise self.refuse(f"the extern function {fn}", s.loc)
+
+    def flatten(self, e: ir.Expr) -> list[tuple[str, int, str | None]]:
+        """(value, width, validity or None) of each scalar of a hash input, in order."""
+        t = e.type
+        if isinstance(e, ir.ListExpr) and not isinstance(t, ir.HeaderType | ir.StructType):
+            return [x for i in e.items for x in self.flatten(i)]
+        if isinstance(t, ir.HeaderType | ir.StructType):
+            return [x for f in t.fields for x in self.flatten(ir.Member(e, f.name, type=f.type))]
+        w = _width(t)
+        valid = None
+        if isinstance(e, ir.Member) and isinstance(e.base.type, ir.HeaderType):
+            valid = f"{self.lval(e.base)}.valid"
+        return [(f"(({self.ex(e)}) & {_mask(w)})", w, valid)]
+
+    def hash_value(self, algo: ir.Expr, data: ir.Expr) -> str:
+        """Emit the hash input into ``C->hb`` and return the algorithm's value over it."""
+        name = _enum_member(algo)
+        if name not in ("crc16", "crc32", "csum16", "xor16", "identity"):
+            raise self.refuse(f"HashAlgorithm.{name}")
+        items = self.flatten(data)
+        total = sum(w for _, w, _ in items)
+        if (total + 7) // 8 > HASH_BUF:
+            raise self.refuse(f"a hash input of {total} bits")
+        valids = sorted({v for _, _, v in items if v is not None})
+        nb = self.fresh("_nb")
+        self.w(f"__u32 {nb};")
+        cond = " && ".join(valids) or "1"
+        self.w(f"if ({cond}) {{")
+        self.ind += 1
+        # every field present: the bit positions are known here, so the bytes are built with
+        # constant shifts
+        self.w(f"__builtin_memset(C->hb, 0, {(total + 7) // 8 or 1});")
+        pos = 0
+        for code, w, _ in items:
+            self.put_bits(code, w, pos)
+            pos += w
+        self.w(f"{nb} = {(total + 7) // 8};")
+        self.ind -= 1
+        self.w("} else {")
+        self.ind += 1
+        self.w(f"__builtin_memset(C->hb, 0, {HASH_BUF});")
+        self.w("__u32 _p = 0;")
+        for code, w, valid in items:
+            guard = f"if ({valid}) " if valid else ""
+            self.w(f"{guard}_p = p4_put_bits(C->hb, _p, {code}, {w});")
+        self.w(f"{nb} = (_p + 7) >> 3;")
+        self.ind -= 1
+        self.w("}")
+        return f"p4_{name}(C->hb, {nb})"
+
+    def put_bits(self, code: str, w: int, pos: int) -> None:
+        """OR the w-bit value ``code`` into C->hb at the constant bit position ``pos``."""
+        val = self.fresh("_b")
+        self.w(f"__u64 {val} = {code};")
+        first, last = pos // 8, (pos + w - 1) // 8
+        for i in range(first, last + 1):
+            start, end = max(pos, 8 * i), min(pos + w, 8 * i + 8)
+            n = end - start
+            self.w(f"C->hb[{i}] |= (__u8)((({val} >> {pos + w - end}) & 0x{(1 << n) - 1:x}) "
+                   f"<< {8 * i + 8 - end});")
+
+    # -- parser ----------------------------------------------------------------------------
+    def header_codecs(self, t: ir.HeaderType) -> str:
+        """Names of the unpack/pack helpers for header type ``t`` (generated once)."""
+        name = f"H_{_cid(t.name)}"
+        if name in self._packed:
+            return name
+        self._packed.add(name)
+        self.ctype(t)
+        nbytes = t.width // 8
+        un = [f"static __always_inline void unpack_{name}(struct {name} *h, const __u8 *b) {{"]
+        pk = [f"static __always_inline void pack_{name}(const struct {name} *h, __u8 *b) {{"]
+        pos = 0
+        contrib: dict[int, list[str]] = {i: [] for i in range(nbytes)}
+        for f in t.fields:
+            w = _width(f.type)
+            parts = []
+            for i in range(pos // 8, (pos + w - 1) // 8 + 1):
+                start, end = max(pos, 8 * i), min(pos + w, 8 * i + 8)
+                n = end - start
+                parts.append(f"(((__u64)((b[{i}] >> {8 * i + 8 - end}) & 0x{(1 << n) - 1:x})) "
+                             f"<< {pos + w - end})")
+                contrib[i].append(f"(((h->f_{_cid(f.name)} >> {pos + w - end}) & "
+                                  f"0x{(1 << n) - 1:x}) << {8 * i + 8 - end})")
+            un.append(f"    h->f_{_cid(f.name)} = " + " | ".join(parts) + ";")
+            pos += w
+        un.append("    h->valid = 1;\n}")
+        for i in range(nbytes):
+            pk.append(f"    b[{i}] = (__u8)(" + " | ".join(contrib[i]) + ");")
+        pk.append("}")
+        self.helpers.append("\n".join(un))
+        self.helpers.append("\n".join(pk))
+        return name
+
+    def extract(self, s: ir.Extract) -> None:
+        if s.bits is not None:
+            raise self.refuse("two-argument extract (varbit)", s.loc)
+        t = s.header.type
+        if not isinstance(t, ir.HeaderType):
+            raise self.refuse(f"extract of {t}", s.loc)
+        name = self.header_codecs(t)
+        nb = t.width // 8
+        err = self.p.error_code("PacketTooShort")
+        self.w(f"if (C->off + {nb} > C->plen || bpf_skb_load_bytes(skb, C->off, C->xb, {nb})) "
+               f"{{ C->sm.f_parser_error = {err}; goto parser_reject; }}")
+        self.w(f"unpack_{name}(&{self.lval(s.header)}, C->xb);")
+        self.w(f"C->off += {nb};")
+
+    def parser(self, pr: ir.Parser, names: dict[str, str]) -> None:
+        self.scope = _Scope(names, pr.name, "parser_reject", "parser_reject", pr.instances)
+        for d in pr.locals:
+            self.stmt(d)
+        self._check_acyclic(pr)
+        self.w("goto state_start;")
+        for st in pr.states.values():
+            self.loc = st.loc
+            self.w(f"state_{_cid(st.name)}: {{")
+            self.ind += 1
+            self.stmts(st.stmts)
+            self.transition(st.transition)
+            self.ind -= 1
+            self.w("}")
+        self.w("parser_reject:;")
+        self.w("parser_accept:;")
+
+    def _check_acyclic(self, pr: ir.Parser) -> None:
+        color: dict[str, int] = {}
+
+        def succ(st: ir.ParserState) -> list[str]:
+            t = st.transition
+            nxt = [t.next_state] if t.select_keys is None else [c.next_state for c in t.cases]
+            return [n for n in nxt if n and n in pr.states]
+
+        def dfs(n: str) -> None:
+            color[n] = 1
+            for m in succ(pr.states[n]):
+                if color.get(m) == 1:
+                    raise self.refuse("a parser loop (a state reached again)",
+                                      pr.states[m].loc or pr.states[n].loc)
+                if m not in color:
+                    dfs(m)
+            color[n] = 2
+
+        if "start" in pr.states:
+            dfs("start")
+
+    def _goto(self, nxt: str) -> str:
+        if nxt == "accept":
+            return "goto parser_accept;"
+        if nxt == "reject":
+            return "goto parser_reject;"
+        return f"goto state_{_cid(nxt)};"
+
+    def transition(self, t: ir.Transition) -> None:
+        if t.loc is not None:
+            self.loc = t.loc
+        if t.select_keys is None:
+            self.w(self._goto(t.next_state or "accept"))
+            return
+        ks = []
+        for k in t.select_keys:
+            kv = self.fresh("_sk")
+            self.w(f"__u64 {kv} = {self.ex(k)};")
+            ks.append((kv, _width(k.type) if not isinstance(k.type, ir.InfIntType) else 64))
+        for c in t.cases:
+            conds = []
+            for (kv, w), ksv in zip(ks, c.keysets, strict=True):
+                m = (1 << w) - 1
+                if isinstance(ksv, ir.KeysetDefault):
+                    continue
+                if isinstance(ksv, ir.KeysetValue):
+                    conds.append(f"{kv} == 0x{ksv.value & m:x}ULL")
+                elif isinstance(ksv, ir.KeysetMask):
+                    conds.append(f"({kv} & 0x{ksv.mask & m:x}ULL) == "
+                                 f"0x{ksv.value & ksv.mask & m:x}ULL")
+                elif isinstance(ksv, ir.KeysetRange):
+                    conds.append(f"({kv} >= 0x{ksv.lo & m:x}ULL && {kv} <= 0x{ksv.hi & m:x}ULL)")
+                else:
+                    raise self.refuse("parser value sets", t.loc)
+            self.w(f"if ({' && '.join(conds) or '1'}) {self._goto(c.next_state)}")
+        self.w(f"C->sm.f_parser_error = {self.p.error_code('NoMatch')};")
+        self.w("goto parser_reject;")
+
+    # -- controls --------------------------------------------------------------------------
+    def control(self, c: ir.Control, names: dict[str, str]) -> None:
+        end = self.fresh(f"end_{_cid(c.name)}_")
+        self.scope = _Scope(names, c.name, end, end, c.instances)
+        self.w("C->exiting = 0;")
+        self.w("{")
+        self.ind += 1
+        for d in c.locals:
+            self.stmt(d)
+        self.block(c.body)
+        self.ind -= 1
+        self.w("}")
+        self.w(f"{end}:;")
+
+    def deparser(self, c: ir.Control, names: dict[str, str]) -> None:
+        self.scope = _Scope(names, c.name, "deparse_end", "deparse_end", c.instances)
+        emits: list[tuple[str, ir.HeaderType]] = []
+
+        def collect(e: ir.Expr) -> None:
+            t = e.type
+            if isinstance(t, ir.HeaderType):
+                emits.append((self.lval(e), t))
+            elif isinstance(t, ir.StructType):
+                for f in t.fields:
+                    collect(ir.Member(e, f.name, type=f.type))
+            else:
+                raise self.refuse(f"emit of {t}", e.loc)
+
+        for s in c.body.stmts:
+            self.loc = s.loc or self.loc
+            if not isinstance(s, ir.Emit):
+                raise self.refuse(f"{type(s).__name__} in a deparser", s.loc)
+            collect(s.header)
+        self.w("__u32 _olen = 0;")
+        for lv, t in emits:
+            self.w(f"if ({lv}.valid) _olen += {t.width // 8};")
+        self.w("{ long _d = (long)_olen - (long)C->off;")
+        self.w("  if (_d > 0 && bpf_skb_change_head(skb, _d, 0)) { p4_stat(5); "
+               "return TC_ACT_SHOT; }")
+        self.w("  if (_d < 0 && bpf_skb_adjust_room(skb, _d, BPF_ADJ_ROOM_MAC, 0)) { "
+               "p4_stat(5); return TC_ACT_SHOT; } }")
+        self.w("__u32 _o = 0;")
+        for lv, t in emits:
+            name = self.header_codecs(t)
+            nb = t.width // 8
+            self.w(f"if ({lv}.valid) {{ pack_{name}(&{lv}, C->xb); "
+                   f"if (bpf_skb_store_bytes(skb, _o, C->xb, {nb}, 0)) {{ p4_stat(5); "
+                   f"return TC_ACT_SHOT; }} _o += {nb}; }}")
+        self.w("deparse_end:;")
+
+    # -- the program -----------------------------------------------------------------------
+    def generate(self) -> Generated:
+        p = self.p
+        pr = p.parsers[p.package["parser"]]
+        hdr_t, meta_t, sm_t = (pr.params[i].type for i in (1, 2, 3))
+        roots = {"hdr": hdr_t, "meta": meta_t, "sm": sm_t}
+        for r, t in roots.items():
+            self.ctx_fields.append(f"    {self.ctype(t)} {r};")
+        body_start = len(self.lines)
+
+        def names_for(params: list[ir.Param], roles: list[str | None]) -> dict[str, str]:
+            return {pp.name: f"C->{r}" for pp, r in zip(params, roles, strict=False) if r}
+
+        self.parser(pr, names_for(pr.params, [None, "hdr", "meta", "sm"]))
+        for role in ("verify_checksum", "ingress"):
+            c = p.controls[p.package[role]]
+            roles = ["hdr", "meta", "sm"] if role == "ingress" else ["hdr", "meta"]
+            self.control(c, names_for(c.params, roles))
+        self.w("if (C->sm.f_mcast_grp) { p4_stat(7); return TC_ACT_SHOT; }")
+        self.w(f"if (C->sm.f_egress_spec == {self.layout.drop_port}) {{ p4_stat(2); "
+               f"return TC_ACT_SHOT; }}")
+        self.w("C->sm.f_egress_port = C->sm.f_egress_spec;")
+        self.w("C->sm.f_egress_spec = 0;")
+        self.w("C->sm.f_egress_global_timestamp = C->sm.f_ingress_global_timestamp;")
+        c = p.controls[p.package["egress"]]
+        self.control(c, names_for(c.params, ["hdr", "meta", "sm"]))
+        self.w(f"if (C->sm.f_egress_spec == {self.layout.drop_port}) {{ p4_stat(2); "
+               f"return TC_ACT_SHOT; }}")
+        c = p.controls[p.package["compute_checksum"]]
+        self.control(c, names_for(c.params, ["hdr", "meta"]))
+        c = p.controls[p.package["deparser"]]
+        self.deparser(c, names_for(c.params, [None, "hdr"]))
+        body = self.lines[body_start:]
+        return Generated(self.assemble(body, sm_t), self.layout)
+
+    def assemble(self, body: list[str], sm_t: ir.Type) -> str:
+        seen: set[str] = set()
+        ctx = []
+        for f in self.ctx_fields:
+            if f not in seen:
+                seen.add(f)
+                ctx.append(f)
+        sm_fields = {f.name for f in sm_t.fields} if isinstance(sm_t, ir.StructType) else set()
+        init = ["C->sm.f_ingress_port = port;", "C->sm.f_packet_length = C->plen;",
+                "C->sm.f_ingress_global_timestamp = now_us & 0xffffffffffffULL;"]
+        init = [i for i in init if i.split("f_")[1].split(" ")[0] in sm_fields]
+        cpu = self.layout.cpu_port
+        out = [_PRELUDE.format(hb=HASH_BUF, xb=max(self.max_hdr, 8), nstats=len(STAT_NAMES),
+                               crc32=_crc32_table(), crc16=_crc16_table())]
+        out += list(self.structs.values())
+        out.append("struct p4ctx {\n    __u32 off;\n    __u32 exiting;\n    __u32 plen;\n"
+                   f"    __u8 hb[{HASH_BUF}];\n    __u8 xb[{max(self.max_hdr, 8)}];\n"
+                   + "\n".join(ctx) + "\n};")
+        out.append(_map("p4ctx_map", "BPF_MAP_TYPE_PERCPU_ARRAY", "__u32", "struct p4ctx", 1))
+        out += self.maps
+        out += self.helpers
+        out.append(_MAIN_HEAD)
+        out += ["    " + i for i in init]
+        out += body
+        out.append(_MAIN_TAIL.format(cpu=cpu if cpu is not None else -1))
+        return "\n\n".join(out) + "\n"
+
+
+def _collect_type_locs(program: ir.Program, out: dict[str, ir.SourceLoc]) -> None:
+    """First source location of an expression of each type (by its text) in ``program``;
+    header types also get the location of the first expression of a stack or union of them."""
+    seen: set[int] = set()
+
+    def note(t: object, loc: ir.SourceLoc) -> None:
+        out.setdefault(str(t), loc)
+        if isinstance(t, ir.StackType):
+            note(t.elem, loc)
+
+    def walk(x: object) -> None:
+        if id(x) in seen:
+            return
+        seen.add(id(x))
+        if isinstance(x, list | tuple):
+            for i in x:
+                walk(i)
+            return
+        if isinstance(x, dict):
+            for i in x.values():
+                walk(i)
+            return
+        if not isinstance(x, ir.Node | ir.ParserState | ir.Transition | ir.ActionCase
+                          | ir.ValueCase | ir.Action | ir.Parser | ir.Control | ir.Table):
+            return
+        loc = getattr(x, "loc", None)
+        if isinstance(x, ir.Expr) and loc is not None:
+            note(x.type, loc)
+        for name in getattr(x, "__dataclass_fields__", {}):
+            if name not in ("type", "loc"):
+                walk(getattr(x, name))
+
+    for pr in program.parsers.values():
+        walk(list(pr.states.values()))
+    for c in program.controls.values():
+        walk(c.body)
+        walk(list(c.tables.values()))
+    walk(list(program.actions.values()))
+
+
+def _map(name: str, kind: str, key: str, value: str, size: int, flags: str = "") -> str:
+    fl = f" __uint(map_flags, {flags});" if flags else ""
+    return (f"struct {{ __uint(type, {kind}); __uint(max_entries, {size}); __type(key, {key}); "
+            f"__type(value, {value});{fl} }} {name} SEC(\".maps\");")
+
+
+def _crc32_table() -> str:
+    tab = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
+        tab.append(f"0x{c:08x}")
+    return ", ".join(tab)
+
+
+def _crc16_table() -> str:
+    tab = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0xA001 if c & 1 else c >> 1
+        tab.append(f"0x{c:04x}")
+    return ", ".join(tab)
+
+
+_PRELUDE = r"""/* Generated by p4switch.ebpf from a v1model program; do not edit. */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct p4_cval {{ __u64 packets; __u64 bytes; }};
+struct p4_cfg {{ __u64 t0_ns; __u32 test_mode; __u32 test_pad; }};
+
+struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 1); __type(key, __u32);
+         __type(value, struct p4_cfg); }} p4cfg SEC(".maps");
+/* ifindex -> port number, port number -> ifindex */
+struct {{ __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 512); __type(key, __u32);
+         __type(value, __u32); }} p4ports_in SEC(".maps");
+struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 512); __type(key, __u32);
+         __type(value, __u32); }} p4ports_out SEC(".maps");
+struct {{ __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, {nstats});
+         __type(key, __u32); __type(value, __u64); }} p4stats SEC(".maps");
+
+static const __u32 p4_crc32_tab[256] = {{ {crc32} }};
+static const __u16 p4_crc16_tab[256] = {{ {crc16} }};
+
+static __always_inline void p4_stat(__u32 i) {{
+    __u64 *v = bpf_map_lookup_elem(&p4stats, &i);
+    if (v) *v += 1;
+}}
+
+/* append the w low bits of v (MSB first) at bit position p of b; returns the new position */
+static __always_inline __u32 p4_put_bits(__u8 *b, __u32 p, __u64 v, __u32 w) {{
+    for (int i = 0; i < 64; i++) {{
+        if (i >= w) break;
+        __u32 q = p + i;
+        if (q >= {hb} * 8) break;
+        b[(q >> 3) & ({hb} - 1)] |= (__u8)(((v >> (w - 1 - i)) & 1) << (7 - (q & 7)));
+    }}
+    return p + w;
+}}
+
+static __always_inline __u64 p4_crc32(const __u8 *b, __u32 n) {{
+    __u32 c = 0xffffffff;
+    for (int i = 0; i < {hb}; i++) {{
+        if (i >= n) break;
+        c = p4_crc32_tab[(c ^ b[i]) & 0xff] ^ (c >> 8);
+    }}
+    return c ^ 0xffffffff;
+}}
+
+static __always_inline __u64 p4_crc16(const __u8 *b, __u32 n) {{
+    __u32 c = 0;
+    for (int i = 0; i < {hb}; i++) {{
+        if (i >= n) break;
+        c = p4_crc16_tab[(c ^ b[i]) & 0xff] ^ (c >> 8);
+    }}
+    return c & 0xffff;
+}}
+
+static __always_inline __u64 p4_csum16(const __u8 *b, __u32 n) {{
+    __u64 s = 0;
+    for (int i = 0; i < {hb}; i += 2) {{
+        if (i >= n) break;
+        s += ((__u64)b[i] << 8) | (i + 1 < n ? b[i + 1] : 0);
+    }}
+    while (s >> 16) s = (s & 0xffff) + (s >> 16);
+    return (~s) & 0xffff;
+}}
+
+static __always_inline __u64 p4_xor16(const __u8 *b, __u32 n) {{
+    __u64 s = 0;
+    for (int i = 0; i < {hb}; i += 2) {{
+        if (i >= n) break;
+        s ^= ((__u64)b[i] << 8) | (i + 1 < n ? b[i + 1] : 0);
+    }}
+    return s;
+}}
+
+static __always_inline __u64 p4_identity(const __u8 *b, __u32 n) {{
+    __u64 s = 0;
+    for (int i = 0; i < {hb}; i++) {{
+        if (i >= n) break;
+        s = (s << 8) | b[i];
+    }}
+    return s;
+}}"""
+
+_MAIN_HEAD = r"""SEC("tc")
+int p4_ingress(struct __sk_buff *skb) {
+    __u32 zero = 0;
+    struct p4_cfg *cfg = bpf_map_lookup_elem(&p4cfg, &zero);
+    struct p4ctx *C = bpf_map_lookup_elem(&p4ctx_map, &zero);
+    if (!cfg || !C) return TC_ACT_OK;
+    __u32 port;
+    if (cfg->test_mode) {
+        port = skb->mark;
+    } else {
+        __u32 ifx = skb->ifindex;
+        __u32 *pp = bpf_map_lookup_elem(&p4ports_in, &ifx);
+        if (!pp) return TC_ACT_OK;
+        port = *pp;
+    }
+    p4_stat(0);
+    __u64 now_us = (bpf_ktime_get_ns() - cfg->t0_ns) / 1000;
+    __builtin_memset(C, 0, sizeof(*C));
+    C->plen = skb->len;
+    if (cfg->test_mode && cfg->test_pad < C->plen) C->plen -= cfg->test_pad;"""
+
+_MAIN_TAIL = r"""    {{
+        __u32 out = C->sm.f_egress_port;
+        if (cfg->test_mode) {{ skb->mark = out; p4_stat(1); return TC_ACT_OK; }}
+        if ((int)out == {cpu}) {{ p4_stat(6); return TC_ACT_SHOT; }}
+        __u32 *ifx = bpf_map_lookup_elem(&p4ports_out, &out);
+        if (!ifx || !*ifx) {{ p4_stat(4); return TC_ACT_SHOT; }}
+        p4_stat(1);
+        return bpf_redirect(*ifx, 0);
+    }}
+}}"""
+
+
+def generate(program: ir.Program, *, drop_port: int = 511,
+             cpu_port: int | None = None) -> Generated:
+    """C source and map layout for ``program``; EbpfUnsupported (located) if it cannot be
+    expressed."""
+    return CGen(program, drop_port=drop_port, cpu_port=cpu_port).generate()

@@ -1,0 +1,375 @@
+"""``EbpfPipeline``: the BPF implementation of the pipeline's control-plane contract (api.py).
+
+The data-plane interface both targets implement is ``p4switch.pipeline.api.PipelineAPI``: the
+P4Runtime server, the switch and the tests drive either through it, unchanged. This one is the
+Python ``Pipeline`` (which validates every write exactly as the Python target does and keeps
+the control plane's view: entries, defaults, names) plus the kernel: after each accepted write
+the affected tables are re-synced into their BPF maps (only the changed keys are written), and
+counters, registers and direct counters are read from (and written to) the maps, where the
+packets update them. The Python half never sees a packet on this target.
+"""
+
+from __future__ import annotations
+
+import struct
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from p4switch import ir
+from p4switch.pipeline.api import (
+    Drop,
+    ExactMatch,
+    LpmMatch,
+    MatchValue,
+    OptionalMatch,
+    Output,
+    ProcessResult,
+    RangeMatch,
+    TableEntry,
+    TernaryMatch,
+)
+from p4switch.pipeline.pipeline import Pipeline
+
+from . import bpf, cgen, toolchain
+from .layout import STAT_NAMES, TableKind, TableLayout
+
+_U32 = struct.Struct("<I")
+
+
+def _test_min_len(data: bytes) -> int:
+    """The shortest frame BPF_PROG_TEST_RUN takes for this one: an Ethernet header, and a
+    whole IPv4/IPv6 header behind an IPv4/IPv6 ethertype. Shorter frames are padded with
+    zeros that the program does not see (its packet length excludes them, ``test_pad``) and
+    that are cut off its output."""
+    et = data[12:14]
+    if et == b"\x08\x00":
+        return 34
+    if et == b"\x86\xdd":
+        return 54
+    return 14
+
+
+def _full(w: int) -> int:
+    return (1 << w) - 1
+
+
+def _prefix_mask(plen: int, w: int) -> int:
+    return _full(w) ^ _full(w - plen) if plen else 0
+
+
+class EbpfPipeline(Pipeline):
+    """A v1model program compiled to BPF and loaded (not yet attached: ``attach``).
+
+    ``test_mode``: the program takes the ingress port from ``skb->mark`` and returns the egress
+    port in it instead of redirecting, for ``run()`` (BPF_PROG_TEST_RUN) in tests."""
+
+    def __init__(self, program: ir.Program, *, drop_port: int = 511, cpu_port: int | None = None,
+                 seed: int | None = None, test_mode: bool = False,
+                 workdir: str | Path | None = None) -> None:
+        gen = cgen.generate(program, drop_port=drop_port, cpu_port=cpu_port)  # refuse first
+        super().__init__(program, drop_port=drop_port, cpu_port=cpu_port, seed=seed)
+        self.layout = gen.layout
+        self.c_source = gen.source
+        self._tmp = None
+        if workdir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="p4ft-ebpf-")
+            workdir = self._tmp.name
+        obj_path = toolchain.compile_c(gen.source, Path(workdir))
+        self.obj = bpf.BpfObject(obj_path)
+        self.prog_fd = self.obj.prog_fd(gen.entry)
+        self._attached: list[bpf.TcAttachment] = []
+        self.t0_ns = time.monotonic_ns()
+        self._cfg = self.obj.map("p4cfg", 4, 16)
+        self._cfg.update(_U32.pack(0), struct.pack("<QII", self.t0_ns, int(test_mode), 0))
+        self._ports_in = self.obj.map("p4ports_in", 4, 4)
+        self._ports_out = self.obj.map("p4ports_out", 4, 4)
+        self._stats = self.obj.map("p4stats", 4, 8, percpu=True)
+        self._tmaps: dict[str, tuple[bpf.Map, bpf.Map, bpf.Map | None]] = {}
+        self._synced: dict[str, dict[bytes, tuple[Any, bytes]]] = {}
+        for cp, tl in self.layout.tables.items():
+            ent_size = tl.scan_entry_size if tl.kind is TableKind.SCAN else tl.value_size
+            ksize = 4 if tl.kind is TableKind.SCAN else (
+                tl.key_bytes + 4 if tl.kind is TableKind.LPM else max(tl.key_bytes, 1))
+            main = self.obj.map(tl.map_name, ksize, ent_size)
+            dflt = self.obj.map(tl.map_name + "_def", 4, tl.value_size)
+            cnt = self.obj.map(tl.map_name + "_n", 4, 4) if tl.kind is TableKind.SCAN else None
+            self._tmaps[cp] = (main, dflt, cnt)
+            self._synced[cp] = {}
+            self._sync_table(cp)
+        self._cmaps = {cp: self.obj.map(c.map_name, 4, 16, percpu=True)
+                       for cp, c in self.layout.counters.items()}
+        self._rmaps = {cp: self.obj.map(r.map_name, 4, 8)
+                       for cp, r in self.layout.registers.items()}
+        self.test_mode = test_mode
+        # packets never run in Python on this target: process() is the kernel's (test mode)
+        self.process = self._process_bpf  # type: ignore[method-assign]
+        self.__dict__.pop("process_fast", None)
+
+    # -- ports -----------------------------------------------------------------------------
+    def attach(self, ports: dict[int, str]) -> None:
+        """Map port numbers to interfaces and attach the program on each one's tc ingress."""
+        import socket
+
+        for number, ifname in ports.items():
+            ifindex = socket.if_nametoindex(ifname)
+            self._ports_in.update(_U32.pack(ifindex), _U32.pack(number))
+            self._ports_out.update(_U32.pack(number), _U32.pack(ifindex))
+        for number, ifname in ports.items():
+            self._attached.append(bpf.TcAttachment.attach(socket.if_nametoindex(ifname),
+                                                          self.prog_fd))
+            del number
+
+    def detach(self) -> None:
+        for a in self._attached:
+            a.detach()
+        self._attached.clear()
+
+    def close(self) -> None:
+        self.detach()
+        self.obj.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def stats(self) -> dict[str, int]:
+        """Packet-path statistics summed over CPUs (layout.STAT_NAMES)."""
+        out = {}
+        for i, name in enumerate(STAT_NAMES):
+            vals = self._stats.percpu_values(_U32.pack(i))
+            out[name] = sum(struct.unpack("<Q", v)[0] for v in vals)
+        return out
+
+    def run(self, data: bytes, port: int) -> tuple[int, bytes] | None:
+        """One packet through the loaded program (BPF_PROG_TEST_RUN, test_mode only):
+        (egress port, bytes), or None if it dropped the packet."""
+        pad = max(0, _test_min_len(data) - len(data))
+        self._cfg.update(_U32.pack(0), struct.pack("<QII", self.t0_ns, 1, pad))
+        rc, out, mark = bpf.test_run(self.prog_fd, data + bytes(pad), port)
+        if rc == bpf.TC_ACT_SHOT:
+            return None
+        return mark, out[:len(out) - pad] if pad else out
+
+    def _process_bpf(self, data: bytes, port: int, now_us: int) -> ProcessResult:
+        """``process`` through the kernel (test mode): ``now_us`` is not used, the program
+        reads the kernel clock. Frames the test-run facility refuses (an IPv4 ethertype with
+        less than an IPv4 header behind it) are reported as dropped with reason ``error``."""
+        if not self.test_mode:
+            raise RuntimeError("EbpfPipeline.process needs test_mode (packets arrive in the kernel)")
+        try:
+            got = self.run(data, port)
+        except bpf.BpfError as e:
+            return ProcessResult(drops=[Drop("error", f"test run refused the frame: {e}")])
+        if got is None:
+            return ProcessResult(drops=[Drop("mark_to_drop", "dropped in the kernel")])
+        return ProcessResult(outputs=[Output(got[0], got[1])])
+
+    # -- table sync ------------------------------------------------------------------------
+    def _action_id(self, tl: TableLayout, action: str) -> int:
+        key = self.resolve("action", action)
+        return tl.actions.index(key) + 1
+
+    def _value(self, tl: TableLayout, action: str, params: dict[str, int],
+               counters: tuple[int, int] = (0, 0)) -> bytes:
+        key = self.resolve("action", action)
+        act = self.program.actions[key]
+        data = [params.get(p.name, 0) for p in act.data_params]
+        return tl.pack_value(self._action_id(tl, action), data, *counters)
+
+    def _desired(self, cp: str, tl: TableLayout) -> dict[bytes, tuple[Any, bytes]]:
+        """map key -> (entry identity, value) for every entry of table ``cp``."""
+        ts = self.tables[cp]
+        out: dict[bytes, tuple[Any, bytes]] = {}
+        entries = sorted(ts.entries.items(), key=lambda kv: kv[1].seq)
+        if tl.kind is TableKind.SCAN:
+            def order(kv: tuple[Any, Any]) -> tuple[int, int]:
+                e = kv[1].entry
+                if ts.table.has_priority:
+                    return (-e.priority, kv[1].seq)
+                plen = sum(m.prefix_len for m in e.match.values() if isinstance(m, LpmMatch))
+                return (-plen, kv[1].seq)
+            entries.sort(key=order)
+        for i, (ident, es) in enumerate(entries):
+            e = es.entry
+            if e.action is None:
+                continue  # action-profile entries: refused by the generator
+            value = self._value(tl, e.action, e.params, (es.packets, es.bytes))
+            if tl.kind is TableKind.SCAN:
+                lo, hi, mask = [], [], []
+                for k in tl.keys:
+                    a, b, m = self._scan_key(e.match.get(k.name), k.width)
+                    lo.append(a)
+                    hi.append(b)
+                    mask.append(m)
+                out[_U32.pack(i)] = (ident, tl.pack_scan_entry(value, lo, hi, mask))
+            else:
+                vals, plen = [], None
+                for k in tl.keys:
+                    m = e.match.get(k.name)
+                    if isinstance(m, LpmMatch):
+                        vals.append(m.value & _prefix_mask(m.prefix_len, k.width))
+                        plen = m.prefix_len
+                    elif m is None:
+                        vals.append(0)
+                        plen = 0
+                    else:
+                        vals.append(m.value)  # ExactMatch
+                out[tl.pack_key(vals, plen)] = (ident, value)
+        return out
+
+    @staticmethod
+    def _scan_key(m: MatchValue | None, w: int) -> tuple[int, int, int]:
+        full = _full(w)
+        if m is None:
+            return 0, 0, 0
+        if isinstance(m, ExactMatch | OptionalMatch):
+            return m.value, m.value, full
+        if isinstance(m, TernaryMatch):
+            return m.value & m.mask, m.value & m.mask, m.mask
+        if isinstance(m, LpmMatch):
+            pm = _prefix_mask(m.prefix_len, w)
+            return m.value & pm, m.value & pm, pm
+        if isinstance(m, RangeMatch):
+            return m.low, m.high, full
+        raise TypeError(m)
+
+    def _sync_table(self, cp: str) -> None:
+        tl = self.layout.tables.get(cp)
+        if tl is None:
+            return  # a table the program never applies
+        main, dflt, cnt = self._tmaps[cp]
+        ts = self.tables[cp]
+        d = ts.default_entry
+        dflt.update(_U32.pack(0), self._value(tl, d.action, d.params))
+        # the kernel's direct counters are the truth; carry them into the Python entries
+        # first so a rewritten value keeps them
+        self._pull_direct_counters(cp)
+        want = self._desired(cp, tl)
+        have = self._synced[cp]
+        for k, (ident, v) in want.items():
+            if have.get(k) != (ident, v) or tl.kind is TableKind.SCAN:
+                main.update(k, v)
+        if tl.kind is TableKind.SCAN:
+            assert cnt is not None
+            cnt.update(_U32.pack(0), _U32.pack(len(want)))
+        else:
+            for k in have.keys() - want.keys():
+                main.delete(k)
+        self._synced[cp] = want
+
+    def _pull_direct_counters(self, cp: str) -> None:
+        tl = self.layout.tables[cp]
+        if not tl.direct_counter:
+            return
+        main = self._tmaps[cp][0]
+        ts = self.tables[cp]
+        for k, (ident, _) in self._synced[cp].items():
+            es = ts.entries.get(ident)
+            if es is None:
+                continue
+            raw = main.lookup(k)
+            if raw is not None:
+                es.packets, es.bytes = tl.unpack_counters(raw)
+
+    def _sync_all(self) -> None:
+        for cp in self.layout.tables:
+            self._sync_table(cp)
+
+    # -- PipelineAPI: writes go to Python first (validation, state), then to the maps ------
+    def table_add(self, table: str, entry: TableEntry) -> None:
+        super().table_add(table, entry)
+        self._sync_table(self.resolve("table", table))
+
+    def table_modify(self, table: str, entry: TableEntry) -> None:
+        cp = self.resolve("table", table)
+        self._pull_direct_counters_safe(cp)
+        super().table_modify(table, entry)
+        self._sync_table(cp)
+
+    def table_delete(self, table: str, match: dict[str, MatchValue], priority: int = 0) -> None:
+        super().table_delete(table, match, priority)
+        self._sync_table(self.resolve("table", table))
+
+    def table_clear(self, table: str) -> None:
+        super().table_clear(table)
+        self._sync_table(self.resolve("table", table))
+
+    def table_set_default(self, table: str, action: str, params: dict[str, int]) -> None:
+        super().table_set_default(table, action, params)
+        self._sync_table(self.resolve("table", table))
+
+    def table_batch(self) -> Any:
+        batch = super().table_batch()
+        commit = batch.commit
+
+        def commit_and_sync() -> None:
+            for cp in self.layout.tables:
+                self._pull_direct_counters_safe(cp)
+            commit()
+            self._sync_all()
+
+        batch.commit = commit_and_sync  # type: ignore[method-assign]
+        return batch
+
+    def _pull_direct_counters_safe(self, cp: str) -> None:
+        if cp in self.layout.tables:
+            self._pull_direct_counters(cp)
+
+    def table_entries(self, table: str) -> list[TableEntry]:
+        self._pull_direct_counters_safe(self.resolve("table", table))
+        return super().table_entries(table)
+
+    def table_get(self, table: str, match: dict[str, MatchValue],
+                  priority: int = 0) -> TableEntry | None:
+        self._pull_direct_counters_safe(self.resolve("table", table))
+        return super().table_get(table, match, priority)
+
+    def direct_counter_write(self, table: str, match: dict[str, MatchValue], priority: int,
+                             packets: int, bytes_: int) -> None:
+        super().direct_counter_write(table, match, priority, packets, bytes_)
+        cp = self.resolve("table", table)
+        tl = self.layout.tables.get(cp)
+        if tl is None:
+            return
+        main = self._tmaps[cp][0]
+        ident = self.tables[cp].canonical(match, priority)
+        for k, (i, v) in self._synced[cp].items():
+            if i == ident:
+                value = v[:8] + struct.pack("<QQ", packets, bytes_) + v[24:]
+                main.update(k, value)
+                self._synced[cp][k] = (i, value)
+
+    # counters and registers live in the kernel ------------------------------------------
+    def counter_read(self, counter: str, index: int) -> tuple[int, int]:
+        super().counter_read(counter, index)  # validates name and index
+        cp = self.resolve("counter", counter)
+        m = self._cmaps.get(cp)
+        if m is None:
+            return (0, 0)  # never counted by the program
+        pk = by = 0
+        for v in m.percpu_values(_U32.pack(index)):
+            a, b = struct.unpack("<QQ", v)
+            pk += a
+            by += b
+        return pk, by
+
+    def counter_write(self, counter: str, index: int, packets: int, bytes_: int) -> None:
+        super().counter_write(counter, index, packets, bytes_)
+        m = self._cmaps.get(self.resolve("counter", counter))
+        if m is not None:
+            m.percpu_update(_U32.pack(index), struct.pack("<QQ", packets, bytes_))
+
+    def register_read(self, register: str, index: int) -> int:
+        super().register_read(register, index)
+        m = self._rmaps.get(self.resolve("register", register))
+        if m is None:
+            return super().register_read(register, index)
+        raw = m.lookup(_U32.pack(index))
+        return struct.unpack("<Q", raw[:8])[0] if raw else 0
+
+    def register_write(self, register: str, index: int, value: int) -> None:
+        super().register_write(register, index, value)
+        m = self._rmaps.get(self.resolve("register", register))
+        if m is not None:
+            m.update(_U32.pack(index), struct.pack("<Q", value))

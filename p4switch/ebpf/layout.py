@@ -1,0 +1,125 @@
+"""How a program's state lives in BPF maps: the contract between the C generator (``cgen``) and
+the user-space side that writes entries and reads counters (``dataplane``).
+
+Encodings (all integers little-endian in map values, as the BPF program reads them natively;
+table keys are big-endian byte strings so that an LPM trie matches prefixes bit by bit):
+
+* a table value is ``u32 action, u32 pad, u64 packets, u64 bytes, u64 data[n_data]``: the action
+  id (1-based index into the table's action list, 0 = none), the direct counter, the action
+  data in the order of the action's data parameters;
+* ``exact`` tables: a hash map keyed by the keys' bytes (each key in ceil(W/8) bytes, MSB first);
+* ``lpm`` tables (one lpm key, the others exact): an LPM trie keyed by
+  ``u32 prefixlen, bytes`` with the exact keys first and the lpm key last, left-aligned;
+* ``scan`` tables (ternary/range/optional keys, or several lpm keys): an array of entries
+  ``value, u64 lo[k], u64 hi[k], u64 mask[k]`` in priority order (first match wins), with the
+  number of live entries in a one-element array; a key matches when
+  ``lo <= (key & mask) <= hi`` (exact: full mask, lo = hi; ternary/lpm: lo = hi = value & mask;
+  range: full mask; wildcard: mask 0);
+* a counter is a per-CPU array of ``u64 packets, u64 bytes``; a register an array of u64.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass, field
+
+
+class TableKind(enum.StrEnum):
+    """How a table's entries are stored (module docstring)."""
+
+    EXACT = "exact"
+    LPM = "lpm"
+    SCAN = "scan"
+
+
+@dataclass
+class KeyLayout:
+    name: str  # TableKey.name (the control-plane key name)
+    match_kind: str
+    width: int
+
+    @property
+    def nbytes(self) -> int:
+        return (self.width + 7) // 8
+
+
+@dataclass
+class TableLayout:
+    cp_name: str
+    map_name: str  # entries; default action in map_name + "_def", scan count in + "_n"
+    kind: TableKind
+    keys: list[KeyLayout]  # in map-key order (lpm: exact keys first, the lpm key last)
+    actions: list[str]  # action keys; id = index + 1
+    n_data: int
+    size: int
+    direct_counter: bool = False
+
+    @property
+    def value_size(self) -> int:
+        return 24 + 8 * self.n_data
+
+    @property
+    def key_bytes(self) -> int:
+        return sum(k.nbytes for k in self.keys)
+
+    def pack_value(self, action_id: int, data: list[int], packets: int = 0,
+                   bytes_: int = 0) -> bytes:
+        d = list(data) + [0] * (self.n_data - len(data))
+        return struct.pack(f"<IIQQ{self.n_data}Q", action_id, 0, packets, bytes_, *d)
+
+    @staticmethod
+    def unpack_counters(value: bytes) -> tuple[int, int]:
+        return struct.unpack_from("<QQ", value, 8)
+
+    def pack_key(self, values: list[int], prefix_len: int | None = None) -> bytes:
+        """The map key for exact values (and, for LPM tables, the lpm key's prefix length)."""
+        out = bytearray()
+        for k, v in zip(self.keys, values, strict=True):
+            if k.match_kind == "lpm":
+                v <<= 8 * k.nbytes - k.width
+            out += v.to_bytes(k.nbytes, "big")
+        if self.kind is TableKind.LPM:
+            exact_bits = 8 * sum(k.nbytes for k in self.keys[:-1])
+            return struct.pack("<I", exact_bits + (prefix_len or 0)) + bytes(out)
+        return bytes(out)
+
+    def pack_scan_entry(self, value: bytes, lo: list[int], hi: list[int],
+                        mask: list[int]) -> bytes:
+        n = len(self.keys)
+        return value + struct.pack(f"<{n}Q{n}Q{n}Q", *lo, *hi, *mask)
+
+    @property
+    def scan_entry_size(self) -> int:
+        return self.value_size + 24 * len(self.keys)
+
+
+@dataclass
+class CounterLayout:
+    cp_name: str
+    map_name: str
+    size: int
+
+
+@dataclass
+class RegisterLayout:
+    cp_name: str
+    map_name: str
+    size: int
+    width: int
+
+
+STAT_NAMES = ("rx", "tx", "drop", "parser_error", "no_port", "deparse_error", "cpu",
+              "unsupported")
+"""Per-CPU packet-path statistics of the program, by index into the ``p4stats`` map."""
+
+
+@dataclass
+class Layout:
+    """Every map the generated program declares, by P4 object."""
+
+    tables: dict[str, TableLayout] = field(default_factory=dict)
+    counters: dict[str, CounterLayout] = field(default_factory=dict)
+    registers: dict[str, RegisterLayout] = field(default_factory=dict)
+    drop_port: int = 511
+    cpu_port: int | None = None
