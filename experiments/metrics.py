@@ -67,24 +67,43 @@ def job_cct(collectives: Sequence[dict[str, Any]]) -> float | None:
     return float(sum(c["finish"] - c["start"] for c in collectives))
 
 
-def scheme_table(ccts: pd.DataFrame, ideal: pd.DataFrame | None = None) -> pd.DataFrame:
+def scheme_table(ccts: pd.DataFrame, ideal: pd.DataFrame | None = None,
+                 invalid: Iterable[tuple[str, str, int]] = ()) -> pd.DataFrame:
     """The summary table: per workload and scheme, the job's CCT (sum over its collectives per
-    repetition), its stats over repetitions, the slowdown vs the ideal bound and the ratio to
-    the best scheme of that workload (1.00 = the winner)."""
+    repetition), its mean ± 95 % t-interval (``ci95``, the half-width) over repetitions, the
+    slowdown vs the ideal bound, the ratio to the best scheme of that workload (1.00 = the
+    fastest) and ``rank``: groups of schemes whose intervals overlap share a rank
+    (experiments.stats). Repetitions listed in ``invalid`` ((workload, scheme, repetition):
+    the fidelity guard's verdict) are left out and counted in ``invalid``."""
+    from .stats import rank_table, t_interval
+
     if ccts.empty:
         return pd.DataFrame()
     keys = ["workload", "scheme", "repetition"]
     ok = ccts.groupby(keys, sort=False)["ok"].all()
     job = ccts.groupby(keys, sort=False)["cct"].sum()   # = job_cct of each repetition
     df = pd.DataFrame({"cct": job, "ok": ok}).reset_index()
+    bad = {(str(w), str(s), int(r)) for w, s, r in invalid}
+    dropped = pd.Series([(str(w), str(s), int(r)) in bad for w, s, r in
+                         zip(df["workload"], df["scheme"], df["repetition"], strict=True)],
+                        index=df.index, dtype=bool)
+    n_invalid = df[dropped].groupby(["workload", "scheme"]).size()
+    df = df[~dropped]
+    if df.empty:
+        return pd.DataFrame()
     t = cct_stats(df, by=("workload", "scheme"))
+    t["ci95"] = [t_interval(df.loc[(df["workload"] == w) & (df["scheme"] == s)
+                                   & df["ok"].astype(bool), "cct"]).half
+                 for w, s in zip(t["workload"], t["scheme"], strict=True)]
+    t["invalid"] = [int(n_invalid.get((w, s), 0))
+                    for w, s in zip(t["workload"], t["scheme"], strict=True)]
     if ideal is not None and not ideal.empty:
         per_w = ideal.groupby("workload")["ideal_s"].sum()
         t["ideal_s"] = t["workload"].map(per_w)
         t["slowdown"] = t["mean"] / t["ideal_s"]
     best = t.groupby("workload")["mean"].transform("min")
     t["vs_best"] = t["mean"] / best
-    return t
+    return rank_table(t)
 
 
 def winners(table: pd.DataFrame) -> pd.DataFrame:

@@ -15,6 +15,8 @@ cmd                 arguments                                  result
 ``set_queue_rate``  ``port``, ``rate`` (packets/s; 0 = none)   the same
 ``set_queue_depth`` ``port``, ``depth`` (packets, >= 1)         the same
 ``port_stats``      ``port`` (optional)                        ``{port: {counter: value, ...}}``
+``hidden_stats``    —                                          kernel drops, ingress lag, egress
+                                                               delay (``Switch.hidden_stats``)
 ==================  =========================================  ======================================
 
 ``port_stats`` is ``Switch.port_stats()``: rx/tx counters, ``tx_errors`` (sends the kernel
@@ -44,7 +46,8 @@ MAX_LINE = 64 * 1024
 """Longest request line accepted; a longer one is answered with an error and the connection
 closed (a request is a few dozen bytes; this only bounds memory)."""
 MAX_PORT = 511
-COMMANDS = ("ping", "set_port_rate", "set_queue_rate", "set_queue_depth", "port_stats")
+COMMANDS = ("ping", "set_port_rate", "set_queue_rate", "set_queue_depth", "port_stats",
+            "hidden_stats")
 
 
 class ControlError(Exception):
@@ -143,6 +146,9 @@ class ControlServer:
             stats = {port: stats[port]}
         return {str(n): d for n, d in stats.items()}
 
+    def _cmd_hidden_stats(self, req: dict[str, Any]) -> dict[str, Any]:
+        return self.switch.hidden_stats()
+
     def _settings(self, port: int | None) -> dict[str, Any]:
         queues = self.switch.queues
         with self.switch.lock:
@@ -228,6 +234,7 @@ _ARGUMENTS: dict[str, tuple[str, ...]] = {
     "set_queue_rate": ("port", "rate"),
     "set_queue_depth": ("port", "depth"),
     "port_stats": ("port",),
+    "hidden_stats": (),
 }
 
 
@@ -317,6 +324,10 @@ class ControlClient:
         """Per port number: counters, queue settings and ``oper_state``/``oper_up``."""
         result = self.call("port_stats", port=port)
         return {int(n): d for n, d in result.items()}
+
+    def hidden_stats(self) -> dict[str, Any]:
+        """Kernel drops and ingress lag per port, egress queueing delay (p4switch/hidden.py)."""
+        return self.call("hidden_stats")
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

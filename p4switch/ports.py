@@ -30,6 +30,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from p4switch.hidden import (
+    HiddenStats,
+    enable_rx_timestamps,
+    read_packet_statistics,
+    recv_timestamped,
+)
 from p4switch.pcap import PcapWriter, read_pcap
 
 ETH_P_ALL = 0x0003
@@ -76,6 +82,9 @@ class Port:
     """The transmit primitive the switch's inline path may call directly (no pcap, no counters:
     the switch counts per batch); it raises OSError when the frame was not taken, and the
     switch then falls back to ``send``. None: always use ``send``."""
+    hidden: HiddenStats | None = None
+    """Kernel-side drops and ingress lag (p4switch/hidden.py); None: the port has no kernel
+    queue in front of it."""
 
     def __init__(self, number: int, name: str, max_frame: int = 1500 + 18) -> None:
         if not 0 <= number < 512:
@@ -132,6 +141,9 @@ class Port:
     def describe(self) -> str:
         return f"{self.number}@{self.name}"
 
+    def refresh_hidden(self) -> None:
+        """Fold the kernel's counters into ``hidden`` (they reset when read)."""
+
 
 # --------------------------------------------------------------------------------------------
 # AF_PACKET
@@ -183,6 +195,8 @@ class RawPort(Port):
             raise
         self.sock = sock
         self.ifindex = ifindex
+        self.hidden = HiddenStats()
+        self._stamped = enable_rx_timestamps(sock)
         # a buffer one byte larger than anything acceptable: a frame that fills it is oversized
         self._bufsize = max(self.max_frame + 1, 2048)
         self.raw_send = sock.send
@@ -205,6 +219,15 @@ class RawPort(Port):
             return out
         recv = self.sock.recv
         append = out.append
+        if self._stamped and max_frames:   # sample the batch's first frame's ingress lag
+            try:
+                data, lag = recv_timestamped(self.sock, bufsize)
+            except (BlockingIOError, InterruptedError):
+                return out
+            append(data)
+            if lag is not None:
+                self.hidden.ingress_lag_us.add(lag)
+            max_frames -= 1
         for _ in range(max_frames):  # until EAGAIN, bounded
             try:
                 append(recv(bufsize))
@@ -223,6 +246,11 @@ class RawPort(Port):
                 _, w, _ = select.select([], [self.sock], [], 0.05)
                 if not w:
                     raise
+
+    def refresh_hidden(self) -> None:
+        packets, drops = read_packet_statistics(self.sock)
+        self.hidden.kernel_packets += packets
+        self.hidden.kernel_drops += drops
 
     def close(self) -> None:
         super().close()

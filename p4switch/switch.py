@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from p4switch import ir
+from p4switch.hidden import LogHistogram
 from p4switch.pipeline import api
 from p4switch.pipeline.api import QueueingMetadata
 from p4switch.ports import MIN_FRAME, MemoryPort, Port, PortStats, RawPort
@@ -166,6 +167,9 @@ class Switch:
         self.ports: dict[int, Port] = {}
         self.queues = EgressQueues(queue_depth, queue_rate, port_rate, priority_queues)
         self.counters = SwitchCounters()
+        self.egress_delay_us = LogHistogram()
+        """Queueing delay of every packet that waited in an egress queue (deq_timedelta);
+        packets that passed straight through are the rest of ``queue_dequeued``."""
         self.pcap_dir = Path(pcap_dir) if pcap_dir else None
         self._pipeline_factory = pipeline_factory
         self._t0_ns = time.monotonic_ns()
@@ -419,6 +423,20 @@ class Switch:
             d.update(oper_state=state, oper_up=int(state in _OPER_UP))
             out[n] = d
         return out
+
+    def hidden_stats(self) -> dict[str, Any]:
+        """What the program cannot see next to what it can (p4switch/hidden.py): per port the
+        kernel socket's received/dropped frames and the ingress-lag histogram; the egress
+        queueing-delay histogram and how many packets left the queues in all."""
+        ports = {}
+        for n, port in sorted(self.ports.items()):
+            if port.hidden is not None:
+                port.refresh_hidden()
+                ports[str(n)] = port.hidden.as_dict()
+        with self.lock:
+            dequeued = sum(q.dequeued for q in self.queues.stats().values())
+            delay = list(self.egress_delay_us.counts)
+        return {"ports": ports, "egress_delay_us": delay, "dequeued": dequeued}
 
     def stats_report(self) -> str:
         """Human-readable counters (logged at shutdown)."""
@@ -788,6 +806,7 @@ class Switch:
                 item = q.dequeue(now)
                 if item is None:
                     break
+                self.egress_delay_us.add(item[1].deq_timedelta)
                 self._egress(item[0], now, item[1])
             if not len(q):
                 queues.backlogged.discard(port)

@@ -1,0 +1,101 @@
+"""Statistics of repeated runs: mean ± a Student-t confidence interval per scheme, and a
+ranking that groups schemes whose intervals overlap instead of naming a winner by noise.
+
+Pure functions on the runner's tables (no I/O). With one repetition there is no interval (NaN
+half-width): every scheme is then its own group only if the means differ, which the report
+flags as "one repetition: no interval".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Interval:
+    """``mean`` ± ``half``: the two-sided ``confidence`` interval of the mean of ``n`` values
+    (``half`` NaN when n < 2)."""
+
+    mean: float
+    half: float
+    n: int
+    confidence: float = CONFIDENCE
+
+    @property
+    def low(self) -> float:
+        return self.mean - self.half
+
+    @property
+    def high(self) -> float:
+        return self.mean + self.half
+
+    def overlaps(self, other: Interval) -> bool:
+        """The two intervals share a point (an unknown interval overlaps only an equal mean)."""
+        if math.isnan(self.half) or math.isnan(other.half):
+            return self.mean == other.mean
+        return self.low <= other.high and other.low <= self.high
+
+
+def t_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> Interval:
+    """Mean and half-width t_{(1+c)/2, n-1} · s / √n (s: sample standard deviation)."""
+    v = np.asarray([x for x in values if x is not None and not math.isnan(x)], dtype=float)
+    n = int(v.size)
+    if n == 0:
+        return Interval(math.nan, math.nan, 0, confidence)
+    mean = float(v.mean())
+    if n < 2:
+        return Interval(mean, math.nan, n, confidence)
+    s = float(v.std(ddof=1))
+    half = float(sps.t.ppf((1 + confidence) / 2, n - 1)) * s / math.sqrt(n)
+    return Interval(mean, half, n, confidence)
+
+
+def groups(intervals: Sequence[tuple[str, Interval]]) -> list[list[str]]:
+    """Schemes ranked into groups, fastest first. Sorted by mean; a group is led by the fastest
+    scheme not yet placed and holds every later scheme whose interval overlaps the leader's:
+    "indistinguishable from the leader at this confidence". Schemes without a mean are left
+    out."""
+    ordered = sorted((iv for iv in intervals if not math.isnan(iv[1].mean)),
+                     key=lambda x: x[1].mean)
+    out: list[list[str]] = []
+    placed: set[str] = set()
+    for name, lead in ordered:
+        if name in placed:
+            continue
+        g = [n for n, iv in ordered if n not in placed and (n == name or lead.overlaps(iv))]
+        placed.update(g)
+        out.append(g)
+    return out
+
+
+def rank_table(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (one row per workload and scheme with ``mean`` and ``ci95``) with ``rank``:
+    the scheme's group, 1 = fastest; equal ranks are indistinguishable."""
+    t = table.copy()
+    t["rank"] = np.nan
+    for _, g in t.groupby("workload", sort=False):
+        ivs = [(s, Interval(m, h, 2)) for s, m, h in zip(g["scheme"], g["mean"], g["ci95"],
+                                                         strict=True)]
+        for i, members in enumerate(groups(ivs), start=1):
+            t.loc[g.index[g["scheme"].isin(members)], "rank"] = i
+    return t
+
+
+def same_grouping(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, bool]:
+    """Per workload in both: do two ranked tables put the schemes in the same groups, in the
+    same order?"""
+    out = {}
+    for w in sorted(set(a["workload"]) & set(b["workload"])):
+        ga = a[a["workload"] == w].set_index("scheme")["rank"]
+        gb = b[b["workload"] == w].set_index("scheme")["rank"]
+        common = ga.index.intersection(gb.index)
+        out[w] = bool((ga[common] == gb[common]).all())
+    return out
