@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -18,7 +19,9 @@ from typing import Any
 
 from p4switch.queues import parse_bit_rate
 from topo.spec import SpecError, fat_tree, leaf_spine
+from traffic.congestion import DEFAULT_CC, REGISTRY, fabric_ecn_threshold
 from traffic.schedules import GENERATORS, ScheduleError, parse_size
+from traffic.transport import WIRE_OVERHEAD
 
 
 def _failure(text: str) -> tuple[str, str, float]:
@@ -28,6 +31,16 @@ def _failure(text: str) -> tuple[str, str, float]:
         return a, b, float(at)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not A-B@MICROSECONDS") from None
+
+
+def _cc_param(text: str) -> tuple[str, float]:
+    name, eq, value = text.partition("=")
+    try:
+        if not eq:
+            raise ValueError
+        return name.strip(), float(value)
+    except ValueError:
+        raise ValueError(f"{text!r} is not NAME=NUMBER") from None
 
 
 def _leaf_spine(text: str) -> tuple[int, int]:
@@ -83,7 +96,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", default="100G", help="link rate (default %(default)s)")
     ap.add_argument("--prop-us", type=float, default=1.0, help="propagation delay per link")
     ap.add_argument("--queue-depth", type=int, default=64)
-    ap.add_argument("--no-ecn", action="store_true", help="no ECN marking, no DCTCP window")
+    ap.add_argument("--cc", default=DEFAULT_CC.value, choices=sorted(REGISTRY),
+                    help="congestion control (traffic.congestion; default %(default)s)")
+    ap.add_argument("--cc-param", action="append", default=[], metavar="NAME=VALUE",
+                    help="a parameter of --cc, e.g. g=0.0625 (repeatable)")
+    ap.add_argument("--min-rto-us", type=float, default=None,
+                    help="RFC 6298 RTO floor in µs (default: the simulator's 200)")
+    ap.add_argument("--ecn-k", type=int, default=None,
+                    help="switches' CE-marking threshold, packets (default: from --cc, the "
+                         "link rate and the fabric's base RTT)")
+    ap.add_argument("--no-ecn", action="store_true",
+                    help="no ECN marking and no congestion control (--cc none)")
     ap.add_argument("--fail", type=_failure, action="append", default=[],
                     metavar="A-B@US", help="link A-B down at US µs (rerouted 1 ms later)")
     ap.add_argument("--until-us", type=float, default=10e6)
@@ -127,14 +150,32 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"--fail: no link {unknown[0]} in {spec.name}")
 
+    from .host import SIM_TRANSPORT
+
+    if a.no_ecn:
+        a.cc = "none"
+    try:
+        params = dict(_cc_param(x) for x in a.cc_param)
+        transport = SIM_TRANSPORT.with_cc(a.cc, params)
+        if a.min_rto_us is not None:
+            if a.min_rto_us <= 0:
+                raise ValueError("--min-rto-us must be > 0")
+            transport = dataclasses.replace(transport, min_rto=a.min_rto_us * 1e-6)
+    except ValueError as e:
+        ap.error(f"--cc-param: {e}" if "--" not in str(e) else str(e))
+    if a.ecn_k is not None and a.ecn_k < 1:
+        ap.error("--ecn-k must be >= 1")
+    k = a.ecn_k or fabric_ecn_threshold(spec, a.cc, rate or None, a.prop_us * 1e-6,
+                                        transport.mss + WIRE_OVERHEAD, a.queue_depth, params)
+
     from .fidelity import compare_counters
     from .host import HostConfig
     from .network import LinkFailure, SimConfig, SimNetwork
     from .results import member_counters
 
     cfg = SimConfig(prop_delay_us=a.prop_us, queue_depth=a.queue_depth, seed=a.seed,
-                    host=HostConfig(ecn=not a.no_ecn), record_ingress=a.check,
-                    ecn_threshold=None if a.no_ecn else 20, workers=a.workers)
+                    host=HostConfig(transport=transport), record_ingress=a.check,
+                    ecn_threshold=None if a.no_ecn else k, workers=a.workers)
     net = SimNetwork(spec, a.scheme, cfg)
     failures = [LinkFailure(x, y, at) for x, y, at in a.fail]
     if a.quiet:

@@ -317,8 +317,7 @@ def run_sim_side(cfg: Any, w: Any, scheme: Any, seed: int | None = None) -> Side
     hosts = cfg.hosts_of(w, spec)
     sched = w.schedule_for(len(hosts), seed=cfg.parameters.seed)
     sched.placement = list(hosts)
-    hc = HostConfig(transport=agent_transport(w), qps=w.qps, ecn=False, init_window=None,
-                    path_policy=scheme.policy_spec())
+    hc = HostConfig(transport=agent_transport(w), qps=w.qps, path_policy=scheme.policy_spec())
     seed = cfg.parameters.seed if seed is None else seed
     net = SimNetwork(spec, scheme.build(), SimConfig(host=hc, seed=seed, record_ingress=True))
     res = net.run(sched, until_us=w.timeout_s * 1e6)

@@ -4,15 +4,15 @@ It does what traffic/agent.py's HostAgent does on Mininet — post a step's send
 into packets with the transport's SenderFlow, answer data with (S)ACKs from ReceiverFlow, step
 when every receive arrived and every send was acknowledged — but events replace the polling loop
 and the NIC replaces the pacer: one frame at a time onto the host link at its rate, pending ACKs
-first, then data round-robin over the flows that may send. The only addition is congestion
-control: each flow's window follows sim.congestion.DctcpWindow on the CE echoes its ACKs carry
-(sim.frames), so ECN marks from fabric.p4 slow senders down.
+first, then data round-robin over the flows that may send. Congestion control and timers are
+the agent's too: each SenderFlow runs the transport's algorithm (traffic.congestion) on the
+same inputs — packets newly acknowledged, their CE echoes (the ACK's per-packet bitmap), RTT
+samples from the send times — and a rate-based algorithm's pacer holds a flow out of the NIC's
+round robin until its next send time.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import heapq
 from collections import deque
 from collections.abc import Callable
@@ -24,10 +24,9 @@ from traffic.metrics import FlowRecord, RankMetrics, RecvRecord, StepRecord
 from traffic.packet import ACK, F_ACK, F_LAST, F_NACK, F_RETX, HDR, ROCEV2_PORT
 from traffic.policies import PathPolicy, PolicySpec, feed_ack
 from traffic.schedules import Schedule
-from traffic.transport import Ack, ReceiverFlow, SenderFlow, TransportConfig
+from traffic.transport import Ack, ReceiverFlow, SenderFlow, TransportConfig, cc_fields
 
 from . import frames
-from .congestion import DctcpWindow
 from .events import EventLoop
 from .link import Link
 
@@ -35,46 +34,41 @@ if TYPE_CHECKING:
     from .switch import Receive
 
 
-SIM_TRANSPORT = TransportConfig(ack_every=2, ack_delay=50e-6, rto=1e-3)
+SIM_TRANSPORT = TransportConfig(ack_every=2, ack_delay=50e-6, rto=1e-3, min_rto=200e-6,
+                                max_rto=0.5)
 """The agent's transport tuned for µs data-centre RTTs: TCP-like ACKs every 2 packets (a DCTCP
 window can shrink below the agent's 8, which would leave only the delayed-ACK timer to answer),
-a 1 ms RTO (RDMA NICs use ms, not the agent's 20 ms tuned for Mininet's loaded veths)."""
+a 1 ms initial RTO and a 200 µs floor under RFC 6298's estimate (RDMA NICs time out in µs to
+ms, not the agent's tens of ms tuned for Mininet's loaded veths)."""
 
 
 @dataclass(frozen=True)
 class HostConfig:
-    """``ecn``: send ECT(0) and follow a DCTCP window (False: the transport's fixed window, and
-    frames exactly as the agent's); ``init_window``: packets (None: the transport's window);
-    ``tick_us``: timer granularity for RTOs and delayed ACKs (the agent's is 500);
-    ``path_policy``: the hosts' entropy choice per packet (traffic.policies, as the agent's)."""
+    """``transport``: the agent's transport config, congestion control included (its
+    ``uses_ecn`` decides whether data leaves ECT(0)); ``tick_us``: timer granularity for RTOs
+    and delayed ACKs (the agent's is 500); ``path_policy``: the hosts' entropy choice per
+    packet (traffic.policies, as the agent's)."""
 
     transport: TransportConfig = SIM_TRANSPORT
     qps: int = 1
-    ecn: bool = True
-    init_window: int | None = 16
     tick_us: float = 100.0
     path_policy: PolicySpec = PolicySpec()
 
 
-@functools.cache
-def _with_window(cfg: TransportConfig, window: int) -> TransportConfig:
-    return dataclasses.replace(cfg, window=window)
-
-
 class _Tx:
-    __slots__ = ("flow", "rank", "dst", "step", "collective", "s", "cc", "prefixes", "posted",
-                 "dst_host", "policy", "ready", "armed")
+    __slots__ = ("flow", "rank", "dst", "step", "collective", "s", "prefixes", "posted",
+                 "dst_host", "policy", "ready", "armed", "paced")
 
     def __init__(self, flow: int, rank: int, dst: int, step: int, collective: int,
-                 s: SenderFlow, cc: DctcpWindow | None, posted: float, dst_host: SimHost,
-                 policy: PathPolicy) -> None:
+                 s: SenderFlow, posted: float, dst_host: SimHost, policy: PathPolicy) -> None:
         self.flow, self.rank, self.dst, self.step, self.collective = flow, rank, dst, step, \
             collective
-        self.s, self.cc, self.posted, self.dst_host = s, cc, posted, dst_host
+        self.s, self.posted, self.dst_host = s, posted, dst_host
         self.policy = policy
         self.prefixes: dict[tuple[int, int], bytes] = {}
         self.ready = False   # in the host's ready list
-        self.armed = False   # in the host's timer heap
+        self.armed: float | None = None   # its entry's time in the host's timer heap
+        self.paced = False   # a pacer wake-up is scheduled
 
 
 class _Rx:
@@ -121,6 +115,8 @@ class Job:
         """Called then (sim.network ends the run a lookahead later; None: at once)."""
         self.path_model: Any = None
         """traffic.pathmodel.PathModel of the fabric, for pinned split (set by the network)."""
+        self.ect = cfg.transport.uses_ecn or cfg.path_policy.uses_ecn
+        """Data leaves ECN-capable (ECT(0)): the algorithm or the path policy reads marks."""
 
     def network_flows(self) -> int:
         """Sends that cross the network (a send to a rank on the same host does not)."""
@@ -168,6 +164,11 @@ class SimHost:
     def connect(self, link: Link, peer_receive: Receive, peer_port: int) -> None:
         link.attach(self.loop, peer_receive, peer_port)
         self.link = link
+
+    @property
+    def line_rate_bps(self) -> float:
+        """The NIC's rate (an unrated link: 1 Tb/s, for the algorithms that need a number)."""
+        return (self.link.rate_bps if self.link is not None else None) or 1e12
 
     def add_rank(self, rank: int, job: Job) -> None:
         self.job = job
@@ -223,20 +224,25 @@ class SimHost:
         while ready:
             f = ready.popleft()
             s = f.s
-            pkt = None if s.done else s.next_packet(now * 1e-6)
+            now_s = now * 1e-6
+            pkt = None if s.done else s.next_packet(now_s)
             if pkt is None:
                 f.ready = False
+                if not f.paced and not s.done and s.held(now_s):
+                    # the pacer holds it: back in the round robin at its next send time
+                    f.paced = True
+                    self.loop.schedule(s.paced_until * 1e6, self._unpace, f)
                 continue
             ready.append(f)
-            if not f.armed:
+            if f.armed is None:
                 self._arm(f)
             seq, retx = pkt
             assert job is not None
             length = s.length(seq)
-            qp = f.policy.choose(seq, now * 1e-6)
+            qp = f.policy.choose(seq, now_s)
             prefix = f.prefixes.get((qp, length))
             if prefix is None:
-                ect = f.cc is not None or job.cfg.path_policy.uses_ecn
+                ect = job.ect
                 prefix = f.prefixes[(qp, length)] = frames.l2l3_header(
                     self.mac, self.gw_mac, self.ip, f.dst_host.ip, f.policy.ports[qp],
                     ROCEV2_PORT, HDR.size + length, frames.ECN_ECT0 if ect else 0)
@@ -250,11 +256,19 @@ class SimHost:
             f.ready = True
             self._ready.append(f)
 
+    def _unpace(self, now: float, f: _Tx) -> None:
+        f.paced = False
+        self._make_ready(f)
+        self._kick(now)
+
     def _arm(self, f: _Tx) -> None:
-        """Put ``f`` in the timer heap at its next retransmission timeout, if it has one."""
+        """Put ``f`` in the timer heap at its next retransmission timeout, if it has one and
+        it is earlier than the entry already there (by more than a tick: the RTO estimate
+        moves with every RTT sample). A superseded entry stays in the heap and is skipped."""
         t = f.s.next_timeout()
-        if t is not None:
-            f.armed = True
+        if t is not None and (f.armed is None or
+                              t < f.armed - self.job.cfg.tick_us * 1e-6):  # type: ignore[union-attr]
+            f.armed = t
             heapq.heappush(self._timers, (t, f.flow, f))
 
     # -- receive path ------------------------------------------------------------------------
@@ -266,7 +280,7 @@ class SimHost:
             self.bad_frames += 1
             return
         (_v, flags, jid, src, dst, _step, _qp, flow, seq, npkts, length,
-         resv) = HDR.unpack_from(frame, frames.HDR_AT)
+         _resv) = HDR.unpack_from(frame, frames.HDR_AT)
         if jid != job.s.job:
             self.bad_frames += 1
             return
@@ -278,16 +292,10 @@ class SimHost:
                 return
             cum, base, sack, ce_bits = ACK.unpack_from(frame, frames.ACK_AT)
             s = f.s
-            before = s.n_acked
             ack = Ack(cum, base, sack, bool(flags & F_NACK), ce_bits)
             s.on_ack(ack, now_s)
             if s.newly_acked is not None:
                 feed_ack(f.policy, s.newly_acked, ack, now_s)
-            if f.cc is not None:
-                f.cc.on_ack(s.n_acked - before, resv)
-                w = min(f.cc.window, job.cfg.transport.window)
-                if w != s.cfg.window:
-                    s.cfg = _with_window(job.cfg.transport, w)
             if s.done and f.rank in self._rank:
                 st = self._rank[f.rank]
                 if flow not in self._finished_tx:
@@ -295,6 +303,7 @@ class SimHost:
                     st.open_sends -= 1
                     self._flow_done(st, flow, now)
             else:
+                self._arm(f)
                 self._make_ready(f)
             self._kick(now)
             return
@@ -353,8 +362,10 @@ class SimHost:
         # flow's on_tick touches that flow alone, so which others are skipped cannot matter)
         timers = self._timers
         while timers and timers[0][0] <= now_s:
-            f = heapq.heappop(timers)[2]
-            f.armed = False
+            t, _flow, f = heapq.heappop(timers)
+            if t != f.armed:
+                continue  # superseded by an earlier entry
+            f.armed = None
             if f.s.done:
                 continue
             f.s.on_tick(now_s)
@@ -455,14 +466,8 @@ class SimHost:
             if dst_host is self:
                 self.local_done[snd.flow] = now
                 continue
-            s = SenderFlow(snd.bytes, job.cfg.transport)
-            cc = None
-            if job.cfg.ecn:
-                tc = job.cfg.transport
-                cc = DctcpWindow(tc.window, float(job.cfg.init_window or tc.window),
-                                 min_window=min(tc.window, max(1, tc.ack_every)))
-                s.cfg = _with_window(job.cfg.transport, cc.window)
-            f = _Tx(snd.flow, st.rank, snd.dst, st.pos, step.collective, s, cc, now, dst_host,
+            s = SenderFlow(snd.bytes, job.cfg.transport, self.line_rate_bps)
+            f = _Tx(snd.flow, st.rank, snd.dst, st.pos, step.collective, s, now, dst_host,
                     self._policy(st.rank, snd.flow, dst_host, s))
             self.tx[snd.flow] = f
             self._make_ready(f)
@@ -516,7 +521,7 @@ class SimHost:
                 posted=f.posted * 1e-6, start=s.start, finish=s.finish,
                 retransmissions=s.retransmissions, timeouts=s.timeouts, nacks=s.nacks,
                 acked_packets=s.n_acked, sports=list(f.policy.ports),
-                sport_packets=list(f.policy.uses), ce_acked=getattr(f.policy, "marked", 0)))
+                sport_packets=list(f.policy.uses), **cc_fields(s)))
         for flow, t in self.local_done.items():
             src, snd = job.flows[flow]
             if src in by_rank:

@@ -37,7 +37,7 @@ from .packet import (
 )
 from .policies import PathPolicy, PolicySpec, feed_ack
 from .schedules import Schedule, Send, Step
-from .transport import Ack, ReceiverFlow, SenderFlow, TransportConfig
+from .transport import Ack, ReceiverFlow, SenderFlow, TransportConfig, cc_fields
 
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux value; Python lacks the name
 _IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
@@ -121,7 +121,11 @@ class HostAgent:
         self._start_mono = 0.0
         self.unheard: set[str] = set()
         self._last_data = float("-inf")   # monotonic time of the latest data arrival
-        self.ecn = cfg.path_policy.uses_ecn
+        self.ecn = cfg.path_policy.uses_ecn or cfg.transport.uses_ecn
+        """Data leaves ECT(0) and arrivals' TOS is read: the path policy or the congestion
+        control reacts to CE marks."""
+        self._held_until: float | None = None
+        """Earliest time a flow the pacer holds may send (rate-based congestion control)."""
         self._path_model = None
         if cfg.path_policy.pin:
             from .pathmodel import PathModel
@@ -272,6 +276,8 @@ class HostAgent:
             wait = min(next_tick, deadline) - now
             if self.active:
                 wait = min(wait, max(0.0, next_tx - now))
+                if self._held_until is not None:  # a paced flow's next send time
+                    wait = min(wait, max(0.0, self._held_until - now))
             if wait > 0:
                 select.select([self.udp], [], [], wait)
 
@@ -310,10 +316,8 @@ class HostAgent:
                 tf = self.tx.get(flow)
                 if tf is not None and n >= HDR.size + ACK.size:
                     cum, base, sack, ce_bits = ACK.unpack_from(buf, HDR.size)
-                    a = Ack(cum, base, sack, bool(flags & F_NACK), ce_bits)
-                    tf.tx.on_ack(a, now)
-                    if tf.tx.newly_acked is not None:
-                        feed_ack(tf.policy, tf.tx.newly_acked, a, now)
+                    self._ack_arrived(tf, Ack(cum, base, sack, bool(flags & F_NACK), ce_bits),
+                                      now)
                 continue
             if dst not in self.state or src >= self.s.ranks:
                 continue
@@ -328,6 +332,13 @@ class HostAgent:
             _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now, ce)
             for a in acks:
                 self._send_ack(addr[0], dst, src, flow, a, addr[1])
+
+    def _ack_arrived(self, tf: _TxFlow, a: Ack, now: float) -> None:
+        """An ACK of flow ``tf`` at ``now``: the sender's state (window, rate, RTT, RTO) and
+        the path policy's feedback."""
+        tf.tx.on_ack(a, now)
+        if tf.tx.newly_acked is not None:
+            feed_ack(tf.policy, tf.tx.newly_acked, a, now)
 
     def _send_ready(self, ip: str, answer: bool = False, sport: int | None = None) -> None:
         """A READY beacon (or, ``answer``, its answer from the beacon's own source port).
@@ -367,7 +378,10 @@ class HostAgent:
 
     # -- send path ---------------------------------------------------------------------------
     def _send_one(self, now: float) -> int:
-        """Send one packet of the next flow in round-robin order; bytes on the wire or 0."""
+        """Send one packet of the next flow in round-robin order; bytes on the wire or 0.
+        A flow its pacer holds is skipped, and the earliest such hold is remembered for the
+        loop's wait (``_held_until``)."""
+        self._held_until = None
         for _ in range(len(self.active)):
             fid = self.active[0]
             self.active.rotate(-1)
@@ -377,6 +391,10 @@ class HostAgent:
                 continue
             pkt = tf.tx.next_packet(now)
             if pkt is None:
+                if tf.tx.held(now):
+                    t = tf.tx.paced_until
+                    if self._held_until is None or t < self._held_until:
+                        self._held_until = t
                 continue
             seq, retx = pkt
             length = tf.tx.length(seq)
@@ -474,7 +492,7 @@ class HostAgent:
 
     def _post_send(self, r: int, idx: int, step: Step, snd: Send, now: float) -> None:
         """Hook: start send ``snd`` of step ``idx`` of rank ``r`` over the network."""
-        tx = SenderFlow(snd.bytes, self.cfg.transport)
+        tx = SenderFlow(snd.bytes, self.cfg.transport, self.cfg.rate_bps)
         h = FlowHeader(self.s.job, r, snd.dst, idx, snd.flow, tx.npkts)
         self.tx[snd.flow] = _TxFlow(snd.flow, r, snd.dst, idx, step.collective, tx, h,
                                     self.hosts[snd.dst], now,
@@ -524,7 +542,7 @@ class HostAgent:
                 finish=self.wall(t.finish) if t.finish is not None else None,
                 retransmissions=t.retransmissions, timeouts=t.timeouts, nacks=t.nacks,
                 acked_packets=t.n_acked, sports=list(tf.policy.ports),
-                sport_packets=list(tf.policy.uses), ce_acked=getattr(tf.policy, "marked", 0)))
+                sport_packets=list(tf.policy.uses), **cc_fields(t)))
         for (src, flow), rx in self.rx.items():
             dst = self.flows[flow][1].dst
             st = rx.stats

@@ -41,7 +41,12 @@ class FlowRecord:
     connections: list[dict[str, Any]] = field(default_factory=list)  # TCP mode, per QP
     sports: list[int] = field(default_factory=list)         # the path policy's entropy set
     sport_packets: list[int] = field(default_factory=list)  # packets sent on each of them
-    ce_acked: int = 0   # acknowledged packets whose ECN echo was CE (feedback policies)
+    ce_acked: int = 0   # acknowledged packets whose ECN echo was CE
+    cc: str | None = None                # the congestion control (traffic.congestion)
+    mean_window: float | None = None     # its window, packets, averaged over the ACKs
+    mean_rate_bps: float | None = None   # its pacing rate, averaged over the ACKs (rate-based)
+    srtt: float | None = None            # RFC 6298 smoothed RTT at the end, seconds
+    rto: float | None = None             # the RTO at the end, seconds
 
     @property
     def fct(self) -> float | None:
@@ -126,6 +131,10 @@ class RankMetrics:
             "timeouts": sum(f.timeouts for f in net),
             "reordered": sum(r.reordered for r in self.received),
             "duplicates": sum(r.duplicates for r in self.received),
+            "acked_packets": sum(f.acked_packets for f in net),
+            "ce_acked": sum(f.ce_acked for f in net),
+            "mean_window": _mean(f.mean_window for f in net),
+            "mean_rate_bps": _mean(f.mean_rate_bps for f in net),
             "duration": (self.finish - self.start) if self.finish and self.start else None,
             **self.tcp_totals(),
         }
@@ -198,6 +207,11 @@ class RankMetrics:
         return jp, cp
 
 
+def _mean(values: Any) -> float | None:
+    v = [x for x in values if x is not None]
+    return sum(v) / len(v) if v else None
+
+
 _TCP_CSV = ("total_retrans", "reordering_max", "reord_seen", "dsack_dups", "rcv_ooopack",
             "rtt_max")
 
@@ -236,9 +250,26 @@ def merge_ranks(ranks: list[dict[str, Any]]) -> dict[str, Any]:
         "flows_mismatched": sorted(f for f in sent if got.get(f) != sent[f]),
         "retransmissions": sum(r["totals"]["retransmissions"] for r in ranks),
         "reordered": sum(r["totals"]["reordered"] for r in ranks),
+        **_cc_summary(ranks),
         "path_policy": ranks[0].get("path_policy", "single") if ranks else None,
         **_tcp_summary(ranks),
     }
+
+
+def _cc_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Congestion control job-wide: spurious retransmissions (copies that arrived at a
+    receiver which already had the packet: the retransmission was not needed), the fraction
+    of acknowledged packets that came back CE-marked, the window and rate averaged over the
+    flows (each flow's own average over its ACKs)."""
+    tot = [r["totals"] for r in ranks]
+    acked = sum(t.get("acked_packets", 0) for t in tot)
+    flows = [f for r in ranks for f in r["flows"] if not f["local"]]
+    ccs = sorted({f.get("cc") for f in flows if f.get("cc")})
+    return {"spurious": sum(t.get("duplicates", 0) for t in tot),
+            "ce_fraction": sum(t.get("ce_acked", 0) for t in tot) / acked if acked else None,
+            "mean_window": _mean(f.get("mean_window") for f in flows),
+            "mean_rate_bps": _mean(f.get("mean_rate_bps") for f in flows),
+            "cc": ",".join(ccs) or None}
 
 
 def _tcp_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:

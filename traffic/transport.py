@@ -11,19 +11,60 @@ in-process lossy channel of the tests, and in a simulator.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from dataclasses import dataclass, field
 
+from .congestion import (
+    DEFAULT_CC,
+    REGISTRY,
+    CcContext,
+    CongestionControl,
+    RttEstimator,
+    cc_params,
+    make_cc,
+)
+
 
 @dataclass(frozen=True)
 class TransportConfig:
+    """The transport's knobs (times in seconds). ``window`` caps the packets in flight whatever
+    the congestion control says; ``rto`` is the RTO before the first RTT sample (RFC 6298's
+    initial RTO), ``min_rto``/``max_rto`` clamp the estimate (equal: a fixed timer, the old
+    behaviour); ``cc`` names the algorithm in traffic.congestion's registry and ``cc_params``
+    its parameters as sorted (name, value) pairs (hashable, so configs can key caches)."""
+
     mss: int = 1400           # payload bytes per packet (fits a 1500-byte MTU with our headers)
-    window: int = 256         # packets a flow may have unacknowledged
-    rto: float = 0.02         # retransmission timeout, seconds
+    window: int = 256         # packets a flow may have unacknowledged, at most
+    rto: float = 0.02         # retransmission timeout before the first RTT sample
     ack_every: int = 8        # receiver coalesces this many packets per ACK
     ack_delay: float = 0.0005  # ... but never holds an ACK longer than this
     nack_gap: int = 64        # NACK a hole once this many later packets arrived
+    min_rto: float = 0.001
+    max_rto: float = 1.0
+    cc: str = DEFAULT_CC.value
+    cc_params: tuple[tuple[str, float], ...] = ()
+    base_rtt: float = 0.0     # the fabric's unloaded RTT if known (NSCC's delay target), s
+
+    def with_cc(self, cc: str, params: dict[str, float] | None = None, **kw: object) \
+            -> TransportConfig:
+        """This config with algorithm ``cc`` and its parameters (validated: ValueError names
+        the bad parameter) and any other fields in ``kw``."""
+        cc_params(cc, params)
+        return dataclasses.replace(self, cc=str(cc),  # type: ignore[arg-type]
+                                   cc_params=tuple(sorted((params or {}).items())), **kw)
+
+    @property
+    def uses_ecn(self) -> bool:
+        """The algorithm reacts to CE marks: send ECT(0)."""
+        return REGISTRY[self.cc].uses_ecn
+
+
+WIRE_OVERHEAD = 14 + 20 + 8 + 28
+"""Ethernet, IPv4, UDP and collective-header bytes around a payload (traffic.frames.OVERHEAD):
+what a paced sender counts per packet besides the payload."""
+PACE_SLACK = 1e-12
 
 
 @dataclass(frozen=True)
@@ -44,9 +85,18 @@ def packets_for(nbytes: int, mss: int) -> int:
 
 
 class SenderFlow:
-    """Segments `nbytes` into packets and decides which sequence number to send next."""
+    """Segments `nbytes` into packets and decides which sequence number to send next.
 
-    def __init__(self, nbytes: int, cfg: TransportConfig) -> None:
+    What it may send is the congestion control's: at most ``window`` packets beyond the
+    acknowledged ones, and, when the algorithm paces, no packet before ``paced_until``. ACKs
+    feed it the packets they newly acknowledge, how many of those were CE-echoed, and an RTT
+    sample taken from the newest of them if it was sent once (Karn); the RTO comes from
+    RFC 6298's estimator and backs off on each timeout. ``line_rate_bps`` is the sender's NIC
+    rate (DCQCN starts at it; NSCC sizes its delay target from it).
+    """
+
+    def __init__(self, nbytes: int, cfg: TransportConfig, line_rate_bps: float = 1e9,
+                 cc: CongestionControl | None = None) -> None:
         self.cfg = cfg
         self.nbytes = nbytes
         self.npkts = packets_for(nbytes, cfg.mss)
@@ -55,13 +105,26 @@ class SenderFlow:
         self.cum = 0
         self.next_new = 0
         self.sent_at = [0.0] * self.npkts
+        self.sends = bytearray(self.npkts)   # transmissions per packet (saturating at 255)
         self._timeline: deque[tuple[float, int]] = deque()
         self._retx: deque[int] = deque()
         self._queued = bytearray(self.npkts)
+        self.cc = cc or make_cc(cfg.cc, CcContext(line_rate_bps, cfg.mss + WIRE_OVERHEAD,
+                                                  cfg.window, cfg.base_rtt),
+                                dict(cfg.cc_params))
+        self.rtt = RttEstimator(cfg.rto, min(cfg.min_rto, cfg.max_rto), cfg.max_rto)
+        self._paced = self.cc.rate_bps is not None
+        self.paced_until = 0.0
+        """Earliest time the pacer lets the next packet go (rate-based algorithms)."""
         self.packets_sent = 0
         self.retransmissions = 0
         self.timeouts = 0
         self.nacks = 0
+        self.ce_acked = 0
+        """Packets newly acknowledged whose ECN echo was CE."""
+        self._w_sum = 0.0
+        self._r_sum = 0.0
+        self._n_acks = 0
         self.start: float | None = None
         self.finish: float | None = None
         self.newly_acked: list[int] | None = None
@@ -72,6 +135,35 @@ class SenderFlow:
     def done(self) -> bool:
         return self.n_acked == self.npkts
 
+    @property
+    def window(self) -> int:
+        """Packets that may be unacknowledged now: the algorithm's window within [1, cap]."""
+        w = self.cc.window
+        return self.cfg.window if w >= self.cfg.window else max(1, int(w))
+
+    @property
+    def rate_bps(self) -> float | None:
+        return self.cc.rate_bps
+
+    @property
+    def rto(self) -> float:
+        return self.rtt.rto
+
+    @property
+    def mean_window(self) -> float | None:
+        """The window averaged over the ACKs that arrived (None before the first)."""
+        return self._w_sum / self._n_acks if self._n_acks else None
+
+    @property
+    def mean_rate_bps(self) -> float | None:
+        """The pacing rate averaged over the ACKs (None: not paced, or no ACK yet)."""
+        return self._r_sum / self._n_acks if self._n_acks and self._paced else None
+
+    def held(self, now: float) -> bool:
+        """The pacer holds the next packet at ``now`` (a picosecond of slack: a caller that
+        converts ``paced_until`` to its own time unit and back must not be held forever)."""
+        return now < self.paced_until - PACE_SLACK
+
     def length(self, seq: int) -> int:
         """Payload bytes carried by packet `seq` (the last one is short)."""
         if seq == self.npkts - 1:
@@ -79,14 +171,19 @@ class SenderFlow:
         return self.cfg.mss
 
     def next_packet(self, now: float) -> tuple[int, bool] | None:
-        """(seq, is_retransmission) to put on the wire now, or None if blocked."""
+        """(seq, is_retransmission) to put on the wire now, or None if blocked (window full,
+        nothing to resend, or the pacer holds it until ``paced_until``)."""
+        if self._paced:
+            self.cc.advance(now)
+            if self.held(now):
+                return None
         while self._retx:
             seq = self._retx.popleft()
             self._queued[seq] = 0
             if not self.acked[seq]:
                 self.retransmissions += 1
                 return self._sent(seq, now), True
-        if self.next_new < self.npkts and self.next_new - self.n_acked < self.cfg.window:
+        if self.next_new < self.npkts and self.next_new - self.n_acked < self.window:
             if self.start is None:
                 self.start = now
             self.next_new += 1
@@ -95,56 +192,109 @@ class SenderFlow:
 
     def _sent(self, seq: int, now: float) -> int:
         self.sent_at[seq] = now
+        if self.sends[seq] < 255:
+            self.sends[seq] += 1
         self._timeline.append((now, seq))
         self.packets_sent += 1
+        if self._paced:
+            wire = self.length(seq) + WIRE_OVERHEAD
+            self.cc.on_send(now, wire)
+            rate = self.cc.rate_bps
+            self.paced_until = max(self.paced_until, now) + wire * 8 / rate  # type: ignore[operator]
         return seq
 
-    def _mark(self, seq: int) -> None:
-        if seq < self.npkts and not self.acked[seq]:
-            self.acked[seq] = 1
-            self.n_acked += 1
-            if self.newly_acked is not None:
-                self.newly_acked.append(seq)
+    def on_ack(self, ack: Ack, now: float) -> None:
+        acked = self.acked
+        npkts = self.npkts
+        newly = self.newly_acked
+        n = marked = 0
+        last = -1.0        # send time of the newest packet sent once among the newly acked
+        sent_at, sends = self.sent_at, self.sends
+        base, ce = ack.base, ack.ce
+        cum = min(ack.cum, npkts)
+        for seq in range(self.cum, cum):
+            if not acked[seq]:
+                acked[seq] = 1
+                n += 1
+                if newly is not None:
+                    newly.append(seq)
+                if ce and 0 <= seq - base < SACK_BITS and ce >> (seq - base) & 1:
+                    marked += 1
+                if sends[seq] == 1 and sent_at[seq] > last:
+                    last = sent_at[seq]
+        self.cum = max(self.cum, cum)
+        bits = ack.sack
+        while bits:
+            low = bits & -bits
+            i = low.bit_length() - 1
+            bits ^= low
+            seq = base + i
+            if seq < npkts and not acked[seq]:
+                acked[seq] = 1
+                n += 1
+                if newly is not None:
+                    newly.append(seq)
+                if ce >> i & 1:
+                    marked += 1
+                if sends[seq] == 1 and sent_at[seq] > last:
+                    last = sent_at[seq]
+        cc = self.cc
+        if n:
+            self.n_acked += n
+            self.ce_acked += marked
+            rtt = None
+            if last >= 0:
+                rtt = now - last
+                self.rtt.sample(rtt)
+            cc.on_ack(now, n, marked, rtt)
+            self._w_sum += cc.window if cc.window < self.cfg.window else self.cfg.window
+            if self._paced:
+                self._r_sum += cc.rate_bps  # type: ignore[operator]
+            self._n_acks += 1
+        if ack.nack and ack.cum < npkts and not acked[ack.cum]:
+            self.nacks += 1
+            # a NACK for a packet we resent less than an RTO ago is stale; let the timer act
+            if now - sent_at[ack.cum] >= self.rtt.rto / 4:
+                self._queue(ack.cum)
+                cc.on_nack(now)
+        if self.n_acked == npkts and self.finish is None:
+            self.finish = now
 
     def _queue(self, seq: int) -> None:
         if not self.acked[seq] and not self._queued[seq]:
             self._queued[seq] = 1
             self._retx.append(seq)
 
-    def on_ack(self, ack: Ack, now: float) -> None:
-        cum = min(ack.cum, self.npkts)
-        for seq in range(self.cum, cum):
-            self._mark(seq)
-        self.cum = max(self.cum, cum)
-        bits = ack.sack
-        while bits:
-            low = bits & -bits
-            self._mark(ack.base + low.bit_length() - 1)
-            bits ^= low
-        if ack.nack and ack.cum < self.npkts and not self.acked[ack.cum]:
-            self.nacks += 1
-            # a NACK for a packet we resent less than an RTO ago is stale; let the timer act
-            if now - self.sent_at[ack.cum] >= self.cfg.rto / 4:
-                self._queue(ack.cum)
-        if self.done and self.finish is None:
-            self.finish = now
-
     def next_timeout(self) -> float | None:
         """When ``on_tick`` can next act: the oldest transmission still on the timeline plus
-        the RTO (None: nothing in flight). It changes only by a send onto an empty timeline
-        or by ``on_tick``, so a caller with many flows can keep them in a heap by it."""
+        the RTO (None: nothing in flight). It changes by a send onto an empty timeline, by
+        ``on_tick``, and by an RTT sample moving the RTO, so a caller keeping flows in a heap
+        by it re-reads it after ACKs."""
         tl = self._timeline
-        return tl[0][0] + self.cfg.rto if tl else None
+        return tl[0][0] + self.rtt.rto if tl else None
 
     def on_tick(self, now: float) -> None:
-        """Queue for retransmission every packet unacknowledged for longer than the RTO."""
+        """Queue for retransmission every packet unacknowledged for longer than the RTO; a
+        tick that finds any backs the RTO off and tells the congestion control once."""
         tl = self._timeline
-        while tl and tl[0][0] + self.cfg.rto <= now:
+        rto = self.rtt.rto
+        fired = False
+        while tl and tl[0][0] + rto <= now:
             t, seq = tl.popleft()
             if self.acked[seq] or self.sent_at[seq] != t:
                 continue  # acknowledged meanwhile, or a newer copy is in flight
             self.timeouts += 1
             self._queue(seq)
+            fired = True
+        if fired:
+            self.rtt.backoff()
+            self.cc.on_timeout(now)
+
+
+def cc_fields(s: SenderFlow) -> dict[str, object]:
+    """A finished (or abandoned) sender's congestion-control figures for its FlowRecord."""
+    return {"ce_acked": s.ce_acked, "cc": s.cfg.cc, "mean_window": s.mean_window,
+            "mean_rate_bps": s.mean_rate_bps, "srtt": s.rtt.srtt, "rto": s.rtt.rto}
 
 
 @dataclass

@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from sim.host import HostConfig  # noqa: E402
+from sim.host import SIM_TRANSPORT, HostConfig  # noqa: E402
 from sim.network import LinkFailure, SimConfig, SimNetwork  # noqa: E402
 from sim.results import member_counters  # noqa: E402
 from topo.spec import fat_tree  # noqa: E402
@@ -44,7 +44,8 @@ def cases() -> dict[str, tuple[str, Any, dict[str, Any], list[LinkFailure]]]:
     out["random-moe"] = ("random", moe_alltoall(16, 16 * 3_000, seed=3), {"seed": 5}, [])
     # short queues, big windows: tail drops, retransmissions, the slow path most of the time
     out["ecmp-drops"] = ("ecmp", alltoall(16, 16 * 8_000),
-                         {"queue_depth": 8, "host": HostConfig(init_window=64)}, [])
+                         {"queue_depth": 8, "host": HostConfig(
+                             transport=SIM_TRANSPORT.with_cc("dctcp", {"init_cwnd": 64}))}, [])
     out["wam-failure"] = ("wam", alltoall(16, 16 * 8_000), {},
                           [LinkFailure("agg1", "core1", at_us=20.0, reroute_after_us=50.0)])
     return out

@@ -1,11 +1,9 @@
-"""The simulator's struct-built frames match the agent's scapy-built ones; the DCTCP window."""
+"""The simulator's struct-built frames match the agent's scapy-built ones (the congestion
+control they feed is tested in tests/traffic/test_congestion.py)."""
 
 from __future__ import annotations
 
-import pytest
-
 from sim import frames
-from sim.congestion import DctcpWindow
 from traffic.frames import FlowHeader, build_frame
 from traffic.nexthop import Route
 from traffic.packet import ACK, F_ACK, F_NACK, HDR, entropy_port
@@ -39,25 +37,3 @@ def test_ect_frame_has_valid_ip_checksum_and_ack_carries_the_ce_echo() -> None:
     fields = HDR.unpack_from(a, frames.HDR_AT)
     assert fields[1] == F_ACK | F_NACK and fields[7] == 7 and fields[-1] == 3
     assert ACK.unpack_from(a, frames.ACK_AT) == (5, 6, 0b101, 0b100)
-
-
-def test_dctcp_window_grows_without_marks_and_cuts_by_alpha_when_marked() -> None:
-    w = DctcpWindow(max_window=64, cwnd=10)
-    for _ in range(10):
-        w.on_ack(1, 0)
-    assert w.cwnd == pytest.approx(11.0, abs=0.1)  # +1 per window of ACKed packets
-    w = DctcpWindow(max_window=64, cwnd=16)
-    w.on_ack(16, 16)  # a whole window marked, alpha starts at 1: halve
-    assert w.cwnd == pytest.approx(8.0)
-    assert w.reductions == 1
-    for _ in range(12):  # an unmarked window: alpha decays once, no cut
-        w.on_ack(1, 0)
-    assert w.alpha == pytest.approx(15 / 16)
-    assert w.reductions == 1 and w.cwnd > 9.0
-    small = DctcpWindow(max_window=64, cwnd=2, min_window=2)
-    for _ in range(10):
-        small.on_ack(2, 2)
-    assert small.window == 2  # never below the ACK coalescing
-    assert DctcpWindow(max_window=8, cwnd=100).window == 8
-    with pytest.raises(ValueError):
-        DctcpWindow(max_window=4, min_window=5)

@@ -11,7 +11,7 @@ import functools
 import pytest
 
 from sim.fidelity import compare_counters
-from sim.host import HostConfig
+from sim.host import SIM_TRANSPORT, HostConfig
 from sim.network import LinkFailure, SimConfig, SimNetwork
 from sim.results import SimResult
 from topo.spec import FabricSpec, HostSpec, LinkSpec, SwitchSpec, fat_tree, host_mac
@@ -112,7 +112,8 @@ def test_spraying_uses_every_member_hashing_may_not() -> None:
     ("wam", moe_alltoall(16, 16 * 4_000, seed=3), {}),
     # short queues and big initial windows: tail drops, retransmissions, queues mostly busy
     ("ecmp", alltoall(16, 16 * 12_000), {"queue_depth": 8,
-                                         "host": HostConfig(init_window=64)}),
+                                         "host": HostConfig(transport=SIM_TRANSPORT.with_cc(
+                                             "dctcp", {"init_cwnd": 64}))}),
 ])
 def test_fast_path_changes_nothing(scheme: str, sched, cfg: dict) -> None:  # noqa: ANN001
     """process_fast when the packet's possible egress ports are idle vs ingress + queue +

@@ -60,7 +60,7 @@ def test_reorder_scripted_and_retransmissions_not_counted():
 
 
 def test_sack_acknowledges_beyond_a_hole_and_nack_triggers_retransmission():
-    cfg = TransportConfig(mss=10, window=200, rto=1.0, ack_every=1, nack_gap=4)
+    cfg = TransportConfig(mss=10, window=200, rto=1.0, ack_every=1, nack_gap=4, cc="none")
     tx, rx = SenderFlow(100 * 10, cfg), ReceiverFlow(100, cfg)
     sent = [tx.next_packet(0.0) for _ in range(100)]
     assert [s for s, _ in sent] == list(range(100))
@@ -79,7 +79,7 @@ def test_sack_acknowledges_beyond_a_hole_and_nack_triggers_retransmission():
 
 
 def test_timeout_retransmits_only_unacked():
-    cfg = TransportConfig(mss=10, window=4, rto=0.01)
+    cfg = TransportConfig(mss=10, window=4, rto=0.01, min_rto=0.01, max_rto=0.01)  # fixed
     tx = SenderFlow(40, cfg)
     for _ in range(4):
         tx.next_packet(0.0)

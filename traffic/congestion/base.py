@@ -1,0 +1,127 @@
+"""The one interface every congestion-control algorithm implements, and their registry.
+
+A sender asks its algorithm two things before each packet — how many packets may be in flight
+(``window``) and how fast it may put them on the wire (``rate_bps``, None: at line rate) — and
+tells it what happened: an ACK (packets newly acknowledged, how many of those came back
+CE-marked, an RTT sample when one was taken), a NACK (a loss the receiver saw), a timeout, and
+each transmission (a byte counter, for DCQCN). Time is an argument, never read: the host
+agent, the simulator and the tests drive the same objects with their own clocks, so "the same
+transport on both sides" holds by construction.
+
+Adding an algorithm is one class with a ``Params`` dataclass, decorated ``@register``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, ClassVar
+
+
+class CcName(StrEnum):
+    """The registered algorithms (``transport.cc`` in an experiment file)."""
+
+    DCTCP = "dctcp"
+    DCQCN = "dcqcn"
+    NSCC = "nscc"
+    NONE = "none"
+
+
+DEFAULT_CC = CcName.DCTCP
+
+
+@dataclass(frozen=True)
+class CcContext:
+    """What an algorithm may know about where it runs: the sender's line rate (bits/s), the
+    wire bytes of a full packet, the transport's window cap in packets, and the fabric's
+    unloaded RTT in seconds when the configuration knows it (0: unknown)."""
+
+    line_rate_bps: float
+    packet_bytes: int
+    max_window: int
+    base_rtt: float = 0.0
+
+
+class CongestionControl(ABC):
+    """One flow's congestion state. Subclasses set ``name``, ``uses_ecn``, ``Params``."""
+
+    name: ClassVar[str]
+    uses_ecn: ClassVar[bool] = True
+    """Send ECT(0), so switches CE-mark instead of only queueing."""
+    Params: ClassVar[type]
+
+    def __init__(self, params: Any, ctx: CcContext) -> None:
+        self.p = params
+        self.ctx = ctx
+
+    @property
+    @abstractmethod
+    def window(self) -> float:
+        """Packets the flow may have unacknowledged (math.inf: no window limit)."""
+
+    @property
+    def rate_bps(self) -> float | None:
+        """Pacing rate in bits/s on the wire; None: the sender's line rate."""
+        return None
+
+    def on_ack(self, now: float, acked: int, marked: int, rtt: float | None) -> None:  # noqa: B027 - optional hook
+        """``acked`` packets newly acknowledged, ``marked`` of them CE-echoed; ``rtt`` a sample
+        (seconds) from a packet sent once, or None."""
+
+    def on_nack(self, now: float) -> None:  # noqa: B027 - optional hook
+        """The receiver reported a hole (a loss)."""
+
+    def on_timeout(self, now: float) -> None:  # noqa: B027 - optional hook
+        """The retransmission timer fired for at least one packet."""
+
+    def on_send(self, now: float, nbytes: int) -> None:  # noqa: B027 - optional hook
+        """A packet of ``nbytes`` wire bytes left."""
+
+    def advance(self, now: float) -> None:  # noqa: B027 - optional hook
+        """Let timer-driven state (DCQCN's rate increase, α decay) catch up to ``now``; called
+        before each decision, so lazy evaluation equals firing the timers on time."""
+
+
+REGISTRY: dict[str, type[CongestionControl]] = {}
+
+
+def register(cls: type[CongestionControl]) -> type[CongestionControl]:
+    """Class decorator: make ``cls`` available by ``cls.name``."""
+    if cls.name in REGISTRY:
+        raise ValueError(f"congestion control {cls.name!r} registered twice")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def cc_params(name: str, values: dict[str, Any] | None = None) -> Any:
+    """The ``Params`` of algorithm ``name`` with ``values`` set; ValueError naming the bad
+    key (an unknown algorithm, an unknown parameter, a value of the wrong type or range)."""
+    cls = REGISTRY.get(str(name))
+    if cls is None:
+        raise ValueError(f"unknown congestion control {name!r}, choose from "
+                         f"{', '.join(REGISTRY)}")
+    values = dict(values or {})
+    fields = {f.name: f for f in dataclasses.fields(cls.Params)}
+    for k, v in values.items():
+        if k not in fields:
+            raise ValueError(f"{k}: not a parameter of {name} (its parameters: "
+                             f"{', '.join(fields) or 'none'})")
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise ValueError(f"{k}: {v!r} is not a number")
+        if not math.isfinite(v) or v < 0:
+            raise ValueError(f"{k}: must be a finite number >= 0, got {v}")
+    params = cls.Params(**{k: type(fields[k].default)(v) for k, v in values.items()})
+    check = getattr(params, "check", None)
+    if check is not None:
+        check()
+    return params
+
+
+def make_cc(name: str, ctx: CcContext, params: Any = None) -> CongestionControl:
+    """A new flow's algorithm ``name`` (``params``: its Params, a dict of them, or None)."""
+    if params is None or isinstance(params, dict):
+        params = cc_params(name, params)
+    return REGISTRY[str(name)](params, ctx)

@@ -1,0 +1,149 @@
+"""DCQCN: the rate-based congestion control of RoCEv2 NICs.
+
+Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015. The reaction
+point (the sender) keeps a current rate R_C, a target rate R_T and α. A congestion
+notification (CNP) — here: an ACK echoing CE, at most one per ``cnp_interval`` as the
+notification point sends them — sets R_T ← R_C, R_C ← R_C·(1 − α/2), α ← (1 − g)·α + g. Without
+notifications α decays every K: α ← (1 − g)·α. The rate recovers in increase events, one per
+expiry of the timer T and one per B bytes sent (the byte counter); with i_T and i_B events
+since the last cut: both below F → fast recovery R_C ← (R_T + R_C)/2; both at least F → hyper
+increase R_T += (min(i_T, i_B) − F + 1)·R_HAI; otherwise additive increase R_T += R_AI; then
+R_C ← (R_T + R_C)/2. The sender is paced at R_C; RoCE NICs have no window, so the window is the
+transport's cap. Switches mark RED-style between K_min and K_max in the paper; fabric.p4 marks
+on a step threshold (the K_min = K_max case, marking.py and p4src/README.md).
+
+Timers run lazily: ``advance(now)`` applies every expiry up to ``now`` before a decision, which
+equals firing them on time because nothing else reads the rate in between.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .base import CcContext, CongestionControl, register
+
+
+@dataclass(frozen=True)
+class DcqcnParams:
+    """Names and defaults of the DCQCN paper's evaluation: ``g`` = 1/256; ``alpha_timer`` K =
+    55 µs; ``cnp_interval`` N = 50 µs; ``rate_timer`` T = 55 µs; ``byte_counter`` B = 10 MB;
+    ``f`` F = 5. ``r_ai`` and ``r_hai`` are fractions of the line rate (the paper's
+    R_AI = 40 Mb/s at 40 Gb/s is 0.001; R_HAI ten times that), so a slower emulated fabric keeps
+    the dynamics; ``min_rate`` likewise; ``window``: packets in flight (0: the transport's);
+    ``alpha_init``: 1, as NICs start. Times in seconds."""
+
+    g: float = 1.0 / 256
+    alpha_init: float = 1.0
+    alpha_timer: float = 55e-6
+    cnp_interval: float = 50e-6
+    rate_timer: float = 55e-6
+    byte_counter: float = 10e6
+    f: int = 5
+    r_ai: float = 0.001
+    r_hai: float = 0.01
+    min_rate: float = 0.001
+    window: int = 0
+
+    def check(self) -> None:
+        if not 0 < self.g <= 1:
+            raise ValueError(f"g: must be in (0, 1], got {self.g}")
+        for name in ("alpha_timer", "rate_timer", "byte_counter"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}: must be > 0")
+        if not 0 < self.min_rate <= 1:
+            raise ValueError("min_rate: must be in (0, 1] (a fraction of the line rate)")
+
+
+_MAX_CATCH_UP = 10_000
+"""Timer expiries applied at most per call (an idle flow back after seconds)."""
+
+
+@register
+class Dcqcn(CongestionControl):
+    name = "dcqcn"
+    uses_ecn = True
+    Params = DcqcnParams
+
+    def __init__(self, params: DcqcnParams, ctx: CcContext) -> None:
+        super().__init__(params, ctx)
+        self.line = ctx.line_rate_bps
+        self.rc = self.rt = self.line
+        self.alpha = params.alpha_init
+        self._w = float(min(params.window, ctx.max_window) if params.window else ctx.max_window)
+        self._last_cnp: float | None = None
+        self._alpha_at: float | None = None   # start of the current α period
+        self._timer_at: float | None = None   # start of the current rate-increase period
+        self._bytes = 0.0
+        self._i_t = self._i_b = 0
+        self.cnps = 0
+
+    @property
+    def window(self) -> float:
+        return self._w
+
+    @property
+    def rate_bps(self) -> float:
+        return self.rc
+
+    def _start(self, now: float) -> None:
+        if self._timer_at is None:
+            self._timer_at = self._alpha_at = now
+
+    def advance(self, now: float) -> None:
+        self._start(now)
+        p = self.p
+        assert self._alpha_at is not None and self._timer_at is not None
+        n = int((now - self._alpha_at) / p.alpha_timer)
+        if n > 0:
+            self.alpha *= (1 - p.g) ** min(n, _MAX_CATCH_UP)
+            self._alpha_at += n * p.alpha_timer
+        n = int((now - self._timer_at) / p.rate_timer)
+        if n > 0:
+            self._timer_at += n * p.rate_timer
+            for _ in range(min(n, _MAX_CATCH_UP)):
+                if self.rc >= self.line and self.rt >= self.line:
+                    break
+                self._i_t += 1
+                self._increase()
+
+    def _increase(self) -> None:
+        p = self.p
+        lo, hi = min(self._i_t, self._i_b), max(self._i_t, self._i_b)
+        if hi < p.f:
+            pass                                      # fast recovery: towards R_T
+        elif lo >= p.f:
+            self.rt += (lo - p.f + 1) * p.r_hai * self.line
+        else:
+            self.rt += p.r_ai * self.line
+        self.rt = min(self.rt, self.line)
+        self.rc = min(self.line, (self.rt + self.rc) / 2)
+
+    def on_send(self, now: float, nbytes: int) -> None:
+        self._bytes += nbytes
+        if self._bytes >= self.p.byte_counter:
+            self._bytes -= self.p.byte_counter
+            self._i_b += 1
+            self._increase()
+
+    def on_ack(self, now: float, acked: int, marked: int, rtt: float | None) -> None:
+        self.advance(now)
+        if marked <= 0:
+            return
+        if self._last_cnp is not None and now - self._last_cnp < self.p.cnp_interval:
+            return
+        self._last_cnp = now
+        self._cut(now)
+
+    def _cut(self, now: float) -> None:
+        p = self.p
+        self.cnps += 1
+        self.rt = self.rc
+        self.rc = max(p.min_rate * self.line, self.rc * (1 - self.alpha / 2))
+        self.alpha = (1 - p.g) * self.alpha + p.g
+        self._alpha_at = self._timer_at = now
+        self._bytes = 0.0
+        self._i_t = self._i_b = 0
+
+    def on_timeout(self, now: float) -> None:
+        self.advance(now)
+        self._cut(now)

@@ -1,0 +1,100 @@
+"""DCTCP: a window cut in proportion to the fraction of CE-marked packets.
+
+Alizadeh et al., "Data Center TCP (DCTCP)", SIGCOMM 2010, and RFC 8257. Once per window of
+data the sender updates α ← (1 − g)·α + g·F, where F is the fraction of the packets acknowledged
+in that window that were CE-marked; on the first marked ACK of a window it sets
+cwnd ← cwnd·(1 − α/2) and does not cut again until that window is acknowledged (CWR). Switches
+mark above a step threshold K on the instantaneous queue (fabric.p4's ``ecn_config``; the
+paper's guideline K > C·RTT/7, marking.py). Otherwise it is standard TCP (RFC 5681): slow start
+below ssthresh, +1 packet per window above it, halving on loss, one packet after a timeout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .base import CcContext, CongestionControl, register
+
+
+@dataclass(frozen=True)
+class DctcpParams:
+    """``g``: α's EWMA gain (paper §3.1 and RFC 8257: 1/16); ``alpha_init``: α before any
+    window was observed (RFC 8257 §3.3 and Linux: 1, so the first marks halve the window);
+    ``init_cwnd``: initial window, packets (RFC 6928 allows 10; 16 as the simulator's NIC
+    started); ``min_cwnd``: floor, packets (at least the receiver's ACK coalescing, or no ACK
+    is due until the delayed-ACK timer fires)."""
+
+    g: float = 1.0 / 16
+    alpha_init: float = 1.0
+    init_cwnd: float = 16.0
+    min_cwnd: float = 2.0
+
+    def check(self) -> None:
+        if not 0 < self.g <= 1:
+            raise ValueError(f"g: must be in (0, 1], got {self.g}")
+        if not 0 <= self.alpha_init <= 1:
+            raise ValueError(f"alpha_init: must be in [0, 1], got {self.alpha_init}")
+        if self.min_cwnd < 1:
+            raise ValueError(f"min_cwnd: must be >= 1, got {self.min_cwnd}")
+        if self.init_cwnd < self.min_cwnd:
+            raise ValueError(f"init_cwnd: must be >= min_cwnd ({self.min_cwnd})")
+
+
+@register
+class Dctcp(CongestionControl):
+    name = "dctcp"
+    uses_ecn = True
+    Params = DctcpParams
+
+    def __init__(self, params: DctcpParams, ctx: CcContext) -> None:
+        super().__init__(params, ctx)
+        self.cap = float(ctx.max_window)
+        self.floor = min(params.min_cwnd, self.cap)
+        self.cwnd = max(self.floor, min(params.init_cwnd, self.cap))
+        self.ssthresh = self.cap
+        self.alpha = params.alpha_init
+        self._win_acked = 0       # packets acknowledged in the current observation window
+        self._win_marked = 0
+        self._win_end = self.cwnd  # the observation window ends after this many packets
+        self._cwr_left = 0.0      # packets still to be acknowledged before the next cut
+        self.reductions = 0
+
+    @property
+    def window(self) -> float:
+        return self.cwnd
+
+    def _cut(self, factor: float) -> None:
+        if self._cwr_left > 0:
+            return
+        self.cwnd = max(self.floor, self.cwnd * factor)
+        self.ssthresh = self.cwnd
+        self._cwr_left = self.cwnd
+        self.reductions += 1
+
+    def on_ack(self, now: float, acked: int, marked: int, rtt: float | None) -> None:
+        if acked <= 0:
+            return
+        marked = min(marked, acked)
+        self._win_acked += acked
+        self._win_marked += marked
+        self._cwr_left = max(0.0, self._cwr_left - acked)
+        if marked:
+            self._cut(1 - self.alpha / 2)
+        elif self.cwnd < self.ssthresh:
+            self.cwnd = min(self.cap, self.cwnd + acked)
+        else:
+            self.cwnd = min(self.cap, self.cwnd + acked / self.cwnd)
+        if self._win_acked >= self._win_end:
+            g = self.p.g
+            self.alpha = (1 - g) * self.alpha + g * self._win_marked / self._win_acked
+            self._win_acked = self._win_marked = 0
+            self._win_end = self.cwnd
+
+    def on_nack(self, now: float) -> None:
+        self._cut(0.5)
+
+    def on_timeout(self, now: float) -> None:
+        self.ssthresh = max(self.floor, self.cwnd / 2)
+        self.cwnd = self.floor
+        self._cwr_left = 0.0
+        self.reductions += 1

@@ -1,0 +1,107 @@
+"""NSCC: a window driven by delay against a target, with ECN (UEC-NSCC / Swift-like).
+
+Swift (Kumar et al., SIGCOMM 2020) keeps the RTT at a target delay: below it the window grows
+additively (``ai`` packets per RTT), above it it shrinks by β·(delay − target)/delay, at most
+``max_mdf``, once per RTT. The Ultra Ethernet transport's NSCC (UEC 1.0 specification,
+network-signal congestion control) combines that delay signal with ECN in four quadrants; we
+follow its logic: no mark and low delay → increase (additively, plus a part proportional to
+how far below target the delay is); mark and high delay → multiplicative decrease; mark with
+low delay (a queue starting) or high delay without marks (a queue draining) → hold.
+The target is the fabric's base RTT plus ``target_qdelay_pkts`` packet times at line rate, so
+it needs no per-fabric constant in seconds. The base RTT is the configuration's (CcContext,
+from the topology, as UEC configures it); without one, the lowest RTT the flow has seen —
+which a flow that starts into a standing queue overestimates and then never yields (the
+latecomer advantage of delay-based control), hence the configured value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .base import CcContext, CongestionControl, register
+
+
+@dataclass(frozen=True)
+class NsccParams:
+    """``target_qdelay_pkts``: queueing delay the flow aims for, in packet times at line rate
+    (8: a few µs at 100 Gb/s, like Swift's fabric target); ``ai``: additive increase, packets
+    per RTT (Swift: 1); ``pi``: proportional increase gain (UEC NSCC's proportional term,
+    0: off); ``beta``: multiplicative-decrease gain (Swift: 0.8); ``max_mdf``: largest cut in
+    one RTT (Swift: 0.5); ``init_cwnd``/``min_cwnd``: packets."""
+
+    target_qdelay_pkts: float = 8.0
+    ai: float = 1.0
+    pi: float = 4.0
+    beta: float = 0.8
+    max_mdf: float = 0.5
+    init_cwnd: float = 16.0
+    min_cwnd: float = 2.0
+
+    def check(self) -> None:
+        if not 0 < self.max_mdf < 1:
+            raise ValueError(f"max_mdf: must be in (0, 1), got {self.max_mdf}")
+        if self.min_cwnd < 1:
+            raise ValueError(f"min_cwnd: must be >= 1, got {self.min_cwnd}")
+        if self.init_cwnd < self.min_cwnd:
+            raise ValueError(f"init_cwnd: must be >= min_cwnd ({self.min_cwnd})")
+
+
+@register
+class Nscc(CongestionControl):
+    name = "nscc"
+    uses_ecn = True
+    Params = NsccParams
+
+    def __init__(self, params: NsccParams, ctx: CcContext) -> None:
+        super().__init__(params, ctx)
+        self.cap = float(ctx.max_window)
+        self.floor = min(params.min_cwnd, self.cap)
+        self.cwnd = max(self.floor, min(params.init_cwnd, self.cap))
+        self.base_rtt: float | None = ctx.base_rtt or None
+        self._measure_base = not ctx.base_rtt
+        self.delay: float | None = None   # the latest RTT sample
+        self._qtarget = params.target_qdelay_pkts * ctx.packet_bytes * 8 / ctx.line_rate_bps
+        self._hold_left = 0.0             # packets to be acknowledged before the next cut
+        self.reductions = 0
+
+    @property
+    def window(self) -> float:
+        return self.cwnd
+
+    @property
+    def target(self) -> float | None:
+        return None if self.base_rtt is None else self.base_rtt + self._qtarget
+
+    def _cut(self, factor: float) -> None:
+        if self._hold_left > 0:
+            return
+        self.cwnd = max(self.floor, self.cwnd * factor)
+        self._hold_left = self.cwnd
+        self.reductions += 1
+
+    def on_ack(self, now: float, acked: int, marked: int, rtt: float | None) -> None:
+        if acked <= 0:
+            return
+        self._hold_left = max(0.0, self._hold_left - acked)
+        if rtt is not None:
+            if self._measure_base:
+                self.base_rtt = rtt if self.base_rtt is None else min(self.base_rtt, rtt)
+            self.delay = rtt
+        target = self.target
+        if self.delay is None or target is None:
+            return
+        p = self.p
+        high = self.delay > target
+        if not high and not marked:
+            gain = p.ai + p.pi * (target - self.delay) / target
+            self.cwnd = min(self.cap, self.cwnd + gain * acked / self.cwnd)
+        elif high and marked:
+            self._cut(max(1 - p.beta * (self.delay - target) / self.delay, 1 - p.max_mdf))
+
+    def on_nack(self, now: float) -> None:
+        self._cut(1 - self.p.max_mdf)
+
+    def on_timeout(self, now: float) -> None:
+        self.cwnd = self.floor
+        self._hold_left = 0.0
+        self.reductions += 1

@@ -1,0 +1,58 @@
+"""RTT estimation and the retransmission timeout, as RFC 6298 specifies them.
+
+First sample R: SRTT ← R, RTTVAR ← R/2. Later samples R': RTTVAR ← (1 − β)·RTTVAR + β·|SRTT − R'|,
+then SRTT ← (1 − α)·SRTT + α·R' (α = 1/8, β = 1/4). RTO ← SRTT + max(G, K·RTTVAR) with K = 4 and
+G the clock granularity, clamped to [min_rto, max_rto] (RFC 6298 §2.4 says at least 1 s;
+data-centre transports configure far less, hence a value). Before any sample the RTO is the
+initial one. Each expiry doubles it (§5.5, "back off the timer"), up to max_rto, until a new
+sample recomputes it. Karn's algorithm (§3): samples come only from packets sent once — the
+sender decides that, this class only takes the samples it is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALPHA = 1 / 8
+BETA = 1 / 4
+K = 4
+
+
+@dataclass
+class RttEstimator:
+    """All times in seconds. ``min_rto == max_rto`` pins the RTO (a fixed timer)."""
+
+    initial_rto: float = 1.0
+    min_rto: float = 1.0
+    max_rto: float = 60.0
+    granularity: float = 0.0
+    srtt: float | None = None
+    rttvar: float | None = None
+    rto: float = 0.0
+    samples: int = 0
+    backoffs: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_rto <= self.max_rto:
+            raise ValueError(f"need 0 < min_rto ({self.min_rto}) <= max_rto ({self.max_rto})")
+        self.rto = self._clamp(self.initial_rto)
+
+    def _clamp(self, rto: float) -> float:
+        return min(self.max_rto, max(self.min_rto, rto))
+
+    def sample(self, r: float) -> None:
+        """One measurement ``r`` (seconds) from a packet that was transmitted once."""
+        if r < 0:
+            return
+        if self.srtt is None or self.rttvar is None:
+            self.srtt, self.rttvar = r, r / 2
+        else:
+            self.rttvar = (1 - BETA) * self.rttvar + BETA * abs(self.srtt - r)
+            self.srtt = (1 - ALPHA) * self.srtt + ALPHA * r
+        self.samples += 1
+        self.rto = self._clamp(self.srtt + max(self.granularity, K * self.rttvar))
+
+    def backoff(self) -> None:
+        """The timer expired: double the RTO (up to max_rto)."""
+        self.backoffs += 1
+        self.rto = min(self.max_rto, 2 * self.rto)
