@@ -12,9 +12,11 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import subprocess
 import sys
 import threading
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,13 @@ LOG_LEVELS = {
     "critical": logging.CRITICAL,
     "off": logging.CRITICAL + 10,
 }
+
+
+class DataPlane(StrEnum):
+    """``--target``: which implementation of the pipeline API processes packets."""
+
+    PYTHON = "python"
+    EBPF = "ebpf"
 
 
 @dataclass(frozen=True)
@@ -150,6 +159,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="attach a Linux interface as switch port PORT (repeatable), e.g. -i 1@veth0; "
         "PORT@pcap:FILE replays FILE as the port's input (PORT@pcap: for output only; "
         "output is written with --pcap)",
+    )
+    p.add_argument(
+        "--target",
+        choices=[t.value for t in DataPlane],
+        default=DataPlane.PYTHON.value,
+        help="where packets are processed: 'python' (default: the pipeline in this process) "
+        "or 'ebpf' (the program compiled to BPF on each interface's tc ingress; needs root, "
+        "clang and libbpf; see docs/p4switch-ebpf.md)",
     )
     p.add_argument("--device-id", type=int, default=0, help="P4Runtime device id (default 0)")
     p.add_argument(
@@ -293,6 +310,17 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"port {n} is the CPU port")
         if n == args.drop_port:
             parser.error(f"port {n} is the drop port")
+    ebpf = args.target == DataPlane.EBPF
+    if ebpf:
+        from p4switch.ebpf.toolchain import unavailable_reason
+
+        why = unavailable_reason()
+        if why is not None:
+            return _fail(f"{why}; the default --target python needs none of it")
+        if any(s.is_pcap for s in args.interfaces):
+            parser.error("--target ebpf takes Linux interfaces only (no pcap ports)")
+        if args.pcap:
+            parser.error("--pcap needs --target python (eBPF frames never reach this process)")
     _setup_logging(args.log_level)
 
     from p4switch.ports import PcapFilePort, RawPort
@@ -313,14 +341,18 @@ def main(argv: list[str] | None = None) -> int:
             print(str(e), file=sys.stderr)
             return 2
 
-    sw = Switch(
-        device_id=args.device_id,
-        cpu_port=args.cpu_port,
-        drop_port=args.drop_port,
-        queue_depth=args.queue_depth,
-        priority_queues=args.priority_queues,
-        pcap_dir=args.pcap,
-    )
+    common = dict(device_id=args.device_id, cpu_port=args.cpu_port, drop_port=args.drop_port,
+                  queue_depth=args.queue_depth, priority_queues=args.priority_queues)
+    if ebpf:
+        from p4switch.ebpf.switch import EbpfSwitch
+
+        try:
+            sw = EbpfSwitch({s.number: s.target for s in args.interfaces}, **common)
+        except (OSError, ValueError, subprocess.CalledProcessError) as e:
+            what = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            return _fail(f"cannot attach port: {what}")
+    else:
+        sw = Switch(**common, pcap_dir=args.pcap)
     # switch-wide rates first (a rate for every port replaces the per-port ones), and zeros
     # (unlimited) before rates, so no flag undoes another one the check above allowed
     rates = [(port, sw.set_queue_rate, pps) for port, pps in args.queue_rate]
@@ -329,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         setter(port, rate or None)
 
     try:
-        for spec in args.interfaces:
+        for spec in [] if ebpf else args.interfaces:
             if spec.is_pcap:
                 sw.add_port(PcapFilePort(spec.number, spec.pcap_input))
             else:
@@ -453,6 +485,9 @@ def install_entries(sw: Any, path: str) -> int:
 def _close_ports(sw: object) -> None:
     for port in getattr(sw, "ports", {}).values():
         port.close()
+    close = getattr(sw, "close", None)  # the eBPF switch: filters and its CPU veth
+    if close is not None:
+        close()
 
 
 if __name__ == "__main__":

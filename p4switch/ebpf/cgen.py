@@ -954,8 +954,10 @@ class CGen:
         self.w("{ long _d = (long)_olen - (long)C->off;")
         self.w("  if (_d > 0 && bpf_skb_change_head(skb, _d, 0)) { p4_stat(5); "
                "return TC_ACT_SHOT; }")
-        self.w("  if (_d < 0 && bpf_skb_adjust_room(skb, _d, BPF_ADJ_ROOM_MAC, 0)) { "
-               "p4_stat(5); return TC_ACT_SHOT; } }")
+        # shrinking: the kernel's adjust_room takes only IP frames with a whole Ethernet
+        # header in front; anything else (a packet-out header) has its payload moved
+        self.w("  if (_d < 0 && (_olen < 14 || bpf_skb_adjust_room(skb, _d, BPF_ADJ_ROOM_MAC, "
+               "0)) && p4_shrink(skb, C, C->off, _olen)) { p4_stat(5); return TC_ACT_SHOT; } }")
         self.w("__u32 _o = 0;")
         for lv, t in emits:
             name = self.header_codecs(t)
@@ -1016,9 +1018,10 @@ class CGen:
                                crc32=_crc32_table(), crc16=_crc16_table())]
         out += list(self.structs.values())
         out.append("struct p4ctx {\n    __u32 off;\n    __u32 exiting;\n    __u32 plen;\n"
-                   f"    __u8 hb[{HASH_BUF}];\n    __u8 xb[{max(self.max_hdr, 8)}];\n"
+                   f"    __u8 hb[{HASH_BUF}];\n    __u8 xb[{max(self.max_hdr, 8)}];\n    __u8 mv[64];\n"
                    + "\n".join(ctx) + "\n};")
         out.append(_map("p4ctx_map", "BPF_MAP_TYPE_PERCPU_ARRAY", "__u32", "struct p4ctx", 1))
+        out.append(_SHRINK)
         out += self.maps
         out += self.helpers
         out.append(_MAIN_HEAD)
@@ -1179,6 +1182,30 @@ static __always_inline __u64 p4_identity(const __u8 *b, __u32 n) {{
     return s;
 }}"""
 
+_SHRINK = r"""/* move the bytes from `from` to the end down to `to` (< from), then cut the tail: a frame
+ * loses bytes at its head where bpf_skb_adjust_room cannot (non-IP frames) */
+static __always_inline int p4_shrink(struct __sk_buff *skb, struct p4ctx *C, __u32 from,
+                                     __u32 to) {
+    __u32 len = skb->len;
+    if (from > len || to >= from) return -1;
+    __u32 n = len - from, done = 0;
+    for (int i = 0; i < 24; i++) {
+        if (done + 64 > n) break;
+        if (bpf_skb_load_bytes(skb, from + done, C->mv, 64)) return -1;
+        if (bpf_skb_store_bytes(skb, to + done, C->mv, 64, 0)) return -1;
+        done += 64;
+    }
+    for (int i = 0; i < 63; i++) {
+        if (done >= n) break;
+        if (bpf_skb_load_bytes(skb, from + done, C->mv, 1)) return -1;
+        if (bpf_skb_store_bytes(skb, to + done, C->mv, 1, 0)) return -1;
+        done += 1;
+    }
+    if (done < n) return -1;
+    return bpf_skb_change_tail(skb, to + n, 0);
+}
+"""
+
 _MAIN_HEAD = r"""SEC("tc")
 int p4_ingress(struct __sk_buff *skb) {
     __u32 zero = 0;
@@ -1203,7 +1230,7 @@ int p4_ingress(struct __sk_buff *skb) {
 _MAIN_TAIL = r"""    {{
         __u32 out = C->sm.f_egress_port;
         if (cfg->test_mode) {{ skb->mark = out; p4_stat(1); return TC_ACT_OK; }}
-        if ((int)out == {cpu}) {{ p4_stat(6); return TC_ACT_SHOT; }}
+        if ((int)out == {cpu}) p4_stat(6);
         __u32 *ifx = bpf_map_lookup_elem(&p4ports_out, &out);
         if (!ifx || !*ifx) {{ p4_stat(4); return TC_ACT_SHOT; }}
         p4_stat(1);

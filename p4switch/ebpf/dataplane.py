@@ -126,8 +126,12 @@ class EbpfPipeline(Pipeline):
             a.detach()
         self._attached.clear()
 
-    def close(self) -> None:
-        self.detach()
+    def close(self, *, detach: bool = True) -> None:
+        """Release the object; ``detach=False`` leaves the interfaces' filters alone (a newer
+        program replaced them, and the kernel keeps this one alive until it did)."""
+        if detach:
+            self.detach()
+        self._attached.clear()
         self.obj.close()
         if self._tmp is not None:
             self._tmp.cleanup()

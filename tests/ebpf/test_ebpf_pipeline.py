@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "controller"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+PROBE_IP = "169.254.255.255"  # controller.routing.PROBE_IP: routed to the CPU port
+CPU_PORT = 255
 PACKETS_PER_SCHEME = 3400  # x3 schemes: > 10k packets compared frame by frame
 
 
@@ -89,6 +91,11 @@ def _frames(spec, sw: str, n: int, seed: int):
             f = f[:rng.randrange(34, len(f))]
         if i % 53 == 0:  # a corrupt IPv4 checksum: dropped by the program's verify
             f = f[:24] + bytes([f[24] ^ 0xFF]) + f[25:]
+        if i % 29 == 0:  # to the probe address: a packet-in on the CPU port
+            f = udp_frame(a.ip, PROBE_IP, 1, 2, "02:00:00:00:00:01", "02:00:00:00:00:02")
+        if i % 31 == 0:  # a packet-out from the CPU port: 2-byte header (port, pad) stripped
+            yield (rng.choice(ports) << 7).to_bytes(2, "big") + f, CPU_PORT
+            continue
         yield f, rng.choice(ports)
 
 
@@ -116,8 +123,10 @@ def test_fabric_identical_frames_counters_registers(fabric, scheme: str) -> None
             want = [(o.port, o.data) for o in py.process(f, port, 0).outputs]
             got = eb.run(f, port)
             assert ([got] if got is not None else []) == want, (scheme, i, port, f.hex())
-            outcomes["out" if want else "drop"] += 1
+            outcomes["drop" if not want else "cpu" if want[0][0] == CPU_PORT else
+                     "packet_out" if port == CPU_PORT else "out"] += 1
         assert outcomes["out"] > PACKETS_PER_SCHEME // 2 and outcomes["drop"] > 100
+        assert outcomes["cpu"] > 50 and outcomes["packet_out"] > 50
         for name in py.counters:
             for i in range(py.counter_size(name)):
                 assert eb.counter_read(name, i) == py.counter_read(name, i), (name, i)

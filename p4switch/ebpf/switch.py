@@ -1,0 +1,172 @@
+"""``EbpfSwitch``: a p4switch whose packets never leave the kernel.
+
+Each port is a Linux interface with the compiled program on its tc clsact ingress; a frame is
+parsed, matched, rewritten and redirected to the egress interface inside the kernel. The
+process keeps the control plane: the P4Runtime server drives this switch exactly as the Python
+one (``Switch.pipeline`` is an ``EbpfPipeline``, the same ``PipelineAPI``).
+
+The CPU port is a veth pair this switch creates: the program redirects CPU-port output to one
+end (``p4ft-cNNNNNk``, a port like any other), the process reads it from the other end
+(``p4ft-cNNNNNu``) and hands it to the packet-in listeners; a packet-out is written into the
+user end and so enters the program on the CPU port, as on the Python target.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from p4switch import ir
+from p4switch.switch import Switch
+
+from .dataplane import EbpfPipeline
+
+log = logging.getLogger("p4switch")
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_IGNORE_OUTGOING = 23
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+def _operstate(ifname: str) -> str:
+    try:
+        return Path(f"/sys/class/net/{ifname}/operstate").read_text().strip()
+    except OSError:
+        return "notpresent"
+
+
+class EbpfSwitch(Switch):
+    """``Switch`` with the eBPF data plane on ``interfaces`` ({port: ifname})."""
+
+    def __init__(self, interfaces: dict[int, str], **kw: Any) -> None:
+        super().__init__(pipeline_factory=self._build, **kw)
+        self.interfaces = dict(interfaces)
+        for n, ifname in self.interfaces.items():
+            socket.if_nametoindex(ifname)  # OSError now, not at load time
+            if n in (self.cpu_port, self.drop_port):
+                raise ValueError(f"port {n} is the {'CPU' if n == self.cpu_port else 'drop'} port")
+        self._current: EbpfPipeline | None = None
+        self._cpu_sock: socket.socket | None = None
+        self._cpu_pair: tuple[str, str] | None = None
+        self._reader: threading.Thread | None = None
+        self._reading = False
+        if self.cpu_port is not None:
+            tag = f"{os.getpid() % 100000:05d}"
+            kern, user = f"p4ft-c{tag}k", f"p4ft-c{tag}u"
+            _ip("link", "add", kern, "type", "veth", "peer", "name", user)
+            self._cpu_pair = (kern, user)
+            for dev in (kern, user):  # no IPv6 chatter (router solicitations) into the program
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"],
+                               capture_output=True, check=False)
+                _ip("link", "set", dev, "up")
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+            s.bind((user, ETH_P_ALL))
+            s.settimeout(0.2)
+            self._cpu_sock = s
+
+    # the pipeline --------------------------------------------------------------------------
+    def _build(self, program: ir.Program, *, drop_port: int, cpu_port: int | None
+               ) -> EbpfPipeline:
+        """Compile, load and attach; the previous program's filters are replaced in place
+        (BPF_TC_F_REPLACE), then its object is closed."""
+        pl = EbpfPipeline(program, drop_port=drop_port, cpu_port=cpu_port)
+        ports = dict(self.interfaces)
+        if self._cpu_pair is not None and cpu_port is not None:
+            ports[cpu_port] = self._cpu_pair[0]
+        try:
+            pl.attach(ports)
+        except BaseException:
+            pl.close()
+            raise
+        old, self._current = self._current, pl
+        if old is not None:
+            old.close(detach=False)
+        return pl
+
+    # packet I/O with the control plane ----------------------------------------------------
+    def packet_out(self, data: bytes) -> None:
+        if self._cpu_sock is None or self._current is None:
+            self.counters.packet_out_dropped += 1
+            return
+        try:
+            self._cpu_sock.send(data)
+            self.counters.packet_out += 1
+        except OSError:
+            self.counters.packet_out_dropped += 1
+
+    def _read_cpu(self) -> None:
+        sock = self._cpu_sock
+        assert sock is not None
+        while self._reading:
+            try:
+                frame = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            self.counters.packet_in += 1
+            listeners: list[Callable[[bytes], None]] = list(self._packet_in_listeners)
+            for cb in listeners:
+                try:
+                    cb(frame)
+                except Exception:  # a listener's bug must not stop packet-in
+                    log.exception("packet-in listener failed")
+
+    # lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        super().start()
+        if self._cpu_sock is not None:
+            self._reading = True
+            self._reader = threading.Thread(target=self._read_cpu, name="p4switch-cpu",
+                                            daemon=True)
+            self._reader.start()
+        log.info("eBPF data plane on %s", ", ".join(f"{n}@{i}" for n, i in
+                                                     sorted(self.interfaces.items())))
+
+    def stop(self, *, log_stats: bool = True) -> None:
+        self._reading = False
+        if self._reader is not None:
+            self._reader.join(timeout=2.0)
+            self._reader = None
+        if log_stats and self._current is not None:
+            log.info("eBPF: %s", " ".join(f"{k}={v}" for k, v in self._current.stats().items()))
+        super().stop(log_stats=False)
+        self.close()
+
+    def close(self) -> None:
+        """Detach from every interface, close the object, remove the CPU veth; idempotent."""
+        if self._current is not None:
+            self._current.close()
+            self._current = None
+        if self._cpu_sock is not None:
+            self._cpu_sock.close()
+            self._cpu_sock = None
+        if self._cpu_pair is not None:
+            subprocess.run(["ip", "link", "del", self._cpu_pair[0]], capture_output=True,
+                           check=False)
+            self._cpu_pair = None
+
+    def port_stats(self) -> dict[int, dict[str, Any]]:
+        """Per port: the interface's oper state (the controller's link-down signal) and its
+        kernel counters; the eBPF target has no user-space queue (see docs)."""
+        out: dict[int, dict[str, Any]] = {}
+        for n, ifname in sorted(self.interfaces.items()):
+            state = _operstate(ifname)
+            d: dict[str, Any] = {"oper_state": state, "oper_up": int(state in ("up", "unknown"))}
+            for k in ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "tx_dropped"):
+                try:
+                    d[k] = int(Path(f"/sys/class/net/{ifname}/statistics/{k}").read_text())
+                except (OSError, ValueError):
+                    d[k] = 0
+            out[n] = d
+        return out

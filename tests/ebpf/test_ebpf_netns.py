@@ -1,0 +1,119 @@
+"""End to end in network namespaces, as root: ``p4switch --target ebpf`` forwards between two
+hosts inside the kernel, programmed over P4Runtime by the same server as the Python target;
+the CPU port carries packet-in and packet-out; counters and registers are read and written
+over P4Runtime; and the filters and the CPU veth are gone after the switch stops."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from p4switch.ebpf import toolchain
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "switch"))
+from switch_netns import Topo, recv_all  # noqa: E402
+from test_switch_netns import ROUTER_MAC, _ours, install_routes, udp  # noqa: E402
+
+REASON = toolchain.unavailable_reason()
+pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+IPV4_P4 = ROOT / "tests" / "switch" / "p4" / "ipv4.p4"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def topo() -> Iterator[Topo]:
+    t = Topo(tag="e").create()
+    try:
+        yield t
+    finally:
+        t.destroy()
+
+
+def _tc_filters(ifname: str) -> str:
+    return subprocess.run(["tc", "filter", "show", "dev", ifname, "ingress"],
+                          capture_output=True, text=True, check=False).stdout
+
+
+def test_cli_target_ebpf_forwards_in_the_kernel_over_p4runtime(topo: Topo) -> None:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    addr = f"127.0.0.1:{free_port()}"
+    cmd = [sys.executable, "-m", "p4switch", str(IPV4_P4), "--target", "ebpf",
+           "--grpc-server-addr", addr, "--cpu-port", "64"]
+    for h in topo.hosts:
+        cmd += ["-i", f"{h.port}@{h.sw_ifname}"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            log.append(line.rstrip())
+            if "eBPF data plane on" in line:
+                ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        assert ready.wait(60), "\n".join(log[-30:])
+        assert "bpf" in _tc_filters(topo.hosts[0].sw_ifname)
+        install_routes(addr, [(0x0A000200, 24, 2, 0x020000000002, "MyIngress.ipv4_forward")])
+        s1, s2 = topo.host_socket(1), topo.host_socket(2)
+        try:
+            for i in range(50):
+                s1.send(udp("10.0.2.1", sport=1000 + i))
+            s1.send(udp("10.9.9.9"))  # no route: dropped by the default action
+            got = recv_all(s2, timeout=1.5, want=50, accept=_ours)
+        finally:
+            s1.close()
+            s2.close()
+        assert len(got) == 50
+        for i, raw in enumerate(got):
+            p = Ether(raw)
+            assert (p.dst, p.src, p[IP].ttl, p[UDP].sport) == (
+                "02:00:00:00:00:02", ROUTER_MAC, 63, 1000 + i)
+            csum = p[IP].chksum
+            del p[IP].chksum
+            assert Ether(bytes(p))[IP].chksum == csum
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+    time.sleep(0.1)
+    assert proc.returncode == 0, "\n".join(log[-30:])
+    stats = next(ln for ln in log if "eBPF: rx=" in ln)
+    assert " tx=50 " in stats and " drop=0 " not in stats
+    for h in topo.hosts:  # the clsact qdisc and its filter went with the switch
+        assert "bpf" not in _tc_filters(h.sw_ifname)
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert f"p4ft-c{proc.pid % 100000:05d}k" not in links
+
+
+def test_cli_target_ebpf_refuses_a_program_it_cannot_express(tmp_path: Path) -> None:
+    bad = tmp_path / "stack.p4"
+    bad.write_text((ROOT / "tests/stf/programs/stack_ops.p4").read_text())
+    r = subprocess.run([sys.executable, "-m", "p4switch", str(bad), "--target", "ebpf",
+                        "--no-grpc", "-i", "1@lo"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    line = r.stderr.strip().splitlines()[-3:]
+    assert any("stack.p4:" in ln and "not supported by the eBPF back end" in ln for ln in line), \
+        r.stderr
