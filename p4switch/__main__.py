@@ -139,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "program",
         nargs="?",
-        help="P4_16 v1model source file to compile and run at start-up "
+        help="P4_16 v1model source file to compile and run at start-up, or the BMv2 JSON "
+        "p4c-bm2-ss wrote for one (told apart by content) "
         "(omit and pass --no-p4 to wait for SetForwardingPipelineConfig)",
     )
     p.add_argument(
@@ -332,11 +333,12 @@ def main(argv: list[str] | None = None) -> int:
         if not path.is_file():
             return _fail(f"{path}: no such file")
         try:
-            from p4switch.frontend import P4CompileError, compile_file  # type: ignore[attr-defined]
+            from p4switch.errors import P4CompileError
+            from p4switch.programs import load_program
         except ImportError as e:
             return _fail(f"the P4 front end is not available ({e})")
         try:
-            program = compile_file(str(path))
+            program = load_program(path)  # P4 source, or p4c-bm2-ss's BMv2 JSON
         except P4CompileError as e:
             print(str(e), file=sys.stderr)
             return 2

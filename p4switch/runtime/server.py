@@ -24,7 +24,7 @@ from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4data_pb2, p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4switch import device_config, ir, pi_device_config
+from p4switch import bmv2json, device_config, ir, pi_device_config
 from p4switch.p4info import P4InfoError, build_p4info
 from p4switch.pipeline import api
 from p4switch.runtime.entities import Entities, ServerState
@@ -196,14 +196,22 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise invalid(str(e)) from None
         what = f"{pi_device_config.FULL_NAME}.device_data: " if unwrapped.wrapped else ""
         if unwrapped.data:
-            try:
-                bundle = device_config.parse_bundle(unwrapped.data)
-            except device_config.BundleError as e:
-                raise invalid(f"{what}{e}") from None
-            try:
-                program = self.compiler(bundle)
-            except Exception as e:  # P4CompileError (file:line:col) or a front-end failure
-                raise invalid(f"{what}P4 compile error: {e}") from None
+            bmv2 = bmv2json.sniff(unwrapped.data)
+            if bmv2 is not None:  # p4c-bm2-ss output, as simple_switch_grpc takes it
+                pushed = cfg.p4info if cfg.HasField("p4info") else None
+                try:
+                    program = bmv2json.load(bmv2, pushed, "bmv2.json")
+                except bmv2json.Bmv2JsonError as e:
+                    raise invalid(f"{what}{e}") from None
+            else:
+                try:
+                    bundle = device_config.parse_bundle(unwrapped.data)
+                except device_config.BundleError as e:
+                    raise invalid(f"{what}{e}") from None
+                try:
+                    program = self.compiler(bundle)
+                except Exception as e:  # P4CompileError (file:line:col) or a front-end failure
+                    raise invalid(f"{what}P4 compile error: {e}") from None
             dev = unwrapped.data
         else:  # P4Info only: describe the program the switch already runs
             cur = self._current()

@@ -544,10 +544,11 @@ def _key_aliases(name: str) -> list[str]:
 
 
 def load_program(program_path: str | Path) -> ir.Program:
-    """Compile with p4switch's front end (imported late: the STF syntax needs no compiler)."""
-    from p4switch.frontend import compile_file
+    """P4 source through p4switch's front end, or p4c's BMv2 JSON through the BMv2 JSON one
+    (imported late: the STF syntax needs no compiler)."""
+    from p4switch.programs import load_program as load
 
-    return compile_file(str(Path(program_path).resolve()))
+    return load(program_path)
 
 
 def run_stf(
