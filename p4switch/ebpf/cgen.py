@@ -308,13 +308,18 @@ class CGen:
                 return (f"((__u64)({self.sext(a, w)} >> ({b} >= {w} ? {w - 1} : {b})) "
                         f"& {m})")
             return f"({b} >= {w} ? 0 : ({a} >> {b}))"
+        if op in ("|+|", "|-|") and signed:
+            if w >= 64:
+                raise self.refuse("64-bit signed saturating arithmetic", e.loc)
+            lo, hi = -(1 << (w - 1)), (1 << (w - 1)) - 1
+            r = f"({self.sext(a, w)} {op[1]} {self.sext(b, w)})"
+            return (f"((__u64)({r} > {hi}LL ? {hi}LL : {r} < {lo}LL ? {lo}LL : {r}) "
+                    f"& {m})")
         if op == "|+|":
-            if signed or w >= 64:
-                raise self.refuse("this saturating addition", e.loc)
+            if w >= 64:
+                return f"(({a} + {b}) < {a} ? {m} : ({a} + {b}))"
             return f"(({a} + {b}) > {m} ? {m} : ({a} + {b}))"
         if op == "|-|":
-            if signed:
-                raise self.refuse("signed saturating subtraction", e.loc)
             return f"({a} > {b} ? {a} - {b} : 0)"
         raise self.refuse(f"operator {op}", e.loc)
 
@@ -459,15 +464,17 @@ class CGen:
             self.loc = act.loc
         aid = _cid(key)
         names = dict(self.scope.names)
-        dirs = [p for p in act.params if p.direction != ""]
-        datas = act.data_params
+        # ``args`` bind the leading parameters (a direct call binds data parameters too,
+        # as ``in``), ``data`` the data parameters a table entry supplies
+        dirs = act.params[:len(args)]
+        datas = [p for p in act.params[len(args):] if p.direction == ""]
         self.w("{")
         self.ind += 1
         for p, a in zip(dirs, args, strict=False):
             fname = f"A_{aid}_{_cid(p.name)}"
             self.ctx_fields.append(f"    {self.ctype(p.type)} {fname};")
             names[p.name] = f"C->{fname}"
-            if p.direction in ("in", "inout"):
+            if p.direction in ("in", "inout", ""):
                 if isinstance(p.type, ir.HeaderType | ir.StructType):
                     self.w(f"C->{fname} = {self.lval(a)};")
                 else:
@@ -481,13 +488,16 @@ class CGen:
             self.w(f"C->{fname} = {d} & {_mask(_width(p.type))};")
         ret = self.fresh("_ret")
         saved = self.scope
-        self.scope = _Scope(names, saved.block, saved.exit_label, ret, saved.instances)
+        # return and exit both end the action here: its out/inout arguments are copied out
+        # either way (spec: exit copies out); exit then goes on to end the control
+        self.scope = _Scope(names, saved.block, ret, ret, saved.instances)
         self.block(act.body)
         self.scope = saved
         self.w(f"{ret}:;")
         for p, a in zip(dirs, args, strict=False):
             if p.direction in ("out", "inout"):
                 self.w(f"{self.lval(a)} = C->A_{aid}_{_cid(p.name)};")
+        self.w(f"if (C->exiting) goto {saved.exit_label};")
         self.ind -= 1
         self.w("}")
 

@@ -193,11 +193,10 @@ STF_DIR = ROOT / "tests" / "stf" / "programs"
 DIFFERS = {
     "flowlet": "timestamps come from the kernel clock, not the STF's virtual time",
     "std_metadata": "timestamps and queueing metadata (inline egress: no queue)",
+    "action_arg_copy": "one expected frame is 4 bytes: the kernel cannot cut a frame below an "
+                       "Ethernet header (bpf_skb_change_tail)",
 }
-KNOWN_BUGS = {
-    "action_arg_copy": "copy-in/copy-out of directional action arguments aliasing each other",
-    "exit_copy_out": "exit inside an inlined sub-control apply: copy-out values",
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def _stf_outcome(p4: Path) -> tuple[str, str]:
@@ -230,4 +229,4 @@ def test_stf_programs_pass_or_are_refused_with_located_errors() -> None:
         else:
             assert outcome == "pass", (stem, msg)
     print(f"\neBPF STF: {dict(counts)}")
-    assert counts["pass"] >= 19
+    assert counts["pass"] >= 24
