@@ -400,16 +400,17 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     # ---- actions, as p4c keeps them: those a table can run (its list and default action) and
     # those a control body calls directly (p4c moves such a call into a hidden table). An
     # action nothing reaches -- NoAction included -- is not part of the control-plane API.
-    action_keys: list[str] = []
+    reached: list[str] = []
     for _, t in tables:
         for key in [ref.action for ref in t.actions] + [t.default_action.action]:
-            if key not in action_keys:
-                action_keys.append(key)
+            if key not in reached:
+                reached.append(key)
+    by_tables = set(reached)
     for c in program.controls.values():
         for key in _direct_action_calls(c.body):
-            if key not in action_keys:
-                action_keys.append(key)
-    actions = [program.actions[k] for k in action_keys
+            if key not in reached:
+                reached.append(key)
+    actions = [program.actions[k] for k in _action_order(program, tables, reached)
                if k in program.actions and not _is_hidden(program.actions[k].annotations)]
     action_ids = alloc.allocate(
         PREFIX_ACTION,
@@ -444,7 +445,16 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         """Direct resources of applied tables only (p4c: "Direct counter not used; ignoring")."""
         return [(c, i) for c, i in insts if (id(c), i.name) in attached]
 
-    profiles = instances_of(*registry.p4info_types("action_profiles"))
+    # an inline ``implementation = action_selector(...)`` goes with its table: p4c drops both
+    # when nothing applies the table
+    applied = {(id(c), t.name) for c, t in tables}
+    inline = {(id(c), t.implementation) for c in program.controls.values()
+              for t in c.tables.values() if t.implementation is not None
+              and (id(c), t.name) not in applied
+              and c.instances.get(t.implementation) is not None
+              and c.instances[t.implementation].cp_name == t.cp_name}
+    profiles = [(c, i) for c, i in instances_of(*registry.p4info_types("action_profiles"))
+                if (id(c), i.name) not in inline]
     counters = instances_of(*registry.p4info_types("counters"))
     dcounters = direct(instances_of(*registry.p4info_types("direct_counters")))
     meters = instances_of(*registry.p4info_types("meters"))
@@ -548,7 +558,9 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         pa.preamble.alias = alias[a.cp_name]
         _annotate(pa.preamble, a.annotations)
         _doc(pa.preamble.doc, a.annotations)
-        params = a.data_params
+        # an action only ever called directly has its data bound at each call: p4c lists no
+        # parameters for it (the control plane supplies none)
+        params = a.data_params if a.name in by_tables else []
         pids = _member_ids([(p.name, p.annotations) for p in params], a.cp_name)
         for pid, p in zip(pids, params, strict=True):
             _register_type(types, p.type)
@@ -665,7 +677,61 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         pdg.preamble.alias = alias[st.name]
         pdg.type_spec.CopyFrom(types.spec(st))
 
+    if _writes_type_info(program, p4info):
+        p4info.type_info.SetInParent()
     return p4info
+
+
+def _writes_type_info(program: ir.Program, p4info: p4info_pb2.P4Info) -> bool:
+    """Whether p4c writes a ``type_info`` section, also an empty one: it does once anything
+    but actions is in the P4Info, or once a control calls an extern function (p4c's
+    v1model back end looks at each such call); a program of actions and header operations
+    alone has none."""
+    if any(len(getattr(p4info, kind)) for kind in (
+            "tables", "action_profiles", "counters", "direct_counters", "meters",
+            "direct_meters", "controller_packet_metadata", "value_sets", "registers",
+            "digests")):
+        return True
+    bodies = [c.body for c in program.controls.values()]
+    bodies += [a.body for a in program.actions.values()]
+    stack: list[object] = list(bodies)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.ExternCall | ir.ExternCallExpr) and n.instance is None:
+            return True
+        if isinstance(n, list | tuple):
+            stack.extend(n)
+        elif isinstance(n, ir.Stmt | ir.Expr | ir.ActionCase | ir.ValueCase):
+            stack.extend(getattr(n, f) for f in n.__dataclass_fields__)
+    return False
+
+
+def _control_order(program: ir.Program) -> list[ir.Control]:
+    """The controls in the order p4c visits them: the V1Switch arguments first, in order."""
+    first = [program.package[r] for r in ("verify_checksum", "ingress", "egress",
+                                          "compute_checksum", "deparser")
+             if program.package.get(r) in program.controls]
+    return [program.controls[n] for n in first] + [
+        c for n, c in program.controls.items() if n not in first]
+
+
+def _action_order(program: ir.Program, tables: list[tuple[ir.Control, ir.Table]],
+                  reached: list[str]) -> list[str]:
+    """The reachable actions in p4c's order: control by control, the top-level actions it
+    uses first (p4c copies them into the control, in the order they are referenced), then its
+    own in declaration order (a sub-control's where it is instantiated)."""
+    top = {k for k in program.actions if not any(k in c.actions
+                                                 for c in program.controls.values())}
+    out: list[str] = []
+    for c in _control_order(program):
+        refs = [k for _, t in tables if _ in (c,) for k in
+                [r.action for r in t.actions] + [t.default_action.action]]
+        refs += _direct_action_calls(c.body)
+        for k in [*(k for k in refs if k in top), *c.actions]:
+            if k in reached and k not in out:
+                out.append(k)
+    out += [k for k in reached if k not in out]
+    return out
 
 
 def _direct_action_calls(node: object) -> list[str]:

@@ -1,5 +1,6 @@
-"""p4switch's P4Info equals p4c's, field by field, for p4src/fabric.p4, every
-tests/stf/programs/*.p4 and the corner-case programs in tests/runtime/p4/ -- so a controller
+"""p4switch's P4Info equals p4c's for every P4 program of the repository (tests/ and p4src/,
+include directories aside): entity by entity, and then as text after dropping ``pkg_info``
+(same objects, order, ids, names, widths, annotations and ``type_info``) -- so a controller
 holding either P4Info drives either target. Needs ``p4c-bm2-ss`` on PATH
 (``bash ../shared/p4tools/install.sh; export PATH=/opt/p4tools/bin:$PATH``); skips otherwise.
 
@@ -11,6 +12,7 @@ program, or p4switch's front end does, the case skips with the reason (acceptanc
 
 from __future__ import annotations
 
+import difflib
 import os
 import shutil
 import subprocess
@@ -24,11 +26,8 @@ from p4switch.frontend import compile_file
 from p4switch.p4info import build_p4info
 
 ROOT = Path(__file__).resolve().parents[2]
-PROGRAMS = [
-    ROOT / "p4src" / "fabric.p4",
-    *sorted((ROOT / "tests" / "stf" / "programs").glob("*.p4")),
-    *sorted((Path(__file__).parent / "p4").glob("*.p4")),
-]
+PROGRAMS = sorted(p for d in ("tests", "p4src") for p in (ROOT / d).rglob("*.p4")
+                  if "include" not in p.relative_to(ROOT).parts)
 KINDS = (
     "tables", "actions", "action_profiles", "counters", "direct_counters", "meters",
     "direct_meters", "controller_packet_metadata", "value_sets", "registers", "digests",
@@ -85,7 +84,15 @@ def differences(ours: p4info_pb2.P4Info, theirs: p4info_pb2.P4Info) -> list[str]
     return out
 
 
-@pytest.mark.parametrize("program", [pytest.param(p, id=p.stem) for p in PROGRAMS])
+def text_without_pkg_info(info: p4info_pb2.P4Info) -> str:
+    copy = p4info_pb2.P4Info()
+    copy.CopyFrom(info)
+    copy.ClearField("pkg_info")
+    return text_format.MessageToString(copy)
+
+
+@pytest.mark.parametrize("program", [pytest.param(p, id=str(p.relative_to(ROOT)))
+                                     for p in PROGRAMS])
 def test_p4info_equals_p4cs(program: Path, tmp_path: Path):
     theirs = p4c_p4info(program, tmp_path)
     try:
@@ -96,6 +103,12 @@ def test_p4info_equals_p4cs(program: Path, tmp_path: Path):
     diffs = differences(ours, theirs)
     assert not diffs, "\n".join(diffs)
     assert ours.pkg_info.arch == theirs.pkg_info.arch == "v1model"
+    # the whole text: also the order of the objects and whether type_info is there
+    mine, ref = text_without_pkg_info(ours), text_without_pkg_info(theirs)
+    if mine != ref:
+        diff = difflib.unified_diff(ref.splitlines(), mine.splitlines(), "p4c", "p4switch",
+                                    lineterm="", n=1)
+        pytest.fail("P4Info text differs:\n" + "\n".join(list(diff)[:60]))
 
 
 def test_the_comparison_sees_a_wrong_id(tmp_path: Path):
