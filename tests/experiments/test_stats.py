@@ -1,0 +1,63 @@
+"""Confidence intervals against scipy's t-interval, and the overlap grouping on hand-made
+data (experiments/stats.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from experiments import metrics
+from experiments.stats import Interval, groups, same_grouping, t_interval
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0, 4.0], [10.0, 10.5], [3.2, 3.1, 3.3, 2.9, 3.0]])
+def test_t_interval_equals_scipys(values: list[float]) -> None:
+    iv = t_interval(values)
+    lo, hi = sps.t.interval(0.95, len(values) - 1, loc=np.mean(values),
+                            scale=sps.sem(values))
+    assert iv.low == pytest.approx(lo) and iv.high == pytest.approx(hi)
+    # and by hand for n = 3: t_{0.975, 2} = 4.3027
+    if len(values) == 3:
+        assert iv.half == pytest.approx(4.302653 * np.std(values, ddof=1) / math.sqrt(3),
+                                        rel=1e-5)
+
+
+def test_one_value_has_no_interval() -> None:
+    iv = t_interval([5.0])
+    assert iv.mean == 5.0 and math.isnan(iv.half) and iv.n == 1
+    assert t_interval([]).n == 0
+
+
+def test_groups_put_overlapping_schemes_together_and_order_by_mean() -> None:
+    ivs = [("ecmp", Interval(10.0, 1.0, 3)), ("rotate", Interval(5.0, 0.5, 3)),
+           ("random", Interval(5.4, 0.3, 3)), ("wam", Interval(6.2, 0.5, 3)),
+           ("flowlet", Interval(10.5, 0.2, 3))]
+    # rotate [4.5, 5.5] overlaps random [5.1, 5.7]; wam [5.7, 6.7] touches random but not
+    # the leader rotate: no chaining, wam leads group 2
+    assert groups(ivs) == [["rotate", "random"], ["wam"], ["ecmp", "flowlet"]]
+    assert groups([("a", Interval(1.0, 0.1, 3))]) == [["a"]]
+
+
+def test_summary_table_ranks_groups_and_leaves_invalid_runs_out() -> None:
+    rows = []
+    for scheme, ccts in (("ecmp", [10, 11, 12]), ("random", [5, 5.5, 6]),
+                         ("rotate", [5.2, 5.4, 5.9]), ("wam", [8, 8.1, 8.2])):
+        for rep, c in enumerate(ccts):
+            rows.append({"workload": "ring", "scheme": scheme, "repetition": rep,
+                         "collective": 0, "cct": c, "ok": True})
+    t = metrics.scheme_table(pd.DataFrame(rows)).set_index("scheme")
+    assert t.loc["random", "rank"] == t.loc["rotate", "rank"] == 1
+    assert t.loc["wam", "rank"] == 2 and t.loc["ecmp", "rank"] == 3
+    assert t.loc["ecmp", "ci95"] == pytest.approx(t_interval([10, 11, 12]).half)
+    t2 = metrics.scheme_table(pd.DataFrame(rows), invalid=[("ring", "ecmp", 2)])
+    t2 = t2.set_index("scheme")
+    assert t2.loc["ecmp", "n"] == 2 and t2.loc["ecmp", "invalid"] == 1
+    assert t2.loc["ecmp", "mean"] == 10.5 and t2.loc["wam", "invalid"] == 0
+    # two repetitions widen ECMP's interval (t = 12.7) until it overlaps the leader's
+    assert t2.loc["ecmp", "rank"] == 1 and t2.loc["wam", "rank"] == 2
+    assert same_grouping(t.reset_index(), t2.reset_index()) == {"ring": False}
+    assert same_grouping(t.reset_index(), t.reset_index()) == {"ring": True}
