@@ -181,6 +181,9 @@ class MininetBackend(Backend):
         sched_file = out / "schedule.json"
         dump(schedule, sched_file)
         res = RunSamples()
+        from .probes import FabricProbe, measures
+        probe = FabricProbe(self.net, list(hosts))
+        probe_before = probe.snapshot()
         host_before = self.host_counters(hosts)
         res.counters_before = self.ctl.read_counters()
         n_events = len(self.ctl.events)
@@ -202,6 +205,9 @@ class MininetBackend(Backend):
             result = run_collective(self.net, schedule=str(sched_file), hosts=list(hosts),
                                     timeout=w.timeout_s, out_dir=out / "traffic",
                                     start_margin=self.cfg.parameters.start_margin_s, **kw)
+            probe_after = probe.snapshot()
+            res.extra["measures"] = measures(probe_before, probe_after)
+            res.errors += probe_before.errors + probe_after.errors
             res.errors += list(getattr(result, "errors", []))   # e.g. an agent that crashed
             res.extra["collective_ok"] = bool(getattr(result, "ok", False))
             res.extra["cct_s"] = getattr(result, "cct_s", None)

@@ -218,6 +218,11 @@ class FabricConfig:
 
 
 TDF_AUTO = "auto"
+FABRIC_DEFAULTS = {"sample_period_s": 20e-6, "control_period_s": 20e-6, "settle_s": 5e-6,
+                   "rto_ms": 0.05}
+"""Defaults, in fabric seconds, of the time knobs a file with a fabric block leaves out (the
+plain defaults are the emulation's own, 10^4-10^5 times larger): sampler and control loop
+every 20 µs, 5 µs of settling between schemes, a 50 µs retransmission timeout."""
 
 
 @dataclass(frozen=True)
@@ -648,6 +653,13 @@ def from_dict(d: Any) -> ExperimentConfig:
                               "(fabric.link_rate); leave bw_mbps out")
         fabric = _fabric(d["fabric"])
         topo, schemes, workloads = in_fabric_units(topo, schemes, workloads, fabric)
+        given = d.get("parameters", {})
+        params = dataclasses.replace(params, **{k: v for k, v in FABRIC_DEFAULTS.items()
+                                                if hasattr(params, k) and k not in given})
+        raw = d["workloads"]
+        workloads = tuple(w if "rto_ms" in raw[i] else
+                          dataclasses.replace(w, rto_ms=FABRIC_DEFAULTS["rto_ms"])
+                          for i, w in enumerate(workloads))
     elif params.tdf != 1.0:
         raise ConfigError("parameters.tdf", "time dilation needs a fabric block (the file's "
                           "times are otherwise the emulation's own)")

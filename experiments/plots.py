@@ -45,25 +45,29 @@ def _grid(n: int, width: float = 5.0, height: float = 3.4) -> tuple[plt.Figure, 
 
 
 def cct_bars(table: pd.DataFrame, stem: Path) -> list[Path]:
-    """Mean job CCT per scheme with std error bars, one panel per workload; the dashed line is
-    the topology's ideal bound."""
+    """Mean job CCT per scheme with 95 % confidence intervals (Student t over repetitions;
+    none with one repetition), one panel per workload, in the table's time unit; the dashed
+    line is the topology's ideal bound."""
     if table.empty or table["mean"].isna().all():
         return []
+    from .report import time_unit
+    unit, scale = time_unit(table)
+    err = table["ci95"] if "ci95" in table else table["std"]
     workloads = list(dict.fromkeys(table["workload"]))
     fig, axes = _grid(len(workloads))
     for ax, w in zip(axes, workloads, strict=True):
         g = table[table["workload"] == w]
         x = np.arange(len(g))
-        ax.bar(x, g["mean"] * 1e3, yerr=g["std"].fillna(0) * 1e3, capsize=4,
+        ax.bar(x, g["mean"] * scale, yerr=err[g.index].fillna(0) * scale, capsize=4,
                color=plt.cm.tab10(x % 10))
         ax.set_xticks(x, g["scheme"], rotation=20, ha="right")
-        ax.set_ylabel("CCT (ms)")
+        ax.set_ylabel(f"CCT ({unit})")
         ax.set_title(w)
         if "ideal_s" in g and g["ideal_s"].notna().any():
-            ax.axhline(float(g["ideal_s"].iloc[0]) * 1e3, ls="--", color="k", lw=1,
+            ax.axhline(float(g["ideal_s"].iloc[0]) * scale, ls="--", color="k", lw=1,
                        label="ideal bound")
             ax.legend(loc="lower right", fontsize=8)
-    fig.suptitle("Collective completion time per scheme (mean ± std over repetitions)")
+    fig.suptitle("Collective completion time per scheme (mean ± 95 % CI over repetitions)")
     return _save(fig, stem)
 
 

@@ -54,11 +54,22 @@ def load_results(root: str | Path) -> Results:
     return r
 
 
-def summary_table(r: Results) -> pd.DataFrame:
-    """One row per (workload, scheme): CCT stats, slowdown, ratio to the best scheme, and the
-    fabric-side explanations (uplink imbalance, deepest queue, drops, retransmissions,
-    reordering)."""
-    t = metrics.scheme_table(r.ccts, r.ideal if not r.ideal.empty else None)
+def invalid_runs(r: Results) -> list[tuple[str, str, int]]:
+    """(workload, scheme, repetition) of the runs the fidelity guard called invalid."""
+    if r.runs.empty or "valid" not in r.runs:
+        return []
+    bad = r.runs[r.runs["valid"].astype(str).str.lower() == "false"]
+    return sorted({(str(w), str(s), int(k)) for w, s, k in
+                   zip(bad["workload"], bad["scheme"], bad["repetition"], strict=True)})
+
+
+def summary_table(r: Results, include_invalid: bool = False) -> pd.DataFrame:
+    """One row per (workload, scheme): CCT mean ± 95 % CI and rank group, slowdown, ratio to
+    the best scheme, and the fabric-side explanations (uplink imbalance, deepest queue, drops,
+    retransmissions, reordering). Runs the fidelity guard called invalid are left out (and
+    counted) unless ``include_invalid``."""
+    t = metrics.scheme_table(r.ccts, r.ideal if not r.ideal.empty else None,
+                             invalid=() if include_invalid else invalid_runs(r))
     if t.empty:
         return t
     keys = ["workload", "scheme"]
@@ -124,26 +135,43 @@ def figures(r: Results, table: pd.DataFrame, out: Path) -> list[Path]:
 
 # ---- rendering --------------------------------------------------------------------------------
 COLUMNS = [("workload", "workload", "{}"), ("scheme", "scheme", "{}"),
-           ("mean", "CCT ms", "ms"), ("std", "±", "ms"), ("p50", "p50", "ms"),
-           ("p99", "p99", "ms"), ("vs_best", "vs best", "{:.2f}x"),
+           ("mean", "CCT {unit}", "time"), ("ci95", "± 95% CI", "time"),
+           ("rank", "rank", "{:.0f}"), ("p50", "p50", "time"),
+           ("vs_best", "vs best", "{:.2f}x"),
            ("slowdown", "vs ideal", "{:.2f}x"), ("imbalance", "uplink max/mean", "{:.2f}"),
            ("qdepth_max", "max queue", "{:.0f}"), ("drops", "drops", "{:.0f}"),
            ("retransmissions", "retx", "{:.0f}"), ("reordered", "reordered", "{:.0f}"),
-           ("n", "runs", "{}"), ("failed", "failed", "{}")]
+           ("n", "runs", "{}"), ("invalid", "invalid", "{}"), ("failed", "failed", "{}")]
+"""The summary's columns: (table column, header, format); ``time`` columns are printed in
+the unit that suits the table (µs for a 100 Gb/s fabric, ms or s for slower ones)."""
 
 
-def _fmt(v: Any, spec: str) -> str:
+def time_unit(table: pd.DataFrame) -> tuple[str, float]:
+    """("µs", 1e6), ("ms", 1e3) or ("s", 1): the unit in which the table's mean CCTs read
+    best (at least 1, below 10,000)."""
+    m = table["mean"].dropna() if "mean" in table else pd.Series(dtype=float)
+    top = float(m.max()) if not m.empty else 1.0
+    if top < 10e-3:
+        return "µs", 1e6
+    if top < 10.0:
+        return "ms", 1e3
+    return "s", 1.0
+
+
+def _fmt(v: Any, spec: str, scale: float = 1e3) -> str:
     if v is None or (isinstance(v, float) and pd.isna(v)):
         return "–"
-    if spec == "ms":
-        return f"{float(v) * 1e3:.1f}"
+    if spec == "time":
+        x = float(v) * scale
+        return f"{x:.1f}" if abs(x) >= 10 or x == 0 else f"{x:.2f}"
     return spec.format(v)
 
 
 def rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    unit, scale = time_unit(table)
     cols = [c for c in COLUMNS if c[0] in table.columns]
-    return ([c[1] for c in cols],
-            [[_fmt(rec[c[0]], c[2]) for c in cols] for rec in table.to_dict("records")])
+    return ([c[1].format(unit=unit) for c in cols],
+            [[_fmt(rec[c[0]], c[2], scale) for c in cols] for rec in table.to_dict("records")])
 
 
 def rich_table(table: pd.DataFrame, title: str = "") -> Table:
@@ -164,15 +192,26 @@ def markdown_table(table: pd.DataFrame) -> str:
 
 
 def verdicts(table: pd.DataFrame) -> list[str]:
-    """One sentence per workload: who won, by how much over the slowest and over ECMP."""
+    """One sentence per workload: the fastest group (schemes whose 95 % intervals overlap are
+    indistinguishable, experiments.stats), how much slower the slowest is, and ECMP's ratio
+    to the fastest."""
     out = []
+    unit, scale = time_unit(table)
     for w in metrics.winners(table).to_dict("records"):
         g = table[table["workload"] == w["workload"]].set_index("scheme")
-        line = (f"**{w['workload']}**: {w['best']} wins ({w['best_s'] * 1e3:.1f} ms), "
-                f"{w['speedup']:.2f}x faster than the slowest, {w['worst']} "
-                f"({w['worst_s'] * 1e3:.1f} ms)")
+        top = [str(s) for s in g.index[g["rank"] == 1]] if "rank" in g else [w["best"]]
+        if len(top) > 1:
+            lead = (f"{', '.join(top)} are indistinguishable at the top (95 % intervals "
+                    f"overlap; fastest mean {w['best']}, {w['best_s'] * scale:.1f} {unit})")
+        elif "n" in g and g["n"].max() < 2:
+            lead = (f"{w['best']} is fastest ({w['best_s'] * scale:.1f} {unit}; one "
+                    "repetition: no interval, the order may be noise)")
+        else:
+            lead = f"{w['best']} wins ({w['best_s'] * scale:.1f} {unit})"
+        line = (f"**{w['workload']}**: {lead}, {w['speedup']:.2f}x faster than the slowest, "
+                f"{w['worst']} ({w['worst_s'] * scale:.1f} {unit})")
         if "ecmp" in g.index and w["best"] != "ecmp" and pd.notna(g.loc["ecmp", "mean"]):
-            line += f"; ECMP is {g.loc['ecmp', 'mean'] / w['best_s']:.2f}x the winner's CCT"
+            line += f"; ECMP is {g.loc['ecmp', 'mean'] / w['best_s']:.2f}x the fastest's CCT"
         failed = [str(s) for s, n in g["failed"].items() if n] if "failed" in g else []
         if failed:
             line += f"; did not complete: {', '.join(failed)}"
@@ -180,11 +219,114 @@ def verdicts(table: pd.DataFrame) -> list[str]:
     return out
 
 
-def write_report(root: str | Path) -> tuple[Path, Path, pd.DataFrame]:
+FIDELITY_COLUMNS = [("workload", "workload", "{}"), ("scheme", "scheme", "{}"),
+                    ("repetition", "rep", "{}"), ("valid", "valid", "{}"),
+                    ("hidden_drops", "hidden drops", "{:.0f}"),
+                    ("frames_switched", "frames", "{:.0f}"),
+                    ("ingress_lag_p50_us", "ingress lag p50 µs", "{:.3g}"),
+                    ("ingress_lag_p99_us", "p99 µs", "{:.3g}"),
+                    ("egress_delay_p99_us", "P4 egress delay p99 µs", "{:.3g}"),
+                    ("send_lag_p99_us", "send lag p99 µs", "{:.3g}"),
+                    ("switch_cpu_max", "switch CPU max", "{:.0%}"),
+                    ("invalid_reason", "why invalid", "{}")]
+
+
+def fidelity_section(r: Results) -> list[str]:
+    """The guard's verdict per run (experiments/guard.py), times in fabric µs."""
+    if r.runs.empty or "valid" not in r.runs:
+        return []
+    runs = r.runs
+    valid = runs["valid"].astype(str).str.lower() == "true"
+    md = ["## Fidelity", "",
+          f"{int(valid.sum())} of {len(runs)} runs valid (experiments/guard.py: drops outside "
+          "the P4 pipeline, ingress lag against the P4 egress delay, host pacing lag, switch "
+          "CPU). Invalid runs are left out of the summary and the rankings "
+          "(`python -m experiments.report DIR --include-invalid` keeps them).", ""]
+    cols = [c for c in FIDELITY_COLUMNS if c[0] in runs.columns]
+    md += ["| " + " | ".join(c[1] for c in cols) + " |", "|" + "---|" * len(cols)]
+    for rec in runs.to_dict("records"):
+        md.append("| " + " | ".join(_fmt(rec[c[0]], c[2]) for c in cols) + " |")
+    return md + [""]
+
+
+def dilation_section(meta: dict[str, Any]) -> list[str]:
+    """The fabric the experiment models and the factor the emulation ran it slowed by."""
+    fabric, tdf = meta.get("fabric"), meta.get("tdf", 1.0)
+    if not fabric:
+        return []
+    from .dilation import format_rate, parse_rate
+    link = parse_rate(fabric["link_rate"])
+    md = ["## Fabric units and time dilation", "",
+          f"Modelled fabric: {fabric['link_rate']}b/s links, {fabric['prop_delay_us']} µs "
+          f"propagation delay, MTU {fabric['mtu']}, {fabric['queue_packets']}-packet egress "
+          f"queues. Backend {meta.get('backend', '?')} at **TDF {tdf:g}**: links at "
+          f"{format_rate(link / tdf)}b/s, every timer and period × {tdf:g}; every time in "
+          "this report is in fabric units (measured ÷ TDF)."]
+    if tdf != 1:
+        md += ["The emulation adds no propagation delay (no netem here): its per-hop latency "
+               "is the switch processes' own."]
+    dil = meta.get("dilated") or {}
+    if dil and tdf != 1:
+        md += ["", "| knob | fabric | emulated |", "|---|---|---|"]
+        md += [f"| {k} | {v[0]} | {v[1]} |" for k, v in dil.items()]
+    return md + [""]
+
+
+def beside_table(emu: pd.DataFrame, sim: pd.DataFrame) -> pd.DataFrame:
+    """Per workload and scheme: emulated and simulated mean CCT, their ratio, each side's
+    rank group, and per workload whether the two put the schemes in the same groups."""
+    from .stats import same_grouping
+
+    cols = ["workload", "scheme", "mean", "ci95", "rank"]
+    m = emu[cols].merge(sim[cols], on=["workload", "scheme"], suffixes=("_emu", "_sim"))
+    m["ratio"] = m["mean_emu"] / m["mean_sim"]
+    agree = same_grouping(emu, sim)
+    m["rankings_agree"] = m["workload"].map(agree)
+    return m
+
+
+def beside_section(r: Results, table: pd.DataFrame) -> list[str]:
+    """Emulation beside simulation for the same file (the simulator's run in ``sim/``)."""
+    sim_root = r.root / "sim"
+    if table.empty or not (sim_root / "experiment.json").exists():
+        return []
+    sim = summary_table(load_results(sim_root))
+    if sim.empty:
+        return []
+    b = beside_table(table, sim)
+    unit, scale = time_unit(b.rename(columns={"mean_emu": "mean"}))
+    md = ["## Emulation beside simulation", "",
+          f"The same file on the simulator (TDF 1, `{sim_root.name}/`). CCT in {unit}.", "",
+          "| workload | scheme | emulated | rank | simulated | rank | emulated/simulated |",
+          "|---|---|---|---|---|---|---|"]
+    for rec in b.to_dict("records"):
+        md.append(f"| {rec['workload']} | {rec['scheme']} | "
+                  f"{_fmt(rec['mean_emu'], 'time', scale)} ± "
+                  f"{_fmt(rec['ci95_emu'], 'time', scale)} | {_fmt(rec['rank_emu'], '{:.0f}')}"
+                  f" | {_fmt(rec['mean_sim'], 'time', scale)} | "
+                  f"{_fmt(rec['rank_sim'], '{:.0f}')} | {_fmt(rec['ratio'], '{:.2f}')} |")
+    md.append("")
+    for w, g in b.groupby("workload", sort=False):
+        same = bool(g["rankings_agree"].iloc[0])
+        line = f"- **{w}**: the two rankings {'agree' if same else 'differ'} (rank groups)"
+        if "ecmp" in set(g["scheme"]):
+            e = g.set_index("scheme").loc["ecmp"]
+            best_emu = g[g["scheme"] != "ecmp"]["mean_emu"].min()
+            best_sim = g[g["scheme"] != "ecmp"]["mean_sim"].min()
+            if pd.notna(best_emu) and pd.notna(best_sim):
+                line += (f"; ECMP over the best other scheme: emulated "
+                         f"{e['mean_emu'] / best_emu:.2f}x, simulated "
+                         f"{e['mean_sim'] / best_sim:.2f}x")
+        md.append(line + ".")
+    return md + [""]
+
+
+def write_report(root: str | Path, include_invalid: bool = False) \
+        -> tuple[Path, Path, pd.DataFrame]:
     """Build figures, report.md and report.html in ``root``; return their paths and the
     summary table."""
     r = load_results(root)
-    table = summary_table(r)
+    table = summary_table(r, include_invalid)
     if not table.empty:
         table.to_csv(r.root / "table.csv", index=False)
     figs = [p for p in figures(r, table, r.root / "plots") if p.suffix == ".png"]
@@ -195,14 +337,19 @@ def write_report(root: str | Path) -> tuple[Path, Path, pd.DataFrame]:
         md += [str(cfg["description"]).strip(), ""]
     topo = cfg.get("topology", {})
     md += [f"Topology: {topo}; backend {r.meta.get('backend', cfg.get('backend', '?'))}; "
-           f"repetitions {cfg.get('repetitions', 1)}; git {r.meta.get('versions', {}).get('git', '?')}.",
+           f"repetitions {cfg.get('repetitions', 1)}; TDF {r.meta.get('tdf', 1):g}; "
+           f"git {r.meta.get('versions', {}).get('git', '?')}.",
            ""]
     if r.meta.get("interrupted"):
         md += [f"**Incomplete run**: {r.meta['interrupted']}. The tables hold what was "
                "measured before it stopped.", ""]
+    md += dilation_section(r.meta)
     md += ["## Summary", ""]
-    md += [markdown_table(table) if not table.empty else "No collective completed.", ""]
+    md += [markdown_table(table) if not table.empty else
+           "No collective completed (or no valid run).", ""]
     md += [f"- {v}" for v in verdicts(table)] if not table.empty else []
+    md += [""] + beside_section(r, table)
+    md += fidelity_section(r)
     bsp = bsp_table(r)
     if not bsp.empty:
         md += ["", "## BSP iterations (compute + collective, wall time)", "",
@@ -210,7 +357,10 @@ def write_report(root: str | Path) -> tuple[Path, Path, pd.DataFrame]:
         md += ["| " + " | ".join(str(v) for v in rec) + " |"
                for rec in bsp.itertuples(index=False)]
     md += ["", "CCT: the job's collectives summed, per repetition (first rank's start to last "
-           "rank's finish of each). *vs ideal*: CCT over the larger of the bisection bound and "
+           "rank's finish of each; the progress line shows the same number). *± 95% CI*: "
+           "half-width of the Student-t interval of the mean over repetitions. *rank*: "
+           "schemes whose intervals overlap the group leader's share a rank "
+           "(indistinguishable). *vs ideal*: CCT over the larger of the bisection bound and "
            "the per-host NIC bound. *uplink max/mean*: bytes on the busiest uplink of a tier "
            "over the tier's mean, whole run (1.00 = perfectly even).", "", "## Figures", ""]
     md += [f"![{p.stem}](plots/{p.name})" for p in figs]
@@ -269,10 +419,12 @@ def main(argv: list[str] | None = None) -> int:
                                 description="Rebuild the table, figures and report of a stored "
                                 "experiment run.")
     p.add_argument("results", type=Path, help="results/<experiment>/<timestamp> directory")
+    p.add_argument("--include-invalid", action="store_true",
+                   help="keep the runs the fidelity guard called invalid in the summary")
     a = p.parse_args(argv)
     if not (a.results / "experiment.json").exists():
         p.error(f"{a.results}: not an experiment results directory (no experiment.json)")
-    md, page, table = write_report(a.results)
+    md, page, table = write_report(a.results, a.include_invalid)
     console = Console()
     if console.width < 150:
         console = Console(width=150)   # the table's 15 columns, also when piped

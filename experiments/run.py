@@ -35,6 +35,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workloads", help="run only these workloads (comma-separated names)")
     p.add_argument("--repetitions", type=int, help="override the file's repetitions")
     p.add_argument("--no-report", action="store_true", help="skip plots and report")
+    p.add_argument("--beside-sim", action="store_true",
+                   help="also run the same file on the simulator (into DIR/sim) and put its "
+                   "CCTs and ranking beside the emulated ones in the report")
+    p.add_argument("--include-invalid", action="store_true",
+                   help="keep runs the fidelity guard called invalid in the table and ranking")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -68,6 +73,15 @@ def narrow(cfg: ExperimentConfig, a: argparse.Namespace, p: argparse.ArgumentPar
     return dataclasses.replace(cfg, **changes) if changes else cfg
 
 
+def format_time(seconds: float) -> str:
+    """A CCT in the unit that reads best (µs for a 100 Gb/s fabric, ms or s for slow ones)."""
+    if seconds < 10e-3:
+        return f"{seconds * 1e6:.1f} µs"
+    if seconds < 10:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds:.2f} s"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     a = p.parse_args(argv)
@@ -89,18 +103,30 @@ def main(argv: list[str] | None = None) -> int:
 
     def done(what: str, row: dict[str, Any]) -> None:
         bar.advance(task)
-        cct = f"{row['cct'] * 1e3:.1f} ms" if row.get("cct") is not None else "no CCT"
+        cct = format_time(row["cct"]) if row.get("cct") is not None else "no CCT"
         state = "ok" if row.get("ok") else "[red]INCOMPLETE[/red]"
-        bar.console.print(f"  {what}: {cct} ({state}, retx {row.get('retransmissions')}, "
+        if row.get("valid") is False:
+            state += f", [red]INVALID[/red]: {row.get('invalid_reason')}"
+        bar.console.print(f"  {what}: CCT {cct} ({state}, retx {row.get('retransmissions')}, "
                           f"wall {row.get('wall_s')} s)")
 
     hooks = Hooks(total=lambda n: bar.update(task, total=n),
                   start=lambda what: bar.update(task, description=f"{cfg.name}: {what}"),
                   done=done)
+    from .runner import emulation_tdf
+    tdf = emulation_tdf(cfg)
+    if cfg.fabric is not None:
+        console.print(f"{cfg.name}: fabric {cfg.fabric.link_rate}b/s links, backend "
+                      f"{cfg.backend} at TDF {tdf:g}; times below in fabric units")
     with bar:
-        run = run_experiment(cfg, a.out, progress=hooks, report=not a.no_report)
-    from .report import load_results, rich_table, summary_table, verdicts
-    table = summary_table(load_results(run.root))
+        run = run_experiment(cfg, a.out, progress=hooks, report=False)
+        if a.beside_sim and cfg.backend != "sim":
+            sim = dataclasses.replace(cfg, backend="sim")
+            run_experiment(sim, progress=hooks, report=False, root=run.root / "sim")
+    from .report import load_results, rich_table, summary_table, verdicts, write_report
+    if not a.no_report:
+        write_report(run.root, a.include_invalid)
+    table = summary_table(load_results(run.root), a.include_invalid)
     if not table.empty:
         console.print(rich_table(table, title=f"{cfg.name}: CCT per scheme"))
         for v in verdicts(table):

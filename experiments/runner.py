@@ -165,15 +165,17 @@ def iteration_times(ranks: list[dict[str, Any]]) -> dict[int, float]:
 # ---- the experiment ----------------------------------------------------------------------------
 def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                    progress: Progress | None = None, report: bool = True,
-                   backend: Backend | None = None) -> ExperimentRun:
-    """Run every (workload, scheme, repetition) of ``cfg``; returns where the results are."""
+                   backend: Backend | None = None, root: Path | None = None) -> ExperimentRun:
+    """Run every (workload, scheme, repetition) of ``cfg``; returns where the results are
+    (``root`` if given, else a new ``out_root/<name>/<timestamp>``)."""
     progress = progress or Progress()
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    root = Path(out_root) / cfg.name / stamp
-    n = 1
-    while root.exists():
-        root = Path(out_root) / cfg.name / f"{stamp}-{n}"
-        n += 1
+    if root is None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        root = Path(out_root) / cfg.name / stamp
+        n = 1
+        while root.exists():
+            root = Path(out_root) / cfg.name / f"{stamp}-{n}"
+            n += 1
     root.mkdir(parents=True)
     (root / "config.yaml").write_text(yaml.safe_dump(cfg.source, sort_keys=False))
     spec = cfg.spec()
@@ -309,7 +311,7 @@ def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
         wall = time.time() - t0
         ranks = to_fabric_time(load_ranks(out / "traffic"), tdf)
         row = _record(rec, spec, w, scheme, rep, it if w.bsp else None, sched, hosts, ranks,
-                      samples, wall, str(rel))
+                      samples, wall, str(rel), tdf)
         row["batch_shares"] = json.dumps([round(s, 4) for s in shares]) if w.bsp else None
         row["tdf"] = tdf
         rec.add("runs", [row])
@@ -325,7 +327,7 @@ def _safe(label: str) -> str:
 
 def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, rep: int,
             iteration: int | None, sched: Any, hosts: list[str], ranks: list[dict[str, Any]],
-            s: RunSamples, wall: float, rel: str) -> dict[str, Any]:
+            s: RunSamples, wall: float, rel: str, tdf: float = 1.0) -> dict[str, Any]:
     tags = {"workload": w.name, "scheme": scheme.label, "repetition": rep}
     if iteration is not None:
         tags["iteration"] = iteration
@@ -377,6 +379,7 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
     tr = metrics.transport_stats(summ)
     cct = metrics.job_cct(summ["collectives"])
     return {**tags, "ok": summ["completed"], "cct": cct, "wall_s": round(wall, 3),
+            **_verdict(s, spec, w, tdf),
             "bytes_sent": summ["bytes_sent"], "bytes_received": summ["bytes_received"],
             "bytes_conserved": tr["bytes_conserved"],
             "packets_sent": summ["packets_sent"],
@@ -392,6 +395,19 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
             "failure_after_start_s": (s.failure_at - min(c["start"] for c in summ["collectives"]))
             if s.failure_at is not None and summ["collectives"] else None,
             "errors": "; ".join([*summ["errors"], *s.errors])[:2000] or None, "dir": rel}
+
+
+def _verdict(s: RunSamples, spec: Any, w: WorkloadConfig, tdf: float) -> dict[str, Any]:
+    """The fidelity guard's columns of a run (experiments/guard.py); a backend that measures
+    nothing hidden (the simulator: nothing is) gives a valid run."""
+    from .guard import judge
+
+    m = s.extra.get("measures")
+    if m is None:
+        return {"valid": True, "invalid_reason": None}
+    rates = [lk.bw_mbps for lk in spec.links if lk.bw_mbps]
+    link_bps = (min(rates) * 1e6 / tdf) if rates else float("inf")
+    return judge(m, link_bps, tdf, w.mss + metrics.FRAME_HEADER_BYTES - 14).row
 
 
 def check_root(backend: str) -> str | None:

@@ -432,7 +432,7 @@ class Switch:
         for n, port in sorted(self.ports.items()):
             if port.hidden is not None:
                 port.refresh_hidden()
-                ports[str(n)] = port.hidden.as_dict()
+                ports[str(n)] = {**port.hidden.as_dict(), "tx_errors": port.stats.tx_errors}
         with self.lock:
             dequeued = sum(q.dequeued for q in self.queues.stats().values())
             delay = list(self.egress_delay_us.counts)

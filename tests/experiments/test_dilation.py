@@ -84,6 +84,16 @@ def test_flowlet_timeout_written_to_the_switches_is_the_fabric_gap_times_tdf() -
     assert flowlet and {p["timeout_us"] for p in flowlet} == {50 * int(TDF)}
 
 
+def test_a_fabric_file_defaults_its_time_knobs_in_fabric_units() -> None:
+    d = {**FULL, "parameters": {"tdf": TDF}, "workloads": [
+        {"name": "ring", "schedule": "ring_allreduce", "size": "64KB"}]}
+    cfg = from_dict(d)
+    assert cfg.parameters.settle_s == 5e-6 and cfg.parameters.sample_period_s == 20e-6
+    assert cfg.workloads[0].rto_ms == 0.05
+    emu = dilate(cfg, TDF)
+    assert emu.parameters.settle_s == pytest.approx(0.01)   # not 0.3 s × 2000
+
+
 def test_tdf_needs_a_fabric_block_and_a_sane_value() -> None:
     plain = {k: v for k, v in FULL.items() if k != "fabric"}
     with pytest.raises(ConfigError, match="parameters.tdf: time dilation needs a fabric"):

@@ -1,0 +1,113 @@
+"""The fidelity guard: is an emulated run a property of the scheme, or of the machine?
+
+Per run, the Mininet backend measures what the emulation hides from the P4 program
+(experiments/probes.py): frames dropped outside the pipeline (the switches' AF_PACKET
+receive buffers, the hosts' qdiscs, the veths), the time frames wait in the kernel before the
+pipeline sees them (ingress lag) next to the queueing delay the P4 egress queues do show, the
+hosts' pacing lag, and how busy the switch processes were. :func:`judge` turns those figures
+into ``valid`` and the reasons why not, against the thresholds below. Invalid runs stay on
+disk and in the fidelity section of the report, but not in the rankings (unless asked).
+
+Thresholds (docs/experiments.md, "Fidelity guard"):
+
+=====================  ==========================================================  =========
+check                  invalid when                                                constant
+=====================  ==========================================================  =========
+hidden drops           drops outside the pipeline > 0.1 % of the frames switched   HIDDEN_DROP_FRACTION
+hidden queue           ingress lag p99 > max(25 % of the P4 egress delay p99,      LAG_RATIO,
+                       2 frame times at the link rate)                             LAG_FLOOR_FRAMES
+host pacing            send lag p99 > 4 frame times at the link rate               SEND_LAG_FRAMES
+switch CPU             a switch process used > 90 % of a core over the run         SWITCH_CPU_MAX
+=====================  ==========================================================  =========
+
+A frame time is the serialisation of one MTU frame at the link rate the emulation runs
+(fabric rate ÷ TDF): below it, a delay cannot reorder or hold back a single frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from p4switch.hidden import LogHistogram
+
+HIDDEN_DROP_FRACTION = 0.001
+LAG_RATIO = 0.25
+LAG_FLOOR_FRAMES = 2.0
+SEND_LAG_FRAMES = 4.0
+SWITCH_CPU_MAX = 0.90
+
+
+@dataclass
+class Measures:
+    """One run's hidden figures on the emulation's clock (µs of wall time)."""
+
+    frames_switched: int = 0
+    """Frames the switch sockets received (the denominator of the drop fraction)."""
+    socket_drops: int = 0
+    qdisc_drops: int = 0
+    veth_drops: int = 0
+    ingress_lag_us: LogHistogram = field(default_factory=LogHistogram)
+    egress_delay_us: LogHistogram = field(default_factory=LogHistogram)
+    send_lag_us: LogHistogram | None = None
+    """None: the hosts' agents did not report their pacing lag."""
+    switch_cpu: dict[str, float] = field(default_factory=dict)
+    """Per switch process: CPU seconds over wall seconds (1.0 = a whole core)."""
+    machine_busy: float | None = None
+    """Share of all cores busy over the run (everything on the machine, for context)."""
+
+    @property
+    def hidden_drops(self) -> int:
+        return self.socket_drops + self.qdisc_drops + self.veth_drops
+
+
+@dataclass(frozen=True)
+class Verdict:
+    valid: bool
+    reasons: tuple[str, ...]
+    row: dict[str, Any]
+    """The figures for runs.csv (fabric µs where a time, with the TDF applied)."""
+
+
+def frame_time_us(link_bps: float, mtu: int = 1500) -> float:
+    """Serialisation of one MTU frame (+ Ethernet header) at ``link_bps``, µs."""
+    return (mtu + 14) * 8 / link_bps * 1e6
+
+
+def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500) -> Verdict:
+    """``valid`` and the reasons why not; ``link_bps`` is the emulated link rate (bits/s)."""
+    frame = frame_time_us(link_bps, mtu)
+    reasons = []
+    if m.frames_switched and m.hidden_drops > HIDDEN_DROP_FRACTION * m.frames_switched:
+        reasons.append(f"{m.hidden_drops} frames dropped outside the P4 pipeline "
+                       f"(socket {m.socket_drops}, qdisc {m.qdisc_drops}, veth {m.veth_drops}; "
+                       f"> {HIDDEN_DROP_FRACTION:.1%} of {m.frames_switched})")
+    lag99 = m.ingress_lag_us.quantile(0.99)
+    egress99 = m.egress_delay_us.quantile(0.99)
+    allowed = max(LAG_RATIO * egress99, LAG_FLOOR_FRAMES * frame)
+    if m.ingress_lag_us.n and lag99 > allowed:
+        reasons.append(f"hidden queue: ingress lag p99 {lag99 / 1e3:.1f} ms > "
+                       f"{allowed / 1e3:.1f} ms (P4 egress delay p99 {egress99 / 1e3:.1f} ms)")
+    send99 = m.send_lag_us.quantile(0.99) if m.send_lag_us is not None else None
+    if send99 is not None and m.send_lag_us.n and send99 > SEND_LAG_FRAMES * frame:
+        reasons.append(f"hosts cannot pace: send lag p99 {send99 / 1e3:.1f} ms > "
+                       f"{SEND_LAG_FRAMES:g} frame times ({SEND_LAG_FRAMES * frame / 1e3:.1f} ms)")
+    hot = {s: c for s, c in m.switch_cpu.items() if c > SWITCH_CPU_MAX}
+    if hot:
+        top = max(hot, key=hot.__getitem__)
+        reasons.append(f"CPU-bound: {len(hot)} switch process(es) above "
+                       f"{SWITCH_CPU_MAX:.0%} of a core ({top} {hot[top]:.0%})")
+
+    def fab(us: float | None) -> float | None:
+        return None if us is None else us / tdf
+
+    row = {"valid": not reasons, "invalid_reason": "; ".join(reasons) or None,
+           "hidden_drops": m.hidden_drops, "socket_drops": m.socket_drops,
+           "qdisc_drops": m.qdisc_drops, "veth_drops": m.veth_drops,
+           "frames_switched": m.frames_switched,
+           "ingress_lag_p50_us": fab(m.ingress_lag_us.quantile(0.5)),
+           "ingress_lag_p99_us": fab(lag99), "egress_delay_p99_us": fab(egress99),
+           "send_lag_p99_us": fab(send99),
+           "switch_cpu_max": max(m.switch_cpu.values()) if m.switch_cpu else None,
+           "machine_busy": m.machine_busy}
+    return Verdict(not reasons, tuple(reasons), row)

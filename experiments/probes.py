@@ -1,0 +1,142 @@
+"""Reads what the fidelity guard judges (experiments/guard.py) off a running Mininet fabric:
+a snapshot before and after each run, and the difference as guard.Measures.
+
+Sources: each p4switch's ``hidden_stats`` over its control socket (kernel socket drops,
+ingress lag, egress queueing delay, refused sends), the veths' drop counters in sysfs (switch
+ends in the root namespace, host ends inside each host), each host's qdisc drops (``tc -s``),
+the switch processes' CPU time (/proc/PID/stat) and the machine's (/proc/stat). A probe that
+fails is recorded in ``errors`` and leaves its figure out, never the run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from p4switch.hidden import LogHistogram
+
+from .guard import Measures
+
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_QDISC_DROPPED = re.compile(r"dropped (\d+)")
+HOST_PROBE = ("cat /sys/class/net/eth0/statistics/rx_dropped "
+              "/sys/class/net/eth0/statistics/tx_dropped; tc -s qdisc show dev eth0")
+
+
+@dataclass
+class Snapshot:
+    t: float
+    hidden: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cpu_ticks: dict[str, int] = field(default_factory=dict)
+    machine: tuple[int, int] | None = None
+    """(busy, total) jiffies of all cores."""
+    veth_drops: int = 0
+    qdisc_drops: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def process_ticks(pid: int) -> int | None:
+    """utime + stime of a process, in clock ticks (None: gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[11]) + int(fields[12])   # fields 14 and 15 of proc(5), after comm
+
+
+def machine_ticks() -> tuple[int, int] | None:
+    try:
+        vals = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
+    return sum(vals) - idle, sum(vals)
+
+
+def _sysfs_int(path: str) -> int:
+    try:
+        return int(Path(path).read_text().strip())
+    except (OSError, ValueError):
+        return 0
+
+
+def parse_host_probe(text: str) -> tuple[int, int]:
+    """(veth drops, qdisc drops) from HOST_PROBE's output."""
+    lines = text.split("\n")
+    nums = [int(x) for x in lines[:2] if x.strip().isdigit()]
+    return sum(nums), sum(int(x) for x in _QDISC_DROPPED.findall(text))
+
+
+class FabricProbe:
+    """Snapshots of one FabricNet's hidden figures for the hosts of a run."""
+
+    def __init__(self, net: Any, hosts: list[str]) -> None:
+        self.net = net
+        self.hosts = hosts
+
+    def snapshot(self) -> Snapshot:
+        from p4switch.control import ControlClient, ControlError
+
+        snap = Snapshot(t=time.monotonic(), machine=machine_ticks())
+        for sw in self.net.switches:
+            pid = getattr(sw, "proc_pid", None)
+            if pid:
+                ticks = process_ticks(pid)
+                if ticks is not None:
+                    snap.cpu_ticks[sw.name] = ticks
+            sock = getattr(sw, "control_socket", None)
+            if sock is None or type(sw).__name__ != "P4Switch":
+                continue
+            try:
+                with ControlClient(str(sock)) as c:
+                    snap.hidden[sw.name] = c.hidden_stats()
+            except (ControlError, OSError) as e:
+                snap.errors.append(f"{sw.name} hidden_stats: {e}")
+            for intf in sw.port_intfs().values():
+                base = f"/sys/class/net/{intf.name}/statistics"
+                snap.veth_drops += _sysfs_int(f"{base}/rx_dropped") + \
+                    _sysfs_int(f"{base}/tx_dropped")
+        for h in self.hosts:
+            try:
+                veth, qdisc = parse_host_probe(self.net.get(h).cmd(HOST_PROBE))
+            except Exception as e:  # noqa: BLE001 - a host that does not answer: noted
+                snap.errors.append(f"{h} drops: {e}")
+                continue
+            snap.veth_drops += veth
+            snap.qdisc_drops += qdisc
+        return snap
+
+
+def measures(before: Snapshot, after: Snapshot) -> Measures:
+    """What happened between two snapshots."""
+    m = Measures(veth_drops=max(0, after.veth_drops - before.veth_drops),
+                 qdisc_drops=max(0, after.qdisc_drops - before.qdisc_drops))
+    wall = max(after.t - before.t, 1e-9)
+    for sw, a in after.hidden.items():
+        b = before.hidden.get(sw, {"ports": {}, "egress_delay_us": [], "dequeued": 0})
+        for port, pa in a["ports"].items():
+            pb = b["ports"].get(port, {})
+            m.frames_switched += pa["kernel_packets"] - pb.get("kernel_packets", 0)
+            m.socket_drops += (pa["kernel_drops"] - pb.get("kernel_drops", 0)
+                               + pa.get("tx_errors", 0) - pb.get("tx_errors", 0))
+            m.ingress_lag_us.merge(_diff(pa["ingress_lag_us"], pb.get("ingress_lag_us")))
+        delay = LogHistogram(_diff(a["egress_delay_us"], b.get("egress_delay_us")))
+        # packets that went straight through an empty queue waited 0 µs
+        delay.counts[0] += max(0, a["dequeued"] - b.get("dequeued", 0) - delay.n)
+        m.egress_delay_us.merge(delay)
+    for sw, ticks in after.cpu_ticks.items():
+        if sw in before.cpu_ticks:
+            m.switch_cpu[sw] = (ticks - before.cpu_ticks[sw]) / CLK_TCK / wall
+    if before.machine and after.machine and after.machine[1] > before.machine[1]:
+        m.machine_busy = ((after.machine[0] - before.machine[0])
+                          / (after.machine[1] - before.machine[1]))
+    return m
+
+
+def _diff(a: list[int], b: list[int] | None) -> list[int]:
+    b = b or [0] * len(a)
+    return [max(0, x - y) for x, y in zip(a, b, strict=False)]

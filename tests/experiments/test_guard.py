@@ -1,0 +1,121 @@
+"""The fidelity guard: its verdict on hand-made measurements (each threshold, each reason),
+the probe's parsing, and on the real emulated fabric an overloaded run (far too small a TDF,
+tiny socket buffers) marked invalid for the right reason next to a light run marked valid."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from experiments import guard, probes
+from experiments.guard import Measures, judge
+from p4switch.hidden import LogHistogram
+
+MBPS10 = 10e6   # frame time 1.21 ms
+
+
+def _hist(values: list[int]) -> LogHistogram:
+    h = LogHistogram()
+    for v in values:
+        h.add(v)
+    return h
+
+
+def test_a_clean_run_is_valid() -> None:
+    m = Measures(frames_switched=10_000, ingress_lag_us=_hist([100] * 1000),
+                 egress_delay_us=_hist([0] * 500 + [20_000] * 500),
+                 send_lag_us=_hist([200] * 100), switch_cpu={"edge1": 0.4})
+    v = judge(m, MBPS10, tdf=100)
+    assert v.valid and v.reasons == () and v.row["valid"] and v.row["invalid_reason"] is None
+    assert v.row["egress_delay_p99_us"] == pytest.approx(32767 / 100)   # fabric µs
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    ({"socket_drops": 8, "qdisc_drops": 3}, "11 frames dropped outside the P4 pipeline"),
+    ({"ingress_lag_us": _hist([50_000] * 100)}, "hidden queue: ingress lag p99"),
+    ({"send_lag_us": _hist([30_000] * 100)}, "hosts cannot pace"),
+    ({"switch_cpu": {"edge1": 0.3, "core2": 0.97}}, "CPU-bound: 1 switch process(es)"),
+])
+def test_each_check_names_its_reason(change: dict, reason: str) -> None:
+    m = Measures(frames_switched=10_000, ingress_lag_us=_hist([100] * 100),
+                 egress_delay_us=_hist([1000] * 100))
+    for k, v in change.items():
+        setattr(m, k, v)
+    v = judge(m, MBPS10)
+    assert not v.valid and len(v.reasons) == 1 and v.reasons[0].startswith(reason)
+
+
+def test_lag_is_judged_against_the_egress_delay_and_a_frame_time_floor() -> None:
+    # 4 ms of ingress lag: hidden when P4 queues hold 1 ms, small next to 64 ms of them
+    lag = _hist([4000] * 100)
+    assert not judge(Measures(ingress_lag_us=lag, egress_delay_us=_hist([1000] * 100)),
+                     MBPS10).valid
+    assert judge(Measures(ingress_lag_us=lag, egress_delay_us=_hist([64_000] * 100)),
+                 MBPS10).valid
+    # at 1 Mb/s a frame takes 12 ms: 4 ms of lag cannot hold back even one frame
+    assert judge(Measures(ingress_lag_us=lag, egress_delay_us=_hist([0] * 100)), 1e6).valid
+    assert guard.frame_time_us(1e6) == pytest.approx(12112)
+
+
+def test_probe_parses_host_counters_and_differences() -> None:
+    text = ("3\n1\nqdisc htb 5: root refcnt 2 r2q 10\n Sent 100 bytes 2 pkt (dropped 7, "
+            "overlimits 0 requeues 0)\nqdisc netem 10: parent 5:1\n Sent 1 bytes 1 pkt "
+            "(dropped 2, overlimits 0)\n")
+    assert probes.parse_host_probe(text) == (4, 9)
+    hidden = {"ports": {"1": {"kernel_packets": 10, "kernel_drops": 1, "tx_errors": 0,
+                              "ingress_lag_us": [0] * 32}},
+              "egress_delay_us": [0] * 32, "dequeued": 5}
+    b = probes.Snapshot(t=0.0, hidden={"s": hidden}, cpu_ticks={"s": 0}, machine=(0, 100))
+    after = {"ports": {"1": {"kernel_packets": 110, "kernel_drops": 4, "tx_errors": 2,
+                             "ingress_lag_us": [0, 0, 0, 0, 0, 7] + [0] * 26}},
+             "egress_delay_us": [0] * 10 + [3] + [0] * 21, "dequeued": 25}
+    a = probes.Snapshot(t=2.0, hidden={"s": after}, cpu_ticks={"s": probes.CLK_TCK},
+                        machine=(50, 200), veth_drops=1)
+    m = probes.measures(b, a)
+    assert m.frames_switched == 100 and m.socket_drops == 5 and m.veth_drops == 1
+    assert m.ingress_lag_us.n == 7 and m.egress_delay_us.counts[10] == 3
+    assert m.egress_delay_us.counts[0] == 17             # 20 dequeued, 3 of them waited
+    assert m.switch_cpu == {"s": pytest.approx(0.5)} and m.machine_busy == pytest.approx(0.5)
+
+
+# ---- on the emulated fabric -----------------------------------------------------------------
+def _fabric_run(tmp_path: Path, name: str, tdf: float, size: str, socket_buffer: int) \
+        -> pd.Series:
+    from experiments import runner
+    from experiments.config import from_dict
+
+    cfg = from_dict({
+        "name": name, "backend": "mininet",
+        "fabric": {"link_rate": "100G", "queue_packets": 64},
+        "topology": {"kind": "leafspine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2},
+        "schemes": ["random"],
+        "workloads": [{"name": "a2a", "schedule": "alltoall", "size": size, "window": 64,
+                       "rto_ms": 300 / tdf, "timeout_s": 60}],   # 300 ms emulated
+        "parameters": {"tdf": tdf, "loops": [], "sample_period_s": 0.5 / tdf,
+                       "socket_buffer": socket_buffer, "lock_timeout_s": 600}})
+    run = runner.run_experiment(cfg, tmp_path, report=False)
+    assert run.meta["interrupted"] is None, run.meta["interrupted"]
+    return pd.read_csv(run.root / "runs.csv").iloc[0]
+
+
+@pytest.mark.root
+@pytest.mark.mininet
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mnexec") is None,
+                    reason="needs root and Mininet")
+def test_overloaded_run_is_invalid_and_a_light_one_valid(tmp_path: Path) -> None:
+    # 100 Gb/s fabric at TDF 50 000: 2 Mb/s links, a 48 KB AllToAll on 4 hosts — light
+    light = _fabric_run(tmp_path, "light", 50_000, "48KB", 256 << 10)
+    assert light["ok"], light["errors"]
+    assert bool(light["valid"]), light["invalid_reason"]
+    # the same fabric at TDF 10: 10 Gb/s links no Python switch can serve, 4 KB socket
+    # buffers: frames pile up and die in front of the pipeline
+    heavy = _fabric_run(tmp_path, "heavy", 10, "960KB", 4096)
+    assert not bool(heavy["valid"])
+    assert "dropped outside the P4 pipeline" in heavy["invalid_reason"] or \
+        "hidden queue" in heavy["invalid_reason"], heavy["invalid_reason"]
+    assert heavy["hidden_drops"] > 0 or heavy["ingress_lag_p99_us"] > 0
