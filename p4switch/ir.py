@@ -176,9 +176,13 @@ class EnumType:
 
 @dataclass(frozen=True)
 class Field:
+    """A struct or header field. ``type_name``: the ``type`` (newtype, spec 7.6) the field
+    was declared with, if any -- ``type`` holds the type it stands for; P4Info names it."""
+
     name: str
     type: Type
     annotations: tuple[tuple[str, str], ...] = ()
+    type_name: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -754,6 +758,7 @@ class Param:
     direction: str
     type: Type
     annotations: dict[str, str] = field(default_factory=dict)
+    type_name: str = ""  # the newtype the parameter was declared with (see Field)
 
 
 @dataclass
@@ -800,6 +805,7 @@ class TableKey:
     match_kind: str
     name: str
     annotations: dict[str, str] = field(default_factory=dict)
+    type_name: str = ""  # the newtype of the key's field, if it was declared with one
 
     @property
     def width(self) -> int:
@@ -936,6 +942,8 @@ class Program:
     digests: list[StructType] = field(default_factory=list)
     main_file: str = ""
     sources: dict[str, str] = field(default_factory=dict)
+    # ``type N = T;`` declarations (newtypes), name -> T, in declaration order
+    new_types: dict[str, Type] = field(default_factory=dict)
 
     def error_code(self, name: str) -> int:
         return self.errors.index(name)

@@ -290,9 +290,25 @@ def _unit(arg: ir.Expr | None, table: dict[str, int], order: list[str]) -> int:
 class _TypeInfo:
     """Builds ``P4DataTypeSpec``s, registering named types in ``P4TypeInfo`` as p4c does."""
 
-    def __init__(self, info: p4types_pb2.P4TypeInfo, errors: list[str] = ()) -> None:
+    def __init__(self, info: p4types_pb2.P4TypeInfo, errors: list[str] = (),
+                 new_types: dict[str, ir.Type] | None = None) -> None:
         self.info = info
         self.errors = list(errors)
+        self.new_types = new_types or {}
+
+    def new_type(self, name: str) -> None:
+        """Register newtype ``name`` (p4c: ``new_types[name].original_type``)."""
+        if name in self.new_types and name not in self.info.new_types:
+            self.info.new_types[name].original_type.CopyFrom(self.spec(self.new_types[name]))
+
+    def named(self, t: ir.Type, type_name: str) -> p4types_pb2.P4DataTypeSpec:
+        """The spec of a member declared with newtype ``type_name`` (or none)."""
+        if type_name and type_name in self.new_types:
+            self.new_type(type_name)
+            s = p4types_pb2.P4DataTypeSpec()
+            s.new_type.name = type_name
+            return s
+        return self.spec(t)
 
     def spec(self, t: ir.Type) -> p4types_pb2.P4DataTypeSpec:
         s = p4types_pb2.P4DataTypeSpec()
@@ -313,7 +329,7 @@ class _TypeInfo:
                 st = self.info.structs[t.name]
                 for f in t.fields:
                     m = st.members.add(name=f.name)
-                    m.type_spec.CopyFrom(self.spec(f.type))
+                    m.type_spec.CopyFrom(self.named(f.type, f.type_name))
         elif isinstance(t, ir.HeaderType):
             s.header.name = t.name
             if t.name not in self.info.headers:
@@ -394,7 +410,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     p4info.pkg_info.arch = "v1model"
     if program.main_file:
         p4info.pkg_info.name = program.main_file.rsplit("/", 1)[-1].removesuffix(".p4")
-    types = _TypeInfo(p4info.type_info, program.errors)
+    types = _TypeInfo(p4info.type_info, program.errors, program.new_types)
     alloc = _IdAllocator()
 
     # ---- actions, as p4c keeps them: those a table can run (its list and default action) and
@@ -510,6 +526,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
                 mf.other_match_type = k.match_kind
             _annotate(mf, k.annotations)
             _doc(mf.doc, k.annotations)
+            _type_name(types, mf, k.type_name)
         for ref in t.actions:
             if ref.action not in key_to_action_id:
                 continue
@@ -564,9 +581,12 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         pids = _member_ids([(p.name, p.annotations) for p in params], a.cp_name)
         for pid, p in zip(pids, params, strict=True):
             _register_type(types, p.type)
-            pp = pa.params.add(id=pid, name=p.name, bitwidth=_bitwidth(p.type))
+            # p4c names a parameter by its @name
+            pp = pa.params.add(id=pid, name=str(p.annotations.get("name") or p.name),
+                               bitwidth=_bitwidth(p.type))
             _annotate(pp, p.annotations)
             _doc(pp.doc, p.annotations)
+            _type_name(types, pp, p.type_name)
 
     # ---- action profiles
     for _, inst in profiles:
@@ -638,6 +658,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
                 continue
             md = cm.metadata.add(id=mid, name=f.name, bitwidth=ir.type_width(f.type))
             _annotate(md, f.annotations)
+            _type_name(types, md, f.type_name)
 
     # ---- value sets
     vs_ids = alloc.allocate(
@@ -763,6 +784,13 @@ def _applied_tables(node: object) -> set[str]:
         elif isinstance(n, ir.Stmt | ir.Expr | ir.ActionCase | ir.ValueCase):
             stack.extend(getattr(n, f) for f in n.__dataclass_fields__)
     return out
+
+
+def _type_name(types: _TypeInfo, msg, name: str) -> None:  # noqa: ANN001 - field/param/meta
+    """A member declared with a newtype carries its name (``type_name``), as p4c writes."""
+    if name and name in types.new_types:
+        msg.type_name.name = name
+        types.new_type(name)
 
 
 def _register_type(types: _TypeInfo, t: ir.Type) -> None:

@@ -64,6 +64,7 @@ class FuncB:
 @dataclass
 class TypeB:
     type: object
+    newtype: str = ""  # the ``type`` declaration it names (directly or through typedefs)
 
 
 @dataclass

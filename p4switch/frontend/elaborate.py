@@ -148,6 +148,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         # calls inside its expressions); None outside statements
         self.hoisted: list[ir.Stmt] | None = None
         self.effects = 0  # ordering.Effects made so far (function calls inside expressions)
+        self.new_types: dict[str, ir.Type] = {}
         self.frames: list[_Frame] = []  # functions whose bodies are being elaborated
         self.action_defaults: dict[str, dict[str, ir.Const]] = {}  # action key -> defaults
 
@@ -204,6 +205,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             digests=self.digests,
             main_file=self.pp.main_file,
             sources=dict(self.pp.sources),
+            new_types=self.new_types,
         )
 
     def declare(self, scope: Scope, name: str, binding: object, node: object) -> None:
@@ -390,6 +392,15 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             raise self.err(tok, f"unknown type '{name}'")
         raise self.err(t, f"unexpected type syntax {t.data}")  # pragma: no cover
 
+    def newtype_of(self, t: Tree, scope: Scope) -> str:
+        """The newtype a type reference names (directly or through typedefs), else ""."""
+        while t.data == "type_ref":
+            t = t.children[0]
+        if t.data != "named_type" or t.children[1] is not None:
+            return ""
+        b = scope.lookup(str(t.children[0]))
+        return b.newtype if isinstance(b, TypeB) else ""
+
     def resolve_type_arg(self, a: Tree, scope: Scope, tparams: dict[str, TypeVar]):
         if a.data == "type_arg":
             return self.resolve_type(a.children[0], scope, tparams)
@@ -440,11 +451,15 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         self.declare(scope, _name(name), ConstB(e), name)
 
     def decl_typedef_decl(self, d: Tree) -> None:
-        _annos, _kw, tref, name = d.children
+        _annos, kw, tref, name = d.children
         t = self.resolve_type(tref, self.globals)
         if isinstance(t, TypeVar | BlockTypeRef):
             raise self.err(tref, "typedef of this type is not supported")
-        self.declare(self.globals, _name(name), TypeB(t), name)
+        # a newtype stands for its type here; its name is kept for P4Info (type_name)
+        newtype = _name(name) if str(kw) == "type" else self.newtype_of(tref, self.globals)
+        if str(kw) == "type":
+            self.new_types[newtype] = t
+        self.declare(self.globals, _name(name), TypeB(t, newtype), name)
         if not isinstance(t, ir.ExternType):
             self.types[_name(name)] = t
 
@@ -467,7 +482,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
                                      f"serializable enum or a struct of those, not {t}")
             if isinstance(t, TypeVar | BlockTypeRef | ir.ExternType | ir.VoidType):
                 raise self.err(tref, f"field '{n}' cannot have type {t}")
-            out.append(ir.Field(n, t, tuple(self.annotations(annos).items())))
+            out.append(ir.Field(n, t, tuple(self.annotations(annos).items()),
+                                self.newtype_of(tref, scope)))
         return tuple(out)
 
     def decl_header_decl(self, d: Tree) -> None:
@@ -651,7 +667,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             what = {"in": "'in' parameter", "": "action data parameter" if kind == "action"
                     else "parameter"}.get(d, "parameter")
             self.declare(scope, n, VarB(irn, t, writable, what), pname)
-            out.append(ir.Param(irn, d, t, self.annotations(annos, scope)))
+            out.append(ir.Param(irn, d, t, self.annotations(annos, scope),
+                                self.newtype_of(tref, scope)))
         return out
 
     # ---------------------------------------------------------------- actions

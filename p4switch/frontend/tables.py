@@ -156,7 +156,10 @@ class Tables(_Base):
             raise self.err(expr_t, f"table key type {t} is not allowed (use bit<W>, int<W>, "
                                    "bool, error or a serializable enum)")
         name = annos.get("name") or _key_name(expr_t)
-        return ir.TableKey(e, kind, name, annos)
+        type_name = ""
+        if isinstance(e, ir.Member) and isinstance(e.base.type, ir.StructType | ir.HeaderType):
+            type_name = next((f.type_name for f in e.base.type.fields if f.name == e.field), "")
+        return ir.TableKey(e, kind, name, annos, type_name)
 
     def action_ref(self, ar: Tree, scope: Scope, ctx: BlockCtx,
                    table: ir.Table) -> ir.ActionRef:
