@@ -379,7 +379,7 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
     tr = metrics.transport_stats(summ)
     cct = metrics.job_cct(summ["collectives"])
     return {**tags, "ok": summ["completed"], "cct": cct, "wall_s": round(wall, 3),
-            **_verdict(s, spec, w, tdf),
+            **_verdict(s, spec, w, tdf, ranks),
             "bytes_sent": summ["bytes_sent"], "bytes_received": summ["bytes_received"],
             "bytes_conserved": tr["bytes_conserved"],
             "packets_sent": summ["packets_sent"],
@@ -397,14 +397,22 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
             "errors": "; ".join([*summ["errors"], *s.errors])[:2000] or None, "dir": rel}
 
 
-def _verdict(s: RunSamples, spec: Any, w: WorkloadConfig, tdf: float) -> dict[str, Any]:
+def _verdict(s: RunSamples, spec: Any, w: WorkloadConfig, tdf: float,
+             ranks: list[dict[str, Any]]) -> dict[str, Any]:
     """The fidelity guard's columns of a run (experiments/guard.py); a backend that measures
     nothing hidden (the simulator: nothing is) gives a valid run."""
+    from p4switch.hidden import LogHistogram
+
     from .guard import judge
 
     m = s.extra.get("measures")
     if m is None:
         return {"valid": True, "invalid_reason": None}
+    lags = [r["send_lag_us"] for r in ranks if r.get("send_lag_us")]
+    if lags:
+        m.send_lag_us = LogHistogram()
+        for h in lags:
+            m.send_lag_us.merge(h)
     rates = [lk.bw_mbps for lk in spec.links if lk.bw_mbps]
     link_bps = (min(rates) * 1e6 / tdf) if rates else float("inf")
     return judge(m, link_bps, tdf, w.mss + metrics.FRAME_HEADER_BYTES - 14).row

@@ -20,6 +20,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from p4switch.hidden import LogHistogram
+
 from .frames import FlowHeader, FrameCache
 from .metrics import FlowRecord, RankMetrics, RecvRecord, StepRecord
 from .nexthop import Route, resolve
@@ -112,6 +114,9 @@ class HostAgent:
         self.rx_sport: dict[tuple[int, int], int] = {}
         """(src, flow) -> UDP source port of the flow's latest data packet: its ACKs' port."""
         self.local_done: dict[int, float] = {}   # flows between two local ranks
+        self.send_lag_us = LogHistogram()
+        """How late the loop woke for its next paced send or timer, µs (the fidelity guard's
+        host pacing lag: a starved agent cannot send at its rate)."""
         self.metrics = {r: RankMetrics(rank=r, host=hosts[r], job=schedule.job,
                                        schedule=schedule.name, path_policy=cfg.path_policy.label)
                         for r in self.local}
@@ -279,7 +284,9 @@ class HostAgent:
                 if self._held_until is not None:  # a paced flow's next send time
                     wait = min(wait, max(0.0, self._held_until - now))
             if wait > 0:
-                select.select([self.udp], [], [], wait)
+                ready, _, _ = select.select([self.udp], [], [], wait)
+                if not ready:   # woke for a paced send or a timer: how late (CPU lag)?
+                    self.send_lag_us.add(int((time.monotonic() - now - wait) * 1e6))
 
     # -- receive path ------------------------------------------------------------------------
     def _receive(self, buf: bytearray, now: float) -> None:
@@ -526,6 +533,7 @@ class HostAgent:
                 packets=0, packets_sent=0, posted=self.wall(t), start=self.wall(t),
                 finish=self.wall(t), local=True))
         for r, m in self.metrics.items():
+            m.send_lag_us = list(self.send_lag_us.counts)
             m.completed = self.state[r].done and m.error is None
             m.collectives = m.collective_times(self.s)
         return self.metrics

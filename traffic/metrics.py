@@ -105,6 +105,9 @@ class RankMetrics:
     received: list[RecvRecord] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
     collectives: list[dict[str, Any]] = field(default_factory=list)
+    send_lag_us: list[int] | None = None
+    """Log2 histogram (p4switch.hidden.LogHistogram counts) of how late the agent's loop woke
+    for paced sends and timers; None where not measured (TCP mode, the simulator)."""
 
     def collective_times(self, s: Schedule) -> list[dict[str, Any]]:
         """This rank's view of each collective: from its first step's start (compute excluded)
