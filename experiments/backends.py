@@ -22,6 +22,7 @@ import pandas as pd
 
 from topo.spec import FabricSpec
 from traffic.schedules import Schedule, dump
+from traffic.transport import TransportConfig
 
 from .config import ExperimentConfig, SchemeConfig, WorkloadConfig
 
@@ -47,11 +48,39 @@ class Backend(ABC):
     """Fabric life cycle + one run at a time. ``timings`` collects phase wall times (s)."""
 
     name = "?"
+    rto_bounds = (0.02, 2.0)
+    """RFC 6298's clamp of the RTO (s) when the experiment's transport block states none."""
+    default_prop_delay_us = 0.0
 
     def __init__(self, cfg: ExperimentConfig, spec: FabricSpec) -> None:
         self.cfg = cfg
         self.spec = spec
         self.timings: dict[str, float] = {}
+
+    # -- the transport block, in this backend's units (the config is already dilated) ------
+    def _link_bps(self) -> float | None:
+        bw = self.cfg.topology.bw_mbps
+        return bw * 1e6 if bw else None
+
+    def _prop_s(self) -> float:
+        f = self.cfg.fabric
+        return (f.prop_delay_us if f else self.default_prop_delay_us) * 1e-6
+
+    def _packet_bytes(self) -> int:
+        return self.cfg.fabric.mtu if self.cfg.fabric else 1500
+
+    def ecn_threshold(self, queue_depth: int) -> int | None:
+        """The switches' CE-marking threshold for the transport block's algorithm."""
+        return self.cfg.transport.marking(self.spec, self._link_bps(), self._prop_s(),
+                                          self._packet_bytes(), queue_depth)
+
+    def transport_config(self, base: Any, w: WorkloadConfig) -> Any:
+        """The hosts' traffic.transport.TransportConfig for workload ``w``."""
+        from traffic.congestion import base_rtt, host_hops
+
+        rtt = base_rtt(host_hops(self.spec), self._prop_s(), self._link_bps() or 1e12,
+                       self._packet_bytes())
+        return self.cfg.transport.transport_config(base, w, rtt, self.rto_bounds)
 
     @abstractmethod
     def up(self, scheme: SchemeConfig) -> None: ...
@@ -158,7 +187,9 @@ class MininetBackend(Backend):
         self.timings["fabric_up"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         self.ctl = FabricController(self.spec, target=p.target, control_period=p.control_period_s,
-                                   connect_timeout=60.0)
+                                   connect_timeout=60.0,
+                                   ecn_threshold=self.ecn_threshold(
+                                       f.queue_packets if f else 64))
         self.ctl.start(scheme=scheme.build(), loops=p.loops)
         self.timings["install"] = time.perf_counter() - t0
         self.scheme = scheme
@@ -199,6 +230,8 @@ class MininetBackend(Backend):
                 fail.start()
             kw: dict[str, Any] = {"transport": w.transport, "qps": w.qps, "mss": w.mss,
                                   "window": w.window, "rto_ms": w.rto_ms}
+            if w.transport == "udp":
+                kw.update(transport_args(self.transport_config(TransportConfig(), w)))
             if w.rate:
                 kw["rate"] = w.rate
             kw.update(self.scheme.traffic_args(self.cfg.topology))  # the hosts' path policy
@@ -320,6 +353,8 @@ class SimBackend(Backend):
     over time, so only host-side metrics and CCTs reach the report."""
 
     name = "sim"
+    rto_bounds = (200e-6, 0.5)
+    default_prop_delay_us = 1.0
 
     def __init__(self, cfg: ExperimentConfig, spec: FabricSpec) -> None:
         super().__init__(cfg, spec)
@@ -343,17 +378,20 @@ class SimBackend(Backend):
 
         assert self.scheme is not None
         schedule.placement = list(hosts)
-        # The simulator keeps its data-centre timers (ACK every 2 packets, 1 ms RTO): the
-        # workload's rto_ms (200 ms by default) is sized for the CPU-bound emulation.
-        transport = dataclasses.replace(SIM_TRANSPORT, mss=w.mss, window=w.window)
+        # The simulator keeps its data-centre timers (ACK every 2 packets, 1 ms initial RTO):
+        # the workload's rto_ms (200 ms by default) is sized for the CPU-bound emulation.
+        base = SIM_TRANSPORT
         fabric: dict[str, Any] = {}
         if self.cfg.fabric is not None:   # a file in fabric units: its timers, delay, queues
-            transport = dataclasses.replace(transport, rto=w.rto_ms / 1e3)
+            base = dataclasses.replace(base, rto=w.rto_ms / 1e3)
             fabric = {"prop_delay_us": self.cfg.fabric.prop_delay_us,
                       "queue_depth": self.cfg.fabric.queue_packets}
+        transport = self.transport_config(base, w)
         cfg = SimConfig(host=HostConfig(transport=transport,
                                         qps=w.qps, path_policy=self.scheme.policy_spec()),
                         seed=self.cfg.parameters.seed, workers=self.cfg.parameters.sim_workers,
+                        ecn_threshold=self.ecn_threshold(
+                            fabric.get("queue_depth", SimConfig.queue_depth)),
                         **fabric)
         net = SimNetwork(self.spec, self.scheme.build(), cfg)
         failures = []
@@ -374,6 +412,13 @@ class SimBackend(Backend):
 
     def down(self) -> None:
         pass
+
+
+def transport_args(t: Any) -> dict[str, Any]:
+    """A TransportConfig's congestion control and timers as traffic.run flags."""
+    return {"cc": t.cc, "cc_params": ",".join(f"{k}={v!r}" for k, v in t.cc_params) or None,
+            "min_rto_ms": t.min_rto * 1e3, "max_rto_ms": t.max_rto * 1e3,
+            "base_rtt_us": t.base_rtt * 1e6 or None}
 
 
 BACKENDS: dict[str, type[Backend]] = {"mininet": MininetBackend, "sim": SimBackend}

@@ -226,6 +226,48 @@ every 20 µs, 5 µs of settling between schemes, a 50 µs retransmission timeout
 
 
 @dataclass(frozen=True)
+class TransportSettings:
+    """The hosts' congestion control and timers (``transport:``; traffic.congestion), the same
+    on both backends. ``cc``: the algorithm; ``params``: its parameters by the names its paper
+    uses (``*_us`` keys are fabric times); ``min_rto_us``/``max_rto_us``: RFC 6298's clamp of
+    the RTO estimate (equal: a fixed timer; None: the backend's default — the simulator's
+    200 µs to 0.5 s, the emulation's 20 ms to 2 s, or 200 µs to 0.5 s in a file with a
+    fabric block); ``ecn_threshold``: the switches' CE-marking threshold in packets (None:
+    from the algorithm, the link rate and the fabric's base RTT, traffic.congestion.marking;
+    0: no marking). The workload's ``rto_ms`` is the RTO before the first RTT sample."""
+
+    cc: str = "dctcp"
+    params: dict[str, float] = dim(Dim.PARAMS, default_factory=dict)
+    min_rto_us: float | None = dim(Dim.TIME, None)
+    max_rto_us: float | None = dim(Dim.TIME, None)
+    ecn_threshold: int | None = None
+
+    @property
+    def label(self) -> str:
+        return self.cc + ("(" + ",".join(f"{k}={v:g}" for k, v in self.params.items()) + ")"
+                          if self.params else "")
+
+    def transport_config(self, base: Any, w: WorkloadConfig, base_rtt: float,
+                         rto_bounds: tuple[float, float]) -> Any:
+        """``base`` (a traffic.transport.TransportConfig) with this block and workload ``w``'s
+        segment size and window applied; ``rto_bounds``: the backend's default clamp (s)."""
+        lo = self.min_rto_us * 1e-6 if self.min_rto_us is not None else rto_bounds[0]
+        hi = self.max_rto_us * 1e-6 if self.max_rto_us is not None else max(rto_bounds[1], lo)
+        return base.with_cc(self.cc, self.params, mss=w.mss, window=w.window, min_rto=lo,
+                            max_rto=hi, base_rtt=base_rtt)
+
+    def marking(self, spec: FabricSpec, rate_bps: float | None, prop_delay_s: float,
+                packet_bytes: int, queue_depth: int) -> int | None:
+        """The switches' ECN threshold for a port of ``rate_bps`` (None: no marking)."""
+        if self.ecn_threshold is not None:
+            return self.ecn_threshold or None
+        from traffic.congestion import fabric_ecn_threshold
+
+        return fabric_ecn_threshold(spec, self.cc, rate_bps, prop_delay_s, packet_bytes,
+                                    queue_depth, self.params)
+
+
+@dataclass(frozen=True)
 class Parameters:
     """Run-level knobs shared by every workload and scheme."""
 
@@ -267,6 +309,7 @@ class ExperimentConfig:
     parameters: Parameters = Parameters()
     fabric: FabricConfig | None = None
     """The modelled fabric (None: a file in the emulation's own units, run at TDF 1)."""
+    transport: TransportSettings = TransportSettings()
     repetitions: int = 1
     backend: str = "mininet"
     description: str = ""
@@ -568,6 +611,31 @@ def _fabric(v: Any) -> FabricConfig:
                         flowlet_gap_us=_num(d, "flowlet_gap_us", p, None, positive=True))
 
 
+def _transport(v: Any, has_fabric: bool) -> TransportSettings:
+    from traffic.congestion import REGISTRY, cc_params
+
+    p = "transport"
+    d = _obj(v, p)
+    _keys(d, p, {"cc", "params", "min_rto_us", "max_rto_us", "ecn_threshold"})
+    cc = _str(d, "cc", p, "dctcp", tuple(REGISTRY))
+    params = dict(_obj(d.get("params", {}), _join(p, "params")))
+    try:
+        cc_params(cc, params)
+    except ValueError as e:
+        key, _, msg = str(e).partition(": ")
+        raise ConfigError(f"{p}.params.{key}" if key in params else f"{p}.params",
+                          msg if key in params else str(e)) from None
+    lo = _num(d, "min_rto_us", p, 200.0 if has_fabric else None, positive=True)
+    hi = _num(d, "max_rto_us", p, 500e3 if has_fabric else None, positive=True)
+    if lo is not None and hi is not None and hi < lo:
+        raise ConfigError(_join(p, "max_rto_us"), f"must be >= min_rto_us ({lo:g}), got {hi:g}")
+    k = d.get("ecn_threshold")
+    if k is not None:
+        k = _int(d, "ecn_threshold", p, 0, 0, 1 << 19)
+    return TransportSettings(cc=cc, params=params, min_rto_us=lo, max_rto_us=hi,
+                             ecn_threshold=k)
+
+
 def _tdf(d: dict[str, Any], p: str) -> float | str:
     v = d.get("tdf", 1.0)
     if v == TDF_AUTO:
@@ -621,7 +689,7 @@ def from_dict(d: Any) -> ExperimentConfig:
     """Validate a parsed experiment file; raises ConfigError naming the bad field."""
     d = _obj(d, "")
     _keys(d, "", {"name", "description", "backend", "topology", "schemes", "workloads",
-                  "parameters", "repetitions", "fabric"},
+                  "parameters", "repetitions", "fabric", "transport"},
           {"name", "topology", "schemes", "workloads"})
     name = _str(d, "name", "", None)
     if not name or any(c in name for c in "/\\ ") or name.startswith("."):
@@ -666,6 +734,7 @@ def from_dict(d: Any) -> ExperimentConfig:
     return ExperimentConfig(
         name=name, topology=topo, schemes=schemes, workloads=workloads,
         parameters=params, fabric=fabric,
+        transport=_transport(d.get("transport", {}), fabric is not None),
         repetitions=_int(d, "repetitions", "", 1, 1, 1000),
         backend=_str(d, "backend", "", "mininet", BACKENDS),
         description=_str(d, "description", "", ""), source=d)

@@ -44,7 +44,7 @@ TIME_LIKE = re.compile(r"(_us|_ms|_s|_ns|period|timeout|delay|gap|rto|margin|rat
                        re.IGNORECASE)
 """Field names that look like a time or a rate: each must declare its Dim."""
 RESULT_TIME_KEYS = frozenset({"start", "finish", "posted", "compute_start", "fct", "cct",
-                              "duration", "time", "t", "iteration_s"})
+                              "duration", "time", "t", "iteration_s", "srtt", "rto"})
 """Keys of the agents' records (traffic.metrics) and the samples that hold seconds."""
 
 

@@ -83,11 +83,16 @@ def summary_table(r: Results, include_invalid: bool = False) -> pd.DataFrame:
                 t = t.merge(imb, on=keys, how="left")
     if not r.runs.empty:
         agg = r.runs.groupby(keys).agg(
-            {c: "max" if c == "qdepth_max" else _sum_or_nan
-             for c in ("qdepth_max", "drops", "retransmissions", "reordered")
+            {c: "max" if c == "qdepth_max" else "mean" if c in _MEANS else _sum_or_nan
+             for c in ("qdepth_max", "drops", "retransmissions", "reordered", "spurious",
+                       *_MEANS)
              if c in r.runs}).reset_index()
         t = t.merge(agg, on=keys, how="left")
     return t
+
+
+_MEANS = ("ce_fraction", "mean_window", "mean_rate")
+"""Transport columns averaged over a scheme's runs (not summed)."""
 
 
 def _sum_or_nan(s: pd.Series) -> float:
@@ -140,7 +145,9 @@ COLUMNS = [("workload", "workload", "{}"), ("scheme", "scheme", "{}"),
            ("vs_best", "vs best", "{:.2f}x"),
            ("slowdown", "vs ideal", "{:.2f}x"), ("imbalance", "uplink max/mean", "{:.2f}"),
            ("qdepth_max", "max queue", "{:.0f}"), ("drops", "drops", "{:.0f}"),
-           ("retransmissions", "retx", "{:.0f}"), ("reordered", "reordered", "{:.0f}"),
+           ("retransmissions", "retx", "{:.0f}"), ("spurious", "spurious", "{:.0f}"),
+           ("ce_fraction", "CE", "{:.1%}"), ("mean_window", "cwnd", "{:.1f}"),
+           ("mean_rate", "rate/line", "{:.2f}"), ("reordered", "reordered", "{:.0f}"),
            ("n", "runs", "{}"), ("invalid", "invalid", "{}"), ("failed", "failed", "{}")]
 """The summary's columns: (table column, header, format); ``time`` columns are printed in
 the unit that suits the table (µs for a 100 Gb/s fabric, ms or s for slower ones)."""

@@ -51,6 +51,12 @@ class Interrupted(Exception):
     """SIGTERM (or SIGINT) arrived: stop after tearing down, keep what was measured."""
 
 
+TRANSPORT_COLUMNS = ("cc", "spurious", "ce_fraction", "mean_window", "mean_rate")
+"""The congestion control's figures of a run (traffic.metrics.merge_ranks): its name,
+spurious retransmissions, the CE-marked fraction of acknowledged packets, the mean window
+(packets) and the mean pacing rate over the line rate (rate-based algorithms)."""
+
+
 def versions() -> dict[str, Any]:
     """What produced the numbers: git revision (and whether the tree was dirty), Python,
     kernel, package versions."""
@@ -384,6 +390,7 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
             "bytes_conserved": tr["bytes_conserved"],
             "packets_sent": summ["packets_sent"],
             "retransmissions": summ["retransmissions"], "reordered": summ["reordered"],
+            **{k: summ.get(k) for k in TRANSPORT_COLUMNS},
             "tcp_total_retrans": summ["tcp_total_retrans"],
             "tcp_reord_seen": summ["tcp_reord_seen"], "drops": drops, "qdepth_max": qmax,
             "uplink_bytes": up_bytes, "inter_edge_wire_bytes": need,

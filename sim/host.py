@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from topo.spec import HostSpec
+from traffic.congestion import RttCache
 from traffic.metrics import FlowRecord, RankMetrics, RecvRecord, StepRecord
 from traffic.packet import ACK, F_ACK, F_LAST, F_NACK, F_RETX, HDR, ROCEV2_PORT
 from traffic.policies import PathPolicy, PolicySpec, feed_ack
@@ -141,6 +142,8 @@ class SimHost:
         self.tx: dict[int, _Tx] = {}
         self.rx: dict[int, _Rx] = {}
         self.local_done: dict[int, float] = {}
+        self.rtt_cache = RttCache()
+        """RTT estimates per peer rank, as the agent keeps them."""
         self._ready: deque[_Tx] = deque()
         self._timers: list[tuple[float, int, _Tx]] = []
         self._acks: deque[bytes] = deque()
@@ -466,7 +469,8 @@ class SimHost:
             if dst_host is self:
                 self.local_done[snd.flow] = now
                 continue
-            s = SenderFlow(snd.bytes, job.cfg.transport, self.line_rate_bps)
+            s = SenderFlow(snd.bytes, job.cfg.transport, self.line_rate_bps,
+                           rtt_cache=self.rtt_cache, peer=snd.dst)
             f = _Tx(snd.flow, st.rank, snd.dst, st.pos, step.collective, s, now, dst_host,
                     self._policy(st.rank, snd.flow, dst_host, s))
             self.tx[snd.flow] = f

@@ -44,7 +44,8 @@ class FlowRecord:
     ce_acked: int = 0   # acknowledged packets whose ECN echo was CE
     cc: str | None = None                # the congestion control (traffic.congestion)
     mean_window: float | None = None     # its window, packets, averaged over the ACKs
-    mean_rate_bps: float | None = None   # its pacing rate, averaged over the ACKs (rate-based)
+    mean_rate: float | None = None       # its pacing rate over the line rate, averaged over
+    #                                      the ACKs (rate-based algorithms)
     srtt: float | None = None            # RFC 6298 smoothed RTT at the end, seconds
     rto: float | None = None             # the RTO at the end, seconds
 
@@ -137,7 +138,7 @@ class RankMetrics:
             "acked_packets": sum(f.acked_packets for f in net),
             "ce_acked": sum(f.ce_acked for f in net),
             "mean_window": _mean(f.mean_window for f in net),
-            "mean_rate_bps": _mean(f.mean_rate_bps for f in net),
+            "mean_rate": _mean(f.mean_rate for f in net),
             "duration": (self.finish - self.start) if self.finish and self.start else None,
             **self.tcp_totals(),
         }
@@ -271,7 +272,7 @@ def _cc_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
     return {"spurious": sum(t.get("duplicates", 0) for t in tot),
             "ce_fraction": sum(t.get("ce_acked", 0) for t in tot) / acked if acked else None,
             "mean_window": _mean(f.get("mean_window") for f in flows),
-            "mean_rate_bps": _mean(f.get("mean_rate_bps") for f in flows),
+            "mean_rate": _mean(f.get("mean_rate") for f in flows),
             "cc": ",".join(ccs) or None}
 
 

@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+from .congestion import DEFAULT_CC, REGISTRY
 from .policies import ENTROPY_SETS, SPRAY_MODES, PolicySpec, parse_policy
 from .schedules import (
     GENERATORS,
@@ -56,6 +57,19 @@ def _rate(text: str) -> float:
         return float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
     except ValueError:
         raise argparse.ArgumentTypeError(f"bad rate {text!r} (use e.g. 800M, 1G)") from None
+
+
+def _cc_params(text: str) -> dict[str, float]:
+    out = {}
+    for item in filter(None, text.split(",")):
+        k, eq, v = item.partition("=")
+        try:
+            if not eq:
+                raise ValueError
+            out[k.strip()] = float(v)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item!r} is not NAME=NUMBER") from None
+    return out
 
 
 def _ints(text: str) -> list[int]:
@@ -107,7 +121,19 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--tcp-port", type=int, default=4792, help="tcp: listener port")
     t.add_argument("--mss", type=int, default=1400, help="payload bytes per packet")
     t.add_argument("--window", type=int, default=256, help="packets in flight per flow")
-    t.add_argument("--rto-ms", type=float, default=20.0)
+    t.add_argument("--rto-ms", type=float, default=20.0,
+                   help="RTO before the first RTT sample (RFC 6298's initial RTO)")
+    t.add_argument("--min-rto-ms", type=float, default=20.0,
+                   help="floor of the RTO estimate (default %(default)s; = --max-rto-ms: a "
+                        "fixed timer)")
+    t.add_argument("--max-rto-ms", type=float, default=2000.0,
+                   help="ceiling of the RTO estimate and its backoff (default %(default)s)")
+    t.add_argument("--cc", default=DEFAULT_CC.value, choices=sorted(REGISTRY),
+                   help="congestion control (traffic.congestion; default %(default)s)")
+    t.add_argument("--cc-params", type=_cc_params, default={},
+                   help="its parameters, e.g. g=0.0625,init_cwnd=8")
+    t.add_argument("--base-rtt-us", type=float, default=0.0,
+                   help="the fabric's unloaded RTT (NSCC's delay target; 0: measured)")
     t.add_argument("--nack-gap", type=int, default=64)
     t.add_argument("--next-hop-mac", help="override the neighbour-table next-hop MAC")
     q = p.add_argument_group("path policy (host-based load balancing, udp transport)")
@@ -239,14 +265,22 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--qps, --mss (1..8900) and --rate must be positive")
     if not 0 < a.tcp_port < 65536:
         p.error(f"--tcp-port: {a.tcp_port} out of range 1..65535")
+    if not 0 < a.min_rto_ms <= a.max_rto_ms or a.rto_ms <= 0:
+        p.error("--rto-ms and --min-rto-ms <= --max-rto-ms must be > 0")
+    try:
+        transport = TransportConfig(mss=a.mss, window=a.window, rto=a.rto_ms / 1000,
+                                    nack_gap=a.nack_gap).with_cc(
+            a.cc, a.cc_params, min_rto=a.min_rto_ms / 1000, max_rto=a.max_rto_ms / 1000,
+            base_rtt=a.base_rtt_us * 1e-6)
+    except ValueError as e:
+        p.error(f"--cc-params: {e}")
     start_at = a.start_at if a.start_at is not None else (
         time.time() + a.start_in if a.start_in is not None else None)
     cfg = AgentConfig(rate_bps=a.rate or 1e9, qps=a.qps, timeout=a.timeout, linger=a.linger,
                       start_at=start_at, nexthop_mac=a.next_hop_mac,
                       tcp_port=a.tcp_port, tcp_rate_bps=a.rate, path_policy=policy,
                       fabric=fabric,
-                      transport=TransportConfig(mss=a.mss, window=a.window,
-                                                rto=a.rto_ms / 1000, nack_gap=a.nack_gap))
+                      transport=transport)
     if a.transport == "tcp":
         from .tcpagent import TcpHostAgent
         agent: HostAgent = TcpHostAgent(s, local, hosts, cfg)

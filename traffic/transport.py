@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import deque
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from .congestion import (
@@ -21,6 +22,7 @@ from .congestion import (
     REGISTRY,
     CcContext,
     CongestionControl,
+    RttCache,
     RttEstimator,
     cc_params,
     make_cc,
@@ -65,6 +67,9 @@ WIRE_OVERHEAD = 14 + 20 + 8 + 28
 """Ethernet, IPv4, UDP and collective-header bytes around a payload (traffic.frames.OVERHEAD):
 what a paced sender counts per packet besides the payload."""
 PACE_SLACK = 1e-12
+INITIAL_RTO_RTTS = 3
+"""The initial RTO is at least this many of the fabric's unloaded RTTs (TransportConfig.
+base_rtt, when the configuration knows it)."""
 
 
 @dataclass(frozen=True)
@@ -92,11 +97,13 @@ class SenderFlow:
     feed it the packets they newly acknowledge, how many of those were CE-echoed, and an RTT
     sample taken from the newest of them if it was sent once (Karn); the RTO comes from
     RFC 6298's estimator and backs off on each timeout. ``line_rate_bps`` is the sender's NIC
-    rate (DCQCN starts at it; NSCC sizes its delay target from it).
+    rate (DCQCN starts at it; NSCC sizes its delay target from it); with ``rtt_cache`` the
+    estimator starts from the last one to ``peer``.
     """
 
     def __init__(self, nbytes: int, cfg: TransportConfig, line_rate_bps: float = 1e9,
-                 cc: CongestionControl | None = None) -> None:
+                 cc: CongestionControl | None = None,
+                 rtt_cache: RttCache | None = None, peer: Hashable = None) -> None:
         self.cfg = cfg
         self.nbytes = nbytes
         self.npkts = packets_for(nbytes, cfg.mss)
@@ -112,7 +119,13 @@ class SenderFlow:
         self.cc = cc or make_cc(cfg.cc, CcContext(line_rate_bps, cfg.mss + WIRE_OVERHEAD,
                                                   cfg.window, cfg.base_rtt),
                                 dict(cfg.cc_params))
-        self.rtt = RttEstimator(cfg.rto, min(cfg.min_rto, cfg.max_rto), cfg.max_rto)
+        lo = min(cfg.min_rto, cfg.max_rto)
+        # before any sample: never below a few unloaded RTTs of the fabric, when known (a
+        # data-centre initial RTO on a slow fabric would resend every first window)
+        first = max(cfg.rto, INITIAL_RTO_RTTS * cfg.base_rtt)
+        self.rtt = rtt_cache.estimator(peer, first, lo, cfg.max_rto) if rtt_cache else \
+            RttEstimator(first, lo, cfg.max_rto)
+        self.line_rate_bps = line_rate_bps
         self._paced = self.cc.rate_bps is not None
         self.paced_until = 0.0
         """Earliest time the pacer lets the next packet go (rate-based algorithms)."""
@@ -294,7 +307,8 @@ class SenderFlow:
 def cc_fields(s: SenderFlow) -> dict[str, object]:
     """A finished (or abandoned) sender's congestion-control figures for its FlowRecord."""
     return {"ce_acked": s.ce_acked, "cc": s.cfg.cc, "mean_window": s.mean_window,
-            "mean_rate_bps": s.mean_rate_bps, "srtt": s.rtt.srtt, "rto": s.rtt.rto}
+            "mean_rate": s.mean_rate_bps / s.line_rate_bps if s.mean_rate_bps else None,
+            "srtt": s.rtt.srtt, "rto": s.rtt.rto}
 
 
 @dataclass

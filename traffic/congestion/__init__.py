@@ -17,8 +17,8 @@ from .base import (
     register,
 )
 from .marking import base_rtt, ecn_threshold, fabric_ecn_threshold, host_hops
-from .rtt import RttEstimator
+from .rtt import RttCache, RttEstimator
 
-__all__ = ["DEFAULT_CC", "REGISTRY", "CcContext", "CcName", "CongestionControl", "RttEstimator",
+__all__ = ["DEFAULT_CC", "REGISTRY", "CcContext", "CcName", "CongestionControl", "RttCache", "RttEstimator",
            "base_rtt", "cc_params", "ecn_threshold", "fabric_ecn_threshold", "host_hops",
            "make_cc", "register"]

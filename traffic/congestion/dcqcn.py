@@ -25,18 +25,19 @@ from .base import CcContext, CongestionControl, register
 
 @dataclass(frozen=True)
 class DcqcnParams:
-    """Names and defaults of the DCQCN paper's evaluation: ``g`` = 1/256; ``alpha_timer`` K =
-    55 µs; ``cnp_interval`` N = 50 µs; ``rate_timer`` T = 55 µs; ``byte_counter`` B = 10 MB;
-    ``f`` F = 5. ``r_ai`` and ``r_hai`` are fractions of the line rate (the paper's
-    R_AI = 40 Mb/s at 40 Gb/s is 0.001; R_HAI ten times that), so a slower emulated fabric keeps
+    """Names and defaults of the DCQCN paper's evaluation: ``g`` = 1/256; ``alpha_timer_us``
+    K = 55 µs; ``cnp_interval_us`` N = 50 µs; ``rate_timer_us`` T = 55 µs; ``byte_counter`` B
+    = 10 MB; ``f`` F = 5. ``r_ai`` and ``r_hai`` are fractions of the line rate (the paper's
+    R_AI = 40 Mb/s at 40 Gb/s is 0.001; R_HAI ten times that), so a time-dilated fabric keeps
     the dynamics; ``min_rate`` likewise; ``window``: packets in flight (0: the transport's);
-    ``alpha_init``: 1, as NICs start. Times in seconds."""
+    ``alpha_init``: 1, as NICs start. Timers in µs (the ``_us`` suffix lets experiments
+    dilate them with every other fabric time)."""
 
     g: float = 1.0 / 256
     alpha_init: float = 1.0
-    alpha_timer: float = 55e-6
-    cnp_interval: float = 50e-6
-    rate_timer: float = 55e-6
+    alpha_timer_us: float = 55.0
+    cnp_interval_us: float = 50.0
+    rate_timer_us: float = 55.0
     byte_counter: float = 10e6
     f: int = 5
     r_ai: float = 0.001
@@ -47,7 +48,7 @@ class DcqcnParams:
     def check(self) -> None:
         if not 0 < self.g <= 1:
             raise ValueError(f"g: must be in (0, 1], got {self.g}")
-        for name in ("alpha_timer", "rate_timer", "byte_counter"):
+        for name in ("alpha_timer_us", "rate_timer_us", "byte_counter"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}: must be > 0")
         if not 0 < self.min_rate <= 1:
@@ -76,6 +77,9 @@ class Dcqcn(CongestionControl):
         self._bytes = 0.0
         self._i_t = self._i_b = 0
         self.cnps = 0
+        self._k = params.alpha_timer_us * 1e-6
+        self._t = params.rate_timer_us * 1e-6
+        self._n = params.cnp_interval_us * 1e-6
 
     @property
     def window(self) -> float:
@@ -93,13 +97,13 @@ class Dcqcn(CongestionControl):
         self._start(now)
         p = self.p
         assert self._alpha_at is not None and self._timer_at is not None
-        n = int((now - self._alpha_at) / p.alpha_timer)
+        n = int((now - self._alpha_at) / self._k)
         if n > 0:
             self.alpha *= (1 - p.g) ** min(n, _MAX_CATCH_UP)
-            self._alpha_at += n * p.alpha_timer
-        n = int((now - self._timer_at) / p.rate_timer)
+            self._alpha_at += n * self._k
+        n = int((now - self._timer_at) / self._t)
         if n > 0:
-            self._timer_at += n * p.rate_timer
+            self._timer_at += n * self._t
             for _ in range(min(n, _MAX_CATCH_UP)):
                 if self.rc >= self.line and self.rt >= self.line:
                     break
@@ -129,7 +133,7 @@ class Dcqcn(CongestionControl):
         self.advance(now)
         if marked <= 0:
             return
-        if self._last_cnp is not None and now - self._last_cnp < self.p.cnp_interval:
+        if self._last_cnp is not None and now - self._last_cnp < self._n:
             return
         self._last_cnp = now
         self._cut(now)

@@ -7,11 +7,18 @@ data-centre transports configure far less, hence a value). Before any sample the
 initial one. Each expiry doubles it (§5.5, "back off the timer"), up to max_rto, until a new
 sample recomputes it. Karn's algorithm (§3): samples come only from packets sent once — the
 sender decides that, this class only takes the samples it is given.
+
+A collective opens a new flow per step to the same peers, and a flow's first packets would
+wait for the initial RTO — which is either too long for the fabric (RFC 6298's 1 s) or too
+short for a slow or loaded one (every first window resent spuriously). ``RttCache`` keeps the
+estimate per destination, as Linux's TCP metrics cache does, so a flow starts from what the
+last flow to the same peer measured.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Hashable
+from dataclasses import dataclass, field
 
 ALPHA = 1 / 8
 BETA = 1 / 4
@@ -56,3 +63,27 @@ class RttEstimator:
         """The timer expired: double the RTO (up to max_rto)."""
         self.backoffs += 1
         self.rto = min(self.max_rto, 2 * self.rto)
+
+    def seed(self, other: RttEstimator) -> None:
+        """Start from ``other``'s SRTT and RTTVAR (its backoff not included)."""
+        if other.srtt is not None and other.rttvar is not None:
+            self.srtt, self.rttvar = other.srtt, other.rttvar
+            self.rto = self._clamp(self.srtt + max(self.granularity, K * self.rttvar))
+
+
+@dataclass
+class RttCache:
+    """The latest RTT estimate per destination (any hashable key)."""
+
+    _last: dict[Hashable, RttEstimator] = field(default_factory=dict)
+
+    def estimator(self, key: Hashable, initial_rto: float, min_rto: float,
+                  max_rto: float) -> RttEstimator:
+        """A new flow's estimator, seeded from the last one to ``key`` that had samples."""
+        e = RttEstimator(initial_rto, min_rto, max_rto)
+        prev = self._last.get(key)
+        if prev is not None:
+            e.seed(prev)
+        if prev is None or e.srtt is not None or prev.srtt is None:
+            self._last[key] = e
+        return e
