@@ -13,6 +13,12 @@ veth whose other end is in the root namespace, where the device under test binds
           like the real one): the switch's own overhead
   ipv4    p4switch running tests/switch/p4/ipv4.p4 (LPM, MAC rewrite, TTL, checksum)
   ecmp    p4switch running p4src/fabric.p4 with an ECMP group of 4 members (5-tuple crc16 hash)
+  ebpf-ipv4, ebpf-ecmp  the same programs and entries on ``p4switch --target ebpf``: compiled to
+          BPF on the veths' tc ingress, frames never reach a process. Its CPU per frame is the
+          kernel's own accounting of the program (kernel.bpf_stats_enabled, run_time_ns over
+          run_cnt): the redirect and the veth delivery are not included (they run in the
+          blaster's send, as the Python devices' sends run the sink's delivery). The backlog test
+          does not apply (stopping the process stops nothing)
 Traffic: 110-byte UDP frames built with scapy, sent by a Python blaster in h1 (64 source ports so
 ECMP hashes vary), counted by a Python sink in h2. Each tool runs in its own process. The
 programs' next-hop MAC is not h2's, so h2 drops every device's output at layer 2 alike.
@@ -331,8 +337,22 @@ def drain(topo, dut: Child, count: int) -> tuple[int, float, float]:
     return s["count"], s["seconds"], cpu_seconds(dut.proc.pid) - c0
 
 
+EBPF_DUTS = ("ebpf-ipv4", "ebpf-ecmp")
+
+
 def start_dut(name: str, topo, tmp: Path) -> Child:
     h1, h2 = topo.hosts
+    if name in EBPF_DUTS:
+        prog, entries = (IPV4_P4, IPV4_ENTRIES) if name == "ebpf-ipv4" else (FABRIC_P4,
+                                                                           ECMP_ENTRIES)
+        ef = tmp / f"{name}.stf"
+        ef.write_text(entries)
+        c = Child(P4SWITCH + [str(prog), "--target", "ebpf", "-i", f"1@{h1.sw_ifname}", "-i",
+                              f"2@{h2.sw_ifname}", "--no-grpc", "--entries", str(ef),
+                              "--log-level", "info"], ready=None,
+                  stderr_ready="eBPF data plane on")
+        c.wait_ready(120)
+        return c
     if name in ("bare", "null"):
         c = Child([PY, str(Path(__file__).resolve()), "--role", name, "--in-if", h1.sw_ifname,
                    "--out-if", h2.sw_ifname])
@@ -345,6 +365,23 @@ def start_dut(name: str, topo, tmp: Path) -> Child:
                   ready=None, stderr_ready="started")
     c.wait_ready(60)
     return c
+
+
+def bpf_run_seconds() -> float:
+    """Run time of every loaded p4switch eBPF program (``p4_ingress``), from the kernel's BPF
+    statistics (bpftool's JSON; kernel.bpf_stats_enabled must be 1)."""
+    try:
+        out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True,
+                             check=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0.0
+    return sum(p.get("run_time_ns", 0) for p in json.loads(out or "[]")
+               if p.get("name") == "p4_ingress") / 1e9
+
+
+def dut_cpu(name: str, dut: Child) -> float:
+    """CPU seconds the device spent so far: its process's, or its BPF program's."""
+    return bpf_run_seconds() if name in EBPF_DUTS else cpu_seconds(dut.proc.pid)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -364,9 +401,9 @@ def measure(name: str, dut: Child, topo, args, ladder: list[float], loss_rates: 
     cpu: dict[float, float] = {}
     rates: list[float] = []
     for rate in ladder:
-        c0 = cpu_seconds(dut.proc.pid)
+        c0 = dut_cpu(name, dut)
         sent, got, window = run_traffic(topo, args.seconds, rate, args.burst)
-        cpu[rate] = (cpu_seconds(dut.proc.pid) - c0) / max(got, 1) * 1e6
+        cpu[rate] = (dut_cpu(name, dut) - c0) / max(got, 1) * 1e6
         steps[rate] = (sent, got)
         # frames over the time they took to arrive (a device working off a backlog after the
         # blaster stopped takes longer than the step), never over less than the step
@@ -378,7 +415,7 @@ def measure(name: str, dut: Child, topo, args, ladder: list[float], loss_rates: 
             break  # well beyond capacity
     # capacity from a backlog (best of 3), the device alone on a core
     best = 0.0
-    for _ in range(3):
+    for _ in range(0 if name in EBPF_DUTS else 3):
         got, window, cpu_s = drain(topo, dut, args.drain)
         if window > 0:
             best = max(best, got / window)
@@ -386,9 +423,9 @@ def measure(name: str, dut: Child, topo, args, ladder: list[float], loss_rates: 
               f"{got / window / 1e3 if window else 0:.1f} kpps, {cpu_s / max(got, 1) * 1e6:.2f} "
               "CPU us/frame", flush=True)
     # CPU per frame: one longer step at --cpu-rate (the /proc clock ticks are 10 ms)
-    c0 = cpu_seconds(dut.proc.pid)
+    c0 = dut_cpu(name, dut)
     sent, got, _ = run_traffic(topo, args.cpu_seconds, args.cpu_rate, args.burst)
-    cpu_frame = (cpu_seconds(dut.proc.pid) - c0) / max(got, 1) * 1e6
+    cpu_frame = (dut_cpu(name, dut) - c0) / max(got, 1) * 1e6
     print(f"  [{name}] {cpu_frame:.2f} CPU us/frame at {args.cpu_rate / 1e3:g} kpps offered for "
           f"{args.cpu_seconds:g} s ({100 * (1 - got / sent):.2f}% loss)", flush=True)
     sent, got, window = run_traffic(topo, args.seconds, 0, args.burst)
@@ -421,7 +458,8 @@ def main() -> int:
                     help="frames queued while the device is stopped (backlog capacity test)")
     ap.add_argument("--cpu-seconds", type=float, default=4.0,
                     help="length of the CPU-time step")
-    ap.add_argument("--duts", default="bare,null,ipv4,ecmp", help="devices to measure")
+    ap.add_argument("--duts", default="bare,null,ipv4,ecmp,ebpf-ipv4,ebpf-ecmp",
+                    help="devices to measure (the ebpf-* ones need clang, libbpf and bpftool)")
     args = ap.parse_args()
 
     if args.role == "sink":
@@ -438,11 +476,26 @@ def main() -> int:
     if os.geteuid() != 0:
         print("switch_bench: needs root (network namespaces, raw sockets)", file=sys.stderr)
         return 2
-    from switch_netns import Topo
 
     loss_rates = [float(r) for r in args.rates.split(",") if r]
     ladder = sorted({float(r) for r in args.ladder.split(",") if r} | set(loss_rates))
     results: dict[str, dict] = {}
+    stats_path = Path("/proc/sys/kernel/bpf_stats_enabled")
+    stats_before = stats_path.read_text().strip() if stats_path.exists() else None
+    if any(n in EBPF_DUTS for n in args.duts.split(",")) and stats_before is not None:
+        stats_path.write_text("1")  # the kernel accounts BPF run time only when asked
+    try:
+        _run_duts(args, ladder, loss_rates, results)
+    finally:
+        if stats_before is not None:
+            stats_path.write_text(stats_before)
+    _report(args, ladder, results)
+    return 0
+
+
+def _run_duts(args, ladder: list[float], loss_rates: list[float], results: dict) -> None:
+    from switch_netns import Topo
+
     with Topo(tag="b") as topo, tempfile.TemporaryDirectory(prefix="p4ft-bench-") as tmpd:
         for name in args.duts.split(","):
             dut = start_dut(name, topo, Path(tmpd))
@@ -455,12 +508,14 @@ def main() -> int:
                     for ln in tail[-4:]:
                         print(f"    {name} stats: {ln.split(': ', 1)[-1]}")
 
+
+def _report(args, ladder: list[float], results: dict) -> None:
     bare = results.get("bare", {}).get("peak", 0.0)
     bare_cpu = results.get("bare", {}).get("cpu_frame", 0.0)
     cr = format(args.cpu_rate / 1e3, "g")
     print()
     bare_drain = results.get("bare", {}).get("drain", 0.0)
-    print(f"{'device':8} {'peak kpps':>10} {'vs bare':>8} {'backlog kpps':>13} {'vs bare':>8} "
+    print(f"{'device':9} {'peak kpps':>10} {'vs bare':>8} {'backlog kpps':>13} {'vs bare':>8} "
           f"{'CPU us/fr':>10} {'vs bare':>8}")
     for name, r in results.items():
         ratio = f"{r['peak'] / bare:.2f}" if bare else "-"
@@ -468,7 +523,7 @@ def main() -> int:
         c = r["cpu_frame"]
         cratio = f"{bare_cpu / c:.2f}" if c and bare_cpu else "-"
         cell = f"{c:.2f}" if c else "-"
-        print(f"{name:8} {r['peak'] / 1e3:10.1f} {ratio:>8} {r['drain'] / 1e3:13.1f} {dr:>8} "
+        print(f"{name:9} {r['peak'] / 1e3:10.1f} {ratio:>8} {r['drain'] / 1e3:13.1f} {dr:>8} "
               f"{cell:>10} {cratio:>8}")
     print("  peak: best received rate of any offered-load step (blaster, sink and device share "
           "the machine's cores)")
@@ -498,7 +553,11 @@ def main() -> int:
                    for n in ("ipv4", "ecmp") if n in results)
     print(f"\nBMv2 1.15.5 per the issue (quoted, not measured here): ~{BMV2_KPPS:g} kpps peak, "
           f"~35% loss at 5 kpps bursty, bare Python forwarder ~39 kpps there; p4switch {vs or '-'}")
-    return 0
+    for py_name, eb_name in (("ipv4", "ebpf-ipv4"), ("ecmp", "ebpf-ecmp")):
+        if py_name in results and eb_name in results and results[eb_name]["cpu_frame"]:
+            a, b = results[py_name], results[eb_name]
+            print(f"{eb_name} vs {py_name}, same run: peak x{b['peak'] / a['peak']:.1f}, device "
+                  f"CPU/frame x{a['cpu_frame'] / b['cpu_frame']:.0f} less")
 
 
 if __name__ == "__main__":

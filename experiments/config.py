@@ -24,7 +24,7 @@ from traffic.schedules import GENERATORS, Schedule, ScheduleError, bsp_training,
 from .dilation import Dim, dim, format_rate, parse_rate
 
 BACKENDS = ("mininet", "sim")
-TARGETS = ("p4switch", "bmv2")
+TARGETS = ("p4switch", "bmv2", "ebpf")
 TOPOLOGIES = ("fattree", "leafspine")
 TRANSPORTS = ("udp", "tcp")
 PLACEMENTS = ("block", "random")

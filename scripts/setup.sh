@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 APT_PACKAGES=(iproute2 mininet python3-venv python3-pip ethtool procps tcpdump iputils-ping
-              clang libbpf-dev)  # clang + libbpf: the eBPF target (p4switch/ebpf, tests/ebpf)
+              clang libbpf-dev bpftool)  # the eBPF target (p4switch/ebpf; bpftool: its bench)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -63,8 +63,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--bw", type=_mbps, default=None, metavar="MBPS",
                    help="link rate in Mbit/s (switch port rate + host HTB); default unlimited")
     f = p.add_argument_group("fabric")
-    f.add_argument("--target", choices=("p4switch", "bmv2"), default="p4switch",
-                   help="switch implementation (bmv2 needs simple_switch_grpc and p4c-bm2-ss)")
+    f.add_argument("--target", choices=("p4switch", "bmv2", "ebpf"), default="p4switch",
+                   help="switch implementation (bmv2 needs simple_switch_grpc and p4c-bm2-ss; "
+                   "ebpf: p4switch with the program in the kernel, needs clang and libbpf)")
     f.add_argument("--scheme", choices=SCHEME_NAMES, default="ecmp",
                    help="initial load-balancing scheme of every group (default ecmp)")
     f.add_argument("--control-period", type=float, default=0.5, metavar="S",

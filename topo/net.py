@@ -16,7 +16,7 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 
 from .lock import FabricLock
-from .nodes import BMv2Switch, FabricLink, P4Host, P4Switch, TopoError
+from .nodes import BMv2Switch, EbpfP4Switch, FabricLink, P4Host, P4Switch, TopoError
 from .rundir import RunDir, stop_leftovers
 from .spec import GRPC_BASE_PORT, MAX_PORT, THRIFT_BASE_PORT, FabricSpec
 from .topos import SpecTopo
@@ -42,7 +42,7 @@ def reserve_switch_ports(spec: FabricSpec) -> None:
     except OSError:
         pass  # not root / no such sysctl: collisions stay possible, start-up reports them
 
-TARGETS = {"p4switch": P4Switch, "bmv2": BMv2Switch}
+TARGETS = {"p4switch": P4Switch, "bmv2": BMv2Switch, "ebpf": EbpfP4Switch}
 
 
 class FabricNet:
@@ -65,6 +65,8 @@ class FabricNet:
                             "export PATH=/opt/p4tools/bin:$PATH)")
         if target == "bmv2":
             BMv2Switch.p4c_include_env()
+        if target == "ebpf" and (why := EbpfP4Switch.missing()):
+            raise TopoError(f"target ebpf: {why}")
         spec.validate()
         self.spec = spec
         self.target = target
@@ -106,7 +108,7 @@ class FabricNet:
         switch_cls = functools.partial(TARGETS[self.target], run_dir=self.run.path,
                                        pcap=self.pcap, log_level=self.log_level,
                                        **({k: v for k, v in self.switch_opts.items() if v}
-                                          if self.target == "p4switch" else {}))
+                                          if self.target in ("p4switch", "ebpf") else {}))
         self.net = Mininet(topo=SpecTopo(self.spec), switch=switch_cls, host=P4Host,
                            link=FabricLink, controller=None, build=False, autoSetMacs=False)
         # record what the build creates as it goes: a failure half-way is still undoable

@@ -173,6 +173,25 @@ class P4Switch(Switch):
         super().stop(deleteIntfs)
 
 
+class EbpfP4Switch(P4Switch):
+    """``p4switch --target ebpf``: the same process and P4Runtime server, packets processed by
+    the program compiled to BPF on each port's tc ingress; link rates become each port's HTB
+    qdisc (docs/p4switch-ebpf.md). No pcaps (frames never reach the process)."""
+
+    @staticmethod
+    def missing() -> str | None:
+        from p4switch.ebpf.toolchain import unavailable_reason
+
+        return unavailable_reason()
+
+    def command(self) -> list[str]:
+        cmd = super().command()
+        if "--pcap" in cmd:
+            i = cmd.index("--pcap")
+            del cmd[i:i + 2]
+        return cmd + ["--target", "ebpf"]
+
+
 class BMv2Switch(P4Switch):
     """BMv2 ``simple_switch_grpc`` (program pushed over P4Runtime as p4c-bm2-ss JSON).
 

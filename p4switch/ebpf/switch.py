@@ -25,6 +25,7 @@ from typing import Any
 from p4switch import ir
 from p4switch.switch import Switch
 
+from . import qdisc
 from .dataplane import EbpfPipeline
 
 log = logging.getLogger("p4switch")
@@ -59,6 +60,7 @@ class EbpfSwitch(Switch):
         self._cpu_pair: tuple[str, str] | None = None
         self._reader: threading.Thread | None = None
         self._reading = False
+        self._qdiscs: set[str] = set()
         if self.cpu_port is not None:
             tag = f"{os.getpid() % 100000:05d}"
             kern, user = f"p4ft-c{tag}k", f"p4ft-c{tag}u"
@@ -148,6 +150,10 @@ class EbpfSwitch(Switch):
         if self._current is not None:
             self._current.close()
             self._current = None
+        for ifname in sorted(self._qdiscs):
+            subprocess.run(["tc", "qdisc", "del", "dev", ifname, "root"], capture_output=True,
+                           check=False)
+        self._qdiscs.clear()
         if self._cpu_sock is not None:
             self._cpu_sock.close()
             self._cpu_sock = None
@@ -156,13 +162,41 @@ class EbpfSwitch(Switch):
                            check=False)
             self._cpu_pair = None
 
+    # queues: the egress interface's qdisc ------------------------------------------------
+    def _apply_queue(self, port: int) -> None:
+        ifname = self.interfaces.get(port)
+        if ifname is None:
+            return
+        rate = self.queues.rate(port)
+        qdisc.configure(ifname, rate.bps, self.queues.depth(port))
+        self._qdiscs.add(ifname)
+        if rate.pps:
+            log.warning("port %d: packet rates are not modelled by the eBPF target's qdisc "
+                        "(served at line rate)", port)
+
+    def _rates_changed(self) -> None:
+        super()._rates_changed()
+        for port in self.interfaces:
+            self._apply_queue(port)
+
+    def set_queue_depth(self, port: int | None, depth: int) -> None:
+        super().set_queue_depth(port, depth)
+        for p in ([port] if port is not None else list(self.interfaces)):
+            self._apply_queue(p)
+
     def port_stats(self) -> dict[int, dict[str, Any]]:
-        """Per port: the interface's oper state (the controller's link-down signal) and its
-        kernel counters; the eBPF target has no user-space queue (see docs)."""
+        """Per port: the interface's oper state (the controller's link-down signal), its
+        kernel counters and its qdisc (queue_depth_now, tail_drops, rate)."""
         out: dict[int, dict[str, Any]] = {}
         for n, ifname in sorted(self.interfaces.items()):
             state = _operstate(ifname)
-            d: dict[str, Any] = {"oper_state": state, "oper_up": int(state in ("up", "unknown"))}
+            q = qdisc.read(ifname)
+            rate = self.queues.rate(n)
+            d: dict[str, Any] = {"oper_state": state, "oper_up": int(state in ("up", "unknown")),
+                                 "queue_depth_now": q.backlog_packets,
+                                 "queue_dequeued": q.sent_packets, "tail_drops": q.drops,
+                                 "queue_depth_limit": self.queues.depth(n),
+                                 "rate_bps": rate.bps or 0, "rate_pps": 0}
             for k in ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "tx_dropped"):
                 try:
                     d[k] = int(Path(f"/sys/class/net/{ifname}/statistics/{k}").read_text())
