@@ -117,3 +117,38 @@ def test_cli_target_ebpf_refuses_a_program_it_cannot_express(tmp_path: Path) -> 
     line = r.stderr.strip().splitlines()[-3:]
     assert any("stack.p4:" in ln and "not supported by the eBPF back end" in ln for ln in line), \
         r.stderr
+
+
+def test_port_rate_and_depth_are_a_kernel_qdisc(topo: Topo) -> None:
+    """A burst into a 1 Mb/s port of depth 8: the qdisc queues and tail-drops it, port_stats
+    reads that back, and stopping the switch removes the qdisc."""
+    from p4switch.ebpf.switch import EbpfSwitch
+    from p4switch.frontend import compile_file
+    from p4switch.pipeline.api import LpmMatch, TableEntry
+
+    h1, h2 = topo.hosts
+    sw = EbpfSwitch({1: h1.sw_ifname, 2: h2.sw_ifname}, queue_depth=8)
+    try:
+        sw.load_program(compile_file(str(IPV4_P4)))
+        sw.pipeline.table_add("ipv4_lpm", TableEntry(
+            match={"hdr.ipv4.dstAddr": LpmMatch(0x0A000200, 24)}, action="ipv4_forward",
+            params={"dstAddr": 0x020000000002, "port": 2}))
+        sw.set_port_rate(2, 1e6)
+        sw.start()
+        assert "htb" in subprocess.run(["tc", "qdisc", "show", "dev", h2.sw_ifname],
+                                       capture_output=True, text=True).stdout
+        s1, s2 = topo.host_socket(1), topo.host_socket(2)
+        try:
+            for i in range(100):
+                s1.send(udp("10.0.2.1", sport=2000 + i, payload=b"x" * 1000))
+            st = sw.port_stats()[2]
+            got = recv_all(s2, timeout=1.0, accept=_ours)
+        finally:
+            s1.close()
+            s2.close()
+        assert st["tail_drops"] > 50 and st["queue_depth_limit"] == 8 and st["rate_bps"] == 1e6
+        assert 8 <= len(got) < 40  # the queue's depth plus what 1 Mb/s sent meanwhile
+    finally:
+        sw.stop(log_stats=False)
+    assert "htb" not in subprocess.run(["tc", "qdisc", "show", "dev", h2.sw_ifname],
+                                       capture_output=True, text=True).stdout
