@@ -31,6 +31,7 @@ from .p4rt_codec import P4Schema
 from .program import Program, compile_program
 from .routing import (
     DEFAULT_ECN_THRESHOLD,
+    EcnThreshold,
     FabricEntries,
     GroupKey,
     compute_fabric_entries,
@@ -68,7 +69,7 @@ class FabricController:
     def __init__(self, spec: FabricSpec, target: str = "p4switch",
                  program: str | Path | Program | None = None, control_period: float = 0.5,
                  log: logging.Logger | Callable[[ControlEvent], None] | None = None, *,
-                 ecn_threshold: int | None = DEFAULT_ECN_THRESHOLD,
+                 ecn_threshold: EcnThreshold = DEFAULT_ECN_THRESHOLD,
                  election_id: tuple[int, int] | None = None, connect_timeout: float = 10.0,
                  probe_miss_periods: int = 2) -> None:
         if target not in ("p4switch", "bmv2"):

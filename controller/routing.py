@@ -17,7 +17,7 @@ failure rewrites only what it changes (see ``entries.diff_entries``).
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -225,6 +225,19 @@ def _peer_mac(spec: FabricSpec, node: str, port: int) -> int:
     return mac_int(spec.hosts[node].mac)
 
 
+EcnThreshold = int | Callable[[float | None], int | None] | None
+
+
+def _port_rate(spec: FabricSpec, switch: str, port: int,
+               port_map: Mapping[str, Mapping[int, tuple[str, int]]]) -> float | None:
+    """The bits/s of the link on ``switch``'s ``port`` (None: unrated)."""
+    peer, peer_port = port_map[switch][port]
+    for lk in spec.links_between(switch, peer):
+        if (lk.a, lk.a_port) in ((switch, port), (peer, peer_port)):
+            return lk.bw_mbps * 1e6 if lk.bw_mbps else None
+    return None
+
+
 def compute_fabric_entries(
     spec: FabricSpec,
     scheme: Scheme | str = "ecmp",
@@ -232,13 +245,16 @@ def compute_fabric_entries(
     *,
     group_schemes: Mapping[str | GroupKey, Scheme] | None = None,
     weights: Mapping[GroupKey, Mapping[int, float]] | None = None,
-    ecn_threshold: int | None = DEFAULT_ECN_THRESHOLD,
+    ecn_threshold: EcnThreshold = DEFAULT_ECN_THRESHOLD,
 ) -> FabricEntries:
     """Every switch's entries for ``scheme``.
 
     ``group_schemes`` overrides the scheme of a switch (by name) or one group ((switch, id));
     ``weights`` gives per-port member weights of a group ({(switch, id): {port: w}}, default 1;
-    ports not in the group are ignored); ``ecn_threshold`` None installs no ECN marking.
+    ports not in the group are ignored); ``ecn_threshold`` is the CE-marking threshold in
+    packets of every port, or a function of a port's link rate (bits/s, None: unrated) to it,
+    as a congestion control sizes it (traffic.congestion.marking); None, or a function
+    returning None for a port, installs no ECN marking there.
     """
     default = scheme_from_name(scheme)
     overrides = group_schemes or {}
@@ -291,10 +307,11 @@ def compute_fabric_entries(
         for port in sorted(port_map[name]):
             se.entries.append(Entry.make(PORT_SMAC, {K_EGRESS: ExactMatch(port)},
                                          "MyEgress.set_smac", {"smac": mac_int(sw.port_mac(port))}))
-            if ecn_threshold is not None:
+            k = ecn_threshold(_port_rate(spec, name, port, port_map)) \
+                if callable(ecn_threshold) else ecn_threshold
+            if k is not None:
                 se.entries.append(Entry.make(ECN_CONFIG, {K_EGRESS: ExactMatch(port)},
-                                             "MyEgress.set_ecn_threshold",
-                                             {"qdepth": ecn_threshold}))
+                                             "MyEgress.set_ecn_threshold", {"qdepth": k}))
         out[name] = se
     return FabricEntries(out, failed)
 

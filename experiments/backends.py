@@ -69,10 +69,11 @@ class Backend(ABC):
     def _packet_bytes(self) -> int:
         return self.cfg.fabric.mtu if self.cfg.fabric else 1500
 
-    def ecn_threshold(self, queue_depth: int) -> int | None:
-        """The switches' CE-marking threshold for the transport block's algorithm."""
-        return self.cfg.transport.marking(self.spec, self._link_bps(), self._prop_s(),
-                                          self._packet_bytes(), queue_depth)
+    def ecn_threshold(self, queue_depth: int) -> Any:
+        """The switches' CE-marking threshold for the transport block's algorithm: packets,
+        None, or a function of a port's rate (controller.routing's ``ecn_threshold``)."""
+        return self.cfg.transport.marking(self.spec, self._prop_s(), self._packet_bytes(),
+                                          queue_depth)
 
     def transport_config(self, base: Any, w: WorkloadConfig) -> Any:
         """The hosts' traffic.transport.TransportConfig for workload ``w``."""

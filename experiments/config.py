@@ -256,15 +256,16 @@ class TransportSettings:
         return base.with_cc(self.cc, self.params, mss=w.mss, window=w.window, min_rto=lo,
                             max_rto=hi, base_rtt=base_rtt)
 
-    def marking(self, spec: FabricSpec, rate_bps: float | None, prop_delay_s: float,
-                packet_bytes: int, queue_depth: int) -> int | None:
-        """The switches' ECN threshold for a port of ``rate_bps`` (None: no marking)."""
+    def marking(self, spec: FabricSpec, prop_delay_s: float, packet_bytes: int,
+                queue_depth: int) -> Any:
+        """The switches' ECN threshold: this block's packets, None (no marking), or a
+        function of each port's rate (traffic.congestion.PortMarking) for the controller."""
         if self.ecn_threshold is not None:
             return self.ecn_threshold or None
-        from traffic.congestion import fabric_ecn_threshold
+        from traffic.congestion import fabric_marking
 
-        return fabric_ecn_threshold(spec, self.cc, rate_bps, prop_delay_s, packet_bytes,
-                                    queue_depth, self.params)
+        return fabric_marking(spec, self.cc, prop_delay_s, packet_bytes, queue_depth,
+                              self.params)
 
 
 @dataclass(frozen=True)

@@ -136,7 +136,8 @@ class SimConfig:
     rate_bps: float | None = None
     prop_delay_us: float = 1.0
     queue_depth: int = DEFAULT_QUEUE_DEPTH
-    ecn_threshold: int | None = 20
+    ecn_threshold: int | Callable[[float | None], int | None] | None = 20
+    """Packets, or a function of a port's rate to them (controller.routing.EcnThreshold)."""
     host: HostConfig = field(default_factory=HostConfig)
     fast_path: bool = True
     seed: int = 0

@@ -84,10 +84,11 @@ def test_marking_threshold_from_algorithm_and_rate_or_as_given() -> None:
     fabric = {"link_rate": "100G", "prop_delay_us": 1.0}
     top = {"topology": {"kind": "fattree", "k": 4}, "fabric": fabric}
     dctcp = _cfg({"cc": "dctcp"}, **top)
-    k = SimBackend(dctcp, dctcp.spec()).ecn_threshold(64)
+    k = SimBackend(dctcp, dctcp.spec()).ecn_threshold(64)(100e9)
     assert 8 <= k <= 32                             # C·RTT/7 at 100 Gb/s, ~13 µs RTT
+    assert SimBackend(dctcp, dctcp.spec()).ecn_threshold(64)(400e9) > k   # per port rate
     nscc = _cfg({"cc": "nscc", "params": {"target_qdelay_pkts": 6}}, **top)
-    assert SimBackend(nscc, nscc.spec()).ecn_threshold(64) == 6
+    assert SimBackend(nscc, nscc.spec()).ecn_threshold(64)(100e9) == 6
     fixed = _cfg({"ecn_threshold": 9})
     assert SimBackend(fixed, fixed.spec()).ecn_threshold(64) == 9
     off = _cfg({"ecn_threshold": 0})
@@ -103,5 +104,31 @@ def test_block_times_are_fabric_times_and_dilate() -> None:
     assert emu.transport.min_rto_us == 20_000.0
     assert emu.transport.params == {"rate_timer_us": 5500, "g": 0.01}
     # K = C·RTT/7 does not move under dilation (C ÷ TDF, RTT × TDF)
-    k = [SimBackend(c, c.spec()).ecn_threshold(64) for c in (cfg, emu)]
+    k = [SimBackend(c, c.spec()).ecn_threshold(64)(c.topology.bw_mbps * 1e6)
+         for c in (cfg, emu)]
     assert k[0] == k[1]
+
+
+def test_the_controller_sizes_each_ports_threshold_by_its_link_rate() -> None:
+    import dataclasses
+
+    from controller.entries import ECN_CONFIG
+    from controller.routing import compute_fabric_entries
+    from topo.spec import fat_tree
+    from traffic.congestion import fabric_marking
+
+    spec = fat_tree(4, bw_mbps=100_000)
+    fast = next(i for i, lk in enumerate(spec.links) if {lk.a, lk.b} == {"agg1", "core1"})
+    lk = spec.links[fast]
+    spec.links[fast] = dataclasses.replace(lk, bw_mbps=400_000)
+    marking = fabric_marking(spec, "dctcp", 1e-6, 1500)
+    entries = compute_fabric_entries(spec, "ecmp", ecn_threshold=marking)
+    k = {(name, dict(e.match)["standard_metadata.egress_port"].value): dict(e.params)["qdepth"]
+         for name, se in entries.switches.items() for e in se.entries if e.table == ECN_CONFIG}
+    assert k[(lk.a, lk.a_port)] == k[(lk.b, lk.b_port)] == marking(400e9)
+    assert marking(400e9) > marking(100e9)
+    others = {v for (sw, port), v in k.items() if (sw, port) not in
+              {(lk.a, lk.a_port), (lk.b, lk.b_port)}}
+    assert others == {marking(100e9)}
+    assert not [e for se in compute_fabric_entries(spec, "ecmp", ecn_threshold=None)
+                .switches.values() for e in se.entries if e.table == ECN_CONFIG]

@@ -16,9 +16,17 @@ from .base import (
     make_cc,
     register,
 )
-from .marking import base_rtt, ecn_threshold, fabric_ecn_threshold, host_hops
+from .marking import (
+    PortMarking,
+    base_rtt,
+    ecn_threshold,
+    fabric_ecn_threshold,
+    fabric_marking,
+    host_hops,
+)
 from .rtt import RttCache, RttEstimator
 
 __all__ = ["DEFAULT_CC", "REGISTRY", "CcContext", "CcName", "CongestionControl", "RttCache", "RttEstimator",
-           "base_rtt", "cc_params", "ecn_threshold", "fabric_ecn_threshold", "host_hops",
+           "PortMarking", "base_rtt", "cc_params", "ecn_threshold", "fabric_ecn_threshold",
+           "fabric_marking", "host_hops",
            "make_cc", "register"]

@@ -18,6 +18,7 @@ above half the queue, so a burst that crosses K still has room before tail drops
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 from .base import CcName, cc_params
 
@@ -63,5 +64,31 @@ def fabric_ecn_threshold(spec: object, cc: str, rate_bps: float | None, prop_del
                          params: dict | None = None) -> int:
     """``ecn_threshold`` for a port of ``rate_bps`` in fabric ``spec``, its RTT the base RTT
     over the fabric's longest host-to-host path."""
-    rtt = base_rtt(host_hops(spec), prop_delay_s, rate_bps or 1e12, packet_bytes)
-    return ecn_threshold(cc, rate_bps, rtt, packet_bytes, queue_depth, params)
+    return fabric_marking(spec, cc, prop_delay_s, packet_bytes, queue_depth, params)(rate_bps)
+
+
+def fabric_marking(spec: object, cc: str, prop_delay_s: float, packet_bytes: int,
+                   queue_depth: int = 64, params: dict | None = None) -> PortMarking:
+    """The per-port threshold function for fabric ``spec`` (PortMarking)."""
+    return PortMarking(cc, host_hops(spec), prop_delay_s, packet_bytes, queue_depth,
+                       dict(params or {}))
+
+
+@dataclass(frozen=True)
+class PortMarking:
+    """The threshold as a function of a port's rate (what controller.routing's
+    ``ecn_threshold`` takes, so each port gets its own K): the fabric's ``hops`` and
+    propagation delay fix the base RTT's shape, the port's rate its C and serialisation.
+    A dataclass, not a closure, so a simulator run split over processes can pickle it."""
+
+    cc: str
+    hops: int
+    prop_delay_s: float
+    packet_bytes: int = 1500
+    queue_depth: int = 64
+    params: dict = field(default_factory=dict)
+
+    def __call__(self, rate_bps: float | None) -> int:
+        rtt = base_rtt(self.hops, self.prop_delay_s, rate_bps or 1e12, self.packet_bytes)
+        return ecn_threshold(self.cc, rate_bps, rtt, self.packet_bytes, self.queue_depth,
+                             self.params)
