@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 APT_PACKAGES=(iproute2 mininet python3-venv python3-pip ethtool procps tcpdump iputils-ping
-              clang libbpf-dev bpftool)  # the eBPF target (p4switch/ebpf; bpftool: its bench)
+              clang libbpf-dev bpftool  # the eBPF target (p4switch/ebpf; bpftool: its bench)
+              gcc python3-dev)  # ptf's netifaces has no wheel for Python 3.11: built on install
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
