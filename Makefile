@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 SETUP  := scripts/setup.sh
 PYTEST_ARGS ?=
 
-.PHONY: all demo demo-batch experiment test lint bench bench-target setup clean help topo topo-check stop shell clean-fabric fidelity
+.PHONY: all demo demo-batch calibrate experiment test lint bench bench-target setup clean help topo topo-check stop shell clean-fabric fidelity
 
 # make topo / topo-check: the emulated fabric (python -m topo --help lists every option)
 TOPO   ?= fattree
@@ -23,6 +23,7 @@ all: demo
 help:
 	@echo "make demo    (root) k=4 fat-tree of p4switch: ring AllReduce + MoE AllToAll under the 5 schemes, table + report"
 	@echo "make demo-batch  no root: p4src/fabric.p4 on one p4switch in batch mode, each scheme"
+	@echo "make calibrate  (root) the time-dilation factor this machine runs the demo's fabric at (cached; FORCE=1 measures again)"
 	@echo "make experiment CONFIG=experiments/configs/X.yaml   run any experiment file"
 	@echo "make test    install everything and run the test suite (lint included)"
 	@echo "make bench   run the benchmarks (prints figures and same-run ratios)"
@@ -43,7 +44,13 @@ CONFIG ?= $(DEMO_CONFIG)
 demo:
 	$(if $(filter 0,$(shell id -u)),,$(error make demo needs root (a Mininet fabric of 20 P4 switches: sudo make demo); make demo-batch runs without root))
 	@$(MAKE) --no-print-directory setup
-	@$(PY) -m experiments.run $(DEMO_CONFIG)
+	@$(PY) -m experiments.run $(DEMO_CONFIG) --beside-sim
+
+# the smallest time-dilation factor this machine keeps the demo's fabric link-bound at
+# (cached in ~/.cache/p4fabric; make demo calibrates by itself when nothing is cached)
+calibrate: setup
+	$(if $(filter 0,$(shell id -u)),,$(error make calibrate needs root (it runs the Mininet fabric): sudo make calibrate))
+	@$(PY) -m experiments.calibrate $(CONFIG) $(if $(FORCE),--force)
 
 demo-batch: setup
 	@$(PY) -m experiments.demo

@@ -195,6 +195,16 @@ class MininetBackend(Backend):
         self.timings["install"] = time.perf_counter() - t0
         self.scheme = scheme
 
+    def retune(self, cfg: ExperimentConfig) -> None:
+        """Run the same fabric at ``cfg``'s link rates and periods from now on (calibration's
+        ramp: a new TDF without a new fabric). The control loops' period stays the one the
+        controller started with."""
+        new = cfg.spec()
+        for old_lk, lk in zip(self.spec.links, new.links, strict=True):
+            if lk.bw_mbps and lk.bw_mbps != old_lk.bw_mbps:
+                self.net.set_link_rate(lk.a, lk.b, lk.bw_mbps)
+        self.cfg, self.spec = cfg, new
+
     def set_scheme(self, scheme: SchemeConfig) -> None:
         t0 = time.perf_counter()
         self.ctl.set_scheme(scheme.build())

@@ -61,7 +61,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--uplinks", type=_positive_int, default=1,
                    help="parallel links between each leaf and spine")
     t.add_argument("--bw", type=_mbps, default=None, metavar="MBPS",
-                   help="link rate in Mbit/s (switch port rate + host HTB); default unlimited")
+                   help="link rate in Mbit/s (switch port rate + host HTB); default: the rate "
+                   "`make calibrate` found for this machine, topology and target (so queueing "
+                   "happens in the P4 egress queues), unlimited when nothing is calibrated")
     f = p.add_argument_group("fabric")
     f.add_argument("--target", choices=("p4switch", "bmv2", "ebpf"), default="p4switch",
                    help="switch implementation (bmv2 needs simple_switch_grpc and p4c-bm2-ss; "
@@ -123,9 +125,31 @@ def _keep_p4info(ctl, run_dir: Path) -> None:
         (run_dir / "p4info.txtpb").write_text(text_format.MessageToString(info))
 
 
+def calibrated_bw(a: argparse.Namespace) -> tuple[float | None, str]:
+    """The default link rate (Mb/s) from this machine's calibration, and the banner's words
+    for it (fabric units and TDF)."""
+    from .calibration import lookup, topology_key
+
+    if a.topo not in ("fattree", "leafspine"):
+        return None, ""
+    key = topology_key(a.topo, a.k, a.leaves, a.spines, a.hosts_per_leaf, a.uplinks)
+    e = lookup(key, a.target)
+    if not e or not e.get("emulated_mbps"):
+        return None, ("links unlimited (nothing calibrated: sudo make calibrate, or --bw); "
+                      "congestion then happens in CPU and socket buffers, not in P4 queues")
+    mbps = float(e["emulated_mbps"])
+    return mbps, (f"links at {mbps:g} Mb/s = a {e.get('fabric_rate', '?')}b/s fabric at TDF "
+                  f"{float(e['tdf']):g} (calibrated; fabric time = wall time / "
+                  f"{float(e['tdf']):g}, so a 1 ms CCT here is {1e3 / float(e['tdf']):.3g} µs "
+                  "on the fabric)")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     a = p.parse_args(argv)
+    units = ""
+    if a.bw is None:
+        a.bw, units = calibrated_bw(a)
     try:
         spec = build_spec(a)
     except SpecError as e:
@@ -153,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
               f"up in {t2 - t0:.1f} s (network {net.timings['build']:.1f} s, switch processes "
               f"{net.timings['processes']:.1f} s, controller {t2 - t1:.1f} s); "
               f"run dir {net.run_dir}", flush=True)
+        if units:
+            print(f"{spec.name}: {units}", flush=True)
         if a.check:
             from .check import check_reachability
 

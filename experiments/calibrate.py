@@ -1,0 +1,164 @@
+"""`make calibrate`: the smallest time-dilation factor at which this machine keeps a fabric
+link-bound, found by a short ramp judged by the fidelity guard, and cached.
+
+The ramp brings the experiment's fabric up once and runs its first workload (under a spraying
+scheme if the file has one: the most packets per second through the most switches) at
+emulated link rates from fast to slow — TDF = fabric rate / emulated rate — until a run is
+complete and valid (experiments/guard.py: nothing dropped or queued where P4 cannot see it,
+hosts able to pace). That TDF is cached per machine, topology, target and fabric rate in
+``~/.cache/p4fabric/calibration.json`` (topo/calibration.py) and used by every experiment with ``tdf: auto``
+(``make demo``); ``--force`` measures again (after the machine's load changed).
+
+    sudo .venv/bin/python -m experiments.calibrate experiments/configs/demo.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from topo import calibration
+
+from .config import ConfigError, ExperimentConfig, load
+from .dilation import dilate
+
+RAMP_MBPS = (32.0, 16.0, 8.0, 4.0, 2.0, 1.0)
+"""Emulated link rates tried, fastest first (each step halves the rate: doubles the TDF)."""
+PROBE_TIMEOUT_S = 40.0
+"""Wall-clock bound on one probe run: a run that needs longer is overloaded anyway."""
+SPRAYING = ("random", "wam", "rotate")
+
+
+def cache_key(cfg: ExperimentConfig) -> str:
+    t = cfg.topology
+    link = cfg.fabric.link_rate if cfg.fabric else f"{t.bw_mbps}M"
+    return calibration.cache_key(
+        calibration.topology_key(t.kind, t.k, t.leaves, t.spines, t.hosts_per_leaf,
+                                 t.uplinks), cfg.parameters.target, link)
+
+
+def cached(cfg: ExperimentConfig) -> dict[str, Any] | None:
+    return calibration.read_cache().get(cache_key(cfg))
+
+
+@dataclass
+class Calibration:
+    tdf: float | None
+    """The smallest valid TDF of the ramp (None: not even the slowest rate was valid)."""
+    ramp: list[dict[str, Any]] = field(default_factory=list)
+
+
+def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
+             out: Path | None = None, log: Any = print) -> Calibration:
+    """The ramp on the Mininet fabric (root): one fabric, one probe run per rate."""
+    from .backends import MininetBackend
+    from .runner import _verdict, load_ranks, merge_ranks
+
+    if cfg.fabric is None:
+        raise ConfigError("fabric", "calibration needs a file in fabric units (a fabric block)")
+    fabric_bps = cfg.fabric.link_bps
+    tdfs = [fabric_bps / (r * 1e6) for r in sorted(rates_mbps, reverse=True)]
+    pick = next((i for i, s in enumerate(cfg.schemes) if s.name in SPRAYING), 0)
+    w = cfg.workloads[0]
+    spec = cfg.spec()
+    hosts = cfg.hosts_of(w, spec)
+    out = out or Path("results") / "calibration" / time.strftime("%Y%m%dT%H%M%SZ",
+                                                                  time.gmtime())
+    emu0 = dataclasses.replace(dilate(cfg, tdfs[0]), parameters=dataclasses.replace(
+        dilate(cfg, tdfs[0]).parameters, loops=()))
+    be = MininetBackend(emu0, emu0.spec())
+    result = Calibration(None)
+    try:
+        be.up(emu0.schemes[pick])
+        for tdf in tdfs:
+            emu = dilate(cfg, tdf)
+            be.retune(dataclasses.replace(emu, parameters=dataclasses.replace(
+                emu.parameters, loops=())))
+            be.set_scheme(emu.schemes[pick])
+            w_emu = dataclasses.replace(emu.workloads[0],
+                                        timeout_s=min(w.timeout_s, PROBE_TIMEOUT_S))
+            sched = w_emu.schedule_for(len(hosts), seed=cfg.parameters.seed)
+            d = out / f"tdf{tdf:g}"
+            t0 = time.time()
+            samples = be.run(sched, hosts, w_emu, d)
+            ranks = load_ranks(d / "traffic")
+            summ = merge_ranks(ranks, sched.ranks)
+            verdict = _verdict(samples, spec, w, tdf, ranks)
+            ok = bool(summ["completed"])
+            row = {"tdf": tdf, "emulated_mbps": fabric_bps / tdf / 1e6, "completed": ok,
+                   "wall_s": round(time.time() - t0, 2), **verdict}
+            if not ok:
+                row["valid"] = False
+                row["invalid_reason"] = "; ".join(
+                    x for x in ("did not complete", verdict.get("invalid_reason")) if x)
+            result.ramp.append(row)
+            log(f"  TDF {tdf:g} ({row['emulated_mbps']:g} Mb/s): "
+                + ("valid" if row["valid"] else f"invalid: {row['invalid_reason']}")
+                + f" (wall {row['wall_s']} s)")
+            if row["valid"]:
+                result.tdf = tdf
+                break
+    finally:
+        be.down()
+    return result
+
+
+def calibrated_tdf(cfg: ExperimentConfig, force: bool = False, log: Any = print) -> float:
+    """The cached TDF for this machine and fabric, measured first if there is none."""
+    entry = None if force else cached(cfg)
+    if entry is None:
+        log(f"calibrating {cache_key(cfg)} (cache: {calibration.cache_path()})")
+        cal = run_ramp(cfg, log=log)
+        if cal.tdf is None:
+            raise RuntimeError("calibration: no emulated rate down to "
+                               f"{min(RAMP_MBPS)} Mb/s gave a valid run on this machine: "
+                               + (cal.ramp[-1]["invalid_reason"] if cal.ramp else "no run"))
+        entry = {"tdf": cal.tdf, "fabric_rate": cfg.fabric.link_rate,
+                 "emulated_mbps": cfg.fabric.link_bps / cal.tdf / 1e6,
+                 "measured": time.time(), "load": os.getloadavg(),
+                 "workload": cfg.workloads[0].name, "ramp": cal.ramp}
+        calibration.store(cache_key(cfg), entry)
+    return float(entry["tdf"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m experiments.calibrate", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config", type=Path, help="experiment file in fabric units")
+    p.add_argument("--force", action="store_true", help="measure again, ignore the cache")
+    p.add_argument("--show", action="store_true", help="print the cached entry and exit")
+    a = p.parse_args(argv)
+    try:
+        cfg = load(a.config)
+    except ConfigError as e:
+        p.error(str(e))
+    if cfg.fabric is None:
+        p.error(f"{a.config}: no fabric block: nothing to calibrate (the file is in the "
+                "emulation's own units)")
+    if a.show:
+        entry = cached(cfg)
+        print(json.dumps(entry, indent=1) if entry else f"nothing cached for {cache_key(cfg)}")
+        return 0 if entry else 1
+    if os.geteuid() != 0:
+        print("experiments.calibrate: the ramp runs the Mininet fabric: run it as root "
+              "(sudo make calibrate)", file=sys.stderr)
+        return 2
+    try:
+        tdf = calibrated_tdf(cfg, force=a.force)
+    except RuntimeError as e:
+        print(f"experiments.calibrate: {e}", file=sys.stderr)
+        return 1
+    print(f"TDF {tdf:g}: {cfg.fabric.link_rate}b/s fabric links run at "
+          f"{cfg.fabric.link_bps / tdf / 1e6:g} Mb/s here (cached in {calibration.cache_path()})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

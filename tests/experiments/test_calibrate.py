@@ -1,0 +1,77 @@
+"""Calibration's cache: keyed per machine, topology, target and fabric rate; an experiment
+with ``tdf: auto`` uses a cached TDF without a ramp; ``make topo`` defaults its link rate to
+the calibrated one and says so in fabric units."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments import calibrate, runner
+from experiments.config import from_dict
+from topo import __main__ as topo_cli
+from topo import calibration
+
+CFG = {"name": "cal", "backend": "mininet",
+       "fabric": {"link_rate": "100G"}, "topology": {"kind": "fattree", "k": 4},
+       "schemes": ["ecmp", "random"],
+       "workloads": [{"name": "ring", "schedule": "ring_allreduce", "size": "64KB"}],
+       "parameters": {"tdf": "auto"}}
+
+
+@pytest.fixture(autouse=True)
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_auto_tdf_uses_the_cached_entry_without_a_ramp(monkeypatch: pytest.MonkeyPatch) \
+        -> None:
+    cfg = from_dict(CFG)
+    monkeypatch.setattr(calibrate, "run_ramp", lambda *a, **k: pytest.fail("ramp ran"))
+    calibration.store(calibrate.cache_key(cfg), {"tdf": 25_000.0, "emulated_mbps": 4.0,
+                                                 "fabric_rate": "100G", "measured": 1.0})
+    assert runner.emulation_tdf(cfg) == 25_000.0
+    key = calibrate.cache_key(cfg)
+    assert key.startswith(calibration.machine_id()) and key.endswith("|fattree-k4|p4switch|100G")
+    # another fabric rate, target or topology is another entry
+    other = from_dict({**CFG, "fabric": {"link_rate": "400G"}})
+    assert calibrate.cached(other) is None
+    assert runner.emulation_tdf(from_dict({**CFG, "backend": "sim"})) == 1.0
+
+
+def test_a_missing_entry_runs_the_ramp_once_and_caches_it(monkeypatch: pytest.MonkeyPatch) \
+        -> None:
+    calls = []
+
+    def ramp(cfg, **kw):  # noqa: ANN001, ANN003
+        calls.append(cfg.name)
+        return calibrate.Calibration(50_000.0, [{"tdf": 25_000.0, "valid": False},
+                                                {"tdf": 50_000.0, "valid": True}])
+
+    monkeypatch.setattr(calibrate, "run_ramp", ramp)
+    cfg = from_dict(CFG)
+    assert calibrate.calibrated_tdf(cfg, log=lambda *_: None) == 50_000.0
+    assert calibrate.calibrated_tdf(cfg, log=lambda *_: None) == 50_000.0
+    assert calls == ["cal"]
+    e = calibrate.cached(cfg)
+    assert e["emulated_mbps"] == pytest.approx(2.0) and len(e["ramp"]) == 2
+    monkeypatch.setattr(calibrate, "run_ramp",
+                        lambda *a, **k: calibrate.Calibration(None, [{"invalid_reason": "x"}]))
+    with pytest.raises(RuntimeError, match="no emulated rate"):
+        calibrate.calibrated_tdf(cfg, force=True, log=lambda *_: None)
+
+
+def test_topo_defaults_to_the_calibrated_rate_in_fabric_units() -> None:
+    a = topo_cli.parser().parse_args([])
+    bw, words = topo_cli.calibrated_bw(a)
+    assert bw is None and "nothing calibrated" in words
+    calibration.store(calibration.cache_key("fattree-k4", "p4switch", "100G"),
+                      {"tdf": 20_000.0, "emulated_mbps": 5.0, "fabric_rate": "100G",
+                       "measured": 2.0})
+    bw, words = topo_cli.calibrated_bw(a)
+    assert bw == 5.0 and "a 100Gb/s fabric at TDF 20000" in words
+    assert topo_cli.build_spec(topo_cli.parser().parse_args(["--bw", "5"])).links[0].bw_mbps == 5
+    # another target: nothing calibrated for it
+    assert topo_cli.calibrated_bw(topo_cli.parser().parse_args(["--target", "bmv2"]))[0] is None
