@@ -692,9 +692,13 @@ class KeysetRange:
 
 @dataclass
 class KeysetValueSet:
-    """A ``value_set`` instance name (parser value sets, filled by the control plane)."""
+    """A ``value_set`` instance name (parser value sets, filled by the control plane).
+    ``keys`` > 1: a value_set of a struct type matching this and the next ``keys - 1``
+    select keys jointly (as a tuple, one member matching them all); the keysets of those
+    next keys are KeysetDefault."""
 
     name: str
+    keys: int = 1
 
 
 Keyset = (

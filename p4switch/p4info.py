@@ -704,14 +704,13 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
 
 
 def _writes_type_info(program: ir.Program, p4info: p4info_pb2.P4Info) -> bool:
-    """Whether p4c writes a ``type_info`` section, also an empty one: it does once anything
-    but actions is in the P4Info, or once a control calls an extern function (p4c's
-    v1model back end looks at each such call); a program of actions and header operations
-    alone has none."""
+    """Whether p4c writes a ``type_info`` section, also an empty one: it does once a control
+    holds a table or an extern instance, or calls an extern function (p4c's v1model back end
+    looks at each), or there are controller headers; actions, header operations and parser
+    value sets alone give none (observed with p4c 1.2.5)."""
     if any(len(getattr(p4info, kind)) for kind in (
             "tables", "action_profiles", "counters", "direct_counters", "meters",
-            "direct_meters", "controller_packet_metadata", "value_sets", "registers",
-            "digests")):
+            "direct_meters", "controller_packet_metadata", "registers", "digests")):
         return True
     bodies = [c.body for c in program.controls.values()]
     bodies += [a.body for a in program.actions.values()]

@@ -67,13 +67,15 @@ class Arguments(_Base):
         return [*args, *(copy.deepcopy(defaults[p]) for p in params[len(args):])]
 
     def arg_value(self, a: Tree | ir.Expr, t: object, direction: str, what: str,
-                  scope: Scope, ctx: BlockCtx) -> ir.Expr:
+                  scope: Scope, ctx: BlockCtx, action: bool = False) -> ir.Expr:
         """An argument for a parameter of type ``t``: coerced, an l-value for out/inout;
-        ``_`` for out is a fresh variable declared before the statement."""
+        ``_`` for out is a fresh variable declared before the statement. An action takes
+        ``_`` for a parameter of any direction, as p4c does: the value passed in is
+        unspecified (a fresh variable's), anything written to it is discarded."""
         if isinstance(a, ir.Expr):
             return a
         if is_dontcare(a):
-            if direction != "out":
+            if direction != "out" and not action:
                 raise self.err(a, f"'_' can only be passed for an out parameter "
                                   f"({what} is '{direction or 'directionless'}')")
             if self.hoisted is None or not isinstance(t, ir.Type):  # not a type variable

@@ -1023,9 +1023,10 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
 
         if t.data == "transition_direct":
             return ir.Transition(next_state=target(t.children[0]), loc=self.loc(t))
-        keys_t = t.children[0]
-        keys = [self.expr(k, scope, ctx) for k in keys_t.children if k is not None]
-        for k, kt in zip(keys, keys_t.children, strict=False):
+        keys_t = t.children[0]  # None: ``select()``, whose only keyset is default/_
+        key_trees = [k for k in keys_t.children if k is not None] if keys_t is not None else []
+        keys = [self.expr(k, scope, ctx) for k in key_trees]
+        for k, kt in zip(keys, key_trees, strict=True):
             if not isinstance(k.type, ir.BitsType | ir.BoolType | ir.EnumType | ir.ErrorType):
                 raise self.err(kt, f"select key of type {k.type} is not supported")
             if isinstance(k.type, ir.InfIntType):
@@ -1043,13 +1044,37 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             elems = ks.children
         else:
             elems = ks.children
-        if len(elems) == 1 and elems[0].data == "ks_default" and len(types) > 1:
+        if len(elems) == 1 and elems[0].data == "ks_default" and len(types) != 1:
             return [ir.KeysetDefault() for _ in types]
+        if len(elems) == 1 and elems[0].data == "ks_value" and len(types) > 1:
+            vs = self.struct_value_set(elems[0], types, scope, allow_vs)
+            if vs is not None:
+                return vs
         if len(elems) != len(types):
             raise self.err(ks, f"keyset has {len(elems)} elements but there are "
                                f"{len(types)} keys")
         return [self.simple_keyset(e, t, scope, ctx, allow_vs)
                 for e, t in zip(elems, types, strict=True)]
+
+    def struct_value_set(self, e: Tree, types: list, scope: Scope,
+                         allow_vs: bool) -> list | None:
+        """A value_set of a struct type as the keyset of a select on several keys: its
+        fields match the keys in order, jointly (one member must match them all)."""
+        v = e.children[0]
+        if not (isinstance(v, Tree) and v.data == "name_ref"):
+            return None
+        b = scope.lookup(str(v.children[0]))
+        if not isinstance(b, ValueSetB):
+            return None
+        if not allow_vs:
+            raise self.err(v, "a value_set can only be used in a select")
+        t = b.vs.type
+        ftypes = [f.type for f in t.fields] if isinstance(t, ir.StructType) else [t]
+        if ftypes != list(types):
+            raise self.err(v, f"value_set of type {t} ({', '.join(map(str, ftypes))}) used "
+                              f"for keys of types {', '.join(map(str, types))}")
+        return [ir.KeysetValueSet(b.vs.name, keys=len(types)),
+                *(ir.KeysetDefault() for _ in types[1:])]
 
     def simple_keyset(self, e: Tree, t: object, scope: Scope, ctx: BlockCtx,
                       allow_vs: bool) -> object:
@@ -1060,6 +1085,9 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             if allow_vs and isinstance(v, Tree) and v.data == "name_ref":
                 b = scope.lookup(str(v.children[0]))
                 if isinstance(b, ValueSetB):
+                    vt = b.vs.type
+                    if isinstance(vt, ir.StructType) and [f.type for f in vt.fields] == [t]:
+                        return ir.KeysetValueSet(b.vs.name)  # a struct of one field
                     if b.vs.type != t:
                         raise self.err(v, f"value_set of type {b.vs.type} used for a key of "
                                           f"type {t}")
@@ -1108,8 +1136,10 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
                 raise self.err(targs, "value_set takes one type argument")
             size = self.const_int(size_t, scope, "value_set size")
             vt = types[0]
-            if not isinstance(vt, ir.BitsType):
-                raise self.err(targs, unsupported(f"value_set of type {vt} (use bit<W>)"))
+            if not (isinstance(vt, ir.BitsType) or isinstance(vt, ir.StructType) and not vt.union
+                    and vt.fields and all(isinstance(f.type, ir.BitsType) for f in vt.fields)):
+                raise self.err(targs, unsupported(f"value_set of type {vt} (use bit<W> or a "
+                                                  "struct of bit<W> fields)"))
             n = _name(name)
             vs = ir.ValueSet(ctx.local_prefix + n, self.cp_name(ctx, n, annos), vt, size, annos)
             ctx.value_sets[vs.name] = vs
@@ -1513,7 +1543,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         trees = self.with_defaults(arg_trees, [p.name for p in action.params],
                                    self.action_defaults.get(key, {}), f"action '{name}'", c)
         args = [self.arg_value(a, p.type, p.direction, f"argument '{p.name}' of '{name}'",
-                               scope, ctx) for p, a in zip(action.params, trees, strict=True)]
+                               scope, ctx, action=True)
+                for p, a in zip(action.params, trees, strict=True)]
         return ir.ActionCall(key, args, loc=self.loc(c))
 
     def extern_func_call(self, fname: str, sigs: list[FuncSig], targs: tuple, arg_trees,

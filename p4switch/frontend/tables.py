@@ -20,6 +20,7 @@ from p4switch.frontend.bindings import (
     Scope,
     TableB,
 )
+from p4switch.frontend.diagnostics import warn
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.trees import _name, expr_text
 
@@ -111,8 +112,9 @@ class Tables(_Base):
                     if not (isinstance(e, ir.Const) and isinstance(e.type, ir.BoolType)):
                         raise self.err(value, "support_timeout must be true or false")
                     table.annotations["support_timeout"] = "true" if e.value else "false"
-                else:
-                    raise self.err(pname, f"unknown table property '{pn}'")
+                else:  # as p4c: a warning, and the property plays no part
+                    warn(self.loc(pname), f"unknown table property '{pn}' of table '{n}' is "
+                                          "ignored")
         if not default_given:
             # as p4c: an implicit `default_action = NoAction()`, with NoAction added to the
             # list as @defaultonly when the program did not list it

@@ -1351,7 +1351,10 @@ class BlockGen(ir.Visitor):
         first = True
         for case in tr.cases:
             conds = []
-            for kv, ks in zip(keys, case.keysets, strict=True):
+            for i, ks in enumerate(case.keysets):
+                kv = keys[i]
+                if isinstance(ks, ir.KeysetValueSet) and ks.keys > 1:  # a struct value_set
+                    kv = "(" + ", ".join(keys[i:i + ks.keys]) + ")"
                 c = self.keyset_cond(kv, ks)
                 if c is not None:
                     conds.append(c)

@@ -1,0 +1,119 @@
+"""Constructs of P4_16 1.2.4 that p4c accepts for v1model and p4switch refused before: a
+value_set of a struct type, select() without keys, ``_`` for any action parameter, unknown
+table properties (a warning, as p4c gives), and the located errors of their invalid forms.
+(Packet behaviour on both pipeline paths and against BMv2: tests/stf/programs/select_forms.p4.)"""
+
+from __future__ import annotations
+
+import pytest
+from fe_helpers import compile_error, ingress_program, line_of
+
+from p4switch import ir
+from p4switch.frontend import compile_source
+from p4switch.frontend.diagnostics import P4CompileWarning
+from p4switch.pipeline import Pipeline
+from p4switch.pipeline.api import ExactMatch, TernaryMatch
+
+VS_PARSER = """
+struct pair_t { bit<8> a; bit<8> b; }
+parser P(packet_in pkt, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    value_set<pair_t>(4) pairs;
+    state start {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.etherType[15:8], hdr.ethernet.etherType[7:0]) {
+            pairs: hit;
+            (0x08, _): other;
+            default: accept;
+        }
+    }
+    state hit { meta.m8 = 1; transition accept; }
+    state other { meta.m8 = 2; transition accept; }
+}
+"""
+VS_INGRESS = "apply { sm.egress_spec = 1; hdr.ethernet.srcAddr[7:0] = meta.m8; }"
+
+
+def _vs_program() -> str:
+    from fe_helpers import HEADERS, REST
+    return (HEADERS + VS_PARSER
+            + "control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm)"
+            + " {\n" + VS_INGRESS + "\n}\n" + REST)
+
+
+def _frame(ether_type: int) -> bytes:
+    return bytes(6) + bytes(6) + ether_type.to_bytes(2, "big")
+
+
+def _marked(p: Pipeline, ether_type: int) -> int:
+    [out] = p.process(_frame(ether_type), 0, 0).outputs
+    return out.data[11]
+
+
+def test_a_struct_value_set_matches_all_keys_jointly() -> None:
+    prog = compile_source(_vs_program(), "vs.p4")
+    [case, *_] = prog.parsers["P"].states["start"].transition.cases
+    assert case.keysets == [ir.KeysetValueSet("pairs", keys=2), ir.KeysetDefault()]
+    p = Pipeline(prog)
+    assert _marked(p, 0x0102) == 0
+    p.value_set_set("P.pairs", [[ExactMatch(0x01), ExactMatch(0x02)],
+                                [ExactMatch(0x08), TernaryMatch(0x00, 0xF0)]])
+    assert _marked(p, 0x0102) == 1
+    assert _marked(p, 0x0103) == 0  # a matches, b does not: no member matches both
+    assert _marked(p, 0x0201) == 0
+    assert _marked(p, 0x0805) == 1  # the second member, b ternary
+    assert _marked(p, 0x0815) == 2  # not a member: the next case
+
+
+def test_struct_value_set_in_p4info_has_one_match_field_per_member() -> None:
+    from p4switch.p4info import build_p4info
+    info = build_p4info(compile_source(_vs_program(), "vs.p4"))
+    [vs] = info.value_sets
+    assert [(m.name, m.bitwidth) for m in vs.match] == [("a", 8), ("b", 8)]
+
+
+def test_a_struct_value_set_with_other_key_types_is_refused_where_used() -> None:
+    text = _vs_program().replace("hdr.ethernet.etherType[7:0]) {", "hdr.ethernet.etherType) {")
+    err = compile_error(text)
+    assert err.loc.line == line_of(text, "pairs: hit;")
+    assert "value_set of type pair_t" in err.message
+
+
+def test_a_value_set_of_a_header_is_refused() -> None:
+    text = _vs_program().replace("value_set<pair_t>(4)", "value_set<ethernet_t>(4)").replace(
+        "pairs: hit;", "")
+    err = compile_error(text)
+    assert err.loc.line == line_of(text, "value_set<ethernet_t>")
+
+
+def test_select_without_keys_takes_only_default() -> None:
+    text = ingress_program("apply { }").replace(
+        "pkt.extract(hdr.ethernet); transition accept;",
+        "pkt.extract(hdr.ethernet); transition select() { 1: accept; }")
+    err = compile_error(text)
+    assert "keyset has 1 elements but there are 0 keys" in err.message
+    assert err.loc.line == line_of(text, "transition select()")
+
+
+def test_dontcare_stays_refused_for_non_out_parameters_of_functions() -> None:
+    # p4c refuses these too (a function's in/inout parameter needs a value)
+    text = ingress_program("apply { f(_); }", "void f(in bit<8> a) { }\n")
+    err = compile_error(text)
+    assert err.loc.line == line_of(text, "apply { f(_); }")
+
+
+def test_unknown_table_property_is_a_located_warning() -> None:
+    text = ingress_program("action a() { } table t { key = { meta.m8: exact; } "
+                           "actions = { a; } my_prop = 3; } apply { t.apply(); }")
+    with pytest.warns(P4CompileWarning) as record:
+        prog = compile_source(text, "t.p4")
+    [w] = [str(r.message) for r in record]
+    assert w.startswith(f"t.p4:{line_of(text, 'my_prop')}:")
+    assert "unknown table property 'my_prop'" in w
+    assert prog.controls["I"].tables["t"].actions
+
+
+def test_a_known_property_with_a_bad_value_is_still_an_error() -> None:
+    text = ingress_program("action a() { } table t { key = { meta.m8: exact; } "
+                           "actions = { a; } size = -1; } apply { t.apply(); }")
+    err = compile_error(text)
+    assert err.loc.line == line_of(text, "size = -1")
