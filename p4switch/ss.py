@@ -35,6 +35,9 @@ NOTED = {
                    "(registers and counters are read over P4Runtime)",
     "dump_packet_data": "--dump-packet-data is ignored: use --pcap DIR for packet contents",
     "max_port_count": "--max-port-count is ignored (p4switch ports are 0..510)",
+    "nanolog": "--nanolog is ignored (no nanomsg event log): use --log-file",
+    "debugger": "--debugger is ignored (p4switch has no BMv2 debugger)",
+    "debugger_addr": "--debugger-addr is ignored (p4switch has no BMv2 debugger)",
     "disable_swap": "--disable-swap is ignored: p4switch swaps a new pipeline in atomically",
     "max_mc_groups": "--max-mc-groups is ignored (no fixed limit in p4switch)",
     "max_l1_entries": "--max-l1-entries is ignored (no fixed limit in p4switch)",
@@ -44,7 +47,6 @@ NOTED = {
 REFUSED = {
     "use_files": "--use-files is not supported: give ports as -i N@pcap:FILE",
     "packet_in": "--packet-in (nanomsg packet I/O) is not supported: use -i N@IFACE",
-    "nanolog": "--nanolog (nanomsg logs) is not supported: use --log-file",
     "notifications_addr": "--notifications-addr (nanomsg) is not supported: digests and idle "
                           "timeouts arrive on the P4Runtime stream",
     "restore_state": "--restore-state is not supported",
@@ -120,7 +122,11 @@ def general_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--version", action="store_true", help="print the version and exit")
     p.add_argument("--json-version", action="store_true",
                    help="print the bmv2 JSON version read and exit")
-    for name in ("use-files", "packet-in", "nanolog", "notifications-addr", "restore-state"):
+    p.add_argument("--nanolog", metavar="IPC", help="accepted and ignored (the P4 tutorials' "
+                   "harness always passes it)")
+    p.add_argument("--debugger", action="store_true", help="accepted and ignored")
+    p.add_argument("--debugger-addr", metavar="ADDR", help="accepted and ignored")
+    for name in ("use-files", "packet-in", "notifications-addr", "restore-state"):
         p.add_argument(f"--{name}", metavar="ARG", help=argparse.SUPPRESS)
     return p
 

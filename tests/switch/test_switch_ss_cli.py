@@ -25,15 +25,18 @@ def test_entry_point_is_installed_under_its_own_name():
 
 
 def test_tutorial_style_command_line_maps_onto_p4switch():
-    """What the P4 tutorials' P4RuntimeSwitch builds (its flags, in its order)."""
-    argv = ["-i", "1@s1-eth1", "-i", "2@s1-eth2", "--pcap", "pcaps", "--log-console",
-            "--thrift-port", "9090", "--no-p4", "--device-id", "3", "--",
-            "--grpc-server-addr", "0.0.0.0:50051", "--cpu-port", "255"]
+    """What the P4 tutorials' P4RuntimeSwitch builds (its flags, in its order: the nanomsg
+    log always, the Thrift port, then the target options after ``--``)."""
+    argv = ["-i", "1@s1-eth1", "-i", "2@s1-eth2", "--pcap", "pcaps", "--nanolog",
+            "ipc:///tmp/bm-3-log.ipc", "--device-id", "3", "--no-p4", "--log-console",
+            "--thrift-port", "9090", "--", "--grpc-server-addr", "0.0.0.0:50051",
+            "--cpu-port", "255", "--priority-queues", "2"]
     out, notes, _ = ss.translate(argv)
     assert out == ["--no-p4", "-i", "1@s1-eth1", "-i", "2@s1-eth2", "--device-id", "3",
                    "--grpc-server-addr", "0.0.0.0:50051", "--cpu-port", "255",
-                   "--pcap", "pcaps", "--log-level", "trace"]
-    assert len(notes) == 1 and "not Thrift" in notes[0]
+                   "--priority-queues", "2", "--pcap", "pcaps", "--log-level", "trace"]
+    assert [n.split(":")[0].split()[0] for n in notes] == ["p4switch", "--nanolog"]
+    assert "not Thrift" in notes[0]
 
 
 @pytest.mark.parametrize("argv, expect", [
@@ -115,3 +118,45 @@ def test_starts_with_no_p4_serves_p4runtime_and_stops_on_sigterm(tmp_path):
     assert proc.returncode == 0, err
     assert "note: p4switch serves P4Runtime only, not Thrift" in err
     assert f"P4Runtime server listening on 127.0.0.1:{port}" in log.read_text()
+
+
+def test_positional_bmv2_json_program_is_served(tmp_path):
+    """``p4switch-ss prog.json``: the JSON (here a hand-written one) is recognised by content
+    and its P4Info served at once, as simple_switch_grpc serves a JSON given at start-up."""
+    import json
+
+    sys.path.insert(0, str(REPO / "tests" / "bmv2json"))
+    from bmv2json_docs import doc
+
+    prog = tmp_path / "prog.json"
+    prog.write_text(json.dumps(doc()))
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "p4switch.ss", str(prog), "--",
+                             "--grpc-server-addr", f"127.0.0.1:{port}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=0)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                got = stub.GetForwardingPipelineConfig(req, timeout=2)
+                break
+            except grpc.RpcError:
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline, "p4switch-ss did not start serving"
+                time.sleep(0.2)
+        assert [t.preamble.name for t in got.config.p4info.tables] == ["MyIngress.l2"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+
+
+def test_bad_json_program_is_one_located_line(tmp_path, capsys):
+    prog = tmp_path / "prog.json"
+    prog.write_text('{"header_types": [], "headers": [], "pipelines": []}')
+    assert ss.main([str(prog), "--", "--grpc-server-addr", "127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"{prog}: ") and "error: " in err[-1]
