@@ -13,6 +13,8 @@ veth whose other end is in the root namespace, where the device under test binds
           like the real one): the switch's own overhead
   ipv4    p4switch running tests/switch/p4/ipv4.p4 (LPM, MAC rewrite, TTL, checksum)
   ecmp    p4switch running p4src/fabric.p4 with an ECMP group of 4 members (5-tuple crc16 hash)
+  bmv2-ipv4, bmv2-ecmp  the same programs and entries on BMv2's simple_switch (compiled by
+          p4c-bm2-ss, entries through simple_switch_CLI), when both are on PATH (/opt/p4tools/bin)
   ebpf-ipv4, ebpf-ecmp  the same programs and entries on ``p4switch --target ebpf``: compiled to
           BPF on the veths' tc ingress, frames never reach a process. Its CPU per frame is the
           kernel's own accounting of the program (kernel.bpf_stats_enabled, run_time_ns over
@@ -338,10 +340,61 @@ def drain(topo, dut: Child, count: int) -> tuple[int, float, float]:
 
 
 EBPF_DUTS = ("ebpf-ipv4", "ebpf-ecmp")
+BMV2_DUTS = ("bmv2-ipv4", "bmv2-ecmp")
+
+BMV2_IPV4_CLI = f"""\
+table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 10.0.2.0/24 => {NEXT_HOP:#x} 2
+table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 10.0.1.0/24 => 0x020000000001 1
+"""
+BMV2_ECMP_CLI = """\
+table_add MyIngress.ipv4_lpm MyIngress.set_lb_group 10.0.2.0/24 => 1 2
+table_add MyIngress.lb_group MyIngress.lb_ecmp 1 => 4 7
+""" + "".join(f"table_add MyIngress.lb_member MyIngress.set_member 1 {i} => 2 {NEXT_HOP:#x}\n"
+              for i in range(4))
+
+
+def _free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_bmv2(name: str, topo, tmp: Path) -> Child:
+    """simple_switch (BMv2's performance-relevant binary, no gRPC) with the program compiled
+    by p4c-bm2-ss and the entries written through simple_switch_CLI."""
+    from topo.nodes import BMv2Switch
+
+    BMv2Switch.p4c_include_env()
+    h1, h2 = topo.hosts
+    prog, cli = (IPV4_P4, BMV2_IPV4_CLI) if name == "bmv2-ipv4" else (FABRIC_P4, BMV2_ECMP_CLI)
+    out = tmp / f"{name}.json"
+    subprocess.run(["p4c-bm2-ss", "--p4v", "16", "-o", str(out), str(prog)], check=True,
+                   capture_output=True, timeout=300)
+    port = _free_tcp_port()
+    c = Child(["simple_switch", "--thrift-port", str(port), "-i", f"1@{h1.sw_ifname}", "-i",
+               f"2@{h2.sw_ifname}", str(out)], ready=None)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        c.kill()
+        raise RuntimeError(f"{name}: simple_switch did not start:\n" + "\n".join(c.err[-10:]))
+    r = subprocess.run(["simple_switch_CLI", "--thrift-port", str(port)], input=cli,
+                       capture_output=True, text=True, timeout=60)
+    if "Error" in r.stdout or r.returncode != 0:
+        c.kill()
+        raise RuntimeError(f"{name}: entries refused:\n{r.stdout[-800:]}{r.stderr[-400:]}")
+    return c
 
 
 def start_dut(name: str, topo, tmp: Path) -> Child:
     h1, h2 = topo.hosts
+    if name in BMV2_DUTS:
+        return start_bmv2(name, topo, tmp)
     if name in EBPF_DUTS:
         prog, entries = (IPV4_P4, IPV4_ENTRIES) if name == "ebpf-ipv4" else (FABRIC_P4,
                                                                            ECMP_ENTRIES)
@@ -459,7 +512,8 @@ def main() -> int:
     ap.add_argument("--cpu-seconds", type=float, default=4.0,
                     help="length of the CPU-time step")
     ap.add_argument("--duts", default="bare,null,ipv4,ecmp,ebpf-ipv4,ebpf-ecmp",
-                    help="devices to measure (the ebpf-* ones need clang, libbpf and bpftool)")
+                    help="devices to measure (the ebpf-* ones need clang, libbpf and bpftool; "
+                    "bmv2-ipv4,bmv2-ecmp need simple_switch and p4c-bm2-ss on PATH)")
     args = ap.parse_args()
 
     if args.role == "sink":
@@ -549,6 +603,14 @@ def _report(args, ladder: list[float], results: dict) -> None:
         if any(c.strip() != "-" for c in cells):
             print(f"{format(rate / 1e3, 'g') + 'k':>9} " + " ".join(cells))
 
+    for prog in ("ipv4", "ecmp"):
+        bm = results.get(f"bmv2-{prog}")
+        if bm and bm["cpu_frame"]:
+            for n in (prog, f"ebpf-{prog}"):
+                if n in results and results[n]["cpu_frame"]:
+                    print(f"{n} vs bmv2-{prog}, same run: CPU/frame "
+                          f"x{bm['cpu_frame'] / results[n]['cpu_frame']:.1f} less, peak "
+                          f"x{results[n]['peak'] / bm['peak']:.1f}")
     vs = ", ".join(f"{n}/BMv2 = {results[n]['peak'] / 1e3 / BMV2_KPPS:.1f}"
                    for n in ("ipv4", "ecmp") if n in results)
     print(f"\nBMv2 1.15.5 per the issue (quoted, not measured here): ~{BMV2_KPPS:g} kpps peak, "

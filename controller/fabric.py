@@ -28,7 +28,7 @@ from topo.spec import FabricSpec
 from .connection import PacketIn, SwitchConnection, SwitchError
 from .entries import Entry, diff_entries
 from .p4rt_codec import P4Schema
-from .program import Program, compile_program
+from .program import TARGETS, Program, compile_program
 from .routing import (
     DEFAULT_ECN_THRESHOLD,
     EcnThreshold,
@@ -72,8 +72,8 @@ class FabricController:
                  ecn_threshold: EcnThreshold = DEFAULT_ECN_THRESHOLD,
                  election_id: tuple[int, int] | None = None, connect_timeout: float = 10.0,
                  probe_miss_periods: int = 2) -> None:
-        if target not in ("p4switch", "bmv2"):
-            raise ValueError(f"unknown target {target!r} (choose from p4switch, bmv2)")
+        if target not in TARGETS:
+            raise ValueError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
         if control_period <= 0:
             raise ValueError("control_period must be > 0 seconds")
         if probe_miss_periods < 1:

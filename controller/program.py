@@ -20,7 +20,8 @@ from p4.config.v1 import p4info_pb2
 from p4switch import device_config, p4info
 
 FABRIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "fabric.p4"
-TARGETS = ("p4switch", "bmv2")
+TARGETS = ("p4switch", "bmv2", "ebpf")
+"""ebpf: p4switch --target ebpf, which takes the same device config (a source bundle)."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ def compile_program(target: str = "p4switch", source: str | Path | None = None) 
         raise ValueError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
     if not src.is_file():
         raise FileNotFoundError(f"{src}: no such P4 program")
-    if target == "p4switch":
+    if target in ("p4switch", "ebpf"):
         bundle = device_config.bundle_from_file(src)
         info = p4info.build_p4info(device_config.compile_bundle(bundle))
         return Program(info, bundle.to_bytes(), target, str(src))
