@@ -786,8 +786,13 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         binding = dict(zip(decl.type_params, t.type_args, strict=False))
         vals: list[ir.Expr] = []
         for p, a in zip(ctor.params, arg_trees, strict=True):
-            e = self.coerce(self.expr(a, scope, ctx), substitute(p.type, binding), a,
-                            f"argument '{p.name}' of {t.name}")
+            pt = substitute(p.type, binding)
+            e = self.expr(a, scope, ctx)
+            if isinstance(e, ir.Const) and isinstance(e.type, ir.EnumType) and \
+                    e.type.underlying is not None and e.type.underlying == pt:
+                # a serializable enum member converts to its underlying type (as p4c does)
+                e = ir.Const(e.value, type=pt, loc=e.loc)
+            e = self.coerce(e, pt, a, f"argument '{p.name}' of {t.name}")
             if not isinstance(e, ir.Const):
                 raise self.err(a, f"constructor argument '{p.name}' of {t.name} must be a "
                                   "compile-time constant")
@@ -1730,6 +1735,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
                 return ir.Const((to_unsigned(int(base.value), base.type.width) >> lo)
                                 & ((1 << (hi - lo + 1)) - 1), type=rt, loc=loc)
             return ir.Slice(base, hi, lo, type=rt, loc=loc)
+        if d == "part_select":
+            return self.part_select(t, scope, ctx)
         if d in ("call", "generic_call"):
             return self.call(t, scope, ctx, as_stmt=False)
         if d == "list_expr":
@@ -1748,6 +1755,39 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         if d == "construct":
             raise self.err(t, "an instantiation is not allowed here")
         raise self.err(t, f"unsupported expression {d}")  # pragma: no cover
+
+    def part_select(self, t: Tree, scope: Scope, ctx: BlockCtx) -> ir.Expr:
+        """``e[lo +: w]`` (P4_16 1.2.4): the w bits of e from bit lo up, bit<w>. The width is
+        a compile-time constant; with a constant lo it is the slice e[lo+w-1:lo] (an l-value
+        too), with a run-time lo the value (bit<w>)(e >> lo) -- bits past e's width are 0."""
+        base_t, lo_t, _op, w_t = t.children
+        loc = self.loc(t)
+        base = self.expr(base_t, scope, ctx)
+        if isinstance(base.type, ir.InfIntType):
+            raise self.err(t, "cannot slice an integer without a width")
+        if not isinstance(base.type, ir.BitsType):
+            raise self.err(t, f"cannot slice a value of type {base.type}")
+        w = self.const_int(w_t, scope, "part-select width")
+        if not 0 < w <= base.type.width:
+            raise self.err(w_t, f"part-select width {w} is out of range for {base.type}")
+        lo_e = self.expr(lo_t, scope, ctx)
+        if isinstance(lo_e, ir.Const):
+            lo = int(lo_e.value)
+            if not 0 <= lo <= base.type.width - w:
+                raise self.err(lo_t, f"part-select [{lo} +: {w}] is out of range for "
+                                     f"{base.type}")
+            rt = ir.BitsType(w)
+            if isinstance(base, ir.Const):
+                return ir.Const((to_unsigned(int(base.value), base.type.width) >> lo)
+                                & ((1 << w) - 1), type=rt, loc=loc)
+            return ir.Slice(base, lo + w - 1, lo, type=rt, loc=loc)
+        if not isinstance(lo_e.type, ir.BitsType) or lo_e.type.signed:
+            raise self.err(lo_t, f"the start of a part-select must be bit<W>, not {lo_e.type}")
+        unsigned = ir.BitsType(base.type.width)
+        if base.type.signed:
+            base = ir.Cast(base, type=unsigned, loc=loc)
+        shifted = ir.Binary(">>", base, lo_e, type=unsigned, loc=loc)
+        return ir.Cast(shifted, type=ir.BitsType(w), loc=loc)
 
     def member(self, t: Tree, scope: Scope, ctx: BlockCtx):
         base_t, mname_t = t.children

@@ -59,6 +59,8 @@ def expr_text(t: Tree | Token) -> str:
         return f"{expr_text(c[0])}[{expr_text(c[1])}]"
     if d == "slice":
         return f"{expr_text(c[0])}[{expr_text(c[1])}:{expr_text(c[2])}]"
+    if d == "part_select":
+        return f"{expr_text(c[0])}[{expr_text(c[1])} +: {expr_text(c[3])}]"
     if d == "call":
         args = ", ".join(expr_text(a.children[0]) for a in c[1].children) if c[1] else ""
         return f"{expr_text(c[0])}({args})"

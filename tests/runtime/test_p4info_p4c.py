@@ -28,6 +28,13 @@ from p4switch.p4info import build_p4info
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = sorted(p for d in ("tests", "p4src") for p in (ROOT / d).rglob("*.p4")
                   if "include" not in p.relative_to(ROOT).parts)
+# program stem -> what p4c does wrong with it (the test checks that p4c still fails, so a
+# fixed p4c is noticed, and that p4switch's P4Info has what the program declares)
+P4C_FAILS: dict[str, str] = {
+    "enum_register_size": ("p4c-bm2-ss 1.2.5.16 crashes (SIGSEGV) writing the P4Info of a "
+                           "register sized by a serializable enum member (its BMv2 JSON is "
+                           "fine); the same size for a counter works"),
+}
 KINDS = (
     "tables", "actions", "action_profiles", "counters", "direct_counters", "meters",
     "direct_meters", "controller_packet_metadata", "value_sets", "registers", "digests",
@@ -92,7 +99,7 @@ def text_without_pkg_info(info: p4info_pb2.P4Info) -> str:
 
 
 @pytest.mark.parametrize("program", [pytest.param(p, id=str(p.relative_to(ROOT)))
-                                     for p in PROGRAMS])
+                                     for p in PROGRAMS if p.stem not in P4C_FAILS])
 def test_p4info_equals_p4cs(program: Path, tmp_path: Path):
     theirs = p4c_p4info(program, tmp_path)
     try:
@@ -122,3 +129,14 @@ def test_the_comparison_sees_a_wrong_id(tmp_path: Path):
         ours = build_p4info(compile_file(ROOT / "p4src" / "fabric.p4"))
         mutate(ours)
         assert differences(ours, theirs)
+
+
+@pytest.mark.parametrize("stem", sorted(P4C_FAILS))
+def test_where_p4c_fails_p4switch_writes_the_p4info(stem: str, tmp_path: Path):
+    [program] = [p for p in PROGRAMS if p.stem == stem]
+    r = subprocess.run(
+        [P4C, "--p4runtime-files", str(tmp_path / "p.txtpb"), "-o", str(tmp_path / "p.json"),
+         str(program)], capture_output=True, text=True, timeout=120, env=p4c_env(P4C))
+    assert r.returncode != 0, f"p4c no longer fails on {stem}: drop it from P4C_FAILS"
+    ours = build_p4info(compile_file(program))
+    assert [(r.preamble.name, r.size) for r in ours.registers] == [("ErIngress.cells", 4)]
