@@ -11,12 +11,13 @@ JSON (JSON_DIFFERS, strict xfails; each also listed in docs/bmv2-compat.md)."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from bmv2_oracle import P4C, Bmv2Error, compile_bmv2
+from bmv2_oracle import P4C, p4c_env
 from differential import RecordingPipeline
 from test_stf_differential import mutants
 
@@ -45,6 +46,8 @@ JSON_REFUSED: dict[str, str] = {
     "union_stack": "stacks of header unions",
     "union_stack_pop": "stacks of header unions",
 }
+P4INFO_KINDS = ("tables", "actions", "action_profiles", "counters", "direct_counters", "meters",
+                "direct_meters", "registers", "digests", "controller_packet_metadata")
 
 pytestmark = pytest.mark.skipif(shutil.which(P4C) is None, reason=f"{P4C} not on PATH")
 
@@ -56,10 +59,12 @@ def compiled(tmp_path_factory) -> dict[str, Path | str]:
 
     def one(p: Path) -> tuple[str, Path | str]:
         out = out_dir / f"{p.stem}.json"
-        try:
-            compile_bmv2(p, out)
-        except Bmv2Error as e:
-            return p.stem, str(e)
+        r = subprocess.run([P4C, "--p4runtime-files", str(out.with_suffix(".p4info.txtpb")),
+                            "-o", str(out), str(p)], capture_output=True, text=True,
+                           timeout=180, env=p4c_env())
+        if r.returncode != 0:
+            return p.stem, f"p4c rejects {p.name}: " + next(
+                (ln.strip() for ln in r.stderr.splitlines() if "error" in ln), "(no message)")
         return p.stem, out
 
     with ThreadPoolExecutor(2) as pool:
@@ -153,3 +158,29 @@ def test_fabric_from_json_equals_source_for_every_scheme(compiled, monkeypatch):
     assert sum(len(v) for v in src.p4switch_outputs.values()) > 100
     assert js.p4switch_outputs == src.p4switch_outputs
     assert _final_state(js_pl, json_prog) == _final_state(src_pl, json_prog)
+
+
+@pytest.mark.parametrize("program_path", STF_PROGRAMS + [fh.FABRIC_P4], ids=lambda p: p.stem)
+def test_p4info_from_json_has_p4cs_ids(program_path: Path, compiled):
+    """The P4Info p4switch derives from the JSON (given p4c's, for what the JSON lacks) names
+    the same objects with the same ids as p4c's, and p4c's passes the server's check."""
+    from google.protobuf import text_format
+    from p4.config.v1 import p4info_pb2
+
+    from p4switch import p4info
+    from p4switch.runtime.schema import check_compatible
+
+    if program_path.stem in JSON_REFUSED:
+        pytest.skip(f"refused: {JSON_REFUSED[program_path.stem]}")
+    got = compiled[program_path.stem]
+    if isinstance(got, str):
+        pytest.skip(got)
+    theirs = text_format.Parse(got.with_suffix(".p4info.txtpb").read_text(), p4info_pb2.P4Info())
+    mine = p4info.build_p4info(bmv2json.load_file(got, theirs))
+
+    def ids(info: p4info_pb2.P4Info) -> list[tuple[str, str, int]]:
+        return sorted((k, o.preamble.name, o.preamble.id) for k in P4INFO_KINDS
+                      for o in getattr(info, k))
+
+    assert ids(mine) == ids(theirs)
+    check_compatible(theirs, mine)
