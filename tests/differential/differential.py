@@ -244,6 +244,8 @@ class CliTranslator:
             jt = self.names.tables.get(t.cp_name)
             if jt is None or jt["type"] == "simple" or t.default_action.action == "NoAction":
                 continue
+            if "hidden" in self.program.actions[t.default_action.action].annotations:
+                continue  # a program read from BMv2 JSON: its miss runs nothing, as BMv2's
             prof = jt["action_profile"]
             action = self.program.actions[t.default_action.action]
             args = [a for a in t.default_action.args]
