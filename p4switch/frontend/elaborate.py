@@ -2013,7 +2013,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         if op in ("==", "!="):
             if not isinstance(ot, ir.BitsType | ir.InfIntType | ir.BoolType | ir.EnumType
                               | ir.ErrorType | ir.HeaderType | ir.StructType
-                              | ir.VarbitType):
+                              | ir.StackType | ir.VarbitType):
                 raise self.err(t, f"cannot compare values of type {ot}")
             if isinstance(left, ir.Const) and isinstance(right, ir.Const):
                 eq = left.value == right.value

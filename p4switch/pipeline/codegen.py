@@ -510,7 +510,7 @@ class BlockGen(ir.Visitor):
         op, t = e.op, e.type
         a, b = self.ex(e.left), self.ex(e.right)
         if op in ("==", "!=", "<", "<=", ">", ">="):
-            if isinstance(e.left.type, ir.HeaderType | ir.StructType):
+            if isinstance(e.left.type, ir.HeaderType | ir.StructType | ir.StackType):
                 eq = f"_eq({a}, {b})"
                 return eq if op == "==" else f"(not {eq})"
             return f"({a} {op} {b})"

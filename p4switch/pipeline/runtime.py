@@ -200,23 +200,28 @@ def hdr_from_int(cls: type, x: int, spec: tuple[tuple[str, int, int], ...]) -> A
 
 
 def mkh(cls: type, vals: tuple[Any, ...]) -> Any:
-    """A header from a list expression: valid, fields in order."""
+    """A header from a list expression: valid, fields in order (an aggregate item is copied:
+    the new value must not share it with the expression it came from)."""
     h = cls()
     for name, v in zip(cls._fields, vals, strict=True):
-        setattr(h, name, v)
+        setattr(h, name, v.copy() if hasattr(v, "copy") else v)
     h._v = True
     return h
 
 
 def mks(cls: type, vals: tuple[Any, ...]) -> Any:
+    """A struct from a list expression (aggregate items copied, as in mkh)."""
     s = cls()
     for name, v in zip(cls._fields, vals, strict=True):
-        setattr(s, name, v)
+        setattr(s, name, v.copy() if hasattr(v, "copy") else v)
     return s
 
 
 def eq(a: Any, b: Any) -> bool:
-    """``==`` on headers/structs: two invalid headers are equal; otherwise all fields."""
+    """``==`` on headers/structs/header stacks: two invalid headers are equal; otherwise all
+    fields; stacks element by element (their nextIndex is not part of the value)."""
+    if isinstance(a, Stack):
+        return all(eq(x, y) for x, y in zip(a.h, b.h, strict=True))
     if hasattr(a, "_v"):
         if a._v != b._v:
             return False
@@ -224,7 +229,7 @@ def eq(a: Any, b: Any) -> bool:
             return True
     for name in a._fields:
         x, y = getattr(a, name), getattr(b, name)
-        if hasattr(x, "_fields"):
+        if hasattr(x, "_fields") or isinstance(x, Stack):
             if not eq(x, y):
                 return False
         elif x != y:
