@@ -135,7 +135,7 @@ class Exprs:
             p = self.params[v]
             return ir.Var(p.name, type=p.type)
         if kind in ("header", "header_stack", "header_union", "header_union_stack", "regular",
-                    "stack", "union_stack"):
+                    "stack"):
             return self.layout.header(v, self.where)
         if kind == "stack_field":
             stack = self.layout.header(v[0], self.where)

@@ -59,7 +59,7 @@ class Layout:
         hdr = self.var(HDR)
         if name in self.stacks:
             return ir.Member(hdr, name, type=self.stacks[name])
-        if name in self.unions:
+        if name in self.unions and self.where.get(name, ("",))[0] != "union_stack_elem":
             return ir.Member(hdr, name, type=self.unions[name])
         if name in self.union_stacks:
             return ir.Member(hdr, name, type=self.union_stacks[name])
@@ -71,6 +71,11 @@ class Layout:
             st = self.stacks[stack]
             return ir.StackElem(ir.Member(hdr, stack, type=st), ir.Const(idx, type=ir.BitsType(32)),
                                 type=st.elem)
+        if kind == "union_stack_elem":
+            stack, idx = data
+            st = self.union_stacks[stack]
+            return ir.StackElem(ir.Member(hdr, stack, type=st),
+                                ir.Const(idx, type=ir.BitsType(32)), type=st.elem)
         if kind == "union_member":
             union, member = data
             base = self.header(union, where)
@@ -167,15 +172,29 @@ def build_layout(doc: dict) -> Layout:
         for f, hid in zip(ut.fields, u.get("header_ids", []), strict=False):
             lay.where[by_id[hid]["name"]] = ("union_member", (u["name"], f.name))
             members.add(by_id[hid]["name"])
-    if doc.get("header_union_stacks"):
-        raise Bmv2JsonError("header_union_stacks", "stacks of header unions are not supported")
+    union_ids = {u["id"]: u["name"] for u in doc.get("header_unions", [])}
+    in_stacks: set[str] = set()
+    for i, us in enumerate(doc.get("header_union_stacks", [])):
+        where = f'header_union_stacks[{i}] "{us.get("name")}"'
+        ut = union_types.get(us.get("union_type"))
+        if ut is None:
+            raise Bmv2JsonError(where, f"unknown union_type {us.get('union_type')!r}")
+        lay.union_stacks[us["name"]] = ir.StackType(ut, int(us["size"]))
+        for k, uid in enumerate(us.get("header_union_ids", [])):
+            if uid not in union_ids:
+                raise Bmv2JsonError(where, f"unknown header union id {uid!r}")
+            lay.where[union_ids[uid]] = ("union_stack_elem", (us["name"], k))
+            in_stacks.add(union_ids[uid])
     for name, (kind, ht) in list(lay.where.items()):
         if kind == "header" and name not in members:
             hdr_fields.append(ir.Field(name, ht))
     for name in lay.stacks:
         hdr_fields.append(ir.Field(name, lay.stacks[name]))
     for name in lay.unions:
-        hdr_fields.append(ir.Field(name, lay.unions[name]))
+        if name not in in_stacks:
+            hdr_fields.append(ir.Field(name, lay.unions[name]))
+    for name in lay.union_stacks:
+        hdr_fields.append(ir.Field(name, lay.union_stacks[name]))
     if lay.sm_t is None:
         raise Bmv2JsonError("headers", "no standard_metadata instance (not a v1model program?)")
     lay.hdr_t = ir.StructType("headers", tuple(hdr_fields))

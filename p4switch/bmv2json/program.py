@@ -27,7 +27,6 @@ from p4switch.bmv2json.unions import with_siblings_invalid
 _UNSUPPORTED_TOP = {
     "extern_instances": "extern instances (non-v1model externs)",
     "parse_vsets": "parser value sets",
-    "header_union_stacks": "stacks of header unions",
 }
 #: the action a table without a default entry runs on a miss (nothing, as in BMv2)
 MISS_ACTION = "$miss"
@@ -251,9 +250,13 @@ class _Builder:
         ps = op.get("parameters", [])
         if kind == "extract":
             (h,) = ps
-            e = x.value(h)
+            e = x.value(h) if h.get("type") != "union_stack" else None
             if h.get("type") == "stack":
                 e = ir.StackNext(e, type=e.type.elem)
+            elif h.get("type") == "union_stack":  # [stack, member]: member of us.next
+                stack = self.lay.header(h["value"][0], x.where)
+                nxt = ir.StackNext(stack, type=stack.type.elem)
+                e = ir.Member(nxt, h["value"][1], type=nxt.type.field_type(h["value"][1]))
             return with_siblings_invalid(e, ir.Extract(e))
         if kind == "extract_VL":
             h, n = ps

@@ -42,10 +42,7 @@ JSON_DIFFERS: dict[str, str] = {
                       "runs no action there (the source's default_action = drop() is lost)",
 }
 #: stem -> why the JSON is refused (a construct the JSON front end does not map)
-JSON_REFUSED: dict[str, str] = {
-    "union_stack": "stacks of header unions",
-    "union_stack_pop": "stacks of header unions",
-}
+JSON_REFUSED: dict[str, str] = {}
 P4INFO_KINDS = ("tables", "actions", "action_profiles", "counters", "direct_counters", "meters",
                 "direct_meters", "registers", "digests", "controller_packet_metadata")
 
