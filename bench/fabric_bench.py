@@ -2,7 +2,7 @@
 forwarding rate next to one p4switch's rate in the same run, and the highest per-link rate the
 fabric carries without loss (2 cores shared by 20 switch processes and 16 senders).
 
-    sudo .venv/bin/python bench/fabric_bench.py [--seconds 3] [--bw MBPS]
+    sudo .venv/bin/python bench/fabric_bench.py [--seconds 3] [--bw MBPS] [--targets p4switch,ebpf]
 
 Bring-up (one FabricNet + FabricController.start()):
   network      Mininet: 16 host namespaces, 48 veth pairs, HTB on host links (when --bw)
@@ -101,30 +101,48 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=3.0, help="length of each load step")
     ap.add_argument("--bw", type=float, default=None, help="link Mbit/s (default unlimited)")
     ap.add_argument("--lock-wait", type=float, default=300.0)
+    ap.add_argument("--targets", default="p4switch",
+                    help="switch targets to measure one after the other in this run, e.g. "
+                    "p4switch,ebpf (ebpf: every switch in the kernel)")
+    ap.add_argument("--mbps", default="0.5,1,2,4,8,16,32,64,128",
+                    help="per-host offered Mbit/s steps of the link-rate ladder")
     a = ap.parse_args()
     import os
 
     if os.geteuid() != 0:
         print("fabric_bench: needs root (Mininet); skipped")
         return 0
+    results = {}
+    for target in a.targets.split(","):
+        print(f"=== target {target}")
+        results[target] = run_target(target, a)
+    if len(results) > 1:
+        print("same run, by target:")
+        for t, r in results.items():
+            print(f"  {t:9} single switch {r['single']:8,.0f} fr/s, fabric {r['hops']:10,.0f} "
+                  f"packet-hops/s, loss-free {r['clean_mbps']:6.1f} Mbit/s per host")
+    return 0
+
+
+def run_target(target: str, a) -> dict:
     from controller import FabricController
     from topo.net import FabricNet
 
     spec = fat_tree(4, a.bw)
     t0 = time.monotonic()
-    net = FabricNet(spec, lock_timeout=a.lock_wait)
+    net = FabricNet(spec, target=target, lock_timeout=a.lock_wait)
     ctl = None
     try:
         net.start()
         t_net = time.monotonic()
-        ctl = FabricController(spec, control_period=0.5)
+        ctl = FabricController(spec, target=target, control_period=0.5)
         ctl.start(scheme="ecmp", loops=("failure", "reconcile"))
         t_ctl = time.monotonic()
         st = ctl.stats
         print(f"bring-up k=4 (20 switches, 16 hosts, {st['entries']} entries): "
               f"{t_ctl - t0:.2f} s total")
         print(f"  network    {net.timings['build']:6.2f} s   (namespaces, veths, HTB)")
-        print(f"  processes  {net.timings['processes']:6.2f} s   (20 p4switch until gRPC listens)")
+        print(f"  processes  {net.timings['processes']:6.2f} s   (20 {target} switches until gRPC listens)")
         print(f"  compile    {st['compile_s']:6.2f} s   (fabric.p4, once)")
         print(f"  routing    {st['routing_s']:6.2f} s")
         print(f"  push+install {st['bring_up_s']:4.2f} s   (parallel; slowest switch: connect "
@@ -151,7 +169,7 @@ def main() -> int:
                       ctl=ctl, idle_hops=idle)
         frame = 1400 + UDP_FRAME_OVERHEAD
         print(f"link rate (16 senders, cross-pod, {frame}-byte frames):")
-        mbps_steps = [0.5, 1, 2, 4, 8, 16, 32]
+        mbps_steps = [float(m) for m in a.mbps.split(",") if m]
         link = _ladder(net, pairs, [m * 1e6 / (frame * 8) for m in mbps_steps], a.seconds, 1400,
                        "link", stop_loss=0.05)
         peak_single = max(r["delivered_pps"] for r in single)
@@ -173,11 +191,14 @@ def main() -> int:
         if fails:
             print(f"  failure-loop events during the run: {len(fails)}, e.g. "
                   + "; ".join(f"{e.switch}: {e.what}" for e in fails[:3]))
+        return {"single": peak_single, "hops": peak_hops,
+                "clean_mbps": max(clean) if clean else 0.0}
     finally:
         if ctl is not None:
             ctl.stop()
         net.stop()
-    return 0
+
+
 
 
 if __name__ == "__main__":
