@@ -1001,6 +1001,16 @@ class CGen:
         self.w("C->sm.f_egress_port = C->sm.f_egress_spec;")
         self.w("C->sm.f_egress_spec = 0;")
         self.w("C->sm.f_egress_global_timestamp = C->sm.f_ingress_global_timestamp;")
+        sm_names = {f.name for f in sm_t.fields} if isinstance(sm_t, ir.StructType) else set()
+        qmeta = [f"C->sm.f_{n} = {v};" for n, v in (
+            ("enq_timestamp", "C->sm.f_ingress_global_timestamp & 0xffffffffULL"),
+            ("enq_qdepth", "_ahead & 0x7ffffULL"), ("deq_qdepth", "_ahead & 0x7ffffULL"),
+            ("deq_timedelta", "((_start - _now) / 1000) & 0xffffffffULL"),
+            ("egress_global_timestamp",
+             "(C->sm.f_ingress_global_timestamp + (_start - _now) / 1000) & 0xffffffffffffULL"),
+        ) if n in sm_names]
+        self.lines += ["    " + ln for ln in _QUEUE.format(qmeta="\n            ".join(qmeta))
+                       .splitlines()]
         c = p.controls[p.package["egress"]]
         self.control(c, names_for(c.params, ["hdr", "meta", "sm"]))
         self.w(f"if (C->sm.f_egress_spec == {self.layout.drop_port}) {{ p4_stat(2); "
@@ -1028,6 +1038,7 @@ class CGen:
                                crc32=_crc32_table(), crc16=_crc16_table())]
         out += list(self.structs.values())
         out.append("struct p4ctx {\n    __u32 off;\n    __u32 exiting;\n    __u32 plen;\n"
+                   "    __u64 depart_ns;\n"
                    f"    __u8 hb[{HASH_BUF}];\n    __u8 xb[{max(self.max_hdr, 8)}];\n    __u8 mv[64];\n"
                    + "\n".join(ctx) + "\n};")
         out.append(_map("p4ctx_map", "BPF_MAP_TYPE_PERCPU_ARRAY", "__u32", "struct p4ctx", 1))
@@ -1124,6 +1135,13 @@ struct {{ __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 512); __type(key,
          __type(value, __u32); }} p4ports_in SEC(".maps");
 struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 512); __type(key, __u32);
          __type(value, __u32); }} p4ports_out SEC(".maps");
+/* the egress queue of each port, modelled where the program decides: the link is busy until
+ * next_ns; a packet departs at max(now, next_ns) and finds (departure - now) / its own
+ * transmission time packets ahead of it (the port's HTB qdisc then serves it at that rate) */
+struct p4_port_q {{ struct bpf_spin_lock lock; __u32 pad; __u64 next_ns; __u64 rate_bps;
+                   __u32 depth; __u32 pad2; __u64 enqueued; __u64 tail_drops; }};
+struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 512); __type(key, __u32);
+         __type(value, struct p4_port_q); }} p4queues SEC(".maps");
 struct {{ __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, {nstats});
          __type(key, __u32); __type(value, __u64); }} p4stats SEC(".maps");
 
@@ -1190,6 +1208,29 @@ static __always_inline __u64 p4_identity(const __u8 *b, __u32 n) {{
         s = (s << 8) | b[i];
     }}
     return s;
+}}"""
+
+_QUEUE = r"""{{
+    __u32 _ep = C->sm.f_egress_port;
+    struct p4_port_q *_q = bpf_map_lookup_elem(&p4queues, &_ep);
+    if (_q && _q->rate_bps) {{
+        __u64 _now = bpf_ktime_get_ns();
+        __u64 _tx = (__u64)C->sm.f_packet_length * 8000000000ULL / _q->rate_bps;
+        __u64 _start, _ahead;
+        int _drop = 0;
+        if (!_tx) _tx = 1;
+        bpf_spin_lock(&_q->lock);
+        _start = _q->next_ns > _now ? _q->next_ns : _now;
+        _ahead = (_start - _now) / _tx;
+        if (_ahead >= _q->depth) _drop = 1; else _q->next_ns = _start + _tx;
+        bpf_spin_unlock(&_q->lock);
+        if (_drop) {{ __sync_fetch_and_add(&_q->tail_drops, 1); p4_stat(8); return TC_ACT_SHOT; }}
+        __sync_fetch_and_add(&_q->enqueued, 1);
+        C->depart_ns = _start;
+        {{
+            {qmeta}
+        }}
+    }}
 }}"""
 
 _SHRINK = r"""/* move the bytes from `from` to the end down to `to` (< from), then cut the tail: a frame

@@ -33,7 +33,7 @@ from p4switch.pipeline.api import (
 from p4switch.pipeline.pipeline import Pipeline
 
 from . import bpf, cgen, toolchain
-from .layout import STAT_NAMES, TableKind, TableLayout
+from .layout import PORT_QUEUE, STAT_NAMES, TableKind, TableLayout
 
 _U32 = struct.Struct("<I")
 
@@ -86,6 +86,7 @@ class EbpfPipeline(Pipeline):
         self._ports_in = self.obj.map("p4ports_in", 4, 4)
         self._ports_out = self.obj.map("p4ports_out", 4, 4)
         self._stats = self.obj.map("p4stats", 4, 8, percpu=True)
+        self._queues = self.obj.map("p4queues", 4, PORT_QUEUE.size)
         self._tmaps: dict[str, tuple[bpf.Map, bpf.Map, bpf.Map | None]] = {}
         self._synced: dict[str, dict[bytes, tuple[Any, bytes]]] = {}
         for cp, tl in self.layout.tables.items():
@@ -136,6 +137,26 @@ class EbpfPipeline(Pipeline):
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+    def set_port_queue(self, port: int, rate_bps: float | None, depth: int) -> None:
+        """The egress queue model of ``port`` (module cgen, ``p4queues``): served at
+        ``rate_bps`` (None/0: no queue, as an unlimited Python queue never holds a packet),
+        tail drop beyond ``depth`` packets. Its counters and busy-until time are kept."""
+        raw = self._queues.lookup(_U32.pack(port))
+        _, _, nxt, _, _, _, enq, drops = PORT_QUEUE.unpack(raw[:PORT_QUEUE.size]) if raw else \
+            (0,) * 8
+        self._queues.update(_U32.pack(port), PORT_QUEUE.pack(0, 0, nxt, int(rate_bps or 0),
+                                                             depth, 0, enq, drops))
+
+    def port_queue(self, port: int) -> dict[str, int]:
+        """The queue model's state: ``backlog_ns`` (time until the link is free),
+        ``enqueued``, ``tail_drops``, ``rate_bps``, ``depth``."""
+        raw = self._queues.lookup(_U32.pack(port))
+        if raw is None:
+            return {}
+        _, _, nxt, rate, depth, _, enq, drops = PORT_QUEUE.unpack(raw[:PORT_QUEUE.size])
+        return {"backlog_ns": max(0, nxt - time.monotonic_ns()), "enqueued": enq,
+                "tail_drops": drops, "rate_bps": rate, "depth": depth}
 
     def stats(self) -> dict[str, int]:
         """Packet-path statistics summed over CPUs (layout.STAT_NAMES)."""

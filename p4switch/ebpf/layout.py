@@ -110,8 +110,13 @@ class RegisterLayout:
 
 
 STAT_NAMES = ("rx", "tx", "drop", "parser_error", "no_port", "deparse_error", "cpu",
-              "unsupported")
+              "unsupported", "tail_drop")
 """Per-CPU packet-path statistics of the program, by index into the ``p4stats`` map."""
+
+
+PORT_QUEUE = struct.Struct("<IIQQIIQQ")
+"""``p4queues`` value per port: spin lock, pad, next free ns, rate b/s, depth, pad, enqueued,
+tail drops (cgen's ``struct p4_port_q``)."""
 
 
 @dataclass

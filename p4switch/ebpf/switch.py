@@ -93,6 +93,8 @@ class EbpfSwitch(Switch):
         old, self._current = self._current, pl
         if old is not None:
             old.close(detach=False)
+        for port in self.interfaces:  # the new program's queue models get the port settings
+            self._apply_queue(port)
         return pl
 
     # packet I/O with the control plane ----------------------------------------------------
@@ -151,8 +153,7 @@ class EbpfSwitch(Switch):
             self._current.close()
             self._current = None
         for ifname in sorted(self._qdiscs):
-            subprocess.run(["tc", "qdisc", "del", "dev", ifname, "root"], capture_output=True,
-                           check=False)
+            qdisc.clear(ifname)
         self._qdiscs.clear()
         if self._cpu_sock is not None:
             self._cpu_sock.close()
@@ -168,8 +169,14 @@ class EbpfSwitch(Switch):
         if ifname is None:
             return
         rate = self.queues.rate(port)
-        qdisc.configure(ifname, rate.bps, self.queues.depth(port))
-        self._qdiscs.add(ifname)
+        if rate.bps:
+            qdisc.serve_at(ifname, rate.bps, self.queues.depth(port))
+            self._qdiscs.add(ifname)
+        elif ifname in self._qdiscs:
+            qdisc.clear(ifname)
+            self._qdiscs.discard(ifname)
+        if self._current is not None:
+            self._current.set_port_queue(port, rate.bps, self.queues.depth(port))
         if rate.pps:
             log.warning("port %d: packet rates are not modelled by the eBPF target's qdisc "
                         "(served at line rate)", port)
@@ -186,15 +193,20 @@ class EbpfSwitch(Switch):
 
     def port_stats(self) -> dict[int, dict[str, Any]]:
         """Per port: the interface's oper state (the controller's link-down signal), its
-        kernel counters and its qdisc (queue_depth_now, tail_drops, rate)."""
+        kernel counters and the program's queue model (enqueued, tail drops, backlog; the
+        depth now in full-size frames)."""
         out: dict[int, dict[str, Any]] = {}
         for n, ifname in sorted(self.interfaces.items()):
             state = _operstate(ifname)
-            q = qdisc.read(ifname)
+            q = self._current.port_queue(n) if self._current is not None else {}
             rate = self.queues.rate(n)
+            mtu_ns = 1514 * 8e9 / rate.bps if rate.bps else 0
             d: dict[str, Any] = {"oper_state": state, "oper_up": int(state in ("up", "unknown")),
-                                 "queue_depth_now": q.backlog_packets,
-                                 "queue_dequeued": q.sent_packets, "tail_drops": q.drops,
+                                 "queue_enqueued": q.get("enqueued", 0),
+                                 "tail_drops": q.get("tail_drops", 0),
+                                 "queue_backlog_us": q.get("backlog_ns", 0) // 1000,
+                                 "queue_depth_now": int(q.get("backlog_ns", 0) / mtu_ns)
+                                 if mtu_ns else 0,
                                  "queue_depth_limit": self.queues.depth(n),
                                  "rate_bps": rate.bps or 0, "rate_pps": 0}
             for k in ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "tx_dropped"):
