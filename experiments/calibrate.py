@@ -29,7 +29,7 @@ from topo import calibration
 from .config import ConfigError, ExperimentConfig, load
 from .dilation import dilate
 
-RAMP_MBPS = (32.0, 16.0, 8.0, 4.0, 2.0, 1.0)
+RAMP_MBPS = (8.0, 4.0, 2.0, 1.0, 0.5)
 """Emulated link rates tried, fastest first (each step halves the rate: doubles the TDF)."""
 PROBE_TIMEOUT_S = 40.0
 """Wall-clock bound on one probe run: a run that needs longer is overloaded anyway."""

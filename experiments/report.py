@@ -281,13 +281,14 @@ def dilation_section(meta: dict[str, Any]) -> list[str]:
 
 def beside_table(emu: pd.DataFrame, sim: pd.DataFrame) -> pd.DataFrame:
     """Per workload and scheme: emulated and simulated mean CCT, their ratio, each side's
-    rank group, and per workload whether the two put the schemes in the same groups."""
-    from .stats import same_grouping
+    rank group, and per workload whether the two rankings agree (stats.rankings_agree: no
+    scheme pair ordered one way by one side and the other way by the other)."""
+    from .stats import rankings_agree
 
     cols = ["workload", "scheme", "mean", "ci95", "rank"]
     m = emu[cols].merge(sim[cols], on=["workload", "scheme"], suffixes=("_emu", "_sim"))
     m["ratio"] = m["mean_emu"] / m["mean_sim"]
-    agree = same_grouping(emu, sim)
+    agree = rankings_agree(emu, sim)
     m["rankings_agree"] = m["workload"].map(agree)
     return m
 
@@ -315,7 +316,9 @@ def beside_section(r: Results, table: pd.DataFrame) -> list[str]:
     md.append("")
     for w, g in b.groupby("workload", sort=False):
         same = bool(g["rankings_agree"].iloc[0])
-        line = f"- **{w}**: the two rankings {'agree' if same else 'differ'} (rank groups)"
+        line = (f"- **{w}**: the two rankings {'agree' if same else 'differ'} (no pair of "
+                f"schemes distinguished one way by one and the other way by the other"
+                f"{'' if same else ': they contradict'})")
         if "ecmp" in set(g["scheme"]):
             e = g.set_index("scheme").loc["ecmp"]
             best_emu = g[g["scheme"] != "ecmp"]["mean_emu"].min()

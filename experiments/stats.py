@@ -99,3 +99,18 @@ def same_grouping(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, bool]:
         common = ga.index.intersection(gb.index)
         out[w] = bool((ga[common] == gb[common]).all())
     return out
+
+
+def rankings_agree(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, bool]:
+    """Per workload in both: no two schemes that one ranked table puts in different groups are
+    ordered the other way round by the other (schemes indistinguishable on either side may
+    fall in any order). With one repetition a side has no intervals, so each of its schemes
+    is its own group: its order must then respect every distinction the other side makes."""
+    out = {}
+    for w in sorted(set(a["workload"]) & set(b["workload"])):
+        ra = a[a["workload"] == w].set_index("scheme")["rank"]
+        rb = b[b["workload"] == w].set_index("scheme")["rank"]
+        common = list(ra.index.intersection(rb.index))
+        out[w] = not any((ra[x] < ra[y] and rb[x] > rb[y]) or (ra[x] > ra[y] and rb[x] < rb[y])
+                         for i, x in enumerate(common) for y in common[i + 1:])
+    return out

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats as sps
 
 from experiments import metrics
-from experiments.stats import Interval, groups, same_grouping, t_interval
+from experiments.stats import Interval, groups, rankings_agree, same_grouping, t_interval
 
 
 @pytest.mark.parametrize("values", [[1.0, 2.0, 4.0], [10.0, 10.5], [3.2, 3.1, 3.3, 2.9, 3.0]])
@@ -61,3 +61,13 @@ def test_summary_table_ranks_groups_and_leaves_invalid_runs_out() -> None:
     assert t2.loc["ecmp", "rank"] == 1 and t2.loc["wam", "rank"] == 2
     assert same_grouping(t.reset_index(), t2.reset_index()) == {"ring": False}
     assert same_grouping(t.reset_index(), t.reset_index()) == {"ring": True}
+
+
+def test_rankings_agree_unless_a_distinction_is_contradicted() -> None:
+    def table(ranks: dict[str, int]) -> pd.DataFrame:
+        return pd.DataFrame([{"workload": "w", "scheme": s, "rank": r} for s, r in ranks.items()])
+
+    emu = table({"ecmp": 2, "random": 1, "rotate": 1})
+    assert rankings_agree(emu, table({"ecmp": 3, "random": 2, "rotate": 1})) == {"w": True}
+    assert rankings_agree(emu, table({"ecmp": 1, "random": 2, "rotate": 3})) == {"w": False}
+    assert rankings_agree(emu, emu) == {"w": True}

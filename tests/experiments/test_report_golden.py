@@ -1,0 +1,79 @@
+"""The report's fabric-units, summary (mean ± 95 % CI, rank groups, invalid runs left out),
+emulation-beside-simulation and fidelity sections, golden: a synthetic results directory as
+the runner writes it (emulated at TDF 10,000, one invalid run, the simulator's run in sim/)
+renders exactly tests/experiments/golden/report_sections.md. Regenerate after an intended
+change with ``P4FABRIC_REGEN=1 pytest tests/experiments/test_report_golden.py``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from experiments import report
+
+GOLDEN = Path(__file__).parent / "golden" / "report_sections.md"
+CFG = {"name": "gold", "backend": "mininet",
+       "fabric": {"link_rate": "100G", "prop_delay_us": 0.1, "mtu": 1500, "queue_packets": 64},
+       "topology": {"kind": "fattree", "k": 4}, "schemes": ["ecmp", "random", "rotate"],
+       "workloads": [{"name": "ring", "schedule": "ring_allreduce", "size": "720KB"}],
+       "repetitions": 3}
+EMU = {"ecmp": [260e-6, 270e-6, 250e-6], "random": [150e-6, 149e-6, 400e-6],
+       "rotate": [145e-6, 148e-6, 151e-6]}
+SIM = {"ecmp": 261e-6, "random": 147e-6, "rotate": 142e-6}
+
+
+def _write(root: Path, backend: str, tdf: float, ccts: dict[str, list[float]],
+           guard: bool) -> None:
+    root.mkdir(parents=True)
+    meta = {"config": {**CFG, "backend": backend}, "backend": backend, "tdf": tdf,
+            "fabric": CFG["fabric"], "versions": {"git": "0123abcd"},
+            "dilated": {"fabric.link_rate": ["100G", "10M"],
+                        "parameters.control_period_s": [2e-05, 0.2]} if tdf != 1 else {}}
+    (root / "experiment.json").write_text(json.dumps(meta))
+    rows, runs = [], []
+    for scheme, vals in ccts.items():
+        for rep, c in enumerate(vals):
+            rows.append({"workload": "ring", "scheme": scheme, "repetition": rep,
+                         "collective": 0, "name": "ring_allreduce", "start": 1.0,
+                         "finish": 1.0 + c, "cct": c, "ok": True})
+            run = {"workload": "ring", "scheme": scheme, "repetition": rep, "ok": True,
+                   "cct": c, "tdf": tdf, "valid": True, "invalid_reason": None}
+            if guard:
+                bad = scheme == "random" and rep == 2
+                run.update(hidden_drops=40 if bad else 0, frames_switched=9000,
+                           ingress_lag_p50_us=0.05, ingress_lag_p99_us=2.5 if bad else 0.2,
+                           egress_delay_p99_us=1.6, send_lag_p99_us=0.1,
+                           switch_cpu_max=0.35, valid=not bad,
+                           invalid_reason="40 frames dropped outside the P4 pipeline "
+                           "(socket 40, qdisc 0, veth 0; > 0.1% of 9000)" if bad else None)
+            runs.append(run)
+    pd.DataFrame(rows).to_csv(root / "ccts.csv", index=False)
+    pd.DataFrame(runs).to_csv(root / "runs.csv", index=False)
+    pd.DataFrame([{"workload": "ring", "collective": 0, "ideal_s": 105e-6}]).to_csv(
+        root / "ideal.csv", index=False)
+
+
+def _sections(text: str) -> str:
+    """From the fabric-units section up to the figures (the rest names files)."""
+    start = text.index("## Fabric units")
+    return text[start:text.index("## Figures")].rstrip() + "\n"
+
+
+def test_report_sections_are_golden(tmp_path: Path) -> None:
+    root = tmp_path / "gold"
+    _write(root, "mininet", 10_000.0, EMU, guard=True)
+    _write(root / "sim", "sim", 1.0, {k: [v] for k, v in SIM.items()}, guard=False)
+    md, _, table = report.write_report(root)
+    got = _sections(md.read_text())
+    if os.environ.get("P4FABRIC_REGEN"):
+        GOLDEN.write_text(got)
+    assert got == GOLDEN.read_text()
+    # and the facts the golden text shows, stated once more
+    t = table.set_index("scheme")
+    assert t.loc["random", "n"] == 2 and t.loc["random", "invalid"] == 1   # the bad rep out
+    assert t.loc["rotate", "rank"] == t.loc["random", "rank"] == 1 and t.loc["ecmp", "rank"] == 2
+    with_bad = report.summary_table(report.load_results(root), include_invalid=True)
+    assert with_bad.set_index("scheme").loc["random", "n"] == 3
