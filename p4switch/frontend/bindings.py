@@ -156,6 +156,10 @@ class BlockCtx:
     # prefix of the IR names of tables, extern instances and value sets of an inlined
     # sub-block instance ("c1." for `Sub() c1;`), so that they cannot clash with the outer's
     local_prefix: str = ""
+    # block-level variable initialisations that must run as statements (an initializer that
+    # calls a function, and every initialised variable after it, in order): the start of
+    # the apply body / of the start state
+    prelude: list[ir.Stmt] = field(default_factory=list)
 
     def fresh(self, name: str) -> str:
         if name not in self.used:

@@ -939,6 +939,12 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             self.block_local(item, scope, ctx)
         states = self.parser_states(_kids(d, "parser_state"), scope, ctx, "", "accept",
                                     ttree.children[1], name)
+        if ctx.prelude and "start" in states:
+            if any("start" in _successors(st.transition) for st in states.values()):
+                raise self.err(ttree.children[1], unsupported(
+                    "function calls in initializers of a parser whose states loop back to "
+                    "start"))
+            states["start"].stmts[:0] = ctx.prelude
         parser = ir.Parser(name, plist, ctx.locals, ctx.instances, ctx.value_sets, states, annos)
         self.parsers[name] = parser
         self.declare(self.globals, name, BlockB("parser", parser, [p.type for p in plist], d),
@@ -1129,8 +1135,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         if item.data == "const_decl":
             self.decl_const_decl(item, scope, ctx)
         elif item.data == "var_decl":
-            vd = self.var_decl(item, scope, ctx)
-            ctx.locals.append(vd)
+            ctx.locals.append(self.block_var(item, scope, ctx))
         elif item.data == "instantiation":
             self.decl_instantiation(item, scope, ctx)
         elif item.data == "value_set_decl":
@@ -1155,6 +1160,28 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             self.table_decl(item, scope, ctx)
         else:  # pragma: no cover
             raise self.err(item, f"unexpected {item.data}")
+
+    def block_var(self, d: Tree, scope: Scope, ctx: BlockCtx) -> ir.VarDecl:
+        """A parser/control-level variable. Its initializer may call functions: then it, and
+        every initialised variable declared after it, is initialised by statements at the
+        start of the block's body (``ctx.prelude``), in declaration order."""
+        saved, self.hoisted = self.hoisted, []
+        effects = self.effects
+        try:
+            vd = self.var_decl(d, scope, ctx)
+            hoisted = self.hoisted
+        finally:
+            self.hoisted = saved
+        if self.effects == effects and not hoisted and not ctx.prelude:
+            return vd
+        pre = [*hoisted, *self.evaluation_order(ctx).stmt(vd)]
+        decl = pre.pop()
+        assert isinstance(decl, ir.VarDecl)
+        if decl.init is not None:
+            pre.append(ir.Assign(ir.Var(decl.name, type=decl.type, loc=decl.loc), decl.init,
+                                 loc=decl.loc))
+        ctx.prelude.extend(pre)
+        return ir.VarDecl(decl.name, decl.type, loc=decl.loc)
 
     def var_decl(self, d: Tree, scope: Scope, ctx: BlockCtx) -> ir.VarDecl:
         _annos, tref, name, init = d.children
@@ -1197,6 +1224,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             if isinstance(item, Tree):
                 self.block_local(item, scope, ctx)
         body = self.block(d.children[-1], Scope(scope), ctx)
+        if ctx.prelude:
+            body = replace(body, stmts=[*ctx.prelude, *body.stmts])
         control = ir.Control(name, plist, ctx.locals, ctx.instances, ctx.actions, ctx.tables,
                              body, annos)
         self.controls[name] = control
@@ -2072,6 +2101,12 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         if isinstance(a.type, ir.InfIntType):
             raise self.err(t, "the branches of ?: need a width (cast one of them)")
         return ir.Mux(cond, a, b, type=a.type, loc=self.loc(t))
+
+
+def _successors(tr: ir.Transition) -> list[str]:
+    if tr.select_keys is None:
+        return [tr.next_state or "accept"]
+    return [c.next_state for c in tr.cases]
 
 
 def _fold(op: str, a: int, b: int, t: object) -> int:

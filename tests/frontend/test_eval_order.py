@@ -104,3 +104,26 @@ def test_a_call_in_a_for_condition_is_refused_with_its_location() -> None:
     err = compile_error(text)
     assert err.loc.line == line_of(text, "for (bit<8> i")
     assert "function calls in the condition of a for statement" in err.message
+
+
+def test_a_block_initializer_with_a_call_runs_at_the_start_of_the_body() -> None:
+    prog = compile_ingress("bit<8> v = bump(meta.m8); bit<8> w = 3; apply { meta.m16 = 1; }",
+                           FUNCS)
+    control = prog.controls["I"]
+    assert all(d.init is None for d in control.locals if d.name in ("v", "w"))
+    stmts = _flat(control.body.stmts)
+    # bump's copy-in ... v = result; w = 3; then the apply block
+    assigns = [s for s in stmts if isinstance(s, ir.Assign) and isinstance(s.lhs, ir.Var)]
+    assert [a.lhs.name for a in assigns][-2:] == ["v", "w"]
+    assert isinstance(stmts[-1], ir.Assign) and stmts[-1].lhs.field == "m16"
+
+
+def test_a_parser_initializer_call_with_a_loop_to_start_is_refused_located() -> None:
+    text = ingress_program("apply { }", FUNCS).replace(
+        "    state start {", "    bit<8> v = bump(meta.m8);\n    state start {").replace(
+        "pkt.extract(hdr.ethernet); transition accept;",
+        "pkt.extract(hdr.ethernet); transition select(hdr.ethernet.etherType) "
+        "{ 1: start; default: accept; }")
+    err = compile_error(text)
+    assert "loop back to start" in err.message
+    assert err.loc.line == line_of(text, "parser P(")
