@@ -31,6 +31,7 @@ FULL = {
                                       "restore_s": 3e-4}},
         {"name": "bsp", "schedule": "ring_allreduce", "size": "8KB", "rate": "50G",
          "bsp": {"iterations": 2, "compute_us": 10}}],
+    "transport": {"cc": "dctcp", "min_rto_us": 20, "max_rto_us": 5000},
     "parameters": {"tdf": TDF, "sample_period_s": 20e-6, "control_period_s": 10e-6,
                    "settle_s": 5e-6, "loops": ["wam"], "start_margin_s": 3,
                    "lock_timeout_s": 60, "socket_buffer": 65536},
@@ -62,7 +63,8 @@ def test_every_time_like_knob_declares_its_dimension_and_is_scaled() -> None:
               "fabric.flowlet_gap_us", "fabric.prop_delay_us", "topology.bw_mbps",
               "workloads[0].rto_ms", "workloads[0].rate", "workloads[0].failure.at_s",
               "workloads[1].bsp.compute_us", "schemes[1].params.timeout_us",
-              "schemes[2].path_policy.avoid_us", "workloads[0].timeout_s"):
+              "schemes[2].path_policy.avoid_us", "workloads[0].timeout_s",
+              "transport.min_rto_us", "transport.max_rto_us"):
         assert p in paths, p
     assert seen[Dim.TIME] >= 10 and seen[Dim.RATE] >= 4 and seen[Dim.WALL] >= 3
 
