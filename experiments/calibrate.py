@@ -105,6 +105,8 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
             if row["valid"]:
                 result.tdf = tdf
                 break
+            if not ok and any(r["completed"] for r in result.ramp):
+                break   # slower than a rate that completed and still not done: stop here
     finally:
         be.down()
     return result
@@ -116,11 +118,19 @@ def calibrated_tdf(cfg: ExperimentConfig, force: bool = False, log: Any = print)
     if entry is None:
         log(f"calibrating {cache_key(cfg)} (cache: {calibration.cache_path()})")
         cal = run_ramp(cfg, log=log)
-        if cal.tdf is None:
-            raise RuntimeError("calibration: no emulated rate down to "
-                               f"{min(RAMP_MBPS)} Mb/s gave a valid run on this machine: "
-                               + (cal.ramp[-1]["invalid_reason"] if cal.ramp else "no run"))
-        entry = {"tdf": cal.tdf, "fabric_rate": cfg.fabric.link_rate,
+        valid = cal.tdf is not None
+        if not valid:
+            # nothing was valid (a loaded machine): fall back to the slowest rate whose run
+            # completed, so experiments still run; the guard then marks their runs invalid
+            done = [r for r in cal.ramp if r.get("completed")]
+            if not done:
+                raise RuntimeError("calibration: no emulated rate down to "
+                                   f"{min(RAMP_MBPS)} Mb/s completed a run on this machine: "
+                                   + (cal.ramp[-1]["invalid_reason"] if cal.ramp else "no run"))
+            cal.tdf = max(r["tdf"] for r in done)
+            log(f"calibration: no rate gave a valid run (last: {cal.ramp[-1]['invalid_reason']});"
+                f" using TDF {cal.tdf:g}, the slowest that completed: expect invalid runs")
+        entry = {"tdf": cal.tdf, "valid": valid, "fabric_rate": cfg.fabric.link_rate,
                  "emulated_mbps": cfg.fabric.link_bps / cal.tdf / 1e6,
                  "measured": time.time(), "load": os.getloadavg(),
                  "workload": cfg.workloads[0].name, "ramp": cal.ramp}

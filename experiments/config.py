@@ -288,6 +288,9 @@ class Parameters:
     """How long to wait for the machine-wide fabric lock (another fabric running) before
     giving up with an error naming its holder."""
     sim_workers: int = 1
+    """sim backend: processes each run is split over (sim.parallel; the results are the same
+    for any number). 2 on a 2-core machine for one big run; keep 1 in a sweep, whose runs
+    already fill the cores."""
     socket_buffer: int | None = None
     """Bytes of each switch port's AF_PACKET socket buffers (None: p4switch's 8 MiB). Small
     keeps the queueing in the P4 egress queues; the fidelity guard says when it is too small
@@ -296,9 +299,6 @@ class Parameters:
     """Time-dilation factor of the Mininet backend (with a ``fabric`` block): a number, or
     ``auto`` for this machine's calibrated one (experiments.calibrate). The simulator runs
     TDF 1."""
-    """sim backend: processes each run is split over (sim.parallel; the results are the same
-    for any number). 2 on a 2-core machine for one big run; keep 1 in a sweep, whose runs
-    already fill the cores."""
 
 
 @dataclass(frozen=True)

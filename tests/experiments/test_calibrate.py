@@ -61,6 +61,14 @@ def test_a_missing_entry_runs_the_ramp_once_and_caches_it(monkeypatch: pytest.Mo
                         lambda *a, **k: calibrate.Calibration(None, [{"invalid_reason": "x"}]))
     with pytest.raises(RuntimeError, match="no emulated rate"):
         calibrate.calibrated_tdf(cfg, force=True, log=lambda *_: None)
+    # nothing valid but some runs completed: the slowest of those, flagged not valid
+    ramp = [{"tdf": 25_000.0, "completed": True, "invalid_reason": "hidden queue"},
+            {"tdf": 50_000.0, "completed": True, "invalid_reason": "hidden queue"},
+            {"tdf": 100_000.0, "completed": False, "invalid_reason": "did not complete"}]
+    monkeypatch.setattr(calibrate, "run_ramp",
+                        lambda *a, **k: calibrate.Calibration(None, ramp))
+    assert calibrate.calibrated_tdf(cfg, force=True, log=lambda *_: None) == 50_000.0
+    assert calibrate.cached(cfg)["valid"] is False
 
 
 def test_topo_defaults_to_the_calibrated_rate_in_fabric_units() -> None:
