@@ -870,8 +870,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
                 b = self.specialize_control(b, bname, cargs, a)  # Top(Leaf(), 3) -> Top_0
                 bname = b.block.name
             elif b.block is None:
-                raise self.err(a, unsupported(f"constructor parameters of a V1Switch parser "
-                                              f"('{bname}')"))
+                b = self.specialize_parser(b, bname, cargs, a)  # P(2) -> P_0
+                bname = b.block.name
             elif cargs is not None:
                 raise self.err(cargs, f"{b.kind} '{bname}' has no constructor parameters")
             assert isinstance(p.type, BlockTypeRef)
@@ -930,6 +930,14 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             self.template_block("parser", d)
             return
         name, annos, scope, ctx, plist = self.block_prelude("parser", ttree, None)
+        b = self.parser_body(d, name, annos, scope, ctx, plist)
+        self.declare(self.globals, name, b, ttree.children[1])
+
+    def parser_body(self, d: Tree, name: str, annos: dict[str, str], scope: Scope,
+                    ctx: BlockCtx, plist: list[ir.Param]) -> BlockB:
+        """A parser's locals and states once its parameters are bound (by a plain
+        declaration, or by a specialisation with constructor arguments)."""
+        ttree = d.children[0]
         if not plist or not (isinstance(plist[0].type, ir.ExternType)
                              and plist[0].type.name == "packet_in"):
             raise self.err(ttree, f"parser '{name}' must take a packet_in as first parameter")
@@ -947,8 +955,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             states["start"].stmts[:0] = ctx.prelude
         parser = ir.Parser(name, plist, ctx.locals, ctx.instances, ctx.value_sets, states, annos)
         self.parsers[name] = parser
-        self.declare(self.globals, name, BlockB("parser", parser, [p.type for p in plist], d),
-                     ttree.children[1])
+        return BlockB("parser", parser, [p.type for p in plist], d)
 
     def template_block(self, kind: str, d: Tree) -> None:
         """A parser/control with constructor parameters: only usable as a sub-block instance

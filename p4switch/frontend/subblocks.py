@@ -30,7 +30,7 @@ from p4switch.frontend.bindings import (
 )
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.lowering import _has_return, _lower_returns
-from p4switch.frontend.trees import _core, _has_ctor_params, _name
+from p4switch.frontend.trees import _core, _has_ctor_params, _name, expr_text
 from p4switch.frontend.types import (
     BlockTypeRef,
     TypeVar,
@@ -179,6 +179,24 @@ class SubBlocks(_Base):
         self.ctor_args(a, "control", bname, ctor, cargs, self.globals, ctx, scope, ctx)
         return self.control_body(d, n, self.annotations(annos_t), scope, ctx, plist)
 
+    def specialize_parser(self, b: BlockB, bname: str, cargs: Tree | None, a: Tree) -> BlockB:
+        """A V1Switch parser with constructor parameters (``V1Switch(P(2), ...)``), as
+        ``specialize_control`` does for controls: named ``P_0`` (as p4c names it)."""
+        assert b.tree is not None
+        d = b.tree
+        ttree, ctor = d.children[0], d.children[1]
+        annos_t, _name_tok, targs, params = ttree.children
+        if targs is not None:
+            raise self.err(targs, unsupported("generic parsers"))
+        counts = self.__dict__.setdefault("_specialized", {})
+        n = f"{bname}_{counts.get(bname, 0)}"
+        counts[bname] = counts.get(bname, 0) + 1
+        ctx = BlockCtx("parser", n, set(self.reserved))
+        scope = Scope(self.globals)
+        plist = self.block_params(params, scope, ctx, "parser")
+        self.ctor_args(a, "parser", bname, ctor, cargs, self.globals, ctx, scope, ctx)
+        return self.parser_body(d, n, self.annotations(annos_t), scope, ctx, plist)
+
     def block_ctor_arg(self, p: Tree, pt: BlockTypeRef, a: Tree, what: str, scope: Scope,
                        ctx: BlockCtx, iscope: Scope, sub: BlockCtx) -> None:
         """A control- or parser-typed constructor parameter (``control C(...)(D_t d)``) bound
@@ -198,6 +216,21 @@ class SubBlocks(_Base):
         if proto.type_params or pt.args:
             raise self.err(p.children[2], unsupported(f"generic {proto.kind} types as "
                                                       "constructor parameter types"))
+        if isinstance(a, Tree) and a.data == "name_ref":
+            # an instance declared before (``Inner() i; Outer(i) o;``): Outer applies that
+            # very instance (its tables and state are the enclosing block's ``i.*``)
+            ib = scope.lookup(str(a.children[0]))
+            if not isinstance(ib, SubInstB):
+                raise self.err(a, f"argument '{pn}' of {what}: '{expr_text(a)}' is not a "
+                                  f"{proto.kind} instance")
+            if ib.kind != proto.kind:
+                raise self.err(a, f"argument '{pn}' of {what} must be a {proto.kind}, but "
+                                  f"'{ib.name}' is a {ib.kind}")
+            got = [(q.direction, q.type) for q in ib.params]
+            if got != [(sp.direction, sp.type) for sp in proto.params]:
+                raise self.err(a, f"the parameters of '{ib.name}' do not match {proto.name}")
+            self.declare(iscope, pn, ib, pname)
+            return
         if not (isinstance(a, Tree) and a.data == "construct"):
             raise self.err(a, f"argument '{pn}' of {what} must be a {proto.kind} instantiation "
                               f"like {proto.name.removesuffix('_t')}()")

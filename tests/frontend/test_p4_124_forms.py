@@ -156,3 +156,31 @@ def test_part_select_errors_are_located(body: str, needle: str, message: str) ->
     err = compile_error(text)
     assert message in err.message
     assert err.loc.line == line_of(text, needle)
+
+
+# ------------------------------------------------------------------ block constructor arguments
+STF = __import__("pathlib").Path(__file__).resolve().parents[1] / "stf" / "programs"
+
+
+def test_a_v1switch_parser_with_constructor_arguments_is_specialised() -> None:
+    prog = compile_source((STF / "ctor_block_args.p4").read_text(), "ca.p4")
+    assert prog.package["parser"] == "CaParser_0"
+    # the instance passed to Outer is the one MyIngress declares: one table, its name
+    assert list(prog.controls["MyIngress"].tables) == ["counted.hits"]
+    assert prog.controls["MyIngress"].tables["counted.hits"].cp_name == "MyIngress.counted.hits"
+
+
+@pytest.mark.parametrize("old,new,needle,message", [
+    ("Outer(counted) outer;", "Outer(hdr) outer;", "Outer(hdr) outer;",
+     "'hdr' is not a control instance"),
+    ("Outer(counted) outer;", "bit<8> x = 1; Outer(x) outer;", "Outer(x) outer;",
+     "'x' is not a control instance"),
+    ("V1Switch(CaParser(8w0x5a),", "V1Switch(CaParser(),", "V1Switch(CaParser()",
+     "constructor"),
+])
+def test_block_constructor_argument_errors_are_located(old: str, new: str, needle: str,
+                                                       message: str) -> None:
+    text = (STF / "ctor_block_args.p4").read_text().replace(old, new)
+    err = compile_error(text)
+    assert message in err.message
+    assert err.loc.line == line_of(text, needle)
