@@ -26,7 +26,6 @@ from p4switch.bmv2json.unions import with_siblings_invalid
 #: JSON top-level keys whose content p4switch cannot run (refused when non-empty)
 _UNSUPPORTED_TOP = {
     "extern_instances": "extern instances (non-v1model externs)",
-    "parse_vsets": "parser value sets",
 }
 #: the action a table without a default entry runs on a miss (nothing, as in BMv2)
 MISS_ACTION = "$miss"
@@ -62,6 +61,7 @@ class _Builder:
     action_key: dict[int, str] = field(default_factory=dict)  # JSON id -> IR key
     action_json: dict[int, dict] = field(default_factory=dict)
     instances: dict[str, ir.ExternInstance] = field(default_factory=dict)
+    value_sets: dict[str, ir.ValueSet] = field(default_factory=dict)
     ctx: Context = field(init=False)
 
     def build(self, name: str) -> ir.Program:
@@ -219,6 +219,14 @@ class _Builder:
 
     # -- parser ------------------------------------------------------------------------------
     def _parser(self) -> ir.Parser:
+        self.value_sets = {}
+        for i, vs in enumerate(self.doc.get("parse_vsets", [])):
+            where = f'parse_vsets[{i}] "{vs.get("name")}"'
+            if not isinstance(vs, dict) or "name" not in vs:
+                raise Bmv2JsonError(where, "a value set needs a name")
+            self.value_sets[vs["name"]] = ir.ValueSet(
+                vs["name"], vs["name"], ir.BitsType(int(vs.get("compressed_bitwidth", 0))),
+                int(vs.get("max_size", 0)))
         parsers = self.doc.get("parsers", [])
         if len(parsers) != 1:
             raise Bmv2JsonError("parsers", f"a v1model program has one parser, got {len(parsers)}")
@@ -242,7 +250,8 @@ class _Builder:
         if init != "start":
             for s in states.values():
                 _rename_target(s.transition, init, "start")
-        return ir.Parser("parser", _v1_params(self.lay, "parser"), [], {}, {}, states)
+        return ir.Parser("parser", _v1_params(self.lay, "parser"), [], {}, self.value_sets,
+                         states)
 
     def _parser_op(self, x: Exprs, prims: Primitives, op: dict, k: int,
                    err_code: dict) -> list[ir.Stmt]:
@@ -302,6 +311,10 @@ class _Builder:
                 ks = ir.KeysetValue(v) if t.get("mask") is None else \
                     ir.KeysetMask(v, _hexint(t["mask"], where))
                 cases.append(ir.SelectCase([ks], nxt))
+            elif t.get("type") == "parse_vset" and t.get("value") in self.value_sets:
+                if t.get("mask") is not None:
+                    raise x.err("a masked value-set transition is not supported")
+                cases.append(ir.SelectCase([ir.KeysetValueSet(t["value"])], nxt))
             else:
                 raise x.err(f"transition type {t.get('type')!r} is not supported")
         if not any(isinstance(c.keysets[0], ir.KeysetDefault) for c in cases):

@@ -81,6 +81,7 @@ def _with(path: list, value: object) -> dict:
      "primitive 1 'count' takes 2 parameters"),
     (lambda: _with(["actions", 2, "primitives", 0, "parameters", 2, "value"],
                    ["ethernet", "nosuch"]), "header 'ethernet' has no field 'nosuch'"),
+    (lambda: _vset_masked(), "a masked value-set transition is not supported"),
     (lambda: _with(["extern_instances"], [{"name": "my_ext", "type": "Foo"}]),
      "extern_instances[0] \"my_ext\": error: extern instances"),
     (lambda: _with(["pipelines", 0, "tables", 0, "action_ids"], [1, 7]),
@@ -108,3 +109,47 @@ def test_structural_garbage_is_refused_not_crashed():
     d = doc()
     d["pipelines"][0]["tables"] = "nope"
     assert _refusal(d).startswith("x.json: error: malformed BMv2 JSON")
+
+
+def test_parser_value_set_is_filled_by_the_control_plane():
+    """``parse_vsets`` + a ``parse_vset`` transition: the state behind it runs once the
+    control plane put the EtherType in the set (here visible as the conditional's arm that
+    rewrites the source MAC, taken when the tag header is valid)."""
+    d = doc()
+    d["header_types"].append({"name": "tag_t", "id": 3, "fields": [["v", 8, False]]})
+    d["headers"].append({"name": "tag", "id": 3, "header_type": "tag_t", "metadata": False})
+    d["parse_vsets"] = [{"name": "MyParser.pvs", "id": 0, "compressed_bitwidth": 16,
+                         "max_size": 4}]
+    start = d["parsers"][0]["parse_states"][0]
+    start["transition_key"] = [{"type": "field", "value": ["ethernet", "etherType"]}]
+    start["transitions"] = [
+        {"type": "parse_vset", "value": "MyParser.pvs", "mask": None, "next_state": "tagged"},
+        {"type": "default", "value": None, "mask": None, "next_state": None}]
+    d["parsers"][0]["parse_states"].append({
+        "name": "tagged", "id": 1, "transition_key": [],
+        "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": "tag"}]}],
+        "transitions": [{"type": "default", "value": None, "mask": None, "next_state": None}]})
+    d["deparsers"][0]["order"].append("tag")
+    d["pipelines"][0]["conditionals"][0]["expression"] = {"type": "expression", "value": {
+        "op": "d2b", "left": None, "right": {"type": "field", "value": ["tag", "$valid$"]}}}
+    pl = _pipeline(d)
+    pl.table_add("MyIngress.l2", TableEntry({"hdr.ethernet.dst": ExactMatch(0xAA)},
+                                           "MyIngress.forward", {"port": 2}))
+    frame = ETH + b"\x88\xb5" + b"\x07payload"
+    assert pl.process(frame, 1, 0).outputs[0].data == frame  # not in the set: untouched
+    pl.value_set_set("MyParser.pvs", [[ExactMatch(0x88B5)]])
+    out = pl.process(frame, 1, 0).outputs[0].data
+    assert out[6:12] == bytes.fromhex("000000000002") and out[12:] == frame[12:]
+    info = p4info.build_p4info(bmv2json.load(d))
+    assert [(v.preamble.name, v.size, v.match[0].bitwidth) for v in info.value_sets] == [
+        ("MyParser.pvs", 4, 16)]
+
+
+def _vset_masked() -> dict:
+    d = doc()
+    d["parse_vsets"] = [{"name": "v", "id": 0, "compressed_bitwidth": 16, "max_size": 2}]
+    st = d["parsers"][0]["parse_states"][0]
+    st["transition_key"] = [{"type": "field", "value": ["ethernet", "etherType"]}]
+    st["transitions"] = [{"type": "parse_vset", "value": "v", "mask": "0xff00",
+                          "next_state": None}]
+    return d
