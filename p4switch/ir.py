@@ -867,6 +867,9 @@ class ConstEntry:
     keys: list[EntryKey]
     action: BoundAction
     priority: int | None = None
+    # ``const`` before an entry of a non-const ``entries`` list (P4_16 1.2.4): installed like
+    # the others, but the control plane may not modify or delete it
+    const: bool = False
 
 
 @dataclass

@@ -43,12 +43,15 @@ class TableEntries(_Base):
         entries: list[ir.ConstEntry] = []
         given: list[int | None] = []
         for e in raw:
-            prio_t, ks_t, aname, args_t, annos_t = e.children
+            entry_const, prio_t, ks_t, aname, args_t, annos_t = e.children
+            if entry_const is not None and const_tok is not None:
+                raise self.err(entry_const, "an entry of 'const entries' is const already "
+                                            "(drop one of the two 'const')")
             keysets = self.keyset(ks_t, key_types, scope, ctx)
             keys = [self.entry_key(ks, k, ks_t) for ks, k in zip(keysets, table.keys,
                                                                  strict=True)]
             act = self.bound_action(e, scope, ctx, table, name_node=aname, args_t=args_t)
-            entries.append(ir.ConstEntry(keys, act, None))
+            entries.append(ir.ConstEntry(keys, act, None, const=entry_const is not None))
             given.append(self.entry_priority(prio_t, annos_t, const_tok is not None, table))
         n = len(entries)
         if const_tok is not None:

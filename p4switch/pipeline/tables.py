@@ -154,8 +154,8 @@ class TableState:
                 entry = self._const_entry(ce, n - i)
                 self.add(entry, const=True)
         # `entries` without const: ordinary entries from the start
-        for ce in self.table.initial_entries or []:
-            self.add(replace(self._const_entry(ce, 0), is_const=False))
+        for ce in self.table.initial_entries or []:  # a `const` one among them stays const
+            self.add(replace(self._const_entry(ce, 0), is_const=ce.const), const=ce.const)
         self._install_lookup()
 
     def _const_entry(self, ce: ir.ConstEntry, rank: int) -> TableEntry:
@@ -300,6 +300,9 @@ class TableState:
         es = self.entries.get(key)
         if es is None:
             raise StateError(StateCode.NOT_FOUND, f"no such entry in {self.table.cp_name}")
+        if es.entry.is_const:
+            raise StateError(StateCode.PERMISSION_DENIED,
+                             f"the entry of {self.table.cp_name} is const")
         self.check_action(entry)
         old = es.entry
         es.entry = _copy_entry(entry, False)
@@ -316,6 +319,9 @@ class TableState:
         key = self.canonical(match, priority)
         if key not in self.entries:
             raise StateError(StateCode.NOT_FOUND, f"no such entry in {self.table.cp_name}")
+        if self.entries[key].entry.is_const:
+            raise StateError(StateCode.PERMISSION_DENIED,
+                             f"the entry of {self.table.cp_name} is const")
         es = self.entries.pop(key)
         self._index_remove(key, es)
 
@@ -587,6 +593,9 @@ class StagedTable:
         cur = self._lookup(key)
         if cur is None:
             raise StateError(StateCode.NOT_FOUND, f"no such entry in {ts.table.cp_name}")
+        if cur[1].is_const:
+            raise StateError(StateCode.PERMISSION_DENIED,
+                             f"the entry of {ts.table.cp_name} is const")
         ts.check_action(entry)
         es, old = cur
         new = _copy_entry(entry, False)
@@ -602,6 +611,9 @@ class StagedTable:
         cur = self._lookup(key)
         if cur is None:
             raise StateError(StateCode.NOT_FOUND, f"no such entry in {ts.table.cp_name}")
+        if cur[1].is_const:
+            raise StateError(StateCode.PERMISSION_DENIED,
+                             f"the entry of {ts.table.cp_name} is const")
         self.count -= 1
         self.view[key] = None
         self.ops.append((key, ts._slot(key), cur[0], None, None, None, False))

@@ -184,3 +184,43 @@ def test_block_constructor_argument_errors_are_located(old: str, new: str, needl
     err = compile_error(text)
     assert message in err.message
     assert err.loc.line == line_of(text, needle)
+
+
+# ------------------------------------------------------------------ const before an entry
+ENTRY_CONST = ("action a(bit<8> v) { meta.m8 = v; }\n"
+               "table t { key = { hdr.ethernet.etherType: exact; } actions = { a; }\n"
+               "    entries = { const 1 : a(1); 2 : a(2); } }\n"
+               "apply { t.apply(); sm.egress_spec = 1; hdr.ethernet.srcAddr[7:0] = meta.m8; }")
+
+
+def test_a_const_entry_among_entries_cannot_be_modified_or_deleted() -> None:
+    from p4switch.pipeline.api import StateCode, StateError, TableEntry
+    prog = compile_source(ingress_program(ENTRY_CONST), "ec.p4")
+    entries = prog.controls["I"].tables["t"].initial_entries
+    assert [e.const for e in entries] == [True, False]
+    p = Pipeline(prog)
+    assert [_marked(p, 1), _marked(p, 2)] == [1, 2]
+    flags = {e.match["hdr.ethernet.etherType"].value: e.is_const for e in p.table_entries("I.t")}
+    assert flags == {1: True, 2: False}
+    for op in (lambda: p.table_modify("I.t", TableEntry(
+                   match={"hdr.ethernet.etherType": ExactMatch(1)}, action="I.a",
+                   params={"v": 9})),
+               lambda: p.table_delete("I.t", {"hdr.ethernet.etherType": ExactMatch(1)})):
+        with pytest.raises(StateError) as info:
+            op()
+        assert info.value.code == StateCode.PERMISSION_DENIED
+    assert _marked(p, 1) == 1  # unchanged
+    p.table_modify("I.t", TableEntry(match={"hdr.ethernet.etherType": ExactMatch(2)},
+                                     action="I.a", params={"v": 7}))
+    assert _marked(p, 2) == 7
+    batch = p.table_batch()
+    with pytest.raises(StateError) as info:
+        batch.delete("I.t", {"hdr.ethernet.etherType": ExactMatch(1)}, 0)
+    assert info.value.code == StateCode.PERMISSION_DENIED
+
+
+def test_const_inside_const_entries_is_refused_located() -> None:
+    text = ingress_program(ENTRY_CONST.replace("entries = {", "const entries = {"))
+    err = compile_error(text)
+    assert "is const already" in err.message
+    assert err.loc.line == line_of(text, "const 1 : a(1)")
