@@ -357,6 +357,16 @@ def write_report(root: str | Path, include_invalid: bool = False) \
     md += ["## Summary", ""]
     md += [markdown_table(table) if not table.empty else
            "No collective completed (or no valid run).", ""]
+    if not include_invalid and not r.ccts.empty:
+        shown = set(table["workload"]) if not table.empty else set()
+        hidden = [w for w in dict.fromkeys(r.ccts["workload"]) if w not in shown]
+        if hidden:
+            md += [f"No valid run of {', '.join(hidden)}: every run of it was invalid (see "
+                   "Fidelity); `python -m experiments.report DIR --include-invalid` ranks "
+                   "them anyway.", ""]
+    if include_invalid and invalid_runs(r):
+        md += [f"**Includes {len(invalid_runs(r))} runs the fidelity guard called invalid** "
+               "(--include-invalid).", ""]
     md += [f"- {v}" for v in verdicts(table)] if not table.empty else []
     md += [""] + beside_section(r, table)
     md += fidelity_section(r)
