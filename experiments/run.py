@@ -34,6 +34,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--schemes", help="run only these schemes (comma-separated names)")
     p.add_argument("--workloads", help="run only these workloads (comma-separated names)")
     p.add_argument("--repetitions", type=int, help="override the file's repetitions")
+    p.add_argument("--cc", help="override the transport block's congestion control "
+                   "(traffic.congestion: dctcp, dcqcn, nscc, none; its params are dropped)")
     p.add_argument("--no-report", action="store_true", help="skip plots and report")
     p.add_argument("--beside-sim", action="store_true",
                    help="also run the same file on the simulator (into DIR/sim) and put its "
@@ -63,6 +65,12 @@ def narrow(cfg: ExperimentConfig, a: argparse.Namespace, p: argparse.ArgumentPar
                     f"({', '.join(s.label for s in cfg.schemes)})")
         picked = {have[s].label: have[s] for s in want}   # SchemeConfig holds a dict: no hash
         changes["schemes"] = tuple(picked.values())
+    if a.cc:
+        from traffic.congestion import REGISTRY
+
+        if a.cc not in REGISTRY:
+            p.error(f"--cc: {a.cc!r} is not one of {', '.join(REGISTRY)}")
+        changes["transport"] = dataclasses.replace(cfg.transport, cc=a.cc, params={})
     if a.workloads:
         want = [s.strip() for s in a.workloads.split(",") if s.strip()]
         have = {w.name: w for w in cfg.workloads}

@@ -20,12 +20,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from topo.spec import HostSpec
-from traffic.congestion import RttCache
 from traffic.metrics import FlowRecord, RankMetrics, RecvRecord, StepRecord
 from traffic.packet import ACK, F_ACK, F_LAST, F_NACK, F_RETX, HDR, ROCEV2_PORT
 from traffic.policies import PathPolicy, PolicySpec, feed_ack
 from traffic.schedules import Schedule
-from traffic.transport import Ack, ReceiverFlow, SenderFlow, TransportConfig, cc_fields
+from traffic.transport import (
+    Ack,
+    Connections,
+    ReceiverFlow,
+    SenderFlow,
+    TransportConfig,
+    cc_fields,
+)
 
 from . import frames
 from .events import EventLoop
@@ -142,8 +148,8 @@ class SimHost:
         self.tx: dict[int, _Tx] = {}
         self.rx: dict[int, _Rx] = {}
         self.local_done: dict[int, float] = {}
-        self.rtt_cache = RttCache()
-        """RTT estimates per peer rank, as the agent keeps them."""
+        self.connections = Connections()
+        """Per-peer congestion and RTT state, as the agent keeps it."""
         self._ready: deque[_Tx] = deque()
         self._timers: list[tuple[float, int, _Tx]] = []
         self._acks: deque[bytes] = deque()
@@ -469,8 +475,8 @@ class SimHost:
             if dst_host is self:
                 self.local_done[snd.flow] = now
                 continue
-            s = SenderFlow(snd.bytes, job.cfg.transport, self.line_rate_bps,
-                           rtt_cache=self.rtt_cache, peer=snd.dst)
+            s = self.connections.open(snd.bytes, job.cfg.transport, self.line_rate_bps,
+                                      snd.dst, now * 1e-6)
             f = _Tx(snd.flow, st.rank, snd.dst, st.pos, step.collective, s, now, dst_host,
                     self._policy(st.rank, snd.flow, dst_host, s))
             self.tx[snd.flow] = f

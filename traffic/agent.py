@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 from p4switch.hidden import LogHistogram
 
-from .congestion import RttCache
 from .frames import FlowHeader, FrameCache
 from .metrics import FlowRecord, RankMetrics, RecvRecord, StepRecord
 from .nexthop import Route, resolve
@@ -40,7 +39,7 @@ from .packet import (
 )
 from .policies import PathPolicy, PolicySpec, feed_ack
 from .schedules import Schedule, Send, Step
-from .transport import Ack, ReceiverFlow, SenderFlow, TransportConfig, cc_fields
+from .transport import Ack, Connections, ReceiverFlow, SenderFlow, TransportConfig, cc_fields
 
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux value; Python lacks the name
 _IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
@@ -130,8 +129,8 @@ class HostAgent:
         self.ecn = cfg.path_policy.uses_ecn or cfg.transport.uses_ecn
         """Data leaves ECT(0) and arrivals' TOS is read: the path policy or the congestion
         control reacts to CE marks."""
-        self.rtt_cache = RttCache()
-        """RTT estimates per peer rank: a step's new flow starts from the last one's."""
+        self.connections = Connections()
+        """Per-peer congestion and RTT state: a step's new flow continues the last one's."""
         self._held_until: float | None = None
         """Earliest time a flow the pacer holds may send (rate-based congestion control)."""
         self._path_model = None
@@ -502,8 +501,8 @@ class HostAgent:
 
     def _post_send(self, r: int, idx: int, step: Step, snd: Send, now: float) -> None:
         """Hook: start send ``snd`` of step ``idx`` of rank ``r`` over the network."""
-        tx = SenderFlow(snd.bytes, self.cfg.transport, self.cfg.rate_bps,
-                        rtt_cache=self.rtt_cache, peer=snd.dst)
+        tx = self.connections.open(snd.bytes, self.cfg.transport, self.cfg.rate_bps, snd.dst,
+                                   now)
         h = FlowHeader(self.s.job, r, snd.dst, idx, snd.flow, tx.npkts)
         self.tx[snd.flow] = _TxFlow(snd.flow, r, snd.dst, idx, step.collective, tx, h,
                                     self.hosts[snd.dst], now,

@@ -304,6 +304,33 @@ class SenderFlow:
             self.cc.on_timeout(now)
 
 
+class Connections:
+    """A host's transport state per peer that outlives one message, as an RDMA QP's or a UEC
+    PDC's does: a collective posts a new flow to the same peer every step, and starting each
+    from the initial window (slow start, DCTCP's α = 1, DCQCN at line rate) would make every
+    step pay for the first one. A new flow takes over the previous flow's congestion control
+    when that flow finished less than one RTO ago (older state is stale: RFC 7661's idle
+    rule, simplified), and starts its RTT estimate from the last one to the peer (RttCache).
+    A flow posted while another to the same peer is still sending gets its own algorithm."""
+
+    def __init__(self) -> None:
+        self.rtt = RttCache()
+        self._last: dict[Hashable, SenderFlow] = {}
+        self.reused = 0
+
+    def open(self, nbytes: int, cfg: TransportConfig, line_rate_bps: float, peer: Hashable,
+             now: float) -> SenderFlow:
+        prev = self._last.get(peer)
+        cc = None
+        if prev is not None and prev.finish is not None and now - prev.finish <= prev.rto \
+                and prev.cfg.cc == cfg.cc:
+            cc = prev.cc
+            self.reused += 1
+        s = SenderFlow(nbytes, cfg, line_rate_bps, cc=cc, rtt_cache=self.rtt, peer=peer)
+        self._last[peer] = s
+        return s
+
+
 def cc_fields(s: SenderFlow) -> dict[str, object]:
     """A finished (or abandoned) sender's congestion-control figures for its FlowRecord."""
     return {"ce_acked": s.ce_acked, "cc": s.cfg.cc, "mean_window": s.mean_window,

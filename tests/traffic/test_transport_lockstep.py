@@ -1,0 +1,179 @@
+"""Lock-step: the host agent's sender and the simulator's host make the same decisions.
+
+The simulator's host runs one flow over a link to an in-test receiver (ReceiverFlow: CE on
+every fourth packet, the first copy of packet 5 lost, ACKs one way-delay later). Every
+decision it takes is logged in order: each time its NIC asks for a data packet (which one, or
+none), each ACK it is given, each timer tick. The same log is then replayed into a HostAgent —
+the ACKs through its receive path as the datagrams its socket would return, the ticks through
+its timer, each send opportunity through its round robin — and it must pick the same packet
+(or none) every time, with the same window and rate after every event, for every algorithm.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sim import frames
+from sim.events import EventLoop
+from sim.host import HostConfig, Job, SimHost
+from sim.link import Link
+from topo.spec import fat_tree
+from traffic.agent import AgentConfig, HostAgent
+from traffic.congestion import REGISTRY
+from traffic.frames import OVERHEAD
+from traffic.nexthop import Route
+from traffic.packet import F_RETX, HDR
+from traffic.schedules import Recv, Schedule, Send, Step
+from traffic.transport import ReceiverFlow, TransportConfig
+
+RATE = 10e9
+DELAY_US = 5.0
+NBYTES = 60 * 1000
+
+
+def _schedule() -> Schedule:
+    return Schedule(ranks=2, programs=[[Step(sends=[Send(dst=1, bytes=NBYTES, flow=0)])],
+                                       [Step(recvs=[Recv(src=0, flow=0)])]], name="pair")
+
+
+def _run_sim(cfg: TransportConfig) -> list[tuple[Any, ...]]:
+    """The simulator side; returns its decision log."""
+    spec = fat_tree(4)
+    h0, h1 = (spec.hosts[n] for n in sorted(spec.hosts)[:2])
+    loop = EventLoop()
+    host, peer = SimHost(h0, loop), SimHost(h1, loop)
+    sched = _schedule()
+    job = Job(sched, [host, peer], HostConfig(transport=cfg, tick_us=100.0))
+    host.add_rank(0, job)
+    log: list[tuple[Any, ...]] = []
+    rx = ReceiverFlow(sched.programs[0][0].sends[0].bytes // cfg.mss, cfg)
+    lost = {5}
+    prefix = frames.ack_prefix(h1.mac, "00:00:00:00:00:01", h1.ip, h0.ip)
+
+    def wire(now: float, arg: tuple[int, bytes]) -> None:   # the receiver end of the link
+        f = arg[1]
+        fields = HDR.unpack_from(f, frames.HDR_AT)
+        seq, flags, length = fields[8], fields[1], fields[10]
+        if seq in lost:
+            lost.discard(seq)
+            return
+        _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now * 1e-6, seq % 4 == 3)
+        for a in acks:
+            ack = frames.ack_frame(prefix, 1, 1, 0, 0, a.cum, a.base, a.sack, a.nack, 0, a.ce)
+            loop.schedule(now + DELAY_US, deliver, ack)
+
+    def deliver(now: float, ack: bytes) -> None:
+        log.append(("ack", now * 1e-6, ack[frames.HDR_AT:]))
+        host.receive(now, (0, ack))
+        log.append(_state(host.tx[0].s, now * 1e-6))
+
+    link = Link(h0.name, 0, h1.name, 0, RATE, DELAY_US)
+    host.connect(link, wire, 0)
+    next_data = host._next_data
+
+    def logged_next_data(now: float) -> bytes | None:
+        f = next_data(now)
+        seq = None if f is None else HDR.unpack_from(f, frames.HDR_AT)[8]
+        retx = None if f is None else bool(HDR.unpack_from(f, frames.HDR_AT)[1] & F_RETX)
+        log.append(("send", now * 1e-6, seq, retx))
+        return f
+
+    tick = host._tick
+
+    def logged_tick(now: float, arg: Any) -> None:
+        log.append(("tick", now * 1e-6))
+        tick(now, arg)
+        if 0 in host.tx:
+            log.append(_state(host.tx[0].s, now * 1e-6))
+
+    host._next_data = logged_next_data  # type: ignore[method-assign]
+    host._tick = logged_tick  # type: ignore[method-assign]
+    host.start(0.0)
+    loop.run(until=1e6)
+    assert host.tx[0].s.done
+    return log
+
+
+def _state(s: Any, t: float) -> tuple[Any, ...]:
+    """What the sender would decide with at ``t`` (timer-driven state caught up to ``t``, as
+    every decision does first: traffic.congestion's lazy timers)."""
+    s.cc.advance(t)
+    return ("state", t, s.window, s.rate_bps, s.rto, s.n_acked, s.retransmissions)
+
+
+class _Udp:
+    """The agent's kernel UDP socket: returns the queued datagram once, then would block."""
+
+    def __init__(self) -> None:
+        self.q: list[bytes] = []
+
+    def _next(self, buf: bytearray) -> int:
+        if not self.q:
+            raise BlockingIOError
+        d = self.q.pop(0)
+        buf[:len(d)] = d
+        return len(d)
+
+    def recvmsg_into(self, bufs: list[bytearray], _anc: int) -> tuple[int, list, int, tuple]:
+        return self._next(bufs[0]), [], 0, ("10.1.0.2", 50000)
+
+    def recvfrom_into(self, buf: bytearray) -> tuple[int, tuple]:
+        return self._next(buf), ("10.1.0.2", 50000)
+
+
+class _Raw:
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def send(self, frame: bytes) -> int:
+        self.sent.append(bytes(frame))
+        return len(frame)
+
+
+def _replay_agent(cfg: TransportConfig, log: list[tuple[Any, ...]]) -> None:
+    sched = _schedule()
+    hosts = ["10.0.0.2", "10.1.0.2"]
+    agent = HostAgent(sched, [0], hosts, AgentConfig(rate_bps=RATE, transport=cfg))
+    route = Route("p4ft-lock0", hosts[0], "02:00:0a:00:00:02", "10.0.0.1", "02:fe:00:00:00:01")
+    agent.routes = {hosts[1]: route}
+    raw = _Raw()
+    agent.raw = {route.dev: raw}  # type: ignore[dict-item]
+    agent.udp = _Udp()  # type: ignore[assignment]
+    for length in {cfg.mss, NBYTES % cfg.mss or cfg.mss}:
+        agent.frames.prebuild(route, hosts[1], length, 2 if agent.ecn else 0)
+    agent._post(0, 0, 0.0)
+    tf = agent.tx[0]
+    buf = bytearray(65536)
+    for ev in log:
+        if ev[0] == "send":
+            _k, t, seq, retx = ev
+            before = len(raw.sent)
+            n = agent._send_one(t)
+            if seq is None:
+                assert n == 0 and len(raw.sent) == before, (ev, raw.sent[before:])
+            else:
+                assert len(raw.sent) == before + 1, ev
+                f = raw.sent[-1]
+                fields = HDR.unpack_from(f, OVERHEAD - HDR.size)
+                assert (fields[8], bool(fields[1] & F_RETX)) == (seq, retx), ev
+        elif ev[0] == "ack":
+            agent.udp.q.append(ev[2])  # type: ignore[attr-defined]
+            agent._receive(buf, ev[1])
+        elif ev[0] == "tick":
+            agent._tick(ev[1])
+        else:
+            assert _state(tf.tx, ev[1]) == ev, ev
+    assert tf.tx.done
+
+
+@pytest.mark.parametrize("cc", sorted(REGISTRY))
+def test_agent_and_simulator_decide_identically(cc: str) -> None:
+    cfg = TransportConfig(mss=1000, window=32, ack_every=1, rto=1e-3, min_rto=200e-6,
+                          max_rto=0.1, cc=cc, base_rtt=2 * DELAY_US * 1e-6)
+    log = _run_sim(cfg)
+    sends = [e for e in log if e[0] == "send" and e[2] is not None]
+    assert len(sends) == 61 and sum(1 for e in sends if e[3]) == 1   # packet 5 resent once
+    assert any(e[0] == "tick" for e in log)
+    _replay_agent(cfg, log)
