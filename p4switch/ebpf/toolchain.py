@@ -4,10 +4,13 @@ eBPF target cannot run here (no clang, no libbpf, not root)."""
 from __future__ import annotations
 
 import ctypes.util
+import fcntl
+import hashlib
 import os
 import platform
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 CLANG_FLAGS = ("-O2", "-g", "-target", "bpf", "-Wno-unused-label", "-Wno-unused-variable",
@@ -38,9 +41,15 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def compile_c(source: str, workdir: Path) -> Path:
-    """Compile ``source`` to a BPF object in ``workdir``; ToolchainError with clang's first
-    error lines if it fails (a generator bug: the generator refuses what it cannot express)."""
+CACHE_DIR = Path(tempfile.gettempdir()) / "p4ft-ebpf-cache"
+"""Compiled objects by the hash of their source and compiler command: the 20 switches of a
+fabric load one program, so one of them runs clang and the others wait for its object."""
+
+
+def compile_c(source: str, workdir: Path, *, cache: bool = True) -> Path:
+    """Compile ``source`` to a BPF object in ``workdir`` (from the cache when the same source
+    was compiled before); ToolchainError with clang's first error lines if it fails (a
+    generator bug: the generator refuses what it cannot express)."""
     clang = shutil.which("clang")
     if clang is None:
         raise ToolchainError("the eBPF target needs clang (apt-get install clang)")
@@ -48,9 +57,27 @@ def compile_c(source: str, workdir: Path) -> Path:
     c_path = workdir / "p4prog.bpf.c"
     o_path = workdir / "p4prog.bpf.o"
     c_path.write_text(source)
-    proc = subprocess.run([clang, *CLANG_FLAGS, *_arch_include(), "-c", str(c_path), "-o",
-                           str(o_path)], capture_output=True, text=True, check=False)
+    cmd = [clang, *CLANG_FLAGS, *_arch_include(), "-c", str(c_path), "-o", str(o_path)]
+    if not cache:
+        _clang(cmd, c_path)
+        return o_path
+    key = hashlib.sha256("\0".join([*cmd[:-4], source]).encode()).hexdigest()[:32]
+    CACHE_DIR.mkdir(mode=0o700, exist_ok=True)
+    cached = CACHE_DIR / f"{key}.o"
+    with open(CACHE_DIR / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one compiler per source; the others wait for it
+        if not cached.is_file():
+            _clang(cmd, c_path)
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            shutil.copyfile(o_path, tmp)
+            os.replace(tmp, cached)
+        else:
+            shutil.copyfile(cached, o_path)
+    return o_path
+
+
+def _clang(cmd: list[str], c_path: Path) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         err = "\n".join(proc.stderr.splitlines()[:20])
         raise ToolchainError(f"clang failed on {c_path}:\n{err}")
-    return o_path
