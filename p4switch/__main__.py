@@ -199,6 +199,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(DIR is created if needed; files are flushed at shutdown and open in Wireshark)",
     )
     p.add_argument(
+        "--pcap-names",
+        choices=["port", "interface"],
+        default="port",
+        help="name --pcap files by port number (default) or by interface name "
+        "(<iface>_in.pcap, as BMv2 does)",
+    )
+    p.add_argument(
         "--log-level",
         choices=list(LOG_LEVELS),
         default="info",
@@ -354,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             what = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             return _fail(f"cannot attach port: {what}")
     else:
-        sw = Switch(**common, pcap_dir=args.pcap)
+        sw = Switch(**common, pcap_dir=args.pcap, pcap_naming=args.pcap_names)
     # switch-wide rates first (a rate for every port replaces the per-port ones), and zeros
     # (unlimited) before rates, so no flag undoes another one the check above allowed
     rates = [(port, sw.set_queue_rate, pps) for port, pps in args.queue_rate]

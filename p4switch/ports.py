@@ -28,6 +28,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
+from enum import StrEnum
 from pathlib import Path
 
 from p4switch.hidden import (
@@ -53,6 +54,14 @@ MIN_FRAME = ETH_HEADER_LEN
 """Shorter frames cannot even hold an Ethernet header: counted ``rx_too_short`` and dropped."""
 
 DEFAULT_SOCKET_BUFFER = 8 << 20
+
+
+class PcapNaming(StrEnum):
+    """How ``--pcap`` names a port's files: by port number (p4switch) or by interface name
+    (BMv2, so ``p4switch-ss`` writes what a BMv2 harness looks for)."""
+
+    PORT = "port"
+    INTERFACE = "interface"
 
 
 @dataclass
@@ -120,13 +129,15 @@ class Port:
             self.pcap_out.write(data)
         return True
 
-    def capture(self, directory: str | Path) -> None:
-        """Record this port's input and output as ``<dir>/<port>_in.pcap`` / ``_out.pcap``."""
+    def capture(self, directory: str | Path, naming: PcapNaming | None = None) -> None:
+        """Record this port's input and output as ``<dir>/<port>_in.pcap`` / ``_out.pcap``
+        (``PcapNaming.INTERFACE``: ``<interface>_in.pcap``, as BMv2 names them)."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
-        self.pcap_in = PcapWriter(d / f"{self.number}_in.pcap")
+        stem = self.name if naming == PcapNaming.INTERFACE else str(self.number)
+        self.pcap_in = PcapWriter(d / f"{stem}_in.pcap")
         if self.pcap_out is None:
-            self.pcap_out = PcapWriter(d / f"{self.number}_out.pcap")
+            self.pcap_out = PcapWriter(d / f"{stem}_out.pcap")
 
     def flush(self) -> None:
         for w in (self.pcap_in, self.pcap_out):

@@ -208,8 +208,8 @@ def translate(argv: list[str]) -> tuple[list[str], list[str], argparse.Namespace
     prio = t.priority_queues or g.priority_queues
     if prio:
         out += ["--priority-queues", str(prio)]
-    if g.pcap is not None:
-        out += ["--pcap", g.pcap]
+    if g.pcap is not None:  # BMv2 names the files after the interfaces
+        out += ["--pcap", g.pcap, "--pcap-names", "interface"]
     logs = g.log_console or g.log_file
     out += ["--log-level", g.log_level if logs else "warn"]
     return out, notes, g

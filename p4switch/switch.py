@@ -53,7 +53,7 @@ from p4switch import ir
 from p4switch.hidden import LogHistogram
 from p4switch.pipeline import api
 from p4switch.pipeline.api import QueueingMetadata
-from p4switch.ports import MIN_FRAME, MemoryPort, Port, PortStats, RawPort
+from p4switch.ports import MIN_FRAME, MemoryPort, PcapNaming, Port, PortStats, RawPort
 from p4switch.queues import DEFAULT_QUEUE_DEPTH, EgressQueues, QueueStats, ServiceRate
 
 log = logging.getLogger("p4switch")
@@ -157,6 +157,7 @@ class Switch:
         priority_queues: int = 1,
         pcap_dir: str | Path | None = None,
         pipeline_factory: Callable[..., Any] | None = None,
+        pcap_naming: PcapNaming = PcapNaming.PORT,
     ) -> None:
         self.device_id = device_id
         self.cpu_port = cpu_port
@@ -171,6 +172,7 @@ class Switch:
         """Queueing delay of every packet that waited in an egress queue (deq_timedelta);
         packets that passed straight through are the rest of ``queue_dequeued``."""
         self.pcap_dir = Path(pcap_dir) if pcap_dir else None
+        self.pcap_naming = PcapNaming(pcap_naming)
         self._pipeline_factory = pipeline_factory
         self._t0_ns = time.monotonic_ns()
         self._inject: deque[tuple[int, bytes]] = deque()
@@ -208,7 +210,7 @@ class Switch:
             if port.number == self.drop_port:
                 raise ValueError(f"port {port.number} is the drop port")
             if self.pcap_dir is not None:
-                port.capture(self.pcap_dir)
+                port.capture(self.pcap_dir, self.pcap_naming)
             self.ports[port.number] = port
             self._fd_ports[port.fileno()] = port
             if port.raw_send is not None and port.pcap_out is None:

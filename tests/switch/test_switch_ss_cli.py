@@ -34,7 +34,8 @@ def test_tutorial_style_command_line_maps_onto_p4switch():
     out, notes, _ = ss.translate(argv)
     assert out == ["--no-p4", "-i", "1@s1-eth1", "-i", "2@s1-eth2", "--device-id", "3",
                    "--grpc-server-addr", "0.0.0.0:50051", "--cpu-port", "255",
-                   "--priority-queues", "2", "--pcap", "pcaps", "--log-level", "trace"]
+                   "--priority-queues", "2", "--pcap", "pcaps", "--pcap-names", "interface",
+                   "--log-level", "trace"]
     assert [n.split(":")[0].split()[0] for n in notes] == ["p4switch", "--nanolog"]
     assert "not Thrift" in notes[0]
 
@@ -43,7 +44,8 @@ def test_tutorial_style_command_line_maps_onto_p4switch():
     (["prog.json"], ["prog.json", "--device-id", "0", "--grpc-server-addr", "0.0.0.0:9559",
                      "--log-level", "warn"]),
     (["--pcap", "prog.json"], ["prog.json", "--device-id", "0", "--grpc-server-addr",
-                               "0.0.0.0:9559", "--pcap", ".", "--log-level", "warn"]),
+                               "0.0.0.0:9559", "--pcap", ".", "--pcap-names", "interface",
+                               "--log-level", "warn"]),
     (["--no-p4", "--priority-queues", "2", "--log-file", "x.log", "-L", "info"],
      ["--no-p4", "--device-id", "0", "--grpc-server-addr", "0.0.0.0:9559",
       "--priority-queues", "2", "--log-level", "info"]),
@@ -160,3 +162,13 @@ def test_bad_json_program_is_one_located_line(tmp_path, capsys):
     assert ss.main([str(prog), "--", "--grpc-server-addr", "127.0.0.1:1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith(f"{prog}: ") and "error: " in err[-1]
+
+
+def test_pcap_files_are_named_after_the_interfaces_as_bmv2_names_them(tmp_path):
+    from p4switch.ports import MemoryPort, PcapNaming
+    from p4switch.switch import Switch
+
+    sw = Switch(pcap_dir=tmp_path, pcap_naming=PcapNaming.INTERFACE)
+    sw.add_port(MemoryPort(1, "s1-eth1"))
+    sw.stop(log_stats=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s1-eth1_in.pcap", "s1-eth1_out.pcap"]
