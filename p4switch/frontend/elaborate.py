@@ -81,7 +81,7 @@ from p4switch.frontend.types import (
     wrap,
 )
 from p4switch.frontend.unions import HeaderUnions
-from p4switch.frontend.varbit import SIZE_METHODS, Varbits
+from p4switch.frontend.varbit import SIZE_METHODS, Varbits, has_varbit
 
 
 def _header_field_type(t: object) -> bool:
@@ -468,11 +468,7 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         seen = set()
         for f in _kids(d, "struct_field"):
             annos, tref, fname = f.children
-            self.varbit_allowed = header
-            try:
-                t = self.resolve_type(tref, scope)
-            finally:
-                self.varbit_allowed = False
+            t = self.resolve_type(tref, scope)
             n = _name(fname)
             if n in seen:
                 raise self.err(fname, f"duplicate field '{n}'")
@@ -656,6 +652,9 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
                 defaults[_name(pname)] = self.param_default(default, t, scope, ctx, _name(pname))
             if isinstance(t, TypeVar | BlockTypeRef) or contains_typevar(t):
                 raise self.err(tref, unsupported("generic parameter types in blocks"))
+            if kind == "action" and d == "" and has_varbit(t):
+                raise self.err(tref, "action data cannot be a varbit (the control plane sets "
+                                     "fixed-width values)")
             n = _name(pname)
             # action parameters keep their names (they are the control-plane API); block
             # parameters and locals are renamed around them instead
@@ -771,6 +770,9 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         if contains_typevar(t):
             raise self.err(node, f"extern {t.name} needs type arguments "
                                  f"<{', '.join(decl.type_params)}>")
+        for ta in t.type_args:
+            if has_varbit(ta):
+                raise self.err(node, unsupported(f"{t.name} of a varbit type"))
         raw = self.arg_list(args)
         ctors = [c for c in decl.ctors if raw.fits([p.name for p in c.params])]
         if not ctors and any(raw.names):

@@ -1,8 +1,9 @@
 """``varbit<W>`` header fields and the two-argument ``extract`` (P4_16 spec 7.1.6, 13.8.2).
 
-A varbit is allowed only as a header field, at most one per header (p4c's rule too): its
-length is known only once ``extract(hdr, bits)`` has read the header, so the pipeline keeps
-it with the value (``ir.VarbitType``). Whatever else the program does with a varbit field is
+A varbit is a header field, at most one per header (p4c's rule too), or a struct field, a
+typedef, a local variable or a list item holding such a value: its length is known only once
+``extract(hdr, bits)`` has read the header, so the pipeline keeps it with the value
+(``ir.VarbitType``). Whatever else the program does with a varbit field is
 limited to what the spec allows: assignment from a varbit of the same type, ``==``/``!=``, and
 comparison of whole headers. ``minSizeInBits()``/``minSizeInBytes()`` (and the ``max`` pair)
 of a header are compile-time integers. A mixin of ``Elaborator``.
@@ -46,11 +47,10 @@ def has_varbit(t: object) -> bool:
 
 
 class Varbits(_Base):
-    varbit_allowed = False  # set while the fields of a header are resolved
-
     def varbit_type(self, t: Tree, scope: Scope) -> ir.VarbitType:
-        if not self.varbit_allowed:
-            raise self.err(t, "varbit<W> is only supported as the type of a header field")
+        """``varbit<W>``: header fields (the only ones extract sets), and, as p4c allows,
+        struct fields, typedefs, local variables and list items, which hold a copy (the
+        length travels with the value). Action data and keys cannot be varbits."""
         w = self.width(t.children[0], scope)
         if w <= 0:
             raise self.err(t, "varbit<W> needs a positive width")
