@@ -14,6 +14,11 @@ Creates two namespaces (p4ft-<pid>-a/b) joined by a veth pair and measures, in t
           --rounds (5) interleaved rounds, every 3rd packet CE-marked, no socket; (2) with
           root, the full agent as above with --path-policy, send pkt/s. Issue 13 asks that a
           policy cost the sender at most 10%.
+  cc      per congestion control (traffic.congestion) vs ``none`` in the same run: the
+          sender's per-packet work in process as above, ACK every 2 packets, every 10th
+          packet CE-marked, a pacer that holds the sender where the algorithm paces; packets
+          per CPU second, best of --rounds interleaved rounds. Issue 18 asks that an
+          algorithm cost at most 10% over ``none``. ``--cc-only`` runs just this (no root).
 and prints the figures and the raw/sendp ratio. Namespaces are removed at the end.
 """
 
@@ -115,6 +120,65 @@ def sender_loop(policy_text: str, npkts: int) -> dict:
     return {"policy": policy_text, "packets": tx.npkts, "pps": tx.npkts / dt}
 
 
+CCS = ["none", "dctcp", "dcqcn", "nscc"]
+
+
+def cc_loop(cc: str, npkts: int) -> dict:
+    """The sender's per-packet work under algorithm ``cc`` (no I/O): transport, congestion
+    control, pacing, frame patch, ACK processing — CPU time inside those calls only (the
+    in-loop receiver is not the sender's cost). Time advances one 100 Gb/s packet time per
+    packet; when the window or the pacer holds the sender, time jumps to when it may go and
+    the receiver's delayed ACK is flushed if the window holds it (what the agent's loop would
+    wait for)."""
+    from traffic.frames import FlowHeader, FrameCache
+    from traffic.nexthop import Route
+    from traffic.transport import ReceiverFlow, SenderFlow, TransportConfig
+
+    cfg = TransportConfig(mss=1400, window=256, ack_every=2, cc=cc, base_rtt=10e-6)
+    cache = FrameCache()
+    cache.prebuild(Route("eth0", A_IP, "02:00:00:00:00:01", B_IP, "02:00:00:00:00:02"), B_IP,
+                   1400)
+    clock = time.thread_time_ns
+    spent = 0
+    t0 = clock()
+    tx, rx = SenderFlow(npkts * 1400, cfg, line_rate_bps=100e9), ReceiverFlow(npkts, cfg)
+    h = FlowHeader(1, 0, 1, 0, 7, tx.npkts)
+    spent += clock() - t0
+    now, gap = 0.0, 1470 * 8 / 100e9
+    while not tx.done:
+        t0 = clock()
+        pkt = tx.next_packet(now)
+        if pkt is not None:
+            cache.frame(B_IP, h, 49152, 0, pkt[0], 1400, 0)
+        spent += clock() - t0
+        if pkt is None:
+            if not tx.held(now):   # the window holds it: the delayed ACK comes
+                for a in rx.on_tick(now + 1.0):
+                    t0 = clock()
+                    tx.on_ack(a, now)
+                    spent += clock() - t0
+            now = max(now + gap, tx.paced_until)
+            continue
+        for a in rx.on_data(pkt[0], 1400, False, now, pkt[0] % 10 == 0)[1]:
+            t0 = clock()
+            tx.on_ack(a, now + 5e-6)
+            spent += clock() - t0
+        now += gap
+    dt = spent * 1e-9
+    return {"cc": cc, "packets": tx.npkts, "pps": tx.npkts / dt,
+            "mean_window": tx.mean_window, "mean_rate": tx.mean_rate_bps}
+
+
+def cc_loops(npkts: int, rounds: int = 5) -> list[dict]:
+    """Each algorithm's sender loop, interleaved ``rounds`` times (best of)."""
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        for c in CCS:
+            best[c] = max(best.get(c, 0.0), cc_loop(c, npkts)["pps"])
+    return [{"cc": c, "pps": best[c], "vs_none": best[c] / best["none"],
+             "extra_pct": 100 * (best["none"] / best[c] - 1)} for c in CCS]
+
+
 def policy_loops(npkts: int, rounds: int = 5) -> list[dict]:
     """Each policy's sender loop, interleaved with the others ``rounds`` times (best of), so a
     load change on a shared machine hits every policy alike."""
@@ -172,6 +236,8 @@ def main() -> int:
     ap.add_argument("--policies-only", action="store_true",
                     help="only the policies' sender loops (no root, no namespaces)")
     ap.add_argument("--no-policies", action="store_true", help="skip the policy comparison")
+    ap.add_argument("--cc-only", action="store_true",
+                    help="only the congestion controls' sender loops (no root)")
     ap.add_argument("--child", choices=["raw", "sendp"], help=argparse.SUPPRESS)
     ap.add_argument("--peer-mac", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -182,6 +248,13 @@ def main() -> int:
         return 0
     if a.rounds < 1 or a.policy_packets < 1:
         ap.error("--rounds and --policy-packets must be positive")
+    ccs = cc_loops(a.policy_packets, a.rounds)
+    for r in ccs:
+        print(f"sender loop cc {r['cc']:<6}: {r['pps']:>10,.0f} pkt/s, {r['vs_none']:.3f}x none"
+              f" ({r['extra_pct']:+.1f}% CPU per packet)")
+    if a.cc_only:
+        print(json.dumps({"cc_loops": ccs}))
+        return 0
     loops = [] if a.no_policies else policy_loops(a.policy_packets, a.rounds)
     if loops:
         print_loops(loops)

@@ -186,10 +186,8 @@ class SenderFlow:
     def next_packet(self, now: float) -> tuple[int, bool] | None:
         """(seq, is_retransmission) to put on the wire now, or None if blocked (window full,
         nothing to resend, or the pacer holds it until ``paced_until``)."""
-        if self._paced:
-            self.cc.advance(now)
-            if self.held(now):
-                return None
+        if self._paced and self.held(now):
+            return None
         while self._retx:
             seq = self._retx.popleft()
             self._queued[seq] = 0
@@ -210,7 +208,10 @@ class SenderFlow:
         self._timeline.append((now, seq))
         self.packets_sent += 1
         if self._paced:
+            # timers catch up only here, at a send: a held call changes nothing, and lazy
+            # timers give the same rate whenever they are caught up before it is read
             wire = self.length(seq) + WIRE_OVERHEAD
+            self.cc.advance(now)
             self.cc.on_send(now, wire)
             rate = self.cc.rate_bps
             self.paced_until = max(self.paced_until, now) + wire * 8 / rate  # type: ignore[operator]

@@ -80,6 +80,7 @@ class Dcqcn(CongestionControl):
         self._k = params.alpha_timer_us * 1e-6
         self._t = params.rate_timer_us * 1e-6
         self._n = params.cnp_interval_us * 1e-6
+        self._due = -1.0   # before this time no timer can have expired (advance is a no-op)
 
     @property
     def window(self) -> float:
@@ -94,6 +95,8 @@ class Dcqcn(CongestionControl):
             self._timer_at = self._alpha_at = now
 
     def advance(self, now: float) -> None:
+        if now < self._due:
+            return
         self._start(now)
         p = self.p
         assert self._alpha_at is not None and self._timer_at is not None
@@ -109,6 +112,7 @@ class Dcqcn(CongestionControl):
                     break
                 self._i_t += 1
                 self._increase()
+        self._due = min(self._alpha_at + self._k, self._timer_at + self._t)
 
     def _increase(self) -> None:
         p = self.p
@@ -145,6 +149,7 @@ class Dcqcn(CongestionControl):
         self.rc = max(p.min_rate * self.line, self.rc * (1 - self.alpha / 2))
         self.alpha = (1 - p.g) * self.alpha + p.g
         self._alpha_at = self._timer_at = now
+        self._due = now + min(self._k, self._t)
         self._bytes = 0.0
         self._i_t = self._i_b = 0
 
