@@ -868,11 +868,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
             b = self.globals.lookup(bname)
             if not isinstance(b, BlockB):
                 raise self.err(a, f"'{bname}' is not a parser or control implementation")
-            if b.block is None and b.kind == "control":
-                b = self.specialize_control(b, bname, cargs, a)  # Top(Leaf(), 3) -> Top_0
-                bname = b.block.name
-            elif b.block is None:
-                b = self.specialize_parser(b, bname, cargs, a)  # P(2) -> P_0
+            if b.block is None:
+                b = self.specialize_block(b, bname, cargs, a)  # Top(Leaf(), 3) -> Top_0
                 bname = b.block.name
             elif cargs is not None:
                 raise self.err(cargs, f"{b.kind} '{bname}' has no constructor parameters")
@@ -1170,18 +1167,23 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
         else:  # pragma: no cover
             raise self.err(item, f"unexpected {item.data}")
 
+    def in_statement(self, build: Callable[[], object]) -> tuple[object, list[ir.Stmt], bool]:
+        """Run ``build`` as one statement's elaboration: its result, the statements it
+        hoisted (fresh variables for ``_``), and whether it made ordering.Effects."""
+        saved, self.hoisted = self.hoisted, []
+        effects = self.effects
+        try:
+            r = build()
+            return r, self.hoisted, self.effects != effects
+        finally:
+            self.hoisted = saved
+
     def block_var(self, d: Tree, scope: Scope, ctx: BlockCtx) -> ir.VarDecl:
         """A parser/control-level variable. Its initializer may call functions: then it, and
         every initialised variable declared after it, is initialised by statements at the
         start of the block's body (``ctx.prelude``), in declaration order."""
-        saved, self.hoisted = self.hoisted, []
-        effects = self.effects
-        try:
-            vd = self.var_decl(d, scope, ctx)
-            hoisted = self.hoisted
-        finally:
-            self.hoisted = saved
-        if self.effects == effects and not hoisted and not ctx.prelude:
+        vd, hoisted, effects = self.in_statement(lambda: self.var_decl(d, scope, ctx))
+        if not effects and not hoisted and not ctx.prelude:
             return vd
         pre = [*hoisted, *self.evaluation_order(ctx).stmt(vd)]
         decl = pre.pop()
@@ -1260,14 +1262,8 @@ class Elaborator(SubBlocks, Tables, TableEntries, CompoundAssign, Functions, Loo
 
     def stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt | None:
         """One statement, preceded by the statements its expressions hoisted."""
-        saved, self.hoisted = self.hoisted, []
-        effects = self.effects
-        try:
-            r = self.stmt_core(s, scope, ctx)
-            hoisted = self.hoisted
-        finally:
-            self.hoisted = saved
-        if self.effects != effects and r is not None:
+        r, hoisted, effects = self.in_statement(lambda: self.stmt_core(s, scope, ctx))
+        if effects and r is not None:
             if isinstance(r, _ParserCall):
                 raise self.err(s, "a sub-parser's arguments cannot call functions")
             lowered = self.evaluation_order(ctx).stmt(r)

@@ -158,44 +158,27 @@ class SubBlocks(_Base):
                                   "compile-time constant")
             self.declare(iscope, _name(pname), ConstB(e), pname)
 
-    def specialize_control(self, b: BlockB, bname: str, cargs: Tree | None,
-                           a: Tree) -> BlockB:
-        """A V1Switch control with constructor parameters (``V1Switch(..., Top(Leaf(), 3),
-        ...)``): elaborated here with its arguments bound, as a control named ``Top_0`` (then
-        ``Top_1``, ...), the name p4c gives its specialisation, so control-plane names agree
-        (``Top_0.lf.leaf_t``)."""
+    def specialize_block(self, b: BlockB, bname: str, cargs: Tree | None, a: Tree) -> BlockB:
+        """A V1Switch control or parser with constructor parameters (``V1Switch(P(2), ...,
+        Top(Leaf(), 3), ...)``): elaborated here with its arguments bound, as a block named
+        ``Top_0`` (then ``Top_1``, ...), the name p4c gives its specialisation, so
+        control-plane names agree (``Top_0.lf.leaf_t``)."""
         assert b.tree is not None
         d = b.tree
         ttree, ctor = d.children[0], d.children[1]
         annos_t, _name_tok, targs, params = ttree.children
         if targs is not None:
-            raise self.err(targs, unsupported("generic controls"))
+            raise self.err(targs, unsupported(f"generic {b.kind}s"))
         counts = self.__dict__.setdefault("_specialized", {})
         n = f"{bname}_{counts.get(bname, 0)}"
         counts[bname] = counts.get(bname, 0) + 1
-        ctx = BlockCtx("control", n, set(self.reserved) | self.action_param_names(d))
+        reserved = self.action_param_names(d) if b.kind == "control" else set()
+        ctx = BlockCtx(b.kind, n, set(self.reserved) | reserved)
         scope = Scope(self.globals)
-        plist = self.block_params(params, scope, ctx, "control")
-        self.ctor_args(a, "control", bname, ctor, cargs, self.globals, ctx, scope, ctx)
-        return self.control_body(d, n, self.annotations(annos_t), scope, ctx, plist)
-
-    def specialize_parser(self, b: BlockB, bname: str, cargs: Tree | None, a: Tree) -> BlockB:
-        """A V1Switch parser with constructor parameters (``V1Switch(P(2), ...)``), as
-        ``specialize_control`` does for controls: named ``P_0`` (as p4c names it)."""
-        assert b.tree is not None
-        d = b.tree
-        ttree, ctor = d.children[0], d.children[1]
-        annos_t, _name_tok, targs, params = ttree.children
-        if targs is not None:
-            raise self.err(targs, unsupported("generic parsers"))
-        counts = self.__dict__.setdefault("_specialized", {})
-        n = f"{bname}_{counts.get(bname, 0)}"
-        counts[bname] = counts.get(bname, 0) + 1
-        ctx = BlockCtx("parser", n, set(self.reserved))
-        scope = Scope(self.globals)
-        plist = self.block_params(params, scope, ctx, "parser")
-        self.ctor_args(a, "parser", bname, ctor, cargs, self.globals, ctx, scope, ctx)
-        return self.parser_body(d, n, self.annotations(annos_t), scope, ctx, plist)
+        plist = self.block_params(params, scope, ctx, b.kind)
+        self.ctor_args(a, b.kind, bname, ctor, cargs, self.globals, ctx, scope, ctx)
+        body = self.control_body if b.kind == "control" else self.parser_body
+        return body(d, n, self.annotations(annos_t), scope, ctx, plist)
 
     def block_ctor_arg(self, p: Tree, pt: BlockTypeRef, a: Tree, what: str, scope: Scope,
                        ctx: BlockCtx, iscope: Scope, sub: BlockCtx) -> None:
