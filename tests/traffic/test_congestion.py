@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from bottleneck import PKT, Bottleneck, jain
+from cc_bottleneck import PKT, Bottleneck, jain
 
 from traffic.congestion import (
     REGISTRY,
