@@ -316,9 +316,13 @@ def beside_section(r: Results, table: pd.DataFrame) -> list[str]:
     md.append("")
     for w, g in b.groupby("workload", sort=False):
         same = bool(g["rankings_agree"].iloc[0])
-        line = (f"- **{w}**: the two rankings {'agree' if same else 'differ'} (no pair of "
-                f"schemes distinguished one way by one and the other way by the other"
-                f"{'' if same else ': they contradict'})")
+        if g["rank_emu"].nunique() == 1 and len(g) > 1:
+            line = (f"- **{w}**: the emulation tells no scheme from another (one group), so "
+                    "it neither confirms nor contradicts the simulator's ranking")
+        else:
+            line = (f"- **{w}**: the two rankings {'agree' if same else 'differ'} (no pair "
+                    f"of schemes distinguished one way by one and the other way by the other"
+                    f"{'' if same else ': they contradict'})")
         if "ecmp" in set(g["scheme"]):
             e = g.set_index("scheme").loc["ecmp"]
             best_emu = g[g["scheme"] != "ecmp"]["mean_emu"].min()

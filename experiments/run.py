@@ -132,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
             # the simulator is deterministic but for the seed: one repetition costs a tenth
             # of the emulation's wall time per run and gives its ranking
             sim = dataclasses.replace(cfg, backend="sim", repetitions=1)
-            run_experiment(sim, progress=hooks, report=False, root=run.root / "sim")
+            more = dataclasses.replace(hooks, total=lambda n: bar.update(
+                task, total=(bar.tasks[0].total or 0) + n))   # one bar for both backends
+            run_experiment(sim, progress=more, report=False, root=run.root / "sim")
     from .report import load_results, rich_table, summary_table, verdicts, write_report
     if not a.no_report:
         write_report(run.root, a.include_invalid)
