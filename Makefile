@@ -67,7 +67,7 @@ lint: setup
 
 fidelity: setup
 	$(if $(filter 0,$(shell id -u)),,$(error make fidelity needs root (a Mininet fabric): sudo make fidelity))
-	@$(PY) -m sim.fidelity --vs-mininet
+	@$(PY) -m experiments.fidelity --vs-mininet
 
 bench: setup
 	@for b in bench/*.py; do [ $$b = bench/sim_target.py ] && continue; \

@@ -44,9 +44,9 @@ def sh(*cmd: str) -> str:
 
 
 def child_raw(n: int, peer_mac: str) -> dict:
+    from model.entropy import entropy_port
     from traffic.frames import FlowHeader, FrameCache
     from traffic.nexthop import resolve
-    from traffic.packet import entropy_port
 
     rt = resolve(B_IP, peer_mac)
     import socket

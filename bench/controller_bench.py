@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from controller.fabric import FabricController
-from topo.spec import FabricSpec, fat_tree, leaf_spine
+from model.spec import FabricSpec, fat_tree, leaf_spine
 
 P4SWITCH = Path(sys.executable).with_name("p4switch")
 

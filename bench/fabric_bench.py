@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "tests" / "topo"))
 
 from fabric_traffic import UDP_FRAME_OVERHEAD, Sink, start_sender  # noqa: E402
 
-from topo.spec import fat_tree  # noqa: E402
+from model.spec import fat_tree  # noqa: E402
 
 HOPS = 5
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "tests" / "topo"))
 
 from fabric_traffic import start_sender  # noqa: E402
 
-from topo.spec import fat_tree  # noqa: E402
+from model.spec import fat_tree  # noqa: E402
 
 
 def _setting(text: str) -> tuple[float, int]:

@@ -40,9 +40,9 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from controller.pipeline_target import install_on_pipeline
-from controller.schemes import SCHEMES as SCHEME_REGISTRY
-from controller.schemes import Ecmp, GroupContext, Scheme, WhackAMole, scheme_from_name
+from model.pipeline_target import install_on_pipeline
+from model.schemes import SCHEMES as SCHEME_REGISTRY
+from model.schemes import Ecmp, GroupContext, Scheme, WhackAMole, scheme_from_name
 from p4switch.frontend import compile_file
 from p4switch.pipeline import Pipeline
 from p4switch.pipeline.api import LpmMatch, TableEntry

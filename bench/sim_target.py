@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from controller.schemes import SCHEMES  # noqa: E402  (the one registry of schemes)
+from model.schemes import SCHEMES  # noqa: E402  (the one registry of schemes)
 
 TARGET_HOPS, TARGET_S = 10**7, 600.0
 
@@ -40,8 +40,8 @@ TARGET_HOPS, TARGET_S = 10**7, 600.0
 def one(scheme: str, k: int, pkts: int, algorithm: str, workers: int = 1) -> dict:
     """One whole run in this process; every phase timed."""
     w0, c0 = time.perf_counter(), time.process_time()
+    from model.spec import fat_tree
     from sim.network import SimConfig, SimNetwork
-    from topo.spec import fat_tree
     from traffic.schedules import alltoall
 
     spec = fat_tree(k, bw_mbps=400e3)

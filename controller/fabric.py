@@ -1,7 +1,7 @@
 """FabricController: the API experiment scripts use (docs/fabric.md, FABRIC_API.md).
 
 It owns every table entry of every switch. The desired state is a pure function of (spec,
-scheme choices, weights, failed links) computed by ``controller.routing``; the controller keeps
+scheme choices, weights, failed links) computed by ``model.routing``; the controller keeps
 what it believes each switch holds and writes only the difference when something changes
 (scheme, weights, a failed or restored link), one Write batch per switch, switches in parallel.
 Every read goes over P4Runtime (registers too; on BMv2, whose P4Runtime has no registers,
@@ -23,13 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from topo.spec import FabricSpec
-
-from .connection import PacketIn, SwitchConnection, SwitchError
-from .entries import Entry, diff_entries
-from .p4rt_codec import P4Schema
-from .program import TARGETS, Program, compile_program
-from .routing import (
+from model.entries import Entry, diff_entries
+from model.routing import (
     DEFAULT_ECN_THRESHOLD,
     EcnThreshold,
     FabricEntries,
@@ -37,7 +32,12 @@ from .routing import (
     compute_fabric_entries,
     failed_link_indexes,
 )
-from .schemes import Scheme, scheme_from_name
+from model.schemes import Scheme, scheme_from_name
+from model.spec import FabricSpec
+
+from .connection import PacketIn, SwitchConnection, SwitchError
+from .p4rt_codec import P4Schema
+from .program import TARGETS, Program, compile_program
 
 LOOPS = ("failure", "reconcile", "wam")
 PORT_COUNTERS = ("MyIngress.port_rx_ctr", "MyEgress.port_tx_ctr")

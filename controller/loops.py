@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
-from topo.spec import LinkSpec, mac_int
+from model.routing import PROBE_IP
+from model.schemes import WhackAMole
+from model.spec import LinkSpec, mac_int
 
 from .connection import PacketIn, SwitchError
-from .routing import PROBE_IP
-from .schemes import WhackAMole
 
 if TYPE_CHECKING:
     from .fabric import FabricController

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from topo.spec import FabricSpec
+from model.spec import FabricSpec
 from traffic.schedules import Schedule, dump
 from traffic.transport import TransportConfig
 
@@ -71,7 +71,7 @@ class Backend(ABC):
 
     def ecn_threshold(self, queue_depth: int) -> Any:
         """The switches' CE-marking threshold for the transport block's algorithm: packets,
-        None, or a function of a port's rate (controller.routing's ``ecn_threshold``)."""
+        None, or a function of a port's rate (model.routing's ``ecn_threshold``)."""
         return self.cfg.transport.marking(self.spec, self._prop_s(), self._packet_bytes(),
                                           queue_depth)
 

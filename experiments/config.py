@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from topo.spec import FabricSpec, SpecError, fat_tree, leaf_spine
+from model.spec import FabricSpec, SpecError, fat_tree, leaf_spine
 from traffic.schedules import GENERATORS, Schedule, ScheduleError, bsp_training, parse_size
 
 from .dilation import Dim, dim, format_rate, parse_rate
@@ -29,7 +29,7 @@ TOPOLOGIES = ("fattree", "leafspine")
 TRANSPORTS = ("udp", "tcp")
 PLACEMENTS = ("block", "random")
 SCHEME_NAMES = ("ecmp", "flowlet", "random", "rotate", "wam")
-"""The controller's scheme registry names (controller.schemes.SCHEMES); checked again against
+"""The controller's scheme registry names (model.schemes.SCHEMES); checked again against
 the registry itself when it is importable."""
 CONTROL_LOOPS = ("failure", "reconcile", "wam")
 _SCHEDULE_OPTIONS = {"algorithm", "skew", "alpha", "hot", "hot_fraction", "tokens", "seed",
@@ -114,7 +114,7 @@ class SchemeConfig:
 
     def build(self) -> Any:
         """The controller's Scheme object (imports the controller only when a run needs it)."""
-        from controller.schemes import scheme_from_name
+        from model.schemes import scheme_from_name
         return scheme_from_name(self.name, **self.params)
 
 
@@ -434,7 +434,7 @@ def _topology(v: Any) -> TopologyConfig:
 
 def _registry_names() -> tuple[str, ...]:
     try:
-        from controller.schemes import SCHEMES
+        from model.schemes import SCHEMES
     except ImportError:
         return SCHEME_NAMES
     return tuple(SCHEMES)

@@ -29,8 +29,8 @@ from rich.table import Table
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from controller.entries import IPV4_LPM, K_DST, Entry
-from controller.schemes import (
+from model.entries import IPV4_LPM, K_DST, Entry
+from model.schemes import (
     DstRotation,
     Ecmp,
     Flowlet,

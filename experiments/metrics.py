@@ -17,7 +17,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from topo.spec import FabricSpec
+from model.spec import FabricSpec
 from traffic.schedules import Schedule
 
 FRAME_HEADER_BYTES = 14 + 20 + 8 + 28

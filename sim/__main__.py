@@ -17,8 +17,8 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from model.spec import SpecError, fat_tree, leaf_spine
 from p4switch.queues import parse_bit_rate
-from topo.spec import SpecError, fat_tree, leaf_spine
 from traffic.congestion import DEFAULT_CC, REGISTRY, fabric_ecn_threshold
 from traffic.schedules import GENERATORS, ScheduleError, parse_size
 from traffic.transport import WIRE_OVERHEAD
@@ -80,7 +80,7 @@ def progress_bar(label: str) -> Iterator[Callable[[Any], None]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from controller.schemes import SCHEMES
+    from model.schemes import SCHEMES
 
     ap = argparse.ArgumentParser(prog="python -m sim", description=__doc__.splitlines()[0])
     topo = ap.add_mutually_exclusive_group()
@@ -168,9 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     k = a.ecn_k or fabric_ecn_threshold(spec, a.cc, rate or None, a.prop_us * 1e-6,
                                         transport.mss + WIRE_OVERHEAD, a.queue_depth, params)
 
-    from .fidelity import compare_counters
     from .host import HostConfig
     from .network import LinkFailure, SimConfig, SimNetwork
+    from .refcheck import compare_counters
     from .results import member_counters
 
     cfg = SimConfig(prop_delay_us=a.prop_us, queue_depth=a.queue_depth, seed=a.seed,

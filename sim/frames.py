@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import struct
 
-from topo.spec import mac_int
+from model.spec import mac_int
 from traffic.packet import ACK, F_ACK, F_NACK, HDR, ROCEV2_PORT, VERSION
 
 ETH_IP_UDP = 14 + 20 + 8

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from topo.spec import HostSpec
+from model.spec import HostSpec
 from traffic.metrics import FlowRecord, RankMetrics, RecvRecord, StepRecord
 from traffic.packet import ACK, F_ACK, F_LAST, F_NACK, F_RETX, HDR, ROCEV2_PORT
 from traffic.policies import PathPolicy, PolicySpec, feed_ack
@@ -121,7 +121,7 @@ class Job:
         self.on_done: Callable[[float], None] | None = None
         """Called then (sim.network ends the run a lookahead later; None: at once)."""
         self.path_model: Any = None
-        """traffic.pathmodel.PathModel of the fabric, for pinned split (set by the network)."""
+        """model.paths.PathModel of the fabric, for pinned split (set by the network)."""
         self.ect = cfg.transport.uses_ecn or cfg.path_policy.uses_ecn
         """Data leaves ECN-capable (ECT(0)): the algorithm or the path policy reads marks."""
 
@@ -494,12 +494,12 @@ class SimHost:
                 self.loop.schedule(now, self._local_arrival, (other, snd.flow))
 
     def _policy(self, rank: int, flow: int, dst_host: SimHost, s: SenderFlow) -> PathPolicy:
-        """The flow's path policy over its entropy set (pinned split: traffic.pathmodel)."""
+        """The flow's path policy over its entropy set (pinned split: model.paths)."""
         job = self.job
         assert job is not None
         pol = job.cfg.path_policy
         if pol.pin:
-            from traffic.pathmodel import pinned_flow_ports
+            from model.paths import pinned_flow_ports
 
             ports = pinned_flow_ports(job.path_model, job.s.job, rank, flow, self.ip,
                                       dst_host.ip, pol.entropies(job.cfg.qps))

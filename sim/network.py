@@ -1,7 +1,7 @@
 """A FabricSpec as a simulated network: switches running fabric.p4, hosts, links, one clock.
 
-The fabric is programmed exactly as the emulated one: ``controller.routing.
-compute_fabric_entries`` computes the entries, ``controller.pipeline_target.install_on_pipeline``
+The fabric is programmed exactly as the emulated one: ``model.routing.
+compute_fabric_entries`` computes the entries, ``model.pipeline_target.install_on_pipeline``
 writes them into each switch's Pipeline. The program is compiled and its pipeline code generated once per process
 (``pipeline_template``); every switch gets its own Pipeline instance of that code (its own
 tables, registers, counters). A link failure at time t
@@ -17,22 +17,24 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from model.entries import diff_entries
+from model.paths import PathModel
+from model.pipeline_target import apply_diff_on_pipeline, install_on_pipeline
+from model.routing import compute_fabric_entries
+from model.spec import CPU_PORT, FabricSpec
 from p4switch import ir
 from p4switch.pipeline import Pipeline
 from p4switch.queues import DEFAULT_QUEUE_DEPTH
-from topo.spec import CPU_PORT, FabricSpec
 from traffic.schedules import Schedule
 
 from .events import EventLoop
 from .host import HostConfig, Job, SimHost
 from .link import Link
-from .results import SimResult
+from .parallel import SplitOutcome, run_split
+from .results import Progress, SimResult
 from .switch import SimSwitch
-
-if TYPE_CHECKING:
-    from .parallel import SplitOutcome
 
 FABRIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "fabric.p4"
 DROP_PORT = 511
@@ -115,19 +117,6 @@ class LinkFailure:
     reroute_after_us: float | None = 1000.0
 
 
-@dataclass(frozen=True)
-class Progress:
-    """Where a run is: virtual time, events and packet-hops so far, network flows fully
-    acknowledged out of all the job's network flows, wall seconds since the run started."""
-
-    now_us: float
-    events: int
-    packet_hops: int
-    flows_done: int
-    flows_total: int
-    wall_s: float
-
-
 @dataclass
 class SimConfig:
     """Everything but topology, scheme and workload. ``rate_bps`` overrides every link's
@@ -137,7 +126,7 @@ class SimConfig:
     prop_delay_us: float = 1.0
     queue_depth: int = DEFAULT_QUEUE_DEPTH
     ecn_threshold: int | Callable[[float | None], int | None] | None = 20
-    """Packets, or a function of a port's rate to them (controller.routing.EcnThreshold)."""
+    """Packets, or a function of a port's rate to them (model.routing.EcnThreshold)."""
     host: HostConfig = field(default_factory=HostConfig)
     fast_path: bool = True
     seed: int = 0
@@ -149,12 +138,10 @@ class SimConfig:
 
 
 class SimNetwork:
-    """Build with a spec and a scheme (name or controller.schemes.Scheme), then ``run``."""
+    """Build with a spec and a scheme (name or model.schemes.Scheme), then ``run``."""
 
     def __init__(self, spec: FabricSpec, scheme: Any = "ecmp", config: SimConfig | None = None,
                  program: ir.Program | None = None) -> None:
-        from controller.routing import compute_fabric_entries
-
         self.spec = spec
         self.scheme = scheme
         self.cfg = config or SimConfig()
@@ -215,8 +202,6 @@ class SimNetwork:
             self.hosts[link.src].connect(link, peer, link.dst_port)
 
     def _install_all(self) -> None:
-        from controller.pipeline_target import install_on_pipeline
-
         for name, sw in self.switches.items():
             install_on_pipeline(sw.pipe, self.entries[name])
         self._set_oracles()
@@ -249,10 +234,6 @@ class SimNetwork:
             self.loop.schedule(now + f.reroute_after_us, self._reroute, frozenset((f.a, f.b)))
 
     def _reroute(self, now: float, pair: frozenset[str]) -> None:
-        from controller.entries import diff_entries
-        from controller.pipeline_target import apply_diff_on_pipeline
-        from controller.routing import compute_fabric_entries
-
         self._failed.add(pair)
         new = compute_fabric_entries(self.spec, self.scheme, self._failed,
                                      ecn_threshold=self.cfg.ecn_threshold)
@@ -323,8 +304,6 @@ class SimNetwork:
         try:
             job = Job(schedule, rank_hosts, self.cfg.host)
             if self.cfg.host.path_policy.pin:  # hosts pin split subflows with the fabric's hashes
-                from traffic.pathmodel import PathModel
-
                 job.path_model = PathModel(self.spec, self.scheme)
             for r, h in enumerate(rank_hosts):
                 h.add_rank(r, job)
@@ -336,8 +315,6 @@ class SimNetwork:
             t0 = time.perf_counter()
             self.split = None
             if workers > 1:
-                from .parallel import run_split
-
                 self.split = out = run_split(self, job, workers, until_us, progress,
                                              job.network_flows(), progress_every)
                 return SimResult.collect(self, job, out.end_us, time.perf_counter() - t0,

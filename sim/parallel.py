@@ -32,13 +32,14 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from .partition import partition
+from .results import Progress
 
 if TYPE_CHECKING:
     from traffic.metrics import RankMetrics
 
     from .host import Job
     from .link import Link
-    from .network import Progress, SimNetwork
+    from .network import SimNetwork
 
 _INF = float("inf")
 
@@ -266,8 +267,6 @@ def run_split(net: SimNetwork, job: Job, parts: int, until: float,
               flows_total: int = 0, progress_every: int = 1 << 17) -> SplitOutcome:
     """Run ``job`` on ``net`` in ``parts`` processes (this one is part 0). ``progress`` is
     called at the end of a window once ``progress_every`` more events ran in all parts."""
-    from .network import Progress
-
     if net.cfg.prop_delay_us <= 0:
         raise ValueError("a split run needs a propagation delay > 0 (its lookahead)")
     part_of = partition(net.spec, parts)

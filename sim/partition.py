@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from topo.spec import FabricSpec
+from model.spec import FabricSpec
 
 
 def partition(spec: FabricSpec, parts: int) -> dict[str, int]:

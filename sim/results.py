@@ -19,6 +19,19 @@ LB_MEMBER_CTR = "MyIngress.lb_member_ctr"
 LB_MEMBER = "MyIngress.lb_member"
 
 
+@dataclass(frozen=True)
+class Progress:
+    """Where a run is: virtual time, events and packet-hops so far, network flows fully
+    acknowledged out of all the job's network flows, wall seconds since the run started."""
+
+    now_us: float
+    events: int
+    packet_hops: int
+    flows_done: int
+    flows_total: int
+    wall_s: float
+
+
 @dataclass
 class SimResult:
     ranks: list[RankMetrics]

@@ -1,14 +1,2 @@
-"""The fabric's topology: pure descriptions (``topo.spec``) and the Mininet side built on them."""
-
-from .spec import (
-    FabricSpec,
-    HostSpec,
-    LinkSpec,
-    SpecError,
-    SwitchSpec,
-    fat_tree,
-    leaf_spine,
-)
-
-__all__ = ["FabricSpec", "HostSpec", "LinkSpec", "SpecError", "SwitchSpec", "fat_tree",
-           "leaf_spine"]
+"""The emulated fabric: Mininet topologies and nodes built from a ``model.spec.FabricSpec``,
+``FabricNet``, the launcher and fabric CLI (``python -m topo``), JSON topologies."""

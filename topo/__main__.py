@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from .spec import FabricSpec, SpecError, fat_tree, leaf_spine
+from model.spec import FabricSpec, SpecError, fat_tree, leaf_spine
 
 SCHEME_NAMES = ("ecmp", "flowlet", "random", "rotate", "wam")
 PROG = "python -m topo"

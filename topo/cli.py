@@ -60,7 +60,7 @@ class FabricCLI(CLI):
             return
         if not self._need_ctl():
             return
-        from controller.schemes import scheme_from_name
+        from model.schemes import scheme_from_name
 
         scheme = self._run(scheme_from_name, args[0])
         if scheme is self._FAILED:

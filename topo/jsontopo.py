@@ -1,4 +1,4 @@
-"""p4lang/tutorials ``topology.json`` -> :class:`~topo.spec.FabricSpec`, so exercise topologies
+"""p4lang/tutorials ``topology.json`` -> :class:`~model.spec.FabricSpec`, so exercise topologies
 run on this fabric unchanged.
 
 The format: ``hosts`` maps a name to ``{"ip": "10.0.1.1/24", "mac": ..., "commands": [...]}``
@@ -20,7 +20,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .spec import FabricSpec, HostSpec, LinkSpec, SpecError, SwitchSpec, host_mac, mac_int, mac_str
+from model.spec import (
+    FabricSpec,
+    HostSpec,
+    LinkSpec,
+    SpecError,
+    SwitchSpec,
+    host_mac,
+    mac_int,
+    mac_str,
+)
 
 log = logging.getLogger(__name__)
 _warned_latency = False

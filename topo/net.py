@@ -15,10 +15,11 @@ from pathlib import Path
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 
+from model.spec import GRPC_BASE_PORT, MAX_PORT, THRIFT_BASE_PORT, FabricSpec
+
 from .lock import FabricLock
 from .nodes import BMv2Switch, EbpfP4Switch, FabricLink, P4Host, P4Switch, TopoError
 from .rundir import RunDir, stop_leftovers
-from .spec import GRPC_BASE_PORT, MAX_PORT, THRIFT_BASE_PORT, FabricSpec
 from .topos import SpecTopo
 
 RESERVED_PORTS = Path("/proc/sys/net/ipv4/ip_local_reserved_ports")

@@ -19,7 +19,7 @@ from pathlib import Path
 from mininet.link import Intf, Link, TCIntf
 from mininet.node import Host, Switch
 
-from .spec import CPU_PORT, PRIORITY_QUEUES, HostSpec, SwitchSpec
+from model.spec import CPU_PORT, PRIORITY_QUEUES, HostSpec, SwitchSpec
 
 
 class TopoError(RuntimeError):

@@ -1,4 +1,4 @@
-"""Mininet ``Topo`` classes built from a :class:`~topo.spec.FabricSpec`.
+"""Mininet ``Topo`` classes built from a :class:`~model.spec.FabricSpec`.
 
 ``SpecTopo(spec)`` adds every switch, host and link of the spec in ``build()`` with the spec's
 port numbers, so Mininet interface ``edge1-eth3`` is port 3 of ``edge1`` as the controller sees
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mininet.topo import Topo
 
-from .spec import FabricSpec, fat_tree, leaf_spine
+from model.spec import FabricSpec, fat_tree, leaf_spine
 
 
 class SpecTopo(Topo):

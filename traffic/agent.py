@@ -20,6 +20,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from model.entropy import entropy_port
 from p4switch.hidden import LogHistogram
 
 from .frames import FlowHeader, FrameCache
@@ -35,7 +36,6 @@ from .packet import (
     HDR,
     ROCEV2_PORT,
     VERSION,
-    entropy_port,
 )
 from .policies import PathPolicy, PolicySpec, feed_ack
 from .schedules import Schedule, Send, Step
@@ -68,7 +68,7 @@ class AgentConfig:
     """Entropy (source port) per packet (policies.py); ECN policies send ECT(0) data and read
     each arriving packet's TOS to echo CE per packet."""
     fabric: object | None = None
-    """topo.spec.FabricSpec the hosts run in: needed by pinned split (pathmodel.py)."""
+    """model.spec.FabricSpec the hosts run in: needed by pinned split (pathmodel.py)."""
 
 
 @dataclass
@@ -135,7 +135,7 @@ class HostAgent:
         """Earliest time a flow the pacer holds may send (rate-based congestion control)."""
         self._path_model = None
         if cfg.path_policy.pin:
-            from .pathmodel import PathModel
+            from model.paths import PathModel
 
             if cfg.fabric is None:
                 raise ValueError("pinned split needs the fabric (traffic.run --fabric)")
@@ -513,7 +513,7 @@ class HostAgent:
         """The flow's path policy over its entropy set (pinned split: pathmodel.py)."""
         pol = self.cfg.path_policy
         if self._path_model is not None:
-            from .pathmodel import pinned_flow_ports
+            from model.paths import pinned_flow_ports
 
             ports = pinned_flow_ports(self._path_model, self.s.job, r, snd.flow, self.hosts[r],
                                       self.hosts[snd.dst], pol.entropies(self.cfg.qps))

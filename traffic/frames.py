@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
+from model.entropy import entropy_port
+
 from .nexthop import Route
 from .packet import (
     ACK,
@@ -27,7 +29,6 @@ from .packet import (
     VERSION,
     CollectiveAck,
     CollectiveHeader,
-    entropy_port,
 )
 
 SPORT_AT = 14 + 20           # UDP source port inside the frame

@@ -15,13 +15,13 @@ below, which tests keep byte-identical to the scapy layers.
 from __future__ import annotations
 
 import struct
-import zlib
 
 from scapy.fields import ByteField, FlagsField, IntField, LongField, ShortField
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, Raw, bind_layers
 
-ROCEV2_PORT = 4791
+from model.entropy import ROCEV2_PORT
+
 VERSION = 2
 """2: ACKs carry the per-packet ECN echo bitmap (24-byte CollectiveAck)."""
 
@@ -67,10 +67,3 @@ class CollectiveAck(Packet):
 
 bind_layers(UDP, CollectiveHeader, dport=ROCEV2_PORT)
 assert HDR.size == 28 and ACK.size == 24
-
-
-def entropy_port(job: int, src_rank: int, flow: int, qp: int) -> int:
-    """UDP source port for one QP of a flow: a hash into the dynamic range 49152..65535, so
-    different QPs (entropy values) of the same flow land on different ECMP paths."""
-    h = zlib.crc32(struct.pack("!HHII", job, src_rank, flow, qp))
-    return 0xC000 | (h & 0x3FFF)

@@ -7,7 +7,7 @@ the simulator (sim/host.py) run the very same objects:
 
 * ``single`` — today's behaviour: the flow's ``qps`` ports in turn (1: one path per flow);
 * ``split(k)`` — Ethereal-style: the flow is striped over k subflows on k source ports; with
-  ``pin`` the ports are chosen by ``traffic.pathmodel`` so that the switches' own ECMP hashes
+  ``pin`` the ports are chosen by ``model.paths`` so that the switches' own ECMP hashes
   put the subflows on distinct uplinks at every tier (paths assigned, not hoped for);
 * ``entropy-spray(n)`` — UEC-style spraying through ECMP: per packet one of n entropies,
   round-robin (``rr``) or uniformly at random (``random``);
@@ -45,7 +45,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .packet import entropy_port
+from model.entropy import entropy_port
+
 from .transport import SACK_BITS, Ack
 
 POLICIES = ("single", "split", "entropy-spray", "reps", "ecn-adaptive")

@@ -181,7 +181,7 @@ def path_policy(a: argparse.Namespace) -> tuple[PolicySpec, object | None]:
     if a.pin:
         if not a.fabric:
             raise ValueError("--pin needs --fabric (the topology whose hashes it predicts)")
-        from .pathmodel import spec_from_text
+        from model.paths import spec_from_text
 
         fabric = spec_from_text(a.fabric)
     return spec, fabric

@@ -2,7 +2,7 @@
  * p4fabric -- constants shared by the fabric program.
  *
  * Sizes are #defines because they are used as extern constructor arguments;
- * typed values are consts.  experiments/lb_model.py mirrors these numbers:
+ * typed values are consts.  model/lb.py mirrors these numbers:
  * change both together.
  */
 #ifndef _P4FABRIC_DEFINES_P4_

@@ -11,10 +11,10 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from model.spec import PRIORITY_QUEUES, FabricSpec
 from p4switch.ports import MemoryPort
 from p4switch.runtime import start_server
 from p4switch.switch import Switch
-from topo.spec import PRIORITY_QUEUES, FabricSpec
 
 
 def free_port() -> int:

@@ -14,7 +14,7 @@ import pytest
 from inproc_fabric import _relocated, free_port
 
 from controller.fabric import FabricController
-from topo.spec import PRIORITY_QUEUES, leaf_spine
+from model.spec import PRIORITY_QUEUES, leaf_spine
 
 MISSING = [t for t in ("simple_switch_grpc", "p4c-bm2-ss") if shutil.which(t) is None]
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not on PATH "

@@ -16,7 +16,7 @@ from inproc_fabric import _relocated
 from controller.connection import SwitchConnection, SwitchError
 from controller.fabric import FabricController
 from controller.p4rt_codec import P4Schema
-from topo.spec import leaf_spine
+from model.spec import leaf_spine
 
 P4SWITCH = Path(sys.executable).with_name("p4switch")
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from controller.entries import IPV4_LPM, K_DST, WAM_SLOT, Entry, diff_entries
 from controller.p4rt_codec import P4Schema, decode, encode
 from controller.program import compile_program
-from controller.routing import compute_fabric_entries
-from controller.schemes import SwitchContext, WhackAMole, wam_range_entries
+from model.entries import IPV4_LPM, K_DST, WAM_SLOT, Entry, diff_entries
+from model.routing import compute_fabric_entries
+from model.schemes import SwitchContext, WhackAMole, wam_range_entries
+from model.spec import fat_tree
 from p4switch.pipeline.api import LpmMatch
-from topo.spec import fat_tree
 
 
 @pytest.fixture(scope="module")

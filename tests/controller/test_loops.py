@@ -11,8 +11,8 @@ from inproc_fabric import inproc_fabric
 
 from controller.fabric import FabricController
 from controller.loops import WamGroupState, WamPolicy, parse_probe, probe_frame, wam_decide
-from controller.routing import PROBE_IP
-from topo.spec import leaf_spine
+from model.routing import PROBE_IP
+from model.spec import leaf_spine
 
 P = WamPolicy(high=16, low=4, hold=2, full=60, step=0.25, floor=0.25)
 

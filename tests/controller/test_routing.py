@@ -9,17 +9,17 @@ import struct
 import pytest
 from ctl_helpers import fabric_program, udp_frame
 
-from controller.entries import IPV4_LPM, LB_GROUP, LB_MEMBER, PORT_SMAC, WAM_SLOT, diff_entries
-from controller.pipeline_target import apply_diff_on_pipeline, install_on_pipeline
-from controller.routing import (
+from model.entries import IPV4_LPM, LB_GROUP, LB_MEMBER, PORT_SMAC, WAM_SLOT, diff_entries
+from model.pipeline_target import apply_diff_on_pipeline, install_on_pipeline
+from model.routing import (
     PROBE_IP,
     compute_fabric_entries,
     destinations,
     tiers,
 )
-from controller.schemes import Ecmp, WhackAMole
+from model.schemes import Ecmp, WhackAMole
+from model.spec import FabricSpec, fat_tree, leaf_spine
 from p4switch.pipeline import Pipeline
-from topo.spec import FabricSpec, fat_tree, leaf_spine
 
 
 def _routes(se) -> dict[str, object]:

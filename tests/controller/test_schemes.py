@@ -1,5 +1,5 @@
 """Every registered scheme, installed through the registry on the fabric.p4 pipeline, chooses
-exactly the member its reference model (experiments/lb_model) predicts."""
+exactly the member its reference model (model/lb.py) predicts."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import random
 import pytest
 from ctl_helpers import fabric_program, udp_frame
 
-from controller.entries import IPV4_LPM, K_DST, Entry
-from controller.pipeline_target import install_on_pipeline
-from controller.schemes import (
+from model.entries import IPV4_LPM, K_DST, Entry
+from model.lb import FlowKey, ip
+from model.pipeline_target import install_on_pipeline
+from model.schemes import (
     SCHEMES,
     DstRotation,
     Ecmp,
@@ -22,7 +23,6 @@ from controller.schemes import (
     WhackAMole,
     scheme_from_name,
 )
-from experiments.lb_model import FlowKey, ip
 from p4switch.pipeline import Pipeline
 from p4switch.pipeline.api import LpmMatch
 

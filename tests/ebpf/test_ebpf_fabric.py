@@ -23,7 +23,7 @@ from test_fabric_k4 import (  # noqa: E402,F401 - collected here, against this m
     test_link_down_mid_traffic_is_rerouted,
 )
 
-from topo.spec import fat_tree  # noqa: E402
+from model.spec import fat_tree  # noqa: E402
 
 REASON = toolchain.unavailable_reason()
 pytestmark = [pytest.mark.root, pytest.mark.mininet,

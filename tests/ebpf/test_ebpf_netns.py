@@ -172,7 +172,7 @@ def test_p4runtime_rows_and_packet_io_on_fabric_p4(topo: Topo) -> None:
     from scapy.layers.l2 import Ether
 
     from controller.p4rt_codec import P4Schema
-    from controller.routing import PROBE_IP, route_cpu, route_nhop
+    from model.routing import PROBE_IP, route_cpu, route_nhop
     from p4switch import device_config, p4info
     from p4switch.ebpf.switch import EbpfSwitch
     from p4switch.runtime import start_server

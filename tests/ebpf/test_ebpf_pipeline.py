@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "controller"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-PROBE_IP = "169.254.255.255"  # controller.routing.PROBE_IP: routed to the CPU port
+PROBE_IP = "169.254.255.255"  # model.routing.PROBE_IP: routed to the CPU port
 CPU_PORT = 255
 PACKETS_PER_SCHEME = 3400  # x3 schemes: > 10k packets compared frame by frame
 
@@ -100,10 +100,10 @@ def _frames(spec, sw: str, n: int, seed: int):
 
 
 def _pair(fabric, scheme: str, sw: str):
-    from controller.pipeline_target import install_on_pipeline
-    from controller.routing import compute_fabric_entries
+    from model.pipeline_target import install_on_pipeline
+    from model.routing import compute_fabric_entries
+    from model.spec import fat_tree
     from p4switch.pipeline import Pipeline
-    from topo.spec import fat_tree
 
     spec = fat_tree(4)
     ents = compute_fabric_entries(spec, scheme)[sw]

@@ -10,11 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from controller.routing import compute_fabric_entries
 from experiments import backends, runner
 from experiments.backends import Backend, RunSamples
 from experiments.config import ConfigError, from_dict
 from experiments.dilation import Dim, dilate, format_rate, knobs, parse_rate, to_fabric_time
+from model.routing import compute_fabric_entries
 
 TDF = 2000.0
 

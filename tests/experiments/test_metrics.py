@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from experiments import metrics as m
-from topo.spec import fat_tree, leaf_spine
+from model.spec import fat_tree, leaf_spine
 from traffic.schedules import ring_allreduce
 
 

@@ -112,9 +112,9 @@ def test_block_times_are_fabric_times_and_dilate() -> None:
 def test_the_controller_sizes_each_ports_threshold_by_its_link_rate() -> None:
     import dataclasses
 
-    from controller.entries import ECN_CONFIG
-    from controller.routing import compute_fabric_entries
-    from topo.spec import fat_tree
+    from model.entries import ECN_CONFIG
+    from model.routing import compute_fabric_entries
+    from model.spec import fat_tree
     from traffic.congestion import fabric_marking
 
     spec = fat_tree(4, bw_mbps=100_000)

@@ -3,7 +3,7 @@
 The program is compiled once per process (``program()`` is cached); every test builds a fresh
 ``Fabric`` (a new Pipeline: cheap) and installs state exactly as p4src/README.md's controller
 contract says, through the pipeline API only; groups are built by the controller's scheme
-registry (controller.schemes), so these tests check the entries the controller installs.
+registry (model.schemes), so these tests check the entries the controller installs.
 Member ``k`` of every group is installed on port ``MEMBER_PORT0 + k`` with next-hop MAC
 ``member_mac(k)``, so the egress port of a forwarded packet names the chosen member.
 """
@@ -18,9 +18,9 @@ from pathlib import Path
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 
-from controller.entries import Entry
-from controller.pipeline_target import install_on_pipeline
-from controller.schemes import (
+from model.entries import Entry
+from model.pipeline_target import install_on_pipeline
+from model.schemes import (
     DstRotation,
     Ecmp,
     Flowlet,

@@ -8,7 +8,7 @@ from fabric_harness import MEMBER_PORT0, Fabric, fast_pkt, ip_int, member_mac, u
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
-from experiments import lb_model as lm
+from model import lb as lm
 
 FLOWS_A = [fast_pkt(ip_int(f"10.1.0.{i + 1}"), ip_int("10.2.0.1"), 1000 + i) for i in range(200)]
 FLOWS_B = [fast_pkt(ip_int(f"10.1.1.{i + 1}"), ip_int("10.3.0.1"), 2000 + i) for i in range(200)]

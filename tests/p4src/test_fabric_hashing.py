@@ -1,7 +1,7 @@
 """fabric.p4 on p4switch: ECMP and flowlet member selection.
 
 Expected members are computed here from hash input bytes built by hand (struct, MSB first) with
-an independent bit-at-a-time CRC-16/ARC and zlib's CRC-32 -- not with experiments/lb_model.py.
+an independent bit-at-a-time CRC-16/ARC and zlib's CRC-32 -- not with model/lb.py.
 The model is used only as a second, differential check over many random packets.
 """
 
@@ -18,7 +18,7 @@ from fabric_harness import FLOWLET_SLOTS, Fabric, fast_pkt, ip_int, tcp_pkt, udp
 from scapy.layers.inet import ICMP, IP
 from scapy.layers.l2 import Ether
 
-from experiments import lb_model as lm
+from model import lb as lm
 
 
 def crc32(data: bytes) -> int:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from fabric_harness import DROP_LB_MEMBER_MISS, Fabric, fast_pkt, ip_int
 
-from experiments import lb_model as lm
+from model import lb as lm
 
 DST = ip_int("10.2.0.1")
 PKT = fast_pkt(ip_int("10.1.0.1"), DST)

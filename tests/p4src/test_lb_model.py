@@ -1,4 +1,4 @@
-"""Unit tests of experiments/lb_model.py, the reference model of fabric.p4's member selection.
+"""Unit tests of model/lb.py, the reference model of fabric.p4's member selection.
 
 The P4 program itself is tested on p4switch elsewhere against this model; here the model is
 checked against known answers, hand-built hash inputs and the Whack-a-Mole window bound.
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments import lb_model as lm
+from model import lb as lm
 
 DEFINES = Path(__file__).resolve().parents[2] / "p4src" / "include" / "defines.p4"
 

@@ -155,9 +155,9 @@ def test_fabric_program_queue_metadata_reaches_egress() -> None:
     """fabric.p4 (edge1 of a k=4 fat-tree, its controller's entries) reads deq_qdepth in
     egress (ECN marking, queue-depth registers): the fused egress half must see the queue's
     metadata, not an empty queue's, and send the same bytes."""
-    from controller.pipeline_target import install_on_pipeline
+    from model.pipeline_target import install_on_pipeline
+    from model.spec import fat_tree
     from sim.network import SimConfig, SimNetwork
-    from topo.spec import fat_tree
 
     spec = fat_tree(4)
     net = SimNetwork(spec, "ecmp", SimConfig())

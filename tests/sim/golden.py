@@ -27,10 +27,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from model.spec import fat_tree  # noqa: E402
 from sim.host import SIM_TRANSPORT, HostConfig  # noqa: E402
 from sim.network import LinkFailure, SimConfig, SimNetwork  # noqa: E402
 from sim.results import member_counters  # noqa: E402
-from topo.spec import fat_tree  # noqa: E402
 from traffic.schedules import alltoall, moe_alltoall  # noqa: E402
 
 GOLDEN = Path(__file__).with_name("golden_k4.json")

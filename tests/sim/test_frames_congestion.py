@@ -3,10 +3,11 @@ control they feed is tested in tests/traffic/test_congestion.py)."""
 
 from __future__ import annotations
 
+from model.entropy import entropy_port
 from sim import frames
 from traffic.frames import FlowHeader, build_frame
 from traffic.nexthop import Route
-from traffic.packet import ACK, F_ACK, F_NACK, HDR, entropy_port
+from traffic.packet import ACK, F_ACK, F_NACK, HDR
 
 
 def test_data_frame_is_byte_identical_to_the_agents() -> None:

@@ -9,11 +9,11 @@ import pytest
 # tests/sim/golden.py, importable as a sibling (see test_sim_fabric.py)
 from golden import cases, run_case  # noqa: E402
 
+from model.spec import fat_tree, leaf_spine
 from sim.events import EventLoop
 from sim.network import SimConfig, SimNetwork
 from sim.partition import partition
 from sim.results import member_counters
-from topo.spec import fat_tree, leaf_spine
 from traffic.schedules import alltoall
 
 

@@ -10,11 +10,11 @@ import functools
 
 import pytest
 
-from sim.fidelity import compare_counters
+from model.spec import FabricSpec, HostSpec, LinkSpec, SwitchSpec, fat_tree, host_mac
 from sim.host import SIM_TRANSPORT, HostConfig
 from sim.network import LinkFailure, SimConfig, SimNetwork
+from sim.refcheck import compare_counters
 from sim.results import SimResult
-from topo.spec import FabricSpec, HostSpec, LinkSpec, SwitchSpec, fat_tree, host_mac
 from traffic.schedules import alltoall, bsp_training, moe_alltoall, ring_allreduce
 
 DETERMINISTIC = ("ecmp", "flowlet", "rotate", "wam")

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("mininet.net", reason="needs Mininet (Debian package `mininet`)")
 
+from model.spec import fat_tree  # noqa: E402
 from topo.check import check_reachability  # noqa: E402
-from topo.spec import fat_tree  # noqa: E402
 
 MISSING = [t for t in ("simple_switch_grpc", "p4c-bm2-ss") if shutil.which(t) is None]
 pytestmark = [pytest.mark.root, pytest.mark.mininet,

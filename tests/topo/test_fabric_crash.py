@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.root, pytest.mark.mininet]
 LAUNCHER = """
 import sys, time
 from topo.net import FabricNet
-from topo.spec import leaf_spine
+from model.spec import leaf_spine
 net = FabricNet(leaf_spine(2, 1, 1, 1), run_dir=sys.argv[1], lock_timeout=240)
 net.start()
 print("up", flush=True)

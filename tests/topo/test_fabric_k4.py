@@ -18,8 +18,8 @@ pytest.importorskip("mininet.net", reason="needs Mininet (Debian package `minine
 
 from fabric_traffic import UDP_FRAME_OVERHEAD, Sink, send_udp, start_sender  # noqa: E402
 
+from model.spec import fat_tree  # noqa: E402
 from topo.check import check_reachability  # noqa: E402
-from topo.spec import fat_tree  # noqa: E402
 
 pytestmark = [pytest.mark.root, pytest.mark.mininet]
 

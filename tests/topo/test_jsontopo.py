@@ -8,9 +8,9 @@ import logging
 
 import pytest
 
+from model.spec import SpecError
 from topo import jsontopo
 from topo.jsontopo import load_topology_json, parse_topology
-from topo.spec import SpecError
 
 TUTORIAL_STYLE = {
     "hosts": {

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("mininet.topo", reason="needs Mininet (Debian package `mininet`)")
 
-from topo.spec import leaf_spine  # noqa: E402
+from model.spec import leaf_spine  # noqa: E402
 from topo.topos import FatTreeTopo, LeafSpineTopo, SpecTopo  # noqa: E402
 
 

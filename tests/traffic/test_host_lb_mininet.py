@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("mininet.net", reason="needs Mininet (Debian package `mininet`)")
 
-from topo.spec import fat_tree  # noqa: E402
-from traffic.pathmodel import PathModel, pinned_flow_ports  # noqa: E402
+from model.paths import PathModel, pinned_flow_ports  # noqa: E402
+from model.spec import fat_tree  # noqa: E402
 from traffic.schedules import GENERATORS  # noqa: E402
 
 pytestmark = [pytest.mark.root, pytest.mark.mininet]

@@ -8,13 +8,13 @@ import functools
 
 import pytest
 
+from model.paths import PathModel, pinned_flow_ports
+from model.spec import FabricSpec, fat_tree
 from sim.frames import l2l3_header
 from sim.host import HostConfig
 from sim.network import SimConfig, SimNetwork
 from sim.results import member_counters
-from topo.spec import FabricSpec, fat_tree
 from traffic.packet import HDR, ROCEV2_PORT, VERSION
-from traffic.pathmodel import PathModel, pinned_flow_ports
 from traffic.policies import PolicySpec
 from traffic.schedules.trace import from_rows
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
+from model.entropy import entropy_port
 from traffic.frames import FlowHeader, FrameCache, build_frame
 from traffic.nexthop import Route
 from traffic.packet import (
@@ -16,7 +17,6 @@ from traffic.packet import (
     VERSION,
     CollectiveAck,
     CollectiveHeader,
-    entropy_port,
 )
 
 

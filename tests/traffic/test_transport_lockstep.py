@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
+from model.spec import fat_tree
 from sim import frames
 from sim.events import EventLoop
 from sim.host import HostConfig, Job, SimHost
 from sim.link import Link
-from topo.spec import fat_tree
 from traffic.agent import AgentConfig, HostAgent
 from traffic.congestion import REGISTRY
 from traffic.frames import OVERHEAD

@@ -47,7 +47,7 @@ def ecn_threshold(cc: str, rate_bps: float | None, rtt_s: float, packet_bytes: i
 
 
 def host_hops(spec: object) -> int:
-    """Links on the longest shortest path between two hosts of a topo.spec.FabricSpec (6 in a
+    """Links on the longest shortest path between two hosts of a model.spec.FabricSpec (6 in a
     fat-tree, 4 in a leaf-spine): the hops a base RTT for K should count. Measured from one
     host, which is exact for the symmetric fabrics the generators build."""
     import networkx as nx
@@ -76,7 +76,7 @@ def fabric_marking(spec: object, cc: str, prop_delay_s: float, packet_bytes: int
 
 @dataclass(frozen=True)
 class PortMarking:
-    """The threshold as a function of a port's rate (what controller.routing's
+    """The threshold as a function of a port's rate (what model.routing's
     ``ecn_threshold`` takes, so each port gets its own K): the fabric's ``hops`` and
     propagation delay fix the base RTT's shape, the port's rate its C and serialisation.
     A dataclass, not a closure, so a simulator run split over processes can pickle it."""

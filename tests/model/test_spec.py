@@ -1,4 +1,4 @@
-"""topo.spec: generated fat-trees and leaf-spines have the sizes, ports, paths and unique
+"""model.spec: generated fat-trees and leaf-spines have the sizes, ports, paths and unique
 addresses their definitions promise."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import itertools
 import networkx as nx
 import pytest
 
-from topo.spec import FabricSpec, LinkSpec, SpecError, SwitchSpec, fat_tree, leaf_spine
+from model.spec import FabricSpec, LinkSpec, SpecError, SwitchSpec, fat_tree, leaf_spine
 
 
 @pytest.mark.parametrize("k", [4, 6, 8])

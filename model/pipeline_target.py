@@ -1,6 +1,6 @@
 """Programming a p4switch pipeline object directly (the simulator's and the tests' way in).
 
-The same :class:`~controller.entries.Entry` values the controller sends over P4Runtime go
+The same :class:`~model.entries.Entry` values the controller sends over P4Runtime go
 through ``p4switch.pipeline.api`` here, so a simulated fabric is programmed exactly like the
 emulated one, without gRPC.
 """
@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from model.entries import Entry, EntryDiff
+from model.routing import SwitchEntries
 from p4switch.pipeline.api import PipelineAPI
-
-from .entries import Entry, EntryDiff
-from .routing import SwitchEntries
 
 
 def _entries(entries: SwitchEntries | Iterable[Entry]) -> Iterable[Entry]:

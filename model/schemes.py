@@ -3,7 +3,7 @@
 A scheme owns everything the controller contract (p4src/README.md) says about it: its
 ``lb_group`` action and parameters, how members map to ``lb_member`` indexes (weighted ECMP
 replicates a port), its extra entries (Whack-a-Mole's ball ranges), its per-switch seeds, and its
-reference selection from ``experiments/lb_model``. Tests, the benchmark, the demo, the routing
+reference selection from ``model/lb.py``. Tests, the benchmark, the demo, the routing
 and the controller all install groups through here, so adding a scheme is one P4 action, one
 class below and one parametrised test case (tests/controller/test_schemes.py).
 """
@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from experiments import lb_model
 from p4switch.pipeline.api import ExactMatch, RangeMatch
 
+from . import lb as lb_model
 from .entries import K_GROUP, K_MEMBER, K_SLOT, LB_GROUP, LB_MEMBER, WAM_SLOT, Entry
 
 MAX_U16 = 0xFFFF

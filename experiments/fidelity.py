@@ -1,121 +1,24 @@
-"""The fidelity check: replay the packets each simulated switch saw through the schemes' Python
-reference models (experiments/lb_model.py via controller.schemes) and compare per-member
-counters with what fabric.p4 counted in the pipeline (``lb_member_ctr``).
+"""The fidelity experiment: the same k=4 runs on the Mininet fabric and in the simulator,
+compared — LB member counters (replayed and first-transmission), CCTs and the schemes' ranking
+(docs/sim.md, "Fidelity"). ``python -m experiments.fidelity --vs-mininet`` (root).
 
-For the deterministic schemes (ECMP, flowlet, rotation, Whack-a-Mole) the two must be equal: the
-reference is given the same packets in the same order at the same timestamps. Needs a network
-built with ``SimConfig(record_ingress=True)``.
+The simulator's own check against the reference models (its recorded ingress replayed through
+model/lb.py) is sim/refcheck.py.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-import struct
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-from controller.entries import IPV4_LPM
-from controller.routing import switch_context, tiers
-from controller.schemes import GroupContext, Reference
-from experiments.lb_model import FlowKey
-
-from .results import member_counters
-
-if TYPE_CHECKING:
-    from .network import SimNetwork
-
-_IP = struct.Struct("!BBHHHBBHII")
-_PORTS = struct.Struct("!HH")
-
-
-def flow_key(frame: bytes) -> FlowKey | None:
-    """The 5-tuple fabric.p4 hashes (ports 0 without TCP/UDP or for non-first fragments)."""
-    if len(frame) < 34 or frame[12:14] != b"\x08\x00":
-        return None
-    vihl, _tos, _tl, _id, frag, _ttl, proto, _c, src, dst = _IP.unpack_from(frame, 14)
-    if vihl != 0x45:
-        return None
-    sport = dport = 0
-    if proto in (6, 17) and frag & 0x1FFF == 0 and len(frame) >= 38:
-        sport, dport = _PORTS.unpack_from(frame, 34)
-    return FlowKey(src, dst, proto, sport, dport)
-
-
-class _Lpm:
-    """One switch's ipv4_lpm entries: longest prefix first."""
-
-    def __init__(self, entries: list) -> None:
-        rows = []
-        for e in entries:
-            if e.table != IPV4_LPM:
-                continue
-            m = e.match_dict["hdr.ipv4.dstAddr"]
-            rows.append((m.prefix_len, m.value, e.action, e.params_dict))
-        rows.sort(key=lambda r: -r[0])
-        self.rows = rows
-
-    def lookup(self, dst: int) -> tuple[str, dict[str, int]] | None:
-        for plen, value, action, params in self.rows:
-            mask = ((1 << plen) - 1) << (32 - plen) if plen else 0
-            if dst & mask == value & mask:
-                return action, params
-        return None
-
-
-def reference_counters(net: SimNetwork) -> pd.DataFrame:
-    """Per (switch, group, member index) packet counts the reference models predict for the
-    packets in ``net.ingress_log``. Random spraying has no prediction (its rows are absent).
-    Uses the entries installed at start: a run with reroutes is not replayable this way."""
-    if not net.cfg.record_ingress:
-        raise ValueError("build the SimNetwork with SimConfig(record_ingress=True)")
-    if any(what.startswith("rerouted") for _t, what in net.events):
-        raise ValueError("the entries changed during the run (reroute): not replayable")
-    spec = net.spec
-    tier_of = tiers(spec)
-    lpm: dict[str, _Lpm] = {}
-    refs: dict[tuple[str, int], Reference] = {}
-    for name, se in net.entries.switches.items():
-        lpm[name] = _Lpm(se.entries)
-        ctx = switch_context(spec, name, tier_of)
-        for gid, g in se.groups.items():
-            gctx = GroupContext(gid, g.ports, g.dmacs, (1.0,) * len(g.ports), ctx)
-            refs[(name, gid)] = se.scheme[gid].reference(gctx)
-    counts: dict[tuple[str, int, int], int] = {}
-    for sw_name, t, _port, frame in net.ingress_log:
-        key = flow_key(frame)
-        if key is None or frame[22] <= 1:  # not routed (TTL expiry is dropped before lpm)
-            continue
-        hit = lpm[sw_name].lookup(key.dst)
-        if hit is None or hit[0] != "MyIngress.set_lb_group":
-            continue
-        gid, dst_id = hit[1]["group_id"], hit[1]["dst_id"]
-        now = int(t + net.switches[sw_name].uptime_us)
-        member = refs[(sw_name, gid)].predict(key, now, dst_id)
-        if member is None:
-            continue
-        k = (sw_name, gid, member)
-        counts[k] = counts.get(k, 0) + 1
-    rows = [{"switch": s, "group": g, "member": m, "packets": n}
-            for (s, g, m), n in sorted(counts.items())]
-    return pd.DataFrame(rows, columns=["switch", "group", "member", "packets"])
-
-
-def compare_counters(net: SimNetwork) -> pd.DataFrame:
-    """Pipeline counters next to the reference's: columns switch, group, member, packets
-    (pipeline), expected (reference; 0 where it predicts none)."""
-    got = member_counters(net)[["switch", "group", "member", "packets"]]
-    want = reference_counters(net).rename(columns={"packets": "expected"})
-    out = got.merge(want, on=["switch", "group", "member"], how="outer").fillna(0)
-    out[["packets", "expected"]] = out[["packets", "expected"]].astype(int)
-    return out
-
-
+from sim.results import member_counters
 
 # ---- the same run on the Mininet fabric -----------------------------------------------------
 #
@@ -157,7 +60,7 @@ def replay_counters(spec: Any, scheme: Any, frames: Iterable[tuple[str, bytes]]
     """Member counters of a fresh simulated fabric after forwarding ``frames`` (host, bytes as
     the host put them on its link), one at a time, hop by hop through the switches' pipelines
     (``Pipeline.process``: empty queues, so no ECN marks; LB choice happens in ingress)."""
-    from .network import SimConfig, SimNetwork
+    from sim.network import SimConfig, SimNetwork
 
     net = SimNetwork(spec, scheme, SimConfig(fast_path=False))
     peers = _peers(spec)
@@ -310,8 +213,8 @@ def run_sim_side(cfg: Any, w: Any, scheme: Any, seed: int | None = None) -> Side
     workload's RTO), ECN off (not-ECT frames, byte for byte the agents'), the same schedule and
     placement. ``seed`` (default the config's) seeds the switches' random streams only: a
     repetition with another seed changes what random spraying does, nothing else."""
-    from .host import HostConfig
-    from .network import SimConfig, SimNetwork
+    from sim.host import HostConfig
+    from sim.network import SimConfig, SimNetwork
 
     spec = cfg.spec()
     hosts = cfg.hosts_of(w, spec)
@@ -747,7 +650,7 @@ def main(argv: list[str] | None = None) -> int:
     from experiments.config import ConfigError, from_dict
 
     ap = argparse.ArgumentParser(
-        prog="python -m sim.fidelity",
+        prog="python -m experiments.fidelity",
         description="The same k=4 run on the Mininet fabric and in the simulator: per-member "
                     "LB counters and the CCT ranking of the schemes compared.")
     ap.add_argument("--vs-mininet", action="store_true", required=True,
@@ -780,7 +683,7 @@ def main(argv: list[str] | None = None) -> int:
     res = vs_mininet(cfg, root, repetitions=a.repetitions)
     load1 = os.getloadavg()
     text = report(cfg.spec(), res) + (
-        f"\n\ncommand: python -m sim.fidelity {' '.join(sys.argv[1:] if argv is None else argv)}"
+        f"\n\ncommand: python -m experiments.fidelity {' '.join(sys.argv[1:] if argv is None else argv)}"
         f"\nwall time {time.monotonic() - t0:.0f} s; load average (1, 5, 15 min) at the start "
         f"{' '.join(f'{x:.1f}' for x in load0)}, at the end {' '.join(f'{x:.1f}' for x in load1)}")
     for label, e in res["schemes"].items():

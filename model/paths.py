@@ -2,9 +2,9 @@
 source ports that pin a split flow's subflows to distinct paths (Ethereal-style).
 
 A host can only assign paths if it predicts the switches' choice exactly. Here that prediction is
-the controller's: ``controller.routing.compute_fabric_entries`` gives every switch's groups and
+the controller's: ``model.routing.compute_fabric_entries`` gives every switch's groups and
 scheme (with the per-switch seeds fabric.p4 is programmed with), and each group's
-``Scheme.reference`` (experiments/lb_model) computes the member the P4 program picks. So a host
+``Scheme.reference`` (model/lb.py) computes the member the P4 program picks. So a host
 that knows the FabricSpec computes the same path as the pipeline (tests/traffic check this
 against the pipeline packet by packet). Pure: no I/O.
 """
@@ -16,9 +16,18 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from topo.spec import FabricSpec
-
-from .packet import ROCEV2_PORT, entropy_port
+from .entropy import ROCEV2_PORT, entropy_port
+from .lb import FlowKey
+from .routing import (
+    FailedLink,
+    compute_fabric_entries,
+    destinations,
+    next_hops,
+    switch_context,
+    tiers,
+)
+from .schemes import GroupContext, Reference, Scheme
+from .spec import FabricSpec, fat_tree, leaf_spine
 
 Hop = tuple[str, int]
 """(switch, egress port) of one packet at one switch."""
@@ -32,7 +41,7 @@ class PathError(ValueError):
 class _Choice:
     ports: tuple[int, ...]
     peers: tuple[str, ...]
-    ref: object | None       # controller.schemes.Reference; None: a single next hop
+    ref: Reference | None    # None: a single next hop
     dst_id: int
 
 
@@ -40,20 +49,11 @@ class PathModel:
     """Paths of UDP packets (proto 17, dport ``dport``) in ``spec`` programmed with ``scheme``
     (a name or controller Scheme; deterministic ones only: ecmp, flowlet with no gaps)."""
 
-    def __init__(self, spec: FabricSpec, scheme: object = "ecmp",
-                 failed_links: Iterable[object] = (), dport: int = ROCEV2_PORT) -> None:
-        from controller.routing import (
-            compute_fabric_entries,
-            destinations,
-            next_hops,
-            switch_context,
-            tiers,
-        )
-        from controller.schemes import GroupContext
-
+    def __init__(self, spec: FabricSpec, scheme: Scheme | str = "ecmp",
+                 failed_links: Iterable[FailedLink] = (), dport: int = ROCEV2_PORT) -> None:
         self.spec = spec
         self.dport = dport
-        fe = compute_fabric_entries(spec, scheme, failed_links)  # type: ignore[arg-type]
+        fe = compute_fabric_entries(spec, scheme, failed_links)
         hops = next_hops(spec, fe.failed_links)
         dst_index = {d: i for i, d in enumerate(destinations(spec))}
         tier_of = tiers(spec)
@@ -79,8 +79,6 @@ class PathModel:
     def path(self, src_ip: str, dst_ip: str, sport: int) -> list[Hop]:
         """Every (switch, egress port) from the source's edge switch to the destination's
         host port. PathError when a switch's choice cannot be predicted."""
-        from experiments.lb_model import FlowKey
-
         if src_ip not in self._host_sw or dst_ip not in self._host_sw:
             raise PathError(f"{src_ip} or {dst_ip} is not a host of {self.spec.name}")
         key = FlowKey(int(ipaddress.IPv4Address(src_ip)), int(ipaddress.IPv4Address(dst_ip)),
@@ -98,7 +96,7 @@ class PathModel:
                 raise PathError(f"{sw} has no route to {dst_ip}")
             k = 0
             if c.ref is not None:
-                m = c.ref.predict(key, 0, c.dst_id)  # type: ignore[attr-defined]
+                m = c.ref.predict(key, 0, c.dst_id)
                 if m is None:
                     raise PathError(f"{sw}: the scheme's choice is not predictable")
                 k = m
@@ -165,8 +163,6 @@ def pinned_flow_ports(model: PathModel, job: int, rank: int, flow: int, src_ip: 
 def spec_from_text(text: str) -> FabricSpec:
     """``fattree:K[:BW]`` or ``leafspine:LEAVES:SPINES:HOSTS_PER_LEAF[:UPLINKS[:BW]]``: the
     fabric a host pins paths in (traffic.run --fabric). ValueError on anything else."""
-    from topo.spec import fat_tree, leaf_spine
-
     kind, _, rest = text.partition(":")
     try:
         nums = [float(x) for x in rest.split(":")] if rest else []

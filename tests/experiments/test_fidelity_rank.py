@@ -1,4 +1,4 @@
-"""Ranking schemes by CCT over repetitions (sim/fidelity.py): separation by non-overlapping
+"""Ranking schemes by CCT over repetitions (experiments/fidelity.py): separation by non-overlapping
 ranges, the separability-aware agreement of two sides' rankings, Kendall's tau-b, and the
 experiment file the sim-vs-Mininet ranking runs (pure: no root, no simulation)."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from experiments import fidelity as F
 from experiments.config import load
-from sim import fidelity as F
 
 CONFIG = Path(__file__).resolve().parents[2] / "experiments/configs/fidelity_rank_1m.yaml"
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from experiments import fidelity as F
 from experiments.config import from_dict
-from sim import fidelity as F
 
 WORKLOAD = {"name": "a2a", "schedule": "alltoall", "size": "16KB", "rate": "10M", "window": 4,
             "timeout_s": 60}
