@@ -976,6 +976,21 @@ class Program:
 # --------------------------------------------------------------------------------------------
 
 
+def has_return(s: Stmt) -> bool:
+    """Whether statement ``s`` (not counting the actions it calls) contains a ``return``."""
+    if isinstance(s, Return):
+        return True
+    if isinstance(s, Block):
+        return any(has_return(x) for x in s.stmts)
+    if isinstance(s, If):
+        return has_return(s.then) or (s.else_ is not None and has_return(s.else_))
+    if isinstance(s, SwitchAction | SwitchValue):
+        return any(c.body is not None and has_return(c.body) for c in s.cases)
+    if isinstance(s, For):
+        return has_return(s.body)
+    return False
+
+
 class Visitor:
     """Dispatch on an IR node's class, so consumers (code generators, the dump) write one
     method per node kind instead of an ``isinstance`` chain.

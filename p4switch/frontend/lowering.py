@@ -6,23 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from p4switch import ir
+from p4switch.ir import has_return as _has_return
 
 _BOOL = ir.BoolType()
-
-
-def _has_return(s: object) -> bool:
-    """Whether statement ``s`` (not counting the actions it calls) contains a ``return``."""
-    if isinstance(s, ir.Return):
-        return True
-    if isinstance(s, ir.Block):
-        return any(_has_return(x) for x in s.stmts)
-    if isinstance(s, ir.If):
-        return _has_return(s.then) or (s.else_ is not None and _has_return(s.else_))
-    if isinstance(s, ir.SwitchAction | ir.SwitchValue):
-        return any(c.body is not None and _has_return(c.body) for c in s.cases)
-    if isinstance(s, ir.For):
-        return _has_return(s.body)
-    return False
 
 
 def _lower_returns(stmts: list[ir.Stmt], flag: str, in_loop: bool = False) -> list[ir.Stmt]:

@@ -22,95 +22,28 @@ as module globals of the generated code by ``bind``; the pipeline owns them.
 
 from __future__ import annotations
 
-import keyword
 import re
 import struct
 from collections.abc import Callable
 from typing import Any
 
 from p4switch import ir
-from p4switch.errors import P4CompileError
 
-from . import hashes, registry, varbit
+from . import hashes, registry, runtime, varbit
+from .emit import (
+    AGG,
+    BuildError,
+    const_int,
+    enum_member,
+    fattr,
+    fpath,
+    header_leaves,
+    mask,
+    pyname,
+    successors,
+    unit_pieces,
+)
 from .exits import ExitAnalysis
-
-
-class BuildError(P4CompileError):
-    """The program uses something p4switch cannot execute; raised when the pipeline is built
-    (a P4CompileError, so drivers report it like a front-end error)."""
-
-    def __init__(self, message: str, loc: ir.SourceLoc | None = None) -> None:
-        super().__init__(loc, message)
-
-
-def pyname(name: str) -> str:
-    return "v_" + re.sub(r"\W", "_", name)
-
-
-def fattr(name: str) -> str:
-    return "f_" + re.sub(r"\W", "_", name)
-
-
-def fpath(name: str) -> str:
-    """Attribute path of a header layout field: ``s.a`` (a field of a struct-typed header
-    field) is ``f_s.f_a``; a plain field name is ``fattr``'s."""
-    return ".".join(fattr(p) for p in name.split("."))
-
-
-def header_leaves(t: ir.HeaderType) -> tuple[ir.Field, ...]:
-    """The header's scalar fields in wire order: a struct-typed field contributes its
-    fields (named ``s.a``), recursively; a header without one gives its own fields."""
-    if not any(isinstance(f.type, ir.StructType) for f in t.fields):
-        return t.fields
-
-    def walk(prefix: str, fields: tuple[ir.Field, ...]) -> list[ir.Field]:
-        out: list[ir.Field] = []
-        for f in fields:
-            if isinstance(f.type, ir.StructType):
-                out += walk(f"{prefix}{f.name}.", f.type.fields)
-            else:
-                out.append(ir.Field(prefix + f.name, f.type, f.annotations))
-        return out
-
-    return tuple(walk("", t.fields))
-
-
-def _mask(w: int) -> int:
-    return (1 << w) - 1
-
-
-def unit_pieces(u: str, pieces: list[int], mask_top: bool) -> list[str]:
-    """``struct.pack`` arguments for one layout unit whose value is expression ``u``: the unit
-    cut into its pieces, top first. ``mask_top=False`` where ``u`` is known to fit the unit."""
-    if len(pieces) == 1:
-        return [u]
-    out = []
-    rest = sum(pieces)
-    for j, pw in enumerate(pieces):
-        rest -= pw
-        if j == 0 and not mask_top:
-            out.append(f"(({u}) >> {rest})")
-        else:
-            out.append(f"((({u}) >> {rest}) & {_mask(pw)})" if rest else f"(({u}) & {_mask(pw)})")
-    return out
-
-
-def enum_member(c: ir.Expr) -> str:
-    """The member name of a Const of an enum type (e.g. HashAlgorithm.crc16 -> "crc16")."""
-    if isinstance(c, ir.Const) and isinstance(c.type, ir.EnumType):
-        for name, value in c.type.members:
-            if value == c.value:
-                return name
-    if isinstance(c, ir.Const) and isinstance(c.value, str):
-        return c.value
-    raise BuildError(f"expected an enum constant, got {c!r}")
-
-
-def const_int(e: ir.Expr) -> int:
-    if isinstance(e, ir.Const) and isinstance(e.value, int | bool):
-        return int(e.value)
-    raise BuildError(f"expected a constant, got {e!r}")
-
 
 # --------------------------------------------------------------------------------------------
 # The module: classes for types, then functions for blocks
@@ -128,8 +61,6 @@ class Module:
         self._bound: dict[int, str] = {}
         self._layouts: dict[Any, Any] = {}
         self._n = 0
-        from . import runtime
-
         self.globals.update(
             _Stack=runtime.Stack,
             _PErr=runtime.ParserErrorSignal,
@@ -274,7 +205,7 @@ class Module:
             for f, fw, shift in fields:
                 v = field_code(f) if field_code else f"{var}.{fpath(f.name)}"
                 if isinstance(f.type, ir.BitsType) and f.type.signed:
-                    v = f"({v} & {_mask(fw)})"
+                    v = f"({v} & {mask(fw)})"
                 parts.append(f"({v} << {shift})" if shift else v)
             args += unit_pieces(" | ".join(parts), pieces, mask_top=True)
         return f"{sname}.pack({', '.join(args)})"
@@ -382,7 +313,7 @@ class BlockGen(ir.Visitor):
             return repr(e.value)
         v = int(e.value)
         if isinstance(t, ir.BitsType):
-            v = v & _mask(t.width) if not t.signed else _wrap_const(v, t.width)
+            v = v & mask(t.width) if not t.signed else _wrap_const(v, t.width)
         return str(v) if v >= 0 else f"({v})"
 
     def visit_Var(self, e: ir.Var) -> str:
@@ -414,7 +345,7 @@ class BlockGen(ir.Visitor):
         return self.stack_prop(e.stack, e.prop)
 
     def visit_Slice(self, e: ir.Slice) -> str:
-        m = _mask(e.hi - e.lo + 1)
+        m = mask(e.hi - e.lo + 1)
         b = self.ex(e.base)
         return f"(({b} >> {e.lo}) & {m})" if e.lo else f"({b} & {m})"
 
@@ -422,7 +353,7 @@ class BlockGen(ir.Visitor):
         wr = ir.type_width(e.right.type)
         r = self.ex(e.right)
         if isinstance(e.right.type, ir.BitsType) and e.right.type.signed:
-            r = f"({r} & {_mask(wr)})"
+            r = f"({r} & {mask(wr)})"
         elif isinstance(e.right.type, ir.BoolType):
             r = f"int({r})"
         return f"(({self.ex(e.left)} << {wr}) | {r})"
@@ -437,7 +368,7 @@ class BlockGen(ir.Visitor):
             return f"(not {a})"
         if e.op == "~":
             if isinstance(t, ir.BitsType) and not t.signed:
-                return f"({a} ^ {_mask(t.width)})"
+                return f"({a} ^ {mask(t.width)})"
             return f"(~{a})"
         if e.op == "-":
             return self.wrap(f"-{a}", t)
@@ -483,8 +414,8 @@ class BlockGen(ir.Visitor):
         if isinstance(t, ir.BitsType):
             if t.signed:
                 h = 1 << (t.width - 1)
-                return f"((({code}) + {h} & {_mask(t.width)}) - {h})"
-            return f"(({code}) & {_mask(t.width)})"
+                return f"((({code}) + {h} & {mask(t.width)}) - {h})"
+            return f"(({code}) & {mask(t.width)})"
         return f"({code})"
 
     def cast(self, e: ir.Cast) -> str:
@@ -541,7 +472,7 @@ class BlockGen(ir.Visitor):
                 if t.signed:
                     h = 1 << (t.width - 1)
                     return f"max(min({a} {sym} {b}, {h - 1}), {-h})"
-                return f"max(min({a} {sym} {b}, {_mask(t.width)}), 0)"
+                return f"max(min({a} {sym} {b}, {mask(t.width)}), 0)"
             return f"({a} {sym} {b})"
         raise BuildError(f"unknown operator {op}")
 
@@ -579,9 +510,9 @@ class BlockGen(ir.Visitor):
     # -- l-values --------------------------------------------------------------------------
     def assign(self, lhs: ir.Expr, rhs_code: str) -> None:
         if isinstance(lhs, ir.Slice):
-            m = _mask(lhs.hi - lhs.lo + 1)
+            m = mask(lhs.hi - lhs.lo + 1)
             cur = self.ex(lhs.base)
-            code = f"({cur} & {~(m << lhs.lo) & _mask(ir.type_width(lhs.base.type))}) | (({rhs_code} & {m}) << {lhs.lo})"
+            code = f"({cur} & {~(m << lhs.lo) & mask(ir.type_width(lhs.base.type))}) | (({rhs_code} & {m}) << {lhs.lo})"
             if _signed(lhs.base.type):
                 code = self.wrap(code, lhs.base.type)
             self.assign(lhs.base, code)
@@ -594,7 +525,7 @@ class BlockGen(ir.Visitor):
             s = self.ex(lhs.stack)
             self.w(f"{s}.h[{fn}({s})] = {rhs_code}")
             return
-        if (isinstance(lhs, ir.Var) and isinstance(lhs.type, _AGG)
+        if (isinstance(lhs, ir.Var) and isinstance(lhs.type, AGG)
                 and lhs.name not in self.lv_names and pyname(lhs.name) in self.params):
             # the parameter names the caller's object: rebinding the name would lose the write
             self.w(f"_into({self.var(lhs.name)}, {rhs_code})")
@@ -789,7 +720,7 @@ class BlockGen(ir.Visitor):
         unpacked unit ``u``."""
         v = u if not shift else f"({u} >> {shift})"
         if shift + fw < uw:
-            v = f"({v} & {_mask(fw)})"
+            v = f"({v} & {mask(fw)})"
         if isinstance(t, ir.BitsType) and t.signed:
             v = self.wrap(v, t)
         elif isinstance(t, ir.BoolType):
@@ -895,7 +826,7 @@ class BlockGen(ir.Visitor):
         width = varbit.VARBIT if isinstance(t, ir.VarbitType) else ir.type_width(t)
         code = self.ex(e)
         if isinstance(t, ir.BitsType) and t.signed:
-            code = f"({code} & {_mask(width)})"
+            code = f"({code} & {mask(width)})"
         elif isinstance(t, ir.BoolType):
             code = f"int({code})"
         valid = None
@@ -954,7 +885,7 @@ class BlockGen(ir.Visitor):
             rest = shift
             for pw in pieces:
                 rest -= pw
-                args.append(f"(({u} >> {rest}) & {_mask(pw)})" if rest else f"({u} & {_mask(pw)})")
+                args.append(f"(({u} >> {rest}) & {mask(pw)})" if rest else f"({u} & {mask(pw)})")
         if align == 16 and nbytes_total & 1:
             fmt += "x"
         st = self.mod.bind(struct.Struct(fmt), "ST")
@@ -1070,7 +1001,7 @@ class BlockGen(ir.Visitor):
         fn = self.action_fn(key)
         codes = []
         for p, x in zip(act.params, args, strict=False):
-            if not isinstance(p.type, _AGG):
+            if not isinstance(p.type, AGG):
                 codes.append(self.ex(x))
             else:  # copied in (spec 6.8): the action must not see or make writes through it
                 codes.append(self.mod.default(p.type) if p.direction == "out" else self.value(x))
@@ -1288,7 +1219,7 @@ class BlockGen(ir.Visitor):
         others are dispatched from a loop on a state number."""
         preds: dict[str, int] = {"start": 1}
         for st in p.states.values():
-            for nxt in _successors(st.transition):
+            for nxt in successors(st.transition):
                 preds[nxt] = preds.get(nxt, 0) + 1
         self.loop_states = {
             n: i for i, n in enumerate(sorted(s for s, c in preds.items() if c > 1 and s in p.states))
@@ -1390,22 +1321,11 @@ class BlockGen(ir.Visitor):
         raise BuildError(f"unsupported keyset {ks!r}")
 
 
-def _successors(tr: ir.Transition) -> list[str]:
-    if tr.select_keys is None:
-        return [tr.next_state or "accept"]
-    return [c.next_state for c in tr.cases]
-
-
-_AGG = (ir.HeaderType, ir.StructType, ir.StackType)
-
-
 def _signed(t: ir.Type) -> bool:
     return isinstance(t, ir.BitsType) and t.signed
 
 
 def _wrap_const(v: int, w: int) -> int:
     h = 1 << (w - 1)
-    return ((v + h) & _mask(w)) - h
+    return ((v + h) & mask(w)) - h
 
-
-_ = keyword  # keyword-safe names: every generated identifier carries a v_/f_ prefix

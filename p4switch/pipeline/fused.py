@@ -35,10 +35,18 @@ from typing import Any
 from p4switch import ir
 
 from . import registry
-from .codegen import BlockGen, BuildError, Module, _mask, _successors, fattr, pyname, unit_pieces
-
-_AGG = (ir.HeaderType, ir.StructType, ir.StackType)
-_SM_ROOT = "s"
+from .codegen import BlockGen, Module
+from .emit import (
+    AGG,
+    SM_ROOT,
+    BuildError,
+    fattr,
+    mask,
+    pyname,
+    successors,
+    unit_pieces,
+    valid_terms,
+)
 
 
 class NotFusable(Exception):
@@ -100,7 +108,7 @@ class FusedBlockGen(BlockGen):
             out = []
             for f in t.fields:
                 q = f"{p}_{fattr(f.name)}"
-                if isinstance(f.type, _AGG):
+                if isinstance(f.type, AGG):
                     out += self.leaves_of(q, f.type)
                 else:
                     out.append((self.leaf(q, f.type), f.type))
@@ -109,13 +117,13 @@ class FusedBlockGen(BlockGen):
 
     # -- expressions -----------------------------------------------------------------------
     def visit_Var(self, e: ir.Var) -> str:
-        if isinstance(e.type, _AGG):
+        if isinstance(e.type, AGG):
             raise NotFusable(f"{e.type} used as a value")
         return self.var(e.name)
 
     def visit_Member(self, e: ir.Member) -> str:
         t = e.type
-        if isinstance(t, _AGG):
+        if isinstance(t, AGG):
             raise NotFusable(f"{t} used as a value")
         if isinstance(e.base.type, ir.StackType):
             raise NotFusable("header stacks")
@@ -150,7 +158,7 @@ class FusedBlockGen(BlockGen):
         raise NotFusable("table hit/miss inside an expression")
 
     def visit_Lookahead(self, e: ir.Lookahead) -> str:
-        if isinstance(e.type, _AGG):
+        if isinstance(e.type, AGG):
             raise NotFusable("lookahead of a header")
         return super().visit_Lookahead(e)
 
@@ -250,7 +258,7 @@ class FusedBlockGen(BlockGen):
             for f, fw, shift in fields:
                 v = self.leaf(f"{p}_{fattr(f.name)}", f.type)
                 if isinstance(f.type, ir.BitsType) and f.type.signed:
-                    v = f"({v} & {_mask(fw)})"
+                    v = f"({v} & {mask(fw)})"
                 parts.append(f"({v} << {shift})" if shift else v)
             args += unit_pieces(" | ".join(parts), pieces, mask_top=False)
         return args
@@ -263,7 +271,7 @@ class FusedBlockGen(BlockGen):
                 target = self.ex(lhs)
             finally:
                 self.writing = False
-            if target == f"{_SM_ROOT}_f_mcast_grp" and rhs_code != "0":
+            if target == f"{SM_ROOT}_f_mcast_grp" and rhs_code != "0":
                 raise NotFusable("multicast (mcast_grp written)")
             self.w(f"{target} = {rhs_code}")
             return
@@ -271,7 +279,7 @@ class FusedBlockGen(BlockGen):
 
     def agg_assign(self, lhs: ir.Expr, rhs: ir.Expr) -> None:
         p = self.path(lhs)
-        if p == _SM_ROOT:
+        if p == SM_ROOT:
             raise NotFusable("assignment of standard_metadata as a whole")
         self.touch(p, lhs.type)
         if not isinstance(rhs, ir.ListExpr):
@@ -287,7 +295,7 @@ class FusedBlockGen(BlockGen):
                 names = []
             else:
                 raise NotFusable(f"list expression of type {t}")
-            if any(isinstance(f.type, _AGG) for f in fields):
+            if any(isinstance(f.type, AGG) for f in fields):
                 raise NotFusable("nested aggregate in a list expression")
             names += [self.value(i) for i in rhs.items]
         else:
@@ -321,7 +329,7 @@ class FusedBlockGen(BlockGen):
             super().visit_Assign(s)
 
     def visit_VarDecl(self, s: ir.VarDecl) -> None:
-        if not isinstance(s.type, _AGG):
+        if not isinstance(s.type, AGG):
             super().visit_VarDecl(s)
             return
         if isinstance(s.type, ir.StackType):
@@ -340,10 +348,10 @@ class FusedBlockGen(BlockGen):
             ev = self.mod.fresh("_t")
             self.table_code(th.table, ev)
             self.if_else(f"{ev}[3] is {'' if negate else 'not '}None", s)
-        elif _valid_terms(s.cond):  # headers the condition tests are known valid inside
+        elif valid_terms(s.cond):  # headers the condition tests are known valid inside
             self.w(f"if {self.ex(s.cond)}:")
             saved = set(self.known)
-            for h in _valid_terms(s.cond):
+            for h in valid_terms(s.cond):
                 self.known.add(self.path(h))
             self.ind += 1
             self.stmts(s.then.stmts)
@@ -390,7 +398,7 @@ class FusedBlockGen(BlockGen):
 
     # -- actions and tables (inlined) ------------------------------------------------------
     def inline_action(self, act: ir.Action) -> None:
-        rets = _has_return(act.body)
+        rets = ir.has_return(act.body)
         self.in_action += 1
         if rets:
             self.w("try:")
@@ -416,7 +424,7 @@ class FusedBlockGen(BlockGen):
         for p, x in zip(act.params, args, strict=False):
             if p.direction in ("out", "inout"):
                 outs.append((p, x))
-            if not isinstance(p.type, _AGG):
+            if not isinstance(p.type, AGG):
                 self.w(f"{self.var(p.name)} = {self.ex(x)}")
             elif p.direction == "out":  # a fresh value: headers invalid
                 self.touch(self.var(p.name), p.type)
@@ -429,7 +437,7 @@ class FusedBlockGen(BlockGen):
 
         def copy_out(_exc: str | None = None) -> None:
             for p, x in outs:
-                if isinstance(p.type, _AGG):
+                if isinstance(p.type, AGG):
                     self.agg_assign(x, ir.Var(p.name, type=p.type))
                 else:
                     self.assign(x, self.var(p.name))
@@ -684,7 +692,7 @@ class FusedBlockGen(BlockGen):
                         return False
                 elif _contains_extract(s):
                     return False
-            return all(walk(n, acc, active | {name}) for n in dict.fromkeys(_successors(st.transition)))
+            return all(walk(n, acc, active | {name}) for n in dict.fromkeys(successors(st.transition)))
 
         return out if walk("start", [], frozenset()) else []
 
@@ -770,15 +778,6 @@ class _Facts:
         self.guarded = 0  # > 0 while generating reads that test validity at run time
 
 
-def _valid_terms(cond: ir.Expr) -> list[ir.Expr]:
-    """Headers whose isValid() a condition requires (``a.isValid() && b.isValid() && ...``)."""
-    if isinstance(cond, ir.IsValid):
-        return [cond.header]
-    if isinstance(cond, ir.Binary) and cond.op == "&&":
-        return _valid_terms(cond.left) + _valid_terms(cond.right)
-    return []
-
-
 def _contains_extract(s: ir.Stmt) -> bool:
     if isinstance(s, ir.Extract):
         return True
@@ -787,20 +786,6 @@ def _contains_extract(s: ir.Stmt) -> bool:
     if isinstance(s, ir.If):
         return _contains_extract(s.then) or (s.else_ is not None and _contains_extract(s.else_))
     return isinstance(s, ir.SwitchValue | ir.SwitchAction)
-
-
-def _has_return(b: ir.Stmt) -> bool:
-    if isinstance(b, ir.Return):
-        return True
-    if isinstance(b, ir.Block):
-        return any(_has_return(s) for s in b.stmts)
-    if isinstance(b, ir.If):
-        return _has_return(b.then) or (b.else_ is not None and _has_return(b.else_))
-    if isinstance(b, ir.SwitchAction | ir.SwitchValue):
-        return any(c.body is not None and _has_return(c.body) for c in b.cases)
-    if isinstance(b, ir.For):
-        return _has_return(b.body)
-    return False
 
 
 # --------------------------------------------------------------------------------------------
@@ -859,7 +844,7 @@ def _generate(mod: Module, program: ir.Program, facts: _Facts, drop_port: int,
     for role in _ROLES:
         block = program.block(role)
         data = [p for p in block.params if not isinstance(p.type, ir.ExternType)]
-        roots = dict(zip([p.name for p in data], ("h", "m", _SM_ROOT), strict=False))
+        roots = dict(zip([p.name for p in data], ("h", "m", SM_ROOT), strict=False))
         kind = "parser" if role == "parser" else ("deparser" if role == "deparser" else "control")
         gen = FusedBlockGen(
             mod, block, kind=kind, prefix=_PREFIX[role] + "_", roots=roots, leaves=leaves,
@@ -897,12 +882,12 @@ def _assemble(fname: str, bodies: dict[str, list[str]], leaves: dict[str, str],
             out.append("    " * ind + line)
 
     def sm(name: str) -> str | None:
-        n = f"{_SM_ROOT}_f_{name}"
+        n = f"{SM_ROOT}_f_{name}"
         return n if n in leaves else None
 
     text = "\n".join(line for b in bodies.values() for line in b)
-    special = {f"{_SM_ROOT}_f_ingress_port": "_port", f"{_SM_ROOT}_f_packet_length": "_plen",
-               f"{_SM_ROOT}_f_ingress_global_timestamp": "_now"}
+    special = {f"{SM_ROOT}_f_ingress_port": "_port", f"{SM_ROOT}_f_packet_length": "_plen",
+               f"{SM_ROOT}_f_ingress_global_timestamp": "_now"}
     w("if _pkt.__class__ is not bytes: _pkt = bytes(_pkt)")
     w("_plen = len(_pkt)")
     zeros = [n for n, v in leaves.items() if v == "0" and n not in special]
@@ -989,8 +974,8 @@ def _assemble(fname: str, bodies: dict[str, list[str]], leaves: dict[str, str],
 def _prologue(bodies: dict[str, list[str]], leaves: dict[str, str], text: str) -> list[str]:
     """The per-packet start of the fused functions: bytes, length, the locals' initial values."""
     out = ["if _pkt.__class__ is not bytes: _pkt = bytes(_pkt)", "_plen = len(_pkt)"]
-    special = {f"{_SM_ROOT}_f_ingress_port": "_port", f"{_SM_ROOT}_f_packet_length": "_plen",
-               f"{_SM_ROOT}_f_ingress_global_timestamp": "_now"}
+    special = {f"{SM_ROOT}_f_ingress_port": "_port", f"{SM_ROOT}_f_packet_length": "_plen",
+               f"{SM_ROOT}_f_ingress_global_timestamp": "_now"}
     zeros = [n for n, v in leaves.items() if v == "0" and n not in special]
     falses = [n for n, v in leaves.items() if v == "False" and n not in special]
     for group, v in ((zeros, "0"), (falses, "False")):
@@ -1002,7 +987,7 @@ def _prologue(bodies: dict[str, list[str]], leaves: dict[str, str], text: str) -
     if "_mcol" in text:
         out.append("_mcol = 0")
     out += ["_pos = 0", "_perr = 0"]
-    if f"{_SM_ROOT}_f_checksum_error" in leaves:
+    if f"{SM_ROOT}_f_checksum_error" in leaves:
         out.append("_ckerr = 0")
     return out
 
@@ -1023,7 +1008,7 @@ def _assemble_halves(fname: str, bodies: dict[str, list[str]], leaves: dict[str,
     text = "\n".join(line for b in bodies.values() for line in b)
 
     def sm(name: str) -> str | None:
-        n = f"{_SM_ROOT}_f_{name}"
+        n = f"{SM_ROOT}_f_{name}"
         return n if n in leaves else None
 
     def block(out: list[str], role: str, ind: int) -> None:

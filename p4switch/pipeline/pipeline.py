@@ -61,7 +61,8 @@ from .api import (
     StateError,
     TableEntry,
 )
-from .codegen import BlockGen, BuildError, Module, fattr
+from .codegen import BlockGen, Module
+from .emit import BuildError, fattr, pyname
 from .externs import CounterArray, MeterArray, RegisterArray, ValueSet
 from .tables import ActionProfileState, TableBatch, TableState, check_params
 
@@ -983,8 +984,6 @@ class Pipeline:
 
 
 def _pyname_of(name: str) -> str:
-    from .codegen import pyname
-
     return pyname(name)
 
 

@@ -79,28 +79,16 @@ class ExternFunction:
 
 _OBJECTS: dict[str, ExternObject] = {}
 _FUNCTIONS: dict[str, ExternFunction] = {}
-_loaded = False
-
-
-def _builtins() -> None:
-    """Declare the v1model externs on first use (``v1model`` imports the code generator,
-    which imports this module)."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from . import v1model  # noqa: F401 - declares into this registry
 
 
 def declare_object(kind: ExternObject) -> ExternObject:
     """Add (or replace) an extern object type; returns it."""
-    _builtins()
     _OBJECTS[kind.type_name] = kind
     return kind
 
 
 def declare_function(fn: ExternFunction) -> ExternFunction:
     """Add (or replace) an extern function; returns it."""
-    _builtins()
     _FUNCTIONS[fn.name] = fn
     return fn
 
@@ -112,16 +100,13 @@ def forget(name: str) -> None:
 
 
 def extern_object(type_name: str) -> ExternObject | None:
-    _builtins()
     return _OBJECTS.get(type_name)
 
 
 def extern_function(name: str) -> ExternFunction | None:
-    _builtins()
     return _FUNCTIONS.get(name)
 
 
 def p4info_types(section: str) -> tuple[str, ...]:
     """The extern type names whose instances the P4Info section lists, in declaration order."""
-    _builtins()
     return tuple(k.type_name for k in _OBJECTS.values() if k.p4info == section)

@@ -14,9 +14,10 @@ from typing import Any
 from p4switch import ir
 
 from . import registry
-from .codegen import BlockGen, BuildError, _mask, const_int, enum_member, fattr
+from .codegen import BlockGen
+from .emit import SM_ROOT, BuildError, const_int, enum_member, fattr, mask, valid_terms
 from .externs import CounterArray, MeterArray, RegisterArray
-from .fused import _SM_ROOT, FusedBlockGen, _valid_terms
+from .fused import FusedBlockGen
 from .hashes import algorithm
 from .registry import ExternFunction, ExternObject
 from .tables import ActionProfileState
@@ -122,7 +123,7 @@ def _mark_to_drop(g: BlockGen, s: ir.ExternCall) -> None:
 
 def _mark_to_drop_fused(g: BlockGen, s: ir.ExternCall) -> None:
     assert isinstance(g, FusedBlockGen)
-    sm = g.path(s.args[0]) if s.args else _SM_ROOT
+    sm = g.path(s.args[0]) if s.args else SM_ROOT
     g.w(f"{g.leaf(sm + '_f_egress_spec', ir.BitsType(9))} = {g.drop_port}")
     g.w(f"{g.leaf(sm + '_f_mcast_grp', ir.BitsType(16))} = 0")
 
@@ -145,7 +146,7 @@ def _hash(g: BlockGen, s: ir.ExternCall) -> None:
         h = g.mod.fresh("_hv")
         g.w(f"{h} = {hv}")
         v = f"({base_c} + ({h} % {max_c} if {max_c} else {h}))"
-    g.assign(out, f"({v} & {_mask(wout)})")
+    g.assign(out, f"({v} & {mask(wout)})")
 
 
 def _verify_checksum(g: BlockGen, s: ir.ExternCall) -> None:
@@ -154,7 +155,7 @@ def _verify_checksum(g: BlockGen, s: ir.ExternCall) -> None:
     g.ind += 1
     hv = g.checksum_value(algo, data, s.method.endswith("payload"))
     wf = ir.type_width(field.type)
-    g.w(f"if ({hv} & {_mask(wf)}) != {g.ex(field)}: {g.c_ckerr} = 1")
+    g.w(f"if ({hv} & {mask(wf)}) != {g.ex(field)}: {g.c_ckerr} = 1")
     g.ind -= 1
 
 
@@ -163,7 +164,7 @@ def _update_checksum(g: BlockGen, s: ir.ExternCall) -> None:
     g.w(f"if {g.ex(cond)}:")
     g.ind += 1
     hv = g.checksum_value(algo, data, s.method.endswith("payload"))
-    g.assign(field, f"({hv} & {_mask(ir.type_width(field.type))})")
+    g.assign(field, f"({hv} & {mask(ir.type_width(field.type))})")
     g.ind -= 1
 
 
@@ -174,7 +175,7 @@ def _under_condition(gen: registry.FunctionGen) -> registry.FunctionGen:
     def fused_gen(g: BlockGen, s: ir.ExternCall) -> None:
         assert isinstance(g, FusedBlockGen)
         saved = set(g.known)
-        g.known.update(g.path(h) for h in _valid_terms(s.args[0]))
+        g.known.update(g.path(h) for h in valid_terms(s.args[0]))
         gen(g, s)
         g.known = saved
 
@@ -242,7 +243,7 @@ def _verify(g: BlockGen, s: ir.ExternCall) -> None:
 # Declarations
 # --------------------------------------------------------------------------------------------
 
-for _kind in (
+OBJECTS: tuple[ExternObject, ...] = (
     ExternObject("register", _register_state,
                  {"read": _register_read, "write": _register_write},
                  space="register", p4info="registers"),
@@ -258,10 +259,9 @@ for _kind in (
                  p4info="action_profiles"),
     ExternObject("action_selector", _profile_state, space="action_profile",
                  p4info="action_profiles"),
-):
-    registry.declare_object(_kind)
+)
 
-for _fn in (
+FUNCTIONS: tuple[ExternFunction, ...] = (
     ExternFunction("mark_to_drop", _mark_to_drop, fused=_mark_to_drop_fused),
     ExternFunction("hash", _hash),
     ExternFunction("verify_checksum", _verify_checksum, fused=_under_condition(_verify_checksum)),
@@ -284,5 +284,13 @@ for _fn in (
     ExternFunction("assert", _assert),
     ExternFunction("assume", _assert),
     ExternFunction("verify", _verify),
-):
-    registry.declare_function(_fn)
+)
+
+
+def register() -> None:
+    """Declare the v1model externs into the registry, replacing earlier declarations of the
+    same names (``p4switch.pipeline`` calls this once, when it is imported)."""
+    for kind in OBJECTS:
+        registry.declare_object(kind)
+    for fn in FUNCTIONS:
+        registry.declare_function(fn)

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 from p4switch import ir
 
+from .emit import BuildError, fpath, header_leaves, mask
+
 if TYPE_CHECKING:  # pragma: no cover
     from .codegen import BlockGen
 
@@ -35,8 +37,6 @@ def shift_in(acc: str, wv: str, code: str) -> str:
 
 def split(t: ir.HeaderType) -> tuple[list[ir.Field], ir.Field, list[ir.Field]]:
     """(leaves before the varbit field, the varbit field, leaves after it)."""
-    from .codegen import header_leaves
-
     leaves = header_leaves(t)
     i = next(k for k, f in enumerate(leaves) if isinstance(f.type, ir.VarbitType))
     return list(leaves[:i]), leaves[i], list(leaves[i + 1:])
@@ -44,14 +44,12 @@ def split(t: ir.HeaderType) -> tuple[list[ir.Field], ir.Field, list[ir.Field]]:
 
 def _joined(fields: list[ir.Field], var: str) -> tuple[str, int]:
     """Code for the fields of header ``var`` concatenated into one int, and its width."""
-    from .codegen import _mask, fpath
-
     parts, shift = [], 0
     for f in reversed(fields):
         fw = ir.type_width(f.type)
         v = f"{var}.{fpath(f.name)}"
         if isinstance(f.type, ir.BitsType) and f.type.signed:
-            v = f"({v} & {_mask(fw)})"
+            v = f"({v} & {mask(fw)})"
         elif isinstance(f.type, ir.BoolType):
             v = f"int({v})"
         parts.append(f"({v} << {shift})" if shift else v)
@@ -61,8 +59,6 @@ def _joined(fields: list[ir.Field], var: str) -> tuple[str, int]:
 
 def pack_method(t: ir.HeaderType) -> list[str]:
     """The ``_pack`` method of a varbit header's class (class-body indentation)."""
-    from .codegen import BuildError, fpath
-
     before, vb, after = split(t)
     fixed = t.min_width
     if fixed % 8:
@@ -80,8 +76,6 @@ def pack_method(t: ir.HeaderType) -> list[str]:
 
 def gen_extract(g: BlockGen, target: ir.Expr, bits: ir.Expr | None) -> None:
     """``extract(target, bits)`` at ``g``'s current indentation."""
-    from .codegen import BuildError, _mask, fpath
-
     t = target.type
     assert isinstance(t, ir.HeaderType)
     if bits is None:
@@ -107,7 +101,7 @@ def gen_extract(g: BlockGen, target: ir.Expr, bits: ir.Expr | None) -> None:
     g.w(f"_h.{fpath(vb.name)} = ({n}, (_x >> {shift}) & ((1 << {n}) - 1))")
     for f in reversed(before):
         fw = ir.type_width(f.type)
-        v = f"((_x >> ({n} + {shift})) & {_mask(fw)})"
+        v = f"((_x >> ({n} + {shift})) & {mask(fw)})"
         g.w(f"_h.{fpath(f.name)} = {g.unit_field(v, fw, f.type, fw, 0)}")
         shift += fw
     g.w("_h._v = True")

@@ -20,7 +20,8 @@ from p4switch.frontend import compile_source
 from p4switch.p4info import build_p4info
 from p4switch.pipeline import BuildError, Pipeline, registry
 from p4switch.pipeline.api import Output
-from p4switch.pipeline.codegen import BlockGen, const_int, enum_member
+from p4switch.pipeline.codegen import BlockGen
+from p4switch.pipeline.emit import const_int, enum_member
 from p4switch.pipeline.externs import CounterArray
 from p4switch.runtime.entities import Entities, ServerState
 from p4switch.runtime.schema import build_schema
