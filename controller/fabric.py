@@ -34,12 +34,13 @@ from model.routing import (
 )
 from model.schemes import Scheme, scheme_from_name
 from model.spec import FabricSpec
+from model.targets import TARGET_NAMES, Target
 
 from .connection import PacketIn, SwitchConnection, SwitchError
+from .loops import LOOP_NAMES, ControlLoop, ControlLoops
 from .p4rt_codec import P4Schema
-from .program import TARGETS, Program, compile_program
+from .program import Program, compile_program
 
-LOOPS = ("failure", "reconcile", "wam")
 PORT_COUNTERS = ("MyIngress.port_rx_ctr", "MyEgress.port_tx_ctr")
 DROP_CTR = "MyIngress.drop_ctr"
 MEMBER_CTR = "MyIngress.lb_member_ctr"
@@ -72,8 +73,8 @@ class FabricController:
                  ecn_threshold: EcnThreshold = DEFAULT_ECN_THRESHOLD,
                  election_id: tuple[int, int] | None = None, connect_timeout: float = 10.0,
                  probe_miss_periods: int = 2) -> None:
-        if target not in TARGETS:
-            raise ValueError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
+        if target not in TARGET_NAMES:
+            raise ValueError(f"unknown target {target!r} (choose from {', '.join(TARGET_NAMES)})")
         if control_period <= 0:
             raise ValueError("control_period must be > 0 seconds")
         if probe_miss_periods < 1:
@@ -147,7 +148,8 @@ class FabricController:
         return out
 
     def start(self, scheme: Scheme | str = "ecmp",
-              loops: Sequence[str] = ("failure", "reconcile"), *,
+              loops: Sequence[str] = (ControlLoop.FAILURE.value,
+                                      ControlLoop.RECONCILE.value), *,
               reuse_pipeline: bool = False) -> FabricController:
         """Connect, arbitrate, push the pipeline, install everything, start the loops.
 
@@ -156,9 +158,9 @@ class FabricController:
         re-attachment to a running fabric. Off by default: a fresh start is a clean slate."""
         if self.conns:
             raise RuntimeError("FabricController already started (stop() first)")
-        bad = [n for n in loops if n not in LOOPS]
+        bad = [n for n in loops if n not in LOOP_NAMES]
         if bad:
-            raise ValueError(f"unknown loop(s) {bad} (choose from {', '.join(LOOPS)})")
+            raise ValueError(f"unknown loop(s) {bad} (choose from {', '.join(LOOP_NAMES)})")
         self.scheme = scheme_from_name(scheme)
         self.loop_names = tuple(loops)
         t0 = time.perf_counter()
@@ -200,10 +202,8 @@ class FabricController:
         self.event("start", None, f"{len(self.conns)} switches programmed ({len(self.reused)} "
                    f"kept their pipeline), {n} entries, scheme {self.scheme.name}, "
                    f"in {t3 - t0:.2f} s")
-        if any(n in loops for n in ("failure", "wam")):
-            from .loops import ControlLoops
-
-            self.loops = ControlLoops(self, [n for n in loops if n != "reconcile"])
+        if any(n in loops for n in (ControlLoop.FAILURE, ControlLoop.WAM)):
+            self.loops = ControlLoops(self, [n for n in loops if n != ControlLoop.RECONCILE])
             self.loops.start()
         return self
 
@@ -284,7 +284,7 @@ class FabricController:
         return total
 
     def _on_reconnect(self, conn: SwitchConnection) -> None:
-        if "reconcile" not in self.loop_names:
+        if ControlLoop.RECONCILE not in self.loop_names:
             self.event("reconcile", conn.name, "reconnected; not re-programmed (loop off)")
             return
         try:
@@ -457,7 +457,7 @@ class FabricController:
             ents = self._conn(switch).read([sch.register_entity(r, i)
                                             for r, idx in cells.items() for i in idx])
         except SwitchError as e:
-            if self.target != "bmv2" or "UNIMPLEMENTED" not in str(e):
+            if self.target != Target.BMV2 or "UNIMPLEMENTED" not in str(e):
                 raise
             flat = self._bmv2_cli(switch, [f"register_read {r} {i}"
                                            for r, idx in cells.items() for i in idx], parse=True)
@@ -477,7 +477,7 @@ class FabricController:
             self._conn(switch).write([self.schema.register_write(register, i, v)
                                       for i, v in values.items()])
         except SwitchError as e:
-            if self.target != "bmv2" or "UNIMPLEMENTED" not in str(e):
+            if self.target != Target.BMV2 or "UNIMPLEMENTED" not in str(e):
                 raise
             self._bmv2_cli(switch, [f"register_write {register} {i} {v}"
                                     for i, v in values.items()])

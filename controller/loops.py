@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import networkx as nx
@@ -36,6 +37,20 @@ from .connection import PacketIn, SwitchError
 
 if TYPE_CHECKING:
     from .fabric import FabricController
+
+
+class ControlLoop(StrEnum):
+    """The controller's loops (``FabricController.start(loops=...)``, the YAML ``loops``)."""
+
+    FAILURE = "failure"
+    """Probe every link each period; reroute around one that stops answering, and back."""
+    RECONCILE = "reconcile"
+    """Re-program a switch that reconnected (it lost or kept its state)."""
+    WAM = "wam"
+    """Whack-a-Mole: move balls off congested members of each group."""
+
+
+LOOP_NAMES: tuple[str, ...] = tuple(lp.value for lp in ControlLoop)
 
 PROBE_MAGIC = b"P4FP"
 PROBE_UDP_PORT = 0xFAB0
@@ -201,10 +216,10 @@ class ControlLoops:
 
     def tick(self) -> None:
         self.periods += 1
-        if "failure" in self.names:
+        if ControlLoop.FAILURE in self.names:
             self.check_links()
             self.send_probes()
-        if "wam" in self.names:
+        if ControlLoop.WAM in self.names:
             self.wam_step()
 
     # ---- failure -----------------------------------------------------------------------------

@@ -17,11 +17,10 @@ from pathlib import Path
 
 from p4.config.v1 import p4info_pb2
 
+from model.targets import TARGET_NAMES, Target
 from p4switch import device_config, p4info
 
 FABRIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "fabric.p4"
-TARGETS = ("p4switch", "bmv2", "ebpf")
-"""ebpf: p4switch --target ebpf, which takes the same device config (a source bundle)."""
 
 
 @dataclass(frozen=True)
@@ -53,11 +52,11 @@ def p4c_env(p4c: str) -> dict[str, str]:
 def compile_program(target: str = "p4switch", source: str | Path | None = None) -> Program:
     """Compile ``source`` (default p4src/fabric.p4) for ``target``; errors say what failed."""
     src = Path(source) if source is not None else FABRIC_P4
-    if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
+    if target not in TARGET_NAMES:
+        raise ValueError(f"unknown target {target!r} (choose from {', '.join(TARGET_NAMES)})")
     if not src.is_file():
         raise FileNotFoundError(f"{src}: no such P4 program")
-    if target in ("p4switch", "ebpf"):
+    if target in (Target.P4SWITCH, Target.EBPF):
         bundle = device_config.bundle_from_file(src)
         info = p4info.build_p4info(device_config.compile_bundle(bundle))
         return Program(info, bundle.to_bytes(), target, str(src))

@@ -18,20 +18,18 @@ from typing import Any
 
 import yaml
 
+from controller.loops import LOOP_NAMES, ControlLoop
+from model.schemes import SCHEMES, Scheme, scheme_from_name
 from model.spec import FabricSpec, SpecError, fat_tree, leaf_spine
+from model.targets import TARGET_NAMES, Target
 from traffic.schedules import GENERATORS, Schedule, ScheduleError, bsp_training, parse_size
 
 from .dilation import Dim, dim, format_rate, parse_rate
 
 BACKENDS = ("mininet", "sim")
-TARGETS = ("p4switch", "bmv2", "ebpf")
 TOPOLOGIES = ("fattree", "leafspine")
 TRANSPORTS = ("udp", "tcp")
 PLACEMENTS = ("block", "random")
-SCHEME_NAMES = ("ecmp", "flowlet", "random", "rotate", "wam")
-"""The controller's scheme registry names (model.schemes.SCHEMES); checked again against
-the registry itself when it is importable."""
-CONTROL_LOOPS = ("failure", "reconcile", "wam")
 _SCHEDULE_OPTIONS = {"algorithm", "skew", "alpha", "hot", "hot_fraction", "tokens", "seed",
                      "combine"}
 
@@ -112,9 +110,8 @@ class SchemeConfig:
                              f"{topology.hosts_per_leaf}:{topology.uplinks}")
         return out
 
-    def build(self) -> Any:
-        """The controller's Scheme object (imports the controller only when a run needs it)."""
-        from model.schemes import scheme_from_name
+    def build(self) -> Scheme:
+        """The scheme object the controller and the simulator program."""
         return scheme_from_name(self.name, **self.params)
 
 
@@ -272,11 +269,11 @@ class TransportSettings:
 class Parameters:
     """Run-level knobs shared by every workload and scheme."""
 
-    target: str = "p4switch"
+    target: str = Target.P4SWITCH.value
     sample_period_s: float = dim(Dim.TIME, 0.25)
     """How often the sampler reads counters, queues and links during a run."""
     control_period_s: float = dim(Dim.TIME, 0.5)
-    loops: tuple[str, ...] = ("failure", "reconcile")
+    loops: tuple[str, ...] = (ControlLoop.FAILURE.value, ControlLoop.RECONCILE.value)
     settle_s: float = dim(Dim.TIME, 0.3)
     """Pause after a scheme change so in-flight packets of the previous run drain."""
     seed: int = 0
@@ -433,10 +430,6 @@ def _topology(v: Any) -> TopologyConfig:
 
 
 def _registry_names() -> tuple[str, ...]:
-    try:
-        from model.schemes import SCHEMES
-    except ImportError:
-        return SCHEME_NAMES
     return tuple(SCHEMES)
 
 
@@ -669,12 +662,12 @@ def _parameters(v: Any) -> Parameters:
     d = _obj(v, p)
     _keys(d, p, {"target", "sample_period_s", "control_period_s", "loops", "settle_s", "seed",
                  "lock_timeout_s", "start_margin_s", "sim_workers", "tdf", "socket_buffer"})
-    loops = _list(d.get("loops", ["failure", "reconcile"]), _join(p, "loops"))
+    loops = _list(d.get("loops", list(Parameters.loops)), _join(p, "loops"))
     for i, lp in enumerate(loops):
-        if lp not in CONTROL_LOOPS:
+        if lp not in LOOP_NAMES:
             raise ConfigError(f"{p}.loops[{i}]", f"{lp!r} is not one of "
-                              f"{', '.join(CONTROL_LOOPS)}")
-    return Parameters(target=_str(d, "target", p, "p4switch", TARGETS),
+                              f"{', '.join(LOOP_NAMES)}")
+    return Parameters(target=_str(d, "target", p, Target.P4SWITCH.value, TARGET_NAMES),
                       sample_period_s=_num(d, "sample_period_s", p, 0.25, positive=True) or 0.25,
                       control_period_s=_num(d, "control_period_s", p, 0.5, positive=True) or 0.5,
                       loops=tuple(loops), settle_s=_num(d, "settle_s", p, 0.3, lo=0.0) or 0.0,

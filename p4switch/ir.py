@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 # --------------------------------------------------------------------------------------------
@@ -926,12 +927,28 @@ class Control:
     annotations: dict[str, str] = field(default_factory=dict)
 
 
+class BlockRole(StrEnum):
+    """The six blocks of v1model's V1Switch package, in the order its constructor takes them
+    (and packets pass them)."""
+
+    PARSER = "parser"
+    VERIFY_CHECKSUM = "verify_checksum"
+    INGRESS = "ingress"
+    EGRESS = "egress"
+    COMPUTE_CHECKSUM = "compute_checksum"
+    DEPARSER = "deparser"
+
+
+V1SWITCH_ROLES: tuple[str, ...] = tuple(r.value for r in BlockRole)
+"""The roles' names in V1Switch order: the keys of ``Program.package``."""
+
+
 @dataclass
 class Program:
     """A whole v1model program after the front end.
 
-    ``package`` maps the V1Switch roles "parser", "verify_checksum", "ingress", "egress",
-    "compute_checksum", "deparser" to the names of blocks in ``parsers``/``controls``.
+    ``package`` maps the V1Switch roles (``BlockRole``) to the names of blocks in
+    ``parsers``/``controls``.
     ``controller_headers`` maps "packet_in"/"packet_out" to the header types annotated with
     ``@controller_header``. ``digests`` lists the struct types passed to ``digest<T>``.
     ``sources`` maps each file read (after include resolution) to its text, for device configs.
@@ -957,7 +974,7 @@ class Program:
 
     def block(self, role: str) -> Parser | Control:
         name = self.package[role]
-        return self.parsers[name] if role in ("parser",) else self.controls[name]
+        return self.parsers[name] if role == BlockRole.PARSER else self.controls[name]
 
     def all_tables(self) -> list[Table]:
         return [t for c in self.controls.values() for t in c.tables.values()]

@@ -16,9 +16,10 @@ import sys
 import time
 from pathlib import Path
 
+from model.schemes import SCHEMES
 from model.spec import FabricSpec, SpecError, fat_tree, leaf_spine
+from model.targets import TARGET_NAMES, Target
 
-SCHEME_NAMES = ("ecmp", "flowlet", "random", "rotate", "wam")
 PROG = "python -m topo"
 
 
@@ -65,10 +66,10 @@ def parser() -> argparse.ArgumentParser:
                    "`make calibrate` found for this machine, topology and target (so queueing "
                    "happens in the P4 egress queues), unlimited when nothing is calibrated")
     f = p.add_argument_group("fabric")
-    f.add_argument("--target", choices=("p4switch", "bmv2", "ebpf"), default="p4switch",
+    f.add_argument("--target", choices=TARGET_NAMES, default=Target.P4SWITCH.value,
                    help="switch implementation (bmv2 needs simple_switch_grpc and p4c-bm2-ss; "
                    "ebpf: p4switch with the program in the kernel, needs clang and libbpf)")
-    f.add_argument("--scheme", choices=SCHEME_NAMES, default="ecmp",
+    f.add_argument("--scheme", choices=tuple(SCHEMES), default="ecmp",
                    help="initial load-balancing scheme of every group (default ecmp)")
     f.add_argument("--control-period", type=float, default=0.5, metavar="S",
                    help="control loop period in seconds (default 0.5)")

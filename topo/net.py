@@ -16,6 +16,7 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 
 from model.spec import GRPC_BASE_PORT, MAX_PORT, THRIFT_BASE_PORT, FabricSpec
+from model.targets import Target
 
 from .lock import FabricLock
 from .nodes import BMv2Switch, EbpfP4Switch, FabricLink, P4Host, P4Switch, TopoError
@@ -43,7 +44,7 @@ def reserve_switch_ports(spec: FabricSpec) -> None:
     except OSError:
         pass  # not root / no such sysctl: collisions stay possible, start-up reports them
 
-TARGETS = {"p4switch": P4Switch, "bmv2": BMv2Switch, "ebpf": EbpfP4Switch}
+TARGETS = {Target.P4SWITCH: P4Switch, Target.BMV2: BMv2Switch, Target.EBPF: EbpfP4Switch}
 
 
 class FabricNet:
@@ -60,13 +61,13 @@ class FabricNet:
                  socket_buffer: int | None = None) -> None:
         if target not in TARGETS:
             raise TopoError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
-        if target == "bmv2" and (missing := BMv2Switch.missing_tools()):
+        if target == Target.BMV2 and (missing := BMv2Switch.missing_tools()):
             raise TopoError(f"target bmv2 needs {' and '.join(missing)} on PATH "
                             "(bash ../shared/p4tools/install.sh; "
                             "export PATH=/opt/p4tools/bin:$PATH)")
-        if target == "bmv2":
+        if target == Target.BMV2:
             BMv2Switch.p4c_include_env()
-        if target == "ebpf" and (why := EbpfP4Switch.missing()):
+        if target == Target.EBPF and (why := EbpfP4Switch.missing()):
             raise TopoError(f"target ebpf: {why}")
         spec.validate()
         self.spec = spec
@@ -109,7 +110,7 @@ class FabricNet:
         switch_cls = functools.partial(TARGETS[self.target], run_dir=self.run.path,
                                        pcap=self.pcap, log_level=self.log_level,
                                        **({k: v for k, v in self.switch_opts.items() if v}
-                                          if self.target in ("p4switch", "ebpf") else {}))
+                                          if self.target in (Target.P4SWITCH, Target.EBPF) else {}))
         self.net = Mininet(topo=SpecTopo(self.spec), switch=switch_cls, host=P4Host,
                            link=FabricLink, controller=None, build=False, autoSetMacs=False)
         # record what the build creates as it goes: a failure half-way is still undoable

@@ -20,6 +20,7 @@ from mininet.link import Intf, Link, TCIntf
 from mininet.node import Host, Switch
 
 from model.spec import CPU_PORT, PRIORITY_QUEUES, HostSpec, SwitchSpec
+from model.targets import Target
 
 
 class TopoError(RuntimeError):
@@ -189,7 +190,7 @@ class EbpfP4Switch(P4Switch):
         if "--pcap" in cmd:
             i = cmd.index("--pcap")
             del cmd[i:i + 2]
-        return cmd + ["--target", "ebpf"]
+        return cmd + ["--target", Target.EBPF.value]
 
 
 class BMv2Switch(P4Switch):

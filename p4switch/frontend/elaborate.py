@@ -100,7 +100,7 @@ _UNSTRUCTURED_ONLY = {"name", "id", "priority", "brief", "description", "hidden"
                       "controller_header", "match", "defaultonly", "tableonly",
                       "max_group_size", "support_timeout", "field_list"}
 
-V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+V1SWITCH_ROLES = ir.V1SWITCH_ROLES
 
 _BOOL = ir.BoolType()
 _INFINT = ir.InfIntType()

@@ -792,7 +792,6 @@ def _contains_extract(s: ir.Stmt) -> bool:
 # The whole function
 # --------------------------------------------------------------------------------------------
 
-_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 _PREFIX = {"parser": "P", "verify_checksum": "V", "ingress": "I", "egress": "E",
            "compute_checksum": "C", "deparser": "D"}
 
@@ -841,7 +840,7 @@ def _generate(mod: Module, program: ir.Program, facts: _Facts, drop_port: int,
     bodies: dict[str, list[str]] = {}
     paths: list[list[str]] = []
     simple = False
-    for role in _ROLES:
+    for role in ir.V1SWITCH_ROLES:
         block = program.block(role)
         data = [p for p in block.params if not isinstance(p.type, ir.ExternType)]
         roots = dict(zip([p.name for p in data], ("h", "m", SM_ROOT), strict=False))

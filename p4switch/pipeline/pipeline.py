@@ -180,8 +180,7 @@ class Pipeline:
         self.clone_sess: dict[int, tuple[list[Replica], int]] = {}
         self._objs: dict[int, Any] = {}
         prog = program
-        for role in ("parser", "verify_checksum", "ingress", "egress", "compute_checksum",
-                     "deparser"):
+        for role in ir.V1SWITCH_ROLES:
             if role not in prog.package:
                 raise BuildError(f"the V1Switch package has no {role} block")
         for inst in prog.all_instances():
@@ -233,8 +232,7 @@ class Pipeline:
 
         fnames = {}
         gens: list[BlockGen] = []
-        for role in ("parser", "verify_checksum", "ingress", "egress", "compute_checksum",
-                     "deparser"):
+        for role in ir.V1SWITCH_ROLES:
             block = prog.block(role)
             sm_var = None
             if role in ("ingress", "egress", "parser"):

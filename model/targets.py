@@ -1,0 +1,19 @@
+"""The switch implementations a fabric can run fabric.p4 on: the one list ``--target``, the YAML
+``parameters.target``, the controller's program compilation and the Mininet node classes use."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Target(StrEnum):
+    P4SWITCH = "p4switch"
+    """p4fabric's own target (p4switch/): P4Info and a source bundle, compiled in the switch."""
+    BMV2 = "bmv2"
+    """BMv2 simple_switch_grpc: the program compiled by p4c-bm2-ss (JSON + P4Info)."""
+    EBPF = "ebpf"
+    """p4switch --target ebpf: the program in the kernel (tc); the same device config as p4switch."""
+
+
+TARGET_NAMES: tuple[str, ...] = tuple(t.value for t in Target)
+"""The names, in declaration order (``str in Target`` raises TypeError on Python 3.11)."""
