@@ -21,8 +21,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
@@ -114,37 +115,27 @@ class Entities:
         self.state = state
         self.batch = batch
         self.cookie_ops: list[tuple[tuple[str, MatchKey], EntryCookie | None]] = []
-        self._initial_defaults = {
+        self._handlers: dict[str, EntityHandler] = {}
+        self.initial_defaults = {
             t.preamble.id: t.initial_default_action for t in schema.p4info.tables
         }
 
-    # ========================================================================================
-    # Write dispatch
-    # ========================================================================================
+    def handler(self, kind: str | None, verb: str) -> EntityHandler:
+        """The handler of one entity kind (an ``Entity`` oneof name), made once per Entities;
+        UNIMPLEMENTED (``verb`` says for what) for a kind no handler is registered for."""
+        h = self._handlers.get(kind or "")
+        if h is None:
+            cls = HANDLERS.get(kind or "")
+            if cls is None:
+                raise unimplemented(f"{verb} {kind or 'an empty entity'} is not supported")
+            h = self._handlers[kind or ""] = cls(self)
+        return h
 
     def write(self, update: p4runtime_pb2.Update) -> Undo:
         if update.type not in (U.INSERT, U.MODIFY, U.DELETE):
             raise invalid("update type must be INSERT, MODIFY or DELETE")
         kind = update.entity.WhichOneof("entity")
-        handler = {
-            "table_entry": self._write_table_entry,
-            "action_profile_member": self._write_member,
-            "action_profile_group": self._write_group,
-            "counter_entry": self._write_counter,
-            "direct_counter_entry": self._write_direct_counter,
-            "meter_entry": self._write_meter,
-            "direct_meter_entry": self._write_direct_meter,
-            "register_entry": self._write_register,
-            "packet_replication_engine_entry": self._write_pre,
-            "digest_entry": self._write_digest,
-        }.get(kind or "")
-        if handler is None:
-            raise unimplemented(f"writing {kind or 'an empty entity'} is not supported")
-        return handler(update.type, getattr(update.entity, kind))
-
-    # ========================================================================================
-    # Match keys and actions
-    # ========================================================================================
+        return self.handler(kind, "writing").write(update.type, getattr(update.entity, kind))
 
     def decode_match(self, t: TableInfo, fields) -> dict[str, api.MatchValue]:
         out: dict[str, api.MatchValue] = {}
@@ -266,11 +257,7 @@ class Entities:
                 msg.params.add(param_id=pid, value=encode(params.get(pname, 0)))
         return msg
 
-    # ========================================================================================
-    # Table entries
-    # ========================================================================================
-
-    def _find_entry(self, table: str, match, priority: int) -> api.TableEntry | None:
+    def find_entry(self, table: str, match, priority: int) -> api.TableEntry | None:
         return _call(self.pipe.table_get, table, match, priority)
 
     def apply_cookies(self) -> None:
@@ -282,6 +269,69 @@ class Entities:
             else:
                 cookies[key] = cookie
         self.cookie_ops = []
+
+    def read(self, entity: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
+        kind = entity.WhichOneof("entity")
+        return self.handler(kind, "reading").read(getattr(entity, kind))
+
+
+class EntityKind(StrEnum):
+    """The P4Runtime entity kinds (the ``Entity`` message's oneof names) the server handles."""
+
+    TABLE_ENTRY = "table_entry"
+    ACTION_PROFILE_MEMBER = "action_profile_member"
+    ACTION_PROFILE_GROUP = "action_profile_group"
+    COUNTER_ENTRY = "counter_entry"
+    DIRECT_COUNTER_ENTRY = "direct_counter_entry"
+    METER_ENTRY = "meter_entry"
+    DIRECT_METER_ENTRY = "direct_meter_entry"
+    REGISTER_ENTRY = "register_entry"
+    PACKET_REPLICATION_ENGINE_ENTRY = "packet_replication_engine_entry"
+    DIGEST_ENTRY = "digest_entry"
+
+
+class EntityHandler:
+    """Write and read of one entity kind against the pipeline and schema of an ``Entities``
+    (shared: match and action codecs, the batch, the server's cookies). Subclasses register
+    with ``@handles(kind)``; an unregistered kind is UNIMPLEMENTED."""
+
+    kind: ClassVar[EntityKind]
+
+    def __init__(self, ent: Entities) -> None:
+        self.ent = ent
+        self.schema = ent.schema
+        self.pipe = ent.pipe
+        self.state = ent.state
+
+    def write(self, utype: int, msg: Any) -> Undo:
+        raise unimplemented(f"writing {self.kind} is not supported")
+
+    def read(self, msg: Any) -> Iterator[p4runtime_pb2.Entity]:
+        raise unimplemented(f"reading {self.kind} is not supported")
+
+    @staticmethod
+    def _modify_only(utype: int, what: str) -> None:
+        if utype != U.MODIFY:
+            raise invalid(f"{what} entries exist for every index: only MODIFY is valid")
+
+
+HANDLERS: dict[str, type[EntityHandler]] = {}
+"""Entity kind -> its handler class (filled by ``@handles``)."""
+
+
+def handles(kind: EntityKind) -> Callable[[type[EntityHandler]], type[EntityHandler]]:
+    """Register the decorated class as the handler of ``kind``."""
+    def register(cls: type[EntityHandler]) -> type[EntityHandler]:
+        cls.kind = kind
+        HANDLERS[kind] = cls
+        return cls
+    return register
+
+
+@handles(EntityKind.TABLE_ENTRY)
+class TableEntries(EntityHandler):
+    """Table entries: match + priority identify one; default entries are MODIFY only; writes
+    are staged in the Entities' batch when it has one."""
 
     def _direct_counter_data(self, te: p4runtime_pb2.TableEntry, t: TableInfo):
         if te.HasField("counter_data") and not t.direct_counter_id:
@@ -298,7 +348,7 @@ class Entities:
         if t.implementation_id == 0:
             if kind != "action":
                 raise invalid(f"{t.name} is a direct table: it takes an action, not {kind}")
-            entry.action, entry.params = self.decode_action(t, ta.action, default=False)
+            entry.action, entry.params = self.ent.decode_action(t, ta.action, default=False)
             return
         prof = self.schema.profile(t.implementation_id)
         if kind == "action_profile_member_id":
@@ -312,7 +362,7 @@ class Entities:
         else:
             raise invalid(f"{t.name} is an indirect table: it takes a member or group id")
 
-    def _write_table_entry(self, utype: int, te: p4runtime_pb2.TableEntry) -> Undo:
+    def write(self, utype: int, te: p4runtime_pb2.TableEntry) -> Undo:
         t = self.schema.table(te.table_id)
         if te.is_const:
             raise invalid("is_const must be false in a write")
@@ -323,7 +373,7 @@ class Entities:
         if te.is_default_action:
             return self._write_default(utype, t, te)
 
-        match = self.decode_match(t, te.match)
+        match = self.ent.decode_match(t, te.match)
         if t.needs_priority and te.priority <= 0:
             raise invalid(f"{t.name} needs a priority > 0 (it has ternary/range/optional keys)")
         if not t.needs_priority and te.priority != 0:
@@ -335,8 +385,8 @@ class Entities:
         meter = _meter_from(te.meter_config) if te.HasField("meter_config") else None
         ckey = (t.name, match_key(match, te.priority))
         cookie = EntryCookie(te.controller_metadata, te.metadata)
-        if self.batch is not None:
-            self._stage_table_entry(self.batch, utype, t, te, match, meter, ckey, cookie)
+        if self.ent.batch is not None:
+            self._stage_table_entry(self.ent.batch, utype, t, te, match, meter, ckey, cookie)
             return _noop
 
         if utype == U.INSERT:
@@ -352,7 +402,7 @@ class Entities:
                 self.state.cookies.pop(ckey, None)
             return undo_insert
 
-        if not self.want_undo:
+        if not self.ent.want_undo:
             # Fast paths (no lookup of the old entry, which costs a scan of the table): the
             # pipeline identifies the entry by match + priority and refuses const entries.
             if utype == U.DELETE:
@@ -366,7 +416,7 @@ class Entities:
                 self.state.cookies[ckey] = cookie
                 return _noop
 
-        old = self._find_entry(t.name, match, te.priority)
+        old = self.ent.find_entry(t.name, match, te.priority)
         if old is None:
             raise not_found(f"{t.name}: no entry with this match and priority")
         old_cookie = self.state.cookies.get(ckey, EntryCookie())
@@ -414,7 +464,7 @@ class Entities:
             entry = api.TableEntry(match=match, priority=te.priority, meter=meter)
             self._table_action(t, te.action, entry)
             _call(b.add, t.name, entry, counters)
-            self.cookie_ops.append((ckey, cookie))
+            self.ent.cookie_ops.append((ckey, cookie))
             return
         old = _call(b.get, t.name, match, te.priority)
         if old is None:
@@ -428,12 +478,12 @@ class Entities:
                 new.action, new.params = old.action, old.params
                 new.member_id, new.group_id = old.member_id, old.group_id
             _call(b.modify, t.name, new, counters)
-            self.cookie_ops.append((ckey, cookie))
+            self.ent.cookie_ops.append((ckey, cookie))
             return
         if old.is_const:
             raise permission_denied(f"{t.name}: const entries cannot be deleted")
         _call(b.delete, t.name, match, te.priority)
-        self.cookie_ops.append((ckey, None))
+        self.ent.cookie_ops.append((ckey, None))
 
     def _write_entry_counter(self, t: TableInfo, te: p4runtime_pb2.TableEntry,
                              match: dict[str, api.MatchValue],
@@ -462,9 +512,9 @@ class Entities:
         if te.HasField("action"):
             if te.action.WhichOneof("type") != "action":
                 raise invalid(f"{t.name}: the default entry takes an action")
-            name, params = self.decode_action(t, te.action.action, default=True)
+            name, params = self.ent.decode_action(t, te.action.action, default=True)
         else:  # reset to the program's default
-            init = self._initial_defaults.get(t.id)
+            init = self.ent.initial_defaults.get(t.id)
             if init is None or init.action_id == 0:
                 raise invalid(f"{t.name}: no initial default action is known")
             a = self.schema.action(init.action_id)
@@ -478,7 +528,7 @@ class Entities:
             self.pipe.table_set_default(t.name, old.action, dict(old.params))
         return undo
 
-    def read_table_entries(self, te: p4runtime_pb2.TableEntry) -> Iterator[p4runtime_pb2.Entity]:
+    def read(self, te: p4runtime_pb2.TableEntry) -> Iterator[p4runtime_pb2.Entity]:
         if te.table_id == 0:
             tables = list(self.schema.tables.values())
         else:
@@ -488,7 +538,7 @@ class Entities:
             if te.is_default_action:
                 snaps.append((t, _call(self.pipe.table_get_default, t.name)))
             elif te.table_id and len(te.match):
-                match = self.decode_match(t, te.match)
+                match = self.ent.decode_match(t, te.match)
                 try:
                     e = self.pipe.table_get(t.name, match, te.priority)
                 except api.StateError:  # e.g. no priority for a ternary table: matches nothing
@@ -509,7 +559,7 @@ class Entities:
                 out.table_id = t.id
                 out.is_default_action = True
                 if snap.action:
-                    out.action.action.CopyFrom(self.encode_action(snap.action, snap.params))
+                    out.action.action.CopyFrom(self.ent.encode_action(snap.action, snap.params))
                 yield ent
                 continue
             action_filter = 0
@@ -527,13 +577,13 @@ class Entities:
                 ent = p4runtime_pb2.Entity()
                 out = ent.table_entry
                 out.table_id = t.id
-                out.match.extend(self.encode_match(t, e.match))
+                out.match.extend(self.ent.encode_match(t, e.match))
                 out.priority = e.priority
                 out.is_const = e.is_const
                 out.controller_metadata = cookie.controller_metadata
                 out.metadata = cookie.metadata
                 if e.action is not None:
-                    out.action.action.CopyFrom(self.encode_action(e.action, e.params))
+                    out.action.action.CopyFrom(self.ent.encode_action(e.action, e.params))
                     if action_filter and out.action.action.action_id != action_filter:
                         continue
                 elif e.member_id is not None:
@@ -547,10 +597,9 @@ class Entities:
                     _meter_to(e.meter, out.meter_config)
                 yield ent
 
-    # ========================================================================================
-    # Action profiles
-    # ========================================================================================
 
+@handles(EntityKind.ACTION_PROFILE_MEMBER)
+class ActionProfileMembers(EntityHandler):
     def _profile_actions(self, prof_id: int) -> dict[int, int]:
         prof = self.schema.profile(prof_id)
         refs: dict[int, int] = {}
@@ -559,7 +608,7 @@ class Entities:
                 refs.update(self.schema.tables[tid].actions)
         return refs
 
-    def _write_member(self, utype: int, m: p4runtime_pb2.ActionProfileMember) -> Undo:
+    def write(self, utype: int, m: p4runtime_pb2.ActionProfileMember) -> Undo:
         prof = self.schema.profile(m.action_profile_id)
         if m.member_id == 0:
             raise invalid("member_id 0 is reserved")
@@ -568,7 +617,7 @@ class Entities:
 
         def build() -> api.ActionProfileMember:
             refs = {k: SCOPE.TABLE_AND_DEFAULT for k in self._profile_actions(prof.id)}
-            name, params = self.decode_action(None, m.action, default=False, allowed=refs)
+            name, params = self.ent.decode_action(None, m.action, default=False, allowed=refs)
             return api.ActionProfileMember(m.member_id, name, params)
 
         return _write_keyed(utype, f"{prof.name}: no member {m.member_id}", old, build,
@@ -576,7 +625,28 @@ class Entities:
                             partial(self.pipe.act_prof_delete_member, prof.name, m.member_id),
                             partial(self.pipe.act_prof_modify_member, prof.name))
 
-    def _write_group(self, utype: int, g: p4runtime_pb2.ActionProfileGroup) -> Undo:
+    def read(self, m: p4runtime_pb2.ActionProfileMember):
+        profs = ([self.schema.profile(m.action_profile_id)] if m.action_profile_id
+                 else list(self.schema.profiles.values()))
+        return self._encode_members(m, [(p, _call(self.pipe.act_prof_members, p.name))
+                                         for p in profs])
+
+    def _encode_members(self, m: p4runtime_pb2.ActionProfileMember, snaps):
+        for prof, members in snaps:
+            for x in members:
+                if m.member_id and x.member_id != m.member_id:
+                    continue
+                ent = p4runtime_pb2.Entity()
+                out = ent.action_profile_member
+                out.action_profile_id = prof.id
+                out.member_id = x.member_id
+                out.action.CopyFrom(self.ent.encode_action(x.action, x.params))
+                yield ent
+
+
+@handles(EntityKind.ACTION_PROFILE_GROUP)
+class ActionProfileGroups(EntityHandler):
+    def write(self, utype: int, g: p4runtime_pb2.ActionProfileGroup) -> Undo:
         prof = self.schema.profile(g.action_profile_id)
         if not prof.with_selector:
             raise invalid(f"{prof.name} is not an action selector: it has no groups")
@@ -606,25 +676,7 @@ class Entities:
                             partial(self.pipe.act_prof_delete_group, prof.name, g.group_id),
                             partial(self.pipe.act_prof_modify_group, prof.name))
 
-    def read_members(self, m: p4runtime_pb2.ActionProfileMember):
-        profs = ([self.schema.profile(m.action_profile_id)] if m.action_profile_id
-                 else list(self.schema.profiles.values()))
-        return self._encode_members(m, [(p, _call(self.pipe.act_prof_members, p.name))
-                                         for p in profs])
-
-    def _encode_members(self, m: p4runtime_pb2.ActionProfileMember, snaps):
-        for prof, members in snaps:
-            for x in members:
-                if m.member_id and x.member_id != m.member_id:
-                    continue
-                ent = p4runtime_pb2.Entity()
-                out = ent.action_profile_member
-                out.action_profile_id = prof.id
-                out.member_id = x.member_id
-                out.action.CopyFrom(self.encode_action(x.action, x.params))
-                yield ent
-
-    def read_groups(self, g: p4runtime_pb2.ActionProfileGroup):
+    def read(self, g: p4runtime_pb2.ActionProfileGroup):
         profs = ([self.schema.profile(g.action_profile_id)] if g.action_profile_id
                  else [p for p in self.schema.profiles.values() if p.with_selector])
         return self._encode_groups(g, [(p, _call(self.pipe.act_prof_groups, p.name))
@@ -645,14 +697,10 @@ class Entities:
                     out.members.add(member_id=mid, weight=w)
                 yield ent
 
-    # ========================================================================================
-    # Counters, meters, registers
-    # ========================================================================================
 
-    @staticmethod
-    def _modify_only(utype: int, what: str) -> None:
-        if utype != U.MODIFY:
-            raise invalid(f"{what} entries exist for every index: only MODIFY is valid")
+class IndexedArray(EntityHandler):
+    """Counters, meters and registers: one cell per index, MODIFY only; an unset index is every
+    cell."""
 
     @staticmethod
     def _indexes(has: bool, index: int, size: int, what: str) -> range:
@@ -679,13 +727,6 @@ class Entities:
                 write(info.name, i, *(v if isinstance(v, tuple) else (v,)))
         return undo
 
-    def _write_counter(self, utype: int, c: p4runtime_pb2.CounterEntry) -> Undo:
-        self._modify_only(utype, "counter")
-        info = self.schema.counter(c.counter_id)
-        idxs = self._indexes(c.HasField("index"), c.index.index, info.size, info.name)
-        return self._write_cells(info, idxs, self.pipe.counter_read, self.pipe.counter_write,
-                                 (c.data.packet_count, c.data.byte_count))
-
     def _read_cells(self, req, array_id: int, lookup, every: dict, kind: str, value, put):
         """Entities of an indexed array (counter, meter, register): the request names one array
         or all (id 0), one index or every index. ``value(info, i)`` reads a cell now (under
@@ -708,6 +749,10 @@ class Entities:
                 put(out, v)
                 yield ent
 
+
+class DirectResource(EntityHandler):
+    """Direct counters and meters: one cell per table entry, named by the entry's match."""
+
     def _read_direct(self, te: p4runtime_pb2.TableEntry, kind: str, fill):
         """Entities of a direct resource: the request names one table or all that have one (id 0),
         one entry (a match) or every entry; fill(entry, out) sets the entry's data."""
@@ -719,7 +764,7 @@ class Entities:
             if not getattr(t, attr):
                 raise invalid(f"{t.name} has no {what}")
             if te.table_id and len(te.match):
-                e = self._find_entry(t.name, self.decode_match(t, te.match), te.priority)
+                e = self.ent.find_entry(t.name, self.ent.decode_match(t, te.match), te.priority)
                 snaps.append((t, [e] if e is not None else []))
             else:
                 snaps.append((t, _call(self.pipe.table_entries, t.name)))
@@ -731,17 +776,10 @@ class Entities:
                 ent = p4runtime_pb2.Entity()
                 out = getattr(ent, f"{kind}_entry")
                 out.table_entry.table_id = t.id
-                out.table_entry.match.extend(self.encode_match(t, e.match))
+                out.table_entry.match.extend(self.ent.encode_match(t, e.match))
                 out.table_entry.priority = e.priority
                 fill(e, out)
                 yield ent
-
-    def read_counters(self, c: p4runtime_pb2.CounterEntry):
-        def put(out, v):
-            out.data.packet_count, out.data.byte_count = v
-        return self._read_cells(c, c.counter_id, self.schema.counter, self.schema.counters,
-                                "counter", lambda info, i: _call(self.pipe.counter_read,
-                                                                 info.name, i), put)
 
     def _direct_target(self, te: p4runtime_pb2.TableEntry, attr: str, what: str):
         t = self.schema.table(te.table_id)
@@ -749,13 +787,33 @@ class Entities:
             raise invalid(f"{t.name} has no {what}")
         if te.is_default_action:
             raise unimplemented(f"{what} of a default entry is not supported")
-        match = self.decode_match(t, te.match)
-        entry = self._find_entry(t.name, match, te.priority)
+        match = self.ent.decode_match(t, te.match)
+        entry = self.ent.find_entry(t.name, match, te.priority)
         if entry is None:
             raise not_found(f"{t.name}: no entry with this match and priority")
         return t, match, entry
 
-    def _write_direct_counter(self, utype: int, d: p4runtime_pb2.DirectCounterEntry) -> Undo:
+
+@handles(EntityKind.COUNTER_ENTRY)
+class Counters(IndexedArray):
+    def write(self, utype: int, c: p4runtime_pb2.CounterEntry) -> Undo:
+        self._modify_only(utype, "counter")
+        info = self.schema.counter(c.counter_id)
+        idxs = self._indexes(c.HasField("index"), c.index.index, info.size, info.name)
+        return self._write_cells(info, idxs, self.pipe.counter_read, self.pipe.counter_write,
+                                 (c.data.packet_count, c.data.byte_count))
+
+    def read(self, c: p4runtime_pb2.CounterEntry):
+        def put(out, v):
+            out.data.packet_count, out.data.byte_count = v
+        return self._read_cells(c, c.counter_id, self.schema.counter, self.schema.counters,
+                                "counter", lambda info, i: _call(self.pipe.counter_read,
+                                                                 info.name, i), put)
+
+
+@handles(EntityKind.DIRECT_COUNTER_ENTRY)
+class DirectCounters(DirectResource):
+    def write(self, utype: int, d: p4runtime_pb2.DirectCounterEntry) -> Undo:
         self._modify_only(utype, "direct counter")
         t, match, entry = self._direct_target(d.table_entry, "direct_counter_id",
                                               "direct counter")
@@ -765,27 +823,33 @@ class Entities:
         return lambda: self.pipe.direct_counter_write(t.name, match, prio, entry.packets,
                                                       entry.bytes)
 
-    def read_direct_counters(self, d: p4runtime_pb2.DirectCounterEntry):
+    def read(self, d: p4runtime_pb2.DirectCounterEntry):
         def fill(e, out):
             out.data.packet_count = e.packets
             out.data.byte_count = e.bytes
         return self._read_direct(d.table_entry, "direct_counter", fill)
 
-    def _write_meter(self, utype: int, m: p4runtime_pb2.MeterEntry) -> Undo:
+
+@handles(EntityKind.METER_ENTRY)
+class Meters(IndexedArray):
+    def write(self, utype: int, m: p4runtime_pb2.MeterEntry) -> Undo:
         self._modify_only(utype, "meter")
         info = self.schema.meter(m.meter_id)
         idxs = self._indexes(m.HasField("index"), m.index.index, info.size, info.name)
         cfg = _meter_from(m.config) if m.HasField("config") else None
         return self._write_cells(info, idxs, self.pipe.meter_get, self.pipe.meter_set, (cfg,))
 
-    def read_meters(self, m: p4runtime_pb2.MeterEntry):
+    def read(self, m: p4runtime_pb2.MeterEntry):
         def put(out, cfg):
             if cfg is not None:
                 _meter_to(cfg, out.config)
         return self._read_cells(m, m.meter_id, self.schema.meter, self.schema.meters, "meter",
                                 lambda info, i: _call(self.pipe.meter_get, info.name, i), put)
 
-    def _write_direct_meter(self, utype: int, d: p4runtime_pb2.DirectMeterEntry) -> Undo:
+
+@handles(EntityKind.DIRECT_METER_ENTRY)
+class DirectMeters(DirectResource):
+    def write(self, utype: int, d: p4runtime_pb2.DirectMeterEntry) -> Undo:
         self._modify_only(utype, "direct meter")
         t, _, entry = self._direct_target(d.table_entry, "direct_meter_id", "direct meter")
         new = copy.deepcopy(entry)
@@ -793,13 +857,16 @@ class Entities:
         _call(self.pipe.table_modify, t.name, new)
         return lambda: self.pipe.table_modify(t.name, entry)
 
-    def read_direct_meters(self, d: p4runtime_pb2.DirectMeterEntry):
+    def read(self, d: p4runtime_pb2.DirectMeterEntry):
         def fill(e, out):
             if e.meter is not None:
                 _meter_to(e.meter, out.config)
         return self._read_direct(d.table_entry, "direct_meter", fill)
 
-    def _write_register(self, utype: int, r: p4runtime_pb2.RegisterEntry) -> Undo:
+
+@handles(EntityKind.REGISTER_ENTRY)
+class Registers(IndexedArray):
+    def write(self, utype: int, r: p4runtime_pb2.RegisterEntry) -> Undo:
         self._modify_only(utype, "register")
         info = self.schema.register(r.register_id)
         idxs = self._indexes(r.HasField("index"), r.index.index, info.size, info.name)
@@ -815,16 +882,17 @@ class Entities:
         return self._write_cells(info, idxs, self.pipe.register_read, self.pipe.register_write,
                                  (value,))
 
-    def read_registers(self, r: p4runtime_pb2.RegisterEntry):
+    def read(self, r: p4runtime_pb2.RegisterEntry):
         def put(out, v):
             out.data.bitstring = encode(v)
         return self._read_cells(r, r.register_id, self.schema.register, self.schema.registers,
                                 "register", lambda info, i: _call(self.pipe.register_read,
                                                                   info.name, i), put)
 
-    # ========================================================================================
-    # Packet replication engine
-    # ========================================================================================
+
+@handles(EntityKind.PACKET_REPLICATION_ENGINE_ENTRY)
+class ReplicationEngine(EntityHandler):
+    """Multicast groups and clone sessions."""
 
     @staticmethod
     def _replicas(replicas) -> list[api.Replica]:
@@ -843,7 +911,7 @@ class Entities:
             out.append(api.Replica(port, r.instance))
         return out
 
-    def _write_pre(self, utype: int, pre: p4runtime_pb2.PacketReplicationEngineEntry) -> Undo:
+    def write(self, utype: int, pre: p4runtime_pb2.PacketReplicationEngineEntry) -> Undo:
         kind = pre.WhichOneof("type")
         if kind == "multicast_group_entry":
             g = pre.multicast_group_entry
@@ -903,7 +971,7 @@ class Entities:
                 yield ent
         return encode_all()
 
-    def read_pre(self, pre: p4runtime_pb2.PacketReplicationEngineEntry):
+    def read(self, pre: p4runtime_pb2.PacketReplicationEngineEntry):
         kind = pre.WhichOneof("type")
         if kind == "multicast_group_entry":
             return self._read_replicas(
@@ -916,11 +984,12 @@ class Entities:
         raise invalid("read of a packet replication entry needs a multicast group or "
                       "clone session")
 
-    # ========================================================================================
-    # Digests (configuration lives in the server: the pipeline just reports digest calls)
-    # ========================================================================================
 
-    def _write_digest(self, utype: int, d: p4runtime_pb2.DigestEntry) -> Undo:
+@handles(EntityKind.DIGEST_ENTRY)
+class Digests(EntityHandler):
+    """Digest configuration: it lives in the server (the pipeline just reports digest calls)."""
+
+    def write(self, utype: int, d: p4runtime_pb2.DigestEntry) -> Undo:
         self.schema.digest(d.digest_id)
         configs = self.state.digest_configs
         old = configs.get(d.digest_id)
@@ -940,7 +1009,7 @@ class Entities:
                 configs[d.digest_id] = old
         return undo
 
-    def read_digests(self, d: p4runtime_pb2.DigestEntry):
+    def read(self, d: p4runtime_pb2.DigestEntry):
         if d.digest_id:
             self.schema.digest(d.digest_id)
         return self._encode_digests(d, sorted(self.state.digest_configs.items()))
@@ -954,28 +1023,6 @@ class Entities:
             ent.digest_entry.digest_id = did
             ent.digest_entry.config.CopyFrom(cfg)
             yield ent
-
-    # ========================================================================================
-    # Read dispatch
-    # ========================================================================================
-
-    def read(self, entity: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
-        kind = entity.WhichOneof("entity")
-        reader = {
-            "table_entry": self.read_table_entries,
-            "action_profile_member": self.read_members,
-            "action_profile_group": self.read_groups,
-            "counter_entry": self.read_counters,
-            "direct_counter_entry": self.read_direct_counters,
-            "meter_entry": self.read_meters,
-            "direct_meter_entry": self.read_direct_meters,
-            "register_entry": self.read_registers,
-            "packet_replication_engine_entry": self.read_pre,
-            "digest_entry": self.read_digests,
-        }.get(kind or "")
-        if reader is None:
-            raise unimplemented(f"reading {kind or 'an empty entity'} is not supported")
-        return reader(getattr(entity, kind))
 
 
 def _meter_from(cfg: p4runtime_pb2.MeterConfig) -> api.MeterConfig:

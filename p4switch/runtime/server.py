@@ -27,7 +27,7 @@ from p4.v1 import p4data_pb2, p4runtime_pb2, p4runtime_pb2_grpc
 from p4switch import bmv2json, device_config, ir, pi_device_config
 from p4switch.p4info import P4InfoError, build_p4info
 from p4switch.pipeline import api
-from p4switch.runtime.entities import Entities, ServerState
+from p4switch.runtime.entities import Entities, EntityKind, ServerState
 from p4switch.runtime.errors import (
     P4RTError,
     abort,
@@ -635,7 +635,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 def _stageable(upd: p4runtime_pb2.Update) -> bool:
     """Updates a pipeline TableBatch can stage: entries of match tables (not default entries,
     not other entities, whose writes are applied under the lock with an undo)."""
-    return (upd.entity.WhichOneof("entity") == "table_entry"
+    return (upd.entity.WhichOneof("entity") == EntityKind.TABLE_ENTRY
             and not upd.entity.table_entry.is_default_action)
 
 
