@@ -46,6 +46,7 @@ from model.schemes import Ecmp, GroupContext, Scheme, WhackAMole, scheme_from_na
 from p4switch.frontend import compile_file
 from p4switch.pipeline import Pipeline
 from p4switch.pipeline.api import LpmMatch, TableEntry
+from p4switch.pipeline.hashes import csum16
 
 FABRIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "fabric.p4"
 SCHEMES = tuple(SCHEME_REGISTRY)  # ecmp, flowlet, random, rotate, wam
@@ -57,19 +58,13 @@ DST_PREFIX = 0x0A020000  # 10.2.0.0/16 -> the group
 
 
 # ---- packets ---------------------------------------------------------------------------------
-def _csum16(data: bytes) -> int:
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
 
 def udp_frame(src: int, dst: int, sport: int, dport: int, payload: int = 64) -> bytes:
     """Ethernet/IPv4/UDP (RoCEv2 port by default) with a correct IPv4 checksum, UDP csum 0."""
     body = bytes(payload)
     l4 = struct.pack("!HHHH", sport, dport, 8 + len(body), 0)
     ip = struct.pack("!BBHHHBBHII", 0x45, 2, 20 + len(l4) + len(body), 0, 0, 64, 17, 0, src, dst)
-    ip = ip[:10] + struct.pack("!H", _csum16(ip)) + ip[12:]
+    ip = ip[:10] + struct.pack("!H", csum16(ip)) + ip[12:]
     return bytes.fromhex("020000000001020000000002" "0800") + ip + l4 + body
 
 

@@ -32,6 +32,7 @@ import networkx as nx
 from model.routing import PROBE_IP
 from model.schemes import WhackAMole
 from model.spec import LinkSpec, mac_int
+from p4switch.pipeline.hashes import csum16
 
 from .connection import PacketIn, SwitchError
 
@@ -59,12 +60,6 @@ _PROBE = struct.Struct("!4sHHI")  # magic, device id, port, sequence
 
 
 # ---- probes ----------------------------------------------------------------------------------
-def _csum16(data: bytes) -> int:
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
 
 def _ip4(text: str) -> int:
     a, b, c, d = (int(x) for x in text.split("."))
@@ -77,7 +72,7 @@ def probe_frame(device_id: int, port: int, seq: int, smac: str) -> bytes:
     udp = struct.pack("!HHHH", PROBE_UDP_PORT, PROBE_UDP_PORT, 8 + len(payload), 0)
     ip = struct.pack("!BBHHHBBHII", 0x45, 0, 20 + len(udp) + len(payload), 0, 0, 64, 17, 0,
                      _ip4(PROBE_SRC_IP), _ip4(PROBE_IP))
-    ip = ip[:10] + struct.pack("!H", _csum16(ip)) + ip[12:]
+    ip = ip[:10] + struct.pack("!H", csum16(ip)) + ip[12:]
     eth = b"\xff" * 6 + mac_int(smac).to_bytes(6, "big") + b"\x08\x00"
     return eth + ip + udp + payload
 

@@ -19,6 +19,7 @@ import functools
 import struct
 
 from model.spec import mac_int
+from p4switch.pipeline.hashes import csum16_int
 from traffic.packet import ACK, F_ACK, F_NACK, HDR, ROCEV2_PORT, VERSION
 
 ETH_IP_UDP = 14 + 20 + 8
@@ -52,12 +53,6 @@ def _mac_bytes(text: str) -> bytes:
     return mac_int(text).to_bytes(6, "big")
 
 
-def _csum16(words_sum: int) -> int:
-    while words_sum >> 16:
-        words_sum = (words_sum & 0xFFFF) + (words_sum >> 16)
-    return ~words_sum & 0xFFFF
-
-
 def l2l3_header(src_mac: str, dst_mac: str, src_ip: str, dst_ip: str, sport: int, dport: int,
                 payload_len: int, tos: int = 0) -> bytes:
     """Ethernet + IPv4 (DF, TTL 64, id 1, correct checksum) + UDP (checksum 0) for a UDP
@@ -66,7 +61,7 @@ def l2l3_header(src_mac: str, dst_mac: str, src_ip: str, dst_ip: str, sport: int
     total = 20 + 8 + payload_len
     s = (0x4500 | tos) + total + _IP_ID + _IP_DF + ((_TTL << 8) | _UDP_PROTO)
     s += (src >> 16) + (src & 0xFFFF) + (dst >> 16) + (dst & 0xFFFF)
-    ip = _IP.pack(0x45, tos, total, _IP_ID, _IP_DF, _TTL, _UDP_PROTO, _csum16(s), src, dst)
+    ip = _IP.pack(0x45, tos, total, _IP_ID, _IP_DF, _TTL, _UDP_PROTO, csum16_int(s), src, dst)
     eth = _ETH.pack(_mac_bytes(dst_mac), _mac_bytes(src_mac), 0x0800)
     return eth + ip + _UDP.pack(sport, dport, 8 + payload_len, 0)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from p4switch import ir
 from p4switch.frontend import compile_file
+from p4switch.pipeline.hashes import csum16
 
 FABRIC_P4 = Path(__file__).resolve().parents[2] / "p4src" / "fabric.p4"
 
@@ -18,12 +19,6 @@ def fabric_program() -> ir.Program:
     return compile_file(str(FABRIC_P4))
 
 
-def _csum16(data: bytes) -> int:
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
 
 def udp_frame(src: str, dst: str, sport: int, dport: int, smac: str, dmac: str,
               payload: bytes = b"x" * 16, ttl: int = 64) -> bytes:
@@ -31,6 +26,6 @@ def udp_frame(src: str, dst: str, sport: int, dport: int, smac: str, dmac: str,
     l4 = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0)
     hdr = struct.pack("!BBHHHBBHII", 0x45, 0, 20 + len(l4) + len(payload), 0, 0, ttl, 17, 0,
                       int(ipaddress.IPv4Address(src)), int(ipaddress.IPv4Address(dst)))
-    hdr = hdr[:10] + struct.pack("!H", _csum16(hdr)) + hdr[12:]
+    hdr = hdr[:10] + struct.pack("!H", csum16(hdr)) + hdr[12:]
     mac = bytes.fromhex(dmac.replace(":", "")) + bytes.fromhex(smac.replace(":", ""))
     return mac + b"\x08\x00" + hdr + l4 + payload

@@ -42,6 +42,7 @@ from p4switch.pipeline.api import (
     QueueingMetadata,
     TableEntry,
 )
+from p4switch.pipeline.hashes import csum16
 
 FABRIC_P4 = Path(__file__).resolve().parents[2] / "p4src" / "fabric.p4"
 
@@ -97,12 +98,6 @@ def tcp_pkt(src: str = "10.1.0.1", dst: str = "10.2.0.1", sport: int = 1000, dpo
                  / payload)
 
 
-def _csum16(data: bytes) -> int:
-    total = sum(struct.unpack(f">{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
 
 _ETH = bytes.fromhex("000000000001" "0000000000aa" "0800")
 
@@ -118,7 +113,7 @@ def fast_pkt(src: int, dst: int, sport: int = 1000, dport: int = 4791, proto: in
         l4 = struct.pack(">HHHH", sport, dport, 8 + len(payload), 0)
     total = 20 + len(l4) + len(payload)
     hdr = struct.pack(">BBHHHBBHII", 0x45, 0, total, 1, 0, ttl, proto, 0, src, dst)
-    hdr = hdr[:10] + struct.pack(">H", _csum16(hdr)) + hdr[12:]
+    hdr = hdr[:10] + struct.pack(">H", csum16(hdr)) + hdr[12:]
     return _ETH + hdr + l4 + payload
 
 
