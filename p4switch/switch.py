@@ -52,7 +52,6 @@ from typing import Any
 from p4switch import ir
 from p4switch.hidden import LogHistogram
 from p4switch.pipeline import api
-from p4switch.pipeline.api import QueueingMetadata
 from p4switch.ports import MIN_FRAME, MemoryPort, PcapNaming, Port, PortStats, RawPort
 from p4switch.queues import DEFAULT_QUEUE_DEPTH, EgressQueues, QueueStats, ServiceRate
 
@@ -565,7 +564,7 @@ class Switch:
         frames run inline: the pipeline's fast path (this function's loop; the common
         one-output results, plain tuples, are collected and sent together by ``_send_outputs``
         after the batch, or before a result that needs the slow path: outputs leave in the order
-        of their frames), else its ``process``. Otherwise: ingress → queue → egress (``_run_queued``).
+        of their frames), else its ``process``. Otherwise: ingress → queue → egress (``_handle_ingress``).
         """
         st = port.stats
         k = len(frames)
@@ -590,37 +589,61 @@ class Switch:
         if pipeline is None:
             self.counters.no_program += len(frames)
             return
-        fast = self._inline_fast
-        if fast is None or self.queues.backlogged:
+        # the variant, chosen once per batch: (the pipeline call, what to do with its result)
+        call: Callable[..., Any] | None = self._inline_fast
+        handle = self._handle_full
+        if call is None or self.queues.backlogged:
             if self._inline and not self.queues.backlogged and hasattr(pipeline, "process"):
-                self._run_process(port, frames, pipeline.process)
+                call = pipeline.process
             else:
-                self._run_queued(port, frames, pipeline)
-            return
+                call, handle = pipeline.ingress, self._handle_ingress
         number = port.number
         t0 = self._t0_ns
         outs: list[tuple[int, bytes]] = []
         keep = outs.append
         for data in frames:
+            now = (_monotonic_ns() - t0) // 1000
             try:
-                r = fast(data, number, (_monotonic_ns() - t0) // 1000)
+                r = call(data, number, now)
             except Exception:
                 self._pipeline_raised(st, number)
                 continue
-            if r.__class__ is tuple:
+            if r.__class__ is tuple:  # the fast path's one-output result: sent with the batch
                 keep(r)
-            elif isinstance(r, api.Drop):
-                self._count_drop(r, st)
-            else:  # a full result: several outputs, digests, logs, ...
-                if outs:  # what came before goes out first
-                    self._send_outputs(outs)
-                    outs.clear()
-                if r.drops or r.digests or r.logs:
-                    self._result_extras(r, st)
-                for o in r.outputs:
-                    self._out_slow(o.port, o.data)
+            else:
+                handle(r, st, now, outs)
         if outs:
             self._send_outputs(outs)
+
+    def _handle_full(self, r: Any, st: PortStats, now: int,
+                     outs: list[tuple[int, bytes]]) -> None:
+        """A ``Drop`` or a whole ``ProcessResult`` (of ``process``, or of the fast path: several
+        outputs, digests, logs, ...): the outputs leave now, after those of the batch so far."""
+        if isinstance(r, api.Drop):
+            self._count_drop(r, st)
+            return
+        if outs:  # what came before goes out first
+            self._send_outputs(outs)
+            outs.clear()
+        if r.drops or r.digests or r.logs:
+            self._result_extras(r, st)
+        for o in r.outputs:
+            self._out_slow(o.port, o.data)
+
+    def _handle_ingress(self, res: Any, st: PortStats, now: int,
+                        outs: list[tuple[int, bytes]]) -> None:
+        """An ``IngressResult`` (the general path): each job passes its egress queue at once
+        when the queue is idle (``EgressQueue.pass_through``), else waits in it."""
+        if res.drops or res.digests or res.logs:
+            self._result_extras(res, st)
+        qget = self.queues.queues.get
+        for job in res.jobs:
+            q = qget(job.egress_port)
+            qm = q.pass_through(job, now) if q is not None and not job.priority else None
+            if qm is not None:
+                self._egress(job, now, qm)
+            else:
+                self._enqueue(job, now)
 
     def _send_outputs(self, outs: list[tuple[int, bytes]]) -> None:
         """Transmit the one-output results of a batch, in order (lock held): each with its
@@ -677,24 +700,6 @@ class Switch:
                 ok.append(data)
         return ok
 
-    def _run_process(self, port: Port, frames: list[bytes], process: Callable[..., Any]) -> None:
-        """Inline path through ``pipeline.process`` (a pipeline without a fast path)."""
-        st = port.stats
-        number = port.number
-        monotonic_ns = time.monotonic_ns
-        t0 = self._t0_ns
-        out_slow = self._out_slow
-        for data in frames:
-            try:
-                res = process(data, number, (monotonic_ns() - t0) // 1000)
-            except Exception:
-                self._pipeline_raised(st, number)
-                continue
-            if res.drops or res.digests or res.logs:
-                self._result_extras(res, st)
-            for out in res.outputs:
-                out_slow(out.port, out.data)
-
     def _out_slow(self, port: int, data: bytes) -> None:
         """One inline output, counted on its own: it passes the port's (unlimited) queue."""
         qs = self.queues.get(port).stats
@@ -703,37 +708,6 @@ class Switch:
         if not qs.max_depth_seen:
             qs.max_depth_seen = 1
         self._transmit(port, data)
-
-    def _run_queued(self, port: Port, frames: list[bytes], pipeline: Any) -> None:
-        """The general path: ingress → egress queue → (now or when due) egress → send."""
-        st = port.stats
-        number = port.number
-        ingress = pipeline.ingress
-        monotonic_ns = time.monotonic_ns
-        t0 = self._t0_ns
-        qget = self.queues.queues.get
-        egress = self._egress
-        for data in frames:
-            now = (monotonic_ns() - t0) // 1000
-            try:
-                res = ingress(data, number, now)
-            except Exception:
-                self._pipeline_raised(st, number)
-                continue
-            if res.drops or res.digests or res.logs:
-                self._result_extras(res, st)
-            for job in res.jobs:
-                q = qget(job.egress_port)
-                if (q is not None and not q._paced and not q._fifo and not q._n_higher
-                        and not job.priority):
-                    qs = q.stats  # fast path of EgressQueue.pass_through, inlined
-                    qs.enqueued += 1
-                    qs.dequeued += 1
-                    if not qs.max_depth_seen:
-                        qs.max_depth_seen = 1
-                    egress(job, now, QueueingMetadata(now))
-                else:
-                    self._enqueue(job, now)
 
     def _drain_injected(self) -> None:
         inject = self._inject
