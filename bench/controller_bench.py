@@ -15,30 +15,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import random
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from controller.fabric import FabricController
-from model.spec import FabricSpec, fat_tree, leaf_spine
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from controller.fabric import FabricController  # noqa: E402
+from model.spec import FabricSpec, fat_tree, leaf_spine  # noqa: E402
+from tests.netutil import free_port  # noqa: E402
 
 P4SWITCH = Path(sys.executable).with_name("p4switch")
 
 
-def _free_port() -> int:
-    """A loopback TCP port that is free now, outside the kernel's ephemeral range (32768+),
-    where fabrics of other runs sit at fixed ports (50000 + device id)."""
-    while True:
-        port = random.randrange(20000, 30000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
 
 
 def _listening(addr: str) -> bool:
@@ -53,7 +44,7 @@ def _listening(addr: str) -> bool:
 def relocate(spec: FabricSpec) -> FabricSpec:
     out = dataclasses.replace(spec, switches=dict(spec.switches))
     for n, sw in spec.switches.items():
-        out.switches[n] = dataclasses.replace(sw, grpc_port=_free_port())
+        out.switches[n] = dataclasses.replace(sw, grpc_port=free_port())
     return out
 
 

@@ -35,7 +35,6 @@ import json
 import os
 import re
 import select
-import socket
 import sys
 import tempfile
 import time
@@ -47,6 +46,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "runtime"))
 
 import switch_bench as sb  # noqa: E402  (roles, Child, the fabric program's path)
+
+from tests.netutil import free_port  # noqa: E402
 
 PY = sys.executable
 DEVICE_ID = 1
@@ -101,10 +102,6 @@ def role_gapsink(ifname: str, idle: float, max_seconds: float, min_gap: float) -
 # --------------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def lock_held_ms(sw: sb.Child, since: int, timeout: float = 2.0) -> tuple[float, float] | None:

@@ -6,8 +6,6 @@ port, so a FabricController drives it exactly as it drives a Mininet fabric."""
 from __future__ import annotations
 
 import dataclasses
-import random
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -15,19 +13,7 @@ from model.spec import PRIORITY_QUEUES, FabricSpec
 from p4switch.ports import MemoryPort
 from p4switch.runtime import start_server
 from p4switch.switch import Switch
-
-
-def free_port() -> int:
-    """A loopback TCP port that is free now, outside the kernel's ephemeral range (32768+),
-    where fabrics of other runs sit at fixed ports (50000 + device id)."""
-    while True:
-        port = random.randrange(20000, 30000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
+from tests.netutil import free_port
 
 
 @dataclasses.dataclass

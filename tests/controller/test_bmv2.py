@@ -11,10 +11,11 @@ import subprocess
 import time
 
 import pytest
-from inproc_fabric import _relocated, free_port
+from inproc_fabric import _relocated
 
 from controller.fabric import FabricController
 from model.spec import PRIORITY_QUEUES, leaf_spine
+from tests.netutil import free_port
 
 MISSING = [t for t in ("simple_switch_grpc", "p4c-bm2-ss") if shutil.which(t) is None]
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not on PATH "

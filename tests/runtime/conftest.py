@@ -3,7 +3,6 @@ the sample program's P4Info/device-config files, and a small raw-protobuf client
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from runtime_fakes import FakePipeline
 from p4switch import device_config, p4info
 from p4switch.runtime import start_server
 from p4switch.switch import Switch
+from tests.netutil import free_port
 
 CPU_PORT = 64
 DEVICE_ID = 1
@@ -36,10 +36,6 @@ def fake_compiler(bundle: device_config.Bundle):
     return sample_ir.build()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 

@@ -122,12 +122,11 @@ def test_registers_read_write_on_the_real_pipeline(fabric):
 def test_switch_started_with_a_program_serves_it_without_a_push(tmp_path):
     """What `p4switch fabric.p4` does: the program is loaded before the server starts; a client
     connects, fetches the P4Info and a device config that compiles back to the same P4Info."""
-    from conftest import free_port
-
     from p4switch import device_config
     from p4switch.frontend import compile_file
     from p4switch.runtime import start_server
     from p4switch.switch import Switch
+    from tests.netutil import free_port
 
     sw = Switch(device_id=3, cpu_port=CPU)
     sw.load_program(compile_file(str(FABRIC)))

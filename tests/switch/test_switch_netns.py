@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +18,8 @@ from pathlib import Path
 import pytest
 from switch_netns import Topo, recv_all
 
+from tests.netutil import free_port
+
 pytestmark = pytest.mark.root
 
 HERE = Path(__file__).resolve().parent
@@ -26,10 +27,6 @@ IPV4_P4 = HERE / "p4" / "ipv4.p4"
 ROUTER_MAC = "02:00:00:00:00:fe"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
