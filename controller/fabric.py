@@ -1,4 +1,4 @@
-"""FabricController: the API experiment scripts use (docs/fabric.md, FABRIC_API.md).
+"""FabricController: the API experiment scripts use (docs/fabric.md).
 
 It owns every table entry of every switch. The desired state is a pure function of (spec,
 scheme choices, weights, failed links) computed by ``model.routing``; the controller keeps

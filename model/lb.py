@@ -5,7 +5,7 @@ program chooses, so tests can check the program on p4switch (and BMv2) packet by
 benchmark can study the schemes without a switch. It follows the P4 line by line; the constants
 mirror p4src/include/defines.p4 and must change with it.
 
-Hash conventions (v1model/BMv2, see shared DESIGN.md): the data fields are concatenated bit-wise
+Hash conventions (v1model/BMv2, docs/architecture.md and p4src/README.md): the data fields are concatenated bit-wise
 MSB-first and zero-padded to a whole byte at the end; ``hash(out, algo, base, data, max)`` gives
 ``base + H mod max``; crc16 is CRC-16/ARC and crc32 the IEEE CRC-32.
 """

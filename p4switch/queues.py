@@ -32,7 +32,7 @@ the flag then behaves as one FIFO, and the inline path, which has no queues to l
 not drop by queue count anyway. Why priorities at all: a fabric's liveness probes wait behind
 the same full queue as data and are tail-dropped with it; in their own FIFO they get through.
 
-Nothing here reads a clock or does I/O: time is an argument (DESIGN.md: the switch owns the clock).
+Nothing here reads a clock or does I/O: time is an argument (docs/architecture.md: the switch owns the clock).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from p4switch.pipeline.api import EgressJob, QueueingMetadata
 
 DEFAULT_QUEUE_DEPTH = 64
-"""Packets per port (DESIGN.md; BMv2's default too); per FIFO when a port has priorities."""
+"""Packets per port (docs/architecture.md; BMv2's default too); per FIFO when a port has priorities."""
 MAX_PRIORITIES = 8
 """standard_metadata.priority is 3 bits wide: at most 8 strict-priority FIFOs per port."""
 

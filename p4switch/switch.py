@@ -18,7 +18,7 @@ reads each ready port until EAGAIN (at most ``BATCH`` frames), and runs the batc
   times at 100 Mbps) with the loop thread's timer slack cut to 1 µs (the default 50 µs is 40 %
   of a frame time at 100 Mbps): departures are late by tens of µs, not by a millisecond.
 
-Concurrency rule (DESIGN.md: the pipeline is not thread-safe): ``Switch.lock`` is held around
+Concurrency rule (docs/architecture.md: the pipeline is not thread-safe): ``Switch.lock`` is held around
 every pipeline call and every queue operation by the loop, and by the P4Runtime server around each
 state operation or Write batch, so a Write is applied atomically with respect to packets. The loop
 takes it once per batch (at most ``BATCH`` frames of one port; the socket reads happen outside

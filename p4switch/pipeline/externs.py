@@ -15,7 +15,7 @@ GREEN, YELLOW, RED = 0, 1, 2  # v1model MeterColor encoding (BMv2: green 0, yell
 
 class RegisterArray:
     """``register<T>(size)``. Out-of-range ``read`` gives 0 and out-of-range ``write`` is
-    ignored (DESIGN.md; BMv2 instead leaves the read destination unchanged and logs an error)."""
+    ignored (docs/architecture.md; BMv2 instead leaves the read destination unchanged and logs an error)."""
 
     def __init__(self, inst: ir.ExternInstance, size: int, width: int) -> None:
         self.inst = inst

@@ -2,7 +2,7 @@
 
 Each declaration says what an extern is at run time (its state object), what code each call
 of it compiles to, whether the fused path can run it, and where P4Info lists it. The semantics
-are those documented in DESIGN.md and BMv2's simple_switch: out-of-range register, counter and
+are those documented in docs/architecture.md and BMv2's simple_switch: out-of-range register, counter and
 meter indexes do nothing (a register read gives 0), ``direct_counter.count()`` is a no-op (the
 table counts on a hit), clone/resubmit/recirculate/digest/log_msg need the general driver.
 """
