@@ -60,10 +60,12 @@ experiment: setup
 
 test: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 fidelity: setup
 	$(if $(filter 0,$(shell id -u)),,$(error make fidelity needs root (a Mininet fabric): sudo make fidelity))

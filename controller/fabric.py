@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 
@@ -35,12 +36,14 @@ from model.routing import (
 from model.schemes import Scheme, scheme_from_name
 from model.spec import FabricSpec
 from model.targets import TARGET_NAMES, Target
+from p4switch.pipeline.api import ExactMatch, LpmMatch
 
 from .connection import PacketIn, SwitchConnection, SwitchError
 from .loops import LOOP_NAMES, ControlLoop, ControlLoops
 from .p4rt_codec import P4Schema
 from .program import Program, compile_program
 
+_T = TypeVar("_T")
 PORT_COUNTERS = ("MyIngress.port_rx_ctr", "MyEgress.port_tx_ctr")
 DROP_CTR = "MyIngress.drop_ctr"
 MEMBER_CTR = "MyIngress.lb_member_ctr"
@@ -81,7 +84,7 @@ class FabricController:
             raise ValueError("probe_miss_periods must be >= 1")
         self.spec = spec
         self.target = target
-        self._program_arg = program
+        self._program_source = None if isinstance(program, Program) else program
         self.program: Program | None = program if isinstance(program, Program) else None
         self.schema: P4Schema | None = None
         self.control_period = control_period
@@ -110,7 +113,7 @@ class FabricController:
         self._sw_locks = {s: threading.Lock() for s in spec.switches}
         self._pool = ThreadPoolExecutor(max_workers=min(32, max(4, len(spec.switches))),
                                         thread_name_prefix="fabric")
-        self.loops = None  # controller.loops.ControlLoops once started
+        self.loops: ControlLoops | None = None  # once started
         self.loop_names: tuple[str, ...] = ()
         self.packet_in_handlers: list[Callable[[PacketIn], None]] = []
 
@@ -133,10 +136,11 @@ class FabricController:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _map(self, fn: Callable[[str], object], switches: Iterable[str]) -> dict[str, object]:
+    def _map(self, fn: Callable[[str], _T], switches: Iterable[str]) -> dict[str, _T]:
         """Run fn per switch in parallel; re-raise the first error (naming its switch)."""
         futs = {s: self._pool.submit(fn, s) for s in switches}
-        out, errors = {}, []
+        out: dict[str, _T] = {}
+        errors: list[Exception] = []
         for s, f in futs.items():
             try:
                 out[s] = f.result()
@@ -165,7 +169,7 @@ class FabricController:
         self.loop_names = tuple(loops)
         t0 = time.perf_counter()
         if self.program is None:
-            self.program = compile_program(self.target, self._program_arg)  # type: ignore[arg-type]
+            self.program = compile_program(self.target, self._program_source)
         self.schema = P4Schema(self.program.p4info)
         t1 = time.perf_counter()
         self.entries = self._compute()
@@ -203,8 +207,9 @@ class FabricController:
                    f"kept their pipeline), {n} entries, scheme {self.scheme.name}, "
                    f"in {t3 - t0:.2f} s")
         if any(n in loops for n in (ControlLoop.FAILURE, ControlLoop.WAM)):
-            self.loops = ControlLoops(self, [n for n in loops if n != ControlLoop.RECONCILE])
-            self.loops.start()
+            self.loops = loops_ = ControlLoops(self, [n for n in loops
+                                                      if n != ControlLoop.RECONCILE])
+            loops_.start()
         return self
 
     def stop(self) -> None:
@@ -318,7 +323,7 @@ class FabricController:
                 self.group_schemes[group] = s
             else:
                 self._check_group(*group)
-                self.group_schemes[tuple(group)] = s  # type: ignore[index]
+                self.group_schemes[(group[0], group[1])] = s
             return self.apply("api", f"scheme {s.name} for {group or 'every group'}")
 
     def set_weights(self, switch: str, group_id: int,
@@ -413,7 +418,9 @@ class FabricController:
         for e in self.installed.get(name, {}).values():
             if e.table == "MyIngress.lb_member":
                 m = e.match_dict
-                gid, idx = m["meta.lb.group_id"].value, m["meta.lb.member_idx"].value
+                g, i = m["meta.lb.group_id"], m["meta.lb.member_idx"]
+                assert isinstance(g, ExactMatch) and isinstance(i, ExactMatch)
+                gid, idx = g.value, i.value
                 slots[gid * LB_MAX_MEMBERS + idx] = (gid, idx, e.params_dict["port"])
         ents += [sch.counter_entity(MEMBER_CTR, i) for i in sorted(slots)]
         rows = []
@@ -436,7 +443,7 @@ class FabricController:
         """Tidy counters over P4Runtime: port rx/tx, drops per reason, LB members."""
         names = list(switches) if switches is not None else list(self.spec.switches)
         per = self._map(self._read_counters_of, names)
-        rows = [r for n in names for r in per[n]]  # type: ignore[union-attr]
+        rows = [r for n in names for r in per[n]]
         df = pd.DataFrame(rows, columns=COUNTER_COLUMNS)
         for c in ("port", "group", "member"):
             df[c] = df[c].astype("Int64")
@@ -515,7 +522,7 @@ class FabricController:
         """Per switch port: max queue depth since the last clear, and the latest one."""
         names = list(switches) if switches is not None else list(self.spec.switches)
         per = self._map(lambda n: self._queues_of(n, clear), names)
-        rows = [r for n in names for r in per[n]]  # type: ignore[union-attr]
+        rows = [r for n in names for r in per[n]]
         return pd.DataFrame(rows, columns=["switch", "port", "peer", "qdepth_max",
                                            "qdepth_last"])
 
@@ -551,8 +558,8 @@ class FabricController:
             te = e.table_entry
             entry = self.schema.entry_of(te)
             m = entry.match_dict.get("hdr.ipv4.dstAddr")
-            prefix = (f"{ipaddress.IPv4Address(m.value)}/{m.prefix_len}" if m is not None
-                      else "0.0.0.0/0")
+            prefix = (f"{ipaddress.IPv4Address(m.value)}/{m.prefix_len}"
+                      if isinstance(m, LpmMatch) else "0.0.0.0/0")
             p = entry.params_dict
             rows.append({"switch": name, "prefix": prefix, "action": entry.action.split(".")[-1],
                          "group": p.get("group_id"), "port": p.get("port"),
@@ -565,7 +572,7 @@ class FabricController:
         action, group, port, packets, bytes — traffic per destination and switch."""
         names = list(switches) if switches is not None else list(self.spec.switches)
         per = self._map(self._routes_of, names)
-        rows = [r for n in names for r in per[n]]  # type: ignore[union-attr]
+        rows = [r for n in names for r in per[n]]
         df = pd.DataFrame(rows, columns=["switch", "prefix", "action", "group", "port",
                                          "packets", "bytes"])
         for c in ("group", "port"):

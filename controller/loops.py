@@ -293,7 +293,7 @@ class ControlLoops:
         accepted = []
         for i, lk in candidates:
             g.remove_edge(lk.a, lk.b, key=i)
-            reach = max((c for c in nx.connected_components(g)),
+            reach: set[str] = max((c for c in nx.connected_components(g)),
                         key=lambda c: len(c & edge_sw), default=set())
             if edge_sw <= reach:
                 accepted.append((i, lk))

@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from p4switch.pipeline.api import ExactMatch, LpmMatch, RangeMatch, TableEntry, TernaryMatch
+from p4switch.pipeline.api import (
+    ExactMatch,
+    LpmMatch,
+    MatchValue,
+    RangeMatch,
+    TableEntry,
+    TernaryMatch,
+)
 
 Match = ExactMatch | LpmMatch | RangeMatch | TernaryMatch
 
@@ -55,7 +62,7 @@ class Entry:
         return (self.table, self.match, self.priority)
 
     @property
-    def match_dict(self) -> dict[str, Match]:
+    def match_dict(self) -> dict[str, MatchValue]:
         return dict(self.match)
 
     @property

@@ -300,9 +300,10 @@ def compute_fabric_entries(
             gctx = GroupContext(gid, g.ports, g.dmacs, tuple(float(w.get(p, 1.0))
                                                              for p in g.ports), ctx)
             se.entries.extend(sch.entries(gctx))
-        for h in spec.hosts.values():
-            if h.switch == name:
-                se.entries.append(route_nhop(f"{h.ip}/32", h.switch_port, mac_int(h.mac)))
+        for host in spec.hosts.values():
+            if host.switch == name:
+                se.entries.append(route_nhop(f"{host.ip}/32", host.switch_port,
+                                             mac_int(host.mac)))
         se.entries.append(route_cpu(f"{PROBE_IP}/32"))
         for port in sorted(port_map[name]):
             se.entries.append(Entry.make(PORT_SMAC, {K_EGRESS: ExactMatch(port)},

@@ -328,6 +328,6 @@ def scheme_from_name(name: str | Scheme, **params: object) -> Scheme:
     if cls is None:
         raise ValueError(f"unknown scheme {name!r} (choose from {', '.join(SCHEMES)})")
     try:
-        return cls(**params)  # type: ignore[arg-type]
+        return cls(**params)
     except TypeError as e:
         raise ValueError(f"scheme {cls.name}: {e}") from None

@@ -260,6 +260,7 @@ class FabricSpec:
 
 
 def _fields(obj: object) -> dict[str, object]:
+    # obj is one of this module's dataclasses; object has no __dataclass_fields__ for mypy
     return {k: getattr(obj, k) for k in obj.__dataclass_fields__}  # type: ignore[attr-defined]
 
 

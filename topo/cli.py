@@ -65,7 +65,7 @@ class FabricCLI(CLI):
         scheme = self._run(scheme_from_name, args[0])
         if scheme is self._FAILED:
             return
-        target = None
+        target: str | tuple[str, int] | None = None
         if len(args) >= 2:
             if args[1] not in self.fabric.spec.switches:
                 print(f"error: no switch {args[1]!r}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import time
 from pathlib import Path
+from typing import Any
 
 from mininet.log import setLogLevel
 from mininet.net import Mininet
@@ -44,7 +45,8 @@ def reserve_switch_ports(spec: FabricSpec) -> None:
     except OSError:
         pass  # not root / no such sysctl: collisions stay possible, start-up reports them
 
-TARGETS = {Target.P4SWITCH: P4Switch, Target.BMV2: BMv2Switch, Target.EBPF: EbpfP4Switch}
+TARGETS: dict[str, type[P4Switch]] = {Target.P4SWITCH: P4Switch, Target.BMV2: BMv2Switch,
+                                      Target.EBPF: EbpfP4Switch}
 
 
 class FabricNet:
@@ -75,7 +77,8 @@ class FabricNet:
         self.pcap = pcap
         self.log_level = log_level
         self.ready_timeout = ready_timeout
-        self.switch_opts = {"queue_depth": queue_depth, "socket_buffer": socket_buffer}
+        self.switch_opts: dict[str, Any] = {"queue_depth": queue_depth,
+                                            "socket_buffer": socket_buffer}
         """p4switch options of every switch (None: its default)."""
         self.lock = FabricLock(timeout=lock_timeout)
         self._run_dir_arg = run_dir
@@ -123,6 +126,7 @@ class FabricNet:
         t1 = time.monotonic()
         self.net.start()
         for sw in self.switches:
+            assert sw.proc_pid is not None  # started just now
             self.run.record_pid(sw.name, sw.proc_pid)
         for sw in self.switches:
             sw.wait_ready(max(1.0, self.ready_timeout - (time.monotonic() - t1)))
@@ -215,7 +219,7 @@ class FabricNet:
             raise TopoError(f"{name} is not a switch")
         sw.kill_process()
         sw.launch()
-        assert self.run is not None
+        assert self.run is not None and sw.proc_pid is not None
         self.run.record_pid(sw.name, sw.proc_pid)
         sw.wait_ready(timeout)
 
