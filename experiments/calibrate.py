@@ -59,7 +59,7 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
              out: Path | None = None, log: Any = print) -> Calibration:
     """The ramp on the Mininet fabric (root): one fabric, one probe run per rate."""
     from .backends import MininetBackend
-    from .runner import _verdict, load_ranks, merge_ranks
+    from .runs import load_ranks, merge_ranks, verdict
 
     if cfg.fabric is None:
         raise ConfigError("fabric", "calibration needs a file in fabric units (a fabric block)")
@@ -90,14 +90,14 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
             samples = be.run(sched, hosts, w_emu, d)
             ranks = load_ranks(d / "traffic")
             summ = merge_ranks(ranks, sched.ranks)
-            verdict = _verdict(samples, spec, w, tdf, ranks)
+            guard = verdict(samples, spec, w, tdf, ranks)
             ok = bool(summ["completed"])
             row = {"tdf": tdf, "emulated_mbps": fabric_bps / tdf / 1e6, "completed": ok,
-                   "wall_s": round(time.time() - t0, 2), **verdict}
+                   "wall_s": round(time.time() - t0, 2), **guard}
             if not ok:
                 row["valid"] = False
                 row["invalid_reason"] = "; ".join(
-                    x for x in ("did not complete", verdict.get("invalid_reason")) if x)
+                    x for x in ("did not complete", guard.get("invalid_reason")) if x)
             result.ramp.append(row)
             log(f"  TDF {tdf:g} ({row['emulated_mbps']:g} Mb/s): "
                 + ("valid" if row["valid"] else f"invalid: {row['invalid_reason']}")

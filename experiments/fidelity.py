@@ -242,7 +242,7 @@ def run_mininet_side(cfg: Any, workdir: Path, repetitions: int = 1,
 
     from experiments.backends import MininetBackend
     from experiments.metrics import counter_delta
-    from experiments.runner import load_ranks, merge_ranks
+    from experiments.runs import load_ranks, merge_ranks
 
     spec = cfg.spec()
     w = cfg.workloads[0]

@@ -358,3 +358,15 @@ def inter_edge_wire_bytes(spec: FabricSpec, schedule: Schedule, hosts: Sequence[
         if a.switch != b.switch:
             total += wire_bytes(s.bytes, mss)
     return total
+
+
+def time_unit(table: pd.DataFrame) -> tuple[str, float]:
+    """("µs", 1e6), ("ms", 1e3) or ("s", 1): the unit in which the table's mean CCTs read
+    best (at least 1, below 10,000)."""
+    m = table["mean"].dropna() if "mean" in table else pd.Series(dtype=float)
+    top = float(m.max()) if not m.empty else 1.0
+    if top < 10e-3:
+        return "µs", 1e6
+    if top < 10.0:
+        return "ms", 1e3
+    return "s", 1.0

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .metrics import cdf  # noqa: E402
+from .metrics import cdf, time_unit  # noqa: E402
 
 FORMATS = ("png", "svg")
 
@@ -50,7 +50,6 @@ def cct_bars(table: pd.DataFrame, stem: Path) -> list[Path]:
     line is the topology's ideal bound."""
     if table.empty or table["mean"].isna().all():
         return []
-    from .report import time_unit
     unit, scale = time_unit(table)
     err = table["ci95"] if "ci95" in table else table["std"]
     workloads = list(dict.fromkeys(table["workload"]))

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import metrics, plots
+from .metrics import time_unit
 
 TABLES = ("ccts", "flows", "links", "queues", "ideal", "runs")
 
@@ -151,18 +152,6 @@ COLUMNS = [("workload", "workload", "{}"), ("scheme", "scheme", "{}"),
            ("n", "runs", "{}"), ("invalid", "invalid", "{}"), ("failed", "failed", "{}")]
 """The summary's columns: (table column, header, format); ``time`` columns are printed in
 the unit that suits the table (µs for a 100 Gb/s fabric, ms or s for slower ones)."""
-
-
-def time_unit(table: pd.DataFrame) -> tuple[str, float]:
-    """("µs", 1e6), ("ms", 1e3) or ("s", 1): the unit in which the table's mean CCTs read
-    best (at least 1, below 10,000)."""
-    m = table["mean"].dropna() if "mean" in table else pd.Series(dtype=float)
-    top = float(m.max()) if not m.empty else 1.0
-    if top < 10e-3:
-        return "µs", 1e6
-    if top < 10.0:
-        return "ms", 1e3
-    return "s", 1.0
 
 
 def _fmt(v: Any, spec: str, scale: float = 1e3) -> str:

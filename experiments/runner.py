@@ -33,13 +33,12 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from traffic import metrics as traffic_metrics
-
 from . import metrics
 from .backends import BACKENDS, Backend, RunSamples
 from .config import TDF_AUTO, ExperimentConfig, SchemeConfig, WorkloadConfig
 from .dilation import dilate, knobs, to_fabric_time
 from .lbbsp import rebalance, speed_factors
+from .runs import load_ranks, merge_ranks, verdict
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("numpy", "pandas", "matplotlib", "networkx", "scapy", "grpcio", "protobuf",
@@ -121,30 +120,6 @@ class ExperimentRun:
     root: Path
     meta: dict[str, Any] = field(default_factory=dict)
     runs: list[dict[str, Any]] = field(default_factory=list)
-
-
-# ---- the host side of one run ------------------------------------------------------------------
-def load_ranks(out: Path) -> list[dict[str, Any]]:
-    """Every rank<r>.json under a run's traffic directory (one per rank)."""
-    return [json.loads(p.read_text()) for p in sorted(out.rglob("rank*.json"))]
-
-
-def merge_ranks(ranks: list[dict[str, Any]], expected: int) -> dict[str, Any]:
-    """traffic.metrics.merge_ranks over ranks from many host directories, plus what a run of
-    the runner needs: completion against the expected rank count, agents' errors, packets."""
-    summ = traffic_metrics.merge_ranks(ranks)
-    summ.update(
-        completed=len(ranks) == expected and summ["completed"],
-        errors=[f"rank {r['rank']}: {r['error']}" for r in ranks if r.get("error")],
-        packets_sent=sum(r["totals"].get("packets_sent", 0) for r in ranks),
-        tcp_total_retrans=_tcp_sum(ranks, "tcp_total_retrans"),
-        tcp_reord_seen=_tcp_sum(ranks, "tcp_reord_seen"))
-    return summ
-
-
-def _tcp_sum(ranks: list[dict[str, Any]], key: str) -> int | None:
-    vals = [r["totals"][key] for r in ranks if r["totals"].get(key) is not None]
-    return sum(vals) if vals else None
 
 
 def compute_times(ranks: list[dict[str, Any]], n: int) -> list[float]:
@@ -385,7 +360,7 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
     tr = metrics.transport_stats(summ)
     cct = metrics.job_cct(summ["collectives"])
     return {**tags, "ok": summ["completed"], "cct": cct, "wall_s": round(wall, 3),
-            **_verdict(s, spec, w, tdf, ranks),
+            **verdict(s, spec, w, tdf, ranks),
             "bytes_sent": summ["bytes_sent"], "bytes_received": summ["bytes_received"],
             "bytes_conserved": tr["bytes_conserved"],
             "packets_sent": summ["packets_sent"],
@@ -402,27 +377,6 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
             "failure_after_start_s": (s.failure_at - min(c["start"] for c in summ["collectives"]))
             if s.failure_at is not None and summ["collectives"] else None,
             "errors": "; ".join([*summ["errors"], *s.errors])[:2000] or None, "dir": rel}
-
-
-def _verdict(s: RunSamples, spec: Any, w: WorkloadConfig, tdf: float,
-             ranks: list[dict[str, Any]]) -> dict[str, Any]:
-    """The fidelity guard's columns of a run (experiments/guard.py); a backend that measures
-    nothing hidden (the simulator: nothing is) gives a valid run."""
-    from p4switch.hidden import LogHistogram
-
-    from .guard import judge
-
-    m = s.extra.get("measures")
-    if m is None:
-        return {"valid": True, "invalid_reason": None}
-    lags = [r["send_lag_us"] for r in ranks if r.get("send_lag_us")]
-    if lags:
-        m.send_lag_us = LogHistogram()
-        for h in lags:
-            m.send_lag_us.merge(h)
-    rates = [lk.bw_mbps for lk in spec.links if lk.bw_mbps]
-    link_bps = (min(rates) * 1e6 / tdf) if rates else float("inf")
-    return judge(m, link_bps, tdf, w.mss + metrics.FRAME_HEADER_BYTES - 14).row
 
 
 def check_root(backend: str) -> str | None:
