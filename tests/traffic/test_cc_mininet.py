@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("mininet.net", reason="needs Mininet (Debian package `mininet`)")
 
-from topo.spec import fat_tree  # noqa: E402
+from model.spec import fat_tree  # noqa: E402
 from traffic.congestion import fabric_marking  # noqa: E402
 
 pytestmark = [pytest.mark.root, pytest.mark.mininet]
