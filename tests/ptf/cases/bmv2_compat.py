@@ -9,6 +9,7 @@ Port map (ptf and switch alike): 1, 2, 3 data ports. ``p4info`` params are text-
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from runtime_client import RawClient  # noqa: E402  (the project's minimal P4Run
 from p4switch.pi_device_config import wrap  # noqa: E402  (PI's P4DeviceConfig, byte-identical)
 
 U = p4runtime_pb2.Update
+_ELECTION = itertools.count(1)
 ROUTER = "00:00:00:00:0a:0b"
 
 
@@ -47,7 +49,9 @@ class P4RuntimeTest(BaseTest):
         self.dataplane = ptf.dataplane_instance
         self.dataplane.flush()
         p = _params()
-        self.client = RawClient(p["grpc_addr"], election_id=(0, 1),
+        # a fresh, higher election id per case: the previous case's stream may still be
+        # closing on the server, and a second client may not claim the primary's id
+        self.client = RawClient(p["grpc_addr"], election_id=(0, next(_ELECTION)),
                                 device_id=int(p.get("device_id", "0")))
         arb = self.client.arbitrate()
         assert arb.arbitration.status.code == 0, arb
