@@ -6,8 +6,8 @@ process keeps the control plane: the P4Runtime server drives this switch exactly
 one (``Switch.pipeline`` is an ``EbpfPipeline``, the same ``PipelineAPI``).
 
 The CPU port is a veth pair this switch creates: the program redirects CPU-port output to one
-end (``p4ft-cNNNNNk``, a port like any other), the process reads it from the other end
-(``p4ft-cNNNNNu``) and hands it to the packet-in listeners; a packet-out is written into the
+end (``p4ft-c<pid>k``, a port like any other), the process reads it from the other end
+(``p4ft-c<pid>u``) and hands it to the packet-in listeners; a packet-out is written into the
 user end and so enters the program on the CPU port, as on the Python target.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -45,6 +46,20 @@ def _operstate(ifname: str) -> str:
         return "notpresent"
 
 
+def cpu_veth_names(pid: int) -> tuple[str, str]:
+    """The CPU-port veth pair of the eBPF switch process ``pid`` (kernel end, user end)."""
+    return f"p4ft-c{pid}k", f"p4ft-c{pid}u"
+
+
+def _remove_stale_cpu_veths() -> None:
+    """Delete CPU veths whose switch process is gone (killed before it could clean up): the
+    name carries the pid, and a pid without a /proc entry runs nothing."""
+    for path in Path("/sys/class/net").glob("p4ft-c*k"):
+        m = re.fullmatch(r"p4ft-c(\d+)k", path.name)
+        if m and not Path(f"/proc/{m.group(1)}").exists():
+            subprocess.run(["ip", "link", "del", path.name], capture_output=True, check=False)
+
+
 class EbpfSwitch(Switch):
     """``Switch`` with the eBPF data plane on ``interfaces`` ({port: ifname})."""
 
@@ -62,8 +77,8 @@ class EbpfSwitch(Switch):
         self._reading = False
         self._qdiscs: set[str] = set()
         if self.cpu_port is not None:
-            tag = f"{os.getpid() % 100000:05d}"
-            kern, user = f"p4ft-c{tag}k", f"p4ft-c{tag}u"
+            _remove_stale_cpu_veths()
+            kern, user = cpu_veth_names(os.getpid())
             _ip("link", "add", kern, "type", "veth", "peer", "name", user)
             self._cpu_pair = (kern, user)
             for dev in (kern, user):  # no IPv6 chatter (router solicitations) into the program
