@@ -30,10 +30,17 @@ class CompoundAssign(_Base):
         self.check_lvalue(lhs, lhs_t, scope)
         if not isinstance(lhs.type, ir.BitsType):
             raise self.err(op_tok, f"'{op}=' needs a bit<W> or int<W> left side, not {lhs.type}")
-        # a run-time stack index on the left is evaluated once, before the right side
+        # a run-time stack index on the left is evaluated once; a right side with side
+        # effects (a function call) runs first, as p4c/BMv2 order it, then the location is
+        # read and written
         pre: list[ir.Stmt] = []
-        lhs = self.pin_lvalue(lhs, pre, ctx)
+        effects = self.effects
         rhs = self.expr(rhs_t, scope, ctx)
+        if self.effects != effects:
+            tmp = ctx.fresh("rhs")
+            pre.append(ir.VarDecl(tmp, rhs.type, rhs, loc=self.loc(rhs_t)))
+            rhs = ir.Var(tmp, type=rhs.type, loc=self.loc(rhs_t))
+        lhs = self.pin_lvalue(lhs, pre, ctx)
         value = self.binary(op, copy.deepcopy(lhs), rhs, lhs_t, rhs_t, s)
         value = self.coerce(value, lhs.type, rhs_t, f"'{op}='")
         assign = ir.Assign(lhs, value, loc=self.loc(s))

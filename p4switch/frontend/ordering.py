@@ -104,7 +104,9 @@ class EvaluationOrder:
     def lower(self, s: ir.Stmt, pre: list[ir.Stmt]) -> ir.Stmt:
         """``s`` without Effects; the statements to run before it go to ``pre``."""
         if isinstance(s, ir.Assign):
-            lhs, rhs = self.operands([s.lhs, s.rhs], [True, False], pre)
+            # the right side first, then the location written (p4c/BMv2 do so: in
+            # ``a[i] = f(i)`` where f writes i, the element is the one at the new i)
+            rhs, lhs = self.operands([s.rhs, s.lhs], [False, True], pre)
             return replace(s, lhs=lhs, rhs=rhs)
         if isinstance(s, ir.VarDecl):
             return replace(s, init=self.value(s.init, pre))
