@@ -113,6 +113,15 @@ def bundle_from_file(path: str | Path, include_dirs: list[Path] | None = None) -
     return Bundle(main.relative_to(root).as_posix(), files)
 
 
+def running_device_config(program: ir.Program) -> bytes:
+    """What GetForwardingPipelineConfig returns for a program loaded from the command line:
+    the BMv2 JSON it was read from, or a bundle rebuilt from its P4 sources (b"" without)."""
+    if program.main_file.endswith(".json") and program.main_file in program.sources:
+        return program.sources[program.main_file].encode()
+    bundle = bundle_from_program(program)
+    return bundle.to_bytes() if bundle else b""
+
+
 def bundle_from_program(program: ir.Program) -> Bundle | None:
     """A bundle rebuilt from ``Program.sources`` (for a program loaded from the command line),
     or None when the program does not carry its sources."""

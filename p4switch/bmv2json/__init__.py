@@ -83,4 +83,6 @@ def load_file(path: str | Path, p4info: p4info_pb2.P4Info | None = None) -> ir.P
         data = p.read_bytes()
     except OSError as e:
         raise Bmv2JsonError("", f"cannot read: {e.strerror or e}").located(str(p)) from None
-    return load(data, p4info, str(p))
+    program = load(data, p4info, str(p))
+    program.sources = {str(p): data.decode("utf-8")}  # served back as the device config
+    return program

@@ -138,9 +138,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         except P4InfoError as e:
             log.warning("no P4Info for the running program: %s", e)
             return
-        bundle = device_config.bundle_from_program(program)
         self.config = PipelineConfig(program, p4info, build_schema(p4info),
-                                     bundle.to_bytes() if bundle else b"")
+                                     device_config.running_device_config(program))
 
     def _current(self) -> PipelineConfig | None:
         """The committed config, adopting a program loaded behind our back (CLI, tests)."""

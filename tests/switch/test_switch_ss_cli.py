@@ -150,6 +150,7 @@ def test_positional_bmv2_json_program_is_served(tmp_path):
                 assert time.monotonic() < deadline, "p4switch-ss did not start serving"
                 time.sleep(0.2)
         assert [t.preamble.name for t in got.config.p4info.tables] == ["MyIngress.l2"]
+        assert got.config.p4_device_config == prog.read_bytes()  # pushable back as it is
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
