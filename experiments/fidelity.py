@@ -205,7 +205,8 @@ def agent_transport(w: Any) -> Any:
     """The TransportConfig the Mininet agents run for workload ``w`` (traffic.run's flags)."""
     from traffic.transport import TransportConfig
 
-    return TransportConfig(mss=w.mss, window=w.window, rto=w.rto_ms / 1000.0)
+    return TransportConfig(mss=w.mss, window=w.window, rto=w.rto_ms / 1000.0, min_rto=0.02,
+                           max_rto=2.0)   # traffic.run's --min-rto-ms / --max-rto-ms defaults
 
 
 def run_sim_side(cfg: Any, w: Any, scheme: Any, seed: int | None = None) -> SideRun:

@@ -55,6 +55,8 @@ def test_ring_under_dctcp_and_none_on_the_fabric(tmp_path) -> None:  # noqa: ANN
     flows = _flows(dctcp)
     sent = sum(f["packets_sent"] for f in flows)
     retx = sum(f["retransmissions"] for f in flows)
+    print(f"dctcp: {dctcp.summary()}, {sent} packets sent")   # pytest -s shows the figures
+    print(f"none: {none.summary()}")
     assert retx < 0.01 * sent, (retx, sent, dctcp.summary())
     assert {f["cc"] for f in flows} == {"dctcp"}
     assert all(f["srtt"] is not None for f in flows)          # RTT samples from the ACKs

@@ -85,6 +85,50 @@ class CongestionControl(ABC):
         before each decision, so lazy evaluation equals firing the timers on time."""
 
 
+def check_window(p: Any) -> None:
+    """Validate a window algorithm's ``init_cwnd`` / ``min_cwnd`` (packets)."""
+    if p.min_cwnd < 1:
+        raise ValueError(f"min_cwnd: must be >= 1, got {p.min_cwnd}")
+    if p.init_cwnd < p.min_cwnd:
+        raise ValueError(f"init_cwnd: must be >= min_cwnd ({p.min_cwnd})")
+
+
+class WindowControl(CongestionControl):
+    """A window algorithm: cwnd in packets within [``min_cwnd``, the transport's cap],
+    starting at ``init_cwnd``, cut at most once per window of data (the cut's own window
+    must be acknowledged before the next: TCP's CWR, Swift's once-per-RTT)."""
+
+    def __init__(self, params: Any, ctx: CcContext) -> None:
+        super().__init__(params, ctx)
+        self.cap = float(ctx.max_window)
+        self.floor = min(params.min_cwnd, self.cap)
+        self.cwnd = max(self.floor, min(params.init_cwnd, self.cap))
+        self._hold_left = 0.0   # packets still to be acknowledged before the next cut
+        self.reductions = 0
+
+    @property
+    def window(self) -> float:
+        return self.cwnd
+
+    def _acked(self, n: int) -> None:
+        self._hold_left = max(0.0, self._hold_left - n)
+
+    def _cut(self, factor: float) -> bool:
+        """cwnd ·= factor unless a cut is held; True if it cut."""
+        if self._hold_left > 0:
+            return False
+        self.cwnd = max(self.floor, self.cwnd * factor)
+        self._hold_left = self.cwnd
+        self.reductions += 1
+        return True
+
+    def _collapse(self) -> None:
+        """A timeout: back to the floor (RFC 5681's loss window), no cut held."""
+        self.cwnd = self.floor
+        self._hold_left = 0.0
+        self.reductions += 1
+
+
 REGISTRY: dict[str, type[CongestionControl]] = {}
 
 

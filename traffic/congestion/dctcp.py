@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import CcContext, CongestionControl, register
+from .base import CcContext, WindowControl, check_window, register
 
 
 @dataclass(frozen=True)
@@ -34,42 +34,28 @@ class DctcpParams:
             raise ValueError(f"g: must be in (0, 1], got {self.g}")
         if not 0 <= self.alpha_init <= 1:
             raise ValueError(f"alpha_init: must be in [0, 1], got {self.alpha_init}")
-        if self.min_cwnd < 1:
-            raise ValueError(f"min_cwnd: must be >= 1, got {self.min_cwnd}")
-        if self.init_cwnd < self.min_cwnd:
-            raise ValueError(f"init_cwnd: must be >= min_cwnd ({self.min_cwnd})")
+        check_window(self)
 
 
 @register
-class Dctcp(CongestionControl):
+class Dctcp(WindowControl):
     name = "dctcp"
     uses_ecn = True
     Params = DctcpParams
 
     def __init__(self, params: DctcpParams, ctx: CcContext) -> None:
         super().__init__(params, ctx)
-        self.cap = float(ctx.max_window)
-        self.floor = min(params.min_cwnd, self.cap)
-        self.cwnd = max(self.floor, min(params.init_cwnd, self.cap))
         self.ssthresh = self.cap
         self.alpha = params.alpha_init
         self._win_acked = 0       # packets acknowledged in the current observation window
         self._win_marked = 0
         self._win_end = self.cwnd  # the observation window ends after this many packets
-        self._cwr_left = 0.0      # packets still to be acknowledged before the next cut
-        self.reductions = 0
 
-    @property
-    def window(self) -> float:
-        return self.cwnd
-
-    def _cut(self, factor: float) -> None:
-        if self._cwr_left > 0:
-            return
-        self.cwnd = max(self.floor, self.cwnd * factor)
-        self.ssthresh = self.cwnd
-        self._cwr_left = self.cwnd
-        self.reductions += 1
+    def _cut(self, factor: float) -> bool:
+        if super()._cut(factor):
+            self.ssthresh = self.cwnd
+            return True
+        return False
 
     def on_ack(self, now: float, acked: int, marked: int, rtt: float | None) -> None:
         if acked <= 0:
@@ -77,7 +63,7 @@ class Dctcp(CongestionControl):
         marked = min(marked, acked)
         self._win_acked += acked
         self._win_marked += marked
-        self._cwr_left = max(0.0, self._cwr_left - acked)
+        self._acked(acked)
         if marked:
             self._cut(1 - self.alpha / 2)
         elif self.cwnd < self.ssthresh:
@@ -95,6 +81,4 @@ class Dctcp(CongestionControl):
 
     def on_timeout(self, now: float) -> None:
         self.ssthresh = max(self.floor, self.cwnd / 2)
-        self.cwnd = self.floor
-        self._cwr_left = 0.0
-        self.reductions += 1
+        self._collapse()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import CcContext, CongestionControl, register
+from .base import CcContext, WindowControl, check_window, register
 
 
 @dataclass(frozen=True)
@@ -40,49 +40,30 @@ class NsccParams:
     def check(self) -> None:
         if not 0 < self.max_mdf < 1:
             raise ValueError(f"max_mdf: must be in (0, 1), got {self.max_mdf}")
-        if self.min_cwnd < 1:
-            raise ValueError(f"min_cwnd: must be >= 1, got {self.min_cwnd}")
-        if self.init_cwnd < self.min_cwnd:
-            raise ValueError(f"init_cwnd: must be >= min_cwnd ({self.min_cwnd})")
+        check_window(self)
 
 
 @register
-class Nscc(CongestionControl):
+class Nscc(WindowControl):
     name = "nscc"
     uses_ecn = True
     Params = NsccParams
 
     def __init__(self, params: NsccParams, ctx: CcContext) -> None:
         super().__init__(params, ctx)
-        self.cap = float(ctx.max_window)
-        self.floor = min(params.min_cwnd, self.cap)
-        self.cwnd = max(self.floor, min(params.init_cwnd, self.cap))
         self.base_rtt: float | None = ctx.base_rtt or None
         self._measure_base = not ctx.base_rtt
         self.delay: float | None = None   # the latest RTT sample
         self._qtarget = params.target_qdelay_pkts * ctx.packet_bytes * 8 / ctx.line_rate_bps
-        self._hold_left = 0.0             # packets to be acknowledged before the next cut
-        self.reductions = 0
-
-    @property
-    def window(self) -> float:
-        return self.cwnd
 
     @property
     def target(self) -> float | None:
         return None if self.base_rtt is None else self.base_rtt + self._qtarget
 
-    def _cut(self, factor: float) -> None:
-        if self._hold_left > 0:
-            return
-        self.cwnd = max(self.floor, self.cwnd * factor)
-        self._hold_left = self.cwnd
-        self.reductions += 1
-
     def on_ack(self, now: float, acked: int, marked: int, rtt: float | None) -> None:
         if acked <= 0:
             return
-        self._hold_left = max(0.0, self._hold_left - acked)
+        self._acked(acked)
         if rtt is not None:
             if self._measure_base:
                 self.base_rtt = rtt if self.base_rtt is None else min(self.base_rtt, rtt)
@@ -102,6 +83,4 @@ class Nscc(CongestionControl):
         self._cut(1 - self.p.max_mdf)
 
     def on_timeout(self, now: float) -> None:
-        self.cwnd = self.floor
-        self._hold_left = 0.0
-        self.reductions += 1
+        self._collapse()
