@@ -76,6 +76,7 @@ class EbpfSwitch(Switch):
         self._reader: threading.Thread | None = None
         self._reading = False
         self._qdiscs: set[str] = set()
+        self._applied: dict[int, tuple[float | None, int]] = {}  # port -> (bps, depth) in tc
         if self.cpu_port is not None:
             _remove_stale_cpu_veths()
             kern, user = cpu_veth_names(os.getpid())
@@ -170,6 +171,7 @@ class EbpfSwitch(Switch):
         for ifname in sorted(self._qdiscs):
             qdisc.clear(ifname)
         self._qdiscs.clear()
+        self._applied.clear()
         if self._cpu_sock is not None:
             self._cpu_sock.close()
             self._cpu_sock = None
@@ -184,12 +186,15 @@ class EbpfSwitch(Switch):
         if ifname is None:
             return
         rate = self.queues.rate(port)
-        if rate.bps:
-            qdisc.serve_at(ifname, rate.bps, self.queues.depth(port))
-            self._qdiscs.add(ifname)
-        elif ifname in self._qdiscs:
-            qdisc.clear(ifname)
-            self._qdiscs.discard(ifname)
+        want = (rate.bps, self.queues.depth(port))
+        if self._applied.get(port) != want:  # other ports' queues are left alone
+            if rate.bps:
+                qdisc.serve_at(ifname, rate.bps, want[1])
+                self._qdiscs.add(ifname)
+            elif ifname in self._qdiscs:
+                qdisc.clear(ifname)
+                self._qdiscs.discard(ifname)
+            self._applied[port] = want
         if self._current is not None:
             self._current.set_port_queue(port, rate.bps, self.queues.depth(port))
         if rate.pps:
