@@ -1,0 +1,318 @@
+"""Calls: functions, actions, extern functions and methods, header/stack/table/packet
+methods and sub-block applies, with their arguments bound to the parameters.
+
+A mixin of ``Elaborator``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lark import Tree
+
+from p4switch import ir
+from p4switch.frontend.arguments import is_dontcare
+from p4switch.frontend.bindings import (
+    ActionB,
+    Args,
+    BlockB,
+    BlockCtx,
+    FuncB,
+    InstanceB,
+    Scope,
+    SubInstB,
+    VarB,
+    _ApplyResult,
+    _MethodRef,
+)
+from p4switch.frontend.errors import unsupported
+from p4switch.frontend.functions import FunctionB
+from p4switch.frontend.ordering import EvaluationOrder
+from p4switch.frontend.trees import (
+    expr_text,
+)
+from p4switch.frontend.types import (
+    FuncSig,
+    SigParam,
+    TypeVar,
+    substitute,
+)
+from p4switch.frontend.varbit import SIZE_METHODS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from p4switch.frontend.elaborate import Elaborator
+
+    _Base = Elaborator
+else:
+    _Base = object
+
+_BOOL = ir.BoolType()
+_BIT32 = ir.BitsType(32)
+
+
+class Calls(_Base):
+    # ---------------------------------------------------------------- calls
+    def call(self, c: Tree, scope: Scope, ctx: BlockCtx, as_stmt: bool):
+        """A call; returns an ir.Stmt when as_stmt, else an ir.Expr or _ApplyResult."""
+        if c.data not in ("call", "generic_call"):
+            if as_stmt:
+                raise self.err(c, "expression statements must be calls")
+        if c.data == "call":
+            callee_t, args_t = c.children
+            targs_t: list[Tree] = []
+        elif c.data == "generic_call":
+            callee_t = c.children[0]
+            args_t = c.children[-1]
+            targs_t = [x for x in c.children[1:-1] if isinstance(x, Tree)]
+        else:
+            raise self.err(c, "expression statements must be calls")
+        targs = tuple(self.resolve_type_arg(a, scope, {}) for a in targs_t)
+        arg_trees = self.arg_list(args_t)
+        loc = self.loc(c)
+
+        if callee_t.data == "name_ref":
+            fname = str(callee_t.children[0])
+            b = scope.lookup(fname)
+            if isinstance(b, FunctionB):
+                if targs:
+                    raise self.err(c, "functions take no type arguments")
+                return self.function_call(b, arg_trees, c, scope, ctx, as_stmt)
+            if isinstance(b, ActionB):
+                if self.frames:
+                    raise self.err(c, "a function cannot call an action")
+                if not as_stmt:
+                    raise self.err(c, "actions cannot be called inside expressions")
+                if ctx.kind == "parser":
+                    raise self.err(c, "actions cannot be called from a parser")
+                if targs:
+                    raise self.err(c, "actions take no type arguments")
+                return self.action_call(b.key, fname, arg_trees, c, scope, ctx)
+            if isinstance(b, FuncB):
+                return self.extern_func_call(fname, b.sigs, targs, arg_trees, c, scope, ctx,
+                                             as_stmt)
+            if b is None:
+                raise self.err(callee_t, f"unknown function or action '{fname}'")
+            raise self.err(callee_t, f"'{fname}' cannot be called")
+        if callee_t.data == "type_member" and str(callee_t.children[1].children[0]) == "apply":
+            b = self.globals.lookup(str(callee_t.children[0]))
+            if isinstance(b, BlockB):
+                return self.direct_apply(b, callee_t.children[0], arg_trees, c, scope, ctx,
+                                         as_stmt)
+        ref = self.expr_or_ref(callee_t, scope, ctx)
+        if not isinstance(ref, _MethodRef):
+            raise self.err(callee_t, f"'{expr_text(callee_t)}' cannot be called")
+        m = ref.method
+        if ref.kind == "header":
+            h = ref.target
+            if arg_trees:
+                raise self.err(c, f"{m}() takes no arguments")
+            if m in SIZE_METHODS:  # a compile-time value: no effect as a statement
+                return None if as_stmt else self.size_method(h, m, c)
+            if m == "isValid":
+                if as_stmt:  # a method call statement whose value is unused: no effect
+                    return None
+                if isinstance(h.type, ir.StructType):  # a header_union
+                    return self.union_valid(h, loc)
+                return ir.IsValid(h, type=_BOOL, loc=loc)
+            if isinstance(h.type, ir.StructType):
+                raise self.err(c, f"a header_union has no method {m}() (call it on a member)")
+            if m in ("setValid", "setInvalid"):
+                if not as_stmt:
+                    raise self.err(c, f"{m}() does not return a value")
+                self.check_lvalue(h, callee_t.children[0], scope)
+                # a union member: setValid invalidates the others, and setInvalid of any
+                # member invalidates the whole union (spec 8.19)
+                return self.union_others_invalid(h, ir.HeaderMethod(h, m, loc=loc))
+        if ref.kind == "stack":
+            if not as_stmt:
+                raise self.err(c, f"{m}() does not return a value")
+            if len(arg_trees) != 1:
+                raise self.err(c, f"{m}() takes one argument")
+            arg_trees = self.bind(arg_trees, ["count"], f"{m}()")
+            n = self.const_int(arg_trees[0], scope, f"{m} count")
+            if n < 0:
+                raise self.err(arg_trees[0], f"{m} count must not be negative")
+            self.check_lvalue(ref.target, callee_t.children[0], scope)
+            return ir.StackMethod(ref.target, m, n, loc=loc)
+        if ref.kind == "table":
+            table = ref.target
+            if arg_trees:
+                raise self.err(c, "apply() takes no arguments")
+            if ctx.in_action:
+                raise self.err(c, "tables cannot be applied inside actions")
+            if as_stmt:
+                return ir.ApplyTable(table.name, loc=loc)
+            return _ApplyResult(table, c)
+        if ref.kind == "subblock":
+            ib: SubInstB = ref.target
+            if not as_stmt:
+                raise self.err(c, f"{ib.name}.apply() does not return a value")
+            if ctx.in_action:
+                raise self.err(c, f"a {ib.kind} cannot be applied inside an action")
+            if targs:
+                raise self.err(c, "apply() takes no type arguments")
+            return self.sub_apply(ib, arg_trees, c, scope, ctx)
+        if ref.kind == "packet_in":
+            if ctx.kind != "parser":
+                raise self.err(c, f"packet_in.{m} is only available in parsers")
+            if m == "extract":
+                if len(arg_trees) == 2:
+                    return self.sized_extract(arg_trees, c, scope, ctx, as_stmt)
+                if len(arg_trees) != 1:
+                    raise self.err(c, "extract() takes one header")
+                arg_trees = self.bind(arg_trees, ["hdr"], "extract()")
+                h = self.expr(arg_trees[0], scope, ctx)
+                if not isinstance(h.type, ir.HeaderType):
+                    raise self.err(arg_trees[0], f"extract() needs a header, not {h.type}")
+                if h.type.varbit is not None:
+                    raise self.err(c, f"header {h.type.name} has a varbit field: extract it "
+                                      f"with extract(hdr, bits)")
+                self.check_lvalue(h, arg_trees[0], scope)
+                if not as_stmt:
+                    raise self.err(c, "extract() does not return a value")
+                return self.union_others_invalid(h, ir.Extract(h, loc=loc))
+            if m == "lookahead":
+                if len(targs) != 1 or arg_trees:
+                    raise self.err(c, "lookahead takes one type argument and no arguments: "
+                                      "lookahead<T>()")
+                t = targs[0]
+                try:
+                    ir.type_width(t)
+                except TypeError:
+                    raise self.err(c, f"lookahead<{t}> needs a fixed-width type") from None
+                if as_stmt:  # the value is unused; a too short packet still fails
+                    return ir.VarDecl(ctx.fresh("lookahead"), t, ir.Lookahead(type=t, loc=loc),
+                                      loc=loc)
+                return ir.Lookahead(type=t, loc=loc)
+            if m == "advance":
+                if len(arg_trees) != 1:
+                    raise self.err(c, "advance() takes one argument")
+                arg_trees = self.bind(arg_trees, ["sizeInBits"], "advance()")
+                bits = self.coerce(self.expr(arg_trees[0], scope, ctx), _BIT32, arg_trees[0],
+                                   "advance")
+                return ir.Advance(bits, loc=loc)
+            raise self.err(c, unsupported(f"packet_in.{m}()"))
+        if ref.kind == "packet_out":
+            if m != "emit" or len(arg_trees) != 1:
+                raise self.err(c, "packet_out supports emit(header) only")
+            arg_trees = self.bind(arg_trees, ["hdr"], "emit()")
+            h = self.expr(arg_trees[0], scope, ctx)
+            if not self._emittable(h.type):
+                raise self.err(arg_trees[0], f"emit() needs a header, header stack or struct "
+                                             f"of headers, not {h.type}")
+            return ir.Emit(h, loc=loc)
+        if ref.kind == "instance":
+            ib: InstanceB = ref.target
+            sigs = ib.decl.methods.get(m)
+            if not sigs:
+                raise self.err(callee_t, f"extern {ib.decl.name} has no method '{m}'")
+            binding = dict(zip(ib.decl.type_params, ib.type.type_args, strict=False))
+            sigs = [FuncSig(s.name, s.type_params,
+                            [SigParam(p.name, p.direction, substitute(p.type, binding))
+                             for p in s.params], substitute(s.ret, binding)) for s in sigs]
+            return self.invoke(ib.inst.name, m, sigs, targs, arg_trees, c, scope, ctx, as_stmt)
+        raise self.err(c, f"'{expr_text(callee_t)}' cannot be called")  # pragma: no cover
+
+    def _emittable(self, t: object) -> bool:
+        if isinstance(t, ir.HeaderType | ir.StackType):
+            return True
+        if isinstance(t, ir.StructType):
+            return all(self._emittable(f.type) for f in t.fields)
+        return False
+
+    def action_call(self, key: str, name: str, arg_trees: Args, c: Tree, scope: Scope,
+                    ctx: BlockCtx) -> ir.ActionCall:
+        action = self.actions[key]
+        trees = self.with_defaults(arg_trees, [p.name for p in action.params],
+                                   self.action_defaults.get(key, {}), f"action '{name}'", c)
+        args = [self.arg_value(a, p.type, p.direction, f"argument '{p.name}' of '{name}'",
+                               scope, ctx, action=True)
+                for p, a in zip(action.params, trees, strict=True)]
+        return ir.ActionCall(key, args, loc=self.loc(c))
+
+    def extern_func_call(self, fname: str, sigs: list[FuncSig], targs: tuple, arg_trees,
+                         c: Tree, scope: Scope, ctx: BlockCtx, as_stmt: bool):
+        if fname == "verify" and ctx.kind != "parser":
+            raise self.err(c, "verify() is only available in parsers")
+        r = self.invoke(None, fname, sigs, targs, arg_trees, c, scope, ctx, as_stmt)
+        if fname == "digest" and isinstance(r, ir.ExternCall):
+            t = r.type_args[0] if r.type_args else r.args[1].type
+            if not isinstance(t, ir.StructType):
+                raise self.err(c, f"digest data must be a struct type, not {t}")
+            if t not in self.digests:
+                self.digests.append(t)
+        return r
+
+    def _standard_metadata_name(self, scope: Scope) -> str:
+        """The name under which the current block sees its standard_metadata_t parameter."""
+        s: Scope | None = scope
+        while s is not None:
+            for n, b in s.names.items():
+                if isinstance(b, VarB) and isinstance(b.type, ir.StructType) and \
+                        b.type.name == "standard_metadata_t":
+                    return n
+            s = s.parent
+        return "standard_metadata"
+
+    def invoke(self, instance: str | None, method: str, sigs: list[FuncSig], targs: tuple,
+               arg_trees: Args, c: Tree, scope: Scope, ctx: BlockCtx, as_stmt: bool):
+        cands = [s for s in sigs if arg_trees.fits([p.name for p in s.params])]
+        what = f"{method}" if instance is None else f"{instance}.{method}"
+        if not cands and any(arg_trees.names):
+            same = [s for s in sigs if len(s.params) == len(arg_trees)]
+            if same:  # reports the first name that matches no parameter
+                self.bind(arg_trees, [p.name for p in same[0].params], what)
+        if not cands:
+            counts = sorted({len(s.params) for s in sigs})
+            msg = (f"{what} expects {' or '.join(map(str, counts))} arguments, got "
+                   f"{len(arg_trees)}")
+            if instance is None and method == "mark_to_drop" and not arg_trees:
+                sm = self._standard_metadata_name(scope)
+                msg += (f": pass the standard metadata, mark_to_drop({sm}) (the argument-less "
+                        "mark_to_drop() of old v1model versions is rejected by current p4c too)")
+            raise self.err(c, msg)
+        sig = cands[0]
+        arg_trees = self.bind(arg_trees, [p.name for p in sig.params], what)
+        if targs and len(targs) != len(sig.type_params):
+            raise self.err(c, f"{what} expects {len(sig.type_params)} type arguments, got "
+                              f"{len(targs)}")
+        binding: dict[str, object] = dict(zip(sig.type_params, targs, strict=False))
+        raw = [None if is_dontcare(a) else self.expr(a, scope, ctx) for a in arg_trees]
+        # infer type parameters from arguments that have a definite type
+        for p, e in zip(sig.params, raw, strict=True):
+            if isinstance(p.type, TypeVar) and p.type.name not in binding and e is not None \
+                    and not isinstance(e.type, ir.InfIntType):
+                binding[p.type.name] = e.type
+        for p, e in zip(sig.params, raw, strict=True):
+            if isinstance(p.type, TypeVar) and p.type.name not in binding and e is not None:
+                binding[p.type.name] = e.type
+        args: list[ir.Expr] = []
+        for p, e, a in zip(sig.params, raw, arg_trees, strict=True):
+            pt = substitute(p.type, binding)
+            if e is None:  # `_`: a discarded variable of the parameter's type
+                args.append(self.arg_value(a, pt, p.direction, f"argument '{p.name}' of {what}",
+                                           scope, ctx))
+                continue
+            e = self.coerce(e, pt, a, f"argument '{p.name}' of {what}")
+            self.no_varbit_argument(e, a, what)
+            if p.direction in ("out", "inout"):
+                self.check_lvalue(e, a, scope)
+            if p.direction == "" and not isinstance(e, ir.Const):
+                raise self.err(a, f"argument '{p.name}' of {what} must be a compile-time "
+                                  "constant")
+            args.append(e)
+        type_args = tuple(binding[tp] for tp in sig.type_params)
+        ret = substitute(sig.ret, binding)
+        call: ir.ExternCall | ir.ExternCallExpr
+        if as_stmt:
+            call = ir.ExternCall(instance, method, args, type_args, loc=self.loc(c))
+        elif isinstance(ret, ir.VoidType):
+            raise self.err(c, f"{what} does not return a value")
+        else:
+            call = ir.ExternCallExpr(instance, method, args, type_args, type=ret,
+                                     loc=self.loc(c))
+        call.arg_dirs = tuple(p.direction for p in sig.params)  # for ordering.EvaluationOrder
+        return call
+
+    def evaluation_order(self, ctx: BlockCtx) -> EvaluationOrder:
+        return EvaluationOrder(ctx.fresh, lambda a: [p.direction for p in self.actions[a].params])

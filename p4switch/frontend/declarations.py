@@ -1,0 +1,378 @@
+"""Declarations: type references (typedefs and newtypes expanded), constants, headers,
+structs, enums, errors, match kinds, extern objects and functions, packages and block
+prototypes.
+
+A mixin of ``Elaborator``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lark import Token, Tree
+
+from p4switch import ir
+from p4switch.frontend.bindings import (
+    BlockB,
+    BlockCtx,
+    ConstB,
+    ExternB,
+    FuncB,
+    PackageB,
+    ProtoB,
+    Scope,
+    TypeB,
+)
+from p4switch.frontend.errors import unsupported
+from p4switch.frontend.trees import (
+    _core,
+    _kids,
+    _name,
+    _trees,
+)
+from p4switch.frontend.types import (
+    BlockProto,
+    BlockTypeRef,
+    ExternDecl,
+    FuncSig,
+    PackageDecl,
+    SigParam,
+    TypeVar,
+    parse_int_literal,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from p4switch.frontend.elaborate import Elaborator
+
+    _Base = Elaborator
+else:
+    _Base = object
+
+_BOOL = ir.BoolType()
+_INFINT = ir.InfIntType()
+
+
+def _header_field_type(t: object) -> bool:
+    """What a header field may be (spec 7.2.2): bit/int/bool, a serializable enum, or a
+    struct of those (recursively)."""
+    if isinstance(t, ir.StructType):
+        return not t.union and all(_header_field_type(f.type) for f in t.fields)
+    return isinstance(t, ir.BitsType | ir.BoolType) or (
+        isinstance(t, ir.EnumType) and t.underlying is not None)
+
+
+class Declarations(_Base):
+    # ---------------------------------------------------------------- types
+    def resolve_type(self, t: Tree, scope: Scope, tparams: dict[str, TypeVar] | None = None):
+        tparams = tparams or {}
+        if t.data == "type_ref":
+            return self.resolve_type(t.children[0], scope, tparams)
+        if t.data == "bool_type":
+            return _BOOL
+        if t.data == "error_type":
+            return ir.ErrorType()
+        if t.data == "string_type":
+            return ir.StringType()
+        if t.data == "bit1_type":
+            return ir.BitsType(1)
+        if t.data == "infint_type":
+            return _INFINT
+        if t.data == "void_type":
+            return ir.VoidType()
+        if t.data in ("bit_type", "int_type"):
+            w = self.width(t.children[0], scope)
+            if w <= 0 and t.data == "bit_type" and w < 0:
+                raise self.err(t, "width must be positive")
+            if t.data == "int_type" and w < 1:
+                raise self.err(t, "int<W> needs a width of at least 1")
+            return ir.BitsType(w, t.data == "int_type")
+        if t.data == "varbit_type":
+            return self.varbit_type(t, scope)
+        if t.data == "dontcare_type":
+            raise self.err(t, unsupported("'_' as a type argument"))
+        if t.data == "list_type":  # only as a for statement's collection (loops.py)
+            raise self.err(t, unsupported("list<T> outside the collection of a for statement"))
+        if t.data == "tuple_type":
+            return ir.TupleType(tuple(self.resolve_type_arg(a, scope, tparams)
+                                      for a in _trees(t.children[0])))
+        if t.data == "stack_type":
+            elem = self.resolve_type(t.children[0], scope, tparams)
+            size = self.const_int(t.children[1], scope, "header stack size")
+            if not isinstance(elem, ir.HeaderType) and not (
+                    isinstance(elem, ir.StructType) and elem.union):
+                raise self.err(t, f"header stack elements must be headers or header unions, "
+                                  f"not {elem}")
+            if size <= 0:
+                raise self.err(t.children[1], "header stack size must be positive")
+            return ir.StackType(elem, size)
+        if t.data == "named_type":
+            tok = t.children[0]
+            name = str(tok)
+            args_tree = t.children[1]
+            args = (
+                tuple(self.resolve_type_arg(a, scope, tparams) for a in _trees(args_tree))
+                if args_tree is not None
+                else ()
+            )
+            if name in tparams:
+                return tparams[name]
+            b = scope.lookup(name)
+            if isinstance(b, TypeB):
+                if args:
+                    raise self.err(t, unsupported(f"generic type '{name}'"))
+                return b.type
+            if isinstance(b, ExternB):
+                decl = b.decl
+                if len(args) != len(decl.type_params):
+                    if not args and decl.type_params:
+                        return ir.ExternType(name, tuple(TypeVar(p) for p in decl.type_params))
+                    raise self.err(t, f"extern {name} expects {len(decl.type_params)} type "
+                                      f"arguments, got {len(args)}")
+                return ir.ExternType(name, args)
+            if isinstance(b, ProtoB | BlockB):
+                return BlockTypeRef(name, args)
+            if isinstance(b, PackageB):
+                return BlockTypeRef(name, args)
+            raise self.err(tok, f"unknown type '{name}'")
+        raise self.err(t, f"unexpected type syntax {t.data}")  # pragma: no cover
+
+    def newtype_of(self, t: Tree, scope: Scope) -> str:
+        """The newtype a type reference names (directly or through typedefs), else ""."""
+        while t.data == "type_ref":
+            t = t.children[0]
+        if t.data != "named_type" or t.children[1] is not None:
+            return ""
+        b = scope.lookup(str(t.children[0]))
+        return b.newtype if isinstance(b, TypeB) else ""
+
+    def resolve_type_arg(self, a: Tree, scope: Scope, tparams: dict[str, TypeVar]):
+        if a.data == "type_arg":
+            return self.resolve_type(a.children[0], scope, tparams)
+        return self.resolve_type(a, scope, tparams)
+
+    def width(self, w: Tree, scope: Scope) -> int:
+        c = w.children[0]
+        if isinstance(c, Token) and c.type == "INTEGER":
+            value, _ = parse_int_literal(str(c))
+            return value
+        if isinstance(c, Token):
+            b = scope.lookup(str(c))
+            if isinstance(b, ConstB) and isinstance(b.value.value, int):
+                return int(b.value.value)
+            raise self.err(c, f"width '{c}' is not a compile-time constant")
+        return self.const_int(c, scope, "width")
+
+    def const_int(self, t: Tree, scope: Scope, what: str) -> int:
+        e = self.expr(t, scope, BlockCtx("toplevel", "", set()))
+        if not isinstance(e, ir.Const) or not isinstance(e.value, int) or isinstance(
+            e.value, bool
+        ):
+            raise self.err(t, f"{what} must be a compile-time integer constant")
+        return int(e.value)
+
+    def type_params(self, t: Tree | None) -> list[str]:
+        if t is None:
+            return []
+        out = []
+        for a in _trees(t):
+            inner = _core(a.children[0] if a.data == "type_arg" else a)
+            if inner.data != "named_type" or inner.children[1] is not None:
+                raise self.err(a, "type parameters must be plain names")
+            out.append(str(inner.children[0]))
+        return out
+
+    # ---------------------------------------------------------------- simple declarations
+    def decl_const_decl(self, d: Tree, scope: Scope | None = None,
+                        ctx: BlockCtx | None = None) -> None:
+        scope = scope or self.globals
+        ctx = ctx or self.top
+        _annos, tref, name, value = d.children
+        t = self.resolve_type(tref, scope)
+        e = self.coerce(self.expr(value, scope, ctx), t, value, "constant initializer")
+        if not isinstance(e, ir.Const):
+            raise self.err(value, f"initializer of constant '{_name(name)}' is not a "
+                                  "compile-time constant")
+        self.declare(scope, _name(name), ConstB(e), name)
+
+    def decl_typedef_decl(self, d: Tree) -> None:
+        _annos, kw, tref, name = d.children
+        t = self.resolve_type(tref, self.globals)
+        if isinstance(t, TypeVar | BlockTypeRef):
+            raise self.err(tref, "typedef of this type is not supported")
+        # a newtype stands for its type here; its name is kept for P4Info (type_name)
+        newtype = _name(name) if str(kw) == "type" else self.newtype_of(tref, self.globals)
+        if str(kw) == "type":
+            self.new_types[newtype] = t
+        self.declare(self.globals, _name(name), TypeB(t, newtype), name)
+        if not isinstance(t, ir.ExternType):
+            self.types[_name(name)] = t
+
+    def fields(self, d: Tree, scope: Scope, header: bool) -> tuple[ir.Field, ...]:
+        out = []
+        seen = set()
+        for f in _kids(d, "struct_field"):
+            annos, tref, fname = f.children
+            t = self.resolve_type(tref, scope)
+            n = _name(fname)
+            if n in seen:
+                raise self.err(fname, f"duplicate field '{n}'")
+            seen.add(n)
+            if header and not (_header_field_type(t) or isinstance(t, ir.VarbitType)):
+                raise self.err(tref, f"header field '{n}' must be bit<W>, int<W>, bool, a "
+                                     f"serializable enum or a struct of those, not {t}")
+            if isinstance(t, TypeVar | BlockTypeRef | ir.ExternType | ir.VoidType):
+                raise self.err(tref, f"field '{n}' cannot have type {t}")
+            out.append(ir.Field(n, t, tuple(self.annotations(annos).items()),
+                                self.newtype_of(tref, scope)))
+        return tuple(out)
+
+    def decl_header_decl(self, d: Tree) -> None:
+        annos, name, targs = d.children[0], d.children[1], d.children[2]
+        if targs is not None:
+            raise self.err(targs, unsupported("generic header"))
+        a = self.annotations(annos)
+        h = ir.HeaderType(_name(name), self.fields(d, self.globals, True), tuple(a.items()))
+        self.check_varbit_header(h, d)
+        # p4c accepts headers of any width; BMv2 needs bytes, so the pipeline checks
+        self.declare(self.globals, h.name, TypeB(h), name)
+        self.types[h.name] = h
+        if "controller_header" in a:
+            self.controller_headers[a["controller_header"]] = h
+
+    def decl_struct_decl(self, d: Tree) -> None:
+        annos, name, targs = d.children[0], d.children[1], d.children[2]
+        if targs is not None:
+            raise self.err(targs, unsupported("generic struct"))
+        a = self.annotations(annos)
+        s = ir.StructType(_name(name), self.fields(d, self.globals, False), tuple(a.items()))
+        self.declare(self.globals, s.name, TypeB(s), name)
+        self.types[s.name] = s
+
+    def decl_enum_decl(self, d: Tree) -> None:
+        annos, tref, name = d.children[0], d.children[1], d.children[2]
+        members = _kids(d, "enum_member")
+        underlying = None
+        if tref is not None:
+            underlying = self.resolve_type(tref, self.globals)
+            if not isinstance(underlying, ir.BitsType):
+                raise self.err(tref, f"enum underlying type must be bit<W> or int<W>, "
+                                     f"not {underlying}")
+        values: list[tuple[str, int]] = []
+        seen: set[str] = set()
+        for i, m in enumerate(members):
+            mname = _name(m.children[1])
+            if mname in seen:
+                raise self.err(m, f"duplicate enum member '{mname}'")
+            seen.add(mname)
+            init = m.children[2]
+            if underlying is None:
+                if init is not None:
+                    raise self.err(init, "only enums with an underlying type (enum bit<W>) "
+                                         "can give members values")
+                values.append((mname, i))
+            else:
+                if init is None:
+                    raise self.err(m, f"member '{mname}' of a serializable enum needs a value")
+                c = self.coerce(self.expr(init, self.globals, self.top), underlying, init,
+                                "enum member value")
+                if not isinstance(c, ir.Const):
+                    raise self.err(init, "enum member value must be a compile-time constant")
+                values.append((mname, int(c.value)))
+        e = ir.EnumType(_name(name), tuple(values), underlying)
+        self.annotations(annos)
+        self.declare(self.globals, e.name, TypeB(e), name)
+        self.types[e.name] = e
+
+    def decl_error_decl(self, d: Tree) -> None:
+        self.declare_members(d, self.errors, "error")
+
+    def decl_match_kind_decl(self, d: Tree) -> None:
+        self.declare_members(d, self.match_kinds, "match_kind")
+
+    def declare_members(self, d: Tree, names: list[str], kind: str) -> None:
+        """Appends the members of an ``error``/``match_kind`` declaration to ``names`` (the
+        spec merges all declarations of each into one set)."""
+        for n in d.children:
+            if n is None:
+                continue
+            name = _name(n)
+            if name in names:
+                raise self.err(n, f"{kind} '{name}' declared twice")
+            names.append(name)
+
+    # ---------------------------------------------------------------- externs
+    def sig(self, proto: Tree, scope: Scope, outer: dict[str, TypeVar],
+            annos: dict[str, str]) -> FuncSig:
+        ret_tree, name, targs, params = proto.children
+        tps = self.type_params(targs)
+        tvars = dict(outer)
+        tvars.update({p: TypeVar(p) for p in tps})
+        ret = (
+            ir.VoidType()
+            if ret_tree.data == "void_type"
+            else self.resolve_type(ret_tree.children[0], scope, tvars)
+        )
+        return FuncSig(_name(name), tps, self.sig_params(params, scope, tvars), ret, annos)
+
+    def sig_params(self, params: Tree | None, scope: Scope,
+                   tvars: dict[str, TypeVar]) -> list[SigParam]:
+        out = []
+        if params is None:
+            return out
+        for p in params.children:
+            _annos, direction, tref, pname, default = p.children
+            if default is not None:
+                raise self.err(default, unsupported("default parameter value"))
+            d = str(direction.children[0]) if direction is not None else ""
+            out.append(SigParam(_name(pname), d, self.resolve_type(tref, scope, tvars)))
+        return out
+
+    def decl_extern_object(self, d: Tree) -> None:
+        annos, tref = d.children[0], d.children[1]
+        inner = _core(tref)
+        if inner.data != "named_type":
+            raise self.err(tref, "an extern object needs a type name")
+        name = str(inner.children[0])
+        tps = self.type_params(inner.children[1])
+        tvars = {p: TypeVar(p) for p in tps}
+        decl = ExternDecl(name, tps, [], {})
+        self.declare(self.globals, name, ExternB(decl), inner.children[0])
+        for m in d.children[2:]:
+            if m.data == "constructor":
+                cname = str(m.children[1])
+                if cname != name:
+                    raise self.err(m.children[1], f"constructor name '{cname}' must be the "
+                                                  f"extern's name '{name}'")
+                decl.ctors.append(FuncSig(name, [], self.sig_params(m.children[2], self.globals,
+                                                                    tvars), ir.VoidType()))
+            elif m.data == "abstract_method":
+                raise self.err(m, unsupported("abstract method"))
+            else:
+                s = self.sig(m.children[1], self.globals, tvars, self.annotations(m.children[0]))
+                decl.methods.setdefault(s.name, []).append(s)
+        self.annotations(annos)
+
+    def decl_extern_function(self, d: Tree) -> None:
+        s = self.sig(d.children[1], self.globals, {}, self.annotations(d.children[0]))
+        self.declare(self.globals, s.name, FuncB([s]), d.children[1])
+
+    def decl_package_decl(self, d: Tree) -> None:
+        _annos, name, targs, params = d.children
+        tps = self.type_params(targs)
+        tvars = {p: TypeVar(p) for p in tps}
+        decl = PackageDecl(_name(name), tps, self.sig_params(params, self.globals, tvars))
+        self.declare(self.globals, decl.name, PackageB(decl), name)
+
+    def block_proto(self, kind: str, ttree: Tree) -> BlockProto:
+        _annos, name, targs, params = ttree.children
+        tps = self.type_params(targs)
+        tvars = {p: TypeVar(p) for p in tps}
+        return BlockProto(kind, _name(name), tps, self.sig_params(params, self.globals, tvars))
+
+    def decl_parser_proto(self, d: Tree) -> None:
+        p = self.block_proto("parser", d.children[0])
+        self.declare(self.globals, p.name, ProtoB(p), d.children[0].children[1])
+
+    def decl_control_proto(self, d: Tree) -> None:
+        p = self.block_proto("control", d.children[0])
+        self.declare(self.globals, p.name, ProtoB(p), d.children[0].children[1])
