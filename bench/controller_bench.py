@@ -30,8 +30,6 @@ from tests.netutil import free_port  # noqa: E402
 P4SWITCH = Path(sys.executable).with_name("p4switch")
 
 
-
-
 def _listening(addr: str) -> bool:
     host, port = addr.rsplit(":", 1)
     try:

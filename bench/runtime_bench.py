@@ -102,8 +102,6 @@ def role_gapsink(ifname: str, idle: float, max_seconds: float, min_gap: float) -
 # --------------------------------------------------------------------------------------------
 
 
-
-
 def lock_held_ms(sw: sb.Child, since: int, timeout: float = 2.0) -> tuple[float, float] | None:
     """(wall ms, CPU ms) the server logged holding the switch lock for the first big Write
     after stderr line ``since`` (p4switch logs Writes of >= 1000 updates at info level)."""

@@ -19,7 +19,6 @@ def fabric_program() -> ir.Program:
     return compile_file(str(FABRIC_P4))
 
 
-
 def udp_frame(src: str, dst: str, sport: int, dport: int, smac: str, dmac: str,
               payload: bytes = b"x" * 16, ttl: int = 64) -> bytes:
     """Ethernet/IPv4/UDP with a correct IPv4 checksum (UDP checksum 0: none)."""

@@ -98,7 +98,6 @@ def tcp_pkt(src: str = "10.1.0.1", dst: str = "10.2.0.1", sport: int = 1000, dpo
                  / payload)
 
 
-
 _ETH = bytes.fromhex("000000000001" "0000000000aa" "0800")
 
 

@@ -36,9 +36,6 @@ def fake_compiler(bundle: device_config.Bundle):
     return sample_ir.build()
 
 
-
-
-
 @contextmanager
 def shell_switch(program: Path, tmp_path: Path, port_numbers: tuple[int, ...], cpu_port: int
                  ) -> Iterator[tuple[Switch, dict, str, object]]:

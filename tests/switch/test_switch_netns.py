@@ -27,8 +27,6 @@ IPV4_P4 = HERE / "p4" / "ipv4.p4"
 ROUTER_MAC = "02:00:00:00:00:fe"
 
 
-
-
 @dataclass
 class SwitchProc:
     proc: subprocess.Popen[str]
