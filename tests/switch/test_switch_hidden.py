@@ -56,6 +56,9 @@ def test_kernel_drops_and_ingress_lag_match_what_was_injected(topo: Topo) -> Non
     sw.set_pipeline(FakePipeline())
     s1, s2 = topo.host_socket(1), topo.host_socket(2)
     try:
+        # the kernel switches receive timestamping on lazily (a deferred static key): frames
+        # that arrive before it is on are stamped when read, so give it a moment
+        time.sleep(0.5)
         sw.hidden_stats()                  # reset the kernel's counters (frames of set-up)
         sent = _frames(200)
         for f in sent:
