@@ -328,6 +328,20 @@ class CGen:
         for s in ss:
             self.stmt(s)
 
+    def switch(self, subject: str, cases: list[tuple[list[str] | None, ir.Block | None]]) -> None:
+        """A C switch over ``subject``: each case's labels (None: default), then its body and a
+        break; a case without a body falls through to the next, as P4's switch cases do."""
+        self.w(f"switch ({subject}) {{")
+        for labels, body in cases:
+            for label in labels if labels is not None else [None]:
+                self.w("default:" if label is None else f"case {label}:")
+            if body is not None:
+                self.ind += 1
+                self.block(body)
+                self.w("break;")
+                self.ind -= 1
+        self.w("}")
+
     def block(self, b: ir.Block) -> None:
         if b.copy_out:
             assert self.scope is not None
@@ -408,34 +422,15 @@ class CGen:
             self.w(f"__u32 {act} = 0;")
             self.apply_table(s.table, act_var=act)
             tl = self.layout.tables[self.table(s.table).cp_name]
-            self.w(f"switch ({act}) {{")
-            for c in s.cases:
-                if c.actions is None:
-                    self.w("default:")
-                else:
-                    for a in c.actions:
-                        self.w(f"case {tl.actions.index(a) + 1}:")
-                if c.body is not None:
-                    self.ind += 1
-                    self.block(c.body)
-                    self.w("break;")
-                    self.ind -= 1
-            self.w("}")
+            self.switch(act, [(None if c.actions is None
+                               else [str(tl.actions.index(a) + 1) for a in c.actions], c.body)
+                              for c in s.cases])
         elif isinstance(s, ir.SwitchValue):
-            self.w(f"switch ({self.ex(s.expr)}) {{")
             w = _width(s.expr.type)
-            for c in s.cases:
-                if c.values is None:
-                    self.w("default:")
-                else:
-                    for v in c.values:
-                        self.w(f"case 0x{int(v.value) & ((1 << w) - 1):x}ULL:")
-                if c.body is not None:
-                    self.ind += 1
-                    self.block(c.body)
-                    self.w("break;")
-                    self.ind -= 1
-            self.w("}")
+            self.switch(self.ex(s.expr), [(None if c.values is None
+                                           else [f"0x{int(v.value) & ((1 << w) - 1):x}ULL"
+                                                 for v in c.values], c.body)
+                                          for c in s.cases])
         elif isinstance(s, ir.ActionCall):
             self.call_action(s.action, s.args, [])
         elif isinstance(s, ir.ExternCall):

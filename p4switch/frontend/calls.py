@@ -6,8 +6,6 @@ A mixin of ``Elaborator``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lark import Tree
 
 from p4switch import ir
@@ -27,6 +25,7 @@ from p4switch.frontend.bindings import (
 )
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.functions import FunctionB
+from p4switch.frontend.mixin import _BIT32, _BOOL, _Base
 from p4switch.frontend.ordering import EvaluationOrder
 from p4switch.frontend.trees import (
     expr_text,
@@ -38,16 +37,6 @@ from p4switch.frontend.types import (
     substitute,
 )
 from p4switch.frontend.varbit import SIZE_METHODS
-
-if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import Elaborator
-
-    _Base = Elaborator
-else:
-    _Base = object
-
-_BOOL = ir.BoolType()
-_BIT32 = ir.BitsType(32)
 
 
 class Calls(_Base):

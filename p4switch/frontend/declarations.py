@@ -7,8 +7,6 @@ A mixin of ``Elaborator``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lark import Token, Tree
 
 from p4switch import ir
@@ -24,6 +22,7 @@ from p4switch.frontend.bindings import (
     TypeB,
 )
 from p4switch.frontend.errors import unsupported
+from p4switch.frontend.mixin import _BOOL, _Base
 from p4switch.frontend.trees import (
     _core,
     _kids,
@@ -41,14 +40,6 @@ from p4switch.frontend.types import (
     parse_int_literal,
 )
 
-if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import Elaborator
-
-    _Base = Elaborator
-else:
-    _Base = object
-
-_BOOL = ir.BoolType()
 _INFINT = ir.InfIntType()
 
 

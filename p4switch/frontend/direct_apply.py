@@ -8,21 +8,13 @@ A mixin of ``Elaborator``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lark import Token, Tree
 
 from p4switch import ir
 from p4switch.frontend.bindings import Args, BlockB, BlockCtx, Scope, SubInstB
+from p4switch.frontend.mixin import _Base
 from p4switch.frontend.trees import _has_ctor_params
 from p4switch.frontend.types import BlockTypeRef
-
-if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import Elaborator
-
-    _Base = Elaborator
-else:
-    _Base = object
 
 
 class DirectApply(_Base):

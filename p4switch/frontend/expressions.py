@@ -7,7 +7,6 @@ A mixin of ``Elaborator``.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from lark import Token, Tree
 
@@ -29,6 +28,7 @@ from p4switch.frontend.bindings import (
     _Named,
 )
 from p4switch.frontend.errors import unsupported
+from p4switch.frontend.mixin import _BIT32, _BOOL, _Base
 from p4switch.frontend.trees import (
     _unquote,
 )
@@ -43,16 +43,7 @@ from p4switch.frontend.types import (
 )
 from p4switch.frontend.varbit import SIZE_METHODS
 
-if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import Elaborator
-
-    _Base = Elaborator
-else:
-    _Base = object
-
-_BOOL = ir.BoolType()
 _INFINT = ir.InfIntType()
-_BIT32 = ir.BitsType(32)
 _CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
 
 

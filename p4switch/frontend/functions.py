@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from lark import Tree
 
@@ -23,17 +22,9 @@ from p4switch import ir
 from p4switch.frontend.bindings import Args, BlockCtx, Scope, VarB
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.lowering import _has_return, _lower_returns
+from p4switch.frontend.mixin import _BOOL, _Base
 from p4switch.frontend.ordering import Effect
 from p4switch.frontend.types import FuncSig
-
-if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import Elaborator
-
-    _Base = Elaborator
-else:
-    _Base = object
-
-_BOOL = ir.BoolType()
 
 
 @dataclass

@@ -16,24 +16,13 @@ A mixin of ``Elaborator``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lark import Tree
 
 from p4switch import ir
 from p4switch.frontend.bindings import BlockCtx, Scope, VarB
 from p4switch.frontend.errors import unsupported
+from p4switch.frontend.mixin import _BIT32, _BOOL, _Base
 from p4switch.frontend.ordering import has_effect
-
-if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import Elaborator
-
-    _Base = Elaborator
-else:
-    _Base = object
-
-_BOOL = ir.BoolType()
-_BIT32 = ir.BitsType(32)
 
 
 class Loops(_Base):

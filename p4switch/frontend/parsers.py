@@ -7,7 +7,6 @@ A mixin of ``Elaborator``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from lark import Tree
 
@@ -20,6 +19,7 @@ from p4switch.frontend.bindings import (
     _ParserCall,
 )
 from p4switch.frontend.errors import unsupported
+from p4switch.frontend.mixin import _Base
 from p4switch.frontend.trees import (
     _has_ctor_params,
     _kids,
@@ -28,14 +28,6 @@ from p4switch.frontend.trees import (
 from p4switch.frontend.types import (
     to_unsigned,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import Elaborator
-
-    _Base = Elaborator
-else:
-    _Base = object
-
 
 
 def _successors(tr: ir.Transition) -> list[str]:

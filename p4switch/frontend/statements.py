@@ -6,8 +6,6 @@ A mixin of ``Elaborator``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lark import Tree
 
 from p4switch import ir
@@ -19,17 +17,10 @@ from p4switch.frontend.bindings import (
     _ApplyResult,
     _ParserCall,
 )
+from p4switch.frontend.mixin import _Base
 from p4switch.frontend.trees import (
     expr_text,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import Elaborator
-
-    _Base = Elaborator
-else:
-    _Base = object
-
 
 
 class Statements(_Base):

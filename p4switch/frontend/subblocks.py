@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from lark import Tree
 
@@ -30,22 +29,13 @@ from p4switch.frontend.bindings import (
 )
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.lowering import _has_return, _lower_returns
+from p4switch.frontend.mixin import _BOOL, _Base
 from p4switch.frontend.trees import _core, _has_ctor_params, _name, expr_text
 from p4switch.frontend.types import (
     BlockTypeRef,
     TypeVar,
     contains_typevar,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import Elaborator
-
-    _Base = Elaborator
-else:
-    _Base = object
-
-_BOOL = ir.BoolType()
-_BIT32 = ir.BitsType(32)
 
 
 class SubBlocks(_Base):

@@ -7,8 +7,6 @@ A mixin of ``Elaborator``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lark import Tree
 
 from p4switch import ir
@@ -22,17 +20,8 @@ from p4switch.frontend.bindings import (
 )
 from p4switch.frontend.diagnostics import warn
 from p4switch.frontend.errors import unsupported
+from p4switch.frontend.mixin import _Base
 from p4switch.frontend.trees import _name, expr_text
-
-if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import Elaborator
-
-    _Base = Elaborator
-else:
-    _Base = object
-
-_BOOL = ir.BoolType()
-_BIT32 = ir.BitsType(32)
 
 #: Whether table actions lists may bind directional action arguments (``ir.ActionRef.args``).
 #: On since both pipeline paths (codegen's general driver, fused) execute them.

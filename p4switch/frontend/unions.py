@@ -16,23 +16,13 @@ A mixin of ``Elaborator``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lark import Tree
 
 from p4switch import ir
 from p4switch.frontend.bindings import TypeB
 from p4switch.frontend.errors import unsupported
+from p4switch.frontend.mixin import _BOOL, _Base
 from p4switch.frontend.trees import _name
-
-if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import Elaborator
-
-    _Base = Elaborator
-else:
-    _Base = object
-
-_BOOL = ir.BoolType()
 
 
 def union_member(e: ir.Expr) -> tuple[ir.Expr, ir.StructType, str] | None:

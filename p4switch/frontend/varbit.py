@@ -11,22 +11,13 @@ of a header are compile-time integers. A mixin of ``Elaborator``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lark import Tree
 
 from p4switch import ir
 from p4switch.frontend.bindings import BlockCtx, Scope
 from p4switch.frontend.errors import unsupported
+from p4switch.frontend.mixin import _BIT32, _Base
 
-if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.elaborate import Elaborator
-
-    _Base = Elaborator
-else:
-    _Base = object
-
-_BIT32 = ir.BitsType(32)
 #: extern functions whose data argument may hold varbit fields
 VARBIT_INPUTS = {"hash", "verify_checksum", "update_checksum", "verify_checksum_with_payload",
                  "update_checksum_with_payload"}
