@@ -16,6 +16,7 @@ use. What the back end cannot express is refused with a located ``file:line:col`
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from p4switch import ir
@@ -186,7 +187,12 @@ class CGen:
                 self.structs[name] = f"struct {name} {{\n" + "\n".join(fields) + "\n};"
             return f"struct {name}"
         if isinstance(t, ir.StackType):
-            raise self.refuse(f"header stack {t}", self.loc or self.type_loc(t))
+            elem = self.ctype(t.elem)  # a stack of header unions is refused there
+            name = f"K_{_cid(t.elem.name)}_{t.size}"
+            if name not in self.structs:
+                self.structs[name] = (f"struct {name} {{\n    {elem} e[{t.size}];\n"
+                                      f"    __u64 n;\n}};")
+            return f"struct {name}"
         if isinstance(t, ir.VarbitType):
             raise self.refuse("varbit")
         if isinstance(t, ir.BitsType | ir.BoolType | ir.ErrorType | ir.EnumType
@@ -206,11 +212,105 @@ class CGen:
                 raise self.refuse(f"the name {e.name} here") from None
         if isinstance(e, ir.Member):
             if isinstance(e.base.type, ir.StackType):
-                raise self.refuse("header stacks")
+                return self.stack_prop(e.base, e.field)
             return f"{self.lval(e.base)}.f_{_cid(e.field)}"
-        if isinstance(e, ir.StackElem | ir.StackNext | ir.StackLast):
-            raise self.refuse("header stacks", e.loc)
+        if isinstance(e, ir.StackProp):
+            return self.stack_prop(e.stack, e.prop)
+        if isinstance(e, ir.StackElem):
+            st = e.stack.type
+            assert isinstance(st, ir.StackType)
+            base = self.lval(e.stack)
+            i = _const_int(e.index)
+            if i is not None and 0 <= i < st.size:
+                return f"{base}.e[{i}]"
+            return self.elem_at(base, st, self.ex(e.index))
+        if isinstance(e, ir.StackNext | ir.StackLast):
+            st = e.stack.type
+            assert isinstance(st, ir.StackType)
+            base = self.lval(e.stack)
+            if isinstance(e, ir.StackNext):
+                self.stack_check(f"{base}.n >= {st.size}")
+                return self.elem_at(base, st, f"{base}.n")
+            self.stack_check(f"{base}.n == 0")
+            return self.elem_at(base, st, f"({base}.n - 1)")
         raise self.refuse(f"{type(e).__name__} as an l-value", e.loc)
+
+    # -- header stacks ---------------------------------------------------------------------
+    def stack_prop(self, stack: ir.Expr, prop: str) -> str:
+        st = stack.type
+        assert isinstance(st, ir.StackType)
+        if prop == "size":
+            return f"{st.size}ULL"
+        if prop == "nextIndex":
+            return f"{self.lval(stack)}.n"
+        if prop == "lastIndex":
+            return f"(({self.lval(stack)}.n - 1) & 0xffffffffULL)"
+        raise self.refuse(f"the stack property {prop}")
+
+    def elem_at(self, base: str, st: ir.StackType, idx: str) -> str:
+        """The element ``idx`` (a run-time value) of the stack ``base`` as an l-value: a chain
+        of constant offsets the verifier accepts; out of range, a zeroed invalid scratch header
+        (spec 8.27: reads give an unspecified value, BMv2's and the Python target's an invalid
+        zero header; writes have no effect)."""
+        elem = self.ctype(st.elem)
+        oob = f"O_{_cid(st.elem.name)}"
+        self.ctx_fields.append(f"    {elem} {oob};")
+        ix = self.fresh("_ix")
+        chain = "".join(f"{ix} == {i} ? &{base}.e[{i}] : " for i in range(st.size))
+        return (f"(*({{ __u64 {ix} = {idx}; {chain}({{ __builtin_memset(&C->{oob}, 0, "
+                f"sizeof(C->{oob})); &C->{oob}; }}); }}))")
+
+    def stack_check(self, bad: str) -> None:
+        """``.next``/``.last`` out of range: error.StackOutOfBounds in a parser; elsewhere the
+        packet is dropped (as the Python target drops it)."""
+        assert self.scope is not None
+        if self.scope.exit_label == "parser_reject":
+            self.w(f"if ({bad}) {{ C->sm.f_parser_error = "
+                   f"{self.p.error_code('StackOutOfBounds')}; goto parser_reject; }}")
+        else:
+            self.w(f"if ({bad}) {{ p4_stat(5); return TC_ACT_SHOT; }}")
+
+    def stack_method(self, s: ir.StackMethod) -> None:
+        st = s.stack.type
+        assert isinstance(st, ir.StackType)
+        b, n, c = self.lval(s.stack), st.size, s.count
+        zero = "__builtin_memset(&{0}, 0, sizeof({0}));"
+        if s.method == "push_front":
+            for i in range(n - 1, c - 1, -1):
+                self.w(f"{b}.e[{i}] = {b}.e[{i - c}];")
+            for i in range(min(c, n)):
+                self.w(zero.format(f"{b}.e[{i}]"))
+            self.w(f"{b}.n = {b}.n + {c} > {n} ? {n} : {b}.n + {c};")
+        elif s.method == "pop_front":
+            for i in range(n - c):
+                self.w(f"{b}.e[{i}] = {b}.e[{i + c}];")
+            for i in range(max(n - c, 0), n):
+                self.w(zero.format(f"{b}.e[{i}]"))
+            self.w(f"{b}.n = {b}.n >= {c} ? {b}.n - {c} : 0;")
+        else:
+            raise self.refuse(f"the stack method {s.method}", s.loc)
+
+    def equal(self, a: ir.Expr, b: ir.Expr) -> str:
+        """``a == b`` on headers (two invalid ones are equal), structs and stacks (element by
+        element; nextIndex is not part of the value), as the Python target compares them."""
+        t = a.type
+        if isinstance(t, ir.HeaderType):
+            la, lb = self.lval(a), self.lval(b)
+            fields = " && ".join(f"{la}.f_{_cid(f.name)} == {lb}.f_{_cid(f.name)}"
+                                 for f in t.fields) or "1"
+            return f"({la}.valid == {lb}.valid && (!{la}.valid || ({fields})))"
+        if isinstance(t, ir.StructType):
+            if t.union:
+                raise self.refuse(f"header_union {t.name}", a.loc)
+            return "(" + " && ".join(
+                self.equal(ir.Member(a, f.name, type=f.type), ir.Member(b, f.name, type=f.type))
+                for f in t.fields) + ")" if t.fields else "1"
+        if isinstance(t, ir.StackType):
+            return "(" + " && ".join(
+                self.equal(ir.StackElem(a, ir.Const(i, type=ir.InfIntType()), type=t.elem),
+                           ir.StackElem(b, ir.Const(i, type=ir.InfIntType()), type=t.elem))
+                for i in range(t.size)) + ")"
+        return f"({self.ex(a)} == {self.ex(b)})"
 
     def sext(self, code: str, w: int) -> str:
         """``code`` (a W-bit pattern) as a signed 64-bit value."""
@@ -228,9 +328,8 @@ class CGen:
             v = int(e.value)
             w = _width(t) if not isinstance(t, ir.InfIntType) else 64
             return f"0x{v & ((1 << w) - 1):x}ULL"
-        if isinstance(e, ir.Var | ir.Member):
-            if isinstance(t, ir.StructType | ir.HeaderType):
-                return self.lval(e)
+        if isinstance(e, ir.Var | ir.Member | ir.StackElem | ir.StackNext | ir.StackLast
+                      | ir.StackProp):
             return self.lval(e)
         if isinstance(e, ir.IsValid):
             return f"({self.lval(e.header)}.valid)"
@@ -284,6 +383,9 @@ class CGen:
         if op in ("&&", "||"):
             return f"({self.ex(e.left)} {op} {self.ex(e.right)})"
         lt = e.left.type
+        if op in ("==", "!=") and isinstance(lt, ir.HeaderType | ir.StructType | ir.StackType):
+            eq = self.equal(e.left, e.right)
+            return eq if op == "==" else f"(!{eq})"
         a, b = self.ex(e.left), self.ex(e.right)
         if op in ("==", "!="):
             return f"({a} {op} {b})"
@@ -390,8 +492,9 @@ class CGen:
             if isinstance(t, ir.HeaderType):
                 self.w(f"{tgt}.valid = 1;")
             return
-        if isinstance(t, ir.HeaderType | ir.StructType):
-            self.w(f"{self.lval(lhs)} = {self.lval(rhs)};")
+        if isinstance(t, ir.HeaderType | ir.StructType | ir.StackType):
+            src = self.lval(rhs)  # the right side first (as p4c and the Python target)
+            self.w(f"{self.lval(lhs)} = {src};")
             return
         self.w(f"{self.lval(lhs)} = {self.ex(rhs)};")
 
@@ -435,6 +538,8 @@ class CGen:
             self.call_action(s.action, s.args, [])
         elif isinstance(s, ir.ExternCall):
             self.extern_call(s)
+        elif isinstance(s, ir.StackMethod):
+            self.stack_method(s)
         elif isinstance(s, ir.HeaderMethod):
             self.w(f"{self.lval(s.header)}.valid = {1 if s.method == 'setValid' else 0};")
         elif isinstance(s, ir.Exit):
@@ -470,7 +575,7 @@ class CGen:
             self.ctx_fields.append(f"    {self.ctype(p.type)} {fname};")
             names[p.name] = f"C->{fname}"
             if p.direction in ("in", "inout", ""):
-                if isinstance(p.type, ir.HeaderType | ir.StructType):
+                if isinstance(p.type, ir.HeaderType | ir.StructType | ir.StackType):
                     self.w(f"C->{fname} = {self.lval(a)};")
                 else:
                     self.w(f"C->{fname} = {self.ex(a)};")
@@ -745,6 +850,9 @@ class CGen:
             return [x for i in e.items for x in self.flatten(i)]
         if isinstance(t, ir.HeaderType | ir.StructType):
             return [x for f in t.fields for x in self.flatten(ir.Member(e, f.name, type=f.type))]
+        if isinstance(t, ir.StackType):
+            return [x for i in range(t.size) for x in self.flatten(
+                ir.StackElem(e, ir.Const(i, type=ir.InfIntType()), type=t.elem))]
         w = _width(t)
         valid = None
         if isinstance(e, ir.Member) and isinstance(e.base.type, ir.HeaderType):
@@ -843,27 +951,40 @@ class CGen:
         self.w(f"if (C->off + {nb} > C->plen || bpf_skb_load_bytes(skb, C->off, C->xb, {nb})) "
                f"{{ C->sm.f_parser_error = {err}; goto parser_reject; }}")
         self.w(f"unpack_{name}(&{self.lval(s.header)}, C->xb);")
+        if isinstance(s.header, ir.StackNext):  # checked (StackOutOfBounds) by lval
+            self.w(f"{self.lval(s.header.stack)}.n += 1;")
         self.w(f"C->off += {nb};")
 
     def parser(self, pr: ir.Parser, names: dict[str, str]) -> None:
+        """The parser's states as labels and gotos. A parser loop is unrolled: the states are
+        emitted ``rounds`` times and each edge that closes a loop goes to the next round's
+        copy, so the program stays loop-free for the verifier; a packet that would go round
+        once more than that is rejected with error.ParserTimeout (docs/p4switch-ebpf.md)."""
         self.scope = _Scope(names, pr.name, "parser_reject", "parser_reject", pr.instances)
         for d in pr.locals:
             self.stmt(d)
-        self._check_acyclic(pr)
+        back = self._back_edges(pr)
+        rounds = parser_rounds(self.p) if back else 1
         self.w("goto state_start;")
-        for st in pr.states.values():
-            self.loc = st.loc
-            self.w(f"state_{_cid(st.name)}: {{")
-            self.ind += 1
-            self.stmts(st.stmts)
-            self.transition(st.transition)
-            self.ind -= 1
-            self.w("}")
+        for k in range(rounds):
+            for st in pr.states.values():
+                self.loc = st.loc
+                self.w(f"{_state_label(st.name, k)}: {{")
+                self.ind += 1
+                self.stmts(st.stmts)
+                self.transition(st.transition, lambda nxt, st=st, k=k: self._goto(
+                    nxt, k + 1 if (st.name, nxt) in back else k, rounds))
+                self.ind -= 1
+                self.w("}")
         self.w("parser_reject:;")
         self.w("parser_accept:;")
 
-    def _check_acyclic(self, pr: ir.Parser) -> None:
+    @staticmethod
+    def _back_edges(pr: ir.Parser) -> set[tuple[str, str]]:
+        """The transitions that close a loop (to a state on the depth-first path from start):
+        removing them leaves the states' graph acyclic."""
         color: dict[str, int] = {}
+        back: set[tuple[str, str]] = set()
 
         def succ(st: ir.ParserState) -> list[str]:
             t = st.transition
@@ -874,27 +995,30 @@ class CGen:
             color[n] = 1
             for m in succ(pr.states[n]):
                 if color.get(m) == 1:
-                    raise self.refuse("a parser loop (a state reached again)",
-                                      pr.states[m].loc or pr.states[n].loc)
-                if m not in color:
+                    back.add((n, m))
+                elif m not in color:
                     dfs(m)
             color[n] = 2
 
         if "start" in pr.states:
             dfs("start")
+        return back
 
-    def _goto(self, nxt: str) -> str:
+    def _goto(self, nxt: str, k: int = 0, rounds: int = 1) -> str:
         if nxt == "accept":
             return "goto parser_accept;"
         if nxt == "reject":
             return "goto parser_reject;"
-        return f"goto state_{_cid(nxt)};"
+        if k >= rounds:
+            return (f"{{ C->sm.f_parser_error = {self.p.error_code('ParserTimeout')}; "
+                    f"goto parser_reject; }}")
+        return f"goto {_state_label(nxt, k)};"
 
-    def transition(self, t: ir.Transition) -> None:
+    def transition(self, t: ir.Transition, goto: Callable[[str], str]) -> None:
         if t.loc is not None:
             self.loc = t.loc
         if t.select_keys is None:
-            self.w(self._goto(t.next_state or "accept"))
+            self.w(goto(t.next_state or "accept"))
             return
         ks = []
         for k in t.select_keys:
@@ -916,7 +1040,7 @@ class CGen:
                     conds.append(f"({kv} >= 0x{ksv.lo & m:x}ULL && {kv} <= 0x{ksv.hi & m:x}ULL)")
                 else:
                     raise self.refuse("parser value sets", t.loc)
-            self.w(f"if ({' && '.join(conds) or '1'}) {self._goto(c.next_state)}")
+            self.w(f"if ({' && '.join(conds) or '1'}) {goto(c.next_state)}")
         self.w(f"C->sm.f_parser_error = {self.p.error_code('NoMatch')};")
         self.w("goto parser_reject;")
 
@@ -945,6 +1069,9 @@ class CGen:
             elif isinstance(t, ir.StructType):
                 for f in t.fields:
                     collect(ir.Member(e, f.name, type=f.type))
+            elif isinstance(t, ir.StackType):
+                for i in range(t.size):
+                    collect(ir.StackElem(e, ir.Const(i, type=ir.InfIntType()), type=t.elem))
             else:
                 raise self.refuse(f"emit of {t}", e.loc)
 
@@ -1032,7 +1159,7 @@ class CGen:
         out = [_PRELUDE.format(hb=HASH_BUF, xb=max(self.max_hdr, 8), nstats=len(STAT_NAMES),
                                crc32=_crc32_table(), crc16=_crc16_table())]
         out += list(self.structs.values())
-        out.append("struct p4ctx {\n    __u32 off;\n    __u32 exiting;\n    __u32 plen;\n"
+        out.append("struct p4ctx {\n    __u32 off;\n    __u32 exiting;\n    __u32 plen;\n    __u16 test;\n    __u16 cut;\n"
                    "    __u64 depart_ns;\n"
                    f"    __u8 hb[{HASH_BUF}];\n    __u8 xb[{max(self.max_hdr, 8)}];\n    __u8 mv[64];\n"
                    + "\n".join(ctx) + "\n};")
@@ -1045,6 +1172,28 @@ class CGen:
         out += body
         out.append(_MAIN_TAIL.format(cpu=cpu if cpu is not None else -1))
         return "\n\n".join(out) + "\n"
+
+
+def _state_label(name: str, k: int) -> str:
+    return f"state_{_cid(name)}" + (f"_r{k}" if k else "")
+
+
+def parser_rounds(program: ir.Program) -> int:
+    """How many times round a parser loop may go: once more than the largest header stack of
+    the parser's headers holds (a loop that extracts into a stack's ``next`` fails with
+    StackOutOfBounds there), at least 2."""
+    pr = program.parsers[program.package["parser"]]
+    sizes = [0]
+
+    def walk(t: ir.Type) -> None:
+        if isinstance(t, ir.StackType):
+            sizes.append(t.size)
+        elif isinstance(t, ir.StructType):
+            for f in t.fields:
+                walk(f.type)
+
+    walk(pr.params[1].type)
+    return max(sizes) + 1 if max(sizes) else 2
 
 
 def _collect_type_locs(program: ir.Program, out: dict[str, ir.SourceLoc]) -> None:
@@ -1248,6 +1397,9 @@ static __always_inline int p4_shrink(struct __sk_buff *skb, struct p4ctx *C, __u
         done += 1;
     }
     if (done < n) return -1;
+    /* the test-run facility keeps an Ethernet header's worth: the bytes beyond the frame's
+     * end are reported (C->cut) and removed by the caller */
+    if (C->test && to + n < 14) { C->cut = 14 - (to + n); return bpf_skb_change_tail(skb, 14, 0); }
     return bpf_skb_change_tail(skb, to + n, 0);
 }
 """
@@ -1270,12 +1422,13 @@ int p4_ingress(struct __sk_buff *skb) {
     p4_stat(0);
     __u64 now_us = (bpf_ktime_get_ns() - cfg->t0_ns) / 1000;
     __builtin_memset(C, 0, sizeof(*C));
+    C->test = cfg->test_mode;
     C->plen = skb->len;
     if (cfg->test_mode && cfg->test_pad < C->plen) C->plen -= cfg->test_pad;"""
 
 _MAIN_TAIL = r"""    {{
         __u32 out = C->sm.f_egress_port;
-        if (cfg->test_mode) {{ skb->mark = out; p4_stat(1); return TC_ACT_OK; }}
+        if (cfg->test_mode) {{ skb->mark = out | ((__u32)C->cut << 16); p4_stat(1); return TC_ACT_OK; }}
         if ((int)out == {cpu}) p4_stat(6);
         __u32 *ifx = bpf_map_lookup_elem(&p4ports_out, &out);
         if (!ifx || !*ifx) {{ p4_stat(4); return TC_ACT_SHOT; }}

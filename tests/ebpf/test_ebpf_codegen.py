@@ -20,7 +20,7 @@ STF = ROOT / "tests" / "stf" / "programs"
 
 
 @pytest.mark.parametrize("stem,what", [
-    ("stack_ops", "header stack"),
+    ("union_stack", "header_union"),
     ("lookahead", "lookahead"),
     ("meters", "meter"),
     ("clone_i2e", "clone_preserving_field_list"),
