@@ -1,24 +1,22 @@
 """Run a collective from ``traffic/`` across the fabric's hosts and collect its metrics.
 
-Every participating host runs ``python -m traffic.run`` (one rank per host, block placement in
-the order given) with the same ``--start-at``; the agents' own READY barrier then starts the job
-together, so the margin only has to cover interpreter start-up. Each writes its per-rank JSON
-and flows CSV to ``<out_dir>/<host>``; the result merges them.
+Every participating host's agent (topo.agents: started at the fabric's first collective, kept
+until the fabric stops) is handed traffic.run's arguments (one rank per host, block placement
+in the order given) with the same ``--start-at``; the agents' own READY barrier then starts the
+job together, so the margin only has to cover one round trip to the agents. Each writes its
+per-rank JSON and flows CSV to ``<out_dir>/<host>`` and sends the ranks' metrics back over its
+control socket; the result merges them. An agent that died or hung is an error of the result.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -77,48 +75,34 @@ def run_collective(net, schedule: str = "ring_allreduce", size: str = "64KB",
     out.mkdir(parents=True, exist_ok=True)
     host_list = ",".join(spec.hosts[h].ip for h in names)  # rank i on names[i] (block)
     start_at = time.time() + start_margin
-    base = [sys.executable, "-m", "traffic.run", "--schedule", schedule,
+    base = ["--schedule", schedule,
             "--ranks", str(len(names)), "--size", str(size), "--hosts", host_list,
             "--placement", "block", "--start-at", f"{start_at:.3f}",
             "--timeout", str(timeout), *_traffic_args(traffic_run_args)]
-    procs: dict[str, subprocess.Popen] = {}
-    logs = []
-    try:
-        for h in names:
-            log = (out / f"{h}.log").open("w")
-            logs.append(log)
-            procs[h] = net.get(h).popen([*base, "--out", str(out / h)], cwd=str(REPO),
-                                        stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout + start_margin + 30
-        for p in procs.values():
-            try:
-                p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
-    finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait(5)
-        for log in logs:
-            log.close()
-    return collect(schedule, str(size), names, out, {h: p.returncode for h, p in procs.items()})
+    argv = {h: [*base, "--out", str(out / h)] for h in names}
+    replies = net.agents.run(argv, timeout + start_margin + 30)
+    for h, r in replies.items():
+        (out / f"{h}.log").write_text(r.log + (f"agent: {r.error}\n" if r.error else ""))
+    return collect(schedule, str(size), names, out, {h: r.rc for h, r in replies.items()},
+                   agent_errors={h: r.error for h, r in replies.items() if r.error},
+                   ranks={rk: m for r in replies.values() for rk, m in r.ranks.items()})
 
 
 def collect(schedule: str, size: str, hosts: list[str], out: Path,
-            returncodes: dict[str, int | None]) -> CollectiveResult:
-    """Merge the per-host metric directories of one run."""
-    metrics: dict[int, dict[str, Any]] = {}
+            returncodes: dict[str, int | None], agent_errors: dict[str, str] | None = None,
+            ranks: dict[int, dict[str, Any]] | None = None) -> CollectiveResult:
+    """Merge one run's per-host results: the ranks' metrics as the agents sent them back
+    (``ranks``; else each host's rank<r>.json), the flows from the hosts' CSVs, and what
+    went wrong (``agent_errors``: an agent that died or did not answer)."""
+    metrics: dict[int, dict[str, Any]] = dict(ranks or {})
     frames = []
-    errors = []
+    errors = [f"{h}: {e}" for h, e in (agent_errors or {}).items()]
     for h in hosts:
         d = out / h
-        for jp in sorted(d.glob("rank*.json")):
-            m = json.loads(jp.read_text())
-            metrics[m["rank"]] = m
-            if m.get("error"):
-                errors.append(f"rank {m['rank']} ({h}): {m['error']}")
+        if ranks is None:
+            for jp in sorted(d.glob("rank*.json")):
+                m = json.loads(jp.read_text())
+                metrics[m["rank"]] = m
         for cp in sorted(d.glob("rank*_flows.csv")):
             df = pd.read_csv(cp)
             df.insert(0, "rank", int(cp.stem.removeprefix("rank").removesuffix("_flows")))
@@ -127,6 +111,8 @@ def collect(schedule: str, size: str, hosts: list[str], out: Path,
         if returncodes.get(h) not in (0, None) and not list(d.glob("rank*.json")):
             tail = (out / f"{h}.log").read_text(errors="replace").strip().splitlines()[-1:]
             errors.append(f"{h}: exit {returncodes[h]}: {' '.join(tail)}")
+    errors += [f"rank {r} ({m.get('host')}): {m['error']}" for r, m in sorted(metrics.items())
+               if m.get("error")]
     colls = [c for m in metrics.values() for c in m.get("collectives", [])]
     cct = (max(c["finish"] for c in colls) - min(c["start"] for c in colls)) if colls else None
     rank_cct = {r: sum(c["cct"] for c in m.get("collectives", [])) for r, m in metrics.items()}

@@ -19,6 +19,7 @@ from mininet.net import Mininet
 from model.spec import GRPC_BASE_PORT, MAX_PORT, THRIFT_BASE_PORT, FabricSpec
 from model.targets import Target
 
+from .agents import HostAgents
 from .lock import FabricLock
 from .nodes import BMv2Switch, EbpfP4Switch, FabricLink, P4Host, P4Switch, TopoError
 from .rundir import RunDir, stop_leftovers
@@ -85,6 +86,7 @@ class FabricNet:
         self.run: RunDir | None = None
         self.net: Mininet | None = None
         self.timings: dict[str, float] = {}
+        self._agents: HostAgents | None = None
 
     # ---- life cycle ---------------------------------------------------------------------------
     @property
@@ -140,10 +142,25 @@ class FabricNet:
             "hosts": {h.name: h.ip for h in self.spec.hosts.values()},
         })
 
+    @property
+    def agents(self) -> HostAgents:
+        """The hosts' traffic agents (topo.agents): each started at its first collective,
+        kept for the fabric's lifetime, stopped with it."""
+        if self.run is None or self.net is None:
+            raise TopoError("fabric not started")
+        if self._agents is None:
+            self._agents = HostAgents(self.run, self.get)
+        return self._agents
+
     def stop(self) -> None:
-        """Switch processes first (so none sees its ports vanish), then Mininet's links,
-        hosts and helper shells; then the records and the lock."""
+        """Host agents and switch processes first (so none sees its ports vanish), then
+        Mininet's links, hosts and helper shells; then the records and the lock."""
         try:
+            if self._agents is not None:
+                try:
+                    self._agents.stop()
+                finally:
+                    self._agents = None
             if self.net is not None:
                 for sw in self.switches:  # SIGTERM all first: they shut down in parallel
                     if sw.proc is not None and sw.proc.poll() is None:

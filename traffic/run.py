@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from .congestion import DEFAULT_CC, REGISTRY
+from .metrics import RankMetrics
 from .policies import ENTROPY_SETS, SPRAY_MODES, PolicySpec, parse_policy
 from .schedules import (
     GENERATORS,
@@ -236,6 +237,14 @@ def host_map(a: argparse.Namespace, s: Schedule) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return execute(argv)[0]
+
+
+def execute(argv: list[str] | None = None) -> tuple[int, dict[int, RankMetrics]]:
+    """Parse ``argv``, run this host's ranks, write their metrics to --out and print the
+    summary; (exit status, the ranks' metrics). The agent server (traffic.agentd) calls this
+    in its long-lived process for every collective it is handed; a bad argument exits
+    (SystemExit, argparse's status 2) as on the command line."""
     p = parser()
     a = p.parse_args(argv)
     try:
@@ -243,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.dump_schedule:
             dump(s, a.dump_schedule)
             print(f"wrote {a.dump_schedule}: {s.name}, {s.ranks} ranks")
-            return 0
+            return 0, {}
         hosts = host_map(a, s)
         policy, fabric = path_policy(a)
     except (ScheduleError, ValueError) as e:
@@ -290,9 +299,10 @@ def main(argv: list[str] | None = None) -> int:
         agent.run()
     except (NextHopError, OSError) as e:
         print(f"traffic.run: error: {e}", file=sys.stderr)
-        return 2
+        return 2, {}
     ok = True
-    for r, m in sorted(agent.results().items()):
+    results = agent.results()
+    for r, m in sorted(results.items()):
         m.write(a.out)
         ok &= m.completed
         colls = ", ".join(f"{c['name']} {c['cct'] * 1e3:.2f} ms" for c in m.collectives)
@@ -306,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rank {r}: {'done' if m.completed else m.error}; sent {tot['bytes_sent']} B, "
               f"received {tot['bytes_received']} B, {seen}; {colls}")
     print(json.dumps({"out": str(a.out), "ranks": local}))
-    return 0 if ok else 1
+    return (0 if ok else 1), results
 
 
 if __name__ == "__main__":
