@@ -111,7 +111,7 @@ class SubInstB:
 
 
 @dataclass
-class _ParserCall:
+class ParserCall:
     """``p.apply(...)`` of a sub-parser in a parser state: the state is split there."""
 
     inst: SubInstB
@@ -173,7 +173,7 @@ class BlockCtx:
 
 
 @dataclass
-class _MethodRef:
+class MethodRef:
     kind: str  # "header", "stack", "table", "instance", "packet_in", "packet_out"
     target: object
     method: str
@@ -181,7 +181,7 @@ class _MethodRef:
 
 
 @dataclass
-class _ApplyResult:
+class ApplyResult:
     table: ir.Table
     node: object
 
@@ -203,7 +203,7 @@ class Args(list):
 
 
 @dataclass
-class _Named:
+class Named:
     """A name that denotes an object (table, instance, action...) rather than a value."""
 
     binding: object

@@ -12,20 +12,20 @@ from p4switch import ir
 from p4switch.frontend.arguments import is_dontcare
 from p4switch.frontend.bindings import (
     ActionB,
+    ApplyResult,
     Args,
     BlockB,
     BlockCtx,
     FuncB,
     InstanceB,
+    MethodRef,
     Scope,
     SubInstB,
     VarB,
-    _ApplyResult,
-    _MethodRef,
 )
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.functions import FunctionB
-from p4switch.frontend.mixin import _BIT32, _BOOL, _Base
+from p4switch.frontend.mixin import BIT32, BOOL, _Base
 from p4switch.frontend.ordering import EvaluationOrder
 from p4switch.frontend.trees import (
     expr_text,
@@ -42,7 +42,7 @@ from p4switch.frontend.varbit import SIZE_METHODS
 class Calls(_Base):
     # ---------------------------------------------------------------- calls
     def call(self, c: Tree, scope: Scope, ctx: BlockCtx, as_stmt: bool):
-        """A call; returns an ir.Stmt when as_stmt, else an ir.Expr or _ApplyResult."""
+        """A call; returns an ir.Stmt when as_stmt, else an ir.Expr or ApplyResult."""
         if c.data not in ("call", "generic_call"):
             if as_stmt:
                 raise self.err(c, "expression statements must be calls")
@@ -88,7 +88,7 @@ class Calls(_Base):
                 return self.direct_apply(b, callee_t.children[0], arg_trees, c, scope, ctx,
                                          as_stmt)
         ref = self.expr_or_ref(callee_t, scope, ctx)
-        if not isinstance(ref, _MethodRef):
+        if not isinstance(ref, MethodRef):
             raise self.err(callee_t, f"'{expr_text(callee_t)}' cannot be called")
         m = ref.method
         if ref.kind == "header":
@@ -102,7 +102,7 @@ class Calls(_Base):
                     return None
                 if isinstance(h.type, ir.StructType):  # a header_union
                     return self.union_valid(h, loc)
-                return ir.IsValid(h, type=_BOOL, loc=loc)
+                return ir.IsValid(h, type=BOOL, loc=loc)
             if isinstance(h.type, ir.StructType):
                 raise self.err(c, f"a header_union has no method {m}() (call it on a member)")
             if m in ("setValid", "setInvalid"):
@@ -131,7 +131,7 @@ class Calls(_Base):
                 raise self.err(c, "tables cannot be applied inside actions")
             if as_stmt:
                 return ir.ApplyTable(table.name, loc=loc)
-            return _ApplyResult(table, c)
+            return ApplyResult(table, c)
         if ref.kind == "subblock":
             ib: SubInstB = ref.target
             if not as_stmt:
@@ -177,7 +177,7 @@ class Calls(_Base):
                 if len(arg_trees) != 1:
                     raise self.err(c, "advance() takes one argument")
                 arg_trees = self.bind(arg_trees, ["sizeInBits"], "advance()")
-                bits = self.coerce(self.expr(arg_trees[0], scope, ctx), _BIT32, arg_trees[0],
+                bits = self.coerce(self.expr(arg_trees[0], scope, ctx), BIT32, arg_trees[0],
                                    "advance")
                 return ir.Advance(bits, loc=loc)
             raise self.err(c, unsupported(f"packet_in.{m}()"))

@@ -22,12 +22,12 @@ from p4switch.frontend.bindings import (
     TypeB,
 )
 from p4switch.frontend.errors import unsupported
-from p4switch.frontend.mixin import _BOOL, _Base
+from p4switch.frontend.mixin import BOOL, _Base
 from p4switch.frontend.trees import (
-    _core,
-    _kids,
-    _name,
-    _trees,
+    child_trees,
+    core_type,
+    name_text,
+    subtrees,
 )
 from p4switch.frontend.types import (
     BlockProto,
@@ -59,7 +59,7 @@ class Declarations(_Base):
         if t.data == "type_ref":
             return self.resolve_type(t.children[0], scope, tparams)
         if t.data == "bool_type":
-            return _BOOL
+            return BOOL
         if t.data == "error_type":
             return ir.ErrorType()
         if t.data == "string_type":
@@ -85,7 +85,7 @@ class Declarations(_Base):
             raise self.err(t, unsupported("list<T> outside the collection of a for statement"))
         if t.data == "tuple_type":
             return ir.TupleType(tuple(self.resolve_type_arg(a, scope, tparams)
-                                      for a in _trees(t.children[0])))
+                                      for a in subtrees(t.children[0])))
         if t.data == "stack_type":
             elem = self.resolve_type(t.children[0], scope, tparams)
             size = self.const_int(t.children[1], scope, "header stack size")
@@ -101,7 +101,7 @@ class Declarations(_Base):
             name = str(tok)
             args_tree = t.children[1]
             args = (
-                tuple(self.resolve_type_arg(a, scope, tparams) for a in _trees(args_tree))
+                tuple(self.resolve_type_arg(a, scope, tparams) for a in subtrees(args_tree))
                 if args_tree is not None
                 else ()
             )
@@ -165,8 +165,8 @@ class Declarations(_Base):
         if t is None:
             return []
         out = []
-        for a in _trees(t):
-            inner = _core(a.children[0] if a.data == "type_arg" else a)
+        for a in subtrees(t):
+            inner = core_type(a.children[0] if a.data == "type_arg" else a)
             if inner.data != "named_type" or inner.children[1] is not None:
                 raise self.err(a, "type parameters must be plain names")
             out.append(str(inner.children[0]))
@@ -181,9 +181,9 @@ class Declarations(_Base):
         t = self.resolve_type(tref, scope)
         e = self.coerce(self.expr(value, scope, ctx), t, value, "constant initializer")
         if not isinstance(e, ir.Const):
-            raise self.err(value, f"initializer of constant '{_name(name)}' is not a "
+            raise self.err(value, f"initializer of constant '{name_text(name)}' is not a "
                                   "compile-time constant")
-        self.declare(scope, _name(name), ConstB(e), name)
+        self.declare(scope, name_text(name), ConstB(e), name)
 
     def decl_typedef_decl(self, d: Tree) -> None:
         _annos, kw, tref, name = d.children
@@ -191,20 +191,20 @@ class Declarations(_Base):
         if isinstance(t, TypeVar | BlockTypeRef):
             raise self.err(tref, "typedef of this type is not supported")
         # a newtype stands for its type here; its name is kept for P4Info (type_name)
-        newtype = _name(name) if str(kw) == "type" else self.newtype_of(tref, self.globals)
+        newtype = name_text(name) if str(kw) == "type" else self.newtype_of(tref, self.globals)
         if str(kw) == "type":
             self.new_types[newtype] = t
-        self.declare(self.globals, _name(name), TypeB(t, newtype), name)
+        self.declare(self.globals, name_text(name), TypeB(t, newtype), name)
         if not isinstance(t, ir.ExternType):
-            self.types[_name(name)] = t
+            self.types[name_text(name)] = t
 
     def fields(self, d: Tree, scope: Scope, header: bool) -> tuple[ir.Field, ...]:
         out = []
         seen = set()
-        for f in _kids(d, "struct_field"):
+        for f in child_trees(d, "struct_field"):
             annos, tref, fname = f.children
             t = self.resolve_type(tref, scope)
-            n = _name(fname)
+            n = name_text(fname)
             if n in seen:
                 raise self.err(fname, f"duplicate field '{n}'")
             seen.add(n)
@@ -222,7 +222,7 @@ class Declarations(_Base):
         if targs is not None:
             raise self.err(targs, unsupported("generic header"))
         a = self.annotations(annos)
-        h = ir.HeaderType(_name(name), self.fields(d, self.globals, True), tuple(a.items()))
+        h = ir.HeaderType(name_text(name), self.fields(d, self.globals, True), tuple(a.items()))
         self.check_varbit_header(h, d)
         # p4c accepts headers of any width; BMv2 needs bytes, so the pipeline checks
         self.declare(self.globals, h.name, TypeB(h), name)
@@ -235,13 +235,13 @@ class Declarations(_Base):
         if targs is not None:
             raise self.err(targs, unsupported("generic struct"))
         a = self.annotations(annos)
-        s = ir.StructType(_name(name), self.fields(d, self.globals, False), tuple(a.items()))
+        s = ir.StructType(name_text(name), self.fields(d, self.globals, False), tuple(a.items()))
         self.declare(self.globals, s.name, TypeB(s), name)
         self.types[s.name] = s
 
     def decl_enum_decl(self, d: Tree) -> None:
         annos, tref, name = d.children[0], d.children[1], d.children[2]
-        members = _kids(d, "enum_member")
+        members = child_trees(d, "enum_member")
         underlying = None
         if tref is not None:
             underlying = self.resolve_type(tref, self.globals)
@@ -251,7 +251,7 @@ class Declarations(_Base):
         values: list[tuple[str, int]] = []
         seen: set[str] = set()
         for i, m in enumerate(members):
-            mname = _name(m.children[1])
+            mname = name_text(m.children[1])
             if mname in seen:
                 raise self.err(m, f"duplicate enum member '{mname}'")
             seen.add(mname)
@@ -269,7 +269,7 @@ class Declarations(_Base):
                 if not isinstance(c, ir.Const):
                     raise self.err(init, "enum member value must be a compile-time constant")
                 values.append((mname, int(c.value)))
-        e = ir.EnumType(_name(name), tuple(values), underlying)
+        e = ir.EnumType(name_text(name), tuple(values), underlying)
         self.annotations(annos)
         self.declare(self.globals, e.name, TypeB(e), name)
         self.types[e.name] = e
@@ -286,7 +286,7 @@ class Declarations(_Base):
         for n in d.children:
             if n is None:
                 continue
-            name = _name(n)
+            name = name_text(n)
             if name in names:
                 raise self.err(n, f"{kind} '{name}' declared twice")
             names.append(name)
@@ -303,7 +303,7 @@ class Declarations(_Base):
             if ret_tree.data == "void_type"
             else self.resolve_type(ret_tree.children[0], scope, tvars)
         )
-        return FuncSig(_name(name), tps, self.sig_params(params, scope, tvars), ret, annos)
+        return FuncSig(name_text(name), tps, self.sig_params(params, scope, tvars), ret, annos)
 
     def sig_params(self, params: Tree | None, scope: Scope,
                    tvars: dict[str, TypeVar]) -> list[SigParam]:
@@ -315,12 +315,12 @@ class Declarations(_Base):
             if default is not None:
                 raise self.err(default, unsupported("default parameter value"))
             d = str(direction.children[0]) if direction is not None else ""
-            out.append(SigParam(_name(pname), d, self.resolve_type(tref, scope, tvars)))
+            out.append(SigParam(name_text(pname), d, self.resolve_type(tref, scope, tvars)))
         return out
 
     def decl_extern_object(self, d: Tree) -> None:
         annos, tref = d.children[0], d.children[1]
-        inner = _core(tref)
+        inner = core_type(tref)
         if inner.data != "named_type":
             raise self.err(tref, "an extern object needs a type name")
         name = str(inner.children[0])
@@ -351,14 +351,14 @@ class Declarations(_Base):
         _annos, name, targs, params = d.children
         tps = self.type_params(targs)
         tvars = {p: TypeVar(p) for p in tps}
-        decl = PackageDecl(_name(name), tps, self.sig_params(params, self.globals, tvars))
+        decl = PackageDecl(name_text(name), tps, self.sig_params(params, self.globals, tvars))
         self.declare(self.globals, decl.name, PackageB(decl), name)
 
     def block_proto(self, kind: str, ttree: Tree) -> BlockProto:
         _annos, name, targs, params = ttree.children
         tps = self.type_params(targs)
         tvars = {p: TypeVar(p) for p in tps}
-        return BlockProto(kind, _name(name), tps, self.sig_params(params, self.globals, tvars))
+        return BlockProto(kind, name_text(name), tps, self.sig_params(params, self.globals, tvars))
 
     def decl_parser_proto(self, d: Tree) -> None:
         p = self.block_proto("parser", d.children[0])

@@ -13,7 +13,7 @@ from lark import Token, Tree
 from p4switch import ir
 from p4switch.frontend.bindings import Args, BlockB, BlockCtx, Scope, SubInstB
 from p4switch.frontend.mixin import _Base
-from p4switch.frontend.trees import _has_ctor_params
+from p4switch.frontend.trees import has_ctor_params
 from p4switch.frontend.types import BlockTypeRef
 
 
@@ -27,7 +27,7 @@ class DirectApply(_Base):
             raise self.err(c, f"a {b.kind} cannot be applied inside an action")
         if b.tree is None:
             raise self.err(type_tok, f"'{tname}' cannot be applied directly")
-        if _has_ctor_params(b.tree.children[1]):
+        if has_ctor_params(b.tree.children[1]):
             raise self.err(type_tok, f"{b.kind} '{tname}' has constructor parameters: "
                                      f"instantiate it ({tname}(...) name;) and apply that")
         inst = ctx.fresh(tname)

@@ -22,6 +22,7 @@ from p4switch import ir
 from p4switch.frontend.arguments import Arguments
 from p4switch.frontend.bindings import (  # noqa: F401 - re-exported for the mixin modules
     ActionB,
+    ApplyResult,
     Args,
     BlockB,
     BlockCtx,
@@ -29,7 +30,10 @@ from p4switch.frontend.bindings import (  # noqa: F401 - re-exported for the mix
     ExternB,
     FuncB,
     InstanceB,
+    MethodRef,
+    Named,
     PackageB,
+    ParserCall,
     ProtoB,
     Scope,
     SubInstB,
@@ -38,10 +42,6 @@ from p4switch.frontend.bindings import (  # noqa: F401 - re-exported for the mix
     TypeB,
     ValueSetB,
     VarB,
-    _ApplyResult,
-    _MethodRef,
-    _Named,
-    _ParserCall,
 )
 from p4switch.frontend.calls import Calls
 from p4switch.frontend.compound import CompoundAssign
@@ -50,13 +50,13 @@ from p4switch.frontend.direct_apply import DirectApply
 from p4switch.frontend.entries import TableEntries
 from p4switch.frontend.errors import P4CompileError, unsupported
 from p4switch.frontend.expressions import Expressions
-from p4switch.frontend.functions import Functions, _Frame
+from p4switch.frontend.functions import Frame, Functions
 from p4switch.frontend.loops import Loops
 from p4switch.frontend.lowering import (  # noqa: F401 - re-exported
-    _has_return,
-    _lower_block,
-    _lower_returns,
-    _lower_stmt,
+    has_return,
+    lower_block,
+    lower_returns,
+    lower_stmt,
 )
 from p4switch.frontend.parsers import Parsers
 from p4switch.frontend.preprocess import Preprocessed
@@ -64,14 +64,14 @@ from p4switch.frontend.statements import Statements
 from p4switch.frontend.subblocks import SubBlocks
 from p4switch.frontend.tables import BOUND_ACTION_ARGS, Tables  # noqa: F401 - re-exported
 from p4switch.frontend.trees import (  # noqa: F401 - re-exported
-    _core,
-    _has_ctor_params,
-    _kids,
-    _name,
-    _trees,
-    _type_text,
-    _unquote,
+    child_trees,
+    core_type,
     expr_text,
+    has_ctor_params,
+    name_text,
+    subtrees,
+    type_text,
+    unquote,
 )
 from p4switch.frontend.types import (
     BlockTypeRef,
@@ -136,7 +136,7 @@ class Elaborator(Declarations, Parsers, Statements, Calls, Expressions, SubBlock
         self.hoisted: list[ir.Stmt] | None = None
         self.effects = 0  # ordering.Effects made so far (function calls inside expressions)
         self.new_types: dict[str, ir.Type] = {}
-        self.frames: list[_Frame] = []  # functions whose bodies are being elaborated
+        self.frames: list[Frame] = []  # functions whose bodies are being elaborated
         self.action_defaults: dict[str, dict[str, ir.Const]] = {}  # action key -> defaults
 
     # ---------------------------------------------------------------- errors / locations
@@ -227,7 +227,7 @@ class Elaborator(Declarations, Parsers, Statements, Calls, Expressions, SubBlock
         if t is None:
             return out
         for a in t.children:
-            name = _name(a.children[0])
+            name = name_text(a.children[0])
             body = a.children[1] if len(a.children) > 1 else None
             prev = out.get(name)
             structured = a.data == "structured_annotation"
@@ -264,7 +264,7 @@ class Elaborator(Declarations, Parsers, Statements, Calls, Expressions, SubBlock
                 depth += 1
             elif not is_str and tok.value == ")":
                 depth -= 1
-            cur.append(_unquote(tok.value) if is_str else tok.value)
+            cur.append(unquote(tok.value) if is_str else tok.value)
         if toks:
             items.append("".join(cur))
         return ir.AnnotationText(", ".join(items), " ".join(tok.value for tok in toks))
@@ -277,15 +277,15 @@ class Elaborator(Declarations, Parsers, Statements, Calls, Expressions, SubBlock
         items: list[tuple[str | None, int | str | bool]] = []
         if body.data == "kv_list":
             seen: set[str] = set()
-            for kv in _trees(body):
-                key = _name(kv.children[0])
+            for kv in subtrees(body):
+                key = name_text(kv.children[0])
                 if key in seen:
                     raise self.err(kv.children[0], f"duplicate key '{key}' in a structured "
                                                    "annotation")
                 seen.add(key)
                 items.append((key, self.annotation_value(kv.children[1], scope)))
             return ir.StructuredAnnotation("kv", tuple(items))
-        for e in _trees(body.children[0]):
+        for e in subtrees(body.children[0]):
             items.append((None, self.annotation_value(e, scope)))
         return ir.StructuredAnnotation("expressions", tuple(items))
 
@@ -321,13 +321,13 @@ class Elaborator(Declarations, Parsers, Statements, Calls, Expressions, SubBlock
             if default is not None:
                 if d in ("out", "inout"):
                     raise self.err(default, f"an {d} parameter cannot have a default value")
-                defaults[_name(pname)] = self.param_default(default, t, scope, ctx, _name(pname))
+                defaults[name_text(pname)] = self.param_default(default, t, scope, ctx, name_text(pname))
             if isinstance(t, TypeVar | BlockTypeRef) or contains_typevar(t):
                 raise self.err(tref, unsupported("generic parameter types in blocks"))
             if kind == "action" and d == "" and has_varbit(t):
                 raise self.err(tref, "action data cannot be a varbit (the control plane sets "
                                      "fixed-width values)")
-            n = _name(pname)
+            n = name_text(pname)
             # action parameters keep their names (they are the control-plane API); block
             # parameters and locals are renamed around them instead
             irn = n if kind == "action" else ctx.fresh(n)
@@ -350,7 +350,7 @@ class Elaborator(Declarations, Parsers, Statements, Calls, Expressions, SubBlock
         ctx = ctx or BlockCtx("toplevel", "", set(self.reserved))
         annos_t, name, params, body = d.children
         annos = self.annotations(annos_t, scope)
-        n = _name(name)
+        n = name_text(name)
         cp = self.cp_name(ctx if not toplevel else self.top, n, annos)
         key = cp
         i = 1
@@ -421,8 +421,8 @@ class Elaborator(Declarations, Parsers, Statements, Calls, Expressions, SubBlock
             return
         if not isinstance(t, ir.ExternType):
             raise self.err(tref, f"cannot instantiate type {t}")
-        inst = self.make_instance(t, args, d, scope, ctx, _name(name), annos, name)
-        self.declare(scope, _name(name), InstanceB(inst, self.extern_decl(t.name), t), name)
+        inst = self.make_instance(t, args, d, scope, ctx, name_text(name), annos, name)
+        self.declare(scope, name_text(name), InstanceB(inst, self.extern_decl(t.name), t), name)
         if ctx is self.top:
             self.instances[inst.name] = inst
         else:
@@ -488,7 +488,7 @@ class Elaborator(Declarations, Parsers, Statements, Calls, Expressions, SubBlock
                 out.nodes.append(a)
             elif a.data == "named_arg":
                 out.append(a.children[1])
-                out.names.append(_name(a.children[0]))
+                out.names.append(name_text(a.children[0]))
                 out.nodes.append(a)
             else:
                 out.append(a.children[0])
@@ -521,7 +521,7 @@ class Elaborator(Declarations, Parsers, Statements, Calls, Expressions, SubBlock
             raise self.err(d, unsupported(f"package '{decl.name}' (only V1Switch of v1model)"))
         if self.main_seen:
             raise self.err(d, "only one package instantiation is allowed")
-        if _name(name) != "main":
+        if name_text(name) != "main":
             raise self.err(name, "the package instance must be called 'main'")
         raw = self.arg_list(args)
         if len(raw) != len(decl.params):
@@ -533,7 +533,7 @@ class Elaborator(Declarations, Parsers, Statements, Calls, Expressions, SubBlock
                 raise self.err(a, f"argument '{p.name}' of V1Switch must be a parser or control "
                                   "instantiation like MyIngress()")
             tref, cargs = a.children
-            inner = _core(tref)
+            inner = core_type(tref)
             if inner.data != "named_type":
                 raise self.err(a, "expected a parser or control name")
             bname = str(inner.children[0])
@@ -590,7 +590,7 @@ class Elaborator(Declarations, Parsers, Statements, Calls, Expressions, SubBlock
         elif item.data == "value_set_decl":
             annos_t, targs, size_t, name = item.children
             annos = self.annotations(annos_t, scope)
-            types = [self.resolve_type_arg(a, scope, {}) for a in _trees(targs)]
+            types = [self.resolve_type_arg(a, scope, {}) for a in subtrees(targs)]
             if len(types) != 1:
                 raise self.err(targs, "value_set takes one type argument")
             size = self.const_int(size_t, scope, "value_set size")
@@ -599,7 +599,7 @@ class Elaborator(Declarations, Parsers, Statements, Calls, Expressions, SubBlock
                     and vt.fields and all(isinstance(f.type, ir.BitsType) for f in vt.fields)):
                 raise self.err(targs, unsupported(f"value_set of type {vt} (use bit<W> or a "
                                                   "struct of bit<W> fields)"))
-            n = _name(name)
+            n = name_text(name)
             vs = ir.ValueSet(ctx.local_prefix + n, self.cp_name(ctx, n, annos), vt, size, annos)
             ctx.value_sets[vs.name] = vs
             self.declare(scope, n, ValueSetB(vs), name)
@@ -644,7 +644,7 @@ class Elaborator(Declarations, Parsers, Statements, Calls, Expressions, SubBlock
             raise self.err(tref, f"variables cannot have type {t}")
         if isinstance(t, ir.InfIntType):
             raise self.err(tref, "variables of type int need a width (int<W>)")
-        n = _name(name)
+        n = name_text(name)
         if n in scope.names:
             raise self.err(name, f"redeclaration of '{n}'")
         ie = None
@@ -657,7 +657,7 @@ class Elaborator(Declarations, Parsers, Statements, Calls, Expressions, SubBlock
     # ---------------------------------------------------------------- controls
     def decl_control_impl(self, d: Tree) -> None:
         ttree, ctor = d.children[0], d.children[1]
-        if _has_ctor_params(ctor):
+        if has_ctor_params(ctor):
             self.template_block("control", d)
             return
         # action parameter names of this control (and of the sub-controls it instantiates,

@@ -13,24 +13,24 @@ from lark import Token, Tree
 from p4switch import ir
 from p4switch.frontend.bindings import (
     ActionB,
+    ApplyResult,
     BlockCtx,
     ConstB,
     FuncB,
     InstanceB,
+    MethodRef,
+    Named,
     Scope,
     SubInstB,
     TableB,
     TypeB,
     ValueSetB,
     VarB,
-    _ApplyResult,
-    _MethodRef,
-    _Named,
 )
 from p4switch.frontend.errors import unsupported
-from p4switch.frontend.mixin import _BIT32, _BOOL, _Base
+from p4switch.frontend.mixin import BIT32, BOOL, _Base
 from p4switch.frontend.trees import (
-    _unquote,
+    unquote,
 )
 from p4switch.frontend.types import (
     TypeVar,
@@ -78,12 +78,12 @@ class Expressions(_Base):
     # ---------------------------------------------------------------- expressions
     def expr(self, t: Tree | Token, scope: Scope, ctx: BlockCtx) -> ir.Expr:
         r = self.expr_or_ref(t, scope, ctx)
-        if isinstance(r, _ApplyResult):
+        if isinstance(r, ApplyResult):
             raise self.err(t, "table.apply() must be used as a statement, or through .hit, "
                               ".miss or .action_run")
-        if isinstance(r, _MethodRef):
+        if isinstance(r, MethodRef):
             raise self.err(t, f"method '{r.method}' must be called")
-        if isinstance(r, _Named):
+        if isinstance(r, Named):
             raise self.err(t, f"'{r.name}' is not a value")
         return r
 
@@ -102,9 +102,9 @@ class Expressions(_Base):
                 raise self.err(t, "width of a literal must be positive")
             return ir.Const(wrap(value, wt), type=wt, loc=loc)
         if d == "str_lit":
-            return ir.Const(_unquote(str(t.children[0])), type=ir.StringType(), loc=loc)
+            return ir.Const(unquote(str(t.children[0])), type=ir.StringType(), loc=loc)
         if d in ("true_lit", "false_lit"):
-            return ir.Const(d == "true_lit", type=_BOOL, loc=loc)
+            return ir.Const(d == "true_lit", type=BOOL, loc=loc)
         if d in ("name_ref", "dot_name_ref"):
             name = str(t.children[0])
             b = (self.globals if d == "dot_name_ref" else scope).lookup(name)
@@ -113,7 +113,7 @@ class Expressions(_Base):
             if isinstance(b, ConstB):
                 return replace(b.value, loc=loc)
             if isinstance(b, InstanceB | TableB | ActionB | ValueSetB | FuncB | SubInstB):
-                return _Named(b, name, t)
+                return Named(b, name, t)
             if b is None:
                 raise self.err(t, f"unknown name '{name}'")
             raise self.err(t, f"'{name}' is not a value")
@@ -151,7 +151,7 @@ class Expressions(_Base):
                 if not 0 <= int(idx.value) < base.type.size:
                     raise self.err(t.children[1], f"index {idx.value} is out of range for "
                                                   f"{base.type}")
-                idx = ir.Const(int(idx.value), type=_BIT32, loc=idx.loc)
+                idx = ir.Const(int(idx.value), type=BIT32, loc=idx.loc)
             elif not isinstance(idx.type, ir.BitsType):  # int<W> too: negative is out of range
                 raise self.err(t.children[1], f"stack index must be bit<W>, int<W> or a "
                                               f"serializable enum, not {idx.type}")
@@ -230,38 +230,38 @@ class Expressions(_Base):
         m = str(mname_t.children[0])
         loc = self.loc(t)
         base = self.expr_or_ref(base_t, scope, ctx)
-        if isinstance(base, _ApplyResult):
+        if isinstance(base, ApplyResult):
             if m in ("hit", "miss"):
-                return ir.TableHit(base.table.name, m == "miss", type=_BOOL, loc=loc)
+                return ir.TableHit(base.table.name, m == "miss", type=BOOL, loc=loc)
             if m == "action_run":
                 raise self.err(t, "action_run can only be used in a switch statement")
             raise self.err(mname_t, f"table.apply() has no member '{m}'")
-        if isinstance(base, _Named):
+        if isinstance(base, Named):
             b = base.binding
             if isinstance(b, TableB):
                 if m == "apply":
-                    return _MethodRef("table", b.table, m, t)
+                    return MethodRef("table", b.table, m, t)
                 raise self.err(mname_t, f"table '{base.name}' has no member '{m}'")
             if isinstance(b, InstanceB):
-                return _MethodRef("instance", b, m, t)
+                return MethodRef("instance", b, m, t)
             if isinstance(b, SubInstB):
                 if m == "apply":
-                    return _MethodRef("subblock", b, m, t)
+                    return MethodRef("subblock", b, m, t)
                 raise self.err(mname_t, f"{b.kind} instance '{base.name}' has no member '{m}'")
             raise self.err(base_t, f"'{base.name}' has no members")
-        if isinstance(base, _MethodRef):
+        if isinstance(base, MethodRef):
             raise self.err(t, f"method '{base.method}' must be called")
         bt = base.type
         if isinstance(bt, ir.ExternType):
             if bt.name in ("packet_in", "packet_out"):
-                return _MethodRef(bt.name, base, m, t)
+                return MethodRef(bt.name, base, m, t)
             raise self.err(t, unsupported(f"methods of extern-typed parameters ({bt.name})"))
         if isinstance(bt, ir.HeaderType) or (isinstance(bt, ir.StructType) and bt.union
                                               and m in ("isValid", "setValid", "setInvalid")):
             if m in ("isValid", "setValid", "setInvalid"):
-                return _MethodRef("header", base, m, t)
+                return MethodRef("header", base, m, t)
             if m in SIZE_METHODS and isinstance(bt, ir.HeaderType):
-                return _MethodRef("header", base, m, t)
+                return MethodRef("header", base, m, t)
             try:
                 ft = bt.field_type(m)
             except KeyError:
@@ -282,14 +282,14 @@ class Expressions(_Base):
                 return ir.StackLast(base, type=bt.elem, loc=loc)
             if m in ("size", "lastIndex", "nextIndex"):
                 if m == "size":
-                    return ir.Const(bt.size, type=_BIT32, loc=loc)
+                    return ir.Const(bt.size, type=BIT32, loc=loc)
                 if m == "nextIndex" and ctx.kind != "parser":
                     raise self.err(mname_t, "stack.nextIndex is only allowed in parsers")
                 if isinstance(bt.elem, ir.StructType):  # as p4c: only header stacks have them
                     raise self.err(mname_t, f"a stack of header unions has no {m}")
-                return ir.StackProp(base, m, type=_BIT32, loc=loc)
+                return ir.StackProp(base, m, type=BIT32, loc=loc)
             if m in ("push_front", "pop_front"):
-                return _MethodRef("stack", base, m, t)
+                return MethodRef("stack", base, m, t)
             raise self.err(mname_t, f"header stack has no member '{m}'")
         raise self.err(mname_t, f"a value of type {bt} has no member '{m}'")
 
@@ -297,7 +297,7 @@ class Expressions(_Base):
     def coerce(self, e: ir.Expr, t: object, node: object, what: str) -> ir.Expr:
         """Implicit conversion of ``e`` to ``t`` where the spec allows one (integer literals,
         list expressions initialising structs/headers/tuples), else a type error."""
-        if isinstance(e, _Named):
+        if isinstance(e, Named):
             raise self.err(node, f"'{e.name}' is not a value")
         if isinstance(t, TypeVar) or e.type == t:
             return e
@@ -409,8 +409,8 @@ class Expressions(_Base):
                     raise self.err(node, f"'{op}' needs bool operands, not {side.type}")
             if isinstance(left, ir.Const) and isinstance(right, ir.Const):
                 v = (left.value and right.value) if op == "&&" else (left.value or right.value)
-                return ir.Const(bool(v), type=_BOOL, loc=loc)
-            return ir.Binary(op, left, right, type=_BOOL, loc=loc)
+                return ir.Const(bool(v), type=BOOL, loc=loc)
+            return ir.Binary(op, left, right, type=BOOL, loc=loc)
         if op in ("<<", ">>"):
             if not is_int_like(left.type):
                 raise self.err(lt, f"'{op}' needs a number on the left, not {left.type}")
@@ -453,16 +453,16 @@ class Expressions(_Base):
                 raise self.err(t, f"cannot compare values of type {ot}")
             if isinstance(left, ir.Const) and isinstance(right, ir.Const):
                 eq = left.value == right.value
-                return ir.Const(eq if op == "==" else not eq, type=_BOOL, loc=loc)
-            return ir.Binary(op, left, right, type=_BOOL, loc=loc)
+                return ir.Const(eq if op == "==" else not eq, type=BOOL, loc=loc)
+            return ir.Binary(op, left, right, type=BOOL, loc=loc)
         if not is_int_like(ot):
             raise self.err(t, f"'{op}' needs bit<W>, int<W> or integer operands, not {ot}")
         if op in _CMP_OPS:
             if isinstance(left, ir.Const) and isinstance(right, ir.Const):
                 a, b = int(left.value), int(right.value)
                 v = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
-                return ir.Const(v, type=_BOOL, loc=loc)
-            return ir.Binary(op, left, right, type=_BOOL, loc=loc)
+                return ir.Const(v, type=BOOL, loc=loc)
+            return ir.Binary(op, left, right, type=BOOL, loc=loc)
         if op in ("/", "%"):
             if isinstance(ot, ir.BitsType) and ot.signed:
                 raise self.err(t, f"'{op}' is not defined for signed int<W>")

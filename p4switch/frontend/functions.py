@@ -21,10 +21,11 @@ from lark import Tree
 from p4switch import ir
 from p4switch.frontend.bindings import Args, BlockCtx, Scope, VarB
 from p4switch.frontend.errors import unsupported
-from p4switch.frontend.lowering import _has_return, _lower_returns
-from p4switch.frontend.mixin import _BOOL, _Base
+from p4switch.frontend.lowering import lower_returns
+from p4switch.frontend.mixin import BOOL, _Base
 from p4switch.frontend.ordering import Effect
 from p4switch.frontend.types import FuncSig
+from p4switch.ir import has_return
 
 
 @dataclass
@@ -36,7 +37,7 @@ class FunctionB:
 
 
 @dataclass
-class _Frame:
+class Frame:
     """The function whose body is being elaborated: where ``return e`` stores ``e``."""
 
     name: str
@@ -70,7 +71,7 @@ class Functions(_Base):
         if any(f.name == name for f in self.frames):
             raise self.err(b.tree.children[1], f"function '{name}' calls itself (recursion is "
                                                "not allowed in P4)")
-        self.frames.append(_Frame(name, b.sig.ret, result))
+        self.frames.append(Frame(name, b.sig.ret, result))
         saved, depth, self.loop_depth = self.hoisted, self.loop_depth, 0
         try:
             return self.block(b.tree.children[-1], scope, ctx)
@@ -147,10 +148,10 @@ class Functions(_Base):
             result = ctx.fresh(f"{sig.name}_result")
             stmts.append(ir.VarDecl(result, sig.ret, loc=loc))
         body = self.function_body(b, fscope, ctx, result)
-        if _has_return(body):
+        if has_return(body):
             flag = ctx.fresh(f"{sig.name}_returned")
-            stmts.append(ir.VarDecl(flag, _BOOL, ir.Const(False, type=_BOOL), loc=loc))
-            body = ir.Block(_lower_returns(body.stmts, flag), loc=body.loc)
+            stmts.append(ir.VarDecl(flag, BOOL, ir.Const(False, type=BOOL), loc=loc))
+            body = ir.Block(lower_returns(body.stmts, flag), loc=body.loc)
         stmts.extend([body, *post])
         if as_stmt:
             return ir.Block(stmts, loc=loc)

@@ -21,7 +21,7 @@ from lark import Tree
 from p4switch import ir
 from p4switch.frontend.bindings import BlockCtx, Scope, VarB
 from p4switch.frontend.errors import unsupported
-from p4switch.frontend.mixin import _BIT32, _BOOL, _Base
+from p4switch.frontend.mixin import BIT32, BOOL, _Base
 from p4switch.frontend.ordering import has_effect
 
 
@@ -55,7 +55,7 @@ class Loops(_Base):
         lscope = Scope(scope)
         init = self._simple_list(init_t, lscope, ctx)
         if cond_t is None:
-            cond: ir.Expr = ir.Const(True, type=_BOOL)
+            cond: ir.Expr = ir.Const(True, type=BOOL)
         else:
             cond = self.expr(cond_t, lscope, ctx)
             if not isinstance(cond.type, ir.BoolType):
@@ -85,12 +85,12 @@ class Loops(_Base):
         hv, more = ctx.fresh(f"{x}_last"), ctx.fresh(f"{x}_more")
         lscope.names[str(name_t.children[0])] = VarB(x, t, True, "variable")
         var, last = ir.Var(x, type=t, loc=loc), ir.Var(hv, type=t, loc=loc)
-        flag = ir.Var(more, type=_BOOL, loc=loc)
+        flag = ir.Var(more, type=BOOL, loc=loc)
         init: list[ir.Stmt] = [
             ir.VarDecl(x, t, lo, loc=loc), ir.VarDecl(hv, t, hi, loc=loc),
-            ir.VarDecl(more, _BOOL, ir.Binary("<=", var, last, type=_BOOL, loc=loc), loc=loc)]
+            ir.VarDecl(more, BOOL, ir.Binary("<=", var, last, type=BOOL, loc=loc), loc=loc)]
         update: list[ir.Stmt] = [
-            ir.Assign(flag, ir.Binary("!=", var, last, type=_BOOL, loc=loc), loc=loc),
+            ir.Assign(flag, ir.Binary("!=", var, last, type=BOOL, loc=loc), loc=loc),
             ir.Assign(var, ir.Binary("+", var, ir.Const(1, type=t), type=t, loc=loc), loc=loc)]
         body = self._loop_body(body_t, lscope, ctx)
         return ir.For(init, flag, update, body, loc=loc)
@@ -134,8 +134,8 @@ class Loops(_Base):
             count = len(item_trees)
         name = str(name_t.children[0])
         x, i = ctx.fresh(name), ctx.fresh(f"{name}_index")
-        idx = ir.Var(i, type=_BIT32, loc=loc)
-        init: list[ir.Stmt] = [ir.VarDecl(i, _BIT32, ir.Const(0, type=_BIT32), loc=loc)]
+        idx = ir.Var(i, type=BIT32, loc=loc)
+        init: list[ir.Stmt] = [ir.VarDecl(i, BIT32, ir.Const(0, type=BIT32), loc=loc)]
         if coll is not None:
             current: ir.Stmt = ir.VarDecl(
                 x, t, ir.StackElem(coll, idx, type=t, loc=loc), loc=loc)
@@ -154,15 +154,15 @@ class Loops(_Base):
                 if pick is None:
                     pick = set_x
                 else:
-                    test = ir.Binary("==", idx, ir.Const(k, type=_BIT32), type=_BOOL, loc=loc)
+                    test = ir.Binary("==", idx, ir.Const(k, type=BIT32), type=BOOL, loc=loc)
                     pick = ir.If(test, set_x, ir.Block([pick], loc=loc), loc=loc)
             current = ir.Block([current, *([pick] if pick is not None else [])], loc=loc)
         lscope = Scope(scope)
         lscope.names[name] = VarB(x, t, True, "variable")
         body = self._loop_body(body_t, lscope, ctx)
-        cond = ir.Binary("<", idx, ir.Const(count, type=_BIT32), type=_BOOL, loc=loc)
-        update: list[ir.Stmt] = [ir.Assign(idx, ir.Binary("+", idx, ir.Const(1, type=_BIT32),
-                                                          type=_BIT32, loc=loc), loc=loc)]
+        cond = ir.Binary("<", idx, ir.Const(count, type=BIT32), type=BOOL, loc=loc)
+        update: list[ir.Stmt] = [ir.Assign(idx, ir.Binary("+", idx, ir.Const(1, type=BIT32),
+                                                          type=BIT32, loc=loc), loc=loc)]
         return ir.For(init, cond, update, ir.Block([current, *body.stmts], loc=loc), loc=loc)
 
     def _list_items(self, t: Tree, scope: Scope, ctx: BlockCtx

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from p4switch import ir
-from p4switch.ir import has_return as _has_return
+from p4switch.ir import has_return
 
 _BOOL = ir.BoolType()
 
 
-def _lower_returns(stmts: list[ir.Stmt], flag: str, in_loop: bool = False) -> list[ir.Stmt]:
+def lower_returns(stmts: list[ir.Stmt], flag: str, in_loop: bool = False) -> list[ir.Stmt]:
     """The statements of an inlined control body with ``return`` (which must end only the
     sub-control) expressed without it: ``return`` sets the bool ``flag`` and everything after
     a statement that may have returned runs under ``if (!flag)``. Inside a loop ``return``
@@ -24,11 +24,11 @@ def _lower_returns(stmts: list[ir.Stmt], flag: str, in_loop: bool = False) -> li
             if in_loop:
                 out.append(ir.Break(loc=s.loc))
             return out  # the rest of this list is unreachable
-        if not _has_return(s):
+        if not has_return(s):
             out.append(s)
             continue
-        out.append(_lower_stmt(s, flag, in_loop))
-        rest = _lower_returns(stmts[i + 1:], flag, in_loop)
+        out.append(lower_stmt(s, flag, in_loop))
+        rest = lower_returns(stmts[i + 1:], flag, in_loop)
         if rest:
             out.append(ir.If(ir.Unary("!", ir.Var(flag, type=_BOOL), type=_BOOL),
                              ir.Block(rest)))
@@ -36,29 +36,29 @@ def _lower_returns(stmts: list[ir.Stmt], flag: str, in_loop: bool = False) -> li
     return out
 
 
-def _lower_block(b: ir.Block, flag: str, in_loop: bool = False) -> ir.Block:
-    return replace(b, stmts=_lower_returns(b.stmts, flag, in_loop))
+def lower_block(b: ir.Block, flag: str, in_loop: bool = False) -> ir.Block:
+    return replace(b, stmts=lower_returns(b.stmts, flag, in_loop))
 
 
-def _lower_stmt(s: ir.Stmt, flag: str, in_loop: bool = False) -> ir.Stmt:
+def lower_stmt(s: ir.Stmt, flag: str, in_loop: bool = False) -> ir.Stmt:
     if isinstance(s, ir.Block):
-        return _lower_block(s, flag, in_loop)
+        return lower_block(s, flag, in_loop)
     if isinstance(s, ir.If):
-        return ir.If(s.cond, _lower_block(s.then, flag, in_loop),
-                     _lower_block(s.else_, flag, in_loop) if s.else_ is not None else None,
+        return ir.If(s.cond, lower_block(s.then, flag, in_loop),
+                     lower_block(s.else_, flag, in_loop) if s.else_ is not None else None,
                      loc=s.loc)
     if isinstance(s, ir.SwitchAction):
         return ir.SwitchAction(s.table, [
             ir.ActionCase(c.actions,
-                          _lower_block(c.body, flag, in_loop) if c.body is not None else None)
+                          lower_block(c.body, flag, in_loop) if c.body is not None else None)
             for c in s.cases], loc=s.loc)
     if isinstance(s, ir.SwitchValue):
         return ir.SwitchValue(s.expr, [
             ir.ValueCase(c.values,
-                         _lower_block(c.body, flag, in_loop) if c.body is not None else None)
+                         lower_block(c.body, flag, in_loop) if c.body is not None else None)
             for c in s.cases], loc=s.loc)
     if isinstance(s, ir.For):
         not_returned = ir.Unary("!", ir.Var(flag, type=_BOOL), type=_BOOL)
         return replace(s, cond=ir.Binary("&&", not_returned, s.cond, type=_BOOL),
-                       body=_lower_block(s.body, flag, True))
-    return s  # pragma: no cover - _has_return covers exactly the cases above
+                       body=lower_block(s.body, flag, True))
+    return s  # pragma: no cover - has_return covers exactly the cases above

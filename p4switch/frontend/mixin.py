@@ -14,5 +14,5 @@ if TYPE_CHECKING:  # pragma: no cover
 else:
     _Base = object
 
-_BOOL = ir.BoolType()
-_BIT32 = ir.BitsType(32)
+BOOL = ir.BoolType()
+BIT32 = ir.BitsType(32)

@@ -14,16 +14,16 @@ from p4switch import ir
 from p4switch.frontend.bindings import (
     BlockB,
     BlockCtx,
+    ParserCall,
     Scope,
     ValueSetB,
-    _ParserCall,
 )
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.mixin import _Base
 from p4switch.frontend.trees import (
-    _has_ctor_params,
-    _kids,
-    _name,
+    child_trees,
+    has_ctor_params,
+    name_text,
 )
 from p4switch.frontend.types import (
     to_unsigned,
@@ -46,7 +46,7 @@ class Parsers(_Base):
             raise self.err(targs, unsupported(f"generic {kind}s"))
         if ctor is not None:
             raise self.err(ctor, unsupported(f"{kind} constructor parameters"))
-        n = _name(name)
+        n = name_text(name)
         annos = self.annotations(annos_t)
         ctx = BlockCtx(kind, n, set(self.reserved) | (reserved or set()))
         scope = Scope(self.globals)
@@ -55,7 +55,7 @@ class Parsers(_Base):
 
     def decl_parser_impl(self, d: Tree) -> None:
         ttree, ctor = d.children[0], d.children[1]
-        if _has_ctor_params(ctor):
+        if has_ctor_params(ctor):
             self.template_block("parser", d)
             return
         name, annos, scope, ctx, plist = self.block_prelude("parser", ttree, None)
@@ -74,7 +74,7 @@ class Parsers(_Base):
             if not isinstance(item, Tree) or item.data == "parser_state":
                 continue
             self.block_local(item, scope, ctx)
-        states = self.parser_states(_kids(d, "parser_state"), scope, ctx, "", "accept",
+        states = self.parser_states(child_trees(d, "parser_state"), scope, ctx, "", "accept",
                                     ttree.children[1], name)
         if ctx.prelude and "start" in states:
             if any("start" in _successors(st.transition) for st in states.values()):
@@ -92,7 +92,7 @@ class Parsers(_Base):
         ttree = d.children[0]
         if ttree.children[2] is not None:
             raise self.err(ttree.children[2], unsupported(f"generic {kind}s"))
-        self.declare(self.globals, _name(ttree.children[1]), BlockB(kind, None, [], d),
+        self.declare(self.globals, name_text(ttree.children[1]), BlockB(kind, None, [], d),
                      ttree.children[1])
 
     def parser_states(self, states_t: list[Tree], scope: Scope, ctx: BlockCtx, prefix: str,
@@ -105,7 +105,7 @@ class Parsers(_Base):
         reaches, holding the copy-out, the rest of the statements and the transition."""
         state_names: dict[str, Tree] = {}
         for s in states_t:
-            sn = _name(s.children[1])
+            sn = name_text(s.children[1])
             if sn in ("accept", "reject"):
                 raise self.err(s.children[1], f"state '{sn}' is built in and cannot be declared")
             if sn in state_names:
@@ -129,7 +129,7 @@ class Parsers(_Base):
             trans_t = s.children[-1]
             for st in s.children[2:-1]:
                 r = self.stmt(st, sscope, ctx)
-                if isinstance(r, _ParserCall):
+                if isinstance(r, ParserCall):
                     ib = r.inst
                     k = calls[ib.name] = calls.get(ib.name, 0) + 1
                     sub = f"{prefix}{sn}.{ib.name}{'' if k == 1 else k}."
@@ -139,8 +139,8 @@ class Parsers(_Base):
                         ir.Transition(next_state=sub + "start", loc=self.loc(r.node)),
                         loc=cur_loc)
                     states.update(self.parser_states(
-                        _kids(ib.tree, "parser_state"), Scope(ib.scope), ib.ctx, sub, cont,
-                        ib.tree.children[0].children[1], _name(ib.tree.children[0].children[1])))
+                        child_trees(ib.tree, "parser_state"), Scope(ib.scope), ib.ctx, sub, cont,
+                        ib.tree.children[0].children[1], name_text(ib.tree.children[0].children[1])))
                     cur, cur_loc, stmts = cont, self.loc(r.node), list(r.post)
                 elif r is not None:
                     stmts.append(r)
@@ -163,7 +163,7 @@ class Parsers(_Base):
     def transition(self, t: Tree, scope: Scope, ctx: BlockCtx, states: dict[str, Tree],
                    rename: Callable[[str], str] | None = None) -> ir.Transition:
         def target(n: object) -> str:
-            sn = _name(n)
+            sn = name_text(n)
             if sn not in states and sn not in ("accept", "reject"):
                 raise self.err(n, f"unknown parser state '{sn}'")
             return rename(sn) if rename is not None else sn

@@ -11,11 +11,11 @@ from lark import Tree
 from p4switch import ir
 from p4switch.frontend.bindings import (
     ActionB,
+    ApplyResult,
     BlockCtx,
+    ParserCall,
     Scope,
     VarB,
-    _ApplyResult,
-    _ParserCall,
 )
 from p4switch.frontend.mixin import _Base
 from p4switch.frontend.trees import (
@@ -30,7 +30,7 @@ class Statements(_Base):
         inner = Scope(scope)
         for s in b.children[1:]:
             r = self.stmt(s, inner, ctx)
-            if isinstance(r, _ParserCall):
+            if isinstance(r, ParserCall):
                 raise self.err(s, "a sub-parser can only be applied by a statement of a parser "
                                   "state itself (not inside a block)")
             if r is not None:
@@ -41,13 +41,13 @@ class Statements(_Base):
         """One statement, preceded by the statements its expressions hoisted."""
         r, hoisted, effects = self.in_statement(lambda: self.stmt_core(s, scope, ctx))
         if effects and r is not None:
-            if isinstance(r, _ParserCall):
+            if isinstance(r, ParserCall):
                 raise self.err(s, "a sub-parser's arguments cannot call functions")
             lowered = self.evaluation_order(ctx).stmt(r)
             r = lowered[0] if len(lowered) == 1 else ir.Block(lowered, loc=self.loc(s))
         if not hoisted:
             return r
-        if isinstance(r, _ParserCall):
+        if isinstance(r, ParserCall):
             raise self.err(s, "a sub-parser's arguments cannot call functions")
         return ir.Block([*hoisted, *([r] if r is not None else [])], loc=self.loc(s))
 
@@ -100,7 +100,7 @@ class Statements(_Base):
         if s.data == "block":
             return self.block(s, scope, ctx)
         r = self.stmt(s, Scope(scope), ctx)
-        if isinstance(r, _ParserCall):
+        if isinstance(r, ParserCall):
             raise self.err(s, "a sub-parser can only be applied by a statement of a parser "
                               "state itself (not under a condition)")
         return ir.Block([r] if r is not None else [], loc=self.loc(s))
@@ -111,7 +111,7 @@ class Statements(_Base):
         # switch (t.apply().action_run)
         if (expr_t.data == "member" and str(expr_t.children[1].children[0]) == "action_run"):
             target = self.expr_or_ref(expr_t.children[0], scope, ctx)
-            if not isinstance(target, _ApplyResult):
+            if not isinstance(target, ApplyResult):
                 raise self.err(expr_t, "action_run is only available on table.apply()")
             table = target.table
             cases: list[ir.ActionCase] = []

@@ -20,22 +20,23 @@ from p4switch.frontend.bindings import (
     BlockB,
     BlockCtx,
     ConstB,
+    ParserCall,
     ProtoB,
     Scope,
     SubInstB,
     SubParam,
     VarB,
-    _ParserCall,
 )
 from p4switch.frontend.errors import unsupported
-from p4switch.frontend.lowering import _has_return, _lower_returns
-from p4switch.frontend.mixin import _BOOL, _Base
-from p4switch.frontend.trees import _core, _has_ctor_params, _name, expr_text
+from p4switch.frontend.lowering import lower_returns
+from p4switch.frontend.mixin import BOOL, _Base
+from p4switch.frontend.trees import core_type, expr_text, has_ctor_params, name_text
 from p4switch.frontend.types import (
     BlockTypeRef,
     TypeVar,
     contains_typevar,
 )
+from p4switch.ir import has_return
 
 
 class SubBlocks(_Base):
@@ -45,9 +46,9 @@ class SubBlocks(_Base):
             if not isinstance(item, Tree):
                 continue
             if item.data == "action_decl" and item.children[2]:
-                out.update(_name(p.children[3]) for p in item.children[2].children)
+                out.update(name_text(p.children[3]) for p in item.children[2].children)
             elif item.data == "instantiation":
-                inner = _core(item.children[1])
+                inner = core_type(item.children[1])
                 if inner.data == "named_type":
                     b = self.globals.lookup(str(inner.children[0]))
                     if isinstance(b, BlockB) and b.kind == "control" and b.tree is not None:
@@ -60,7 +61,7 @@ class SubBlocks(_Base):
         """``Sub(...) c;`` inside a parser/control: elaborate the instance's parameters (as
         per-instance variables of the enclosing block), constructor arguments (as constants),
         locals, extern instances, actions, tables and value sets into the enclosing block."""
-        inst = _name(name)
+        inst = name_text(name)
         if b.kind != ctx.kind or ctx.in_action:
             raise self.err(d, f"a {ctx.kind} cannot instantiate a {b.kind} ('{t.name}')")
         if t.args:
@@ -83,7 +84,7 @@ class SubBlocks(_Base):
                 raise self.err(default, unsupported("default parameter value"))
             dname = str(direction.children[0]) if direction is not None else ""
             pt = self.resolve_type(tref, iscope)
-            n = _name(pname)
+            n = name_text(pname)
             if isinstance(pt, ir.ExternType):
                 if pt.name not in ("packet_in", "packet_out"):
                     raise self.err(p, unsupported(f"{pt.name} parameters of sub-{b.kind}s"))
@@ -121,13 +122,13 @@ class SubBlocks(_Base):
         ``iscope``, parser/control-typed ones sub-instances of ``sub``; the arguments are
         evaluated in the instantiating ``scope``/``ctx``."""
         # constructor parameters: compile-time constants in the instance's scope
-        cparams = ctor.children[0].children if _has_ctor_params(ctor) else []
+        cparams = ctor.children[0].children if has_ctor_params(ctor) else []
         raw = self.arg_list(args)
         if len(raw) != len(cparams):
             raise self.err(d, f"{kind} '{tname}' expects {len(cparams)} constructor "
                               f"arguments, got {len(raw)}")
         what = f"constructor of {tname}"
-        for p, a in zip(cparams, self.bind(raw, [_name(p.children[3]) for p in cparams], what),
+        for p, a in zip(cparams, self.bind(raw, [name_text(p.children[3]) for p in cparams], what),
                         strict=True):
             _pa, direction, tref, pname, default = p.children
             if direction is not None or default is not None:
@@ -141,12 +142,12 @@ class SubBlocks(_Base):
                               | ir.InfIntType):
                 raise self.err(tref, unsupported(f"constructor parameters of type {pt} (only "
                                                  "values: bit/int/bool/enum/error)"))
-            e = self.coerce(self.expr(a, scope, ctx), pt, a, f"argument '{_name(pname)}' of "
+            e = self.coerce(self.expr(a, scope, ctx), pt, a, f"argument '{name_text(pname)}' of "
                                                              f"{what}")
             if not isinstance(e, ir.Const):
-                raise self.err(a, f"argument '{_name(pname)}' of {what} must be a "
+                raise self.err(a, f"argument '{name_text(pname)}' of {what} must be a "
                                   "compile-time constant")
-            self.declare(iscope, _name(pname), ConstB(e), pname)
+            self.declare(iscope, name_text(pname), ConstB(e), pname)
 
     def specialize_block(self, b: BlockB, bname: str, cargs: Tree | None, a: Tree) -> BlockB:
         """A V1Switch control or parser with constructor parameters (``V1Switch(P(2), ...,
@@ -178,7 +179,7 @@ class SubBlocks(_Base):
         as p4c's), so ``d.apply(...)`` in C's body applies it. Its own constructor arguments
         are evaluated where C is instantiated."""
         pname = p.children[3]
-        pn = _name(pname)
+        pn = name_text(pname)
         proto_b = self.globals.lookup(pt.name)
         if not isinstance(proto_b, ProtoB):
             kind = proto_b.kind if isinstance(proto_b, BlockB) else "package"
@@ -208,7 +209,7 @@ class SubBlocks(_Base):
             raise self.err(a, f"argument '{pn}' of {what} must be a {proto.kind} instantiation "
                               f"like {proto.name.removesuffix('_t')}()")
         tref, cargs = a.children
-        inner = _core(tref)
+        inner = core_type(tref)
         bname = str(inner.children[0]) if inner.data == "named_type" else ""
         b = scope.lookup(bname) if bname else None
         if not isinstance(b, BlockB) or b.tree is None:
@@ -227,13 +228,13 @@ class SubBlocks(_Base):
             bdir = str(direction.children[0]) if direction is not None else ""
             bt = self.resolve_type(btref, self.globals)
             if bdir != sp.direction or bt != sp.type:
-                raise self.err(a, f"parameter '{_name(bpname)}' of '{bname}' is "
+                raise self.err(a, f"parameter '{name_text(bpname)}' of '{bname}' is "
                                   f"'{f'{bdir} {bt}'.strip()}', but {proto.name} declares "
                                   f"'{f'{sp.direction} {sp.type}'.strip()}'")
         self.sub_instance(a, b, BlockTypeRef(bname), cargs, pname, scope, sub, {}, into=iscope)
 
     def sub_apply(self, ib: SubInstB, arg_trees: Args, c: Tree, scope: Scope,
-                  ctx: BlockCtx) -> ir.Stmt | _ParserCall:
+                  ctx: BlockCtx) -> ir.Stmt | ParserCall:
         """``c.apply(args)``: copy-in (left to right; ``out`` parameters start at zero), the
         re-initialised locals, the callee's body with ``return`` lowered to a flag, copy-out
         (left to right). For a sub-parser the caller's state is split instead."""
@@ -276,16 +277,16 @@ class SubBlocks(_Base):
             else:
                 pre.extend(self.zero(var, ctx))
         if ib.kind == "parser":
-            return _ParserCall(ib, pre, post, c)
+            return ParserCall(ib, pre, post, c)
         depth, self.loop_depth = self.loop_depth, 0  # break/continue do not leave the callee
         try:
             body = self.block(ib.tree.children[-1], Scope(ib.scope), ib.ctx)
         finally:
             self.loop_depth = depth
-        if _has_return(body):
+        if has_return(body):
             flag = ctx.fresh(f"{ib.name}_returned")
-            pre.append(ir.VarDecl(flag, _BOOL, ir.Const(False, type=_BOOL), loc=loc))
-            body = ir.Block(_lower_returns(body.stmts, flag), loc=body.loc)
+            pre.append(ir.VarDecl(flag, BOOL, ir.Const(False, type=BOOL), loc=loc))
+            body = ir.Block(lower_returns(body.stmts, flag), loc=body.loc)
         return ir.Block([*pre, body, *post], loc=loc, copy_out=len(post))
 
     def pin_lvalue(self, e: ir.Expr, pre: list[ir.Stmt], ctx: BlockCtx) -> ir.Expr:

@@ -21,7 +21,7 @@ from p4switch.frontend.bindings import (
 from p4switch.frontend.diagnostics import warn
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.mixin import _Base
-from p4switch.frontend.trees import _name, expr_text
+from p4switch.frontend.trees import expr_text, name_text
 
 #: Whether table actions lists may bind directional action arguments (``ir.ActionRef.args``).
 #: On since both pipeline paths (codegen's general driver, fused) execute them.
@@ -32,7 +32,7 @@ class Tables(_Base):
     def table_decl(self, d: Tree, scope: Scope, ctx: BlockCtx) -> None:
         annos_t, name = d.children[0], d.children[1]
         annos = self.annotations(annos_t, scope)
-        n = _name(name)
+        n = name_text(name)
         props = d.children[2:]
         table = ir.Table(ctx.local_prefix + n, self.cp_name(ctx, n, annos), [], [],
                          ir.BoundAction("NoAction", []), annotations=annos, loc=self.loc(name))
@@ -67,7 +67,7 @@ class Tables(_Base):
                 entries_t = p
             elif p.data == "other_prop":
                 p_annos, const_tok, pname, value = p.children
-                pn = _name(pname)
+                pn = name_text(pname)
                 once(pn, pname)
                 if pn == "default_action":
                     default_given = True
@@ -129,7 +129,7 @@ class Tables(_Base):
         expr_t, kind_t, annos_t = k.children
         annos = self.annotations(annos_t, scope)
         e = self.expr(expr_t, scope, ctx)
-        kind = _name(kind_t)
+        kind = name_text(kind_t)
         if kind not in self.match_kinds:
             raise self.err(kind_t, f"unknown match kind '{kind}'")
         t = e.type
@@ -156,11 +156,11 @@ class Tables(_Base):
                    table: ir.Table) -> ir.ActionRef:
         annos_t, name, args = ar.children
         annos = self.annotations(annos_t, scope)
-        b = scope.lookup(_name(name))
+        b = scope.lookup(name_text(name))
         if not isinstance(b, ActionB):
-            raise self.err(name, f"'{_name(name)}' is not an action")
+            raise self.err(name, f"'{name_text(name)}' is not an action")
         action = self.actions[b.key]
-        an = _name(name)
+        an = name_text(name)
         directional = [p for p in action.params if p.direction]
         bound: list[ir.Expr] = []
         raw = self.arg_list(args)
@@ -202,7 +202,7 @@ class Tables(_Base):
             if not (isinstance(name_node, Tree) and name_node.data == "name_ref"):
                 raise self.err(value, "expected an action name")
             name_node = name_node.children[0]
-        an = _name(name_node)
+        an = name_text(name_node)
         b = scope.lookup(an)
         if not isinstance(b, ActionB):
             raise self.err(name_node, f"'{an}' is not an action")

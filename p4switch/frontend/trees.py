@@ -6,28 +6,28 @@ from __future__ import annotations
 from lark import Token, Tree
 
 
-def _kids(t: Tree, data: str) -> list[Tree]:
+def child_trees(t: Tree, data: str) -> list[Tree]:
     return [c for c in t.children if isinstance(c, Tree) and c.data == data]
 
 
-def _trees(t: Tree | None) -> list[Tree]:
+def subtrees(t: Tree | None) -> list[Tree]:
     return [] if t is None else [c for c in t.children if isinstance(c, Tree)]
 
 
-def _core(t: Tree) -> Tree:
+def core_type(t: Tree) -> Tree:
     """A type_ref tree without its wrapper (aliased alternatives are not wrapped)."""
     while isinstance(t, Tree) and t.data == "type_ref":
         t = t.children[0]
     return t
 
 
-def _name(t: Tree | Token) -> str:
+def name_text(t: Tree | Token) -> str:
     if isinstance(t, Token):
         return str(t)
     return str(t.children[0])
 
 
-def _unquote(s: str) -> str:
+def unquote(s: str) -> str:
     if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
         s = s[1:-1]
     return s.replace('\\"', '"').replace("\\\\", "\\")
@@ -73,7 +73,7 @@ def expr_text(t: Tree | Token) -> str:
     if d == "lnot":
         return f"!{expr_text(c[0])}"
     if d == "cast":
-        return f"({_type_text(c[0])}){expr_text(c[1])}"
+        return f"({type_text(c[0])}){expr_text(c[1])}"
     if d == "mux":
         return f"{expr_text(c[0])} ? {expr_text(c[1])} : {expr_text(c[2])}"
     if d == "list_expr":
@@ -82,9 +82,9 @@ def expr_text(t: Tree | Token) -> str:
     return "".join(expr_text(x) for x in c if x is not None)
 
 
-def _type_text(t: Tree) -> str:
+def type_text(t: Tree) -> str:
     if t.data == "type_ref":
-        return _type_text(t.children[0])
+        return type_text(t.children[0])
     names = {"bool_type": "bool", "error_type": "error", "string_type": "string",
              "bit1_type": "bit", "infint_type": "int"}
     if t.data in names:
@@ -97,5 +97,5 @@ def _type_text(t: Tree) -> str:
         return str(t.children[0])
     return t.data
 
-def _has_ctor_params(ctor: Tree | None) -> bool:
+def has_ctor_params(ctor: Tree | None) -> bool:
     return ctor is not None and ctor.children[0] is not None

@@ -21,8 +21,8 @@ from lark import Tree
 from p4switch import ir
 from p4switch.frontend.bindings import TypeB
 from p4switch.frontend.errors import unsupported
-from p4switch.frontend.mixin import _BOOL, _Base
-from p4switch.frontend.trees import _name
+from p4switch.frontend.mixin import BOOL, _Base
+from p4switch.frontend.trees import name_text
 
 
 def union_member(e: ir.Expr) -> tuple[ir.Expr, ir.StructType, str] | None:
@@ -44,7 +44,7 @@ class HeaderUnions(_Base):
             if not isinstance(f.type, ir.HeaderType):
                 raise self.err(ft, f"header_union member '{f.name}' must be a header, not "
                                    f"{f.type}")
-        u = ir.StructType(_name(name), fields, tuple(self.annotations(annos).items()),
+        u = ir.StructType(name_text(name), fields, tuple(self.annotations(annos).items()),
                           union=True)
         self.declare(self.globals, u.name, TypeB(u), name)
         self.types[u.name] = u
@@ -55,9 +55,9 @@ class HeaderUnions(_Base):
         assert isinstance(t, ir.StructType)
         out: ir.Expr | None = None
         for f in t.fields:
-            term = ir.IsValid(ir.Member(u, f.name, type=f.type, loc=loc), type=_BOOL, loc=loc)
-            out = term if out is None else ir.Binary("||", out, term, type=_BOOL, loc=loc)
-        return out if out is not None else ir.Const(False, type=_BOOL, loc=loc)
+            term = ir.IsValid(ir.Member(u, f.name, type=f.type, loc=loc), type=BOOL, loc=loc)
+            out = term if out is None else ir.Binary("||", out, term, type=BOOL, loc=loc)
+        return out if out is not None else ir.Const(False, type=BOOL, loc=loc)
 
     def union_others_invalid(self, target: ir.Expr, s: ir.Stmt) -> ir.Stmt:
         """``s`` (which set ``target``'s validity or assigned it) followed by setInvalid()

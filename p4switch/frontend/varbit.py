@@ -16,7 +16,7 @@ from lark import Tree
 from p4switch import ir
 from p4switch.frontend.bindings import BlockCtx, Scope
 from p4switch.frontend.errors import unsupported
-from p4switch.frontend.mixin import _BIT32, _Base
+from p4switch.frontend.mixin import BIT32, _Base
 
 #: extern functions whose data argument may hold varbit fields
 VARBIT_INPUTS = {"hash", "verify_checksum", "update_checksum", "verify_checksum_with_payload",
@@ -68,7 +68,7 @@ class Varbits(_Base):
         if h.type.varbit is None:
             raise self.err(c, f"extract(hdr, bits) needs a header with a varbit field; "
                               f"{h.type.name} has none (use extract(hdr))")
-        bits = self.coerce(self.expr(arg_trees[1], scope, ctx), _BIT32, arg_trees[1],
+        bits = self.coerce(self.expr(arg_trees[1], scope, ctx), BIT32, arg_trees[1],
                            "extract size")
         self.check_lvalue(h, arg_trees[0], scope)
         if not as_stmt:
