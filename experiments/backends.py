@@ -407,9 +407,9 @@ class SimBackend(Backend):
         net = SimNetwork(self.spec, self.scheme.build(), cfg)
         failures = []
         if w.failure:
+            no_reroute: dict[str, Any] = {} if w.failure.reroute else {"reroute_after_us": None}
             failures.append(LinkFailure(*w.failure.link, at_us=w.failure.at_s * 1e6,
-                                        **({} if w.failure.reroute else
-                                           {"reroute_after_us": None})))
+                                        **no_reroute))
         res = net.run(schedule, until_us=w.timeout_s * 1e6, failures=failures)
         for m in res.ranks:
             m.write(out / "traffic")

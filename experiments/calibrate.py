@@ -119,7 +119,8 @@ def calibrated_tdf(cfg: ExperimentConfig, force: bool = False, log: Any = print)
         log(f"calibrating {cache_key(cfg)} (cache: {calibration.cache_path()})")
         cal = run_ramp(cfg, log=log)
         valid = cal.tdf is not None
-        if not valid:
+        tdf = cal.tdf
+        if tdf is None:
             # nothing was valid (a loaded machine): fall back to the slowest rate whose run
             # completed, so experiments still run; the guard then marks their runs invalid
             done = [r for r in cal.ramp if r.get("completed")]
@@ -127,11 +128,13 @@ def calibrated_tdf(cfg: ExperimentConfig, force: bool = False, log: Any = print)
                 raise RuntimeError("calibration: no emulated rate down to "
                                    f"{min(RAMP_MBPS)} Mb/s completed a run on this machine: "
                                    + (cal.ramp[-1]["invalid_reason"] if cal.ramp else "no run"))
-            cal.tdf = max(r["tdf"] for r in done)
+            tdf = cal.tdf = max(r["tdf"] for r in done)
             log(f"calibration: no rate gave a valid run (last: {cal.ramp[-1]['invalid_reason']});"
-                f" using TDF {cal.tdf:g}, the slowest that completed: expect invalid runs")
-        entry = {"tdf": cal.tdf, "valid": valid, "fabric_rate": cfg.fabric.link_rate,
-                 "emulated_mbps": cfg.fabric.link_bps / cal.tdf / 1e6,
+                f" using TDF {tdf:g}, the slowest that completed: expect invalid runs")
+        fabric = cfg.fabric
+        assert fabric is not None, "run_ramp refuses a file without a fabric block"
+        entry = {"tdf": tdf, "valid": valid, "fabric_rate": fabric.link_rate,
+                 "emulated_mbps": fabric.link_bps / tdf / 1e6,
                  "measured": time.time(), "load": os.getloadavg(),
                  "workload": cfg.workloads[0].name, "ramp": cal.ramp}
         calibration.store(cache_key(cfg), entry)

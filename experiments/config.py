@@ -337,7 +337,8 @@ def _obj(v: Any, path: str) -> dict[str, Any]:
     return v
 
 
-def _keys(d: dict[str, Any], path: str, allowed: set[str], required: set[str] = frozenset()) \
+def _keys(d: dict[str, Any], path: str, allowed: set[str],
+          required: set[str] | frozenset[str] = frozenset()) \
         -> None:
     for k in d:
         if k not in allowed:
@@ -716,8 +717,9 @@ def from_dict(d: Any) -> ExperimentConfig:
         fabric = _fabric(d["fabric"])
         topo, schemes, workloads = in_fabric_units(topo, schemes, workloads, fabric)
         given = d.get("parameters", {})
-        params = dataclasses.replace(params, **{k: v for k, v in FABRIC_DEFAULTS.items()
-                                                if hasattr(params, k) and k not in given})
+        defaults: dict[str, Any] = {k: v for k, v in FABRIC_DEFAULTS.items()
+                                    if hasattr(params, k) and k not in given}
+        params = dataclasses.replace(params, **defaults)
         raw = d["workloads"]
         workloads = tuple(w if "rto_ms" in raw[i] else
                           dataclasses.replace(w, rto_ms=FABRIC_DEFAULTS["rto_ms"])

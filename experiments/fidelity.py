@@ -687,9 +687,9 @@ def main(argv: list[str] | None = None) -> int:
         f"\n\ncommand: python -m experiments.fidelity {' '.join(sys.argv[1:] if argv is None else argv)}"
         f"\nwall time {time.monotonic() - t0:.0f} s; load average (1, 5, 15 min) at the start "
         f"{' '.join(f'{x:.1f}' for x in load0)}, at the end {' '.join(f'{x:.1f}' for x in load1)}")
-    for label, e in res["schemes"].items():
-        if "table" in e:
-            e["table"].to_csv(root / f"counters_{_label_dir(label)}.csv", index=False)
+    for label, outcome in res["schemes"].items():
+        if "table" in outcome:
+            outcome["table"].to_csv(root / f"counters_{_label_dir(label)}.csv", index=False)
     (root / "report.md").write_text(text + "\n")
     print(text)
     print(f"-> {root}")

@@ -88,8 +88,10 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500) -> Ve
     if m.ingress_lag_us.n and lag99 > allowed:
         reasons.append(f"hidden queue: ingress lag p99 {lag99 / 1e3:.1f} ms > "
                        f"{allowed / 1e3:.1f} ms (P4 egress delay p99 {egress99 / 1e3:.1f} ms)")
-    send99 = m.send_lag_us.quantile(0.99) if m.send_lag_us is not None else None
-    if send99 is not None and m.send_lag_us.n and send99 > SEND_LAG_FRAMES * frame:
+    send_lag = m.send_lag_us
+    send99 = send_lag.quantile(0.99) if send_lag is not None else None
+    if send_lag is not None and send99 is not None and send_lag.n \
+            and send99 > SEND_LAG_FRAMES * frame:
         reasons.append(f"hosts cannot pace: send lag p99 {send99 / 1e3:.1f} ms > "
                        f"{SEND_LAG_FRAMES:g} frame times ({SEND_LAG_FRAMES * frame / 1e3:.1f} ms)")
     hot = {s: c for s, c in m.switch_cpu.items() if c > SWITCH_CPU_MAX}

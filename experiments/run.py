@@ -73,11 +73,11 @@ def narrow(cfg: ExperimentConfig, a: argparse.Namespace, p: argparse.ArgumentPar
         changes["transport"] = dataclasses.replace(cfg.transport, cc=a.cc, params={})
     if a.workloads:
         want = [s.strip() for s in a.workloads.split(",") if s.strip()]
-        have = {w.name: w for w in cfg.workloads}
-        bad = [s for s in want if s not in have]
+        named = {w.name: w for w in cfg.workloads}
+        bad = [s for s in want if s not in named]
         if bad:
-            p.error(f"--workloads: {bad[0]!r} is not in {a.config} ({', '.join(have)})")
-        changes["workloads"] = tuple(have[s] for s in want)
+            p.error(f"--workloads: {bad[0]!r} is not in {a.config} ({', '.join(named)})")
+        changes["workloads"] = tuple(named[s] for s in want)
     return dataclasses.replace(cfg, **changes) if changes else cfg
 
 

@@ -65,7 +65,7 @@ def versions() -> dict[str, Any]:
                                   timeout=10).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
-    pkgs = {}
+    pkgs: dict[str, str | None] = {}
     for p in PACKAGES:
         try:
             pkgs[p] = metadata.version(p)

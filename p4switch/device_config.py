@@ -23,6 +23,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from p4switch import ir
 
@@ -153,17 +154,18 @@ def compile_bundle(bundle: Bundle) -> ir.Program:
             dest = root / name
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(text)
-        kwargs = {"defines": bundle.defines} if bundle.defines else {}
         try:
-            program = frontend.compile_file(str(root / bundle.main), **kwargs)
+            program = frontend.compile_file(str(root / bundle.main),
+                                            defines=bundle.defines or None)
         except Exception as e:
             _relocate(e, root)
             raise
     return program
 
 
-def _relocate(e: Exception, root: Path) -> None:
-    """Rewrite temp-dir paths in a compile error back to bundle-relative names."""
+def _relocate(e: Any, root: Path) -> None:
+    """Rewrite temp-dir paths in a compile error back to bundle-relative names (``e``: any
+    exception; those with a ``loc`` are rewritten)."""
     loc = getattr(e, "loc", None)
     prefix = str(root) + "/"
     if loc is not None and isinstance(loc.file, str) and loc.file.startswith(prefix):

@@ -26,6 +26,7 @@ Why this shape:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from google.protobuf import json_format, text_format
@@ -162,9 +163,9 @@ def _member_ids(items: list[tuple[str, dict[str, str] | tuple]], what: str) -> l
         raise P4InfoError(f"{what}: duplicate @id among its members")
     out: list[int] = []
     index = 1
-    for e in explicit:
-        if e is not None:
-            out.append(e)
+    for given in explicit:
+        if given is not None:
+            out.append(given)
             index += 1
             continue
         while index in used:
@@ -181,7 +182,7 @@ def _member_ids(items: list[tuple[str, dict[str, str] | tuple]], what: str) -> l
 
 def _annotation_strings(annotations: dict[str, str] | tuple) -> list[str]:
     items = annotations.items() if isinstance(annotations, dict) else annotations
-    out = []
+    out: list[str] = []
     for key, body in items:
         if key in _STRUCTURAL_ANNOTATIONS or isinstance(body, ir.StructuredAnnotation):
             continue
@@ -290,7 +291,7 @@ def _unit(arg: ir.Expr | None, table: dict[str, int], order: list[str]) -> int:
 class _TypeInfo:
     """Builds ``P4DataTypeSpec``s, registering named types in ``P4TypeInfo`` as p4c does."""
 
-    def __init__(self, info: p4types_pb2.P4TypeInfo, errors: list[str] = (),
+    def __init__(self, info: p4types_pb2.P4TypeInfo, errors: Sequence[str] = (),
                  new_types: dict[str, ir.Type] | None = None) -> None:
         self.info = info
         self.errors = list(errors)
@@ -446,7 +447,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
                     out.append((c, inst))
         return out
 
-    def ids_for(prefix: int, insts: list[tuple[object, ir.ExternInstance]]) -> dict[str, int]:
+    def ids_for(prefix: int, insts: Sequence[tuple[object, ir.ExternInstance]]) -> dict[str, int]:
         return alloc.allocate(
             prefix,
             [(i.cp_name, _explicit_id(i.annotations, prefix, i.cp_name)) for _, i in insts],
@@ -556,10 +557,10 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
             pt.implementation_id = profile_ids[impl.cp_name]
             profile_tables.setdefault(impl.cp_name, []).append(pt.preamble.id)
         for res_name, res_ids in ((t.direct_counter, dcounter_ids), (t.direct_meter, dmeter_ids)):
-            inst = _find_instance(ctx, c, res_name)
-            if inst is not None and inst.cp_name in res_ids:
-                pt.direct_resource_ids.append(res_ids[inst.cp_name])
-                dres_table[inst.cp_name] = pt.preamble.id
+            res = _find_instance(ctx, c, res_name)
+            if res is not None and res.cp_name in res_ids:
+                pt.direct_resource_ids.append(res_ids[res.cp_name])
+                dres_table[res.cp_name] = pt.preamble.id
         pt.size = t.size
         if t.const_entries is not None:
             pt.is_const_table = True
@@ -677,9 +678,9 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         else:
             members = [("", vs.type, {})]
         mids = _member_ids([(n, a) for n, _, a in members], vs.cp_name)
-        for mid, (n, t, a) in zip(mids, members, strict=True):
-            mf = pv.match.add(id=mid, name=n, bitwidth=_bitwidth(t))
-            kind = str(a.get("match", "exact")).strip()
+        for mid, (mname, mtype, manno) in zip(mids, members, strict=True):
+            mf = pv.match.add(id=mid, name=mname, bitwidth=_bitwidth(mtype))
+            kind = str(manno.get("match", "exact")).strip()
             if kind in _MATCH_TYPES:
                 mf.match_type = _MATCH_TYPES[kind]
             else:

@@ -206,7 +206,7 @@ class RawPort(Port):
             raise
         self.sock = sock
         self.ifindex = ifindex
-        self.hidden = HiddenStats()
+        self.hidden: HiddenStats = HiddenStats()  # always: a raw socket has a kernel queue
         self._stamped = enable_rx_timestamps(sock)
         # a buffer one byte larger than anything acceptable: a frame that fills it is oversized
         self._bufsize = max(self.max_frame + 1, 2048)

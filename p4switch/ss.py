@@ -20,6 +20,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 PROG = "p4switch-ss"
 #: What simple_switch_grpc binds when no --grpc-server-addr is given (p4switch's own CLI binds
@@ -60,7 +61,7 @@ class _Parser(argparse.ArgumentParser):
     """One-line errors (``p4switch-ss: error: ...``), exit status 2, like argparse's, but
     without the usage block a harness's log would bury the reason under."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 

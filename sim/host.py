@@ -340,9 +340,9 @@ class SimHost:
             self._rx_pending.add(flow)
             self._ensure_tick(now)
         if new and x.r.done:
-            st = self._rank.get(x.dst)
-            if st is not None:
-                self._flow_done(st, flow, now)
+            dst_rank = self._rank.get(x.dst)
+            if dst_rank is not None:
+                self._flow_done(dst_rank, flow, now)
 
     def _queue_acks(self, x: _Rx, flow: int, acks: list[Ack]) -> None:
         job = self.job

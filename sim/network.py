@@ -159,8 +159,8 @@ class SimNetwork:
         self.hosts: dict[str, SimHost] = {n: SimHost(h, self.loop) for n, h in spec.hosts.items()}
         self.ingress_log: list[tuple[str, float, int, bytes]] = []
         if self.cfg.record_ingress:
-            for sw in self.switches.values():
-                sw.receive = self._recorder(sw)  # type: ignore[method-assign]
+            for ssw in self.switches.values():
+                ssw.receive = self._recorder(ssw)  # type: ignore[method-assign]  # records, then receives
         self.links: list[tuple[Link, Link]] = []
         for lk in spec.links:
             rate = self.cfg.rate_bps or (lk.bw_mbps * 1e6 if lk.bw_mbps else None)

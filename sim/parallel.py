@@ -141,12 +141,12 @@ class _Part:
             if progress is not None:
                 progress(sum(w.events for w in parts), sum(w.hops for w in parts),
                          sum(w.flows_done for w in parts), loop.now)
-            dones = [w.done_at for w in parts]
+            dones = [w.done_at for w in parts if w.done_at is not None]
             nxt = min(min(w.next_t, w.sent_t) for w in parts)
-            if all(d is not None for d in dones):
+            if len(dones) == len(parts):
                 # every rank finished: as one loop would, run on to a lookahead after the
                 # last; what is sent from here on arrives after that and is never run
-                loop.stop_before(max(dones) + la)  # type: ignore[type-var]
+                loop.stop_before(max(dones) + la)
                 loop.run(until=until)
                 for frames in self.out.values():
                     frames.clear()

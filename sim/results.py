@@ -4,13 +4,15 @@ the switches' LB member counters (as the controller reads them on Mininet) and r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
 from traffic.metrics import RankMetrics
 
 if TYPE_CHECKING:
+    from p4switch.pipeline.api import ExactMatch, MatchValue
+
     from .host import Job
     from .network import SimNetwork
 
@@ -125,13 +127,18 @@ class SimResult:
                    "build_s": round(net.build_s, 3), "install_s": round(net.install_s, 3)})
 
 
+def _exact(m: MatchValue) -> int:
+    """The value of an exact key (lb_member's keys are exact)."""
+    return cast("ExactMatch", m).value
+
+
 def member_counters(net: SimNetwork) -> pd.DataFrame:
     """lb_member_ctr of every installed (group, member index): switch, group, member, port,
     packets, bytes — the rows ``FabricController.read_counters`` gives for that counter."""
     rows = []
     for name, sw in net.switches.items():
         se = net.entries[name]
-        members = sorted((m["meta.lb.group_id"].value, m["meta.lb.member_idx"].value,
+        members = sorted((_exact(m["meta.lb.group_id"]), _exact(m["meta.lb.member_idx"]),
                           e.params_dict["port"])
                          for e in se.entries if e.table == LB_MEMBER
                          for m in (e.match_dict,))

@@ -170,8 +170,8 @@ class RankMetrics:
         d = asdict(self)
         for f, rec in zip(d["flows"], self.flows, strict=True):
             f["fct"] = rec.fct
-        for s_, rec in zip(d["steps"], self.steps, strict=True):
-            s_["duration"] = rec.duration
+        for s_, step in zip(d["steps"], self.steps, strict=True):
+            s_["duration"] = step.duration
         for r in d["received"]:
             dist = r["reorder_distance"]
             n = sum(dist.values())

@@ -230,7 +230,7 @@ class EcnAdaptive(_Tracked):
             return i
         if now < self.all_until:          # still all avoided: the soonest, no scan
             self.avoided += 1
-            ties = self.soonest
+            ties: tuple[int, ...] = self.soonest
             best = ties[0]
             if len(ties) > 1:             # the first at or after next, as the scan would
                 for j in ties:
@@ -253,7 +253,7 @@ class EcnAdaptive(_Tracked):
                     return self._sent(seq, j)
         self.avoided += 1                 # every entropy avoided: the one free soonest,
         if until.count(best_t) == 1:      # the first at or after next among equals
-            ties: tuple[int, ...] = (until.index(best_t),)
+            ties = (until.index(best_t),)
         else:
             ties = tuple(j for j in range(n) if until[j] == best_t)
         best = next((j for j in ties if j >= i), ties[0]) if len(ties) > 1 else ties[0]

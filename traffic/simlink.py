@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import random
 from dataclasses import dataclass, field
+from typing import cast
 
 from .transport import Ack, ReceiverFlow, SenderFlow, TransportConfig
 
@@ -65,7 +66,7 @@ def simulate_transfer(nbytes: int, cfg: TransportConfig, link: LinkModel,
             if not snd.done:
                 push(now + link.gap, "send", None)
         elif kind == "data":
-            seq, retx = obj  # type: ignore[misc]
+            seq, retx = cast("tuple[int, bool]", obj)
             if not retx:
                 res.first_tx_arrivals.append(seq)
             new, acks = rcv.on_data(seq, snd.length(seq), retx, now)

@@ -244,7 +244,7 @@ class TcpHostAgent(HostAgent):
                     self._try_connect(c, now)
                 self.pending = [c for c in self.pending if c.retry_at != float("inf")]
             if not started and self._ready():
-                self._send_ready()
+                self._send_ready_conns()
             if not started and self._ready() and now >= start and all(
                     c.peer_ready for c in self.conns if c.flow >= 0 and c.hello):
                 # start barrier: every connection this host sends or receives on is up, and
@@ -263,7 +263,7 @@ class TcpHostAgent(HostAgent):
             for key, ev in self.sel.select(max(0.0, wait)):
                 self._event(key, ev, buf, time.monotonic())
 
-    def _send_ready(self) -> None:
+    def _send_ready_conns(self) -> None:
         for c in self.conns:
             if c.ready_sent or c.closed or c.flow < 0 or not c.hello:
                 continue
@@ -362,18 +362,18 @@ class TcpHostAgent(HostAgent):
         except framing.FramingError as e:
             self._fail(c, f"framing: {e}")
             return
-        for e in events:
-            if e.header is not None:
-                self._on_header(c, e.header, now)
+        for event in events:
+            if event.header is not None:
+                self._on_header(c, event.header, now)
                 if c.closed:
                     return
-            elif e.payload:
-                c.got += e.payload
+            elif event.payload:
+                c.got += event.payload
                 f = self.rxf[c.flow]
-                f.got += e.payload
+                f.got += event.payload
                 if f.start is None:
                     f.start = now
-            if e.end is not None and e.end.kind == framing.DATA and not c.out:
+            if event.end is not None and event.end.kind == framing.DATA and not c.out:
                 self._on_data_end(c, now)
 
     def _on_header(self, c: _Conn, h: Header, now: float) -> None:
@@ -390,19 +390,19 @@ class TcpHostAgent(HostAgent):
                 self._close(c)  # reads TCP_INFO first: every byte of ours was delivered
             return
         if h.kind == framing.HELLO:
-            f = self.rxf.get(h.flow)
-            if (f is None or h.job != self.s.job or h.src != f.src or h.dst != f.dst
-                    or any(x.qp == h.qp for x in f.conns)):
+            rx = self.rxf.get(h.flow)
+            if (rx is None or h.job != self.s.job or h.src != rx.src or h.dst != rx.dst
+                    or any(x.qp == h.qp for x in rx.conns)):
                 self.unknown_conns += 1
                 self._close(c)
                 return
-            nq = max(1, min(self.cfg.qps, f.nbytes))
+            nq = max(1, min(self.cfg.qps, rx.nbytes))
             if h.nqps != nq:
                 self._fail(c, f"peer uses {h.nqps} QPs, we expect {nq} (same --qps?)")
                 return
             c.flow, c.qp, c.hello = h.flow, h.qp, True
-            c.nbytes = split(f.nbytes, nq)[h.qp]
-            f.conns.append(c)
+            c.nbytes = split(rx.nbytes, nq)[h.qp]
+            rx.conns.append(c)
             self.n_in_known += 1
         elif h.kind == framing.DATA:
             if c.flow != h.flow or h.length != c.nbytes:

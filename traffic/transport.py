@@ -16,6 +16,7 @@ import math
 from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 from .congestion import (
     DEFAULT_CC,
@@ -49,12 +50,12 @@ class TransportConfig:
     cc_params: tuple[tuple[str, float], ...] = ()
     base_rtt: float = 0.0     # the fabric's unloaded RTT if known (NSCC's delay target), s
 
-    def with_cc(self, cc: str, params: dict[str, float] | None = None, **kw: object) \
+    def with_cc(self, cc: str, params: dict[str, float] | None = None, **kw: Any) \
             -> TransportConfig:
         """This config with algorithm ``cc`` and its parameters (validated: ValueError names
         the bad parameter) and any other fields in ``kw``."""
         cc_params(cc, params)
-        return dataclasses.replace(self, cc=str(cc),  # type: ignore[arg-type]
+        return dataclasses.replace(self, cc=str(cc),
                                    cc_params=tuple(sorted((params or {}).items())), **kw)
 
     @property
@@ -332,7 +333,18 @@ class Connections:
         return s
 
 
-def cc_fields(s: SenderFlow) -> dict[str, object]:
+class CcFields(TypedDict):
+    """The congestion-control fields of a ``traffic.metrics.FlowRecord``."""
+
+    ce_acked: int
+    cc: str
+    mean_window: float | None
+    mean_rate: float | None
+    srtt: float | None
+    rto: float
+
+
+def cc_fields(s: SenderFlow) -> CcFields:
     """A finished (or abandoned) sender's congestion-control figures for its FlowRecord."""
     return {"ce_acked": s.ce_acked, "cc": s.cfg.cc, "mean_window": s.mean_window,
             "mean_rate": s.mean_rate_bps / s.line_rate_bps if s.mean_rate_bps else None,

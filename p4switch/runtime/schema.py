@@ -10,6 +10,7 @@ the client's ids. Names in P4Info are the control-plane names the pipeline resol
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from p4.config.v1 import p4info_pb2
 
@@ -254,7 +255,7 @@ def check_compatible(pushed: p4info_pb2.P4Info, generated: p4info_pb2.P4Info) ->
     the same shape. Ids may differ; ids must be unique within ``pushed``."""
     seen: dict[int, str] = {}
 
-    def index(objs) -> dict[str, object]:
+    def index(objs) -> dict[str, Any]:
         return {o.preamble.name: o for o in objs}
 
     def check_ids(objs, kind: str) -> None:
@@ -268,6 +269,8 @@ def check_compatible(pushed: p4info_pb2.P4Info, generated: p4info_pb2.P4Info) ->
 
     kinds = ("tables", "actions", "action_profiles", "counters", "direct_counters", "meters",
              "direct_meters", "controller_packet_metadata", "value_sets", "registers", "digests")
+    a: list[tuple[object, ...]]  # an object's shape as pushed (a) and as generated (b)
+    b: list[tuple[object, ...]]
     for kind in kinds:
         mine = index(getattr(generated, kind))
         check_ids(getattr(pushed, kind), kind)

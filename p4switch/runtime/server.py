@@ -761,8 +761,8 @@ def start_server(switch, address: str = "127.0.0.1:9559", *, max_workers: int = 
         service.close()
         raise OSError(f"cannot listen on {address}")
     server.start()
-    server.p4runtime = service  # type: ignore[attr-defined]
-    server.bound_port = port  # type: ignore[attr-defined]
+    server.p4runtime = service
+    server.bound_port = port
     _orig_stop = server.stop
 
     def stop(grace: float | None = None):
@@ -770,7 +770,7 @@ def start_server(switch, address: str = "127.0.0.1:9559", *, max_workers: int = 
         service.close()
         return _orig_stop(grace)
 
-    server.stop = stop  # type: ignore[method-assign]
+    server.stop = stop
     return server
 
 

@@ -443,7 +443,7 @@ class StfRunner:
     def _replicas(self, group: int) -> list[api.Replica]:
         if group not in self.mc_groups:
             raise StfRunError(f"no multicast group {group}")
-        out = []
+        out: list[api.Replica] = []
         for h in self.mc_groups[group]:
             rid, ports = self.mc_nodes[h]
             out.extend(api.Replica(p, rid) for p in ports)

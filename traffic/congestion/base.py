@@ -16,9 +16,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 
 class CcName(StrEnum):
@@ -157,7 +158,9 @@ def cc_params(name: str, values: dict[str, Any] | None = None) -> Any:
             raise ValueError(f"{k}: {v!r} is not a number")
         if not math.isfinite(v) or v < 0:
             raise ValueError(f"{k}: must be a finite number >= 0, got {v}")
-    params = cls.Params(**{k: type(fields[k].default)(v) for k, v in values.items()})
+    # each value as its field's type (the default's: int or float)
+    as_field = {k: cast("Callable[[float], object]", type(f.default)) for k, f in fields.items()}
+    params = cls.Params(**{k: as_field[k](v) for k, v in values.items()})
     check = getattr(params, "check", None)
     if check is not None:
         check()

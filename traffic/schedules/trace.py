@@ -95,10 +95,10 @@ def from_rows(rows: list[dict[str, Any]], ranks: int | None = None) -> Schedule:
     try:
         s.validate()
     except ScheduleError as e:  # point at the trace row rather than the generated program
-        m = re.match(r"programs\[(\d+)\]\.steps\[(\d+)\]", e.field)
-        if m and int(m.group(2)) in row_of[int(m.group(1))]:
-            row = row_of[int(m.group(1))][int(m.group(2))]
-            raise ScheduleError(f"rows[{row}].after", str(e).split(": ", 1)[1]) from None
+        where = re.match(r"programs\[(\d+)\]\.steps\[(\d+)\]", e.field)
+        if where and int(where.group(2)) in row_of[int(where.group(1))]:
+            index = row_of[int(where.group(1))][int(where.group(2))]
+            raise ScheduleError(f"rows[{index}].after", str(e).split(": ", 1)[1]) from None
         raise
     return s
 
