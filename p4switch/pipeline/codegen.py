@@ -40,6 +40,7 @@ from .emit import (
     header_leaves,
     mask,
     pyname,
+    stack_size,
     successors,
     unit_pieces,
 )
@@ -134,9 +135,9 @@ class Module:
             a = fattr(f.name)
             out.append(f"        c.{a} = self.{a}.copy()")
         out.append("        return c")
-        if is_hdr and t.varbit is not None:
+        if isinstance(t, ir.HeaderType) and t.varbit is not None:
             out.extend(varbit.pack_method(t))
-        elif is_hdr:
+        elif isinstance(t, ir.HeaderType):
             out.append("    def _pack(self):")
             out.append(f"        return {self.pack_expr(t, 'self')}")
         self.lines.extend(out)
@@ -237,7 +238,7 @@ class BlockGen(ir.Visitor):
         *,
         kind: str,
         resolve_instance: Callable[[str], ir.ExternInstance],
-        runtime_obj: Callable[[ir.ExternInstance], Any],
+        runtime_obj: Callable[[ir.ExternInstance | ir.ValueSet], Any],
         table_state: Callable[[ir.Table], Any],
         drop_port: int,
         sm_var: str | None,
@@ -329,7 +330,7 @@ class BlockGen(ir.Visitor):
         s = self.ex(e.stack)
         if isinstance(e.index, ir.Const):
             i = const_int(e.index)
-            size = e.stack.type.size  # type: ignore[union-attr]
+            size = stack_size(e.stack)
             if not 0 <= i < size:
                 raise BuildError(f"stack index {i} out of bounds")
             return f"{s}.h[{i}]"
@@ -403,7 +404,7 @@ class BlockGen(ir.Visitor):
     def stack_prop(self, stack: ir.Expr, prop: str) -> str:
         s = self.ex(stack)
         if prop == "size":
-            return str(stack.type.size)  # type: ignore[union-attr]
+            return str(stack_size(stack))
         if prop == "nextIndex":
             return f"{s}.n"
         if prop == "lastIndex":
@@ -770,8 +771,8 @@ class BlockGen(ir.Visitor):
         nxt = target.base if isinstance(target, ir.Member) else target
         if isinstance(nxt, ir.StackNext):
             s = self.ex(nxt.stack)
-            self.w(f"if {s}.n >= {nxt.stack.type.size}: raise _PErr({self.err('StackOutOfBounds')})")  # type: ignore[union-attr]
-            member = f".{fattr(target.field)}" if nxt is not target else ""  # type: ignore[union-attr]
+            self.w(f"if {s}.n >= {stack_size(nxt.stack)}: raise _PErr({self.err('StackOutOfBounds')})")
+            member = f".{fattr(target.field)}" if isinstance(target, ir.Member) else ""
             self.w(f"_h = {s}.h[{s}.n]{member}")
             self.w(f"{s}.n += 1")
         else:
@@ -819,8 +820,9 @@ class BlockGen(ir.Visitor):
             return out
         if isinstance(t, ir.StackType):
             out = []
-            for i in range(t.size):
-                out.extend(self.flatten(ir.StackElem(e, ir.Const(i, type=ir.InfIntType()), type=t.elem)))
+            for idx in range(t.size):
+                out.extend(self.flatten(ir.StackElem(e, ir.Const(idx, type=ir.InfIntType()),
+                                                     type=t.elem)))
             return out
         # a varbit's width is its run-time length: VARBIT marks it (varbit.py)
         width = varbit.VARBIT if isinstance(t, ir.VarbitType) else ir.type_width(t)

@@ -101,6 +101,13 @@ def const_int(e: ir.Expr) -> int:
     raise BuildError(f"expected a constant, got {e!r}")
 
 
+def stack_size(stack: ir.Expr) -> int:
+    """The size of a header stack (the type of ``stack``); BuildError for anything else."""
+    if isinstance(stack.type, ir.StackType):
+        return stack.type.size
+    raise BuildError(f"expected a header stack, got {stack!r}")
+
+
 def successors(tr: ir.Transition) -> list[str]:
     """The states a parser state's transition may go to, in case order."""
     if tr.select_keys is None:

@@ -50,8 +50,8 @@ class TrTCM:
 
     def set(self, config: MeterConfig | None) -> None:
         self.config = config
-        self.tc = config.cburst if config else 0
-        self.tp = config.pburst if config else 0
+        self.tc: float = config.cburst if config else 0  # tokens (fractional as they accrue)
+        self.tp: float = config.pburst if config else 0
         self.last: int | None = None
 
     def execute(self, now_us: int, units: int) -> int:

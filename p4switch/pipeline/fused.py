@@ -101,7 +101,7 @@ class FusedBlockGen(BlockGen):
     def leaves_of(self, p: str, t: ir.Type) -> list[tuple[str, ir.Type]]:
         """All scalar locals of the aggregate at path ``p`` (validity first for headers)."""
         if isinstance(t, ir.HeaderType):
-            out = [(self.leaf(p + "__v", ir.BoolType()), ir.BoolType())]
+            out: list[tuple[str, ir.Type]] = [(self.leaf(p + "__v", ir.BoolType()), ir.BoolType())]
             out += [(self.leaf(f"{p}_{fattr(f.name)}", f.type), f.type) for f in t.fields]
             return out
         if isinstance(t, ir.StructType):
@@ -185,7 +185,7 @@ class FusedBlockGen(BlockGen):
         items = [(c, w, None if v is not None and v.endswith("__v") and self.is_known(v[:-3])
                   else v) for c, w, v in items]
         if outer:
-            reads, self.flat_reads = self.flat_reads, None
+            reads, self.flat_reads = self.flat_reads or [], None  # a list: set above
             items, raw = self.raw_units(items)
             self.facts.read.update(n for n in reads if n not in raw)
         return items
@@ -215,7 +215,7 @@ class FusedBlockGen(BlockGen):
             code, _, valid = items[i]
             p = self.facts.fields.get(code)
             t = self.facts.htypes.get(p) if p is not None else None
-            if t is not None:
+            if p is not None and t is not None:
                 _, units = self.mod.layout(t)
                 k = ui = 0
                 names = []
@@ -344,9 +344,9 @@ class FusedBlockGen(BlockGen):
     def visit_If(self, s: ir.If) -> None:
         th = _table_hit(s.cond)
         if th is not None:  # the table's hit tuple decides, no hit() call
-            th, negate = th
+            hit, negate = th
             ev = self.mod.fresh("_t")
-            self.table_code(th.table, ev)
+            self.table_code(hit.table, ev)
             self.if_else(f"{ev}[3] is {'' if negate else 'not '}None", s)
         elif valid_terms(s.cond):  # headers the condition tests are known valid inside
             self.w(f"if {self.ex(s.cond)}:")
@@ -636,7 +636,8 @@ class FusedBlockGen(BlockGen):
                             run, run[len(run) - 1 - tail:]):
                         tail += 1
                 segs: list[str] = []
-                fmt, args = "", []
+                fmt = ""
+                args: list[str] = []
                 for p in run[:len(run) - tail]:
                     t = types[p]
                     if not t.fields:
@@ -799,7 +800,7 @@ _PREFIX = {"parser": "P", "verify_checksum": "V", "ingress": "I", "egress": "E",
 def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
              slow_fns: dict[str, dict[str, str]],
              resolve_instance: Callable[[ir.Parser | ir.Control, str], ir.ExternInstance],
-             runtime_obj: Callable[[ir.ExternInstance], Any],
+             runtime_obj: Callable[[ir.ExternInstance | ir.ValueSet], Any],
              table_state: Callable[[ir.Table], Any],
              bound_fns: dict[str, dict[tuple[str, str], str]] | None = None) -> list[str]:
     """Source lines of ``fname(_pkt, _port, _now)`` for ``program`` (see the module docstring);
@@ -822,6 +823,7 @@ def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
                                    runtime_obj, table_state, bound_fns or {})
     # a field of a header that only extract makes valid, read only where the header is valid,
     # is always written before it is read: it needs no per-packet initial value
+    assert facts is not None  # the loop ran
     for name, p in facts.fields.items():
         if p not in facts.touched and name not in facts.unguarded:
             leaves.pop(name, None)
@@ -832,7 +834,7 @@ def generate(mod: Module, program: ir.Program, fname: str, *, drop_port: int,
 def _generate(mod: Module, program: ir.Program, facts: _Facts, drop_port: int,
               slow_fns: dict[str, dict[str, str]],
               resolve_instance: Callable[[ir.Parser | ir.Control, str], ir.ExternInstance],
-              runtime_obj: Callable[[ir.ExternInstance], Any],
+              runtime_obj: Callable[[ir.ExternInstance | ir.ValueSet], Any],
               table_state: Callable[[ir.Table], Any],
               bound_fns: dict[str, dict[tuple[str, str], str]],
               ) -> tuple[dict[str, str], dict[str, list[str]]]:
@@ -932,13 +934,13 @@ def _assemble(fname: str, bodies: dict[str, list[str]], leaves: dict[str, str],
     # egress_spec neither read nor written after ingress: it stays 0 through egress
     spec_late = spec != "0" and (drop_port == 0 or re.search(rf"\b{spec}\b", late) is not None)
     # egress with an empty queue: what Pipeline._run_egress sets
-    for name, v in (("instance_type", "0"), ("egress_port", "_eport"),
-                    ("egress_spec", "0" if spec_late else None),
-                    ("egress_global_timestamp", "_now"), ("enq_timestamp", "_now"),
-                    ("enq_qdepth", "0"), ("deq_timedelta", "0"), ("deq_qdepth", "0"),
-                    ("qid", "0")):
-        if sm(name) and v is not None:
-            w(f"{sm(name)} = {v}")
+    for name, init in (("instance_type", "0"), ("egress_port", "_eport"),
+                       ("egress_spec", "0" if spec_late else None),
+                       ("egress_global_timestamp", "_now"), ("enq_timestamp", "_now"),
+                       ("enq_qdepth", "0"), ("deq_timedelta", "0"), ("deq_qdepth", "0"),
+                       ("qid", "0")):
+        if sm(name) and init is not None:
+            w(f"{sm(name)} = {init}")
     w("try:")
     block("egress", 2)
     w("except _Assert:")

@@ -32,6 +32,7 @@ Counters count bytes = packet_length of the packet as it entered the stage.
 
 from __future__ import annotations
 
+import functools
 import random as _random
 import re
 import struct
@@ -97,7 +98,7 @@ class _Code:
     fused_reason: str | None
     hdr_t: ir.Type
     meta_t: ir.Type
-    sm_t: ir.Type
+    sm_t: ir.StructType
 
 
 _IMMUTABLE = (type, types.BuiltinFunctionType, struct.Struct, int, float, str, bytes, bool,
@@ -196,11 +197,11 @@ class Pipeline:
                 self.tables[t.cp_name] = ts
                 self._objs[id(t)] = ts
                 if t.implementation:
-                    inst = c.instances.get(t.implementation) or prog.instances.get(
+                    impl = c.instances.get(t.implementation) or prog.instances.get(
                         t.implementation)
-                    if inst is None:
+                    if impl is None:
                         raise BuildError(f"table {t.cp_name}: unknown {t.implementation}")
-                    ts.profile = self._objs[id(inst)]
+                    ts.profile = self._objs[id(impl)]
                     ts.profile.tables.append(ts)
                 if t.direct_counter:
                     inst = c.instances.get(t.direct_counter) or prog.instances[t.direct_counter]
@@ -241,7 +242,7 @@ class Pipeline:
                 mod, block,
                 kind="parser" if role == "parser" else ("deparser" if role == "deparser"
                                                         else "control"),
-                resolve_instance=lambda n, b=block: self._instance(b, n),
+                resolve_instance=functools.partial(self._instance, block),
                 runtime_obj=lambda i: self._objs[id(i)],
                 table_state=lambda t: self._objs[id(t)],
                 drop_port=self.drop_port,

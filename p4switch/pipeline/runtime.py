@@ -199,7 +199,7 @@ def hdr_from_int(cls: type, x: int, spec: tuple[tuple[str, int, int], ...]) -> A
     return h
 
 
-def mkh(cls: type, vals: tuple[Any, ...]) -> Any:
+def mkh(cls: Any, vals: tuple[Any, ...]) -> Any:
     """A header from a list expression: valid, fields in order (an aggregate item is copied:
     the new value must not share it with the expression it came from)."""
     h = cls()
@@ -209,7 +209,7 @@ def mkh(cls: type, vals: tuple[Any, ...]) -> Any:
     return h
 
 
-def mks(cls: type, vals: tuple[Any, ...]) -> Any:
+def mks(cls: Any, vals: tuple[Any, ...]) -> Any:
     """A struct from a list expression (aggregate items copied, as in mkh)."""
     s = cls()
     for name, v in zip(cls._fields, vals, strict=True):

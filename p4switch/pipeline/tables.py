@@ -41,6 +41,7 @@ from .api import (
     TableEntry,
     TernaryMatch,
 )
+from .emit import const_int
 from .externs import TrTCM
 
 _KIND_CLS = {
@@ -144,7 +145,7 @@ class TableState:
     def bind(self, action_fns: dict[str, Callable[..., Any]]) -> None:
         self.action_fns = action_fns
         da = self.table.default_action
-        args = {p.name: int(a.value) for p, a in zip(  # type: ignore[union-attr]
+        args = {p.name: const_int(a) for p, a in zip(
             self.program.actions[da.action].data_params, da.args, strict=False)}
         self.default_entry = TableEntry(match={}, action=da.action, params=args)
         self.default_hit = self._direct_hit(da.action, args, None)
@@ -184,7 +185,7 @@ class TableState:
                 match[k.name] = OptionalMatch(ek.value)
         ba = ce.action
         act = self.program.actions[ba.action]
-        params = {p.name: int(a.value) for p, a in zip(  # type: ignore[union-attr]
+        params = {p.name: const_int(a) for p, a in zip(
             act.data_params, ba.args, strict=False)}
         prio = ce.priority if ce.priority is not None else (rank if self.needs_priority else 0)
         return TableEntry(match=match, action=ba.action, params=params, priority=prio,
