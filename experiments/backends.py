@@ -173,6 +173,8 @@ class MininetBackend(Backend):
         super().__init__(cfg, spec)
         self.net: Any = None
         self.ctl: Any = None
+        self.priority: dict[str, int] = {}
+        """How the switch processes are scheduled: {what was applied: switches}."""
 
     def up(self, scheme: SchemeConfig) -> None:
         from controller import FabricController
@@ -185,6 +187,7 @@ class MininetBackend(Backend):
                              queue_depth=f.queue_packets if f else None,
                              socket_buffer=p.socket_buffer)
         self.net.start()
+        self.priority = self.prioritise_switches()
         self.timings["fabric_up"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         self.ctl = FabricController(self.spec, target=p.target, control_period=p.control_period_s,
@@ -194,6 +197,19 @@ class MininetBackend(Backend):
         self.ctl.start(scheme=scheme.build(), loops=p.loops)
         self.timings["install"] = time.perf_counter() - t0
         self.scheme = scheme
+
+    def prioritise_switches(self) -> dict[str, int]:
+        """Every switch process's threads at ``parameters.switch_priority``
+        (experiments/priority.py); returns how many switches got what."""
+        from .priority import prioritise
+
+        got: dict[str, int] = {}
+        for sw in self.net.switches:
+            pid = getattr(sw, "proc_pid", None)
+            if pid:
+                what = prioritise(pid, self.cfg.parameters.switch_priority)
+                got[what] = got.get(what, 0) + 1
+        return got
 
     def retune(self, cfg: ExperimentConfig) -> None:
         """Run the same fabric at ``cfg``'s link rates and periods from now on (calibration's

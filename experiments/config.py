@@ -25,6 +25,7 @@ from model.targets import TARGET_NAMES, Target
 from traffic.schedules import GENERATORS, Schedule, ScheduleError, bsp_training, parse_size
 
 from .dilation import Dim, dim, format_rate, parse_rate
+from .priority import SwitchPriority
 
 BACKENDS = ("mininet", "sim")
 TOPOLOGIES = ("fattree", "leafspine")
@@ -296,6 +297,9 @@ class Parameters:
     """Time-dilation factor of the Mininet backend (with a ``fabric`` block): a number, or
     ``auto`` for this machine's calibrated one (experiments.calibrate). The simulator runs
     TDF 1."""
+    switch_priority: str = SwitchPriority.REALTIME.value
+    """Mininet backend: the switch processes' CPU scheduling (experiments/priority.py):
+    ``realtime`` (SCHED_RR 1, falling back to nice), ``nice`` or ``none``."""
 
 
 @dataclass(frozen=True)
@@ -662,7 +666,8 @@ def _parameters(v: Any) -> Parameters:
     p = "parameters"
     d = _obj(v, p)
     _keys(d, p, {"target", "sample_period_s", "control_period_s", "loops", "settle_s", "seed",
-                 "lock_timeout_s", "start_margin_s", "sim_workers", "tdf", "socket_buffer"})
+                 "lock_timeout_s", "start_margin_s", "sim_workers", "tdf", "socket_buffer",
+                 "switch_priority"})
     loops = _list(d.get("loops", list(Parameters.loops)), _join(p, "loops"))
     for i, lp in enumerate(loops):
         if lp not in LOOP_NAMES:
@@ -677,7 +682,10 @@ def _parameters(v: Any) -> Parameters:
                       start_margin_s=_num(d, "start_margin_s", p, 4.0, lo=0.0) or 0.0,
                       sim_workers=_int(d, "sim_workers", p, 1, 1, 64), tdf=_tdf(d, p),
                       socket_buffer=_int(d, "socket_buffer", p, 0, 4096) or None
-                      if "socket_buffer" in d else None)
+                      if "socket_buffer" in d else None,
+                      switch_priority=_str(d, "switch_priority", p,
+                                           SwitchPriority.REALTIME.value,
+                                           tuple(x.value for x in SwitchPriority)))
 
 
 def from_dict(d: Any) -> ExperimentConfig:

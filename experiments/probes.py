@@ -124,7 +124,7 @@ def measures(before: Snapshot, after: Snapshot) -> Measures:
             m.socket_drops += (pa["kernel_drops"] - pb.get("kernel_drops", 0)
                                + pa.get("tx_errors", 0) - pb.get("tx_errors", 0))
             m.ingress_lag_us.merge(_diff(pa["ingress_lag_us"], pb.get("ingress_lag_us")))
-        delay = LogHistogram(_diff(a["egress_delay_us"], b.get("egress_delay_us")))
+        delay = _diff(a["egress_delay_us"], b.get("egress_delay_us"))
         # packets that went straight through an empty queue waited 0 µs
         delay.counts[0] += max(0, a["dequeued"] - b.get("dequeued", 0) - delay.n)
         m.egress_delay_us.merge(delay)
@@ -137,6 +137,6 @@ def measures(before: Snapshot, after: Snapshot) -> Measures:
     return m
 
 
-def _diff(a: list[int], b: list[int] | None) -> list[int]:
-    b = b or [0] * len(a)
-    return [max(0, x - y) for x, y in zip(a, b, strict=False)]
+def _diff(a: Any, b: Any | None) -> LogHistogram:
+    """What a histogram (sparse or dense, as ``hidden_stats`` ships it) gained since ``b``."""
+    return LogHistogram.of(a).minus(LogHistogram.of(b))

@@ -188,6 +188,9 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
         rec.flush()
         progress.start(f"fabric up ({cfg.backend})")
         be.up(emu.schemes[0])
+        priority = getattr(be, "priority", None)   # the Mininet backend's switch scheduling
+        if priority:
+            run.meta["switch_priority"] = priority
         first = True
         for w, w_emu in zip(cfg.workloads, emu.workloads, strict=True):
             for scheme, s_emu in zip(cfg.schemes, emu.schemes, strict=True):

@@ -25,6 +25,7 @@ import select
 import socket
 import struct
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
@@ -32,10 +33,11 @@ from enum import StrEnum
 from pathlib import Path
 
 from p4switch.hidden import (
+    ANCILLARY,
     HiddenStats,
     enable_rx_timestamps,
     read_packet_statistics,
-    recv_timestamped,
+    rx_time_ns,
 )
 from p4switch.pcap import PcapWriter, read_pcap
 
@@ -228,17 +230,24 @@ class RawPort(Port):
                 if addr[2] != PACKET_OUTGOING:
                     out.append(data)
             return out
-        recv = self.sock.recv
         append = out.append
-        if self._stamped and max_frames:   # sample the batch's first frame's ingress lag
-            try:
-                data, lag = recv_timestamped(self.sock, bufsize)
-            except (BlockingIOError, InterruptedError):
-                return out
-            append(data)
-            if lag is not None:
-                self.hidden.ingress_lag_us.add(lag)
-            max_frames -= 1
+        if self._stamped:   # every frame's kernel receive time; its lag when the batch is read
+            recvmsg = self.sock.recvmsg
+            stamps: list[int] = []
+            stamp = stamps.append
+            for _ in range(max_frames):  # until EAGAIN, bounded
+                try:
+                    data, anc, _flags, _addr = recvmsg(bufsize, ANCILLARY)
+                except (BlockingIOError, InterruptedError):
+                    break
+                append(data)
+                t = rx_time_ns(anc)
+                if t is not None:
+                    stamp(t)
+            if stamps:
+                self.hidden.add_lags(stamps, time.time_ns())
+            return out
+        recv = self.sock.recv
         for _ in range(max_frames):  # until EAGAIN, bounded
             try:
                 append(recv(bufsize))

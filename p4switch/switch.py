@@ -436,7 +436,7 @@ class Switch:
                 ports[str(n)] = {**port.hidden.as_dict(), "tx_errors": port.stats.tx_errors}
         with self.lock:
             dequeued = sum(q.dequeued for q in self.queues.stats().values())
-            delay = list(self.egress_delay_us.counts)
+            delay = self.egress_delay_us.sparse()
         return {"ports": ports, "egress_delay_us": delay, "dequeued": dequeued}
 
     def stats_report(self) -> str:

@@ -107,7 +107,7 @@ class RankMetrics:
     steps: list[StepRecord] = field(default_factory=list)
     collectives: list[dict[str, Any]] = field(default_factory=list)
     send_lag_us: list[int] | None = None
-    """Log2 histogram (p4switch.hidden.LogHistogram counts) of how late the agent's loop woke
+    """Log-linear histogram (p4switch.hidden.LogHistogram counts) of how late the agent's loop woke
     for paced sends and timers; None where not measured (TCP mode, the simulator)."""
 
     def collective_times(self, s: Schedule) -> list[dict[str, Any]]:

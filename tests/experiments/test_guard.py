@@ -13,7 +13,7 @@ import pytest
 
 from experiments import guard, probes
 from experiments.guard import Measures, judge
-from p4switch.hidden import LogHistogram
+from p4switch.hidden import RELATIVE_ERROR, LogHistogram, bucket_of
 
 MBPS10 = 10e6   # frame time 1.21 ms
 
@@ -31,7 +31,8 @@ def test_a_clean_run_is_valid() -> None:
                  send_lag_us=_hist([200] * 100), switch_cpu={"edge1": 0.4})
     v = judge(m, MBPS10, tdf=100)
     assert v.valid and v.reasons == () and v.row["valid"] and v.row["invalid_reason"] is None
-    assert v.row["egress_delay_p99_us"] == pytest.approx(32767 / 100)   # fabric µs
+    assert v.row["egress_delay_p99_us"] == pytest.approx(20_000 / 100,   # fabric µs
+                                                         rel=RELATIVE_ERROR)
 
 
 @pytest.mark.parametrize(("change", "reason"), [
@@ -59,6 +60,18 @@ def test_lag_is_judged_against_the_egress_delay_and_a_frame_time_floor() -> None
     # at 1 Mb/s a frame takes 12 ms: 4 ms of lag cannot hold back even one frame
     assert judge(Measures(ingress_lag_us=lag, egress_delay_us=_hist([0] * 100)), 1e6).valid
     assert guard.frame_time_us(1e6) == pytest.approx(12112)
+    # the floor is one frame time (store-and-forward): 1.5 of them is a hidden queue
+    assert not judge(Measures(ingress_lag_us=_hist([18_000] * 100),
+                              egress_delay_us=_hist([0] * 100)), 1e6).valid
+
+
+def test_a_verdict_within_the_histograms_resolution_is_marked_marginal() -> None:
+    floor = guard.frame_time_us(MBPS10)            # 1211 µs: the allowed lag
+    near = judge(Measures(ingress_lag_us=_hist([int(floor * 1.02)] * 100)), MBPS10)
+    far = judge(Measures(ingress_lag_us=_hist([int(floor * 1.5)] * 100)), MBPS10)
+    assert not near.valid and near.reasons[0].endswith("(marginal: within the histogram's "
+                                                      "resolution)")
+    assert not far.valid and "marginal" not in far.reasons[0]
 
 
 def test_probe_parses_host_counters_and_differences() -> None:
@@ -67,17 +80,18 @@ def test_probe_parses_host_counters_and_differences() -> None:
             "(dropped 2, overlimits 0)\n")
     assert probes.parse_host_probe(text) == (4, 9)
     hidden = {"ports": {"1": {"kernel_packets": 10, "kernel_drops": 1, "tx_errors": 0,
-                              "ingress_lag_us": [0] * 32}},
-              "egress_delay_us": [0] * 32, "dequeued": 5}
+                              "ingress_lag_us": {}}},
+              "egress_delay_us": {}, "dequeued": 5}
     b = probes.Snapshot(t=0.0, hidden={"s": hidden}, cpu_ticks={"s": 0}, machine=(0, 100))
     after = {"ports": {"1": {"kernel_packets": 110, "kernel_drops": 4, "tx_errors": 2,
-                             "ingress_lag_us": [0, 0, 0, 0, 0, 7] + [0] * 26}},
-             "egress_delay_us": [0] * 10 + [3] + [0] * 21, "dequeued": 25}
+                             "ingress_lag_us": {"5": 7}}},
+             "egress_delay_us": {str(bucket_of(900)): 3}, "dequeued": 25}
     a = probes.Snapshot(t=2.0, hidden={"s": after}, cpu_ticks={"s": probes.CLK_TCK},
                         machine=(50, 200), veth_drops=1)
     m = probes.measures(b, a)
     assert m.frames_switched == 100 and m.socket_drops == 5 and m.veth_drops == 1
-    assert m.ingress_lag_us.n == 7 and m.egress_delay_us.counts[10] == 3
+    assert m.ingress_lag_us.n == 7 and m.egress_delay_us.counts[bucket_of(900)] == 3
+    assert m.egress_delay_us.counts[0] == 20 - 3   # the rest went straight through
     assert m.egress_delay_us.counts[0] == 17             # 20 dequeued, 3 of them waited
     assert m.switch_cpu == {"s": pytest.approx(0.5)} and m.machine_busy == pytest.approx(0.5)
 
