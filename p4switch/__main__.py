@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -352,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
 
     common = dict(device_id=args.device_id, cpu_port=args.cpu_port, drop_port=args.drop_port,
                   queue_depth=args.queue_depth, priority_queues=args.priority_queues)
+    sw: Switch
     if ebpf:
         from p4switch.ebpf.switch import EbpfSwitch
 
@@ -364,7 +366,8 @@ def main(argv: list[str] | None = None) -> int:
         sw = Switch(**common, pcap_dir=args.pcap, pcap_naming=args.pcap_names)
     # switch-wide rates first (a rate for every port replaces the per-port ones), and zeros
     # (unlimited) before rates, so no flag undoes another one the check above allowed
-    rates = [(port, sw.set_queue_rate, pps) for port, pps in args.queue_rate]
+    rates: list[tuple[int | None, Callable[[int | None, float | None], None], float]] = [
+        (port, sw.set_queue_rate, pps) for port, pps in args.queue_rate]
     rates += [(port, sw.set_port_rate, bps) for port, bps in args.port_rate]
     for port, setter, rate in sorted(rates, key=lambda r: (r[0] is not None, bool(r[2]))):
         setter(port, rate or None)
@@ -400,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     server = None
     if not args.no_grpc:
         try:
-            from p4switch.runtime import start_server  # type: ignore[attr-defined]
+            from p4switch.runtime import start_server
         except ImportError as e:
             log.warning("P4Runtime server not available (%s): running without gRPC", e)
         else:

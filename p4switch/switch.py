@@ -47,7 +47,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from p4switch import ir
 from p4switch.hidden import LogHistogram
@@ -58,6 +58,7 @@ from p4switch.queues import DEFAULT_QUEUE_DEPTH, EgressQueues, QueueStats, Servi
 log = logging.getLogger("p4switch")
 _monotonic_ns = time.monotonic_ns
 
+_FastPath = Callable[[bytes, int, int], api.FastResult]
 DROP_PORT = 511
 BATCH = 64
 """Frames read from one port per loop round: large enough to amortise the poll, small enough that
@@ -66,6 +67,7 @@ FAST_PATH = "process_fast"
 """Name of the pipeline's optional fast path: ``(data, port, now_us)`` → ``(egress_port, bytes)``
 for a packet with exactly one output and nothing else to report, else a ``Drop`` or a
 ``ProcessResult``. Used instead of ``process`` when every queue is unlimited."""
+_Outs = list[tuple[int, bytes]]
 _MAX_IDLE_WAIT = 0.5
 _PR_SET_TIMERSLACK = 29
 _FD_SETSIZE = 1024
@@ -140,9 +142,10 @@ def _cut_timer_slack() -> None:
 class Switch:
     """A p4switch instance: call ``add_port``/``load_program``, then ``start()``; ``stop()``.
 
-    ``pipeline_factory(program, drop_port=..., cpu_port=...)`` builds the pipeline; the default
-    is ``p4switch.pipeline.Pipeline``. ``set_pipeline`` installs a ready object (tests use small
-    fakes that implement ``ingress``/``egress`` of ``p4switch.pipeline.api``)."""
+    ``pipeline_factory(program, drop_port=..., cpu_port=...)`` builds the pipeline (a
+    ``p4switch.pipeline.api.PipelineAPI``); the default is ``p4switch.pipeline.Pipeline``.
+    ``set_pipeline`` installs a ready object (tests use small fakes that implement only
+    ``api.PacketPath``: ``ingress``/``egress``)."""
 
     def __init__(
         self,
@@ -155,14 +158,14 @@ class Switch:
         port_rate: float | None = None,
         priority_queues: int = 1,
         pcap_dir: str | Path | None = None,
-        pipeline_factory: Callable[..., Any] | None = None,
+        pipeline_factory: Callable[..., api.PipelineAPI] | None = None,
         pcap_naming: PcapNaming = PcapNaming.PORT,
     ) -> None:
         self.device_id = device_id
         self.cpu_port = cpu_port
         self.drop_port = drop_port
         self.lock = threading.RLock()
-        self.pipeline: Any | None = None
+        self.pipeline: api.PipelineAPI | None = None
         self.program: ir.Program | None = None
         self.ports: dict[int, Port] = {}
         self.queues = EgressQueues(queue_depth, queue_rate, port_rate, priority_queues)
@@ -190,8 +193,8 @@ class Switch:
         # port -> (its socket's send, its counters, its queue's counters): the inline path
         self._tx: dict[int, tuple[Callable[[bytes], Any], PortStats, QueueStats]] = {}
         self._inline = self.queues.all_unlimited()  # no queue can hold a packet
-        self._fast: Callable[..., Any] | None = None  # the pipeline's fast path, if offered
-        self._inline_fast: Callable[..., Any] | None = None  # _fast if _inline else None
+        self._fast: _FastPath | None = None  # the pipeline's fast path, if offered
+        self._inline_fast: _FastPath | None = None  # _fast if _inline else None
 
     # clock ---------------------------------------------------------------------------------
     def now_us(self) -> int:
@@ -256,12 +259,12 @@ class Switch:
         with self.lock:
             self.queues.set_depth(port, depth)
 
-    def _build_pipeline(self, program: ir.Program) -> Any:
+    def _build_pipeline(self, program: ir.Program) -> api.PipelineAPI:
         factory = self._pipeline_factory
         if factory is None:
-            from p4switch.pipeline import Pipeline  # type: ignore[attr-defined]
+            from p4switch.pipeline import Pipeline
 
-            factory = Pipeline
+            factory = Pipeline  # (mypy checks here that Pipeline implements PipelineAPI)
         return factory(program, drop_port=self.drop_port, cpu_port=self.cpu_port)
 
     def load_program(self, program: ir.Program) -> None:
@@ -270,7 +273,7 @@ class Switch:
         pipeline = self._build_pipeline(program)  # slow part outside the lock
         self.set_pipeline(pipeline, program)
 
-    def set_pipeline(self, pipeline: Any, program: ir.Program | None = None) -> None:
+    def set_pipeline(self, pipeline: api.PipelineAPI, program: ir.Program | None = None) -> None:
         """Swap in a ready pipeline object (see ``load_program``)."""
         with self.lock:
             flushed = self.queues.flush()
@@ -590,16 +593,32 @@ class Switch:
             self.counters.no_program += len(frames)
             return
         # the variant, chosen once per batch: (the pipeline call, what to do with its result)
-        call: Callable[..., Any] | None = self._inline_fast
-        handle = self._handle_full
-        if call is None or self.queues.backlogged:
-            if self._inline and not self.queues.backlogged and hasattr(pipeline, "process"):
-                call = pipeline.process
-            else:
-                call, handle = pipeline.ingress, self._handle_ingress
-        number = port.number
+        fast = self._inline_fast
+        if fast is not None and not self.queues.backlogged:
+            self._run_frames(fast, self._handle_full, frames, st, port.number)
+        elif self._inline and not self.queues.backlogged and hasattr(pipeline, "process"):
+            self._run_frames(pipeline.process, self._handle_full, frames, st, port.number)
+        else:
+            self._run_frames(pipeline.ingress, self._handle_ingress, frames, st, port.number)
+
+    @overload
+    def _run_frames(self, call: _FastPath | Callable[[bytes, int, int], api.ProcessResult],
+                    handle: Callable[[api.Drop | api.ProcessResult, PortStats, int, _Outs], None],
+                    frames: list[bytes], st: PortStats, number: int) -> None: ...
+
+    @overload
+    def _run_frames(self, call: Callable[[bytes, int, int], api.IngressResult],
+                    handle: Callable[[api.IngressResult, PortStats, int, _Outs], None],
+                    frames: list[bytes], st: PortStats, number: int) -> None: ...
+
+    def _run_frames(self, call: Callable[[bytes, int, int], object],
+                    handle: Callable[[Any, PortStats, int, _Outs], None],
+                    frames: list[bytes], st: PortStats, number: int) -> None:
+        """The packet loop: ``call`` each frame (``process_fast``, ``process`` or ``ingress``);
+        a ``(port, bytes)`` result is sent with the batch, any other goes to ``handle``. (The
+        overloads pair each call with the handler of its results.)"""
         t0 = self._t0_ns
-        outs: list[tuple[int, bytes]] = []
+        outs: _Outs = []
         keep = outs.append
         for data in frames:
             now = (_monotonic_ns() - t0) // 1000
@@ -615,8 +634,8 @@ class Switch:
         if outs:
             self._send_outputs(outs)
 
-    def _handle_full(self, r: Any, st: PortStats, now: int,
-                     outs: list[tuple[int, bytes]]) -> None:
+    def _handle_full(self, r: api.Drop | api.ProcessResult, st: PortStats, now: int,
+                     outs: _Outs) -> None:
         """A ``Drop`` or a whole ``ProcessResult`` (of ``process``, or of the fast path: several
         outputs, digests, logs, ...): the outputs leave now, after those of the batch so far."""
         if isinstance(r, api.Drop):
@@ -630,8 +649,8 @@ class Switch:
         for o in r.outputs:
             self._out_slow(o.port, o.data)
 
-    def _handle_ingress(self, res: Any, st: PortStats, now: int,
-                        outs: list[tuple[int, bytes]]) -> None:
+    def _handle_ingress(self, res: api.IngressResult, st: PortStats, now: int,
+                        outs: _Outs) -> None:
         """An ``IngressResult`` (the general path): each job passes its egress queue at once
         when the queue is idle (``EgressQueue.pass_through``), else waits in it."""
         if res.drops or res.digests or res.logs:
@@ -645,7 +664,7 @@ class Switch:
             else:
                 self._enqueue(job, now)
 
-    def _send_outputs(self, outs: list[tuple[int, bytes]]) -> None:
+    def _send_outputs(self, outs: _Outs) -> None:
         """Transmit the one-output results of a batch, in order (lock held): each with its
         port's socket directly; the tx and queue counters of a run of outputs to the same port
         are local ints added when the run ends."""
@@ -678,7 +697,7 @@ class Switch:
         if lq:
             _count_tx(lps, lqs, lq, lcnt, lbytes)
 
-    def _pipeline_raised(self, st: Any, number: int) -> None:
+    def _pipeline_raised(self, st: PortStats | None, number: int) -> None:
         """The pipeline raised on a frame from port ``number`` (``st``: its counters, or None)."""
         self.counters.pipeline_errors += 1
         if st is not None:
@@ -726,7 +745,7 @@ class Switch:
         if inject:
             self._wake()
 
-    def _ingress(self, data: bytes, port: int, st: Any) -> None:
+    def _ingress(self, data: bytes, port: int, st: PortStats | None) -> None:
         """General (not hot) ingress path: injected frames and packet_out."""
         pipeline = self.pipeline
         if pipeline is None:
@@ -743,7 +762,8 @@ class Switch:
         for job in res.jobs:
             self._enqueue(job, now)
 
-    def _result_extras(self, res: Any, st: Any) -> None:
+    def _result_extras(self, res: api.IngressResult | api.EgressResult | api.ProcessResult,
+                       st: PortStats | None) -> None:
         """Drops, digests and logs of a pipeline result; drops count on ``st`` unless None."""
         if res.drops:
             for d in res.drops:
@@ -754,7 +774,7 @@ class Switch:
             for line in res.logs:
                 log.debug("log_msg: %s", line)
 
-    def _count_drop(self, d: api.Drop, st: Any) -> None:
+    def _count_drop(self, d: api.Drop, st: PortStats | None) -> None:
         self.counters.drops[d.reason] += 1
         if st is not None:
             if d.reason in _MALFORMED_REASONS:
@@ -829,8 +849,8 @@ class Switch:
                 except Exception:
                     self._log_error("packet-in listener raised")
         for dg in digests:
-            for cb in list(self._digest_listeners):
+            for dcb in list(self._digest_listeners):
                 try:
-                    cb(dg)
+                    dcb(dg)
                 except Exception:
                     self._log_error("digest listener raised")

@@ -280,20 +280,29 @@ class TableBatch(Protocol):
 
 
 
-class PipelineAPI(Protocol):
-    """What ``p4switch.pipeline.Pipeline(program, *, drop_port=511, cpu_port=None, seed=None)``
-    offers. ``seed`` seeds ``random()`` so that runs are reproducible."""
+FastResult = tuple[int, bytes] | Drop | ProcessResult
+"""What ``PipelineAPI.process_fast`` returns: ``(egress_port, bytes)`` for the common one-output
+packet, else the ``Drop`` or the whole ``ProcessResult``."""
 
-    # packet path ---------------------------------------------------------------------------
+
+class PacketPath(Protocol):
+    """The packet path through queues: what the switch's general path calls (a pipeline a test
+    fakes needs only these two)."""
+
     def ingress(self, data: bytes, port: int, now_us: int) -> IngressResult: ...
 
     def egress(self, job: EgressJob, now_us: int, qmeta: QueueingMetadata) -> EgressResult: ...
 
+
+class PipelineAPI(PacketPath, Protocol):
+    """What ``p4switch.pipeline.Pipeline(program, *, drop_port=511, cpu_port=None, seed=None)``
+    offers (and ``p4switch.ebpf.EbpfPipeline``, a subclass). ``seed`` seeds ``random()`` so
+    that runs are reproducible."""
+
+    # packet path (and PacketPath's ingress, egress) ------------------------------------------
     def process(self, data: bytes, port: int, now_us: int) -> ProcessResult: ...
 
-    def process_fast(
-        self, data: bytes, port: int, now_us: int
-    ) -> tuple[int, bytes] | Drop | ProcessResult:
+    def process_fast(self, data: bytes, port: int, now_us: int) -> FastResult:
         """``process`` with the same state changes, minus the result objects where it can:
         ``(egress_port, bytes)`` when the packet has exactly one output and nothing else to
         report, the ``Drop`` when it has one drop and nothing else, else the ProcessResult.
