@@ -3,7 +3,9 @@
 One thread, one event loop: drain the receive socket (data -> receiver state + ACKs, ACKs ->
 sender state), advance each local rank's program (compute phase, post sends, detect step
 completion), then send paced data packets round-robin over the active flows. Data frames and
-ACKs are pre-built by scapy and written to an AF_PACKET socket; an ACK leaves from the UDP
+ACKs are pre-built with struct (traffic.frames; no scapy in this process) and written to an
+AF_PACKET socket in batches (traffic.batchio: sendmmsg, recvmmsg on the UDP socket, per-packet
+calls where those are missing); an ACK leaves from the UDP
 source port of the data packet that triggered it (its entropy), so a flow's ACKs spread over
 the ECMP paths like its data and one dead link cannot stall every ACK. Everything addressed to
 us arrives on one kernel UDP socket on port 4791 (so the kernel demultiplexes for us and never
@@ -13,7 +15,6 @@ Every wait is bounded: the run ends at `timeout` whatever happens, and metrics s
 
 from __future__ import annotations
 
-import errno
 import select
 import socket
 import time
@@ -23,10 +24,14 @@ from dataclasses import dataclass, field
 from model.entropy import entropy_port
 from p4switch.hidden import LogHistogram
 
+from . import batchio
 from .frames import FlowHeader, FrameCache
 from .metrics import FlowRecord, RankMetrics, RecvRecord, StepRecord
 from .nexthop import Route, resolve
-from .packet import (
+from .policies import PathPolicy, PolicySpec, feed_ack
+from .schedules import Schedule, Send, Step
+from .transport import Ack, Connections, ReceiverFlow, SenderFlow, TransportConfig, cc_fields
+from .wire import (
     ACK,
     F_ACK,
     F_LAST,
@@ -37,9 +42,6 @@ from .packet import (
     ROCEV2_PORT,
     VERSION,
 )
-from .policies import PathPolicy, PolicySpec, feed_ack
-from .schedules import Schedule, Send, Step
-from .transport import Ack, Connections, ReceiverFlow, SenderFlow, TransportConfig, cc_fields
 
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux value; Python lacks the name
 _IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
@@ -108,6 +110,9 @@ class HostAgent:
         self.flows = schedule.flow_index()
         self.routes: dict[str, Route] = {}
         self.frames = FrameCache()
+        self.out: dict[str, batchio.BatchSender | batchio.PlainSender] = {}
+        """Per interface: the frames queued for its raw socket (``_flush`` writes them)."""
+        self.rxb: batchio.BatchReceiver | None = None
         self.tx: dict[int, _TxFlow] = {}
         self.active: deque[int] = deque()
         self.rx: dict[tuple[int, int], ReceiverFlow] = {}
@@ -170,6 +175,7 @@ class HostAgent:
                 sk.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
                 sk.bind((rt.dev, 0))
                 self.raw[rt.dev] = sk
+        self.rxb = batchio.receiver(self.udp)
         # pre-build every frame template the job needs (full and short last packets), so the
         # data path never calls scapy
         mss = self.cfg.transport.mss
@@ -196,10 +202,13 @@ class HostAgent:
     # -- main loop ---------------------------------------------------------------------------
     def run(self) -> dict[int, RankMetrics]:
         self.open()
+        cpu = time.process_time()
         try:
             self._loop()
         finally:
             self.close()
+            for m in self.metrics.values():
+                m.cpu_s = time.process_time() - cpu
         return self.metrics
 
     def _begin(self) -> tuple[float, float, float]:
@@ -243,6 +252,7 @@ class HostAgent:
             if self._timed_out(now, deadline):
                 break
             self._receive(buf, now)
+            self._flush()
             if not started:
                 # start barrier: every peer agent must be listening, or our first packets
                 # would hit a closed port and cost a retransmission timeout
@@ -280,6 +290,7 @@ class HostAgent:
             if now >= next_tick:
                 self._tick(now)
                 next_tick = now + cfg.tick
+            self._flush()
             wait = min(next_tick, deadline) - now
             if self.active:
                 wait = min(wait, max(0.0, next_tx - now))
@@ -291,7 +302,37 @@ class HostAgent:
                     self.send_lag_us.add(int((time.monotonic() - now - wait) * 1e6))
 
     # -- receive path ------------------------------------------------------------------------
+    def _sender(self, dev: str) -> batchio.BatchSender | batchio.PlainSender:
+        """Where frames for interface ``dev`` go (made on first use from its raw socket)."""
+        out = self.out.get(dev)
+        if out is None:
+            out = self.out[dev] = batchio.sender(self.raw[dev])
+        return out
+
+    def _flush(self) -> None:
+        """Write every queued frame (data, ACKs, beacons) to the wire."""
+        for out in self.out.values():
+            if out.n:
+                out.flush()
+
     def _receive(self, buf: bytearray, now: float) -> None:
+        """Drain the UDP socket (at most 256 datagrams): batched when recvmmsg is there."""
+        rb = self.rxb
+        if rb is None:
+            self._receive_one_by_one(buf, now)
+            return
+        ecn = self.ecn
+        slot = rb.slot_size
+        for _ in range(256 // rb.slots or 1):
+            k = rb.recv()
+            for i in range(k):
+                ip, sport = rb.source(i)
+                self._datagram(rb.buf, i * slot, rb.length(i), ip, sport,
+                               ecn and rb.tos(i) & 0x03 == ECN_CE, now)
+            if k < rb.slots:
+                return
+
+    def _receive_one_by_one(self, buf: bytearray, now: float) -> None:
         udp = self.udp
         ecn = self.ecn
         ce = False
@@ -306,41 +347,45 @@ class HostAgent:
                     n, addr = udp.recvfrom_into(buf)
             except BlockingIOError:
                 return
-            if n < HDR.size:
-                continue
-            (ver, flags, job, src, dst, step, _ent, flow, seq, npkts, length,
-             _r) = HDR.unpack_from(buf)
-            if ver != VERSION or job != self.s.job:
-                continue
-            if self.unheard and addr[0] in self.unheard:
-                self.unheard.discard(addr[0])
-            if flags & F_READY:
-                # answer a beacon (READY) so a peer that started after our beacons hears us;
-                # never answer an answer (READY|ACK): two agents would bounce READYs to each
-                # other for the whole run, flooding the fabric
-                if not flags & F_ACK:
-                    self._send_ready(addr[0], answer=True, sport=addr[1])
-                continue
-            if flags & F_ACK:
-                tf = self.tx.get(flow)
-                if tf is not None and n >= HDR.size + ACK.size:
-                    cum, base, sack, ce_bits = ACK.unpack_from(buf, HDR.size)
-                    self._ack_arrived(tf, Ack(cum, base, sack, bool(flags & F_NACK), ce_bits),
-                                      now)
-                continue
-            if dst not in self.state or src >= self.s.ranks:
-                continue
-            key = (src, flow)
-            self._last_data = now
-            self.rx_sport[key] = addr[1]
-            rx = self.rx.get(key)
-            if rx is None:
-                if flow not in self.flows or self.flows[flow][1].dst != dst:
-                    continue
-                rx = self.rx[key] = ReceiverFlow(npkts, self.cfg.transport)
-            _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now, ce)
-            for a in acks:
-                self._send_ack(addr[0], dst, src, flow, a, addr[1])
+            self._datagram(buf, 0, n, addr[0], addr[1], ce, now)
+
+    def _datagram(self, buf: bytearray, off: int, n: int, ip: str, sport: int, ce: bool,
+                  now: float) -> None:
+        """One datagram from ``ip``:``sport``, ``n`` bytes at ``buf[off:]``."""
+        if n < HDR.size:
+            return
+        (ver, flags, job, src, dst, _step, _ent, flow, seq, npkts, length,
+         _r) = HDR.unpack_from(buf, off)
+        if ver != VERSION or job != self.s.job:
+            return
+        if self.unheard and ip in self.unheard:
+            self.unheard.discard(ip)
+        if flags & F_READY:
+            # answer a beacon (READY) so a peer that started after our beacons hears us;
+            # never answer an answer (READY|ACK): two agents would bounce READYs to each
+            # other for the whole run, flooding the fabric
+            if not flags & F_ACK:
+                self._send_ready(ip, answer=True, sport=sport)
+            return
+        if flags & F_ACK:
+            tf = self.tx.get(flow)
+            if tf is not None and n >= HDR.size + ACK.size:
+                cum, base, sack, ce_bits = ACK.unpack_from(buf, off + HDR.size)
+                self._ack_arrived(tf, Ack(cum, base, sack, bool(flags & F_NACK), ce_bits), now)
+            return
+        if dst not in self.state or src >= self.s.ranks:
+            return
+        key = (src, flow)
+        self._last_data = now
+        self.rx_sport[key] = sport
+        rx = self.rx.get(key)
+        if rx is None:
+            if flow not in self.flows or self.flows[flow][1].dst != dst:
+                return
+            rx = self.rx[key] = ReceiverFlow(npkts, self.cfg.transport)
+        _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now, ce)
+        for a in acks:
+            self._send_ack(ip, dst, src, flow, a, sport)
 
     def _ack_arrived(self, tf: _TxFlow, a: Ack, now: float) -> None:
         """An ACK of flow ``tf`` at ``now``: the sender's state (window, rate, RTT, RTO) and
@@ -360,8 +405,8 @@ class HostAgent:
                 if sport is None:
                     sport = self._beacon_ports[self._beacons % BEACON_ENTROPIES]
                     self._beacons += 1
-                self.raw[self.routes[ip].dev].send(self.frames.control(ip, sport, flags,
-                                                                       self.s.job))
+                self._sender(self.routes[ip].dev).send(
+                    self.frames.control(ip, sport, flags, self.s.job))
                 return
             msg = HDR.pack(VERSION, flags, self.s.job, 0, 0, 0, 0, 0, 0, 0, 0, 0)
             self.udp.sendto(msg, (ip, self.cfg.port))
@@ -375,8 +420,9 @@ class HostAgent:
         try:
             rt = self.routes.get(ip)
             if rt is not None:
-                self.raw[rt.dev].send(self.frames.ack(ip, sport, self.s.job, me, peer, flow,
-                                                      a.cum, a.base, a.sack, a.nack, a.ce))
+                self._sender(rt.dev).send(self.frames.ack(ip, sport, self.s.job, me, peer,
+                                                          flow, a.cum, a.base, a.sack, a.nack,
+                                                          a.ce))
                 return
             flags = F_ACK | (F_NACK if a.nack else 0)
             msg = HDR.pack(VERSION, flags, self.s.job, me, peer, 0, 0, flow, a.cum, 0, 0, 0) \
@@ -412,12 +458,8 @@ class HostAgent:
             flags = (F_RETX if retx else 0) | (F_LAST if seq == tf.tx.npkts - 1 else 0)
             frame = self.frames.frame(tf.dst_ip, tf.header, pol.ports[qp], qp, seq, length,
                                       flags)
-            try:
-                self.raw[self.routes[tf.dst_ip].dev].send(frame)
-            except OSError as e:
-                if e.errno not in (errno.ENOBUFS, errno.EAGAIN):
-                    raise
-                # dropped locally: the transport's timer retransmits it like any loss
+            # dropped locally for lack of buffers: the transport's timer resends it
+            self._sender(self.routes[tf.dst_ip].dev).send(frame)
             return len(frame)
         return 0
 

@@ -1,12 +1,13 @@
 """Pre-built Ethernet frames for the data path.
 
-scapy composes one frame per (destination, payload length) before the job starts; per packet the
-agent only writes the UDP source port (the flow's entropy value for this QP) and the 28-byte
-collective header into those bytes and hands them to a raw socket. Building a packet with scapy
-costs tens to hundreds of microseconds; patching costs about one. Pre-built frames on AF_PACKET
-(rather than a kernel UDP socket) give full control of the bytes on the wire: the source port per
-QP and any field a P4 program may read. The UDP checksum is 0 ("not computed", legal for IPv4),
-so patching needs no checksum update, and the IP header does not change per packet.
+One frame per (destination, payload length) is composed with struct (traffic.wire) before the
+job starts; per packet the agent only writes the UDP source port (the flow's entropy value for
+this QP) and the 28-byte collective header into those bytes and hands them to a raw socket
+(traffic.batchio). Pre-built frames on AF_PACKET (rather than a kernel UDP socket) give full
+control of the bytes on the wire: the source port per QP and any field a P4 program may read.
+The UDP checksum is 0 ("not computed", legal for IPv4), so patching needs no checksum update,
+and the IP header does not change per packet. No scapy here: tests compare these frames with
+scapy-built ones (traffic.packet's layers) byte for byte.
 """
 
 from __future__ import annotations
@@ -14,27 +15,26 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
-
 from model.entropy import entropy_port
 
 from .nexthop import Route
-from .packet import (
+from .wire import (
     ACK,
+    ACK_AT,
     F_ACK,
     F_NACK,
     HDR,
+    HDR_AT,
+    OVERHEAD,
     ROCEV2_PORT,
+    SPORT_AT,
     VERSION,
-    CollectiveAck,
-    CollectiveHeader,
+    l2l3_header,
 )
 
-SPORT_AT = 14 + 20           # UDP source port inside the frame
-HDR_AT = 14 + 20 + 8         # collective header inside the frame
-OVERHEAD = HDR_AT + HDR.size  # bytes on the wire besides payload (no FCS/preamble)
-ACK_AT = HDR_AT + HDR.size   # CollectiveAck inside an ACK frame
+__all__ = ["ACK_AT", "HDR_AT", "OVERHEAD", "SPORT_AT", "FlowHeader", "FrameCache",
+           "build_ack_template", "build_frame"]
+
 _SPORT = struct.Struct("!H")
 
 
@@ -52,26 +52,28 @@ class FlowHeader:
 
 def build_frame(route: Route, dst_ip: str, length: int, h: FlowHeader | None = None,
                 qp: int = 0, seq: int = 0, flags: int = 0, tos: int = 0) -> bytearray:
-    """A complete frame built by scapy (a template when `h` is None: header left zero);
-    ``tos`` 2 sends it ECN-capable (ECT(0)) so switches CE-mark instead of only queueing."""
-    hdr = CollectiveHeader(length=length) if h is None else CollectiveHeader(
-        flags=flags, job=h.job, src_rank=h.src_rank, dst_rank=h.dst_rank,
-        step=h.step & 0xFFFF, entropy=qp, flow=h.flow, seq=seq, npkts=h.npkts, length=length)
+    """A complete frame (a template when `h` is None: header zero but for its version and
+    length); ``tos`` 2 sends it ECN-capable (ECT(0)) so switches CE-mark instead of only
+    queueing."""
     sport = 0 if h is None else entropy_port(h.job, h.src_rank, h.flow, qp)
-    pkt = (Ether(src=route.src_mac, dst=route.nexthop_mac)
-           / IP(src=route.src_ip, dst=dst_ip, flags="DF", ttl=64, tos=tos)
-           / UDP(sport=sport, dport=ROCEV2_PORT, chksum=0)
-           / hdr / (b"\x00" * length))
-    return bytearray(bytes(pkt))
+    f = bytearray(l2l3_header(route.src_mac, route.nexthop_mac, route.src_ip, dst_ip, sport,
+                              ROCEV2_PORT, HDR.size + length, tos))
+    f += bytes(HDR.size + length)
+    if h is None:
+        HDR.pack_into(f, HDR_AT, VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, length, 0)
+    else:
+        HDR.pack_into(f, HDR_AT, VERSION, flags, h.job, h.src_rank, h.dst_rank,
+                      h.step & 0xFFFF, qp, h.flow, seq, h.npkts, length, 0)
+    return f
 
 
 def build_ack_template(route: Route, dst_ip: str) -> bytearray:
     """An ACK frame to ``dst_ip`` (non-ECT; source port, header and ACK fields left zero)."""
-    pkt = (Ether(src=route.src_mac, dst=route.nexthop_mac)
-           / IP(src=route.src_ip, dst=dst_ip, flags="DF", ttl=64)
-           / UDP(sport=0, dport=ROCEV2_PORT, chksum=0)
-           / CollectiveHeader(flags="ACK") / CollectiveAck())
-    return bytearray(bytes(pkt))
+    f = bytearray(l2l3_header(route.src_mac, route.nexthop_mac, route.src_ip, dst_ip, 0,
+                              ROCEV2_PORT, HDR.size + ACK.size))
+    f += bytes(HDR.size + ACK.size)
+    HDR.pack_into(f, HDR_AT, VERSION, F_ACK, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    return f
 
 
 class FrameCache:

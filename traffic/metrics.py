@@ -109,6 +109,9 @@ class RankMetrics:
     send_lag_us: list[int] | None = None
     """Log-linear histogram (p4switch.hidden.LogHistogram counts) of how late the agent's loop woke
     for paced sends and timers; None where not measured (TCP mode, the simulator)."""
+    cpu_s: float | None = None
+    """CPU seconds (user + system) the agent's process spent in its event loop, for all its
+    local ranks together: bench/agent_bench.py's per-packet cost. None where not measured."""
 
     def collective_times(self, s: Schedule) -> list[dict[str, Any]]:
         """This rank's view of each collective: from its first step's start (compute excluded)

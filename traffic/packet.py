@@ -1,38 +1,26 @@
-"""Wire format of p4fabric collective traffic: a scapy layer over UDP (RoCEv2's port 4791).
-
-The header names what a P4 program or a capture needs to attribute a packet to a collective:
-job, ranks, step, flow, and the transport's sequence number. ACKs reuse the header (flag ACK)
-and add a cumulative ACK plus a 64-bit SACK bitmap at a base sequence and, aligned with it, a
-64-bit ECN echo (bit i: packet base+i arrived CE-marked) that host path policies (policies.py)
-read per packet. `entropy` is the QP / entropy value the
-source port was derived from: like Meta's multi-QP NCCL and UEC's entropy values, one flow may
-use several source ports so that ECMP hashing spreads it.
-
-The host agent does not parse with scapy per packet (too slow); it uses the `struct` layouts
-below, which tests keep byte-identical to the scapy layers.
+"""The collective traffic's wire format as scapy layers over UDP (RoCEv2's port 4791), for
+captures, tests and tools; the layout itself and what the host agent packs and parses are
+traffic.wire's struct layouts (no scapy), which tests keep byte-identical to these layers.
 """
 
 from __future__ import annotations
-
-import struct
 
 from scapy.fields import ByteField, FlagsField, IntField, LongField, ShortField
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, Raw, bind_layers
 
-from model.entropy import ROCEV2_PORT
-
-VERSION = 2
-"""2: ACKs carry the per-packet ECN echo bitmap (24-byte CollectiveAck)."""
-
-F_ACK, F_NACK, F_RETX, F_LAST, F_READY = 0x01, 0x02, 0x04, 0x08, 0x10
-FLAG_NAMES = ["ACK", "NACK", "RETX", "LAST", "READY"]
-
-#: version, flags, job, src_rank, dst_rank, step, entropy, flow, seq, npkts, length, reserved
-HDR = struct.Struct("!BBHHHHHIIIHH")
-#: cumulative ack (all seq < cum arrived), SACK base, bitmap for seq base .. base+63, and the
-#: CE echo for the same 64 sequence numbers
-ACK = struct.Struct("!IIQQ")
+from .wire import (  # noqa: F401 - re-exported: the layout's names beside its layers
+    ACK,
+    F_ACK,
+    F_LAST,
+    F_NACK,
+    F_READY,
+    F_RETX,
+    FLAG_NAMES,
+    HDR,
+    ROCEV2_PORT,
+    VERSION,
+)
 
 
 class CollectiveHeader(Packet):
@@ -66,4 +54,3 @@ class CollectiveAck(Packet):
 
 
 bind_layers(UDP, CollectiveHeader, dport=ROCEV2_PORT)
-assert HDR.size == 28 and ACK.size == 24
