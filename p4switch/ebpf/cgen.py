@@ -27,6 +27,7 @@ from .layout import (
     CounterLayout,
     KeyLayout,
     Layout,
+    MeterLayout,
     RegisterLayout,
     TableKind,
     TableLayout,
@@ -613,8 +614,6 @@ class CGen:
             return tl
         if t.implementation is not None:
             raise self.refuse("action profiles and selectors", t.loc)
-        if t.direct_meter is not None:
-            raise self.refuse("direct meters", t.loc)
         kinds = [k.match_kind for k in t.keys]
         keys = []
         for k in t.keys:
@@ -636,8 +635,12 @@ class CGen:
         n_data = max([len(self.p.actions[a].data_params) for a in acts] + [1])
         idx = len(self.layout.tables)
         size = max(1, min(t.size, SCAN_MAX) if kind is TableKind.SCAN else t.size)
+        dm = None
+        if t.direct_meter is not None:
+            inst = self.instance(t.direct_meter)
+            dm = "packets" if _enum_member(inst.args[0]) == "packets" else "bytes"
         tl = TableLayout(t.cp_name, f"t{idx}", kind, keys, acts, n_data, size,
-                         direct_counter=t.direct_counter is not None)
+                         direct_counter=t.direct_counter is not None, direct_meter=dm)
         self.layout.tables[t.cp_name] = tl
         self.declare_table_maps(tl)
         return tl
@@ -647,6 +650,9 @@ class CGen:
         self.structs[f"{m}_val"] = (f"struct {m}_val {{ __u32 action; __u32 pad; __u64 packets; "
                                     f"__u64 bytes; __u64 d[{tl.n_data}]; }};")
         self.maps.append(_map(f"{m}_def", "BPF_MAP_TYPE_ARRAY", "__u32", f"struct {m}_val", 1))
+        if tl.direct_meter:  # the entry's meter: slot ``pad`` (1-based) of this array
+            self.maps.append(_map(f"{m}_dm", "BPF_MAP_TYPE_ARRAY", "__u32", "struct p4_meter",
+                                  tl.size + 1))
         if tl.kind is TableKind.EXACT:
             kb = max(tl.key_bytes, 1)
             self.structs[f"{m}_key"] = f"struct {m}_key {{ __u8 b[{kb}]; }};"
@@ -721,6 +727,11 @@ class CGen:
         if tl.direct_counter:
             self.w(f"if ({v}) {{ __sync_fetch_and_add(&{v}->packets, 1); "
                    f"__sync_fetch_and_add(&{v}->bytes, C->sm.f_packet_length); }}")
+        if tl.direct_meter:
+            units = "1" if tl.direct_meter == "packets" else "C->sm.f_packet_length"
+            self.w(f"C->dm_colour = 0; if ({v} && {v}->pad) {{ __u32 _ms = {v}->pad; "
+                   f"struct p4_meter *_m = bpf_map_lookup_elem(&{m}_dm, &_ms); "
+                   f"if (_m) C->dm_colour = p4_meter_exec(_m, C->now_us, {units}); }}")
         self.w(f"if (!{v}) {{ __u32 _z = 0; {v} = bpf_map_lookup_elem(&{m}_def, &_z); }}")
         self.w(f"if ({v}) {{")
         self.ind += 1
@@ -769,6 +780,12 @@ class CGen:
             name = f"r{len(self.layout.registers)}"
             self.layout.registers[inst.cp_name] = RegisterLayout(inst.cp_name, name, size, w)
             self.maps.append(_map(name, "BPF_MAP_TYPE_ARRAY", "__u32", "__u64", max(size, 1)))
+        elif inst.type_name == "meter" and size is not None:
+            name = f"m{len(self.layout.meters)}"
+            packets = _enum_member(inst.args[1]) == "packets"
+            self.layout.meters[inst.cp_name] = MeterLayout(inst.cp_name, name, size, packets)
+            self.maps.append(_map(name, "BPF_MAP_TYPE_ARRAY", "__u32", "struct p4_meter",
+                                  max(size, 1)))
         else:
             raise self.refuse(f"the extern {inst.type_name}", inst.loc)
         self._inst_maps[inst.cp_name] = name
@@ -779,7 +796,18 @@ class CGen:
             inst = self.instance(s.instance)
             if inst.type_name == "direct_counter" and s.method == "count":
                 return  # counted by the table lookup
+            if inst.type_name == "direct_meter" and s.method == "read":
+                self.w(f"{self.lval(s.args[0])} = C->dm_colour;")  # the table lookup's colour
+                return
             m = self.inst_map(inst)
+            if inst.type_name == "meter" and s.method == "execute_meter":
+                ml = self.layout.meters[inst.cp_name]
+                idx, out = s.args
+                units = "1" if ml.packets else "C->sm.f_packet_length"
+                self.w(f"{{ __u32 _i = {self.ex(idx)}; if (_i < {ml.size}) {{ "
+                       f"struct p4_meter *_m = bpf_map_lookup_elem(&{m}, &_i); "
+                       f"{self.lval(out)} = _m ? p4_meter_exec(_m, C->now_us, {units}) : 0; }} }}")
+                return
             if inst.type_name == "counter" and s.method == "count":
                 lo = self.layout.counters[inst.cp_name]
                 self.w(f"{{ __u32 _i = {self.ex(s.args[0])}; if (_i < {lo.size}) {{ "
@@ -1160,10 +1188,11 @@ class CGen:
                                crc32=_crc32_table(), crc16=_crc16_table())]
         out += list(self.structs.values())
         out.append("struct p4ctx {\n    __u32 off;\n    __u32 exiting;\n    __u32 plen;\n    __u16 test;\n    __u16 cut;\n"
-                   "    __u64 depart_ns;\n"
+                   "    __u64 depart_ns;\n    __u64 now_us;\n    __u64 dm_colour;\n"
                    f"    __u8 hb[{HASH_BUF}];\n    __u8 xb[{max(self.max_hdr, 8)}];\n    __u8 mv[64];\n"
                    + "\n".join(ctx) + "\n};")
         out.append(_map("p4ctx_map", "BPF_MAP_TYPE_PERCPU_ARRAY", "__u32", "struct p4ctx", 1))
+        out.append(_ZERO_CTX)
         out.append(_SHRINK)
         out += self.maps
         out += self.helpers
@@ -1270,7 +1299,7 @@ _PRELUDE = r"""/* Generated by p4switch.ebpf from a v1model program; do not edit
 char LICENSE[] SEC("license") = "GPL";
 
 struct p4_cval {{ __u64 packets; __u64 bytes; }};
-struct p4_cfg {{ __u64 t0_ns; __u32 test_mode; __u32 test_pad; }};
+struct p4_cfg {{ __u64 t0_ns; __u32 test_mode; __u32 test_pad; __u64 test_now_us; }};
 
 struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 1); __type(key, __u32);
          __type(value, struct p4_cfg); }} p4cfg SEC(".maps");
@@ -1288,6 +1317,30 @@ struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 512); __type(key
          __type(value, struct p4_port_q); }} p4queues SEC(".maps");
 struct {{ __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, {nstats});
          __type(key, __u32); __type(value, __u64); }} p4stats SEC(".maps");
+
+/* a two-rate three-colour meter (RFC 2698, colour-blind), as the Python target's TrTCM:
+ * rates in units/s, bursts in units, tokens in millionths of a unit (exact integers where the
+ * Python target uses floats); buckets start full; an unconfigured meter is always GREEN */
+struct p4_meter {{ struct bpf_spin_lock lock; __u32 on; __u64 cir; __u64 cb; __u64 pir;
+                   __u64 pb; __u64 tc; __u64 tp; __u64 last; __u64 has_last; }};
+
+static __always_inline __u64 p4_meter_exec(struct p4_meter *m, __u64 now, __u64 units) {{
+    __u64 c = 0, u = units * 1000000ULL;
+    if (!m->on) return 0;
+    bpf_spin_lock(&m->lock);
+    if (m->has_last && now > m->last) {{
+        __u64 dt = now - m->last, cmax = m->cb * 1000000ULL, pmax = m->pb * 1000000ULL;
+        __u64 tc = m->tc + m->cir * dt, tp = m->tp + m->pir * dt;
+        m->tc = dt >= 1000000000ULL || tc > cmax ? cmax : tc;
+        m->tp = dt >= 1000000000ULL || tp > pmax ? pmax : tp;
+    }}
+    if (!m->has_last || now > m->last) {{ m->last = now; m->has_last = 1; }}
+    if (m->tp < u) c = 2;
+    else if (m->tc < u) {{ m->tp -= u; c = 1; }}
+    else {{ m->tp -= u; m->tc -= u; }}
+    bpf_spin_unlock(&m->lock);
+    return c;
+}}
 
 static const __u32 p4_crc32_tab[256] = {{ {crc32} }};
 static const __u16 p4_crc16_tab[256] = {{ {crc16} }};
@@ -1377,6 +1430,26 @@ _QUEUE = r"""{{
     }}
 }}"""
 
+_ZERO_CTX = r"""/* zero the per-packet state in 256-byte pieces: clang's BPF back end has no memset call,
+ * and merges adjacent memsets into one it cannot inline beyond a size (the barrier keeps them
+ * apart) */
+_Static_assert(sizeof(struct p4ctx) <= 64 * 256, "per-packet state larger than 16 KiB");
+static __always_inline void p4_zero_ctx(struct p4ctx *C) {
+#define P4_ZERO(k) if ((k) * 256 < sizeof(*C)) { __builtin_memset((char *)C + (k) * 256, 0, \
+        sizeof(*C) - (k) * 256 < 256 ? sizeof(*C) - (k) * 256 : 256); \
+        __asm__ __volatile__("" ::: "memory"); }
+    P4_ZERO(0) P4_ZERO(1) P4_ZERO(2) P4_ZERO(3) P4_ZERO(4) P4_ZERO(5) P4_ZERO(6) P4_ZERO(7)
+    P4_ZERO(8) P4_ZERO(9) P4_ZERO(10) P4_ZERO(11) P4_ZERO(12) P4_ZERO(13) P4_ZERO(14)
+    P4_ZERO(15) P4_ZERO(16) P4_ZERO(17) P4_ZERO(18) P4_ZERO(19) P4_ZERO(20) P4_ZERO(21)
+    P4_ZERO(22) P4_ZERO(23) P4_ZERO(24) P4_ZERO(25) P4_ZERO(26) P4_ZERO(27) P4_ZERO(28)
+    P4_ZERO(29) P4_ZERO(30) P4_ZERO(31) P4_ZERO(32) P4_ZERO(33) P4_ZERO(34) P4_ZERO(35)
+    P4_ZERO(36) P4_ZERO(37) P4_ZERO(38) P4_ZERO(39) P4_ZERO(40) P4_ZERO(41) P4_ZERO(42)
+    P4_ZERO(43) P4_ZERO(44) P4_ZERO(45) P4_ZERO(46) P4_ZERO(47) P4_ZERO(48) P4_ZERO(49)
+    P4_ZERO(50) P4_ZERO(51) P4_ZERO(52) P4_ZERO(53) P4_ZERO(54) P4_ZERO(55) P4_ZERO(56)
+    P4_ZERO(57) P4_ZERO(58) P4_ZERO(59) P4_ZERO(60) P4_ZERO(61) P4_ZERO(62) P4_ZERO(63)
+#undef P4_ZERO
+}"""
+
 _SHRINK = r"""/* move the bytes from `from` to the end down to `to` (< from), then cut the tail: a frame
  * loses bytes at its head where bpf_skb_adjust_room cannot (non-IP frames) */
 static __always_inline int p4_shrink(struct __sk_buff *skb, struct p4ctx *C, __u32 from,
@@ -1420,9 +1493,11 @@ int p4_ingress(struct __sk_buff *skb) {
         port = *pp;
     }
     p4_stat(0);
-    __u64 now_us = (bpf_ktime_get_ns() - cfg->t0_ns) / 1000;
-    __builtin_memset(C, 0, sizeof(*C));
+    /* the kernel's clock; a test run's is the caller's (an STF's virtual time) */
+    __u64 now_us = cfg->test_mode ? cfg->test_now_us : (bpf_ktime_get_ns() - cfg->t0_ns) / 1000;
+    p4_zero_ctx(C);
     C->test = cfg->test_mode;
+    C->now_us = now_us;
     C->plen = skb->len;
     if (cfg->test_mode && cfg->test_pad < C->plen) C->plen -= cfg->test_pad;"""
 

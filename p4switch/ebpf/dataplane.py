@@ -23,6 +23,7 @@ from p4switch.pipeline.api import (
     ExactMatch,
     LpmMatch,
     MatchValue,
+    MeterConfig,
     OptionalMatch,
     Output,
     ProcessResult,
@@ -33,9 +34,12 @@ from p4switch.pipeline.api import (
 from p4switch.pipeline.pipeline import Pipeline
 
 from . import bpf, cgen, toolchain
-from .layout import PORT_QUEUE, STAT_NAMES, TableKind, TableLayout
+from .layout import METER, PORT_QUEUE, STAT_NAMES, TableKind, TableLayout, pack_meter
 
 _U32 = struct.Struct("<I")
+
+
+_CFG = struct.Struct("<QIIQ")  # struct p4_cfg: t0_ns, test_mode, test_pad, test_now_us
 
 
 def _test_min_len(data: bytes) -> int:
@@ -57,6 +61,37 @@ def _full(w: int) -> int:
 
 def _prefix_mask(plen: int, w: int) -> int:
     return _full(w) ^ _full(w - plen) if plen else 0
+
+
+def _meter_value(config: MeterConfig | None) -> bytes:
+    if config is None:
+        return bytes(METER.size)  # off: GREEN
+    return pack_meter(config.cir, config.cburst, config.pir, config.pburst)
+
+
+class _DirectMeters:
+    """The meters of one table's entries: a slot (1-based) of the table's ``_dm`` array per
+    entry, written when the entry's meter config changes (its buckets start full)."""
+
+    def __init__(self, m: bpf.Map, size: int) -> None:
+        self.map = m
+        self.free = list(range(size, 0, -1))
+        self.slots: dict[Any, tuple[int, MeterConfig | None]] = {}
+
+    def slot(self, ident: Any, config: MeterConfig | None) -> int:
+        got = self.slots.get(ident)
+        if got is not None and got[1] == config:
+            return got[0]
+        n = got[0] if got is not None else self.free.pop()
+        self.map.update(_U32.pack(n), _meter_value(config))
+        self.slots[ident] = (n, config)
+        return n
+
+    def release_except(self, live: set[Any]) -> None:
+        for ident in [i for i in self.slots if i not in live]:
+            n, _ = self.slots.pop(ident)
+            self.map.update(_U32.pack(n), _meter_value(None))
+            self.free.append(n)
 
 
 class EbpfPipeline(Pipeline):
@@ -81,14 +116,15 @@ class EbpfPipeline(Pipeline):
         self.prog_fd = self.obj.prog_fd(gen.entry)
         self._attached: list[bpf.TcAttachment] = []
         self.t0_ns = time.monotonic_ns()
-        self._cfg = self.obj.map("p4cfg", 4, 16)
-        self._cfg.update(_U32.pack(0), struct.pack("<QII", self.t0_ns, int(test_mode), 0))
+        self._cfg = self.obj.map("p4cfg", 4, _CFG.size)
+        self._cfg.update(_U32.pack(0), _CFG.pack(self.t0_ns, int(test_mode), 0, 0))
         self._ports_in = self.obj.map("p4ports_in", 4, 4)
         self._ports_out = self.obj.map("p4ports_out", 4, 4)
         self._stats = self.obj.map("p4stats", 4, 8, percpu=True)
         self._queues = self.obj.map("p4queues", 4, PORT_QUEUE.size)
         self._tmaps: dict[str, tuple[bpf.Map, bpf.Map, bpf.Map | None]] = {}
         self._synced: dict[str, dict[bytes, tuple[Any, bytes]]] = {}
+        self._dm: dict[str, _DirectMeters] = {}
         for cp, tl in self.layout.tables.items():
             ent_size = tl.scan_entry_size if tl.kind is TableKind.SCAN else tl.value_size
             ksize = 4 if tl.kind is TableKind.SCAN else (
@@ -98,11 +134,19 @@ class EbpfPipeline(Pipeline):
             cnt = self.obj.map(tl.map_name + "_n", 4, 4) if tl.kind is TableKind.SCAN else None
             self._tmaps[cp] = (main, dflt, cnt)
             self._synced[cp] = {}
+            if tl.direct_meter:
+                self._dm[cp] = _DirectMeters(self.obj.map(tl.map_name + "_dm", 4, METER.size),
+                                             tl.size)
             self._sync_table(cp)
         self._cmaps = {cp: self.obj.map(c.map_name, 4, 16, percpu=True)
                        for cp, c in self.layout.counters.items()}
         self._rmaps = {cp: self.obj.map(r.map_name, 4, 8)
                        for cp, r in self.layout.registers.items()}
+        self._mmaps = {cp: self.obj.map(m.map_name, 4, METER.size)
+                       for cp, m in self.layout.meters.items()}
+        for cp in self._mmaps:  # meters configured before the load (none yet: all GREEN)
+            for i, tr in enumerate(self.meters[cp].meters):
+                self._write_meter(cp, i, tr.config)
         self.test_mode = test_mode
         # packets never run in Python on this target: process() is the kernel's (test mode)
         self.process = self._process_bpf  # type: ignore[method-assign]
@@ -166,11 +210,12 @@ class EbpfPipeline(Pipeline):
             out[name] = sum(struct.unpack("<Q", v)[0] for v in vals)
         return out
 
-    def run(self, data: bytes, port: int) -> tuple[int, bytes] | None:
-        """One packet through the loaded program (BPF_PROG_TEST_RUN, test_mode only):
-        (egress port, bytes), or None if it dropped the packet."""
+    def run(self, data: bytes, port: int, now_us: int = 0) -> tuple[int, bytes] | None:
+        """One packet through the loaded program (BPF_PROG_TEST_RUN, test_mode only) at the
+        time ``now_us`` (the program's clock in test mode): (egress port, bytes), or None if
+        it dropped the packet."""
         pad = max(0, _test_min_len(data) - len(data))
-        self._cfg.update(_U32.pack(0), struct.pack("<QII", self.t0_ns, 1, pad))
+        self._cfg.update(_U32.pack(0), _CFG.pack(self.t0_ns, 1, pad, now_us))
         rc, out, mark = bpf.test_run(self.prog_fd, data + bytes(pad), port)
         if rc == bpf.TC_ACT_SHOT:
             return None
@@ -178,13 +223,12 @@ class EbpfPipeline(Pipeline):
         return mark & 0xFFFF, out[:len(out) - cut] if cut else out
 
     def _process_bpf(self, data: bytes, port: int, now_us: int) -> ProcessResult:
-        """``process`` through the kernel (test mode): ``now_us`` is not used, the program
-        reads the kernel clock. Frames the test-run facility refuses (an IPv4 ethertype with
+        """``process`` through the kernel (test mode, at the caller's ``now_us``). Frames the test-run facility refuses (an IPv4 ethertype with
         less than an IPv4 header behind it) are reported as dropped with reason ``error``."""
         if not self.test_mode:
             raise RuntimeError("EbpfPipeline.process needs test_mode (packets arrive in the kernel)")
         try:
-            got = self.run(data, port)
+            got = self.run(data, port, now_us)
         except bpf.BpfError as e:
             return ProcessResult(drops=[Drop("error", f"test run refused the frame: {e}")])
         if got is None:
@@ -197,11 +241,11 @@ class EbpfPipeline(Pipeline):
         return tl.actions.index(key) + 1
 
     def _value(self, tl: TableLayout, action: str, params: dict[str, int],
-               counters: tuple[int, int] = (0, 0)) -> bytes:
+               counters: tuple[int, int] = (0, 0), meter_slot: int = 0) -> bytes:
         key = self.resolve("action", action)
         act = self.program.actions[key]
         data = [params.get(p.name, 0) for p in act.data_params]
-        return tl.pack_value(self._action_id(tl, action), data, *counters)
+        return tl.pack_value(self._action_id(tl, action), data, *counters, meter_slot)
 
     def _desired(self, cp: str, tl: TableLayout) -> dict[bytes, tuple[Any, bytes]]:
         """map key -> (entry identity, value) for every entry of table ``cp``."""
@@ -216,11 +260,13 @@ class EbpfPipeline(Pipeline):
                 plen = sum(m.prefix_len for m in e.match.values() if isinstance(m, LpmMatch))
                 return (-plen, kv[1].seq)
             entries.sort(key=order)
+        dm = self._dm.get(cp)
         for i, (ident, es) in enumerate(entries):
             e = es.entry
             if e.action is None:
                 continue  # action-profile entries: refused by the generator
-            value = self._value(tl, e.action, e.params, (es.packets, es.bytes))
+            slot = dm.slot(ident, es.meter.config) if dm is not None else 0
+            value = self._value(tl, e.action, e.params, (es.packets, es.bytes), slot)
             if tl.kind is TableKind.SCAN:
                 lo, hi, mask = [], [], []
                 for k in tl.keys:
@@ -272,6 +318,8 @@ class EbpfPipeline(Pipeline):
         # first so a rewritten value keeps them
         self._pull_direct_counters(cp)
         want = self._desired(cp, tl)
+        if cp in self._dm:
+            self._dm[cp].release_except({ident for ident, _ in want.values()})
         have = self._synced[cp]
         for k, (ident, v) in want.items():
             if have.get(k) != (ident, v) or tl.kind is TableKind.SCAN:
@@ -385,6 +433,16 @@ class EbpfPipeline(Pipeline):
         m = self._cmaps.get(self.resolve("counter", counter))
         if m is not None:
             m.percpu_update(_U32.pack(index), struct.pack("<QQ", packets, bytes_))
+
+    def meter_set(self, meter: str, index: int, config: MeterConfig | None) -> None:
+        super().meter_set(meter, index, config)  # validates; the buckets start full again
+        cp = self.resolve("meter", meter)
+        self._write_meter(cp, index, self.meters[cp].meters[index].config)
+
+    def _write_meter(self, cp: str, index: int, config: MeterConfig | None) -> None:
+        m = self._mmaps.get(cp)
+        if m is not None:
+            m.update(_U32.pack(index), _meter_value(config))
 
     def register_read(self, register: str, index: int) -> int:
         super().register_read(register, index)

@@ -15,7 +15,9 @@ table keys are big-endian byte strings so that an LPM trie matches prefixes bit 
   number of live entries in a one-element array; a key matches when
   ``lo <= (key & mask) <= hi`` (exact: full mask, lo = hi; ternary/lpm: lo = hi = value & mask;
   range: full mask; wildcard: mask 0);
-* a counter is a per-CPU array of ``u64 packets, u64 bytes``; a register an array of u64.
+* a counter is a per-CPU array of ``u64 packets, u64 bytes``; a register an array of u64;
+* a meter an array of ``METER``; a table with a direct meter has one more array (``_dm``)
+  whose slot the entry's value names in its ``pad`` word (0: none, GREEN).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class TableLayout:
     n_data: int
     size: int
     direct_counter: bool = False
+    direct_meter: str | None = None  # "packets"/"bytes": entries' meters in map_name + "_dm"
 
     @property
     def value_size(self) -> int:
@@ -64,9 +67,9 @@ class TableLayout:
         return sum(k.nbytes for k in self.keys)
 
     def pack_value(self, action_id: int, data: list[int], packets: int = 0,
-                   bytes_: int = 0) -> bytes:
+                   bytes_: int = 0, meter_slot: int = 0) -> bytes:
         d = list(data) + [0] * (self.n_data - len(data))
-        return struct.pack(f"<IIQQ{self.n_data}Q", action_id, 0, packets, bytes_, *d)
+        return struct.pack(f"<IIQQ{self.n_data}Q", action_id, meter_slot, packets, bytes_, *d)
 
     @staticmethod
     def unpack_counters(value: bytes) -> tuple[int, int]:
@@ -102,6 +105,24 @@ class CounterLayout:
 
 
 @dataclass
+class MeterLayout:
+    cp_name: str
+    map_name: str
+    size: int
+    packets: bool  # MeterType.packets (else bytes)
+
+
+METER = struct.Struct("<IIQQQQQQQQ")
+"""A meter (cgen's ``struct p4_meter``): spin lock, on, cir, cburst, pir, pburst (units/s and
+units), committed and peak tokens (millionths of a unit), last update µs, has_last."""
+
+
+def pack_meter(cir: int, cburst: int, pir: int, pburst: int) -> bytes:
+    """A configured meter with full buckets and no packet seen yet."""
+    return METER.pack(0, 1, cir, cburst, pir, pburst, cburst * 1000000, pburst * 1000000, 0, 0)
+
+
+@dataclass
 class RegisterLayout:
     cp_name: str
     map_name: str
@@ -126,5 +147,6 @@ class Layout:
     tables: dict[str, TableLayout] = field(default_factory=dict)
     counters: dict[str, CounterLayout] = field(default_factory=dict)
     registers: dict[str, RegisterLayout] = field(default_factory=dict)
+    meters: dict[str, MeterLayout] = field(default_factory=dict)
     drop_port: int = 511
     cpu_port: int | None = None

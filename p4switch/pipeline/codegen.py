@@ -1113,7 +1113,11 @@ class BlockGen(ir.Visitor):
                 self.w("    _n.packets += 1")
                 self.w(f"    _n.bytes += {self.c_plen}")
             if table.direct_meter:
-                self.w(f"{self.c_meter} = _n.execute_meter({self.c_now}, {self.c_plen})"
+                inst = (self.block.instances.get(table.direct_meter)
+                        or self.mod.program.instances.get(table.direct_meter))
+                packets = inst is not None and enum_member(inst.args[0]) == "packets"
+                units = "1" if packets else self.c_plen  # a packets meter counts packets
+                self.w(f"{self.c_meter} = _n.execute_meter({self.c_now}, {units})"
                        " if _n is not None else 0")
         return table
 

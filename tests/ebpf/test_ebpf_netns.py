@@ -109,13 +109,13 @@ def test_cli_target_ebpf_forwards_in_the_kernel_over_p4runtime(topo: Topo) -> No
 
 
 def test_cli_target_ebpf_refuses_a_program_it_cannot_express(tmp_path: Path) -> None:
-    bad = tmp_path / "stack.p4"
-    bad.write_text((ROOT / "tests/stf/programs/stack_ops.p4").read_text())
+    bad = tmp_path / "union.p4"
+    bad.write_text((ROOT / "tests/stf/programs/header_union.p4").read_text())
     r = subprocess.run([sys.executable, "-m", "p4switch", str(bad), "--target", "ebpf",
                         "--no-grpc", "-i", "1@lo"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2
     line = r.stderr.strip().splitlines()[-3:]
-    assert any("stack.p4:" in ln and "not supported by the eBPF back end" in ln for ln in line), \
+    assert any("union.p4:" in ln and "not supported by the eBPF back end" in ln for ln in line), \
         r.stderr
 
 
