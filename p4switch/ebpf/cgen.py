@@ -16,7 +16,7 @@ use. What the back end cannot express is refused with a located ``file:line:col`
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from p4switch import ir
@@ -706,9 +706,9 @@ class CGen:
         elif tl.key_bytes == 0:
             pass  # keyless: always the default action
         else:
-            k = self.fresh("_k")
-            self.w(f"struct {m}_key {k};")
-            self.w(f"__builtin_memset(&{k}, 0, sizeof({k}));")
+            kn = self.fresh("_k")
+            self.w(f"struct {m}_key {kn};")
+            self.w(f"__builtin_memset(&{kn}, 0, sizeof({kn}));")
             off = 0
             for kl in tl.keys:
                 kv = self.fresh("_kv")
@@ -717,11 +717,11 @@ class CGen:
                 if shift:
                     self.w(f"{kv} <<= {shift};")
                 for i in range(kl.nbytes):
-                    self.w(f"{k}.b[{off + i}] = ({kv} >> {8 * (kl.nbytes - 1 - i)}) & 0xff;")
+                    self.w(f"{kn}.b[{off + i}] = ({kv} >> {8 * (kl.nbytes - 1 - i)}) & 0xff;")
                 off += kl.nbytes
             if tl.kind is TableKind.LPM:
-                self.w(f"{k}.prefixlen = {8 * tl.key_bytes};")
-            self.w(f"{v} = bpf_map_lookup_elem(&{m}, &{k});")
+                self.w(f"{kn}.prefixlen = {8 * tl.key_bytes};")
+            self.w(f"{v} = bpf_map_lookup_elem(&{m}, &{kn});")
         if hit_var:
             self.w(f"{hit_var} = {v} != 0;")
         if tl.direct_counter:
@@ -858,8 +858,8 @@ class CGen:
             self.ind -= 1
             self.w("}")
         elif fn == "random":
-            out, lo, hi = a
-            self.w(f"{{ __u64 _lo = {self.ex(lo)}, _hi = {self.ex(hi)}; {self.lval(out)} = "
+            rout, rlo, rhi = a
+            self.w(f"{{ __u64 _lo = {self.ex(rlo)}, _hi = {self.ex(rhi)}; {self.lval(rout)} = "
                    f"_hi > _lo ? _lo + (__u64)bpf_get_prandom_u32() % (_hi - _lo + 1) : _lo; }}")
         elif fn in ("assert", "assume"):
             self.w(f"if (!({self.ex(a[0])})) return TC_ACT_SHOT;")
@@ -1000,12 +1000,17 @@ class CGen:
                 self.w(f"{_state_label(st.name, k)}: {{")
                 self.ind += 1
                 self.stmts(st.stmts)
-                self.transition(st.transition, lambda nxt, st=st, k=k: self._goto(
-                    nxt, k + 1 if (st.name, nxt) in back else k, rounds))
+                self.transition(st.transition, self._round_goto(st.name, k, back, rounds))
                 self.ind -= 1
                 self.w("}")
         self.w("parser_reject:;")
         self.w("parser_accept:;")
+
+    def _round_goto(self, state: str, k: int, back: set[tuple[str, str]],
+                    rounds: int) -> Callable[[str], str]:
+        """The goto for a transition of ``state``'s copy ``k``: a loop-closing edge goes to
+        the next round's copy."""
+        return lambda nxt: self._goto(nxt, k + 1 if (state, nxt) in back else k, rounds)
 
     @staticmethod
     def _back_edges(pr: ir.Parser) -> set[tuple[str, str]]:
@@ -1137,7 +1142,7 @@ class CGen:
             self.ctx_fields.append(f"    {self.ctype(t)} {r};")
         body_start = len(self.lines)
 
-        def names_for(params: list[ir.Param], roles: list[str | None]) -> dict[str, str]:
+        def names_for(params: list[ir.Param], roles: Sequence[str | None]) -> dict[str, str]:
             return {pp.name: f"C->{r}" for pp, r in zip(params, roles, strict=False) if r}
 
         self.parser(pr, names_for(pr.params, [None, "hdr", "meta", "sm"]))

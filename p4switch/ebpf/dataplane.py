@@ -278,15 +278,15 @@ class EbpfPipeline(Pipeline):
             else:
                 vals, plen = [], None
                 for k in tl.keys:
-                    m = e.match.get(k.name)
-                    if isinstance(m, LpmMatch):
-                        vals.append(m.value & _prefix_mask(m.prefix_len, k.width))
-                        plen = m.prefix_len
-                    elif m is None:
+                    mv = e.match.get(k.name)
+                    if isinstance(mv, LpmMatch):
+                        vals.append(mv.value & _prefix_mask(mv.prefix_len, k.width))
+                        plen = mv.prefix_len
+                    elif isinstance(mv, ExactMatch):
+                        vals.append(mv.value)
+                    else:  # no match value: the lpm key's wildcard
                         vals.append(0)
                         plen = 0
-                    else:
-                        vals.append(m.value)  # ExactMatch
                 out[tl.pack_key(vals, plen)] = (ident, value)
         return out
 
@@ -313,6 +313,7 @@ class EbpfPipeline(Pipeline):
         main, dflt, cnt = self._tmaps[cp]
         ts = self.tables[cp]
         d = ts.default_entry
+        assert d.action is not None  # a default is an action (profiles are refused)
         dflt.update(_U32.pack(0), self._value(tl, d.action, d.params))
         # the kernel's direct counters are the truth; carry them into the Python entries
         # first so a rewritten value keeps them
