@@ -197,6 +197,16 @@ class MininetBackend(Backend):
         self.ctl.start(scheme=scheme.build(), loops=p.loops)
         self.timings["install"] = time.perf_counter() - t0
         self.scheme = scheme
+        t0 = time.perf_counter()
+        self.start_agents()
+        self.timings["agents_up"] = time.perf_counter() - t0
+
+    def start_agents(self) -> None:
+        """Every workload host's traffic agent (topo.agents: one server per host, kept for the
+        fabric's life) started now, in parallel, so that no run's start margin is spent on
+        interpreter start-up; a host whose agent fails is retried (and reported) by the run."""
+        hosts = sorted({h for w in self.cfg.workloads for h in self.cfg.hosts_of(w, self.spec)})
+        self.net.agents.ensure(hosts)
 
     def prioritise_switches(self) -> dict[str, int]:
         """Every switch process's threads at ``parameters.switch_priority``
@@ -240,10 +250,12 @@ class MininetBackend(Backend):
         dump(schedule, sched_file)
         res = RunSamples()
         from .probes import FabricProbe, measures
+        t_probe = time.perf_counter()
         probe = FabricProbe(self.net, list(hosts))
         probe_before = probe.snapshot()
         host_before = self.host_counters(hosts)
         res.counters_before = self.ctl.read_counters()
+        self._add_time("run: probes and counters", t_probe)
         n_events = len(self.ctl.events)
         sampler = Sampler(self.ctl, self.cfg.parameters.sample_period_s)
         sampler.sample()
@@ -262,10 +274,14 @@ class MininetBackend(Backend):
             if w.rate:
                 kw["rate"] = w.rate
             kw.update(self.scheme.traffic_args(self.cfg.topology))  # the hosts' path policy
+            t_coll = time.perf_counter()
             result = run_collective(self.net, schedule=str(sched_file), hosts=list(hosts),
                                     timeout=w.timeout_s, out_dir=out / "traffic",
                                     start_margin=self.cfg.parameters.start_margin_s, **kw)
+            self._add_time("run: collective", t_coll)
+            t_probe = time.perf_counter()
             probe_after = probe.snapshot()
+            self._add_time("run: probes and counters", t_probe)
             res.extra["measures"] = measures(probe_before, probe_after)
             res.errors += probe_before.errors + probe_after.errors
             res.errors += list(getattr(result, "errors", []))   # e.g. an agent that crashed
@@ -274,6 +290,7 @@ class MininetBackend(Backend):
         finally:
             if fail:
                 fail.finish()
+            t_after = time.perf_counter()
             sampler.finish()
             res.links, res.queues, res.counters = sampler.tables()
             res.errors += sampler.errors
@@ -287,7 +304,11 @@ class MininetBackend(Backend):
             except Exception as e:  # noqa: BLE001
                 res.errors.append(f"counters after the run: {e}")
             res.events = [_event(e) for e in self.ctl.events[n_events:]]
+            self._add_time("run: probes and counters", t_after)
         return res
+
+    def _add_time(self, phase: str, since: float) -> None:
+        self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - since
 
     def host_counters(self, hosts: list[str]) -> dict[str, dict[str, int]]:
         """The kernel's byte/packet counters of each host's interface: everything the host put

@@ -4,8 +4,8 @@ link-bound, found by a short ramp judged by the fidelity guard, and cached.
 The ramp brings the experiment's fabric up once and runs its first workload (under a spraying
 scheme if the file has one: the most packets per second through the most switches) at
 emulated link rates from fast to slow — TDF = fabric rate / emulated rate — until a run is
-complete and valid (experiments/guard.py: nothing dropped or queued where P4 cannot see it,
-hosts able to pace). That TDF is cached per machine, topology, target and fabric rate in
+complete and valid with a margin (experiments/guard.py with every threshold halved: nothing
+dropped or queued where P4 cannot see it, hosts able to pace). That TDF is cached per machine, topology, target and fabric rate in
 ``~/.cache/p4fabric/calibration.json`` (topo/calibration.py) and used by every experiment with ``tdf: auto``
 (``make demo``); ``--force`` measures again (after the machine's load changed).
 
@@ -31,6 +31,10 @@ from .dilation import dilate
 
 RAMP_MBPS = (8.0, 4.0, 2.0, 1.0, 0.5)
 """Emulated link rates tried, fastest first (each step halves the rate: doubles the TDF)."""
+HEADROOM = 0.5
+"""A rate is accepted only if its probe run is valid with every guard threshold halved
+(guard.judge's ``headroom``): one probe is one sample of a noisy machine, and the experiment's
+runs at that rate must stay valid, not only the probe."""
 PROBE_TIMEOUT_S = 40.0
 """Wall-clock bound on one probe run: a run that needs longer is overloaded anyway."""
 SPRAYING = ("random", "wam", "rotate")
@@ -90,7 +94,7 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
             samples = be.run(sched, hosts, w_emu, d)
             ranks = load_ranks(d / "traffic")
             summ = merge_ranks(ranks, sched.ranks)
-            guard = verdict(samples, spec, w, tdf, ranks)
+            guard = verdict(samples, spec, w, tdf, ranks, headroom=HEADROOM)
             ok = bool(summ["completed"])
             row = {"tdf": tdf, "emulated_mbps": fabric_bps / tdf / 1e6, "completed": ok,
                    "wall_s": round(time.time() - t0, 2), **guard}
@@ -100,7 +104,8 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
                     x for x in ("did not complete", guard.get("invalid_reason")) if x)
             result.ramp.append(row)
             log(f"  TDF {tdf:g} ({row['emulated_mbps']:g} Mb/s): "
-                + ("valid" if row["valid"] else f"invalid: {row['invalid_reason']}")
+                + (f"valid with thresholds x{HEADROOM:g}" if row["valid"]
+                   else f"invalid (thresholds x{HEADROOM:g}): {row['invalid_reason']}")
                 + f" (wall {row['wall_s']} s)")
             if row["valid"]:
                 result.tdf = tdf

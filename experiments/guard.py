@@ -92,17 +92,21 @@ def _marginal(value: float, threshold: float) -> str:
         if value <= threshold * (1 + RELATIVE_ERROR) else ""
 
 
-def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500) -> Verdict:
-    """``valid`` and the reasons why not; ``link_bps`` is the emulated link rate (bits/s)."""
-    frame = frame_time_us(link_bps, mtu)
+def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
+          headroom: float = 1.0) -> Verdict:
+    """``valid`` and the reasons why not; ``link_bps`` is the emulated link rate (bits/s).
+    ``headroom`` < 1 scales every threshold down (calibration asks for a margin, so that the
+    experiment's runs at the rate it picks stay valid)."""
+    frame = frame_time_us(link_bps, mtu) * headroom
     reasons = []
-    if m.frames_switched and m.hidden_drops > HIDDEN_DROP_FRACTION * m.frames_switched:
+    drop_limit = HIDDEN_DROP_FRACTION * headroom
+    if m.frames_switched and m.hidden_drops > drop_limit * m.frames_switched:
         reasons.append(f"{m.hidden_drops} frames dropped outside the P4 pipeline "
                        f"(socket {m.socket_drops}, qdisc {m.qdisc_drops}, veth {m.veth_drops}; "
-                       f"> {HIDDEN_DROP_FRACTION:.1%} of {m.frames_switched})")
+                       f"> {drop_limit:.2%} of {m.frames_switched})")
     lag99 = m.ingress_lag_us.quantile(0.99)
     egress99 = m.egress_delay_us.quantile(0.99)
-    allowed = max(LAG_RATIO * egress99, LAG_FLOOR_FRAMES * frame)
+    allowed = max(LAG_RATIO * headroom * egress99, LAG_FLOOR_FRAMES * frame)
     if m.ingress_lag_us.n and lag99 > allowed:
         reasons.append(f"hidden queue: ingress lag p99 {lag99 / 1e3:.2f} ms > "
                        f"{allowed / 1e3:.2f} ms (P4 egress delay p99 {egress99 / 1e3:.2f} ms)"
@@ -114,11 +118,12 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500) -> Ve
         reasons.append(f"hosts cannot pace: send lag p99 {send99 / 1e3:.2f} ms > "
                        f"{SEND_LAG_FRAMES:g} frame times ({SEND_LAG_FRAMES * frame / 1e3:.2f} ms)"
                        + _marginal(send99, SEND_LAG_FRAMES * frame))
-    hot = {s: c for s, c in m.switch_cpu.items() if c > SWITCH_CPU_MAX}
+    cpu_max = SWITCH_CPU_MAX * headroom
+    hot = {s: c for s, c in m.switch_cpu.items() if c > cpu_max}
     if hot:
         top = max(hot, key=hot.__getitem__)
         reasons.append(f"CPU-bound: {len(hot)} switch process(es) above "
-                       f"{SWITCH_CPU_MAX:.0%} of a core ({top} {hot[top]:.0%})")
+                       f"{cpu_max:.0%} of a core ({top} {hot[top]:.0%})")
 
     def fab(us: float | None) -> float | None:
         return None if us is None else us / tdf

@@ -39,7 +39,7 @@ def _tcp_sum(ranks: list[dict[str, Any]], key: str) -> int | None:
 
 
 def verdict(s: RunSamples, spec: Any, w: WorkloadConfig, tdf: float,
-             ranks: list[dict[str, Any]]) -> dict[str, Any]:
+             ranks: list[dict[str, Any]], headroom: float = 1.0) -> dict[str, Any]:
     """The fidelity guard's columns of a run (experiments/guard.py); a backend that measures
     nothing hidden (the simulator: nothing is) gives a valid run."""
     from p4switch.hidden import LogHistogram
@@ -56,4 +56,4 @@ def verdict(s: RunSamples, spec: Any, w: WorkloadConfig, tdf: float,
             m.send_lag_us.merge(h)
     rates = [lk.bw_mbps for lk in spec.links if lk.bw_mbps]
     link_bps = (min(rates) * 1e6 / tdf) if rates else float("inf")
-    return judge(m, link_bps, tdf, w.mss + metrics.FRAME_HEADER_BYTES - 14).row
+    return judge(m, link_bps, tdf, w.mss + metrics.FRAME_HEADER_BYTES - 14, headroom).row

@@ -124,7 +124,7 @@ def _fabric_run(tmp_path: Path, name: str, tdf: float, size: str, socket_buffer:
                     reason="needs root and Mininet")
 def test_overloaded_run_is_invalid_and_a_light_one_valid(tmp_path: Path) -> None:
     # 100 Gb/s fabric at TDF 400 000: 0.25 Mb/s links (a frame takes 48 ms: CPU stalls of a
-    # loaded machine stay below two of them), a 48 KB AllToAll on 4 hosts — light
+    # loaded machine stay below one of them), a 48 KB AllToAll on 4 hosts — light
     light = _fabric_run(tmp_path, "light", 400_000, "48KB", 256 << 10)
     assert light["ok"], light["errors"]
     assert bool(light["valid"]), light["invalid_reason"]
@@ -135,3 +135,18 @@ def test_overloaded_run_is_invalid_and_a_light_one_valid(tmp_path: Path) -> None
     assert "dropped outside the P4 pipeline" in heavy["invalid_reason"] or \
         "hidden queue" in heavy["invalid_reason"], heavy["invalid_reason"]
     assert heavy["hidden_drops"] > 0 or heavy["ingress_lag_p99_us"] > 0
+
+
+def test_headroom_scales_every_threshold() -> None:
+    # calibration's margin: a run at 60 % of each limit is valid, but not with thresholds x0.5
+    frame = guard.frame_time_us(MBPS10)
+    m = Measures(frames_switched=10_000, socket_drops=6,
+                 ingress_lag_us=_hist([int(0.6 * frame)] * 100),
+                 egress_delay_us=_hist([0] * 100),
+                 send_lag_us=_hist([int(0.6 * guard.SEND_LAG_FRAMES * frame)] * 100),
+                 switch_cpu={"edge1": 0.6 * guard.SWITCH_CPU_MAX})
+    assert judge(m, MBPS10).valid
+    strict = judge(m, MBPS10, headroom=0.5)
+    prefixes = ("6 frames dropped outside", "hidden queue", "hosts cannot pace", "CPU-bound")
+    assert len(strict.reasons) == 4
+    assert all(r.startswith(p) for r, p in zip(strict.reasons, prefixes, strict=True))
