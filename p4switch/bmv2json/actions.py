@@ -105,7 +105,7 @@ class Primitives:
 
     def instance(self, ref: dict, kind: str, i: int) -> ir.ExternInstance:
         name = ref.get("value") if isinstance(ref, dict) else None
-        inst = self.ctx.instances.get(name)
+        inst = self.ctx.instances.get(name) if isinstance(name, str) else None
         if inst is None or inst.type_name != kind:
             raise self.err(f"primitive {i}: {name!r} is not a {kind}")
         return inst
@@ -181,7 +181,7 @@ class Primitives:
         if op in ("clone_ingress_pkt_to_egress", "clone_egress_pkt_to_egress"):
             sess, fl = self.params(p, (1, 2), i) + ([None] if len(p["parameters"]) == 1 else [])
             ct = enum_const(CLONE_TYPE, "I2E" if "ingress" in op else "E2E", x.where)
-            args = [ct, convert(x.value(sess), U32)]
+            args: list[ir.Expr] = [ct, convert(x.value(sess), U32)]
             if fl is not None:
                 return [ir.ExternCall(None, "clone_preserving_field_list",
                                       args + [convert(x.value(fl), ir.BitsType(8))])]
@@ -202,7 +202,7 @@ class Primitives:
         if op == "log_msg":
             fmt, vec = self.params(p, 2, i)
             items = [x.value(v) for v in (vec.get("value") or [])]
-            args: list[ir.Expr] = [x.value(fmt)]
+            args = [x.value(fmt)]
             if items:
                 args.append(ir.ListExpr(items, type=ir.TupleType(tuple(e.type for e in items))))
             return [ir.ExternCall(None, "log_msg", args)]

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from p4switch import ir
 from p4switch.bmv2json.errors import Bmv2JsonError
-from p4switch.bmv2json.layout import Layout
+from p4switch.bmv2json.layout import Layout, elem_type, field_type, fields_of
 from p4switch.bmv2json.unions import any_member_valid, is_union
 
 BOOL = ir.BoolType()
@@ -34,6 +35,13 @@ def bits(e: ir.Expr) -> tuple[int, bool] | None:
     if isinstance(t, ir.ErrorType):
         return 32, False
     return None
+
+
+def _literal(e: ir.Expr) -> int:
+    """The value of an untyped integer literal (TypeError for anything else: malformed)."""
+    if isinstance(e, ir.Const):
+        return int(e.value)
+    raise TypeError(f"{e!r} is not a literal")
 
 
 def convert(e: ir.Expr, t: ir.Type) -> ir.Expr:
@@ -112,7 +120,8 @@ class Exprs:
     def value(self, node: object) -> ir.Expr:
         if not isinstance(node, dict) or "type" not in node:
             raise self.err(f"expected an expression object, got {node!r}")
-        kind, v = node["type"], node.get("value")
+        kind = node["type"]
+        v: Any = node.get("value")  # its shape depends on kind
         if kind == "field":
             if not (isinstance(v, list) and len(v) == 2):
                 raise self.err(f"field reference {v!r} is not [instance, field]")
@@ -121,8 +130,8 @@ class Exprs:
                 if v[1] == "$valid$":
                     return ir.IsValid(h, type=BOOL)
                 try:
-                    return ir.Member(h, v[1], type=h.type.field_type(v[1]))
-                except (KeyError, AttributeError):
+                    return ir.Member(h, v[1], type=field_type(h.type, v[1]))
+                except KeyError:
                     raise self.err(f"{h.type} has no field {v[1]!r}") from None
             return self.layout.field(v[0], v[1], self.where)
         if kind == "hexstr":
@@ -139,8 +148,8 @@ class Exprs:
             return self.layout.header(v, self.where)
         if kind == "stack_field":
             stack = self.layout.header(v[0], self.where)
-            last = ir.StackLast(stack, type=stack.type.elem)
-            return ir.Member(last, v[1], type=stack.type.elem.field_type(v[1]))
+            last = ir.StackLast(stack, type=elem_type(stack.type))
+            return ir.Member(last, v[1], type=field_type(elem_type(stack.type), v[1]))
         if kind == "string":
             return ir.Const(str(v), type=ir.StringType())
         if kind == "lookahead":
@@ -190,8 +199,8 @@ class Exprs:
         if op == "?":
             c = convert(self.value(node.get("cond")), BOOL)
             a, b = self.value(left), self.value(right)
-            t = BOOL if a.type == b.type == BOOL else self.common(a, b, 0)
-            return ir.Mux(c, convert(a, t), convert(b, t), type=t)
+            mt: ir.Type = BOOL if a.type == b.type == BOOL else self.common(a, b, 0)
+            return ir.Mux(c, convert(a, mt), convert(b, mt), type=mt)
         if op == "two_comp_mod":
             w = _hexint(right.get("value") if isinstance(right, dict) else right, self.where)
             return convert(convert(self.value(left), ir.BitsType(w)), ir.BitsType(w, True))
@@ -203,11 +212,11 @@ class Exprs:
         if op == "dereference_header_stack" or op == "dereference_union_stack":
             stack = self.value(left)
             idx = convert(self.value(right), ir.BitsType(32))
-            return ir.StackElem(stack, idx, type=stack.type.elem)
+            return ir.StackElem(stack, idx, type=elem_type(stack.type))
         if op == "access_field":
             h = self.value(left)
             k = _hexint(right.get("value") if isinstance(right, dict) else right, self.where)
-            f = h.type.fields[k]
+            f = fields_of(h.type)[k]
             return ir.Member(h, f.name, type=f.type)
         if op == "last_stack_index":
             return ir.StackProp(self.value(right), "lastIndex", type=ir.BitsType(32))
@@ -235,11 +244,11 @@ class Exprs:
                     kb = bits(b)
                     grow = min((1 << kb[0]) - 1, _MAX_SHIFT_GROWTH) if kb else _MAX_SHIFT_GROWTH
                     t = ir.BitsType(t.width + grow, t.signed)
-            sb = b if bits(b) else convert(b, ir.BitsType(max(1, int(b.value).bit_length())))
+            sb = b if bits(b) else convert(b, ir.BitsType(max(1, _literal(b).bit_length())))
             return ir.Binary(op, convert(a, t), sb, type=t)
         if op == "*":
-            ka, kb = self.common(a, a, 0), self.common(b, b, 0)
-            t = ir.BitsType(ka.width + kb.width, ka.signed or kb.signed)
+            ta, tb = self.common(a, a, 0), self.common(b, b, 0)
+            t = ir.BitsType(ta.width + tb.width, ta.signed or tb.signed)
         else:
             t = self.common(a, b, 1 if op in ("+", "-") else 0)
         return ir.Binary(op, convert(a, t), convert(b, t), type=t)

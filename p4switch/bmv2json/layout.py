@@ -14,6 +14,7 @@ instance, and a field is ``[instance, field]``. The IR's blocks take ``hdr``, ``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from p4switch import ir
 from p4switch.bmv2json.errors import Bmv2JsonError
@@ -33,17 +34,42 @@ def _field_type(where: str, f: list) -> ir.Type:
     return ir.BitsType(width, bool(f[2]) if len(f) > 2 else False)
 
 
+def field_type(t: ir.Type, name: str) -> ir.Type:
+    """The type of field ``name`` of header, struct or union type ``t``; KeyError when it has
+    no such field (or ``t`` has no fields)."""
+    if isinstance(t, ir.HeaderType | ir.StructType):
+        return t.field_type(name)
+    raise KeyError(name)
+
+
+def fields_of(t: ir.Type) -> tuple[ir.Field, ...]:
+    """The fields of header, struct or union type ``t`` (TypeError for another type: the
+    loader reports it as malformed JSON)."""
+    if isinstance(t, ir.HeaderType | ir.StructType):
+        return t.fields
+    raise TypeError(f"{t} has no fields")
+
+
+def elem_type(t: ir.Type) -> ir.Type:
+    """The element type of header (union) stack type ``t`` (TypeError for another type)."""
+    if isinstance(t, ir.StackType):
+        return t.elem
+    raise TypeError(f"{t} is not a header stack")
+
+
 @dataclass
 class Layout:
-    """The three parameter types and how to reach each JSON instance."""
+    """The three parameter types and how to reach each JSON instance (``build_layout`` sets
+    the types; the defaults are empty)."""
 
     header_types: dict[str, ir.HeaderType] = field(default_factory=dict)
-    hdr_t: ir.StructType | None = None
-    meta_t: ir.StructType | None = None
-    sm_t: ir.StructType | None = None
-    #: header instance name -> (kind, data): ("header", None), ("meta", type),
-    #: ("sm", None), ("stack_elem", (stack, index)), ("union_member", (union, member))
-    where: dict[str, tuple[str, object]] = field(default_factory=dict)
+    hdr_t: ir.StructType = ir.StructType("headers", ())
+    meta_t: ir.StructType = ir.StructType("metadata", ())
+    sm_t: ir.StructType = ir.StructType("standard_metadata_t", ())
+    #: header instance name -> (kind, data): ("header", type), ("meta", type),
+    #: ("sm", None), ("stack_elem", (stack, index)), ("union_member", (union, member)),
+    #: ("union_stack_elem", (stack, index)): data's type depends on kind
+    where: dict[str, tuple[str, Any]] = field(default_factory=dict)
     stacks: dict[str, ir.StackType] = field(default_factory=dict)
     unions: dict[str, ir.StructType] = field(default_factory=dict)
     union_stacks: dict[str, ir.StackType] = field(default_factory=dict)
@@ -79,7 +105,7 @@ class Layout:
         if kind == "union_member":
             union, member = data
             base = self.header(union, where)
-            return ir.Member(base, member, type=base.type.field_type(member))
+            return ir.Member(base, member, type=field_type(base.type, member))
         if kind == "sm":
             return self.var(SM)
         raise Bmv2JsonError(where, f"{name!r} is not a header instance")
@@ -100,8 +126,8 @@ class Layout:
         if fname == VALID:
             return ir.IsValid(h, type=ir.BoolType())
         try:
-            t = h.type.field_type(fname)
-        except (KeyError, AttributeError):
+            t = field_type(h.type, fname)
+        except KeyError:
             raise Bmv2JsonError(where, f"header {inst!r} has no field {fname!r}") from None
         return ir.Member(h, fname, type=t)
 
@@ -123,6 +149,7 @@ def build_layout(doc: dict) -> Layout:
     by_id: dict[int, dict] = {}
     hdr_fields: list[ir.Field] = []
     meta_fields: list[ir.Field] = []
+    sm_t: ir.StructType | None = None
     for i, h in enumerate(doc.get("headers", [])):
         where = f'headers[{i}] "{h.get("name")}"'
         by_id[h["id"]] = h
@@ -133,7 +160,7 @@ def build_layout(doc: dict) -> Layout:
         if name == SM:
             lay.where[name] = ("sm", None)
             # parser_error holds an error, as in v1model.p4 (BMv2 JSON: 32 bits)
-            lay.sm_t = ir.StructType("standard_metadata_t", tuple(
+            sm_t = ir.StructType("standard_metadata_t", tuple(
                 ir.Field(f.name, ir.ErrorType()) if f.name == "parser_error" else f
                 for f in ht.fields if f.name != "_padding"))
         elif h.get("metadata"):
@@ -195,8 +222,9 @@ def build_layout(doc: dict) -> Layout:
             hdr_fields.append(ir.Field(name, lay.unions[name]))
     for name in lay.union_stacks:
         hdr_fields.append(ir.Field(name, lay.union_stacks[name]))
-    if lay.sm_t is None:
+    if sm_t is None:
         raise Bmv2JsonError("headers", "no standard_metadata instance (not a v1model program?)")
+    lay.sm_t = sm_t
     lay.hdr_t = ir.StructType("headers", tuple(hdr_fields))
     lay.meta_t = ir.StructType("metadata", tuple(meta_fields))
     return lay

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from p4.config.v1 import p4info_pb2
 
@@ -20,7 +21,16 @@ from p4switch.bmv2json.actions import (
 from p4switch.bmv2json.errors import Bmv2JsonError
 from p4switch.bmv2json.exprs import BOOL, Exprs, _hexint, convert
 from p4switch.bmv2json.flow import Graph, Structurer, post_dominators
-from p4switch.bmv2json.layout import HDR, META, SM, Layout, build_layout, with_field_lists
+from p4switch.bmv2json.layout import (
+    HDR,
+    META,
+    SM,
+    Layout,
+    build_layout,
+    elem_type,
+    field_type,
+    with_field_lists,
+)
 from p4switch.bmv2json.unions import with_siblings_invalid
 
 #: JSON top-level keys whose content p4switch cannot run (refused when non-empty)
@@ -205,7 +215,7 @@ class _Builder:
             self.action_key[a["id"]] = key
             self.action_json[a["id"]] = a
 
-    def _bound(self, where: str, action_id: object, data: list) -> ir.BoundAction:
+    def _bound(self, where: str, action_id: Any, data: list) -> ir.BoundAction:
         key = self.action_key.get(action_id)
         if key is None:
             raise Bmv2JsonError(where, f"unknown action id {action_id!r}")
@@ -259,13 +269,15 @@ class _Builder:
         ps = op.get("parameters", [])
         if kind == "extract":
             (h,) = ps
-            e = x.value(h) if h.get("type") != "union_stack" else None
-            if h.get("type") == "stack":
-                e = ir.StackNext(e, type=e.type.elem)
-            elif h.get("type") == "union_stack":  # [stack, member]: member of us.next
+            e: ir.Expr
+            if h.get("type") == "union_stack":  # [stack, member]: member of us.next
                 stack = self.lay.header(h["value"][0], x.where)
-                nxt = ir.StackNext(stack, type=stack.type.elem)
-                e = ir.Member(nxt, h["value"][1], type=nxt.type.field_type(h["value"][1]))
+                nxt = ir.StackNext(stack, type=elem_type(stack.type))
+                e = ir.Member(nxt, h["value"][1], type=field_type(nxt.type, h["value"][1]))
+            else:
+                e = x.value(h)
+                if h.get("type") == "stack":
+                    e = ir.StackNext(e, type=elem_type(e.type))
             return with_siblings_invalid(e, ir.Extract(e))
         if kind == "extract_VL":
             h, n = ps
@@ -529,7 +541,8 @@ class _Builder:
         d = deps[0]
         if d.get("primitives"):
             raise Bmv2JsonError('deparsers[0]', "deparser primitives are not supported")
-        stmts = [ir.Emit(self.lay.header(n, "deparsers[0]")) for n in d.get("order", [])]
+        stmts: list[ir.Stmt] = [ir.Emit(self.lay.header(n, "deparsers[0]"))
+                                for n in d.get("order", [])]
         return ir.Control("deparser", _v1_params(self.lay, "deparser"), [], {}, [], {},
                           ir.Block(stmts))
 

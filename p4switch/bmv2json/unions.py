@@ -5,6 +5,7 @@ behaves the same from JSON as from source: BMv2 JSON leaves the union rules to t
 from __future__ import annotations
 
 from p4switch import ir
+from p4switch.bmv2json.layout import fields_of
 
 _BOOL = ir.BoolType()
 
@@ -15,10 +16,10 @@ def is_union(e: ir.Expr) -> bool:
 
 def any_member_valid(u: ir.Expr) -> ir.Expr:
     """A union is valid when one of its members is."""
-    terms = [ir.IsValid(ir.Member(u, f.name, type=f.type), type=_BOOL) for f in u.type.fields]
+    terms = [ir.IsValid(ir.Member(u, f.name, type=f.type), type=_BOOL) for f in fields_of(u.type)]
     if not terms:
         return ir.Const(False, type=_BOOL)
-    out = terms[0]
+    out: ir.Expr = terms[0]
     for t in terms[1:]:
         out = ir.Binary("||", out, t, type=_BOOL)
     return out
@@ -33,4 +34,4 @@ def with_siblings_invalid(target: ir.Expr, stmt: ir.Stmt) -> list[ir.Stmt]:
     if isinstance(u, ir.StackNext) and isinstance(stmt, ir.Extract):
         u = ir.StackLast(u.stack, type=u.type)  # extract advanced nextIndex
     return [stmt] + [ir.HeaderMethod(ir.Member(u, f.name, type=f.type), "setInvalid")
-                     for f in u.type.fields if f.name != target.field]
+                     for f in fields_of(u.type) if f.name != target.field]
