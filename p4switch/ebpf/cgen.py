@@ -23,6 +23,8 @@ from p4switch import ir
 from p4switch.errors import P4CompileError
 
 from .layout import (
+    GROUP_FLAG,
+    GROUP_MAX,
     STAT_NAMES,
     CounterLayout,
     KeyLayout,
@@ -122,6 +124,7 @@ class CGen:
         self.max_hdr = 8
         self._table_ids: dict[str, str] = {}
         self._inst_maps: dict[str, str] = {}
+        self._selectors: dict[str, tuple[ir.Expr, int]] = {}
         self._packed: set[str] = set()
         self._type_locs: dict[str, ir.SourceLoc] | None = None
 
@@ -612,13 +615,25 @@ class CGen:
         tl = self.layout.tables.get(t.cp_name)
         if tl is not None:
             return tl
+        profile = sel_algo = None
+        sel_width = 0
         if t.implementation is not None:
-            raise self.refuse("action profiles and selectors", t.loc)
-        kinds = [k.match_kind for k in t.keys]
+            inst = self.instance(t.implementation)
+            profile = inst.cp_name
+            if t.direct_counter is not None or t.direct_meter is not None:
+                raise self.refuse("a direct counter or meter on an action-profile table", t.loc)
+            if inst.type_name == "action_selector":
+                sel_algo = inst.args[0]
+                sel_width = (_const_int(inst.args[2]) or 0) if len(inst.args) > 2 else 0
+            elif inst.type_name != "action_profile":
+                raise self.refuse(f"the implementation {inst.type_name}", t.loc)
+        kinds = [k.match_kind for k in t.keys if k.match_kind != "selector"]
         keys = []
         for k in t.keys:
             if k.match_kind == "selector":
-                raise self.refuse("selector keys", t.loc)
+                if sel_algo is None:
+                    raise self.refuse("selector keys without an action selector", t.loc)
+                continue  # hashed to choose a group's member (apply_table)
             w = k.width
             if w > 64:
                 raise self.refuse(f"the {w}-bit key {k.name}", t.loc)
@@ -640,8 +655,11 @@ class CGen:
             inst = self.instance(t.direct_meter)
             dm = "packets" if _enum_member(inst.args[0]) == "packets" else "bytes"
         tl = TableLayout(t.cp_name, f"t{idx}", kind, keys, acts, n_data, size,
-                         direct_counter=t.direct_counter is not None, direct_meter=dm)
+                         direct_counter=t.direct_counter is not None, direct_meter=dm,
+                         profile=profile, selector=sel_algo is not None)
         self.layout.tables[t.cp_name] = tl
+        if sel_algo is not None:
+            self._selectors[t.cp_name] = (sel_algo, sel_width)
         self.declare_table_maps(tl)
         return tl
 
@@ -650,6 +668,11 @@ class CGen:
         self.structs[f"{m}_val"] = (f"struct {m}_val {{ __u32 action; __u32 pad; __u64 packets; "
                                     f"__u64 bytes; __u64 d[{tl.n_data}]; }};")
         self.maps.append(_map(f"{m}_def", "BPF_MAP_TYPE_ARRAY", "__u32", f"struct {m}_val", 1))
+        if tl.selector:  # a group entry's action is GROUP_FLAG | its slot here
+            self.structs[f"{m}_grp"] = (f"struct {m}_grp {{ __u32 n; __u32 pad; "
+                                        f"struct {m}_val m[{GROUP_MAX}]; }};")
+            self.maps.append(_map(f"{m}_grp", "BPF_MAP_TYPE_ARRAY", "__u32", f"struct {m}_grp",
+                                  tl.n_groups))
         if tl.direct_meter:  # the entry's meter: slot ``pad`` (1-based) of this array
             self.maps.append(_map(f"{m}_dm", "BPF_MAP_TYPE_ARRAY", "__u32", "struct p4_meter",
                                   tl.size + 1))
@@ -722,6 +745,8 @@ class CGen:
             if tl.kind is TableKind.LPM:
                 self.w(f"{kn}.prefixlen = {8 * tl.key_bytes};")
             self.w(f"{v} = bpf_map_lookup_elem(&{m}, &{kn});")
+        if tl.selector:
+            self.select_member(t, tl, v)
         if hit_var:
             self.w(f"{hit_var} = {v} != 0;")
         if tl.direct_counter:
@@ -747,6 +772,31 @@ class CGen:
             self.w("break;")
             self.ind -= 1
         self.w("}")
+        self.ind -= 1
+        self.w("}")
+        self.ind -= 1
+        self.w("}")
+
+    def select_member(self, t: ir.Table, tl: TableLayout, v: str) -> None:
+        """A group entry: the selector's hash over the selector keys (as ``hash``), masked to
+        its output width, modulo the group's size picks the member (the group lists its
+        members in ascending id order, each repeated by its weight), as the Python target
+        picks it; an empty group is a miss."""
+        m = tl.map_name
+        algo, width = self._selectors[t.cp_name]
+        sel = [k.expr for k in t.keys if k.match_kind == "selector"]
+        self.w(f"if ({v} && ({v}->action & {GROUP_FLAG:#x}U)) {{")
+        self.ind += 1
+        self.w(f"__u32 _gs = {v}->action & 0xffffU;")
+        self.w(f"struct {m}_grp *_g = bpf_map_lookup_elem(&{m}_grp, &_gs);")
+        self.w(f"{v} = 0;")
+        self.w("if (_g && _g->n) {")
+        self.ind += 1
+        h = self.hash_value(algo, ir.ListExpr(sel, type=ir.TupleType(
+            tuple(e.type for e in sel))))
+        self.w(f"__u64 _gh = ({h}) & {_mask(width) if width else _mask(64)};")
+        self.w("__u32 _gi = _gh % _g->n;")
+        self.w(f"if (_gi < {GROUP_MAX}) {v} = &_g->m[_gi];")
         self.ind -= 1
         self.w("}")
         self.ind -= 1

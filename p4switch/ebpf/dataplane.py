@@ -19,6 +19,8 @@ from typing import Any
 
 from p4switch import ir
 from p4switch.pipeline.api import (
+    ActionProfileGroup,
+    ActionProfileMember,
     Drop,
     ExactMatch,
     LpmMatch,
@@ -28,13 +30,24 @@ from p4switch.pipeline.api import (
     Output,
     ProcessResult,
     RangeMatch,
+    StateCode,
+    StateError,
     TableEntry,
     TernaryMatch,
 )
 from p4switch.pipeline.pipeline import Pipeline
 
 from . import bpf, cgen, toolchain
-from .layout import METER, PORT_QUEUE, STAT_NAMES, TableKind, TableLayout, pack_meter
+from .layout import (
+    GROUP_FLAG,
+    GROUP_MAX,
+    METER,
+    PORT_QUEUE,
+    STAT_NAMES,
+    TableKind,
+    TableLayout,
+    pack_meter,
+)
 
 _U32 = struct.Struct("<I")
 
@@ -125,6 +138,7 @@ class EbpfPipeline(Pipeline):
         self._tmaps: dict[str, tuple[bpf.Map, bpf.Map, bpf.Map | None]] = {}
         self._synced: dict[str, dict[bytes, tuple[Any, bytes]]] = {}
         self._dm: dict[str, _DirectMeters] = {}
+        self._gmaps: dict[str, bpf.Map] = {}
         for cp, tl in self.layout.tables.items():
             ent_size = tl.scan_entry_size if tl.kind is TableKind.SCAN else tl.value_size
             ksize = 4 if tl.kind is TableKind.SCAN else (
@@ -134,6 +148,9 @@ class EbpfPipeline(Pipeline):
             cnt = self.obj.map(tl.map_name + "_n", 4, 4) if tl.kind is TableKind.SCAN else None
             self._tmaps[cp] = (main, dflt, cnt)
             self._synced[cp] = {}
+            if tl.selector:
+                self._gmaps[cp] = self.obj.map(tl.map_name + "_grp", 4,
+                                               8 + GROUP_MAX * tl.value_size)
             if tl.direct_meter:
                 self._dm[cp] = _DirectMeters(self.obj.map(tl.map_name + "_dm", 4, METER.size),
                                              tl.size)
@@ -261,12 +278,20 @@ class EbpfPipeline(Pipeline):
                 return (-plen, kv[1].seq)
             entries.sort(key=order)
         dm = self._dm.get(cp)
+        groups: dict[int, int] = {}
         for i, (ident, es) in enumerate(entries):
             e = es.entry
-            if e.action is None:
-                continue  # action-profile entries: refused by the generator
-            slot = dm.slot(ident, es.meter.config) if dm is not None else 0
-            value = self._value(tl, e.action, e.params, (es.packets, es.bytes), slot)
+            if e.action is not None:
+                slot = dm.slot(ident, es.meter.config) if dm is not None else 0
+                value = self._value(tl, e.action, e.params, (es.packets, es.bytes), slot)
+            elif e.member_id is not None:  # an action-profile member: its action and data
+                assert ts.profile is not None
+                mem = ts.profile.members[e.member_id]
+                value = self._value(tl, mem.action, mem.params)
+            else:  # a selector group: its slot in the table's _grp array
+                assert e.group_id is not None
+                slot = groups.setdefault(e.group_id, len(groups))
+                value = tl.pack_value(GROUP_FLAG | slot, [])
             if tl.kind is TableKind.SCAN:
                 lo, hi, mask = [], [], []
                 for k in tl.keys:
@@ -288,7 +313,27 @@ class EbpfPipeline(Pipeline):
                         vals.append(0)
                         plen = 0
                 out[tl.pack_key(vals, plen)] = (ident, value)
+        if groups:
+            self._write_groups(cp, tl, groups)
         return out
+
+    def _group_values(self, tl: TableLayout, group_id: int) -> list[bytes]:
+        """A group's member values as the Python target lists them (ascending member id,
+        each repeated by its weight)."""
+        prof = self.profiles[tl.profile or ""]
+        out = []
+        for mid, weight in sorted(prof.groups[group_id].members):
+            mem = prof.members[mid]
+            out += [self._value(tl, mem.action, mem.params)] * max(weight, 1)
+        return out
+
+    def _write_groups(self, cp: str, tl: TableLayout, groups: dict[int, int]) -> None:
+        gmap = self._gmaps[cp]
+        for gid, slot in groups.items():
+            vals = self._group_values(tl, gid)
+            empty = bytes(tl.value_size)
+            gmap.update(_U32.pack(slot), struct.pack("<II", len(vals), 0) + b"".join(
+                vals + [empty] * (GROUP_MAX - len(vals))))
 
     @staticmethod
     def _scan_key(m: MatchValue | None, w: int) -> tuple[int, int, int]:
@@ -434,6 +479,48 @@ class EbpfPipeline(Pipeline):
         m = self._cmaps.get(self.resolve("counter", counter))
         if m is not None:
             m.percpu_update(_U32.pack(index), struct.pack("<QQ", packets, bytes_))
+
+    # action profiles: members and groups are written into the entries that use them ----
+    def _sync_profile(self, profile: str) -> None:
+        cp = self.resolve("action_profile", profile)
+        for tcp, tl in self.layout.tables.items():
+            if tl.profile == cp:
+                self._sync_table(tcp)
+
+    def _check_group_fits(self, profile: str, group: ActionProfileGroup) -> None:
+        """This target's limit: a group holds GROUP_MAX member values (weights included);
+        checked before the write, so a refused group leaves the state unchanged."""
+        if sum(max(w, 1) for _, w in group.members) > GROUP_MAX:
+            raise StateError(StateCode.RESOURCE_EXHAUSTED,
+                             f"the eBPF target holds at most {GROUP_MAX} members (weights "
+                             f"included) in a group")
+        del profile
+
+    def act_prof_add_member(self, profile: str, member: ActionProfileMember) -> None:
+        super().act_prof_add_member(profile, member)
+        self._sync_profile(profile)
+
+    def act_prof_modify_member(self, profile: str, member: ActionProfileMember) -> None:
+        super().act_prof_modify_member(profile, member)
+        self._sync_profile(profile)
+
+    def act_prof_delete_member(self, profile: str, member_id: int) -> None:
+        super().act_prof_delete_member(profile, member_id)
+        self._sync_profile(profile)
+
+    def act_prof_add_group(self, profile: str, group: ActionProfileGroup) -> None:
+        self._check_group_fits(profile, group)
+        super().act_prof_add_group(profile, group)
+        self._sync_profile(profile)
+
+    def act_prof_modify_group(self, profile: str, group: ActionProfileGroup) -> None:
+        self._check_group_fits(profile, group)
+        super().act_prof_modify_group(profile, group)
+        self._sync_profile(profile)
+
+    def act_prof_delete_group(self, profile: str, group_id: int) -> None:
+        super().act_prof_delete_group(profile, group_id)
+        self._sync_profile(profile)
 
     def meter_set(self, meter: str, index: int, config: MeterConfig | None) -> None:
         super().meter_set(meter, index, config)  # validates; the buckets start full again

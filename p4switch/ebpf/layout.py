@@ -17,7 +17,11 @@ table keys are big-endian byte strings so that an LPM trie matches prefixes bit 
   range: full mask; wildcard: mask 0);
 * a counter is a per-CPU array of ``u64 packets, u64 bytes``; a register an array of u64;
 * a meter an array of ``METER``; a table with a direct meter has one more array (``_dm``)
-  whose slot the entry's value names in its ``pad`` word (0: none, GREEN).
+  whose slot the entry's value names in its ``pad`` word (0: none, GREEN);
+* an action-profile entry holds its member's action and data; an action-selector group entry
+  has action ``GROUP_FLAG | slot``, and slot of the table's ``_grp`` array holds
+  ``u32 n, u32 pad, value[GROUP_MAX]``: the group's members in ascending id order, each
+  repeated by its weight (the program hashes the selector keys modulo n).
 """
 
 from __future__ import annotations
@@ -57,6 +61,13 @@ class TableLayout:
     size: int
     direct_counter: bool = False
     direct_meter: str | None = None  # "packets"/"bytes": entries' meters in map_name + "_dm"
+    profile: str | None = None  # the action profile/selector (control-plane name)
+    selector: bool = False  # groups in map_name + "_grp" (GROUP_MAX member values each)
+
+    @property
+    def n_groups(self) -> int:
+        """Group slots of a selector table: one per entry at most."""
+        return max(1, min(self.size, 1024))
 
     @property
     def value_size(self) -> int:
@@ -102,6 +113,12 @@ class CounterLayout:
     cp_name: str
     map_name: str
     size: int
+
+
+GROUP_FLAG = 0x80000000
+"""A table value whose action has this bit names a group (slot in the low 16 bits)."""
+GROUP_MAX = 64
+"""Member values a group holds on this target (members repeated by their weights)."""
 
 
 @dataclass

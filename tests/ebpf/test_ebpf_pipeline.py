@@ -192,7 +192,7 @@ STF_DIR = ROOT / "tests" / "stf" / "programs"
 # that pass, the ones refused (with the construct the located error names), and the ones whose
 # STF expects what the kernel target gives differently by design (docs/p4switch-ebpf.md)
 PASS = {
-    "action_arg_copy", "action_run", "any_type_keys", "arith_wrap", "assign_order",
+    "action_arg_copy", "action_profile", "action_run", "action_selector", "any_type_keys", "arith_wrap", "assign_order",
     "block_initializers", "block_param_assign", "compound_assign", "const_entries",
     "contextual_names", "copy_in_out_alias", "counters", "ctor_block_args", "direct_apply",
     "direct_counter", "ecmp_crc16", "entry_priorities", "enum_keys", "enums_typedef",
@@ -202,8 +202,6 @@ PASS = {
     "stack_ops", "std_metadata", "ternary_priority", "v1model_20200408",
 }
 REFUSED = {
-    "action_profile": "action profiles and selectors",
-    "action_selector": "action profiles and selectors",
     "args_defaults_dontcare": "lookahead",
     "clone_e2e": "the extern function clone",
     "clone_i2e": "the extern function clone_preserving_field_list",
@@ -393,5 +391,69 @@ def test_meters_colour_as_the_python_target(tmp_path: Path) -> None:
             assert got == (want[0].port, want[0].data), (i, now, f.hex())
             colours[(got[1][1], got[1][2])] += 1
         assert {c for c, _ in colours} == {0, 1, 2} and {d for _, d in colours} == {0, 1, 2}
+    finally:
+        eb.close()
+
+
+def test_action_selector_picks_the_python_targets_member() -> None:
+    """Groups with weights, a member entry, a member's action changed, an emptied group: the
+    selector's crc16 over srcAddr ++ srcPort picks the same member on both targets for seeded
+    flows; a group beyond the kernel's GROUP_MAX is refused with RESOURCE_EXHAUSTED and the
+    state unchanged."""
+    from scapy.all import IP, UDP, Ether
+
+    from p4switch.ebpf.layout import GROUP_MAX
+    from p4switch.pipeline import Pipeline
+    from p4switch.pipeline.api import (
+        ActionProfileGroup,
+        ActionProfileMember,
+        LpmMatch,
+        StateCode,
+        StateError,
+        TableEntry,
+    )
+    from p4switch.stf.runner import load_program
+
+    prog = load_program(STF_DIR / "action_selector.p4")
+    eb, py = _ebpf(prog), Pipeline(prog)
+    rng = random.Random(11)
+    try:
+        def both(fn: str, *args: object) -> None:
+            for pl in (eb, py):
+                getattr(pl, fn)(*args)
+
+        for mid in range(1, 6):
+            both("act_prof_add_member", "ecmp_sel",
+                 ActionProfileMember(mid, "set_port", {"port": mid}))
+        both("act_prof_add_group", "ecmp_sel", ActionProfileGroup(10, [(1, 1), (2, 3), (3, 2)]))
+        both("act_prof_add_group", "ecmp_sel", ActionProfileGroup(20, [(4, 1), (5, 1)]))
+        both("table_add", "ecmp", TableEntry(match={"hdr.ipv4.dstAddr": LpmMatch(0x0A000000, 8)},
+                                             group_id=10))
+        both("table_add", "ecmp", TableEntry(match={"hdr.ipv4.dstAddr": LpmMatch(0x0B000000, 8)},
+                                             group_id=20))
+        both("table_add", "ecmp", TableEntry(match={"hdr.ipv4.dstAddr": LpmMatch(0x0C000000, 8)},
+                                             member_id=5))
+
+        def compare(n: int) -> Counter[int]:
+            ports: Counter[int] = Counter()
+            for _ in range(n):
+                f = bytes(Ether() / IP(src=f"{rng.randrange(1, 224)}.{rng.randrange(256)}.0.9",
+                                       dst=f"{rng.choice((10, 11, 12, 13))}.1.2.3")
+                          / UDP(sport=rng.randrange(65536), dport=80) / b"x")
+                want = py.process(f, 0, 0).outputs
+                got = eb.run(f, 0)
+                assert ([got] if got else []) == [(o.port, o.data) for o in want], f.hex()
+                ports[got[0] if got else -1] += 1
+            return ports
+
+        assert set(compare(600)) == {1, 2, 3, 4, 5, -1}
+        both("act_prof_modify_member", "ecmp_sel", ActionProfileMember(2, "set_port", {"port": 7}))
+        both("act_prof_modify_group", "ecmp_sel", ActionProfileGroup(20, []))  # empty: a miss
+        assert set(compare(400)) == {1, 7, 3, 5, -1}
+        big = ActionProfileGroup(30, [(1, GROUP_MAX), (2, 1)])
+        with pytest.raises(StateError) as ei:
+            eb.act_prof_add_group("ecmp_sel", big)
+        assert ei.value.code is StateCode.RESOURCE_EXHAUSTED
+        assert [g.group_id for g in eb.act_prof_groups("ecmp_sel")] == [10, 20]
     finally:
         eb.close()
