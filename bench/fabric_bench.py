@@ -4,6 +4,15 @@ fabric carries without loss (2 cores shared by 20 switch processes and 16 sender
 
     sudo .venv/bin/python bench/fabric_bench.py [--seconds 3] [--bw MBPS] [--targets p4switch,ebpf]
 
+How to run it for a figure: on a quiet machine (nothing else running: 20 switch processes and
+16 senders share its cores, so any other load lowers every rate), as root, both targets in one
+run so their figures compare:
+
+    sudo .venv/bin/python bench/fabric_bench.py --targets p4switch,ebpf --seconds 3
+
+The load average is printed at the start and end of each target (report it beside the rates).
+The eBPF target needs clang and BPF support (it says so in one line otherwise).
+
 Bring-up (one FabricNet + FabricController.start()):
   network      Mininet: 16 host namespaces, 48 veth pairs, HTB on host links (when --bw)
   processes    20 `p4switch --no-p4` processes until every P4Runtime port listens
@@ -11,7 +20,8 @@ Bring-up (one FabricNet + FabricController.start()):
   routing      the pure route/group computation
   push+install per switch in parallel: connect + arbitrate, SetForwardingPipelineConfig (each
                switch compiles the bundle), one Write batch of its entries
-Forwarding (kernel UDP senders and counting sinks inside the hosts, ECMP):
+Forwarding (kernel UDP senders and counting sinks inside the hosts, batched with
+sendmmsg/recvmmsg: bench/fabric_load.py; ECMP):
   single       h1 -> h2, both on edge1: one switch on the path; offered load rises until
                more than 20% is lost; peak = the most frames/s delivered in a step
   aggregate    all 16 hosts send at once, host i -> host i+8 (every flow crosses pods: 5
@@ -35,8 +45,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "topo"))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from fabric_traffic import UDP_FRAME_OVERHEAD, Sink, start_sender  # noqa: E402
+from fabric_load import Sink, start_sender  # noqa: E402
+from fabric_traffic import UDP_FRAME_OVERHEAD  # noqa: E402
 
 from model.spec import fat_tree  # noqa: E402
 
@@ -61,9 +73,9 @@ def _step(net, pairs: list[tuple[str, str]], pps: float, seconds: float, size: i
                  for i, (s, d) in enumerate(pairs)]
         for p in procs:
             p.wait(seconds * 10 + 30)
-        arrivals = [sk.result() for sk in sinks.values()]
-        got = sum(len({seq for seq, _ in a}) for a in arrivals)
-        times = [t for a in arrivals for _, t in a]
+        counts = [sk.result() for sk in sinks.values()]
+        got = sum(c["got"] for c in counts)
+        times = [c["last"] for c in counts if c["last"] is not None]
         # the delivery window: from the common start to the last arrival (>= the send time)
         wall = max(seconds, (max(times) - start_at) if times else seconds)
     finally:
@@ -97,14 +109,15 @@ def _ladder(net, pairs, rates, seconds, size, label, stop_loss=0.2, ctl=None, id
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=3.0, help="length of each load step")
     ap.add_argument("--bw", type=float, default=None, help="link Mbit/s (default unlimited)")
     ap.add_argument("--lock-wait", type=float, default=300.0)
     ap.add_argument("--targets", default="p4switch",
                     help="switch targets to measure one after the other in this run, e.g. "
                     "p4switch,ebpf (ebpf: every switch in the kernel)")
-    ap.add_argument("--mbps", default="0.5,1,2,4,8,16,32,64,128",
+    ap.add_argument("--mbps", default="0.5,1,2,4,8,16,32,64,100,128,160,200,256",
                     help="per-host offered Mbit/s steps of the link-rate ladder")
     a = ap.parse_args()
     import os
@@ -114,14 +127,23 @@ def main() -> int:
         return 0
     results = {}
     for target in a.targets.split(","):
-        print(f"=== target {target}")
+        print(f"=== target {target} (load average {_load()})", flush=True)
         results[target] = run_target(target, a)
+        results[target]["load"] = _load()
+        print(f"=== target {target} done (load average {results[target]['load']})", flush=True)
     if len(results) > 1:
         print("same run, by target:")
         for t, r in results.items():
             print(f"  {t:9} single switch {r['single']:8,.0f} fr/s, fabric {r['hops']:10,.0f} "
-                  f"packet-hops/s, loss-free {r['clean_mbps']:6.1f} Mbit/s per host")
+                  f"packet-hops/s, loss-free {r['clean_mbps']:6.1f} Mbit/s per host "
+                  f"(load average at its end {r['load']})")
     return 0
+
+
+def _load() -> str:
+    import os
+
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def run_target(target: str, a) -> dict:
