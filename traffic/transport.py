@@ -128,6 +128,8 @@ class SenderFlow:
             RttEstimator(first, lo, cfg.max_rto)
         self.line_rate_bps = line_rate_bps
         self._paced = self.cc.rate_bps is not None
+        self._wire_full = cfg.mss + WIRE_OVERHEAD
+        self._wire_last = self.length(self.npkts - 1) + WIRE_OVERHEAD
         self.paced_until = 0.0
         """Earliest time the pacer lets the next packet go (rate-based algorithms)."""
         self.packets_sent = 0
@@ -187,7 +189,7 @@ class SenderFlow:
     def next_packet(self, now: float) -> tuple[int, bool] | None:
         """(seq, is_retransmission) to put on the wire now, or None if blocked (window full,
         nothing to resend, or the pacer holds it until ``paced_until``)."""
-        if self._paced and self.held(now):
+        if self._paced and now < self.paced_until - PACE_SLACK:
             return None
         while self._retx:
             seq = self._retx.popleft()
@@ -195,11 +197,16 @@ class SenderFlow:
             if not self.acked[seq]:
                 self.retransmissions += 1
                 return self._sent(seq, now), True
-        if self.next_new < self.npkts and self.next_new - self.n_acked < self.window:
-            if self.start is None:
-                self.start = now
-            self.next_new += 1
-            return self._sent(self.next_new - 1, now), False
+        nxt = self.next_new
+        if nxt < self.npkts:
+            w = self.cc.window
+            cap = self.cfg.window
+            inflight = nxt - self.n_acked   # below ``window``: below the cap, or int(w) >= 1
+            if (inflight < cap) if w >= cap else (inflight + 1 <= w or inflight == 0):
+                if self.start is None:
+                    self.start = now
+                self.next_new = nxt + 1
+                return self._sent(nxt, now), False
         return None
 
     def _sent(self, seq: int, now: float) -> int:
@@ -209,13 +216,17 @@ class SenderFlow:
         self._timeline.append((now, seq))
         self.packets_sent += 1
         if self._paced:
-            # timers catch up only here, at a send: a held call changes nothing, and lazy
-            # timers give the same rate whenever they are caught up before it is read
-            wire = self.length(seq) + WIRE_OVERHEAD
-            self.cc.advance(now)
-            self.cc.on_send(now, wire)
-            rate = self.cc.rate_bps
-            self.paced_until = max(self.paced_until, now) + wire * 8 / rate  # type: ignore[operator]
+            # the algorithm's timers run only once due and its byte counter only once its
+            # budget is spent; the pacing gap is one multiplication (no calls per send)
+            cc = self.cc
+            wire = self._wire_last if seq == self.npkts - 1 else self._wire_full
+            if now >= cc.due:
+                cc.advance(now)
+            cc.byte_budget -= wire
+            if cc.byte_budget <= 0:
+                cc.on_bytes(now)
+            pu = self.paced_until
+            self.paced_until = (pu if pu > now else now) + wire * cc.pace_s_per_byte
         return seq
 
     def on_ack(self, ack: Ack, now: float) -> None:
@@ -262,7 +273,8 @@ class SenderFlow:
                 rtt = now - last
                 self.rtt.sample(rtt)
             cc.on_ack(now, n, marked, rtt)
-            self._w_sum += cc.window if cc.window < self.cfg.window else self.cfg.window
+            w = cc.window
+            self._w_sum += w if w < self.cfg.window else self.cfg.window
             if self._paced:
                 self._r_sum += cc.rate_bps  # type: ignore[operator]
             self._n_acks += 1

@@ -54,6 +54,16 @@ class CongestionControl(ABC):
     """Send ECT(0), so switches CE-mark instead of only queueing."""
     Params: ClassVar[type]
 
+    due: float = math.inf
+    """``advance(now)`` changes nothing before this time (its next timer expiry): a sender
+    calls it only once ``now >= due``, so an algorithm without timers costs nothing per send."""
+    byte_budget: float = math.inf
+    """Wire bytes the algorithm lets go before it wants to hear of them (DCQCN's byte
+    counter): a sender subtracts each packet and calls ``on_bytes`` when it reaches 0."""
+    pace_s_per_byte: float = 0.0
+    """Seconds per wire byte at the pacing rate (8 / ``rate_bps``; 0: not paced), kept by the
+    algorithm whenever the rate changes, so a paced send costs a multiplication."""
+
     def __init__(self, params: Any, ctx: CcContext) -> None:
         self.p = params
         self.ctx = ctx
@@ -78,12 +88,21 @@ class CongestionControl(ABC):
     def on_timeout(self, now: float) -> None:  # noqa: B027 - optional hook
         """The retransmission timer fired for at least one packet."""
 
-    def on_send(self, now: float, nbytes: int) -> None:  # noqa: B027 - optional hook
-        """A packet of ``nbytes`` wire bytes left."""
+    def on_send(self, now: float, nbytes: int) -> None:
+        """A packet of ``nbytes`` wire bytes left (what a sender does inline with
+        ``byte_budget``)."""
+        self.byte_budget -= nbytes
+        if self.byte_budget <= 0:
+            self.on_bytes(now)
+
+    def on_bytes(self, now: float) -> None:  # noqa: B027 - optional hook
+        """``byte_budget`` wire bytes were sent since it was set: the algorithm's byte event;
+        it sets the next budget (adding to the overshoot it finds there)."""
 
     def advance(self, now: float) -> None:  # noqa: B027 - optional hook
-        """Let timer-driven state (DCQCN's rate increase, α decay) catch up to ``now``; called
-        before each decision, so lazy evaluation equals firing the timers on time."""
+        """Let timer-driven state (DCQCN's rate increase, α decay) catch up to ``now``; needed
+        only once ``now >= due`` and before the rate is read, so evaluating lazily on events
+        (a send, an ACK) equals firing the timers on time."""
 
 
 def check_window(p: Any) -> None:

@@ -74,13 +74,14 @@ class Dcqcn(CongestionControl):
         self._last_cnp: float | None = None
         self._alpha_at: float | None = None   # start of the current α period
         self._timer_at: float | None = None   # start of the current rate-increase period
-        self._bytes = 0.0
+        self.byte_budget = params.byte_counter   # bytes to the next byte-counter event
+        self.pace_s_per_byte = 8 / self.rc
         self._i_t = self._i_b = 0
         self.cnps = 0
         self._k = params.alpha_timer_us * 1e-6
         self._t = params.rate_timer_us * 1e-6
         self._n = params.cnp_interval_us * 1e-6
-        self._due = -1.0   # before this time no timer can have expired (advance is a no-op)
+        self.due = -1.0   # before this time no timer can have expired (advance is a no-op)
 
     @property
     def window(self) -> float:
@@ -95,7 +96,7 @@ class Dcqcn(CongestionControl):
             self._timer_at = self._alpha_at = now
 
     def advance(self, now: float) -> None:
-        if now < self._due:
+        if now < self.due:
             return
         self._start(now)
         p = self.p
@@ -112,7 +113,7 @@ class Dcqcn(CongestionControl):
                     break
                 self._i_t += 1
                 self._increase()
-        self._due = min(self._alpha_at + self._k, self._timer_at + self._t)
+        self.due = min(self._alpha_at + self._k, self._timer_at + self._t)
 
     def _increase(self) -> None:
         p = self.p
@@ -125,16 +126,16 @@ class Dcqcn(CongestionControl):
             self.rt += p.r_ai * self.line
         self.rt = min(self.rt, self.line)
         self.rc = min(self.line, (self.rt + self.rc) / 2)
+        self.pace_s_per_byte = 8 / self.rc
 
-    def on_send(self, now: float, nbytes: int) -> None:
-        self._bytes += nbytes
-        if self._bytes >= self.p.byte_counter:
-            self._bytes -= self.p.byte_counter
-            self._i_b += 1
-            self._increase()
+    def on_bytes(self, now: float) -> None:
+        self.byte_budget += self.p.byte_counter   # the overshoot counts towards the next
+        self._i_b += 1
+        self._increase()
 
     def on_ack(self, now: float, acked: int, marked: int, rtt: float | None) -> None:
-        self.advance(now)
+        if now >= self.due:
+            self.advance(now)
         if marked <= 0:
             return
         if self._last_cnp is not None and now - self._last_cnp < self._n:
@@ -149,8 +150,9 @@ class Dcqcn(CongestionControl):
         self.rc = max(p.min_rate * self.line, self.rc * (1 - self.alpha / 2))
         self.alpha = (1 - p.g) * self.alpha + p.g
         self._alpha_at = self._timer_at = now
-        self._due = now + min(self._k, self._t)
-        self._bytes = 0.0
+        self.due = now + min(self._k, self._t)
+        self.byte_budget = p.byte_counter
+        self.pace_s_per_byte = 8 / self.rc
         self._i_t = self._i_b = 0
 
     def on_timeout(self, now: float) -> None:

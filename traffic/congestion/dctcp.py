@@ -58,18 +58,28 @@ class Dctcp(WindowControl):
         return False
 
     def on_ack(self, now: float, acked: int, marked: int, rtt: float | None) -> None:
+        # hot path (every ACK): WindowControl's _acked/_cut inlined, same arithmetic
         if acked <= 0:
             return
-        marked = min(marked, acked)
+        hold = self._hold_left - acked
+        self._hold_left = hold = hold if hold > 0 else 0.0
         self._win_acked += acked
-        self._win_marked += marked
-        self._acked(acked)
+        cwnd = self.cwnd
         if marked:
-            self._cut(1 - self.alpha / 2)
-        elif self.cwnd < self.ssthresh:
-            self.cwnd = min(self.cap, self.cwnd + acked)
+            if marked > acked:
+                marked = acked
+            self._win_marked += marked
+            if hold <= 0:        # one cut per window (CWR)
+                cwnd *= 1 - self.alpha / 2
+                if cwnd < self.floor:
+                    cwnd = self.floor
+                self._hold_left = self.ssthresh = cwnd
+                self.reductions += 1
+        elif cwnd < self.ssthresh:
+            cwnd += acked
         else:
-            self.cwnd = min(self.cap, self.cwnd + acked / self.cwnd)
+            cwnd += acked / cwnd
+        self.cwnd = cwnd if cwnd < self.cap else self.cap
         if self._win_acked >= self._win_end:
             g = self.p.g
             self.alpha = (1 - g) * self.alpha + g * self._win_marked / self._win_acked

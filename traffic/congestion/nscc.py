@@ -55,29 +55,37 @@ class Nscc(WindowControl):
         self._measure_base = not ctx.base_rtt
         self.delay: float | None = None   # the latest RTT sample
         self._qtarget = params.target_qdelay_pkts * ctx.packet_bytes * 8 / ctx.line_rate_bps
+        self._target: float | None = None if self.base_rtt is None else self.base_rtt + self._qtarget
 
     @property
     def target(self) -> float | None:
-        return None if self.base_rtt is None else self.base_rtt + self._qtarget
+        """The delay the flow aims for: base RTT + the queueing target (None: no base yet)."""
+        return self._target
 
     def on_ack(self, now: float, acked: int, marked: int, rtt: float | None) -> None:
+        # hot path (every ACK): WindowControl's _acked inlined, the target kept, not derived
         if acked <= 0:
             return
-        self._acked(acked)
+        hold = self._hold_left - acked
+        self._hold_left = hold if hold > 0 else 0.0
         if rtt is not None:
             if self._measure_base:
-                self.base_rtt = rtt if self.base_rtt is None else min(self.base_rtt, rtt)
+                b = rtt if self.base_rtt is None else min(self.base_rtt, rtt)
+                self.base_rtt = b
+                self._target = b + self._qtarget
             self.delay = rtt
-        target = self.target
-        if self.delay is None or target is None:
+        delay, target = self.delay, self._target
+        if delay is None or target is None:
             return
-        p = self.p
-        high = self.delay > target
-        if not high and not marked:
-            gain = p.ai + p.pi * (target - self.delay) / target
-            self.cwnd = min(self.cap, self.cwnd + gain * acked / self.cwnd)
-        elif high and marked:
-            self._cut(max(1 - p.beta * (self.delay - target) / self.delay, 1 - p.max_mdf))
+        if delay <= target:
+            if not marked:
+                p = self.p
+                cwnd = self.cwnd
+                cwnd += (p.ai + p.pi * (target - delay) / target) * acked / cwnd
+                self.cwnd = cwnd if cwnd < self.cap else self.cap
+        elif marked:
+            p = self.p
+            self._cut(max(1 - p.beta * (delay - target) / delay, 1 - p.max_mdf))
 
     def on_nack(self, now: float) -> None:
         self._cut(1 - self.p.max_mdf)

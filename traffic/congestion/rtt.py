@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 ALPHA = 1 / 8
 BETA = 1 / 4
 K = 4
+_KEEP_VAR = 1 - BETA
+_KEEP_SRTT = 1 - ALPHA
 
 
 @dataclass
@@ -51,13 +53,19 @@ class RttEstimator:
         """One measurement ``r`` (seconds) from a packet that was transmitted once."""
         if r < 0:
             return
-        if self.srtt is None or self.rttvar is None:
-            self.srtt, self.rttvar = r, r / 2
-        else:
-            self.rttvar = (1 - BETA) * self.rttvar + BETA * abs(self.srtt - r)
-            self.srtt = (1 - ALPHA) * self.srtt + ALPHA * r
+        srtt, rttvar = self.srtt, self.rttvar
+        if srtt is None or rttvar is None:
+            srtt, rttvar = r, r / 2
+        else:   # every ACK: no builtin calls
+            d = srtt - r
+            rttvar = _KEEP_VAR * rttvar + BETA * (d if d >= 0 else -d)
+            srtt = _KEEP_SRTT * srtt + ALPHA * r
+        self.srtt, self.rttvar = srtt, rttvar
         self.samples += 1
-        self.rto = self._clamp(self.srtt + max(self.granularity, K * self.rttvar))
+        v = K * rttvar
+        rto = srtt + (v if v > self.granularity else self.granularity)
+        self.rto = self.min_rto if rto < self.min_rto else \
+            (self.max_rto if rto > self.max_rto else rto)
 
     def backoff(self) -> None:
         """The timer expired: double the RTO (up to max_rto)."""
