@@ -117,7 +117,7 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
     build_cpu = time.process_time() - c0
     sample: list = []
     for name, sw in net.switches.items():
-        sw.pipe = Timed(sw.pipe, sample if name == "edge1" else None)  # type: ignore[assignment]
+        sw.pipe = Timed(sw.pipe, sample if name == "edge1" else None)
         sw.fused_halves = halves
     sched = alltoall(n, n * pkts * 1400)
     sched.placement = [hosts[i * stride] for i in range(n)]

@@ -276,7 +276,7 @@ class SimHost:
         moves with every RTT sample). A superseded entry stays in the heap and is skipped."""
         t = f.s.next_timeout()
         if t is not None and (f.armed is None or
-                              t < f.armed - self.job.cfg.tick_us * 1e-6):  # type: ignore[union-attr]
+                              t < f.armed - self.job.cfg.tick_us * 1e-6):  # type: ignore[union-attr]  # job is set (add_rank) before any flow is armed
             f.armed = t
             heapq.heappush(self._timers, (t, f.flow, f))
 
@@ -408,7 +408,7 @@ class SimHost:
             w.discard(flow)
             if not w:
                 self._advance(now)
-        elif st.pos >= len(self.job.s.programs[st.rank]) and not st.open_sends:  # type: ignore[union-attr]
+        elif st.pos >= len(self.job.s.programs[st.rank]) and not st.open_sends:  # type: ignore[union-attr]  # job is set (add_rank) before any flow completes
             self._advance(now)
 
     def _advance(self, now: float) -> None:

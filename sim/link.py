@@ -95,15 +95,15 @@ class Link:
                              f"before the one sent ahead of it ({wire[-1][0]} µs)")
         wire.append((t, ticket, frame))
         if len(wire) == 1:
-            self._loop.push(t, ticket, self._deliver)  # type: ignore[union-attr]
+            self._loop.push(t, ticket, self._deliver)  # type: ignore[union-attr]  # _loop is set by attach() before the first send
 
     def _deliver(self, now: float, _: Any) -> None:
         wire = self._wire
         frame = wire.popleft()[2]
         if wire:
             t, ticket, _f = wire[0]
-            self._loop.push(t, ticket, self._deliver)  # type: ignore[union-attr]
-        self._peer(now, (self._peer_port, frame))  # type: ignore[misc]
+            self._loop.push(t, ticket, self._deliver)  # type: ignore[union-attr]  # as above
+        self._peer(now, (self._peer_port, frame))  # type: ignore[misc]  # _peer is set by attach() before the first send
 
     def fail(self, now_us: float) -> None:
         self.up = False

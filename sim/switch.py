@@ -139,7 +139,7 @@ class SimSwitch:
         if q is None:
             self.unconnected += 1
             return
-        if not q.enqueue(job, now):  # type: ignore[arg-type]
+        if not q.enqueue(job, now):  # type: ignore[arg-type]  # float µs of virtual time; the queue's arithmetic is the same
             return  # tail drop, counted by the queue
         self.backlog += 1
         self._free_at[port] = _NEVER
@@ -158,7 +158,7 @@ class SimSwitch:
 
     def _serve(self, now: float, port: int) -> None:
         q = self._q[port]
-        item = q.dequeue(now)  # type: ignore[arg-type]
+        item = q.dequeue(now)  # type: ignore[arg-type]  # as enqueue
         if item is None:  # not due after all (cannot happen: scheduled at its departure)
             t = q.next_departure_us()
             if t is not None:

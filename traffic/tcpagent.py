@@ -283,7 +283,7 @@ class TcpHostAgent(HostAgent):
     def _event(self, key: selectors.SelectorKey, ev: int, buf: bytearray, now: float) -> None:
         c: _Conn | None = key.data
         if c is None:  # a listener
-            ls: socket.socket = key.fileobj  # type: ignore[assignment]
+            ls: socket.socket = key.fileobj  # type: ignore[assignment]  # a listener's key holds its socket
             for _ in range(64):
                 try:
                     s, addr = ls.accept()

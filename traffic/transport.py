@@ -276,7 +276,7 @@ class SenderFlow:
             w = cc.window
             self._w_sum += w if w < self.cfg.window else self.cfg.window
             if self._paced:
-                self._r_sum += cc.rate_bps  # type: ignore[operator]
+                self._r_sum += cc.rate_bps  # type: ignore[operator]  # _paced implies a rate
             self._n_acks += 1
         if ack.nack and ack.cum < npkts and not acked[ack.cum]:
             self.nacks += 1

@@ -983,7 +983,7 @@ class BlockGen(ir.Visitor):
         fn.general(self, s)
 
     def method_call(self, s: ir.ExternCall) -> None:
-        inst = self.resolve_instance(s.instance)  # type: ignore[arg-type]
+        inst = self.resolve_instance(s.instance)  # type: ignore[arg-type]  # a method call always names its instance
         obj = self.runtime_obj(inst)
         g = self.mod.bind(obj, "X")
         kind = registry.extern_object(inst.type_name)
@@ -1268,7 +1268,7 @@ class BlockGen(ir.Visitor):
         self.gen_state(nxt, active)
 
     def gen_state(self, name: str, active: set[str]) -> None:
-        st = self.block.states.get(name)  # type: ignore[union-attr]
+        st = self.block.states.get(name)  # type: ignore[union-attr]  # states: only a parser block generates states
         if st is None:
             raise BuildError(f"unknown parser state {name}")
         if name in active:
@@ -1319,7 +1319,7 @@ class BlockGen(ir.Visitor):
         if isinstance(ks, ir.KeysetRange):
             return f"{ks.lo} <= {kv} <= {ks.hi}"
         if isinstance(ks, ir.KeysetValueSet):
-            vs = self.block.value_sets.get(ks.name)  # type: ignore[union-attr]
+            vs = self.block.value_sets.get(ks.name)  # type: ignore[union-attr]  # value_sets: keysets are a parser's
             if vs is None:
                 raise BuildError(f"unknown value_set {ks.name}")
             g = self.mod.bind(self.runtime_obj(vs), "VS")

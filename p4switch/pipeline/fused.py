@@ -391,7 +391,7 @@ class FusedBlockGen(BlockGen):
         super().extern_call(s)
 
     def method_call(self, s: ir.ExternCall) -> None:
-        kind = registry.extern_object(self.resolve_instance(s.instance).type_name)  # type: ignore[arg-type]
+        kind = registry.extern_object(self.resolve_instance(s.instance).type_name)  # type: ignore[arg-type]  # a method call always names its instance
         if kind is not None and not kind.fusable:
             raise NotFusable(f"extern {kind.type_name} needs the general driver")
         super().method_call(s)
@@ -663,7 +663,7 @@ class FusedBlockGen(BlockGen):
             self.w("else:")
             self.ind += 1
         self.w("_out = []")
-        for st in self.block.body.stmts:  # type: ignore[union-attr]
+        for st in self.block.body.stmts:  # type: ignore[union-attr]  # body: the deparser is a control
             self.stmt(st)
         self.w("_out.append(_pkt[_ppos:])")
         self.w("_data = b''.join(_out)")
@@ -858,7 +858,7 @@ def _generate(mod: Module, program: ir.Program, facts: _Facts, drop_port: int,
         if role == "parser":
             bodies[role] = gen.gen_parser_body()
             paths = gen.parser_paths()
-            simple = not _has_advance([s for st in block.states.values()  # type: ignore[union-attr]
+            simple = not _has_advance([s for st in block.states.values()  # type: ignore[union-attr]  # states: role parser is a Parser
                                        for s in st.stmts])
             simple = simple and all(len(set(p)) == len(p) for p in paths)
         elif role == "deparser":

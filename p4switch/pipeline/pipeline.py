@@ -316,11 +316,11 @@ class Pipeline:
         if self._fused is not None and self._fused_lean is not None:
             # the generated functions are process()/process_fast() themselves (they take any
             # bytes-like packet): no method frame in between
-            self.process = self._fused  # type: ignore[method-assign]
-            self.process_fast = self._fused_lean  # type: ignore[method-assign]
+            self.process = self._fused  # type: ignore[method-assign]  # the generated functions replace the methods per instance
+            self.process_fast = self._fused_lean  # type: ignore[method-assign]  # as process
             # the two halves around the queue (fused._assemble_halves)
-            self.ingress_fast = ns["process_fused_ingress"]  # type: ignore[method-assign]
-            self.egress_fast = ns["process_fused_egress"]  # type: ignore[method-assign]
+            self.ingress_fast = ns["process_fused_ingress"]  # type: ignore[method-assign]  # as process
+            self.egress_fast = ns["process_fused_egress"]  # type: ignore[method-assign]  # as process
 
         for block, action_fns, bound_fns in code.blocks:
             fns = {k: ns[v] for k, v in action_fns.items()}

@@ -420,11 +420,11 @@ class TableState:
             k = key[0][1] if self.single else tuple(p[1] for p in key[:-1])
             if not self.keys:
                 k = None
-            self._exact[k] = es.hit  # type: ignore[assignment]
+            self._exact[k] = es.hit  # type: ignore[assignment]  # an installed entry's hit is set
         elif self.mode == "lpm":
             plen, k = self._lpm_key(key)
             level = self._lpm.setdefault(plen, {})
-            level[k] = es.hit  # type: ignore[assignment]
+            level[k] = es.hit  # type: ignore[assignment]  # as above
         else:
             if es not in self._general:
                 self._general.append(es)
@@ -518,7 +518,7 @@ class TableState:
                         elif not a <= v <= b:
                             break
                     else:
-                        return hit  # type: ignore[return-value]
+                        return hit  # type: ignore[return-value]  # an installed entry's hit is set
                 return default
 
             self.lookup = lookup_general

@@ -81,7 +81,7 @@ def gen_extract(g: BlockGen, target: ir.Expr, bits: ir.Expr | None) -> None:
     if bits is None:
         raise BuildError(f"header {t.name} has a varbit field: extract(hdr, bits) is needed")
     before, vb, after = split(t)
-    fixed, width = t.min_width, vb.type.max_width  # type: ignore[union-attr]
+    fixed, width = t.min_width, vb.type.max_width  # type: ignore[union-attr]  # split's middle field is the varbit one
     if fixed % 8:
         raise BuildError(f"header {t.name} has {fixed} bits besides its varbit field, not a "
                          f"whole number of bytes")

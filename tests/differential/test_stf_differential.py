@@ -74,7 +74,7 @@ def run_p4switch_stf(program_path: Path) -> tuple[object, RecordingPipeline, int
     except Exception as e:  # P4CompileError
         pytest.skip(f"p4switch's front end rejects it: {str(e).splitlines()[0]}")
     rec = RecordingPipeline(Pipeline(program, drop_port=511, cpu_port=None, seed=0))
-    result = StfRunner(program, rec, str(stf)).run(commands)  # type: ignore[arg-type]
+    result = StfRunner(program, rec, str(stf)).run(commands)
     run_errors = [f for f in result.failures if "expected on port" not in f
                   and "unexpected packet" not in f and "check_" not in f]
     if run_errors:
@@ -112,7 +112,7 @@ def test_stf_program_matches_bmv2(program_path: Path, tmp_path: Path):
         program, rec, checks = run_p4switch_stf(program_path)
         for p in mutants(rec.packets, fuzz, seed=len(rec.packets)):
             rec.process(p.data, p.port, 10_000_000)
-        cmp = run_bmv2(program_path, program, rec, tmp_path)  # type: ignore[arg-type]
+        cmp = run_bmv2(program_path, program, rec, tmp_path)  # type: ignore[arg-type]  # a recording wrapper, not a Pipeline
     except Unsupported as e:
         pytest.skip(f"not reproducible on BMv2 here: {e}")
     except Bmv2Error as e:

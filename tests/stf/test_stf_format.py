@@ -262,7 +262,7 @@ class FakePipeline:
 
 def run(text: str) -> tuple:
     pipe = FakePipeline()
-    result = StfRunner(_program(), pipe, "t.stf").run(parse_stf(text, "t.stf"))  # type: ignore[arg-type]
+    result = StfRunner(_program(), pipe, "t.stf").run(parse_stf(text, "t.stf"))  # type: ignore[arg-type]  # a fake pipeline with what the runner calls
     return result, pipe
 
 
@@ -311,7 +311,7 @@ def test_expect_without_data_accepts_anything_and_unnamed_ports_are_ignored():
     assert r.ok, r.message
     r, _ = run("packet 0 07aa\n")  # port 7 never named: not checked, as bmv2stf does
     assert r.ok and any("never named" in line for line in r.log)
-    strict = StfRunner(_program(), FakePipeline(), "t.stf", strict=True)  # type: ignore[arg-type]
+    strict = StfRunner(_program(), FakePipeline(), "t.stf", strict=True)
     r = strict.run(parse_stf("packet 0 07aa\n", "t.stf"))
     assert not r.ok and "unexpected packet on port 7" in r.message
 

@@ -51,8 +51,8 @@ def in_netns(ns: str, fn: Callable[[], T]) -> T:
     t.start()
     t.join()
     if "error" in out:
-        raise out["error"]  # type: ignore[misc]
-    return out["value"]  # type: ignore[return-value]
+        raise out["error"]  # type: ignore[misc]  # out['error'] holds the child's exception
+    return out["value"]  # type: ignore[return-value]  # out['value'] holds the child's result
 
 
 def raw_socket(ifname: str, rcvbuf: int = 8 << 20) -> socket.socket:

@@ -68,7 +68,7 @@ def test_forwards_between_ports_and_counts(sw: Switch, Fake):  # noqa: N803
 
 
 def test_no_program_counted_and_dropped(sw: Switch):
-    sw.ports[1].feed([frame(2)] * 5)  # type: ignore[attr-defined]
+    sw.ports[1].feed([frame(2)] * 5)  # type: ignore[attr-defined]  # MemoryPort's (ports holds Port)
     assert sw.wait_idle()
     assert sw.counters.no_program == 5
     assert sw.ports[2].stats.tx_packets == 0
@@ -82,9 +82,9 @@ def test_bad_frames_are_counted_per_port_and_the_switch_survives(sw: Switch, Fak
     bad += [b"\x02" * 15]  # parser error in the (fake) program
     bad += [frame(2, tag=0xEE)] * 3  # the pipeline raises
     bad += [frame(0xFF)]  # program drop
-    p1.feed(bad)  # type: ignore[attr-defined]
-    p1.feed(frame(2, seq=7))  # type: ignore[attr-defined]
-    assert p2.wait_sent(1) == [frame(2, seq=7)]  # type: ignore[attr-defined]
+    p1.feed(bad)  # type: ignore[attr-defined]  # MemoryPort's (ports holds Port)
+    p1.feed(frame(2, seq=7))  # type: ignore[attr-defined]  # MemoryPort's (ports holds Port)
+    assert p2.wait_sent(1) == [frame(2, seq=7)]  # type: ignore[attr-defined]  # MemoryPort's (ports holds Port)
     assert sw.wait_idle()
     s = sw.port_stats()[1]
     assert s["rx_packets"] == len(bad) + 1
@@ -102,7 +102,7 @@ def test_bad_frames_are_counted_per_port_and_the_switch_survives(sw: Switch, Fak
 
 def test_output_to_missing_port_is_counted(sw: Switch, Fake):  # noqa: N803
     sw.set_pipeline(Fake(cpu_port=64))
-    sw.ports[1].feed(frame(9))  # type: ignore[attr-defined]
+    sw.ports[1].feed(frame(9))  # type: ignore[attr-defined]  # MemoryPort's (ports holds Port)
     assert sw.wait_idle()
     assert sw.counters.tx_no_port == 1
 
@@ -124,9 +124,9 @@ def test_packet_out_and_packet_in(sw: Switch, Fake):  # noqa: N803
     sw.add_packet_in_listener(on_packet_in)
     # packet_out header (2 bytes) = egress port 2
     sw.packet_out(b"\x00\x02" + frame(2, seq=1))
-    assert sw.ports[2].wait_sent(1) == [frame(2, seq=1)]  # type: ignore[attr-defined]
+    assert sw.ports[2].wait_sent(1) == [frame(2, seq=1)]  # type: ignore[attr-defined]  # MemoryPort's (ports holds Port)
     # a frame from port 1 to the CPU port becomes a packet-in with a 2-byte header (port 1)
-    sw.ports[1].feed(frame(64, seq=2))  # type: ignore[attr-defined]
+    sw.ports[1].feed(frame(64, seq=2))  # type: ignore[attr-defined]  # MemoryPort's (ports holds Port)
     assert ev.wait(5)
     assert got == [b"\x00\x01" + frame(64, seq=2)]
     assert sw.counters.packet_out == 1 and sw.counters.packet_in == 1
@@ -136,8 +136,8 @@ def test_digest_listener(sw: Switch, Fake):  # noqa: N803
     sw.set_pipeline(Fake(cpu_port=64))
     got = []
     sw.add_digest_listener(got.append)
-    sw.ports[1].feed(frame(2, tag=0xDD))  # type: ignore[attr-defined]
-    sw.ports[2].wait_sent(1)  # type: ignore[attr-defined]
+    sw.ports[1].feed(frame(2, tag=0xDD))  # type: ignore[attr-defined]  # MemoryPort's (ports holds Port)
+    sw.ports[2].wait_sent(1)  # type: ignore[attr-defined]  # MemoryPort's (ports holds Port)
     assert sw.wait_idle()
     deadline = time.monotonic() + 2
     while not got and time.monotonic() < deadline:
@@ -179,7 +179,7 @@ def test_load_program_swaps_atomically_and_flushes():
     sw.add_port(p2)
     sw.set_queue_rate(2, 10)  # slow: packets stay queued
     with sw:
-        sw.load_program("prog-A")  # type: ignore[arg-type]
+        sw.load_program("prog-A")
         first = sw.pipeline
         assert isinstance(first, FakePipeline) and first.program == "prog-A"
         p1.feed([frame(2, seq=i) for i in range(5)])
@@ -187,7 +187,7 @@ def test_load_program_swaps_atomically_and_flushes():
         while sw.port_stats().get(2, {}).get("queue_depth_now", 0) < 4:
             assert time.monotonic() < deadline
             time.sleep(0.005)
-        sw.load_program("prog-B")  # type: ignore[arg-type]
+        sw.load_program("prog-B")
         assert sw.pipeline is not first and sw.program == "prog-B"
         assert sw.counters.flushed >= 4
         assert sw.port_stats()[2]["queue_depth_now"] == 0
@@ -395,8 +395,8 @@ def test_egress_drops_and_digests_are_counted_and_delivered(sw: Switch):
     sw.set_pipeline(_EgressDropsAndDigests(cpu_port=64))
     got = []
     sw.add_digest_listener(got.append)
-    sw.ports[1].feed([frame(2, tag=0xCC), frame(2)])  # type: ignore[attr-defined]
-    assert sw.ports[2].wait_sent(1) == [frame(2)]  # type: ignore[attr-defined]
+    sw.ports[1].feed([frame(2, tag=0xCC), frame(2)])  # type: ignore[attr-defined]  # MemoryPort's (ports holds Port)
+    assert sw.ports[2].wait_sent(1) == [frame(2)]  # type: ignore[attr-defined]  # MemoryPort's (ports holds Port)
     assert sw.wait_idle()
     deadline = time.monotonic() + 2
     while not got and time.monotonic() < deadline:

@@ -88,8 +88,8 @@ def _run_sim(cfg: TransportConfig) -> list[tuple[Any, ...]]:
         if 0 in host.tx:
             log.append(_state(host.tx[0].s, now * 1e-6))
 
-    host._next_data = logged_next_data  # type: ignore[method-assign]
-    host._tick = logged_tick  # type: ignore[method-assign]
+    host._next_data = logged_next_data  # type: ignore[method-assign]  # logging wrappers of the host's methods
+    host._tick = logged_tick  # type: ignore[method-assign]  # as above
     host.start(0.0)
     loop.run(until=1e6)
     assert host.tx[0].s.done
@@ -139,8 +139,8 @@ def _replay_agent(cfg: TransportConfig, log: list[tuple[Any, ...]]) -> None:
     route = Route("p4ft-lock0", hosts[0], "02:00:0a:00:00:02", "10.0.0.1", "02:fe:00:00:00:01")
     agent.routes = {hosts[1]: route}
     raw = _Raw()
-    agent.raw = {route.dev: raw}  # type: ignore[dict-item]
-    agent.udp = _Udp()  # type: ignore[assignment]
+    agent.raw = {route.dev: raw}  # type: ignore[dict-item]  # a fake raw socket
+    agent.udp = _Udp()  # type: ignore[assignment]  # a fake UDP socket
     for length in {cfg.mss, NBYTES % cfg.mss or cfg.mss}:
         agent.frames.prebuild(route, hosts[1], length, 2 if agent.ecn else 0)
     agent._post(0, 0, 0.0)
@@ -159,7 +159,7 @@ def _replay_agent(cfg: TransportConfig, log: list[tuple[Any, ...]]) -> None:
                 fields = HDR.unpack_from(f, OVERHEAD - HDR.size)
                 assert (fields[8], bool(fields[1] & F_RETX)) == (seq, retx), ev
         elif ev[0] == "ack":
-            agent.udp.q.append(ev[2])  # type: ignore[attr-defined]
+            agent.udp.q.append(ev[2])  # type: ignore[attr-defined]  # the fake's queue
             agent._receive(buf, ev[1])
         elif ev[0] == "tick":
             agent._tick(ev[1])

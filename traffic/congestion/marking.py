@@ -52,10 +52,10 @@ def host_hops(spec: object) -> int:
     host, which is exact for the symmetric fabrics the generators build."""
     import networkx as nx
 
-    hosts = list(spec.hosts)  # type: ignore[attr-defined]
+    hosts = list(spec.hosts)  # type: ignore[attr-defined]  # spec is a model.spec FabricSpec (typed object: no import upward)
     if len(hosts) < 2:
         return 1
-    dist = nx.single_source_shortest_path_length(spec.graph(), hosts[0])  # type: ignore[attr-defined]
+    dist = nx.single_source_shortest_path_length(spec.graph(), hosts[0])  # type: ignore[attr-defined]  # as above
     return max(dist.get(h, 1) for h in hosts[1:])
 
 

@@ -25,7 +25,7 @@ def _row_int(row: dict[str, Any], key: str, path: str) -> int:
     try:
         if isinstance(v, bool):
             raise ValueError
-        return int(v)  # type: ignore[arg-type]
+        return int(v)  # type: ignore[arg-type]  # v may be anything from the file: int() raises, caught below
     except (TypeError, ValueError):
         raise ScheduleError(f"{path}.{key}", f"expected an integer, got {v!r}") from None
 
