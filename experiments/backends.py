@@ -96,6 +96,12 @@ class Backend(ABC):
     @abstractmethod
     def down(self) -> None: ...
 
+    def seed_data_plane(self, seed: int) -> None:
+        """Restart the switches' random() from ``seed`` before a run (the runner passes the
+        repetition's seed, so repetition i draws the same choices in every invocation).
+        Backends whose data plane has no seedable generator ignore it."""
+        return None
+
     def versions(self) -> dict[str, Any]:
         return {}
 
@@ -307,6 +313,21 @@ class MininetBackend(Backend):
             self._add_time("run: probes and counters", t_after)
         return res
 
+    def seed_data_plane(self, seed: int) -> None:
+        """Each p4switch's random() from ``seed`` and its device id, over its control socket
+        (other targets keep their own; a switch that does not answer is left as it was)."""
+        from p4switch.control import ControlClient, ControlError
+
+        for sw in self.net.switches:
+            sock = getattr(sw, "control_socket", None)
+            if sock is None or type(sw).__name__ != "P4Switch":
+                continue
+            try:
+                with ControlClient(str(sock)) as c:
+                    c.seed_random(seed * 1000 + sw.spec.device_id)
+            except (ControlError, OSError):
+                pass
+
     def _add_time(self, phase: str, since: float) -> None:
         self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - since
 
@@ -407,6 +428,7 @@ class SimBackend(Backend):
     def __init__(self, cfg: ExperimentConfig, spec: FabricSpec) -> None:
         super().__init__(cfg, spec)
         self.scheme: SchemeConfig | None = None
+        self.run_seed: int | None = None
 
     def up(self, scheme: SchemeConfig) -> None:
         from sim.network import fabric_program
@@ -418,6 +440,9 @@ class SimBackend(Backend):
 
     def set_scheme(self, scheme: SchemeConfig) -> None:
         self.scheme = scheme
+
+    def seed_data_plane(self, seed: int) -> None:
+        self.run_seed = seed   # the simulator's one generator (random spraying, placement ties)
 
     def run(self, schedule: Schedule, hosts: list[str], w: WorkloadConfig,
             out: Path) -> RunSamples:
@@ -437,7 +462,8 @@ class SimBackend(Backend):
         transport = self.transport_config(base, w)
         cfg = SimConfig(host=HostConfig(transport=transport,
                                         qps=w.qps, path_policy=self.scheme.policy_spec()),
-                        seed=self.cfg.parameters.seed, workers=self.cfg.parameters.sim_workers,
+                        seed=self.cfg.parameters.seed if self.run_seed is None else self.run_seed,
+                        workers=self.cfg.parameters.sim_workers,
                         ecn_threshold=self.ecn_threshold(
                             fabric.get("queue_depth", SimConfig.queue_depth)),
                         **fabric)

@@ -290,6 +290,7 @@ def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
                  else w_emu.schedule_for(n, seed=seed))
         out = run.root / rel
         out.mkdir(parents=True, exist_ok=True)
+        be.seed_data_plane(seed + it)
         t0 = time.time()
         samples = fabric_samples(be.run(sched, hosts, w_emu, out), tdf)
         wall = time.time() - t0

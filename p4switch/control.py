@@ -17,6 +17,8 @@ cmd                 arguments                                  result
 ``port_stats``      ``port`` (optional)                        ``{port: {counter: value, ...}}``
 ``hidden_stats``    —                                          kernel drops, ingress lag, egress
                                                                delay (``Switch.hidden_stats``)
+``seed_random``     ``seed`` (int >= 0)                         ``seeded``: false when the pipeline
+                                                               has no seedable ``random()``
 ==================  =========================================  ======================================
 
 ``port_stats`` is ``Switch.port_stats()``: rx/tx counters, ``tx_errors`` (sends the kernel
@@ -47,7 +49,7 @@ MAX_LINE = 64 * 1024
 closed (a request is a few dozen bytes; this only bounds memory)."""
 MAX_PORT = 511
 COMMANDS = ("ping", "set_port_rate", "set_queue_rate", "set_queue_depth", "port_stats",
-            "hidden_stats")
+            "hidden_stats", "seed_random")
 
 
 class ControlError(Exception):
@@ -149,6 +151,12 @@ class ControlServer:
     def _cmd_hidden_stats(self, req: dict[str, Any]) -> dict[str, Any]:
         return self.switch.hidden_stats()
 
+    def _cmd_seed_random(self, req: dict[str, Any]) -> dict[str, Any]:
+        seed = req.get("seed")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"'seed' must be an integer >= 0, got {seed!r}")
+        return {"seeded": self.switch.seed_random(seed)}
+
     def _settings(self, port: int | None) -> dict[str, Any]:
         queues = self.switch.queues
         with self.switch.lock:
@@ -235,6 +243,7 @@ _ARGUMENTS: dict[str, tuple[str, ...]] = {
     "set_queue_depth": ("port", "depth"),
     "port_stats": ("port",),
     "hidden_stats": (),
+    "seed_random": ("seed",),
 }
 
 
@@ -328,6 +337,10 @@ class ControlClient:
     def hidden_stats(self) -> dict[str, Any]:
         """Kernel drops and ingress lag per port, egress queueing delay (p4switch/hidden.py)."""
         return self.call("hidden_stats")
+
+    def seed_random(self, seed: int) -> bool:
+        """Restart the program's random() from ``seed``; False: nothing to seed."""
+        return bool(self.call("seed_random", seed=seed)["seeded"])
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

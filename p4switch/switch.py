@@ -259,6 +259,17 @@ class Switch:
         with self.lock:
             self.queues.set_depth(port, depth)
 
+    def seed_random(self, seed: int) -> bool:
+        """Restart the program's ``random()`` sequence from ``seed`` (an experiment's
+        repetition fixes its data plane's choices); False when the pipeline has no seeded
+        generator (none loaded, or a target whose random() is not ours)."""
+        with self.lock:
+            rng = getattr(self.pipeline, "rng", None)
+            if rng is None:
+                return False
+            rng.seed(seed)
+            return True
+
     def _build_pipeline(self, program: ir.Program) -> api.PipelineAPI:
         factory = self._pipeline_factory
         if factory is None:

@@ -113,6 +113,22 @@ def test_garbage_on_the_wire_gets_an_error_reply_not_a_dead_server(served):
         assert c.ping()["device_id"] == 7
 
 
+def test_seed_random_restarts_the_programs_random_sequence(served):
+    import random
+    from types import SimpleNamespace
+
+    sw, server = served
+    with ControlClient(server.path) as c:
+        assert c.seed_random(5) is False            # no program loaded: nothing to seed
+        sw.set_pipeline(SimpleNamespace(rng=random.Random()))   # as Pipeline has
+        assert c.seed_random(5) is True
+        first = [sw.pipeline.rng.random() for _ in range(3)]
+        assert c.seed_random(5) is True
+        assert [sw.pipeline.rng.random() for _ in range(3)] == first
+        with pytest.raises(ControlError, match="'seed' must be an integer >= 0"):
+            c.call("seed_random", seed=-1)
+
+
 def test_socket_life_cycle(short_tmp):
     sw = Switch()
     path = short_tmp / "s.ctl"
