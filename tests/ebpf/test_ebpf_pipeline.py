@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 PROBE_IP = "169.254.255.255"  # model.routing.PROBE_IP: routed to the CPU port
 CPU_PORT = 255
-PACKETS_PER_SCHEME = 3400  # x3 schemes: > 10k packets compared frame by frame
+PACKETS_PER_SCHEME = 3400  # x4 schemes: > 13k packets compared frame by frame
 
 
 def _ebpf(program, **kw):
@@ -75,6 +75,17 @@ def test_ipv4_lpm_forwarding_identical() -> None:
         eb.close()
 
 
+def _ecn(f: bytes, ecn: int) -> bytes:
+    """``f`` (Ethernet/IPv4) with the ECN field set and the IPv4 checksum recomputed."""
+    from ctl_helpers import csum16
+
+    ip = bytearray(f[14:34])
+    ip[1] = (ip[1] & 0xFC) | ecn
+    ip[10:12] = b"\0\0"
+    ip[10:12] = csum16(bytes(ip)).to_bytes(2, "big")
+    return f[:14] + bytes(ip) + f[34:]
+
+
 def _frames(spec, sw: str, n: int, seed: int):
     from ctl_helpers import udp_frame
 
@@ -87,6 +98,8 @@ def _frames(spec, sw: str, n: int, seed: int):
                       rng.choice((4791, 80, rng.randrange(65536))),
                       "02:00:00:00:00:01", "02:00:00:00:00:02",
                       ttl=rng.choice((64, 64, 64, 2, 1)))
+        if i % 3 == 0:  # ECT(0): marked CE where the port's ECN threshold is met
+            f = _ecn(f, 0b10)
         if i % 40 == 0:  # truncated: the parser's PacketTooShort path (>= the IPv4 header)
             f = f[:rng.randrange(34, len(f))]
         if i % 53 == 0:  # a corrupt IPv4 checksum: dropped by the program's verify
@@ -111,22 +124,38 @@ def _pair(fabric, scheme: str, sw: str):
     eb = _ebpf(fabric, cpu_port=255)
     install_on_pipeline(py, ents)
     install_on_pipeline(eb, ents)
+    from p4switch.pipeline.api import ExactMatch, TableEntry
+
+    for port in list(spec.ports(sw))[::2]:  # ECN threshold 0 on every other port: mark ECT
+        # (the controller installs its own threshold on every port)
+        for pl in (py, eb):
+            pl.table_modify("MyEgress.ecn_config", TableEntry(
+                match={"standard_metadata.egress_port": ExactMatch(port)},
+                action="set_ecn_threshold", params={"qdepth": 0}))
     return spec, py, eb
 
 
-@pytest.mark.parametrize("scheme", ["ecmp", "rotate", "wam"])
+@pytest.mark.parametrize("scheme", ["ecmp", "rotate", "wam", "flowlet"])
 def test_fabric_identical_frames_counters_registers(fabric, scheme: str) -> None:
+    """Frame by frame on the same clock (seeded gaps of 1 µs .. 2 ms: flowlets time out and
+    continue), with ECN marking on half the ports: identical frames, counters, registers and
+    direct counters."""
     spec, py, eb = _pair(fabric, scheme, "edge1")
+    rng = random.Random(3)
     try:
         outcomes: Counter[str] = Counter()
+        now = 0
         for i, (f, port) in enumerate(_frames(spec, "edge1", PACKETS_PER_SCHEME, seed=7)):
-            want = [(o.port, o.data) for o in py.process(f, port, 0).outputs]
-            got = eb.run(f, port)
+            now += rng.choice((1, 5, 20, 100, 2000))
+            want = [(o.port, o.data) for o in py.process(f, port, now).outputs]
+            got = eb.run(f, port, now)
             assert ([got] if got is not None else []) == want, (scheme, i, port, f.hex())
             outcomes["drop" if not want else "cpu" if want[0][0] == CPU_PORT else
                      "packet_out" if port == CPU_PORT else "out"] += 1
+            if want and len(want[0][1]) >= 34 and want[0][1][12:14] == b"\x08\x00":
+                outcomes["ce"] += (want[0][1][15] & 3) == 3
         assert outcomes["out"] > PACKETS_PER_SCHEME // 2 and outcomes["drop"] > 100
-        assert outcomes["cpu"] > 50 and outcomes["packet_out"] > 50
+        assert outcomes["cpu"] > 50 and outcomes["packet_out"] > 50 and outcomes["ce"] > 100
         for name in py.counters:
             for i in range(py.counter_size(name)):
                 assert eb.counter_read(name, i) == py.counter_read(name, i), (name, i)
