@@ -38,7 +38,7 @@ from p4switch.runtime.errors import (
     permission_denied,
     unimplemented,
 )
-from p4switch.runtime.schema import MF, Schema, TableInfo, decode, encode
+from p4switch.runtime.schema import MF, Schema, SimpleInfo, TableInfo, decode, encode
 
 Undo = Callable[[], None]
 U = p4runtime_pb2.Update
@@ -598,8 +598,81 @@ class TableEntries(EntityHandler):
                 yield ent
 
 
+class ProfileEntries(EntityHandler):
+    """Members and groups of action profiles: each is kept under its id within a profile,
+    written through ``_write_keyed`` and read per profile. A subclass names the kind
+    (``what``), which profiles hold it, the pipeline's calls and the message's id, build and
+    encoding."""
+
+    what: ClassVar[str]
+
+    def holds(self, prof: SimpleInfo) -> bool:
+        """Whether ``prof`` can hold this kind (every profile holds members)."""
+        return True
+
+    def ident(self, x: Any) -> int:
+        """The id of a message or a pipeline object of this kind."""
+        raise NotImplementedError
+
+    def listed(self, profile: str) -> list[Any]:
+        """The pipeline's objects of this kind in ``profile``."""
+        raise NotImplementedError
+
+    def calls(self, profile: str, ident: int) -> tuple[Callable[[Any], Any], Callable[[], Any],
+                                                      Callable[[Any], Any]]:
+        """The pipeline's add, delete and modify of object ``ident`` of ``profile``."""
+        raise NotImplementedError
+
+    def build(self, prof: SimpleInfo, msg: Any) -> Any:
+        """The validated pipeline object a write of ``msg`` makes."""
+        raise NotImplementedError
+
+    def encode(self, prof: SimpleInfo, x: Any) -> p4runtime_pb2.Entity:
+        raise NotImplementedError
+
+    def check(self, prof: SimpleInfo) -> None:
+        """Refuse a write into ``prof`` that cannot hold this kind."""
+
+    def write(self, utype: int, msg: Any) -> Undo:
+        prof = self.schema.profile(msg.action_profile_id)
+        self.check(prof)
+        ident = self.ident(msg)
+        if ident == 0:
+            raise invalid(f"{self.what}_id 0 is reserved")
+        old = next((x for x in _call(self.listed, prof.name) if self.ident(x) == ident), None)
+        return _write_keyed(utype, f"{prof.name}: no {self.what} {ident}", old,
+                            partial(self.build, prof, msg), *self.calls(prof.name, ident))
+
+    def read(self, msg: Any) -> Iterator[p4runtime_pb2.Entity]:
+        profs = ([self.schema.profile(msg.action_profile_id)] if msg.action_profile_id
+                 else [p for p in self.schema.profiles.values() if self.holds(p)])
+        return self._encode_all(self.ident(msg), [(p, _call(self.listed, p.name))
+                                                  for p in profs if self.holds(p)])
+
+    def _encode_all(self, ident: int, snaps: list[tuple[SimpleInfo, list[Any]]]
+                    ) -> Iterator[p4runtime_pb2.Entity]:
+        for prof, objs in snaps:
+            for x in objs:
+                if not ident or self.ident(x) == ident:
+                    yield self.encode(prof, x)
+
+
 @handles(EntityKind.ACTION_PROFILE_MEMBER)
-class ActionProfileMembers(EntityHandler):
+class ActionProfileMembers(ProfileEntries):
+    what = "member"
+
+    def ident(self, x: Any) -> int:
+        return int(x.member_id)
+
+    def listed(self, profile: str) -> list[Any]:
+        return list(self.pipe.act_prof_members(profile))
+
+    def calls(self, profile: str, ident: int) -> tuple[Callable[[Any], Any], Callable[[], Any],
+                                                      Callable[[Any], Any]]:
+        return (partial(self.pipe.act_prof_add_member, profile),
+                partial(self.pipe.act_prof_delete_member, profile, ident),
+                partial(self.pipe.act_prof_modify_member, profile))
+
     def _profile_actions(self, prof_id: int) -> dict[int, int]:
         prof = self.schema.profile(prof_id)
         refs: dict[int, int] = {}
@@ -608,94 +681,70 @@ class ActionProfileMembers(EntityHandler):
                 refs.update(self.schema.tables[tid].actions)
         return refs
 
-    def write(self, utype: int, m: p4runtime_pb2.ActionProfileMember) -> Undo:
-        prof = self.schema.profile(m.action_profile_id)
-        if m.member_id == 0:
-            raise invalid("member_id 0 is reserved")
-        old = next((x for x in _call(self.pipe.act_prof_members, prof.name)
-                    if x.member_id == m.member_id), None)
+    def build(self, prof: SimpleInfo, m: p4runtime_pb2.ActionProfileMember
+              ) -> api.ActionProfileMember:
+        refs = {k: SCOPE.TABLE_AND_DEFAULT for k in self._profile_actions(prof.id)}
+        name, params = self.ent.decode_action(None, m.action, default=False, allowed=refs)
+        return api.ActionProfileMember(m.member_id, name, params)
 
-        def build() -> api.ActionProfileMember:
-            refs = {k: SCOPE.TABLE_AND_DEFAULT for k in self._profile_actions(prof.id)}
-            name, params = self.ent.decode_action(None, m.action, default=False, allowed=refs)
-            return api.ActionProfileMember(m.member_id, name, params)
-
-        return _write_keyed(utype, f"{prof.name}: no member {m.member_id}", old, build,
-                            partial(self.pipe.act_prof_add_member, prof.name),
-                            partial(self.pipe.act_prof_delete_member, prof.name, m.member_id),
-                            partial(self.pipe.act_prof_modify_member, prof.name))
-
-    def read(self, m: p4runtime_pb2.ActionProfileMember):
-        profs = ([self.schema.profile(m.action_profile_id)] if m.action_profile_id
-                 else list(self.schema.profiles.values()))
-        return self._encode_members(m, [(p, _call(self.pipe.act_prof_members, p.name))
-                                         for p in profs])
-
-    def _encode_members(self, m: p4runtime_pb2.ActionProfileMember, snaps):
-        for prof, members in snaps:
-            for x in members:
-                if m.member_id and x.member_id != m.member_id:
-                    continue
-                ent = p4runtime_pb2.Entity()
-                out = ent.action_profile_member
-                out.action_profile_id = prof.id
-                out.member_id = x.member_id
-                out.action.CopyFrom(self.ent.encode_action(x.action, x.params))
-                yield ent
+    def encode(self, prof: SimpleInfo, x: api.ActionProfileMember) -> p4runtime_pb2.Entity:
+        ent = p4runtime_pb2.Entity()
+        out = ent.action_profile_member
+        out.action_profile_id = prof.id
+        out.member_id = x.member_id
+        out.action.CopyFrom(self.ent.encode_action(x.action, x.params))
+        return ent
 
 
 @handles(EntityKind.ACTION_PROFILE_GROUP)
-class ActionProfileGroups(EntityHandler):
-    def write(self, utype: int, g: p4runtime_pb2.ActionProfileGroup) -> Undo:
-        prof = self.schema.profile(g.action_profile_id)
+class ActionProfileGroups(ProfileEntries):
+    what = "group"
+
+    def holds(self, prof: SimpleInfo) -> bool:
+        return bool(prof.with_selector)
+
+    def check(self, prof: SimpleInfo) -> None:
         if not prof.with_selector:
             raise invalid(f"{prof.name} is not an action selector: it has no groups")
-        if g.group_id == 0:
-            raise invalid("group_id 0 is reserved")
-        old = next((x for x in _call(self.pipe.act_prof_groups, prof.name)
-                    if x.group_id == g.group_id), None)
 
-        def build() -> api.ActionProfileGroup:
-            members: list[tuple[int, int]] = []
-            for gm in g.members:
-                if gm.weight <= 0:
-                    raise invalid(f"{prof.name} group {g.group_id}: member weight must be > 0")
-                if any(mid == gm.member_id for mid, _ in members):
-                    raise invalid(f"{prof.name} group {g.group_id}: member {gm.member_id} twice")
-                members.append((gm.member_id, gm.weight))
-            if prof.max_group_size and g.max_size > prof.max_group_size:
-                raise invalid(f"{prof.name}: max_size {g.max_size} exceeds the profile's "
-                              f"max_group_size {prof.max_group_size}")
-            if g.max_size and sum(w for _, w in members) > g.max_size:
-                raise P4RTError(code_pb2.RESOURCE_EXHAUSTED,
-                                f"{prof.name} group {g.group_id}: weights exceed max_size")
-            return api.ActionProfileGroup(g.group_id, members, g.max_size)
+    def ident(self, x: Any) -> int:
+        return int(x.group_id)
 
-        return _write_keyed(utype, f"{prof.name}: no group {g.group_id}", old, build,
-                            partial(self.pipe.act_prof_add_group, prof.name),
-                            partial(self.pipe.act_prof_delete_group, prof.name, g.group_id),
-                            partial(self.pipe.act_prof_modify_group, prof.name))
+    def listed(self, profile: str) -> list[Any]:
+        return list(self.pipe.act_prof_groups(profile))
 
-    def read(self, g: p4runtime_pb2.ActionProfileGroup):
-        profs = ([self.schema.profile(g.action_profile_id)] if g.action_profile_id
-                 else [p for p in self.schema.profiles.values() if p.with_selector])
-        return self._encode_groups(g, [(p, _call(self.pipe.act_prof_groups, p.name))
-                                       for p in profs if p.with_selector])
+    def calls(self, profile: str, ident: int) -> tuple[Callable[[Any], Any], Callable[[], Any],
+                                                      Callable[[Any], Any]]:
+        return (partial(self.pipe.act_prof_add_group, profile),
+                partial(self.pipe.act_prof_delete_group, profile, ident),
+                partial(self.pipe.act_prof_modify_group, profile))
 
-    @staticmethod
-    def _encode_groups(g: p4runtime_pb2.ActionProfileGroup, snaps):
-        for prof, groups in snaps:
-            for x in groups:
-                if g.group_id and x.group_id != g.group_id:
-                    continue
-                ent = p4runtime_pb2.Entity()
-                out = ent.action_profile_group
-                out.action_profile_id = prof.id
-                out.group_id = x.group_id
-                out.max_size = x.max_size
-                for mid, w in x.members:
-                    out.members.add(member_id=mid, weight=w)
-                yield ent
+    def build(self, prof: SimpleInfo, g: p4runtime_pb2.ActionProfileGroup
+              ) -> api.ActionProfileGroup:
+        members: list[tuple[int, int]] = []
+        for gm in g.members:
+            if gm.weight <= 0:
+                raise invalid(f"{prof.name} group {g.group_id}: member weight must be > 0")
+            if any(mid == gm.member_id for mid, _ in members):
+                raise invalid(f"{prof.name} group {g.group_id}: member {gm.member_id} twice")
+            members.append((gm.member_id, gm.weight))
+        if prof.max_group_size and g.max_size > prof.max_group_size:
+            raise invalid(f"{prof.name}: max_size {g.max_size} exceeds the profile's "
+                          f"max_group_size {prof.max_group_size}")
+        if g.max_size and sum(w for _, w in members) > g.max_size:
+            raise P4RTError(code_pb2.RESOURCE_EXHAUSTED,
+                            f"{prof.name} group {g.group_id}: weights exceed max_size")
+        return api.ActionProfileGroup(g.group_id, members, g.max_size)
+
+    def encode(self, prof: SimpleInfo, x: api.ActionProfileGroup) -> p4runtime_pb2.Entity:
+        ent = p4runtime_pb2.Entity()
+        out = ent.action_profile_group
+        out.action_profile_id = prof.id
+        out.group_id = x.group_id
+        out.max_size = x.max_size
+        for mid, w in x.members:
+            out.members.add(member_id=mid, weight=w)
+        return ent
 
 
 class IndexedArray(EntityHandler):
