@@ -1,9 +1,8 @@
-"""Call arguments beyond plain expressions: parameters with default values (P4_16 spec 6.8.2:
+"""Call arguments: their list in source order, bound to the parameters by position or name
+(``arg_list``, ``bind``), parameters with default values (P4_16 spec 6.8.2:
 an omitted trailing or named argument takes the parameter's compile-time default) and the
 don't-care argument ``_`` (spec 8.22: for an ``out`` parameter, a fresh variable whose value
 is discarded).
-
-A mixin of ``Elaborator``.
 """
 
 from __future__ import annotations
@@ -14,25 +13,63 @@ from typing import TYPE_CHECKING
 from lark import Tree
 
 from p4switch import ir
+from p4switch.frontend.bindings import Args
+from p4switch.frontend.parts import Part
+from p4switch.frontend.trees import name_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from p4switch.frontend.bindings import Args, BlockCtx, Scope
-    from p4switch.frontend.elaborate import Elaborator
-
-    _Base = Elaborator
-else:
-    _Base = object
+    from p4switch.frontend.bindings import BlockCtx, Scope
 
 
 def is_dontcare(a: object) -> bool:
     return isinstance(a, Tree) and a.data == "dontcare_arg"
 
 
-class Arguments(_Base):
+class Arguments(Part):
+    def arg_list(self, args: Tree | None) -> Args:
+        """The argument expressions in source order, with their names if they are named
+        (``f(x = 1, y = 2)``); ``bind`` puts them in parameter order."""
+        out = Args()
+        if args is None:
+            return out
+        for a in args.children:
+            if a.data == "dontcare_arg":  # the calls that accept it check it (arguments.py)
+                out.append(a)
+                out.names.append(None)
+                out.nodes.append(a)
+            elif a.data == "named_arg":
+                out.append(a.children[1])
+                out.names.append(name_text(a.children[0]))
+                out.nodes.append(a)
+            else:
+                out.append(a.children[0])
+                out.names.append(None)
+                out.nodes.append(a)
+        if any(out.names) and not all(out.names):
+            bad = next(n for n, nm in zip(out.nodes, out.names, strict=True) if nm is None)
+            raise self.err(bad, "arguments must be all named or all positional")
+        return out
+
+    def bind(self, args: Args, params: list[str], what: str) -> list[Tree]:
+        """Arguments in the order of ``params`` (named arguments are matched by name)."""
+        if not any(args.names):
+            return list(args)
+        by_name: dict[str, Tree] = {}
+        for name, e, node in zip(args.names, args, args.nodes, strict=True):
+            if name not in params:
+                raise self.err(node, f"{what} has no parameter named '{name}'")
+            if name in by_name:
+                raise self.err(node, f"argument '{name}' of {what} given twice")
+            by_name[name] = e
+        missing = [p for p in params if p not in by_name]
+        if missing:
+            raise self.err(args.nodes[0], f"{what}: no argument for parameter '{missing[0]}'")
+        return [by_name[p] for p in params]
+
     def param_default(self, default: Tree, t: object, scope: Scope, ctx: BlockCtx,
                       pname: str) -> ir.Const:
         """A parameter's default value: a compile-time constant of the parameter's type."""
-        e = self.coerce(self.expr(default, scope, ctx), t, default,
+        e = self.parts.exprs.coerce(self.parts.exprs.expr(default, scope, ctx), t, default,
                         f"default value of '{pname}'")
         if not isinstance(e, ir.Const):
             raise self.err(default, f"the default value of '{pname}' must be a compile-time "
@@ -78,12 +115,12 @@ class Arguments(_Base):
             if direction != "out" and not action:
                 raise self.err(a, f"'_' can only be passed for an out parameter "
                                   f"({what} is '{direction or 'directionless'}')")
-            if self.hoisted is None or not isinstance(t, ir.Type):  # not a type variable
+            if self.env.hoisted is None or not isinstance(t, ir.Type):  # not a type variable
                 raise self.err(a, f"'_' cannot be passed for {what} here")
             tmp = ctx.fresh("dontcare")
-            self.hoisted.append(ir.VarDecl(tmp, t, loc=self.loc(a)))
+            self.env.hoisted.append(ir.VarDecl(tmp, t, loc=self.loc(a)))
             return ir.Var(tmp, type=t, loc=self.loc(a))
-        e = self.coerce(self.expr(a, scope, ctx), t, a, what)
+        e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), t, a, what)
         if direction in ("out", "inout"):
-            self.check_lvalue(e, a, scope)
+            self.parts.stmts.check_lvalue(e, a, scope)
         return e

@@ -121,6 +121,15 @@ class ParserCall:
 
 
 @dataclass
+class Frame:
+    """The function whose body is being elaborated: where ``return e`` stores ``e``."""
+
+    name: str
+    ret: object
+    result: str | None
+
+
+@dataclass
 class PackageB:
     decl: PackageDecl
 

@@ -1,7 +1,6 @@
 """Calls: functions, actions, extern functions and methods, header/stack/table/packet
 methods and sub-block applies, with their arguments bound to the parameters.
 
-A mixin of ``Elaborator``.
 """
 
 from __future__ import annotations
@@ -25,12 +24,14 @@ from p4switch.frontend.bindings import (
 )
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.functions import FunctionB
-from p4switch.frontend.mixin import BIT32, BOOL, _Base
 from p4switch.frontend.ordering import EvaluationOrder
+from p4switch.frontend.parts import Part
 from p4switch.frontend.trees import (
     expr_text,
 )
 from p4switch.frontend.types import (
+    BIT32,
+    BOOL,
     FuncSig,
     SigParam,
     TypeVar,
@@ -39,7 +40,7 @@ from p4switch.frontend.types import (
 from p4switch.frontend.varbit import SIZE_METHODS
 
 
-class Calls(_Base):
+class Calls(Part):
     # ---------------------------------------------------------------- calls
     def call(self, c: Tree, scope: Scope, ctx: BlockCtx, as_stmt: bool):
         """A call; returns an ir.Stmt when as_stmt, else an ir.Expr or ApplyResult."""
@@ -55,8 +56,8 @@ class Calls(_Base):
             targs_t = [x for x in c.children[1:-1] if isinstance(x, Tree)]
         else:
             raise self.err(c, "expression statements must be calls")
-        targs = tuple(self.resolve_type_arg(a, scope, {}) for a in targs_t)
-        arg_trees = self.arg_list(args_t)
+        targs = tuple(self.parts.decls.resolve_type_arg(a, scope, {}) for a in targs_t)
+        arg_trees = self.parts.args.arg_list(args_t)
         loc = self.loc(c)
 
         if callee_t.data == "name_ref":
@@ -65,9 +66,9 @@ class Calls(_Base):
             if isinstance(b, FunctionB):
                 if targs:
                     raise self.err(c, "functions take no type arguments")
-                return self.function_call(b, arg_trees, c, scope, ctx, as_stmt)
+                return self.parts.funcs.function_call(b, arg_trees, c, scope, ctx, as_stmt)
             if isinstance(b, ActionB):
-                if self.frames:
+                if self.env.frames:
                     raise self.err(c, "a function cannot call an action")
                 if not as_stmt:
                     raise self.err(c, "actions cannot be called inside expressions")
@@ -83,11 +84,11 @@ class Calls(_Base):
                 raise self.err(callee_t, f"unknown function or action '{fname}'")
             raise self.err(callee_t, f"'{fname}' cannot be called")
         if callee_t.data == "type_member" and str(callee_t.children[1].children[0]) == "apply":
-            b = self.globals.lookup(str(callee_t.children[0]))
+            b = self.env.globals.lookup(str(callee_t.children[0]))
             if isinstance(b, BlockB):
-                return self.direct_apply(b, callee_t.children[0], arg_trees, c, scope, ctx,
+                return self.parts.direct.direct_apply(b, callee_t.children[0], arg_trees, c, scope, ctx,
                                          as_stmt)
-        ref = self.expr_or_ref(callee_t, scope, ctx)
+        ref = self.parts.exprs.expr_or_ref(callee_t, scope, ctx)
         if not isinstance(ref, MethodRef):
             raise self.err(callee_t, f"'{expr_text(callee_t)}' cannot be called")
         m = ref.method
@@ -96,32 +97,32 @@ class Calls(_Base):
             if arg_trees:
                 raise self.err(c, f"{m}() takes no arguments")
             if m in SIZE_METHODS:  # a compile-time value: no effect as a statement
-                return None if as_stmt else self.size_method(h, m, c)
+                return None if as_stmt else self.parts.varbits.size_method(h, m, c)
             if m == "isValid":
                 if as_stmt:  # a method call statement whose value is unused: no effect
                     return None
                 if isinstance(h.type, ir.StructType):  # a header_union
-                    return self.union_valid(h, loc)
+                    return self.parts.unions.union_valid(h, loc)
                 return ir.IsValid(h, type=BOOL, loc=loc)
             if isinstance(h.type, ir.StructType):
                 raise self.err(c, f"a header_union has no method {m}() (call it on a member)")
             if m in ("setValid", "setInvalid"):
                 if not as_stmt:
                     raise self.err(c, f"{m}() does not return a value")
-                self.check_lvalue(h, callee_t.children[0], scope)
+                self.parts.stmts.check_lvalue(h, callee_t.children[0], scope)
                 # a union member: setValid invalidates the others, and setInvalid of any
                 # member invalidates the whole union (spec 8.19)
-                return self.union_others_invalid(h, ir.HeaderMethod(h, m, loc=loc))
+                return self.parts.unions.union_others_invalid(h, ir.HeaderMethod(h, m, loc=loc))
         if ref.kind == "stack":
             if not as_stmt:
                 raise self.err(c, f"{m}() does not return a value")
             if len(arg_trees) != 1:
                 raise self.err(c, f"{m}() takes one argument")
-            arg_trees = self.bind(arg_trees, ["count"], f"{m}()")
-            n = self.const_int(arg_trees[0], scope, f"{m} count")
+            arg_trees = self.parts.args.bind(arg_trees, ["count"], f"{m}()")
+            n = self.parts.decls.const_int(arg_trees[0], scope, f"{m} count")
             if n < 0:
                 raise self.err(arg_trees[0], f"{m} count must not be negative")
-            self.check_lvalue(ref.target, callee_t.children[0], scope)
+            self.parts.stmts.check_lvalue(ref.target, callee_t.children[0], scope)
             return ir.StackMethod(ref.target, m, n, loc=loc)
         if ref.kind == "table":
             table = ref.target
@@ -140,26 +141,26 @@ class Calls(_Base):
                 raise self.err(c, f"a {ib.kind} cannot be applied inside an action")
             if targs:
                 raise self.err(c, "apply() takes no type arguments")
-            return self.sub_apply(ib, arg_trees, c, scope, ctx)
+            return self.parts.subs.sub_apply(ib, arg_trees, c, scope, ctx)
         if ref.kind == "packet_in":
             if ctx.kind != "parser":
                 raise self.err(c, f"packet_in.{m} is only available in parsers")
             if m == "extract":
                 if len(arg_trees) == 2:
-                    return self.sized_extract(arg_trees, c, scope, ctx, as_stmt)
+                    return self.parts.varbits.sized_extract(arg_trees, c, scope, ctx, as_stmt)
                 if len(arg_trees) != 1:
                     raise self.err(c, "extract() takes one header")
-                arg_trees = self.bind(arg_trees, ["hdr"], "extract()")
-                h = self.expr(arg_trees[0], scope, ctx)
+                arg_trees = self.parts.args.bind(arg_trees, ["hdr"], "extract()")
+                h = self.parts.exprs.expr(arg_trees[0], scope, ctx)
                 if not isinstance(h.type, ir.HeaderType):
                     raise self.err(arg_trees[0], f"extract() needs a header, not {h.type}")
                 if h.type.varbit is not None:
                     raise self.err(c, f"header {h.type.name} has a varbit field: extract it "
                                       f"with extract(hdr, bits)")
-                self.check_lvalue(h, arg_trees[0], scope)
+                self.parts.stmts.check_lvalue(h, arg_trees[0], scope)
                 if not as_stmt:
                     raise self.err(c, "extract() does not return a value")
-                return self.union_others_invalid(h, ir.Extract(h, loc=loc))
+                return self.parts.unions.union_others_invalid(h, ir.Extract(h, loc=loc))
             if m == "lookahead":
                 if len(targs) != 1 or arg_trees:
                     raise self.err(c, "lookahead takes one type argument and no arguments: "
@@ -176,16 +177,16 @@ class Calls(_Base):
             if m == "advance":
                 if len(arg_trees) != 1:
                     raise self.err(c, "advance() takes one argument")
-                arg_trees = self.bind(arg_trees, ["sizeInBits"], "advance()")
-                bits = self.coerce(self.expr(arg_trees[0], scope, ctx), BIT32, arg_trees[0],
+                arg_trees = self.parts.args.bind(arg_trees, ["sizeInBits"], "advance()")
+                bits = self.parts.exprs.coerce(self.parts.exprs.expr(arg_trees[0], scope, ctx), BIT32, arg_trees[0],
                                    "advance")
                 return ir.Advance(bits, loc=loc)
             raise self.err(c, unsupported(f"packet_in.{m}()"))
         if ref.kind == "packet_out":
             if m != "emit" or len(arg_trees) != 1:
                 raise self.err(c, "packet_out supports emit(header) only")
-            arg_trees = self.bind(arg_trees, ["hdr"], "emit()")
-            h = self.expr(arg_trees[0], scope, ctx)
+            arg_trees = self.parts.args.bind(arg_trees, ["hdr"], "emit()")
+            h = self.parts.exprs.expr(arg_trees[0], scope, ctx)
             if not self._emittable(h.type):
                 raise self.err(arg_trees[0], f"emit() needs a header, header stack or struct "
                                              f"of headers, not {h.type}")
@@ -211,10 +212,10 @@ class Calls(_Base):
 
     def action_call(self, key: str, name: str, arg_trees: Args, c: Tree, scope: Scope,
                     ctx: BlockCtx) -> ir.ActionCall:
-        action = self.actions[key]
-        trees = self.with_defaults(arg_trees, [p.name for p in action.params],
-                                   self.action_defaults.get(key, {}), f"action '{name}'", c)
-        args = [self.arg_value(a, p.type, p.direction, f"argument '{p.name}' of '{name}'",
+        action = self.env.actions[key]
+        trees = self.parts.args.with_defaults(arg_trees, [p.name for p in action.params],
+                                   self.env.action_defaults.get(key, {}), f"action '{name}'", c)
+        args = [self.parts.args.arg_value(a, p.type, p.direction, f"argument '{p.name}' of '{name}'",
                                scope, ctx, action=True)
                 for p, a in zip(action.params, trees, strict=True)]
         return ir.ActionCall(key, args, loc=self.loc(c))
@@ -228,8 +229,8 @@ class Calls(_Base):
             t = r.type_args[0] if r.type_args else r.args[1].type
             if not isinstance(t, ir.StructType):
                 raise self.err(c, f"digest data must be a struct type, not {t}")
-            if t not in self.digests:
-                self.digests.append(t)
+            if t not in self.env.digests:
+                self.env.digests.append(t)
         return r
 
     def _standard_metadata_name(self, scope: Scope) -> str:
@@ -250,7 +251,7 @@ class Calls(_Base):
         if not cands and any(arg_trees.names):
             same = [s for s in sigs if len(s.params) == len(arg_trees)]
             if same:  # reports the first name that matches no parameter
-                self.bind(arg_trees, [p.name for p in same[0].params], what)
+                self.parts.args.bind(arg_trees, [p.name for p in same[0].params], what)
         if not cands:
             counts = sorted({len(s.params) for s in sigs})
             msg = (f"{what} expects {' or '.join(map(str, counts))} arguments, got "
@@ -261,12 +262,12 @@ class Calls(_Base):
                         "mark_to_drop() of old v1model versions is rejected by current p4c too)")
             raise self.err(c, msg)
         sig = cands[0]
-        arg_trees = self.bind(arg_trees, [p.name for p in sig.params], what)
+        arg_trees = self.parts.args.bind(arg_trees, [p.name for p in sig.params], what)
         if targs and len(targs) != len(sig.type_params):
             raise self.err(c, f"{what} expects {len(sig.type_params)} type arguments, got "
                               f"{len(targs)}")
         binding: dict[str, object] = dict(zip(sig.type_params, targs, strict=False))
-        raw = [None if is_dontcare(a) else self.expr(a, scope, ctx) for a in arg_trees]
+        raw = [None if is_dontcare(a) else self.parts.exprs.expr(a, scope, ctx) for a in arg_trees]
         # infer type parameters from arguments that have a definite type
         for p, e in zip(sig.params, raw, strict=True):
             if isinstance(p.type, TypeVar) and p.type.name not in binding and e is not None \
@@ -279,13 +280,13 @@ class Calls(_Base):
         for p, e, a in zip(sig.params, raw, arg_trees, strict=True):
             pt = substitute(p.type, binding)
             if e is None:  # `_`: a discarded variable of the parameter's type
-                args.append(self.arg_value(a, pt, p.direction, f"argument '{p.name}' of {what}",
+                args.append(self.parts.args.arg_value(a, pt, p.direction, f"argument '{p.name}' of {what}",
                                            scope, ctx))
                 continue
-            e = self.coerce(e, pt, a, f"argument '{p.name}' of {what}")
-            self.no_varbit_argument(e, a, what)
+            e = self.parts.exprs.coerce(e, pt, a, f"argument '{p.name}' of {what}")
+            self.parts.varbits.no_varbit_argument(e, a, what)
             if p.direction in ("out", "inout"):
-                self.check_lvalue(e, a, scope)
+                self.parts.stmts.check_lvalue(e, a, scope)
             if p.direction == "" and not isinstance(e, ir.Const):
                 raise self.err(a, f"argument '{p.name}' of {what} must be a compile-time "
                                   "constant")
@@ -304,4 +305,4 @@ class Calls(_Base):
         return call
 
     def evaluation_order(self, ctx: BlockCtx) -> EvaluationOrder:
-        return EvaluationOrder(ctx.fresh, lambda a: [p.direction for p in self.actions[a].params])
+        return EvaluationOrder(ctx.fresh, lambda a: [p.direction for p in self.env.actions[a].params])

@@ -2,7 +2,6 @@
 structs, enums, errors, match kinds, extern objects and functions, packages and block
 prototypes.
 
-A mixin of ``Elaborator``.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from p4switch.frontend.bindings import (
     TypeB,
 )
 from p4switch.frontend.errors import unsupported
-from p4switch.frontend.mixin import BOOL, _Base
+from p4switch.frontend.parts import Part
 from p4switch.frontend.trees import (
     child_trees,
     core_type,
@@ -30,6 +29,7 @@ from p4switch.frontend.trees import (
     subtrees,
 )
 from p4switch.frontend.types import (
+    BOOL,
     BlockProto,
     BlockTypeRef,
     ExternDecl,
@@ -52,7 +52,7 @@ def _header_field_type(t: object) -> bool:
         isinstance(t, ir.EnumType) and t.underlying is not None)
 
 
-class Declarations(_Base):
+class DeclElaborator(Part):
     # ---------------------------------------------------------------- types
     def resolve_type(self, t: Tree, scope: Scope, tparams: dict[str, TypeVar] | None = None):
         tparams = tparams or {}
@@ -78,7 +78,7 @@ class Declarations(_Base):
                 raise self.err(t, "int<W> needs a width of at least 1")
             return ir.BitsType(w, t.data == "int_type")
         if t.data == "varbit_type":
-            return self.varbit_type(t, scope)
+            return self.parts.varbits.varbit_type(t, scope)
         if t.data == "dontcare_type":
             raise self.err(t, unsupported("'_' as a type argument"))
         if t.data == "list_type":  # only as a for statement's collection (loops.py)
@@ -154,7 +154,7 @@ class Declarations(_Base):
         return self.const_int(c, scope, "width")
 
     def const_int(self, t: Tree, scope: Scope, what: str) -> int:
-        e = self.expr(t, scope, BlockCtx("toplevel", "", set()))
+        e = self.parts.exprs.expr(t, scope, BlockCtx("toplevel", "", set()))
         if not isinstance(e, ir.Const) or not isinstance(e.value, int) or isinstance(
             e.value, bool
         ):
@@ -175,28 +175,28 @@ class Declarations(_Base):
     # ---------------------------------------------------------------- simple declarations
     def decl_const_decl(self, d: Tree, scope: Scope | None = None,
                         ctx: BlockCtx | None = None) -> None:
-        scope = scope or self.globals
-        ctx = ctx or self.top
+        scope = scope or self.env.globals
+        ctx = ctx or self.env.top
         _annos, tref, name, value = d.children
         t = self.resolve_type(tref, scope)
-        e = self.coerce(self.expr(value, scope, ctx), t, value, "constant initializer")
+        e = self.parts.exprs.coerce(self.parts.exprs.expr(value, scope, ctx), t, value, "constant initializer")
         if not isinstance(e, ir.Const):
             raise self.err(value, f"initializer of constant '{name_text(name)}' is not a "
                                   "compile-time constant")
-        self.declare(scope, name_text(name), ConstB(e), name)
+        self.env.declare(scope, name_text(name), ConstB(e), name)
 
     def decl_typedef_decl(self, d: Tree) -> None:
         _annos, kw, tref, name = d.children
-        t = self.resolve_type(tref, self.globals)
+        t = self.resolve_type(tref, self.env.globals)
         if isinstance(t, TypeVar | BlockTypeRef):
             raise self.err(tref, "typedef of this type is not supported")
         # a newtype stands for its type here; its name is kept for P4Info (type_name)
-        newtype = name_text(name) if str(kw) == "type" else self.newtype_of(tref, self.globals)
+        newtype = name_text(name) if str(kw) == "type" else self.newtype_of(tref, self.env.globals)
         if str(kw) == "type":
-            self.new_types[newtype] = t
-        self.declare(self.globals, name_text(name), TypeB(t, newtype), name)
+            self.env.new_types[newtype] = t
+        self.env.declare(self.env.globals, name_text(name), TypeB(t, newtype), name)
         if not isinstance(t, ir.ExternType):
-            self.types[name_text(name)] = t
+            self.env.types[name_text(name)] = t
 
     def fields(self, d: Tree, scope: Scope, header: bool) -> tuple[ir.Field, ...]:
         out = []
@@ -213,7 +213,7 @@ class Declarations(_Base):
                                      f"serializable enum or a struct of those, not {t}")
             if isinstance(t, TypeVar | BlockTypeRef | ir.ExternType | ir.VoidType):
                 raise self.err(tref, f"field '{n}' cannot have type {t}")
-            out.append(ir.Field(n, t, tuple(self.annotations(annos).items()),
+            out.append(ir.Field(n, t, tuple(self.parts.annos.annotations(annos).items()),
                                 self.newtype_of(tref, scope)))
         return tuple(out)
 
@@ -221,30 +221,30 @@ class Declarations(_Base):
         annos, name, targs = d.children[0], d.children[1], d.children[2]
         if targs is not None:
             raise self.err(targs, unsupported("generic header"))
-        a = self.annotations(annos)
-        h = ir.HeaderType(name_text(name), self.fields(d, self.globals, True), tuple(a.items()))
-        self.check_varbit_header(h, d)
+        a = self.parts.annos.annotations(annos)
+        h = ir.HeaderType(name_text(name), self.fields(d, self.env.globals, True), tuple(a.items()))
+        self.parts.varbits.check_varbit_header(h, d)
         # p4c accepts headers of any width; BMv2 needs bytes, so the pipeline checks
-        self.declare(self.globals, h.name, TypeB(h), name)
-        self.types[h.name] = h
+        self.env.declare(self.env.globals, h.name, TypeB(h), name)
+        self.env.types[h.name] = h
         if "controller_header" in a:
-            self.controller_headers[a["controller_header"]] = h
+            self.env.controller_headers[a["controller_header"]] = h
 
     def decl_struct_decl(self, d: Tree) -> None:
         annos, name, targs = d.children[0], d.children[1], d.children[2]
         if targs is not None:
             raise self.err(targs, unsupported("generic struct"))
-        a = self.annotations(annos)
-        s = ir.StructType(name_text(name), self.fields(d, self.globals, False), tuple(a.items()))
-        self.declare(self.globals, s.name, TypeB(s), name)
-        self.types[s.name] = s
+        a = self.parts.annos.annotations(annos)
+        s = ir.StructType(name_text(name), self.fields(d, self.env.globals, False), tuple(a.items()))
+        self.env.declare(self.env.globals, s.name, TypeB(s), name)
+        self.env.types[s.name] = s
 
     def decl_enum_decl(self, d: Tree) -> None:
         annos, tref, name = d.children[0], d.children[1], d.children[2]
         members = child_trees(d, "enum_member")
         underlying = None
         if tref is not None:
-            underlying = self.resolve_type(tref, self.globals)
+            underlying = self.resolve_type(tref, self.env.globals)
             if not isinstance(underlying, ir.BitsType):
                 raise self.err(tref, f"enum underlying type must be bit<W> or int<W>, "
                                      f"not {underlying}")
@@ -264,21 +264,21 @@ class Declarations(_Base):
             else:
                 if init is None:
                     raise self.err(m, f"member '{mname}' of a serializable enum needs a value")
-                c = self.coerce(self.expr(init, self.globals, self.top), underlying, init,
+                c = self.parts.exprs.coerce(self.parts.exprs.expr(init, self.env.globals, self.env.top), underlying, init,
                                 "enum member value")
                 if not isinstance(c, ir.Const):
                     raise self.err(init, "enum member value must be a compile-time constant")
                 values.append((mname, int(c.value)))
         e = ir.EnumType(name_text(name), tuple(values), underlying)
-        self.annotations(annos)
-        self.declare(self.globals, e.name, TypeB(e), name)
-        self.types[e.name] = e
+        self.parts.annos.annotations(annos)
+        self.env.declare(self.env.globals, e.name, TypeB(e), name)
+        self.env.types[e.name] = e
 
     def decl_error_decl(self, d: Tree) -> None:
-        self.declare_members(d, self.errors, "error")
+        self.declare_members(d, self.env.errors, "error")
 
     def decl_match_kind_decl(self, d: Tree) -> None:
-        self.declare_members(d, self.match_kinds, "match_kind")
+        self.declare_members(d, self.env.match_kinds, "match_kind")
 
     def declare_members(self, d: Tree, names: list[str], kind: str) -> None:
         """Appends the members of an ``error``/``match_kind`` declaration to ``names`` (the
@@ -327,43 +327,43 @@ class Declarations(_Base):
         tps = self.type_params(inner.children[1])
         tvars = {p: TypeVar(p) for p in tps}
         decl = ExternDecl(name, tps, [], {})
-        self.declare(self.globals, name, ExternB(decl), inner.children[0])
+        self.env.declare(self.env.globals, name, ExternB(decl), inner.children[0])
         for m in d.children[2:]:
             if m.data == "constructor":
                 cname = str(m.children[1])
                 if cname != name:
                     raise self.err(m.children[1], f"constructor name '{cname}' must be the "
                                                   f"extern's name '{name}'")
-                decl.ctors.append(FuncSig(name, [], self.sig_params(m.children[2], self.globals,
+                decl.ctors.append(FuncSig(name, [], self.sig_params(m.children[2], self.env.globals,
                                                                     tvars), ir.VoidType()))
             elif m.data == "abstract_method":
                 raise self.err(m, unsupported("abstract method"))
             else:
-                s = self.sig(m.children[1], self.globals, tvars, self.annotations(m.children[0]))
+                s = self.sig(m.children[1], self.env.globals, tvars, self.parts.annos.annotations(m.children[0]))
                 decl.methods.setdefault(s.name, []).append(s)
-        self.annotations(annos)
+        self.parts.annos.annotations(annos)
 
     def decl_extern_function(self, d: Tree) -> None:
-        s = self.sig(d.children[1], self.globals, {}, self.annotations(d.children[0]))
-        self.declare(self.globals, s.name, FuncB([s]), d.children[1])
+        s = self.sig(d.children[1], self.env.globals, {}, self.parts.annos.annotations(d.children[0]))
+        self.env.declare(self.env.globals, s.name, FuncB([s]), d.children[1])
 
     def decl_package_decl(self, d: Tree) -> None:
         _annos, name, targs, params = d.children
         tps = self.type_params(targs)
         tvars = {p: TypeVar(p) for p in tps}
-        decl = PackageDecl(name_text(name), tps, self.sig_params(params, self.globals, tvars))
-        self.declare(self.globals, decl.name, PackageB(decl), name)
+        decl = PackageDecl(name_text(name), tps, self.sig_params(params, self.env.globals, tvars))
+        self.env.declare(self.env.globals, decl.name, PackageB(decl), name)
 
     def block_proto(self, kind: str, ttree: Tree) -> BlockProto:
         _annos, name, targs, params = ttree.children
         tps = self.type_params(targs)
         tvars = {p: TypeVar(p) for p in tps}
-        return BlockProto(kind, name_text(name), tps, self.sig_params(params, self.globals, tvars))
+        return BlockProto(kind, name_text(name), tps, self.sig_params(params, self.env.globals, tvars))
 
     def decl_parser_proto(self, d: Tree) -> None:
         p = self.block_proto("parser", d.children[0])
-        self.declare(self.globals, p.name, ProtoB(p), d.children[0].children[1])
+        self.env.declare(self.env.globals, p.name, ProtoB(p), d.children[0].children[1])
 
     def decl_control_proto(self, d: Tree) -> None:
         p = self.block_proto("control", d.children[0])
-        self.declare(self.globals, p.name, ProtoB(p), d.children[0].children[1])
+        self.env.declare(self.env.globals, p.name, ProtoB(p), d.children[0].children[1])

@@ -3,7 +3,6 @@ without constructor parameters stands for an anonymous instance of ``C`` declare
 enclosing block and applied there. Each invocation gets its own instance, named after the
 type (``C``, then ``C_1``...), as its tables' and externs' control-plane names show.
 
-A mixin of ``Elaborator``.
 """
 
 from __future__ import annotations
@@ -12,12 +11,12 @@ from lark import Token, Tree
 
 from p4switch import ir
 from p4switch.frontend.bindings import Args, BlockB, BlockCtx, Scope, SubInstB
-from p4switch.frontend.mixin import _Base
+from p4switch.frontend.parts import Part
 from p4switch.frontend.trees import has_ctor_params
 from p4switch.frontend.types import BlockTypeRef
 
 
-class DirectApply(_Base):
+class DirectApply(Part):
     def direct_apply(self, b: BlockB, type_tok: Token, arg_trees: Args, c: Tree, scope: Scope,
                      ctx: BlockCtx, as_stmt: bool) -> ir.Stmt:
         tname = str(type_tok)
@@ -35,8 +34,8 @@ class DirectApply(_Base):
         iscope = Scope(scope)  # the instance has no name the program could use
         # control-plane names use the type's name, as p4c's (so a second invocation of a
         # type with tables clashes there as it does in p4c)
-        self.sub_instance(c, b, BlockTypeRef(tname), None, name_tok, iscope, ctx,
+        self.parts.subs.sub_instance(c, b, BlockTypeRef(tname), None, name_tok, iscope, ctx,
                           {"name": tname})
         ib = iscope.names[inst]
         assert isinstance(ib, SubInstB)
-        return self.sub_apply(ib, arg_trees, c, iscope, ctx)
+        return self.parts.subs.sub_apply(ib, arg_trees, c, iscope, ctx)

@@ -12,7 +12,6 @@
   For ``largest_priority_wins = false`` the numbers are mirrored into larger-wins order
   (p' = max + min - p), which is what the pipeline and the control plane see.
 
-A mixin of ``Elaborator``.
 """
 
 from __future__ import annotations
@@ -22,17 +21,13 @@ from typing import TYPE_CHECKING
 from lark import Tree
 
 from p4switch import ir
+from p4switch.frontend.parts import Part
 
 if TYPE_CHECKING:  # pragma: no cover
     from p4switch.frontend.bindings import BlockCtx, Scope
-    from p4switch.frontend.elaborate import Elaborator
-
-    _Base = Elaborator
-else:
-    _Base = object
 
 
-class TableEntries(_Base):
+class TableEntries(Part):
     def table_entries(self, p: Tree, scope: Scope, ctx: BlockCtx, table: ir.Table,
                       largest_wins: bool, delta: int) -> None:
         const_tok = p.children[0]
@@ -47,10 +42,10 @@ class TableEntries(_Base):
             if entry_const is not None and const_tok is not None:
                 raise self.err(entry_const, "an entry of 'const entries' is const already "
                                             "(drop one of the two 'const')")
-            keysets = self.keyset(ks_t, key_types, scope, ctx)
-            keys = [self.entry_key(ks, k, ks_t) for ks, k in zip(keysets, table.keys,
+            keysets = self.parts.parsers.keyset(ks_t, key_types, scope, ctx)
+            keys = [self.parts.tables.entry_key(ks, k, ks_t) for ks, k in zip(keysets, table.keys,
                                                                  strict=True)]
-            act = self.bound_action(e, scope, ctx, table, name_node=aname, args_t=args_t)
+            act = self.parts.tables.bound_action(e, scope, ctx, table, name_node=aname, args_t=args_t)
             entries.append(ir.ConstEntry(keys, act, None, const=entry_const is not None))
             given.append(self.entry_priority(prio_t, annos_t, const_tok is not None, table))
         n = len(entries)
@@ -77,7 +72,7 @@ class TableEntries(_Base):
 
     def entry_priority(self, prio_t: Tree | None, annos_t: Tree | None, const: bool,
                        table: ir.Table) -> int | None:
-        annos = self.annotations(annos_t)
+        annos = self.parts.annos.annotations(annos_t)
         if prio_t is not None:
             word, value_t = prio_t.children
             if str(word) != "priority":
@@ -89,7 +84,7 @@ class TableEntries(_Base):
             if not table.has_priority:
                 raise self.err(prio_t, f"table '{table.name}' has only exact/lpm keys: its "
                                        "entries take no priority")
-            v = self.const_int(value_t, self.globals, "entry priority")
+            v = self.parts.decls.const_int(value_t, self.env.globals, "entry priority")
             if v <= 0:
                 raise self.err(value_t, "an entry priority must be positive (P4Runtime "
                                         "numbers them from 1)")

@@ -1,7 +1,6 @@
 """Expressions and their typing rules: names and members, indexes, slices and part-selects,
 literals, casts, unary/binary operators (constant-folded), ?: and implicit conversions.
 
-A mixin of ``Elaborator``.
 """
 
 from __future__ import annotations
@@ -28,11 +27,13 @@ from p4switch.frontend.bindings import (
     VarB,
 )
 from p4switch.frontend.errors import unsupported
-from p4switch.frontend.mixin import BIT32, BOOL, _Base
+from p4switch.frontend.parts import Part
 from p4switch.frontend.trees import (
     unquote,
 )
 from p4switch.frontend.types import (
+    BIT32,
+    BOOL,
     TypeVar,
     bits_range,
     is_bits,
@@ -74,7 +75,7 @@ def _fold(op: str, a: int, b: int, t: object) -> int:
     return wrap(v, t) if isinstance(t, ir.BitsType) else v
 
 
-class Expressions(_Base):
+class ExprElaborator(Part):
     # ---------------------------------------------------------------- expressions
     def expr(self, t: Tree | Token, scope: Scope, ctx: BlockCtx) -> ir.Expr:
         r = self.expr_or_ref(t, scope, ctx)
@@ -107,7 +108,7 @@ class Expressions(_Base):
             return ir.Const(d == "true_lit", type=BOOL, loc=loc)
         if d in ("name_ref", "dot_name_ref"):
             name = str(t.children[0])
-            b = (self.globals if d == "dot_name_ref" else scope).lookup(name)
+            b = (self.env.globals if d == "dot_name_ref" else scope).lookup(name)
             if isinstance(b, VarB):
                 return ir.Var(b.ir_name, type=b.type, loc=loc)
             if isinstance(b, ConstB):
@@ -131,9 +132,9 @@ class Expressions(_Base):
             raise self.err(t, f"'{tname}.{member}' is not a value")
         if d == "error_member":
             member = str(t.children[0].children[0])
-            if member not in self.errors:
+            if member not in self.env.errors:
                 raise self.err(t.children[0], f"unknown error '{member}'")
-            return ir.Const(self.errors.index(member), type=ir.ErrorType(), loc=loc)
+            return ir.Const(self.env.errors.index(member), type=ir.ErrorType(), loc=loc)
         if d == "member":
             return self.member(t, scope, ctx)
         if d == "index":
@@ -162,8 +163,8 @@ class Expressions(_Base):
                 raise self.err(t, "cannot slice an integer without a width")
             if not isinstance(base.type, ir.BitsType):
                 raise self.err(t, f"cannot slice a value of type {base.type}")
-            hi = self.const_int(t.children[1], scope, "slice bound")
-            lo = self.const_int(t.children[2], scope, "slice bound")
+            hi = self.parts.decls.const_int(t.children[1], scope, "slice bound")
+            lo = self.parts.decls.const_int(t.children[2], scope, "slice bound")
             if not 0 <= lo <= hi < base.type.width:
                 raise self.err(t, f"slice [{hi}:{lo}] is out of range for {base.type}")
             rt = ir.BitsType(hi - lo + 1)
@@ -174,13 +175,13 @@ class Expressions(_Base):
         if d == "part_select":
             return self.part_select(t, scope, ctx)
         if d in ("call", "generic_call"):
-            return self.call(t, scope, ctx, as_stmt=False)
+            return self.parts.calls.call(t, scope, ctx, as_stmt=False)
         if d == "list_expr":
             items_t = t.children[0].children if t.children[0] is not None else []
             items = [self.expr(i, scope, ctx) for i in items_t if i is not None]
             return ir.ListExpr(items, type=ir.TupleType(tuple(i.type for i in items)), loc=loc)
         if d == "cast":
-            target = self.resolve_type(t.children[0], scope)
+            target = self.parts.decls.resolve_type(t.children[0], scope)
             return self.cast(self.expr(t.children[1], scope, ctx), target, t)
         if d in ("neg", "pos", "bnot", "lnot"):
             return self.unary(d, self.expr(t.children[-1], scope, ctx), t)
@@ -203,7 +204,7 @@ class Expressions(_Base):
             raise self.err(t, "cannot slice an integer without a width")
         if not isinstance(base.type, ir.BitsType):
             raise self.err(t, f"cannot slice a value of type {base.type}")
-        w = self.const_int(w_t, scope, "part-select width")
+        w = self.parts.decls.const_int(w_t, scope, "part-select width")
         if not 0 < w <= base.type.width:
             raise self.err(w_t, f"part-select width {w} is out of range for {base.type}")
         lo_e = self.expr(lo_t, scope, ctx)

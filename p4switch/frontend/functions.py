@@ -8,7 +8,6 @@ and the variable holding its result), which ``ordering.EvaluationOrder`` places 
 call is evaluated once the statement around it is built: after the operands to its left,
 and only on the taken side of ``&&``, ``||`` and ``?:``.
 
-A mixin of ``Elaborator``.
 """
 
 from __future__ import annotations
@@ -19,12 +18,12 @@ from dataclasses import dataclass
 from lark import Tree
 
 from p4switch import ir
-from p4switch.frontend.bindings import Args, BlockCtx, Scope, VarB
+from p4switch.frontend.bindings import Args, BlockCtx, Frame, Scope, VarB
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.lowering import lower_returns
-from p4switch.frontend.mixin import BOOL, _Base
 from p4switch.frontend.ordering import Effect
-from p4switch.frontend.types import FuncSig
+from p4switch.frontend.parts import Part
+from p4switch.frontend.types import BOOL, FuncSig
 from p4switch.ir import has_return
 
 
@@ -36,30 +35,21 @@ class FunctionB:
     tree: Tree
 
 
-@dataclass
-class Frame:
-    """The function whose body is being elaborated: where ``return e`` stores ``e``."""
-
-    name: str
-    ret: object
-    result: str | None
-
-
-class Functions(_Base):
+class Functions(Part):
     def decl_function_decl(self, d: Tree) -> None:
-        annos = self.annotations(d.children[0])
+        annos = self.parts.annos.annotations(d.children[0])
         proto = d.children[1]
         if proto.children[2] is not None:
             raise self.err(proto.children[2], unsupported("generic functions"))
-        sig = self.sig(proto, self.globals, {}, annos)
+        sig = self.parts.decls.sig(proto, self.env.globals, {}, annos)
         for p in sig.params:
             if isinstance(p.type, ir.ExternType):
                 raise self.err(proto, unsupported(f"{p.type} parameters of functions"))
         b = FunctionB(sig, d)
-        self.declare(self.globals, sig.name, b, proto.children[1])
+        self.env.declare(self.env.globals, sig.name, b, proto.children[1])
         # type-check the body once, at the declaration, so errors show without a call
         ctx = BlockCtx("function", "", set())
-        scope = Scope(self.globals)
+        scope = Scope(self.env.globals)
         for p in sig.params:
             scope.names[p.name] = VarB(ctx.fresh(p.name), p.type, p.direction != "in",
                                        "'in' parameter" if p.direction == "in" else "parameter")
@@ -68,27 +58,27 @@ class Functions(_Base):
     def function_body(self, b: FunctionB, scope: Scope, ctx: BlockCtx,
                       result: str | None) -> ir.Block:
         name = b.sig.name
-        if any(f.name == name for f in self.frames):
+        if any(f.name == name for f in self.env.frames):
             raise self.err(b.tree.children[1], f"function '{name}' calls itself (recursion is "
                                                "not allowed in P4)")
-        self.frames.append(Frame(name, b.sig.ret, result))
-        saved, depth, self.loop_depth = self.hoisted, self.loop_depth, 0
+        self.env.frames.append(Frame(name, b.sig.ret, result))
+        saved, depth, self.env.loop_depth = self.env.hoisted, self.env.loop_depth, 0
         try:
-            return self.block(b.tree.children[-1], scope, ctx)
+            return self.parts.stmts.block(b.tree.children[-1], scope, ctx)
         finally:
-            self.hoisted, self.loop_depth = saved, depth
-            self.frames.pop()
+            self.env.hoisted, self.env.loop_depth = saved, depth
+            self.env.frames.pop()
 
     def stmt_return_stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt:
         value_t = s.children[0]
         loc = self.loc(s)
-        if not self.frames:
+        if not self.env.frames:
             if value_t is not None:
                 raise self.err(s, "only a function can return a value")
             if ctx.kind == "parser":
                 raise self.err(s, "return is not allowed in a parser")
             return ir.Return(loc=loc)
-        f = self.frames[-1]
+        f = self.env.frames[-1]
         if isinstance(f.ret, ir.VoidType):
             if value_t is not None:
                 raise self.err(value_t, f"function '{f.name}' returns void: 'return' takes no "
@@ -96,7 +86,7 @@ class Functions(_Base):
             return ir.Return(loc=loc)
         if value_t is None:
             raise self.err(s, f"function '{f.name}' must return a value of type {f.ret}")
-        e = self.coerce(self.expr(value_t, scope, ctx), f.ret, value_t, "return value")
+        e = self.parts.exprs.coerce(self.parts.exprs.expr(value_t, scope, ctx), f.ret, value_t, "return value")
         if f.result is None:  # the declaration's check
             return ir.Return(loc=loc)
         return ir.Block([ir.Assign(ir.Var(f.result, type=f.ret, loc=loc), e, loc=loc),
@@ -106,7 +96,7 @@ class Functions(_Base):
                       ctx: BlockCtx, as_stmt: bool) -> ir.Expr | ir.Stmt:
         sig = b.sig
         what = f"function '{sig.name}'"
-        if self.hoisted is None:
+        if self.env.hoisted is None:
             raise self.err(c, f"{what} cannot be called here (only inside statements, "
                               "conditions and select expressions)")
         if not as_stmt and isinstance(sig.ret, ir.VoidType):
@@ -114,11 +104,11 @@ class Functions(_Base):
         if len(arg_trees) != len(sig.params):
             raise self.err(c, f"{what} expects {len(sig.params)} arguments, got "
                               f"{len(arg_trees)}")
-        arg_trees = self.bind(arg_trees, [p.name for p in sig.params], what)
+        arg_trees = self.parts.args.bind(arg_trees, [p.name for p in sig.params], what)
         loc = self.loc(c)
-        self.effects += 1
+        self.env.effects += 1
         stmts: list[ir.Stmt] = []  # copy-in, then the body and copy-out
-        fscope = Scope(self.globals)
+        fscope = Scope(self.env.globals)
         post: list[ir.Stmt] = []
         for p, a in zip(sig.params, arg_trees, strict=True):
             pv = ctx.fresh(f"{sig.name}_{p.name}")
@@ -130,15 +120,15 @@ class Functions(_Base):
                                           f"('{p.name}' of {what} is 'inout')")
                     stmts.append(ir.VarDecl(pv, p.type, loc=loc))
                 else:
-                    e = self.coerce(self.expr(a, scope, ctx), p.type, a,
+                    e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), p.type, a,
                                     f"argument '{p.name}' of {what}")
-                    self.check_lvalue(e, a, scope)
-                    e = self.pin_lvalue(e, stmts, ctx)
+                    self.parts.stmts.check_lvalue(e, a, scope)
+                    e = self.parts.subs.pin_lvalue(e, stmts, ctx)
                     stmts.append(ir.VarDecl(pv, p.type, e if p.direction == "inout"
                                                    else None, loc=loc))
                     post.append(ir.Assign(copy.deepcopy(e), var, loc=loc))
             else:
-                e = self.coerce(self.expr(a, scope, ctx), p.type, a,
+                e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), p.type, a,
                                 f"argument '{p.name}' of {what}")
                 stmts.append(ir.VarDecl(pv, p.type, e, loc=loc))
             fscope.names[p.name] = VarB(pv, p.type, p.direction != "in",

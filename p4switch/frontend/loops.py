@@ -11,7 +11,6 @@ index loop whose body starts by copying the current element into ``x``
 functions; ``break``/``continue`` need an enclosing loop of the same body (``loop_depth``,
 reset for each inlined function or sub-control body).
 
-A mixin of ``Elaborator``.
 """
 
 from __future__ import annotations
@@ -21,30 +20,29 @@ from lark import Tree
 from p4switch import ir
 from p4switch.frontend.bindings import BlockCtx, Scope, VarB
 from p4switch.frontend.errors import unsupported
-from p4switch.frontend.mixin import BIT32, BOOL, _Base
 from p4switch.frontend.ordering import has_effect
+from p4switch.frontend.parts import Part
+from p4switch.frontend.types import BIT32, BOOL
 
 
-class Loops(_Base):
-    loop_depth = 0
-
+class Loops(Part):
     def _loop_allowed(self, s: Tree, ctx: BlockCtx) -> None:
-        if ctx.kind == "parser" and not self.frames:
+        if ctx.kind == "parser" and not self.env.frames:
             raise self.err(s, unsupported("for statements in parsers"))
 
     def _loop_body(self, body_t: Tree, scope: Scope, ctx: BlockCtx) -> ir.Block:
-        self.loop_depth += 1
+        self.env.loop_depth += 1
         try:
-            return self.as_block(body_t, scope, ctx)
+            return self.parts.stmts.as_block(body_t, scope, ctx)
         finally:
-            self.loop_depth -= 1
+            self.env.loop_depth -= 1
 
     def _simple_list(self, t: Tree | None, scope: Scope, ctx: BlockCtx) -> list[ir.Stmt]:
         out: list[ir.Stmt] = []
         for item in t.children if t is not None else []:
             if item.data == "for_var_decl":
                 item = Tree("var_decl", item.children, item.meta)
-            r = self.stmt(item, scope, ctx)
+            r = self.parts.stmts.stmt(item, scope, ctx)
             if r is not None:
                 out.append(r)
         return out
@@ -57,7 +55,7 @@ class Loops(_Base):
         if cond_t is None:
             cond: ir.Expr = ir.Const(True, type=BOOL)
         else:
-            cond = self.expr(cond_t, lscope, ctx)
+            cond = self.parts.exprs.expr(cond_t, lscope, ctx)
             if not isinstance(cond.type, ir.BoolType):
                 raise self.err(cond_t, f"the condition of a for statement must be bool, not "
                                        f"{cond.type}")
@@ -73,13 +71,13 @@ class Loops(_Base):
         _annos, _vannos, tref, name_t, _in, lo_t, _range, hi_t, body_t = s.children
         if hi_t is None:
             return self._for_in_collection(s, scope, ctx)
-        t = self.resolve_type(tref, scope)
+        t = self.parts.decls.resolve_type(tref, scope)
         if not isinstance(t, ir.BitsType):
             raise self.err(tref, f"the variable of a range for statement must be bit<W> or "
                                  f"int<W>, not {t}")
         loc = self.loc(s)
-        lo = self.coerce(self.expr(lo_t, scope, ctx), t, lo_t, "range start")
-        hi = self.coerce(self.expr(hi_t, scope, ctx), t, hi_t, "range end")
+        lo = self.parts.exprs.coerce(self.parts.exprs.expr(lo_t, scope, ctx), t, lo_t, "range start")
+        hi = self.parts.exprs.coerce(self.parts.exprs.expr(hi_t, scope, ctx), t, hi_t, "range end")
         lscope = Scope(scope)
         x = ctx.fresh(str(name_t.children[0]))
         hv, more = ctx.fresh(f"{x}_last"), ctx.fresh(f"{x}_more")
@@ -96,12 +94,12 @@ class Loops(_Base):
         return ir.For(init, flag, update, body, loc=loc)
 
     def stmt_break_stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt:
-        if not self.loop_depth:
+        if not self.env.loop_depth:
             raise self.err(s, "break outside a for statement")
         return ir.Break(loc=self.loc(s))
 
     def stmt_continue_stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt:
-        if not self.loop_depth:
+        if not self.env.loop_depth:
             raise self.err(s, "continue outside a for statement")
         return ir.Continue(loc=self.loc(s))
 
@@ -112,12 +110,12 @@ class Loops(_Base):
         is read when its iteration starts (all ``size`` elements, valid or not); a list's
         items are evaluated once, before the first iteration."""
         _annos, _vannos, tref, name_t, _in, coll_t, _range, _hi, body_t = s.children
-        t = self.resolve_type(tref, scope)
+        t = self.parts.decls.resolve_type(tref, scope)
         loc = self.loc(s)
         items = self._list_items(coll_t, scope, ctx)
         coll: ir.Expr | None = None
         if items is None:
-            coll = self.expr(coll_t, scope, ctx)
+            coll = self.parts.exprs.expr(coll_t, scope, ctx)
             if not isinstance(coll.type, ir.StackType):
                 raise self.err(coll_t, f"a for statement iterates over a header stack, a "
                                        f"list (list<T>){{...}} or a range lo .. hi, not "
@@ -143,7 +141,7 @@ class Loops(_Base):
             # the items, once, into locals; the iteration picks the index-th one
             names = []
             for k, it in enumerate(item_trees):
-                e = self.coerce(self.expr(it, scope, ctx), t, it, "list element")
+                e = self.parts.exprs.coerce(self.parts.exprs.expr(it, scope, ctx), t, it, "list element")
                 names.append(ctx.fresh(f"{name}_item{k}"))
                 init.append(ir.VarDecl(names[-1], t, e, loc=loc))
             current = ir.VarDecl(x, t, None, loc=loc)
@@ -177,7 +175,7 @@ class Loops(_Base):
         args = [a for a in lt.children[0].children if isinstance(a, Tree)]
         if len(args) != 1:
             raise self.err(lt, "list<T> takes one type argument")
-        elem_t = self.resolve_type_arg(args[0], scope, {})
+        elem_t = self.parts.decls.resolve_type_arg(args[0], scope, {})
         if not (isinstance(operand, Tree) and operand.data == "list_expr"):
             raise self.err(operand, unsupported("list<T> values other than a list "
                                                 "expression {...}"))

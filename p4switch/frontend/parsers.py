@@ -1,7 +1,6 @@
 """Parsers: their states (a sub-parser's inlined and renamed into its caller's),
 transitions, select keys and keysets (values, masks, ranges, value sets, default).
 
-A mixin of ``Elaborator``.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from p4switch.frontend.bindings import (
     ValueSetB,
 )
 from p4switch.frontend.errors import unsupported
-from p4switch.frontend.mixin import _Base
+from p4switch.frontend.parts import Part
 from p4switch.frontend.trees import (
     child_trees,
     has_ctor_params,
@@ -36,7 +35,7 @@ def _successors(tr: ir.Transition) -> list[str]:
     return [c.next_state for c in tr.cases]
 
 
-class Parsers(_Base):
+class Parsers(Part):
     # ---------------------------------------------------------------- parsers
     def block_prelude(self, kind: str, ttree: Tree, ctor: Tree | None,
                       reserved: set[str] | None = None) -> tuple[
@@ -47,10 +46,10 @@ class Parsers(_Base):
         if ctor is not None:
             raise self.err(ctor, unsupported(f"{kind} constructor parameters"))
         n = name_text(name)
-        annos = self.annotations(annos_t)
-        ctx = BlockCtx(kind, n, set(self.reserved) | (reserved or set()))
-        scope = Scope(self.globals)
-        plist = self.block_params(params, scope, ctx, kind)
+        annos = self.parts.annos.annotations(annos_t)
+        ctx = BlockCtx(kind, n, set(self.env.reserved) | (reserved or set()))
+        scope = Scope(self.env.globals)
+        plist = self.parts.blocks.block_params(params, scope, ctx, kind)
         return n, annos, scope, ctx, plist
 
     def decl_parser_impl(self, d: Tree) -> None:
@@ -60,7 +59,7 @@ class Parsers(_Base):
             return
         name, annos, scope, ctx, plist = self.block_prelude("parser", ttree, None)
         b = self.parser_body(d, name, annos, scope, ctx, plist)
-        self.declare(self.globals, name, b, ttree.children[1])
+        self.env.declare(self.env.globals, name, b, ttree.children[1])
 
     def parser_body(self, d: Tree, name: str, annos: dict[str, str], scope: Scope,
                     ctx: BlockCtx, plist: list[ir.Param]) -> BlockB:
@@ -73,7 +72,7 @@ class Parsers(_Base):
         for item in d.children[2:]:
             if not isinstance(item, Tree) or item.data == "parser_state":
                 continue
-            self.block_local(item, scope, ctx)
+            self.parts.blocks.block_local(item, scope, ctx)
         states = self.parser_states(child_trees(d, "parser_state"), scope, ctx, "", "accept",
                                     ttree.children[1], name)
         if ctx.prelude and "start" in states:
@@ -83,7 +82,7 @@ class Parsers(_Base):
                     "start"))
             states["start"].stmts[:0] = ctx.prelude
         parser = ir.Parser(name, plist, ctx.locals, ctx.instances, ctx.value_sets, states, annos)
-        self.parsers[name] = parser
+        self.env.parsers[name] = parser
         return BlockB("parser", parser, [p.type for p in plist], d)
 
     def template_block(self, kind: str, d: Tree) -> None:
@@ -92,7 +91,7 @@ class Parsers(_Base):
         ttree = d.children[0]
         if ttree.children[2] is not None:
             raise self.err(ttree.children[2], unsupported(f"generic {kind}s"))
-        self.declare(self.globals, name_text(ttree.children[1]), BlockB(kind, None, [], d),
+        self.env.declare(self.env.globals, name_text(ttree.children[1]), BlockB(kind, None, [], d),
                      ttree.children[1])
 
     def parser_states(self, states_t: list[Tree], scope: Scope, ctx: BlockCtx, prefix: str,
@@ -128,7 +127,7 @@ class Parsers(_Base):
             calls: dict[str, int] = {}
             trans_t = s.children[-1]
             for st in s.children[2:-1]:
-                r = self.stmt(st, sscope, ctx)
+                r = self.parts.stmts.stmt(st, sscope, ctx)
                 if isinstance(r, ParserCall):
                     ib = r.inst
                     k = calls[ib.name] = calls.get(ib.name, 0) + 1
@@ -148,14 +147,14 @@ class Parsers(_Base):
                 trans = ir.Transition(next_state="reject", loc=self.loc(s))
             else:
                 # function calls in the select keys run at the end of the state
-                saved, self.hoisted = self.hoisted, stmts
-                effects = self.effects
+                saved, self.env.hoisted = self.env.hoisted, stmts
+                effects = self.env.effects
                 try:
                     trans = self.transition(trans_t, sscope, ctx, state_names, rename)
                 finally:
-                    self.hoisted = saved
-                if self.effects != effects and trans.select_keys:
-                    trans.select_keys = self.evaluation_order(ctx).select_keys(
+                    self.env.hoisted = saved
+                if self.env.effects != effects and trans.select_keys:
+                    trans.select_keys = self.parts.calls.evaluation_order(ctx).select_keys(
                         trans.select_keys, stmts)
             states[cur] = ir.ParserState(cur, stmts, trans, loc=cur_loc)
         return states
@@ -172,7 +171,7 @@ class Parsers(_Base):
             return ir.Transition(next_state=target(t.children[0]), loc=self.loc(t))
         keys_t = t.children[0]  # None: ``select()``, whose only keyset is default/_
         key_trees = [k for k in keys_t.children if k is not None] if keys_t is not None else []
-        keys = [self.expr(k, scope, ctx) for k in key_trees]
+        keys = [self.parts.exprs.expr(k, scope, ctx) for k in key_trees]
         for k, kt in zip(keys, key_trees, strict=True):
             if not isinstance(k.type, ir.BitsType | ir.BoolType | ir.EnumType | ir.ErrorType):
                 raise self.err(kt, f"select key of type {k.type} is not supported")
@@ -252,11 +251,11 @@ class Parsers(_Base):
                      operand: bool = False) -> int:
         """A keyset value of key type ``t``; ``operand`` (a mask, spec 8.16.3): an integer
         for a serializable enum key converts to the enum's underlying type."""
-        e = self.expr(v, scope, ctx)
+        e = self.parts.exprs.expr(v, scope, ctx)
         if operand and isinstance(t, ir.EnumType) and t.underlying is not None and \
                 isinstance(e.type, ir.InfIntType | ir.BitsType):
             t = t.underlying
-        c = self.coerce(e, t, v, "keyset value")
+        c = self.parts.exprs.coerce(e, t, v, "keyset value")
         if not isinstance(c, ir.Const):
             raise self.err(v, "keyset values must be compile-time constants")
         val = int(c.value)

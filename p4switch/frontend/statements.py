@@ -1,7 +1,6 @@
 """Statements: blocks (each statement preceded by what its expressions hoisted and with its
 side effects in evaluation order), assignment, if, switch, exit, variables; l-value checks.
 
-A mixin of ``Elaborator``.
 """
 
 from __future__ import annotations
@@ -17,13 +16,13 @@ from p4switch.frontend.bindings import (
     Scope,
     VarB,
 )
-from p4switch.frontend.mixin import _Base
+from p4switch.frontend.parts import Part
 from p4switch.frontend.trees import (
     expr_text,
 )
 
 
-class Statements(_Base):
+class StmtElaborator(Part):
     # ---------------------------------------------------------------- statements
     def block(self, b: Tree, scope: Scope, ctx: BlockCtx) -> ir.Block:
         out = ir.Block([], loc=self.loc(b))
@@ -39,11 +38,11 @@ class Statements(_Base):
 
     def stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt | None:
         """One statement, preceded by the statements its expressions hoisted."""
-        r, hoisted, effects = self.in_statement(lambda: self.stmt_core(s, scope, ctx))
+        r, hoisted, effects = self.env.in_statement(lambda: self.core_stmt(s, scope, ctx))
         if effects and r is not None:
             if isinstance(r, ParserCall):
                 raise self.err(s, "a sub-parser's arguments cannot call functions")
-            lowered = self.evaluation_order(ctx).stmt(r)
+            lowered = self.parts.calls.evaluation_order(ctx).stmt(r)
             r = lowered[0] if len(lowered) == 1 else ir.Block(lowered, loc=self.loc(s))
         if not hoisted:
             return r
@@ -51,9 +50,9 @@ class Statements(_Base):
             raise self.err(s, "a sub-parser's arguments cannot call functions")
         return ir.Block([*hoisted, *([r] if r is not None else [])], loc=self.loc(s))
 
-    def stmt_core(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt | None:
+    def core_stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt | None:
         d = s.data
-        handler = getattr(self, f"stmt_{d}", None)
+        handler = self.parts.statement_handlers.get(d)
         if handler is not None:
             return handler(s, scope, ctx)
         loc = self.loc(s)
@@ -63,23 +62,23 @@ class Statements(_Base):
             return self.block(s, scope, ctx)
         if d == "assign_stmt":
             lhs_t, rhs_t = s.children
-            lhs = self.expr(lhs_t, scope, ctx)
+            lhs = self.parts.exprs.expr(lhs_t, scope, ctx)
             self.check_lvalue(lhs, lhs_t, scope)
-            rhs = self.coerce(self.expr(rhs_t, scope, ctx), lhs.type, rhs_t, "assignment")
-            return self.union_others_invalid(lhs, ir.Assign(lhs, rhs, loc=loc))
+            rhs = self.parts.exprs.coerce(self.parts.exprs.expr(rhs_t, scope, ctx), lhs.type, rhs_t, "assignment")
+            return self.parts.unions.union_others_invalid(lhs, ir.Assign(lhs, rhs, loc=loc))
         if d == "call_stmt":
-            return self.call(s.children[0], scope, ctx, as_stmt=True)
+            return self.parts.calls.call(s.children[0], scope, ctx, as_stmt=True)
         if d == "if_stmt":
             cond_t, then_t = s.children[0], s.children[1]
             else_t = s.children[2] if len(s.children) > 2 else None
-            cond = self.expr(cond_t, scope, ctx)
+            cond = self.parts.exprs.expr(cond_t, scope, ctx)
             if not isinstance(cond.type, ir.BoolType):
                 raise self.err(cond_t, f"condition must be bool, not {cond.type}")
             then = self.as_block(then_t, scope, ctx)
             els = self.as_block(else_t, scope, ctx) if else_t is not None else None
             return ir.If(cond, then, els, loc=loc)
         if d == "exit_stmt":
-            if self.frames:
+            if self.env.frames:
                 raise self.err(s, "exit is not allowed in a function")
             if ctx.kind == "parser":
                 raise self.err(s, "exit is not allowed in a parser")
@@ -87,9 +86,9 @@ class Statements(_Base):
         if d == "switch_stmt":
             return self.switch(s, scope, ctx)
         if d == "var_decl":
-            return self.var_decl(s, scope, ctx)
+            return self.parts.blocks.var_decl(s, scope, ctx)
         if d == "const_decl":
-            self.decl_const_decl(s, scope, ctx)
+            self.parts.decls.decl_const_decl(s, scope, ctx)
             return None
         if d == "instantiation":
             raise self.err(s, "extern instances must be declared at block level, not inside "
@@ -110,7 +109,7 @@ class Statements(_Base):
         cases_t = s.children[1:]
         # switch (t.apply().action_run)
         if (expr_t.data == "member" and str(expr_t.children[1].children[0]) == "action_run"):
-            target = self.expr_or_ref(expr_t.children[0], scope, ctx)
+            target = self.parts.exprs.expr_or_ref(expr_t.children[0], scope, ctx)
             if not isinstance(target, ApplyResult):
                 raise self.err(expr_t, "action_run is only available on table.apply()")
             table = target.table
@@ -137,7 +136,7 @@ class Statements(_Base):
                 body = self.block(body_t, scope, ctx) if body_t is not None else None
                 cases.append(ir.ActionCase(acts, body))
             return ir.SwitchAction(table.name, cases, loc=self.loc(s))
-        e = self.expr(expr_t, scope, ctx)
+        e = self.parts.exprs.expr(expr_t, scope, ctx)
         if not isinstance(e.type, ir.BitsType | ir.EnumType | ir.ErrorType):
             raise self.err(expr_t, f"cannot switch on a value of type {e.type}")
         vcases: list[ir.ValueCase] = []
@@ -147,7 +146,7 @@ class Statements(_Base):
                 vals = None
             else:
                 lt = label.children[0]
-                v = self.coerce(self.expr(lt, scope, ctx), e.type, lt, "switch label")
+                v = self.parts.exprs.coerce(self.parts.exprs.expr(lt, scope, ctx), e.type, lt, "switch label")
                 if not isinstance(v, ir.Const):
                     raise self.err(lt, "switch labels must be compile-time constants")
                 vals = [v]

@@ -3,13 +3,13 @@ inlined: the instance's parameters become variables of the enclosing block, its 
 instances, actions, tables and value sets are elaborated into it once, and each apply is
 copy-in, the body (``return`` lowered), copy-out (``ir.Block.copy_out``: also on exit).
 
-A mixin of ``Elaborator``.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from lark import Tree
 
@@ -29,17 +29,26 @@ from p4switch.frontend.bindings import (
 )
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.lowering import lower_returns
-from p4switch.frontend.mixin import BOOL, _Base
+from p4switch.frontend.parts import Part
 from p4switch.frontend.trees import core_type, expr_text, has_ctor_params, name_text
 from p4switch.frontend.types import (
+    BOOL,
     BlockTypeRef,
     TypeVar,
     contains_typevar,
 )
 from p4switch.ir import has_return
 
+if TYPE_CHECKING:  # pragma: no cover
+    from p4switch.frontend.environment import Environment
+    from p4switch.frontend.parts import Parts
 
-class SubBlocks(_Base):
+
+class SubBlocks(Part):
+    def __init__(self, env: Environment, parts: Parts) -> None:
+        super().__init__(env, parts)
+        self.specialized: dict[str, int] = {}  # block type -> its specialisations so far
+
     def action_param_names(self, d: Tree) -> set[str]:
         out: set[str] = set()
         for item in d.children[2:-1]:
@@ -50,7 +59,7 @@ class SubBlocks(_Base):
             elif item.data == "instantiation":
                 inner = core_type(item.children[1])
                 if inner.data == "named_type":
-                    b = self.globals.lookup(str(inner.children[0]))
+                    b = self.env.globals.lookup(str(inner.children[0]))
                     if isinstance(b, BlockB) and b.kind == "control" and b.tree is not None:
                         out |= self.action_param_names(b.tree)
         return out
@@ -69,8 +78,8 @@ class SubBlocks(_Base):
         assert b.tree is not None
         tree = b.tree
         ttree, ctor = tree.children[0], tree.children[1]
-        iscope = Scope(self.globals)
-        sub = BlockCtx(ctx.kind, self.cp_name(ctx, inst, annos), ctx.used, ctx.instances,
+        iscope = Scope(self.env.globals)
+        sub = BlockCtx(ctx.kind, self.parts.annos.cp_name(ctx, inst, annos), ctx.used, ctx.instances,
                        ctx.tables, ctx.actions, ctx.value_sets, ctx.locals,
                        deparser=ctx.deparser, local_prefix=f"{ctx.local_prefix}{inst}.")
         self.ctor_args(d, b.kind, t.name, ctor, args, scope, ctx, iscope, sub)
@@ -83,13 +92,13 @@ class SubBlocks(_Base):
             if default is not None:
                 raise self.err(default, unsupported("default parameter value"))
             dname = str(direction.children[0]) if direction is not None else ""
-            pt = self.resolve_type(tref, iscope)
+            pt = self.parts.decls.resolve_type(tref, iscope)
             n = name_text(pname)
             if isinstance(pt, ir.ExternType):
                 if pt.name not in ("packet_in", "packet_out"):
                     raise self.err(p, unsupported(f"{pt.name} parameters of sub-{b.kind}s"))
                 # extract/emit do not name the packet: the parameter only gives access to them
-                self.declare(iscope, n, VarB(f"{inst}_{n}", pt, False, "parameter"), pname)
+                self.env.declare(iscope, n, VarB(f"{inst}_{n}", pt, False, "parameter"), pname)
                 params.append(SubParam(n, dname, pt, ""))
                 continue
             if dname == "":
@@ -98,7 +107,7 @@ class SubBlocks(_Base):
                 raise self.err(tref, unsupported(f"generic parameter types in {b.kind}s"))
             irn = ctx.fresh(f"{inst}_{n}")
             what_p = "'in' parameter" if dname == "in" else "parameter"
-            self.declare(iscope, n, VarB(irn, pt, dname != "in", what_p), pname)
+            self.env.declare(iscope, n, VarB(irn, pt, dname != "in", what_p), pname)
             ctx.locals.append(ir.VarDecl(irn, pt, loc=self.loc(pname)))
             params.append(SubParam(n, dname, pt, irn))
         # locals: declared in the enclosing block, (re)initialised at each apply
@@ -107,14 +116,14 @@ class SubBlocks(_Base):
         inits: list[tuple[str, object, ir.Expr | None]] = []
         for item in items:
             if item.data == "var_decl":
-                vd = self.var_decl(item, iscope, sub)
+                vd = self.parts.blocks.var_decl(item, iscope, sub)
                 ctx.locals.append(ir.VarDecl(vd.name, vd.type, loc=vd.loc))
                 inits.append((vd.name, vd.type, vd.init))
             else:
-                self.block_local(item, iscope, sub)
-        self.declare(scope if into is None else into, inst,
+                self.parts.blocks.block_local(item, iscope, sub)
+        self.env.declare(scope if into is None else into, inst,
                      SubInstB(b.kind, inst, tree, iscope, sub, params, inits), name)
-        self.sub_used.add(t.name)
+        self.env.sub_used.add(t.name)
 
     def ctor_args(self, d: Tree, kind: str, tname: str, ctor: Tree | None, args: Tree | None,
                   scope: Scope, ctx: BlockCtx, iscope: Scope, sub: BlockCtx) -> None:
@@ -123,18 +132,18 @@ class SubBlocks(_Base):
         evaluated in the instantiating ``scope``/``ctx``."""
         # constructor parameters: compile-time constants in the instance's scope
         cparams = ctor.children[0].children if has_ctor_params(ctor) else []
-        raw = self.arg_list(args)
+        raw = self.parts.args.arg_list(args)
         if len(raw) != len(cparams):
             raise self.err(d, f"{kind} '{tname}' expects {len(cparams)} constructor "
                               f"arguments, got {len(raw)}")
         what = f"constructor of {tname}"
-        for p, a in zip(cparams, self.bind(raw, [name_text(p.children[3]) for p in cparams], what),
+        for p, a in zip(cparams, self.parts.args.bind(raw, [name_text(p.children[3]) for p in cparams], what),
                         strict=True):
             _pa, direction, tref, pname, default = p.children
             if direction is not None or default is not None:
                 raise self.err(p, unsupported("constructor parameters with a direction or "
                                               "a default value"))
-            pt = self.resolve_type(tref, self.globals)
+            pt = self.parts.decls.resolve_type(tref, self.env.globals)
             if isinstance(pt, BlockTypeRef):
                 self.block_ctor_arg(p, pt, a, what, scope, ctx, iscope, sub)
                 continue
@@ -142,12 +151,12 @@ class SubBlocks(_Base):
                               | ir.InfIntType):
                 raise self.err(tref, unsupported(f"constructor parameters of type {pt} (only "
                                                  "values: bit/int/bool/enum/error)"))
-            e = self.coerce(self.expr(a, scope, ctx), pt, a, f"argument '{name_text(pname)}' of "
+            e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), pt, a, f"argument '{name_text(pname)}' of "
                                                              f"{what}")
             if not isinstance(e, ir.Const):
                 raise self.err(a, f"argument '{name_text(pname)}' of {what} must be a "
                                   "compile-time constant")
-            self.declare(iscope, name_text(pname), ConstB(e), pname)
+            self.env.declare(iscope, name_text(pname), ConstB(e), pname)
 
     def specialize_block(self, b: BlockB, bname: str, cargs: Tree | None, a: Tree) -> BlockB:
         """A V1Switch control or parser with constructor parameters (``V1Switch(P(2), ...,
@@ -160,16 +169,16 @@ class SubBlocks(_Base):
         annos_t, _name_tok, targs, params = ttree.children
         if targs is not None:
             raise self.err(targs, unsupported(f"generic {b.kind}s"))
-        counts = self.__dict__.setdefault("_specialized", {})
+        counts = self.specialized
         n = f"{bname}_{counts.get(bname, 0)}"
         counts[bname] = counts.get(bname, 0) + 1
         reserved = self.action_param_names(d) if b.kind == "control" else set()
-        ctx = BlockCtx(b.kind, n, set(self.reserved) | reserved)
-        scope = Scope(self.globals)
-        plist = self.block_params(params, scope, ctx, b.kind)
-        self.ctor_args(a, b.kind, bname, ctor, cargs, self.globals, ctx, scope, ctx)
-        body = self.control_body if b.kind == "control" else self.parser_body
-        return body(d, n, self.annotations(annos_t), scope, ctx, plist)
+        ctx = BlockCtx(b.kind, n, set(self.env.reserved) | reserved)
+        scope = Scope(self.env.globals)
+        plist = self.parts.blocks.block_params(params, scope, ctx, b.kind)
+        self.ctor_args(a, b.kind, bname, ctor, cargs, self.env.globals, ctx, scope, ctx)
+        body = self.parts.blocks.control_body if b.kind == "control" else self.parts.parsers.parser_body
+        return body(d, n, self.parts.annos.annotations(annos_t), scope, ctx, plist)
 
     def block_ctor_arg(self, p: Tree, pt: BlockTypeRef, a: Tree, what: str, scope: Scope,
                        ctx: BlockCtx, iscope: Scope, sub: BlockCtx) -> None:
@@ -180,7 +189,7 @@ class SubBlocks(_Base):
         are evaluated where C is instantiated."""
         pname = p.children[3]
         pn = name_text(pname)
-        proto_b = self.globals.lookup(pt.name)
+        proto_b = self.env.globals.lookup(pt.name)
         if not isinstance(proto_b, ProtoB):
             kind = proto_b.kind if isinstance(proto_b, BlockB) else "package"
             raise self.err(p.children[2], f"constructor parameter '{pn}' cannot have type "
@@ -203,7 +212,7 @@ class SubBlocks(_Base):
             got = [(q.direction, q.type) for q in ib.params]
             if got != [(sp.direction, sp.type) for sp in proto.params]:
                 raise self.err(a, f"the parameters of '{ib.name}' do not match {proto.name}")
-            self.declare(iscope, pn, ib, pname)
+            self.env.declare(iscope, pn, ib, pname)
             return
         if not (isinstance(a, Tree) and a.data == "construct"):
             raise self.err(a, f"argument '{pn}' of {what} must be a {proto.kind} instantiation "
@@ -226,7 +235,7 @@ class SubBlocks(_Base):
         for sp, bp in zip(proto.params, bparams, strict=True):
             _pa, direction, btref, bpname, _default = bp.children
             bdir = str(direction.children[0]) if direction is not None else ""
-            bt = self.resolve_type(btref, self.globals)
+            bt = self.parts.decls.resolve_type(btref, self.env.globals)
             if bdir != sp.direction or bt != sp.type:
                 raise self.err(a, f"parameter '{name_text(bpname)}' of '{bname}' is "
                                   f"'{f'{bdir} {bt}'.strip()}', but {proto.name} declares "
@@ -242,13 +251,13 @@ class SubBlocks(_Base):
         if len(arg_trees) != len(ib.params):
             raise self.err(c, f"{what} expects {len(ib.params)} arguments, got "
                               f"{len(arg_trees)}")
-        arg_trees = self.bind(arg_trees, [p.name for p in ib.params], what)
+        arg_trees = self.parts.args.bind(arg_trees, [p.name for p in ib.params], what)
         pre: list[ir.Stmt] = []
         post: list[ir.Stmt] = []
         loc = self.loc(c)
         for p, a in zip(ib.params, arg_trees, strict=True):
             if not p.ir_name:
-                e = self.expr(a, scope, ctx)
+                e = self.parts.exprs.expr(a, scope, ctx)
                 if not (isinstance(e.type, ir.ExternType) and e.type.name == p.type.name):
                     raise self.err(a, f"argument '{p.name}' of {what}: expected {p.type}, got "
                                       f"{e.type}")
@@ -260,10 +269,10 @@ class SubBlocks(_Base):
                                       f"('{p.name}' of {what} is '{p.direction}')")
                 pre.extend(self.zero(var, ctx))  # no copy-out: the value is discarded
                 continue
-            e = self.coerce(self.expr(a, scope, ctx), p.type, a, f"argument '{p.name}' of "
+            e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), p.type, a, f"argument '{p.name}' of "
                                                                   f"{what}")
             if p.direction in ("out", "inout"):
-                self.check_lvalue(e, a, scope)
+                self.parts.stmts.check_lvalue(e, a, scope)
                 e = self.pin_lvalue(e, pre, ctx)
                 post.append(ir.Assign(copy.deepcopy(e), var, loc=loc))
             if p.direction in ("in", "inout"):
@@ -278,11 +287,11 @@ class SubBlocks(_Base):
                 pre.extend(self.zero(var, ctx))
         if ib.kind == "parser":
             return ParserCall(ib, pre, post, c)
-        depth, self.loop_depth = self.loop_depth, 0  # break/continue do not leave the callee
+        depth, self.env.loop_depth = self.env.loop_depth, 0  # break/continue do not leave the callee
         try:
-            body = self.block(ib.tree.children[-1], Scope(ib.scope), ib.ctx)
+            body = self.parts.stmts.block(ib.tree.children[-1], Scope(ib.scope), ib.ctx)
         finally:
-            self.loop_depth = depth
+            self.env.loop_depth = depth
         if has_return(body):
             flag = ctx.fresh(f"{ib.name}_returned")
             pre.append(ir.VarDecl(flag, BOOL, ir.Const(False, type=BOOL), loc=loc))

@@ -2,7 +2,6 @@
 entries' action calls, implementation/counters/meters properties, and entry keysets cut to
 the key's match kind. Entries and their priorities are in ``entries``.
 
-A mixin of ``Elaborator``.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from p4switch.frontend.bindings import (
 )
 from p4switch.frontend.diagnostics import warn
 from p4switch.frontend.errors import unsupported
-from p4switch.frontend.mixin import _Base
+from p4switch.frontend.parts import Part
 from p4switch.frontend.trees import expr_text, name_text
 
 #: Whether table actions lists may bind directional action arguments (``ir.ActionRef.args``).
@@ -28,13 +27,13 @@ from p4switch.frontend.trees import expr_text, name_text
 BOUND_ACTION_ARGS = True
 
 
-class Tables(_Base):
+class Tables(Part):
     def table_decl(self, d: Tree, scope: Scope, ctx: BlockCtx) -> None:
         annos_t, name = d.children[0], d.children[1]
-        annos = self.annotations(annos_t, scope)
+        annos = self.parts.annos.annotations(annos_t, scope)
         n = name_text(name)
         props = d.children[2:]
-        table = ir.Table(ctx.local_prefix + n, self.cp_name(ctx, n, annos), [], [],
+        table = ir.Table(ctx.local_prefix + n, self.parts.annos.cp_name(ctx, n, annos), [], [],
                          ir.BoundAction("NoAction", []), annotations=annos, loc=self.loc(name))
         seen: set[str] = set()
 
@@ -75,7 +74,7 @@ class Tables(_Base):
                                                              default=True)
                     table.default_action_const = const_tok is not None
                 elif pn == "size":
-                    table.size = self.const_int(value, scope, "table size")
+                    table.size = self.parts.decls.const_int(value, scope, "table size")
                     if table.size <= 0:
                         raise self.err(value, "table size must be positive")
                 elif pn == "counters":
@@ -88,16 +87,16 @@ class Tables(_Base):
                     table.implementation = self.table_instance_prop(
                         value, scope, ctx, table, ("action_profile", "action_selector"), pn)
                 elif pn == "largest_priority_wins":
-                    e = self.expr(value, scope, ctx)
+                    e = self.parts.exprs.expr(value, scope, ctx)
                     if not (isinstance(e, ir.Const) and isinstance(e.type, ir.BoolType)):
                         raise self.err(value, "largest_priority_wins must be true or false")
                     largest_wins = bool(e.value)
                 elif pn == "priority_delta":
-                    delta = self.const_int(value, scope, "priority_delta")
+                    delta = self.parts.decls.const_int(value, scope, "priority_delta")
                     if delta <= 0:
                         raise self.err(value, "priority_delta must be positive")
                 elif pn == "support_timeout":
-                    e = self.expr(value, scope, ctx)
+                    e = self.parts.exprs.expr(value, scope, ctx)
                     if not (isinstance(e, ir.Const) and isinstance(e.type, ir.BoolType)):
                         raise self.err(value, "support_timeout must be true or false")
                     table.annotations["support_timeout"] = "true" if e.value else "false"
@@ -107,7 +106,7 @@ class Tables(_Base):
         if not default_given:
             # as p4c: an implicit `default_action = NoAction()`, with NoAction added to the
             # list as @defaultonly when the program did not list it
-            if self.globals.lookup("NoAction") is None:
+            if self.env.globals.lookup("NoAction") is None:
                 raise self.err(name, f"table '{n}' has no default_action and NoAction is not "
                                      "declared (include <core.p4>)")
             if not any(r.action == "NoAction" for r in table.actions):
@@ -115,22 +114,22 @@ class Tables(_Base):
             table.default_action = ir.BoundAction("NoAction", [])
         selector = [k for k in table.keys if k.match_kind == "selector"]
         if selector:
-            impl = ctx.instances.get(table.implementation or "") or self.instances.get(
+            impl = ctx.instances.get(table.implementation or "") or self.env.instances.get(
                 table.implementation or "")
             if impl is None or impl.type_name != "action_selector":
                 raise self.err(name, f"table '{n}' has selector keys but no action_selector "
                                      "implementation")
         if entries_t is not None:
-            self.table_entries(entries_t, scope, ctx, table, largest_wins, delta)
-        self.declare(scope, n, TableB(table), name)
+            self.parts.entries.table_entries(entries_t, scope, ctx, table, largest_wins, delta)
+        self.env.declare(scope, n, TableB(table), name)
         ctx.tables[table.name] = table
 
     def table_key(self, k: Tree, scope: Scope, ctx: BlockCtx) -> ir.TableKey:
         expr_t, kind_t, annos_t = k.children
-        annos = self.annotations(annos_t, scope)
-        e = self.expr(expr_t, scope, ctx)
+        annos = self.parts.annos.annotations(annos_t, scope)
+        e = self.parts.exprs.expr(expr_t, scope, ctx)
         kind = name_text(kind_t)
-        if kind not in self.match_kinds:
+        if kind not in self.env.match_kinds:
             raise self.err(kind_t, f"unknown match kind '{kind}'")
         t = e.type
         if isinstance(t, ir.EnumType) and t.underlying is None:
@@ -155,15 +154,15 @@ class Tables(_Base):
     def action_ref(self, ar: Tree, scope: Scope, ctx: BlockCtx,
                    table: ir.Table) -> ir.ActionRef:
         annos_t, name, args = ar.children
-        annos = self.annotations(annos_t, scope)
+        annos = self.parts.annos.annotations(annos_t, scope)
         b = scope.lookup(name_text(name))
         if not isinstance(b, ActionB):
             raise self.err(name, f"'{name_text(name)}' is not an action")
-        action = self.actions[b.key]
+        action = self.env.actions[b.key]
         an = name_text(name)
         directional = [p for p in action.params if p.direction]
         bound: list[ir.Expr] = []
-        raw = self.arg_list(args)
+        raw = self.parts.args.arg_list(args)
         if raw or directional:
             # `actions = { setbyte(hdr.data.b1); }`: the directional parameters are bound here
             if len(raw) != len(directional):
@@ -171,12 +170,12 @@ class Tables(_Base):
                                      f"'{table.name}' needs {len(directional)} argument(s) for "
                                      f"its directional parameters, got {len(raw)}")
             what = f"action '{an}'"
-            for p, a in zip(directional, self.bind(raw, [p.name for p in directional], what),
+            for p, a in zip(directional, self.parts.args.bind(raw, [p.name for p in directional], what),
                             strict=True):
-                e = self.coerce(self.expr(a, scope, ctx), p.type, a,
+                e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), p.type, a,
                                 f"argument '{p.name}' of '{an}'")
                 if p.direction in ("out", "inout"):
-                    self.check_lvalue(e, a, scope)
+                    self.parts.stmts.check_lvalue(e, a, scope)
                 bound.append(e)
             if not BOUND_ACTION_ARGS:
                 raise self.err(args if args is not None else name, unsupported(
@@ -215,18 +214,18 @@ class Tables(_Base):
         if not default and ref.scope == "defaultonly":
             raise self.err(name_node, f"action '{an}' is @defaultonly and cannot be used in "
                                       "entries")
-        action = self.actions[b.key]
-        raw = self.arg_list(args_t)
+        action = self.env.actions[b.key]
+        raw = self.parts.args.arg_list(args_t)
         data = action.data_params
         if ref.args and len(raw) == len(action.params):
             # p4c's spelling: the directional arguments the actions list binds, repeated
             raw = self.bound_leading(raw, ref, action, scope, ctx, an)
         # defaults do not apply here: p4c requires every action data argument
-        arg_trees = self.with_defaults(raw, [p.name for p in data], {}, f"action '{an}'",
+        arg_trees = self.parts.args.with_defaults(raw, [p.name for p in data], {}, f"action '{an}'",
                                        name_node)
         vals = []
         for p, a in zip(data, arg_trees, strict=True):
-            c = self.arg_value(a, p.type, "", f"argument '{p.name}' of '{an}'", scope, ctx)
+            c = self.parts.args.arg_value(a, p.type, "", f"argument '{p.name}' of '{an}'", scope, ctx)
             if not isinstance(c, ir.Const):
                 raise self.err(a, f"argument '{p.name}' of '{an}' must be a compile-time "
                                   "constant")
@@ -237,9 +236,9 @@ class Tables(_Base):
                       ctx: BlockCtx, an: str) -> Args:
         """An entry or default action that repeats the directional arguments its actions list
         binds (p4c requires them there): check they are the same, keep the action data."""
-        trees = self.bind(raw, [p.name for p in action.params], f"action '{an}'")
+        trees = self.parts.args.bind(raw, [p.name for p in action.params], f"action '{an}'")
         for a, bound in zip(trees, ref.args, strict=False):
-            if self.expr(a, scope, ctx) != bound:
+            if self.parts.exprs.expr(a, scope, ctx) != bound:
                 raise self.err(a, f"argument of '{an}' must be the one its table's actions "
                                   f"list binds ('{expr_text(a)}' differs)")
         rest = Args()
@@ -253,7 +252,7 @@ class Tables(_Base):
         kinds = (kinds,) if isinstance(kinds, str) else kinds
         if value.data == "construct":
             tref, args = value.children
-            t = self.resolve_type(tref, scope)
+            t = self.parts.decls.resolve_type(tref, scope)
             if not isinstance(t, ir.ExternType) or t.name not in kinds:
                 raise self.err(value, f"table property '{prop}' must be "
                                       f"{' or '.join(kinds)}, not {t}")
@@ -261,7 +260,7 @@ class Tables(_Base):
             annos = {}
             if "name" in table.annotations:
                 annos["name"] = table.annotations["name"]
-            inst = self.make_instance(t, args, value, scope, ctx, local, annos, value)
+            inst = self.parts.blocks.make_instance(t, args, value, scope, ctx, local, annos, value)
             inst.cp_name = table.cp_name if local == table.name else f"{table.cp_name}_{prop}"
             inst.annotations = {}
             inst.name = local  # the table's IR name already carries ctx.local_prefix

@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 
 from p4switch import ir
 
+BOOL = ir.BoolType()
+BIT32 = ir.BitsType(32)
+
 
 @dataclass(frozen=True)
 class TypeVar:

@@ -11,7 +11,6 @@ headers, and the front end adds the validity rules where a member changes:
 Header stacks of unions (spec 7.2.4, 8.20) are ``ir.StackType`` with a union ``elem``: the
 same rules apply to ``us[i].a``, ``us.last.a`` and ``us.next.a``; ``extract(us.next.a)``
 advances nextIndex (the pipeline does), so the members it invalidates are those of ``us.last``.
-A mixin of ``Elaborator``.
 """
 
 from __future__ import annotations
@@ -21,8 +20,9 @@ from lark import Tree
 from p4switch import ir
 from p4switch.frontend.bindings import TypeB
 from p4switch.frontend.errors import unsupported
-from p4switch.frontend.mixin import BOOL, _Base
+from p4switch.frontend.parts import Part
 from p4switch.frontend.trees import name_text
+from p4switch.frontend.types import BOOL
 
 
 def union_member(e: ir.Expr) -> tuple[ir.Expr, ir.StructType, str] | None:
@@ -33,21 +33,21 @@ def union_member(e: ir.Expr) -> tuple[ir.Expr, ir.StructType, str] | None:
     return None
 
 
-class HeaderUnions(_Base):
+class HeaderUnions(Part):
     def decl_header_union_decl(self, d: Tree) -> None:
         annos, name, targs = d.children[0], d.children[1], d.children[2]
         if targs is not None:
             raise self.err(targs, unsupported("generic header_union"))
-        fields = self.fields(d, self.globals, False)
+        fields = self.parts.decls.fields(d, self.env.globals, False)
         for f, ft in zip(fields, [c for c in d.children if isinstance(c, Tree)
                                   and c.data == "struct_field"], strict=True):
             if not isinstance(f.type, ir.HeaderType):
                 raise self.err(ft, f"header_union member '{f.name}' must be a header, not "
                                    f"{f.type}")
-        u = ir.StructType(name_text(name), fields, tuple(self.annotations(annos).items()),
+        u = ir.StructType(name_text(name), fields, tuple(self.parts.annos.annotations(annos).items()),
                           union=True)
-        self.declare(self.globals, u.name, TypeB(u), name)
-        self.types[u.name] = u
+        self.env.declare(self.env.globals, u.name, TypeB(u), name)
+        self.env.types[u.name] = u
 
     def union_valid(self, u: ir.Expr, loc: ir.SourceLoc | None) -> ir.Expr:
         """``u.isValid()``: whether some member is valid."""

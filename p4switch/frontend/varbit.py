@@ -6,7 +6,7 @@ typedef, a local variable or a list item holding such a value: its length is kno
 (``ir.VarbitType``). Whatever else the program does with a varbit field is
 limited to what the spec allows: assignment from a varbit of the same type, ``==``/``!=``, and
 comparison of whole headers. ``minSizeInBits()``/``minSizeInBytes()`` (and the ``max`` pair)
-of a header are compile-time integers. A mixin of ``Elaborator``.
+of a header are compile-time integers.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from lark import Tree
 from p4switch import ir
 from p4switch.frontend.bindings import BlockCtx, Scope
 from p4switch.frontend.errors import unsupported
-from p4switch.frontend.mixin import BIT32, _Base
+from p4switch.frontend.parts import Part
+from p4switch.frontend.types import BIT32
 
 #: extern functions whose data argument may hold varbit fields
 VARBIT_INPUTS = {"hash", "verify_checksum", "update_checksum", "verify_checksum_with_payload",
@@ -37,12 +38,12 @@ def has_varbit(t: object) -> bool:
     return False
 
 
-class Varbits(_Base):
+class Varbits(Part):
     def varbit_type(self, t: Tree, scope: Scope) -> ir.VarbitType:
         """``varbit<W>``: header fields (the only ones extract sets), and, as p4c allows,
         struct fields, typedefs, local variables and list items, which hold a copy (the
         length travels with the value). Action data and keys cannot be varbits."""
-        w = self.width(t.children[0], scope)
+        w = self.parts.decls.width(t.children[0], scope)
         if w <= 0:
             raise self.err(t, "varbit<W> needs a positive width")
         return ir.VarbitType(w)
@@ -61,19 +62,19 @@ class Varbits(_Base):
                       as_stmt: bool) -> ir.Stmt:
         """``extract(hdr, variableFieldSizeInBits)``: the ParserErrors (bits not a multiple
         of 8, more than the varbit's W, past the end of the packet) are run-time ones."""
-        arg_trees = self.bind(arg_trees, ["hdr", "variableFieldSizeInBits"], "extract()")
-        h = self.expr(arg_trees[0], scope, ctx)
+        arg_trees = self.parts.args.bind(arg_trees, ["hdr", "variableFieldSizeInBits"], "extract()")
+        h = self.parts.exprs.expr(arg_trees[0], scope, ctx)
         if not isinstance(h.type, ir.HeaderType):
             raise self.err(arg_trees[0], f"extract() needs a header, not {h.type}")
         if h.type.varbit is None:
             raise self.err(c, f"extract(hdr, bits) needs a header with a varbit field; "
                               f"{h.type.name} has none (use extract(hdr))")
-        bits = self.coerce(self.expr(arg_trees[1], scope, ctx), BIT32, arg_trees[1],
+        bits = self.parts.exprs.coerce(self.parts.exprs.expr(arg_trees[1], scope, ctx), BIT32, arg_trees[1],
                            "extract size")
-        self.check_lvalue(h, arg_trees[0], scope)
+        self.parts.stmts.check_lvalue(h, arg_trees[0], scope)
         if not as_stmt:
             raise self.err(c, "extract() does not return a value")
-        return self.union_others_invalid(h, ir.Extract(h, bits, loc=self.loc(c)))
+        return self.parts.unions.union_others_invalid(h, ir.Extract(h, bits, loc=self.loc(c)))
 
     def no_varbit_argument(self, e: ir.Expr, node: Tree, what: str) -> None:
         """Hash and checksum inputs take a varbit's current bits (IPv4 options in the header

@@ -226,9 +226,9 @@ _BOUND = (
 
 
 def test_bound_action_arguments_ir_shape() -> None:
-    from p4switch.frontend import elaborate
+    from p4switch.frontend import tables
 
-    assert elaborate.BOUND_ACTION_ARGS  # the pipeline executes them (tests/pipeline)
+    assert tables.BOUND_ACTION_ARGS  # the pipeline executes them (tests/pipeline)
     prog = compile_ingress(_BOUND)
     ref = prog.controls["I"].tables["t"].actions[0]
     assert ref.action == "I.setbyte"
