@@ -46,7 +46,7 @@ class Annotations(Part):
             out[name] = text
         return out
 
-    def anno_body_text(self, body: Token) -> ir.AnnotationText:
+    def anno_body_text(self, body: Tree | Token) -> ir.AnnotationText:
         """The body's value as the front end reads it (comma-separated items, strings unquoted:
         ``@name("x")`` -> ``x``, ``@a(k = "v", - 2)`` -> ``k=v, -2``) carrying its tokens as
         p4c prints them (spaced) for P4Info."""

@@ -77,7 +77,7 @@ class Arguments(Part):
         return e
 
     def with_defaults(self, args: Args, params: list[str], defaults: dict[str, ir.Const],
-                      what: str, node: Tree) -> list[Tree | ir.Expr]:
+                      what: str, node: object) -> list[Tree | ir.Expr]:
         """The arguments in parameter order; an omitted one is its parameter's default (an
         ir.Const, already elaborated)."""
         if any(args.names):

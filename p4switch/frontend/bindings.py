@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 @dataclass
 class VarB:
     ir_name: str
-    type: object
+    type: ir.Type
     writable: bool
     what: str  # "variable", "'in' parameter", "action data parameter", ...
 
@@ -89,7 +89,7 @@ class BlockB:
 class SubParam:
     name: str
     direction: str
-    type: object
+    type: ir.Type
     ir_name: str  # the per-instance variable holding the parameter ("" for packet_in/out)
 
 
@@ -106,7 +106,7 @@ class SubInstB:
     scope: Scope
     ctx: BlockCtx
     params: list[SubParam]
-    local_inits: list[tuple[str, object, ir.Expr | None]]
+    local_inits: list[tuple[str, ir.Type, ir.Expr | None]]
     applies: int = 0
 
 
@@ -125,7 +125,7 @@ class Frame:
     """The function whose body is being elaborated: where ``return e`` stores ``e``."""
 
     name: str
-    ret: object
+    ret: ir.Type
     result: str | None
 
 

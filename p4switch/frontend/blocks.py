@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import fields, is_dataclass, replace
 
-from lark import Tree
+from lark import Token, Tree
 
 from p4switch import ir
 from p4switch.frontend.bindings import (
@@ -51,6 +51,7 @@ class BlockElaborator(Part):
             d = str(direction.children[0]) if direction is not None else ""
             t = self.parts.decls.resolve_type(tref, scope)
             if default is not None:
+                assert defaults is not None  # refused above
                 if d in ("out", "inout"):
                     raise self.err(default, f"an {d} parameter cannot have a default value")
                 defaults[name_text(pname)] = self.parts.args.param_default(default, t, scope, ctx, name_text(pname))
@@ -206,7 +207,7 @@ class BlockElaborator(Part):
                                  vals, annos, loc=self.loc(name_node))
 
     def package_instance(self, d: Tree, decl: PackageDecl, args: Tree | None,
-                         name: object) -> None:
+                         name: Tree | Token) -> None:
         if decl.name != "V1Switch":
             raise self.err(d, unsupported(f"package '{decl.name}' (only V1Switch of v1model)"))
         if self.env.main_seen:
@@ -232,9 +233,11 @@ class BlockElaborator(Part):
                 raise self.err(a, f"'{bname}' is not a parser or control implementation")
             if b.block is None:
                 b = self.parts.subs.specialize_block(b, bname, cargs, a)  # Top(Leaf(), 3) -> Top_0
+                assert b.block is not None  # a specialisation has its IR block
                 bname = b.block.name
             elif cargs is not None:
                 raise self.err(cargs, f"{b.kind} '{bname}' has no constructor parameters")
+            block = b.block
             assert isinstance(p.type, BlockTypeRef)
             proto_b = self.env.globals.lookup(p.type.name)
             assert isinstance(proto_b, ProtoB)
@@ -242,12 +245,12 @@ class BlockElaborator(Part):
             if proto.kind != b.kind:
                 raise self.err(a, f"argument '{p.name}' of V1Switch must be a {proto.kind}, "
                                   f"but '{bname}' is a {b.kind}")
-            if len(proto.params) != len(b.block.params):
-                raise self.err(a, f"{b.kind} '{bname}' has {len(b.block.params)} parameters, "
+            if len(proto.params) != len(block.params):
+                raise self.err(a, f"{b.kind} '{bname}' has {len(block.params)} parameters, "
                                   f"but {proto.name} needs {len(proto.params)}")
             # proto type params are positional aliases of the package's (H, M)
             pkg_args = {tp: pa for tp, pa in zip(proto.type_params, p.type.args, strict=False)}
-            for pp_, bp, bt in zip(proto.params, b.block.params, b.param_types, strict=True):
+            for pp_, bp, bt in zip(proto.params, block.params, b.param_types, strict=True):
                 if pp_.direction != bp.direction:
                     # p4c unifies the block's apply signature with the package parameter's:
                     # directions must be identical (an 'in' where 'inout' is declared fails too)

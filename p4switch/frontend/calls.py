@@ -5,7 +5,9 @@ methods and sub-block applies, with their arguments bound to the parameters.
 
 from __future__ import annotations
 
-from lark import Tree
+from typing import cast
+
+from lark import Token, Tree
 
 from p4switch import ir
 from p4switch.frontend.arguments import is_dontcare
@@ -86,14 +88,14 @@ class Calls(Part):
         if callee_t.data == "type_member" and str(callee_t.children[1].children[0]) == "apply":
             b = self.env.globals.lookup(str(callee_t.children[0]))
             if isinstance(b, BlockB):
-                return self.parts.direct.direct_apply(b, callee_t.children[0], arg_trees, c, scope, ctx,
-                                         as_stmt)
+                return self.parts.direct.direct_apply(b, cast(Token, callee_t.children[0]),
+                                                      arg_trees, c, scope, ctx, as_stmt)
         ref = self.parts.exprs.expr_or_ref(callee_t, scope, ctx)
         if not isinstance(ref, MethodRef):
             raise self.err(callee_t, f"'{expr_text(callee_t)}' cannot be called")
         m = ref.method
         if ref.kind == "header":
-            h = ref.target
+            h = cast(ir.Expr, ref.target)
             if arg_trees:
                 raise self.err(c, f"{m}() takes no arguments")
             if m in SIZE_METHODS:  # a compile-time value: no effect as a statement
@@ -118,14 +120,15 @@ class Calls(Part):
                 raise self.err(c, f"{m}() does not return a value")
             if len(arg_trees) != 1:
                 raise self.err(c, f"{m}() takes one argument")
-            arg_trees = self.parts.args.bind(arg_trees, ["count"], f"{m}()")
-            n = self.parts.decls.const_int(arg_trees[0], scope, f"{m} count")
+            (count,) = self.parts.args.bind(arg_trees, ["count"], f"{m}()")
+            n = self.parts.decls.const_int(count, scope, f"{m} count")
             if n < 0:
-                raise self.err(arg_trees[0], f"{m} count must not be negative")
-            self.parts.stmts.check_lvalue(ref.target, callee_t.children[0], scope)
-            return ir.StackMethod(ref.target, m, n, loc=loc)
+                raise self.err(count, f"{m} count must not be negative")
+            stack = cast(ir.Expr, ref.target)
+            self.parts.stmts.check_lvalue(stack, callee_t.children[0], scope)
+            return ir.StackMethod(stack, m, n, loc=loc)
         if ref.kind == "table":
-            table = ref.target
+            table = cast(ir.Table, ref.target)
             if arg_trees:
                 raise self.err(c, "apply() takes no arguments")
             if ctx.in_action:
@@ -134,14 +137,14 @@ class Calls(Part):
                 return ir.ApplyTable(table.name, loc=loc)
             return ApplyResult(table, c)
         if ref.kind == "subblock":
-            ib: SubInstB = ref.target
+            sub = cast(SubInstB, ref.target)
             if not as_stmt:
-                raise self.err(c, f"{ib.name}.apply() does not return a value")
+                raise self.err(c, f"{sub.name}.apply() does not return a value")
             if ctx.in_action:
-                raise self.err(c, f"a {ib.kind} cannot be applied inside an action")
+                raise self.err(c, f"a {sub.kind} cannot be applied inside an action")
             if targs:
                 raise self.err(c, "apply() takes no type arguments")
-            return self.parts.subs.sub_apply(ib, arg_trees, c, scope, ctx)
+            return self.parts.subs.sub_apply(sub, arg_trees, c, scope, ctx)
         if ref.kind == "packet_in":
             if ctx.kind != "parser":
                 raise self.err(c, f"packet_in.{m} is only available in parsers")
@@ -150,14 +153,14 @@ class Calls(Part):
                     return self.parts.varbits.sized_extract(arg_trees, c, scope, ctx, as_stmt)
                 if len(arg_trees) != 1:
                     raise self.err(c, "extract() takes one header")
-                arg_trees = self.parts.args.bind(arg_trees, ["hdr"], "extract()")
-                h = self.parts.exprs.expr(arg_trees[0], scope, ctx)
+                (hdr,) = self.parts.args.bind(arg_trees, ["hdr"], "extract()")
+                h = self.parts.exprs.expr(hdr, scope, ctx)
                 if not isinstance(h.type, ir.HeaderType):
-                    raise self.err(arg_trees[0], f"extract() needs a header, not {h.type}")
+                    raise self.err(hdr, f"extract() needs a header, not {h.type}")
                 if h.type.varbit is not None:
                     raise self.err(c, f"header {h.type.name} has a varbit field: extract it "
                                       f"with extract(hdr, bits)")
-                self.parts.stmts.check_lvalue(h, arg_trees[0], scope)
+                self.parts.stmts.check_lvalue(h, hdr, scope)
                 if not as_stmt:
                     raise self.err(c, "extract() does not return a value")
                 return self.parts.unions.union_others_invalid(h, ir.Extract(h, loc=loc))
@@ -177,22 +180,22 @@ class Calls(Part):
             if m == "advance":
                 if len(arg_trees) != 1:
                     raise self.err(c, "advance() takes one argument")
-                arg_trees = self.parts.args.bind(arg_trees, ["sizeInBits"], "advance()")
-                bits = self.parts.exprs.coerce(self.parts.exprs.expr(arg_trees[0], scope, ctx), BIT32, arg_trees[0],
-                                   "advance")
+                (size,) = self.parts.args.bind(arg_trees, ["sizeInBits"], "advance()")
+                bits = self.parts.exprs.coerce(self.parts.exprs.expr(size, scope, ctx), BIT32,
+                                               size, "advance")
                 return ir.Advance(bits, loc=loc)
             raise self.err(c, unsupported(f"packet_in.{m}()"))
         if ref.kind == "packet_out":
             if m != "emit" or len(arg_trees) != 1:
                 raise self.err(c, "packet_out supports emit(header) only")
-            arg_trees = self.parts.args.bind(arg_trees, ["hdr"], "emit()")
-            h = self.parts.exprs.expr(arg_trees[0], scope, ctx)
+            (hdr,) = self.parts.args.bind(arg_trees, ["hdr"], "emit()")
+            h = self.parts.exprs.expr(hdr, scope, ctx)
             if not self._emittable(h.type):
-                raise self.err(arg_trees[0], f"emit() needs a header, header stack or struct "
+                raise self.err(hdr, f"emit() needs a header, header stack or struct "
                                              f"of headers, not {h.type}")
             return ir.Emit(h, loc=loc)
         if ref.kind == "instance":
-            ib: InstanceB = ref.target
+            ib = cast(InstanceB, ref.target)
             sigs = ib.decl.methods.get(m)
             if not sigs:
                 raise self.err(callee_t, f"extern {ib.decl.name} has no method '{m}'")
@@ -262,12 +265,12 @@ class Calls(Part):
                         "mark_to_drop() of old v1model versions is rejected by current p4c too)")
             raise self.err(c, msg)
         sig = cands[0]
-        arg_trees = self.parts.args.bind(arg_trees, [p.name for p in sig.params], what)
+        bound = self.parts.args.bind(arg_trees, [p.name for p in sig.params], what)
         if targs and len(targs) != len(sig.type_params):
             raise self.err(c, f"{what} expects {len(sig.type_params)} type arguments, got "
                               f"{len(targs)}")
         binding: dict[str, object] = dict(zip(sig.type_params, targs, strict=False))
-        raw = [None if is_dontcare(a) else self.parts.exprs.expr(a, scope, ctx) for a in arg_trees]
+        raw = [None if is_dontcare(a) else self.parts.exprs.expr(a, scope, ctx) for a in bound]
         # infer type parameters from arguments that have a definite type
         for p, e in zip(sig.params, raw, strict=True):
             if isinstance(p.type, TypeVar) and p.type.name not in binding and e is not None \
@@ -277,7 +280,7 @@ class Calls(Part):
             if isinstance(p.type, TypeVar) and p.type.name not in binding and e is not None:
                 binding[p.type.name] = e.type
         args: list[ir.Expr] = []
-        for p, e, a in zip(sig.params, raw, arg_trees, strict=True):
+        for p, e, a in zip(sig.params, raw, bound, strict=True):
             pt = substitute(p.type, binding)
             if e is None:  # `_`: a discarded variable of the parameter's type
                 args.append(self.parts.args.arg_value(a, pt, p.direction, f"argument '{p.name}' of {what}",
@@ -291,8 +294,9 @@ class Calls(Part):
                 raise self.err(a, f"argument '{p.name}' of {what} must be a compile-time "
                                   "constant")
             args.append(e)
-        type_args = tuple(binding[tp] for tp in sig.type_params)
-        ret = substitute(sig.ret, binding)
+        # every type parameter is bound now: to types
+        type_args = tuple(cast(ir.Type, binding[tp]) for tp in sig.type_params)
+        ret = cast(ir.Type, substitute(sig.ret, binding))
         call: ir.ExternCall | ir.ExternCallExpr
         if as_stmt:
             call = ir.ExternCall(instance, method, args, type_args, loc=self.loc(c))
@@ -301,7 +305,9 @@ class Calls(Part):
         else:
             call = ir.ExternCallExpr(instance, method, args, type_args, type=ret,
                                      loc=self.loc(c))
-        call.arg_dirs = tuple(p.direction for p in sig.params)  # for ordering.EvaluationOrder
+        # for ordering.EvaluationOrder; not an IR field (the IR's repr, equality unchanged)
+        call.arg_dirs = tuple(  # type: ignore[union-attr]
+            p.direction for p in sig.params)
         return call
 
     def evaluation_order(self, ctx: BlockCtx) -> EvaluationOrder:

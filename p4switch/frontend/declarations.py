@@ -6,6 +6,8 @@ prototypes.
 
 from __future__ import annotations
 
+from typing import cast
+
 from lark import Token, Tree
 
 from p4switch import ir
@@ -116,7 +118,9 @@ class DeclElaborator(Part):
                 decl = b.decl
                 if len(args) != len(decl.type_params):
                     if not args and decl.type_params:
-                        return ir.ExternType(name, tuple(TypeVar(p) for p in decl.type_params))
+                        # (its type arguments are type variables until a use binds them)
+                        return ir.ExternType(name, tuple(cast(ir.Type, TypeVar(p))
+                                                         for p in decl.type_params))
                     raise self.err(t, f"extern {name} expects {len(decl.type_params)} type "
                                       f"arguments, got {len(args)}")
                 return ir.ExternType(name, args)
@@ -307,7 +311,7 @@ class DeclElaborator(Part):
 
     def sig_params(self, params: Tree | None, scope: Scope,
                    tvars: dict[str, TypeVar]) -> list[SigParam]:
-        out = []
+        out: list[SigParam] = []
         if params is None:
             return out
         for p in params.children:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from lark import Token, Tree
 
 from p4switch import ir
-from p4switch.frontend.bindings import Args, BlockB, BlockCtx, Scope, SubInstB
+from p4switch.frontend.bindings import Args, BlockB, BlockCtx, ParserCall, Scope, SubInstB
 from p4switch.frontend.parts import Part
 from p4switch.frontend.trees import has_ctor_params
 from p4switch.frontend.types import BlockTypeRef
@@ -18,7 +18,7 @@ from p4switch.frontend.types import BlockTypeRef
 
 class DirectApply(Part):
     def direct_apply(self, b: BlockB, type_tok: Token, arg_trees: Args, c: Tree, scope: Scope,
-                     ctx: BlockCtx, as_stmt: bool) -> ir.Stmt:
+                     ctx: BlockCtx, as_stmt: bool) -> ir.Stmt | ParserCall:
         tname = str(type_tok)
         if not as_stmt:
             raise self.err(c, f"{tname}.apply() does not return a value")

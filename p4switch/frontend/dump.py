@@ -236,32 +236,32 @@ def dump_program(program: ir.Program) -> str:
                 out.append("        }")
             out.append("    }")
         out.append("}")
-    for c in program.controls.values():
-        out.append(f"control {c.name}(" + ", ".join(
-            f"{x.direction} {x.type} {x.name}".strip() for x in c.params) + ") {")
-        for v in c.locals:
+    for ctl in program.controls.values():
+        out.append(f"control {ctl.name}(" + ", ".join(
+            f"{x.direction} {x.type} {x.name}".strip() for x in ctl.params) + ") {")
+        for v in ctl.locals:
             out.extend(stmt(v, "    "))
-        for inst in c.instances.values():
+        for inst in ctl.instances.values():
             out.append("    " + _instance(inst))
-        for t in c.tables.values():
-            out.append(f"    table {t.name} {{  // {t.cp_name}")
-            for k in t.keys:
+        for tbl in ctl.tables.values():
+            out.append(f"    table {tbl.name} {{  // {tbl.cp_name}")
+            for k in tbl.keys:
                 out.append(f"        {expr(k.expr)}: {k.match_kind};  // {k.name}")
-            for r in t.actions:
+            for r in tbl.actions:
                 out.append(f"        action {r.action}" + (f" @{r.scope}" if r.scope else ""))
-            const = "const " if t.default_action_const else ""
-            out.append(f"        {const}default_action = {_bound(t.default_action)};")
-            out.append(f"        size = {t.size};")
+            const = "const " if tbl.default_action_const else ""
+            out.append(f"        {const}default_action = {_bound(tbl.default_action)};")
+            out.append(f"        size = {tbl.size};")
             for attr in ("implementation", "direct_counter", "direct_meter"):
-                if getattr(t, attr):
-                    out.append(f"        {attr} = {getattr(t, attr)};")
-            for e in t.const_entries or []:
+                if getattr(tbl, attr):
+                    out.append(f"        {attr} = {getattr(tbl, attr)};")
+            for e in tbl.const_entries or []:
                 keys = ", ".join(f"{k.kind}:{k.value:#x}" + (f"/{k.mask:#x}" if k.mask else "")
                                  + (f"..{k.hi:#x}" if k.hi is not None else "") for k in e.keys)
                 prio = f" prio {e.priority}" if e.priority is not None else ""
                 out.append(f"        entry ({keys}){prio}: {_bound(e.action)}")
             out.append("    }")
         out.append("    apply")
-        out.extend(stmt(c.body, "    "))
+        out.extend(stmt(ctl.body, "    "))
         out.append("}")
     return "\n".join(out)

@@ -8,6 +8,7 @@ enclosing functions and loops)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar, cast
 
 from lark import Token, Tree
 
@@ -15,6 +16,8 @@ from p4switch import ir
 from p4switch.frontend.bindings import BlockCtx, Frame, FuncB, Scope
 from p4switch.frontend.errors import P4CompileError
 from p4switch.frontend.preprocess import Preprocessed
+
+T = TypeVar("T")
 
 
 class Environment:
@@ -53,7 +56,7 @@ class Environment:
         if isinstance(node, Token):
             if node.line is None:
                 return None
-            return self.pp.locate(node.line, node.column)
+            return self.pp.locate(node.line, cast(int, node.column))  # set with the line
         if isinstance(node, Tree):
             meta = node.meta
             if getattr(meta, "empty", True):
@@ -91,7 +94,7 @@ class Environment:
             self.decl_locs[(id(scope), name)] = loc
 
     # ---------------------------------------------------------------- statements
-    def in_statement(self, build: Callable[[], object]) -> tuple[object, list[ir.Stmt], bool]:
+    def in_statement(self, build: Callable[[], T]) -> tuple[T, list[ir.Stmt], bool]:
         """Run ``build`` as one statement's elaboration: its result, the statements it
         hoisted (fresh variables for ``_``), and whether it made ordering.Effects."""
         saved, self.hoisted = self.hoisted, []

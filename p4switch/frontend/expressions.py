@@ -6,6 +6,7 @@ literals, casts, unary/binary operators (constant-folded), ?: and implicit conve
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import cast
 
 from lark import Token, Tree
 
@@ -330,7 +331,7 @@ class ExprElaborator(Part):
             e.type, ir.BitsType) else ""
         raise self.err(node, f"{what}: expected {t}, got {e.type}{hint}")
 
-    def cast(self, e: ir.Expr, t: object, node: Tree) -> ir.Expr:
+    def cast(self, e: ir.Expr, t: ir.Type, node: Tree) -> ir.Expr:
         src = e.type
         loc = self.loc(node)
         if src == t:
@@ -361,7 +362,7 @@ class ExprElaborator(Part):
                 return ir.Const(wrap(v, t), type=t, loc=loc)
             if isinstance(t, ir.BoolType):
                 return ir.Const(bool(v), type=t, loc=loc)
-            if isinstance(t, ir.EnumType):
+            if isinstance(t, ir.EnumType) and t.underlying is not None:  # checked above
                 return ir.Const(wrap(int(v), t.underlying), type=t, loc=loc)
         return ir.Cast(e, type=t, loc=loc)
 
@@ -431,17 +432,21 @@ class ExprElaborator(Part):
                 return ir.Const(wrap(v, tt) if isinstance(tt, ir.BitsType) else v, type=tt,
                                 loc=loc)
             if isinstance(right.type, ir.InfIntType):
-                right = ir.Const(int(right.value), type=ir.BitsType(32), loc=right.loc)
+                # an integer is compile-time known: a constant
+                right = ir.Const(int(cast(ir.Const, right).value), type=ir.BitsType(32),
+                                 loc=right.loc)
             return ir.Binary(op, left, right, type=left.type, loc=loc)
         if op == "++":
             for side, node in ((left, lt), (right, rt)):
                 if not isinstance(side.type, ir.BitsType):
                     raise self.err(node, f"'++' needs bit<W> or int<W> operands, not "
                                          f"{side.type}")
-            rtype = ir.BitsType(left.type.width + right.type.width, left.type.signed)
+            lt_, rt_ = left.type, right.type
+            assert isinstance(lt_, ir.BitsType) and isinstance(rt_, ir.BitsType)  # just checked
+            rtype = ir.BitsType(lt_.width + rt_.width, lt_.signed)
             if isinstance(left, ir.Const) and isinstance(right, ir.Const):
-                v = (to_unsigned(int(left.value), left.type.width) << right.type.width) | \
-                    to_unsigned(int(right.value), right.type.width)
+                v = (to_unsigned(int(left.value), lt_.width) << rt_.width) | \
+                    to_unsigned(int(right.value), rt_.width)
                 return ir.Const(wrap(v, rtype), type=rtype, loc=loc)
             return ir.Concat(left, right, type=rtype, loc=loc)
         # arithmetic, bitwise and comparisons: unify operand types

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import cast
 
 from lark import Tree
 
@@ -35,6 +36,12 @@ class FunctionB:
     tree: Tree
 
 
+def _value_type(t: object) -> ir.Type:
+    """A function's parameter or return type: an IR type (generic functions are refused, so
+    no type variable)."""
+    return cast(ir.Type, t)
+
+
 class Functions(Part):
     def decl_function_decl(self, d: Tree) -> None:
         annos = self.parts.annos.annotations(d.children[0])
@@ -51,7 +58,7 @@ class Functions(Part):
         ctx = BlockCtx("function", "", set())
         scope = Scope(self.env.globals)
         for p in sig.params:
-            scope.names[p.name] = VarB(ctx.fresh(p.name), p.type, p.direction != "in",
+            scope.names[p.name] = VarB(ctx.fresh(p.name), _value_type(p.type), p.direction != "in",
                                        "'in' parameter" if p.direction == "in" else "parameter")
         self.function_body(b, scope, ctx, None)
 
@@ -61,7 +68,7 @@ class Functions(Part):
         if any(f.name == name for f in self.env.frames):
             raise self.err(b.tree.children[1], f"function '{name}' calls itself (recursion is "
                                                "not allowed in P4)")
-        self.env.frames.append(Frame(name, b.sig.ret, result))
+        self.env.frames.append(Frame(name, _value_type(b.sig.ret), result))
         saved, depth, self.env.loop_depth = self.env.hoisted, self.env.loop_depth, 0
         try:
             return self.parts.stmts.block(b.tree.children[-1], scope, ctx)
@@ -104,39 +111,41 @@ class Functions(Part):
         if len(arg_trees) != len(sig.params):
             raise self.err(c, f"{what} expects {len(sig.params)} arguments, got "
                               f"{len(arg_trees)}")
-        arg_trees = self.parts.args.bind(arg_trees, [p.name for p in sig.params], what)
+        bound = self.parts.args.bind(arg_trees, [p.name for p in sig.params], what)
         loc = self.loc(c)
         self.env.effects += 1
         stmts: list[ir.Stmt] = []  # copy-in, then the body and copy-out
         fscope = Scope(self.env.globals)
         post: list[ir.Stmt] = []
-        for p, a in zip(sig.params, arg_trees, strict=True):
+        for p, a in zip(sig.params, bound, strict=True):
+            pt = _value_type(p.type)
             pv = ctx.fresh(f"{sig.name}_{p.name}")
-            var = ir.Var(pv, type=p.type, loc=loc)
+            var = ir.Var(pv, type=pt, loc=loc)
             if p.direction in ("out", "inout"):
                 if isinstance(a, Tree) and a.data == "dontcare_arg":
                     if p.direction != "out":
                         raise self.err(a, f"'_' can only be passed for an out parameter "
                                           f"('{p.name}' of {what} is 'inout')")
-                    stmts.append(ir.VarDecl(pv, p.type, loc=loc))
+                    stmts.append(ir.VarDecl(pv, pt, loc=loc))
                 else:
-                    e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), p.type, a,
+                    e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), pt, a,
                                     f"argument '{p.name}' of {what}")
                     self.parts.stmts.check_lvalue(e, a, scope)
                     e = self.parts.subs.pin_lvalue(e, stmts, ctx)
-                    stmts.append(ir.VarDecl(pv, p.type, e if p.direction == "inout"
+                    stmts.append(ir.VarDecl(pv, pt, e if p.direction == "inout"
                                                    else None, loc=loc))
                     post.append(ir.Assign(copy.deepcopy(e), var, loc=loc))
             else:
-                e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), p.type, a,
+                e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), pt, a,
                                 f"argument '{p.name}' of {what}")
-                stmts.append(ir.VarDecl(pv, p.type, e, loc=loc))
-            fscope.names[p.name] = VarB(pv, p.type, p.direction != "in",
+                stmts.append(ir.VarDecl(pv, pt, e, loc=loc))
+            fscope.names[p.name] = VarB(pv, pt, p.direction != "in",
                                         "'in' parameter" if p.direction == "in" else "parameter")
         result = None
-        if not isinstance(sig.ret, ir.VoidType):
+        ret = _value_type(sig.ret)
+        if not isinstance(ret, ir.VoidType):
             result = ctx.fresh(f"{sig.name}_result")
-            stmts.append(ir.VarDecl(result, sig.ret, loc=loc))
+            stmts.append(ir.VarDecl(result, ret, loc=loc))
         body = self.function_body(b, fscope, ctx, result)
         if has_return(body):
             flag = ctx.fresh(f"{sig.name}_returned")
@@ -145,4 +154,5 @@ class Functions(Part):
         stmts.extend([body, *post])
         if as_stmt:
             return ir.Block(stmts, loc=loc)
-        return Effect(stmts, ir.Var(result, type=sig.ret, loc=loc), type=sig.ret, loc=loc)
+        assert result is not None  # a void function's call is refused inside expressions
+        return Effect(stmts, ir.Var(result, type=ret, loc=loc), type=ret, loc=loc)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from lark import Tree
 
 from p4switch import ir
-from p4switch.frontend.bindings import BlockCtx, Scope, VarB
+from p4switch.frontend.bindings import BlockCtx, ParserCall, Scope, VarB
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.ordering import has_effect
 from p4switch.frontend.parts import Part
@@ -43,6 +43,9 @@ class Loops(Part):
             if item.data == "for_var_decl":
                 item = Tree("var_decl", item.children, item.meta)
             r = self.parts.stmts.stmt(item, scope, ctx)
+            if isinstance(r, ParserCall):  # pragma: no cover - loops are refused in parsers
+                raise self.err(item, "a sub-parser can only be applied by a statement of a "
+                                     "parser state itself")
             if r is not None:
                 out.append(r)
         return out

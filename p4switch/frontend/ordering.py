@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import overload
 
 from p4switch import ir
 
@@ -83,6 +84,10 @@ class EvaluationOrder:
             out.extend(self.stmt(s))
         return out
 
+    @overload
+    def block(self, b: ir.Block) -> ir.Block: ...
+    @overload
+    def block(self, b: None) -> None: ...
     def block(self, b: ir.Block | None) -> ir.Block | None:
         if b is None or not has_effect(b):
             return b
@@ -145,6 +150,10 @@ class EvaluationOrder:
         return self.operands(keys, [False] * len(keys), pre)
 
     # -- expressions -----------------------------------------------------------------------
+    @overload
+    def value(self, e: ir.Expr, pre: list[ir.Stmt]) -> ir.Expr: ...
+    @overload
+    def value(self, e: ir.Expr | None, pre: list[ir.Stmt]) -> ir.Expr | None: ...
     def value(self, e: ir.Expr | None, pre: list[ir.Stmt]) -> ir.Expr | None:
         if e is None or not has_effect(e):
             return e
@@ -231,6 +240,10 @@ class EvaluationOrder:
         pre.append(ir.VarDecl(name, t, init, loc=loc))
         return ir.Var(name, type=t, loc=loc)
 
+    @overload
+    def stable(self, e: ir.Expr, location: bool, pre: list[ir.Stmt]) -> ir.Expr: ...
+    @overload
+    def stable(self, e: ir.Expr | None, location: bool, pre: list[ir.Stmt]) -> ir.Expr | None: ...
     def stable(self, e: ir.Expr | None, location: bool, pre: list[ir.Stmt]) -> ir.Expr | None:
         """``e`` as evaluated now, immune to what later statements write: a value is saved in
         a temporary; a location keeps its path with run-time indexes saved."""

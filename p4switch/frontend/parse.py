@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -480,7 +481,8 @@ def parse(pp: Preprocessed) -> Tree:
     try:
         return _parser().parse(pp.text)
     except LexError as e:
-        raise pp.error(pp.locate(e.tok.line, e.tok.column), e.message) from None
+        raise pp.error(pp.locate(cast(int, e.tok.line), cast(int, e.tok.column)), e.message) \
+            from None
     except UnexpectedToken as e:
         tok = e.token
         line = tok.line if tok.line is not None else e.line
@@ -520,7 +522,8 @@ def parse(pp: Preprocessed) -> Tree:
         raise pp.error(loc, f"syntax error: unexpected {_describe(tok)}") from None
     except UnexpectedCharacters as e:
         loc = pp.locate(e.line, e.column)
-        ch = pp.text[e.pos_in_stream] if e.pos_in_stream < len(pp.text) else "?"
+        pos = cast(int, e.pos_in_stream)  # lark sets it for a character error
+        ch = pp.text[pos] if pos < len(pp.text) else "?"
         raise pp.error(loc, f"syntax error: unexpected character '{ch}'") from None
     except UnexpectedEOF:
         line, col = _end_position(pp.text)

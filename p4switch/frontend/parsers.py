@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lark import Tree
+from lark import Token, Tree
 
 from p4switch import ir
 from p4switch.frontend.bindings import (
@@ -161,7 +161,7 @@ class Parsers(Part):
 
     def transition(self, t: Tree, scope: Scope, ctx: BlockCtx, states: dict[str, Tree],
                    rename: Callable[[str], str] | None = None) -> ir.Transition:
-        def target(n: object) -> str:
+        def target(n: Tree | Token) -> str:
             sn = name_text(n)
             if sn not in states and sn not in ("accept", "reject"):
                 raise self.err(n, f"unknown parser state '{sn}'")

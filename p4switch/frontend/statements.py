@@ -36,7 +36,7 @@ class StmtElaborator(Part):
                 out.stmts.append(r)
         return out
 
-    def stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt | None:
+    def stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt | ParserCall | None:
         """One statement, preceded by the statements its expressions hoisted."""
         r, hoisted, effects = self.env.in_statement(lambda: self.core_stmt(s, scope, ctx))
         if effects and r is not None:
@@ -50,7 +50,7 @@ class StmtElaborator(Part):
             raise self.err(s, "a sub-parser's arguments cannot call functions")
         return ir.Block([*hoisted, *([r] if r is not None else [])], loc=self.loc(s))
 
-    def core_stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt | None:
+    def core_stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt | ParserCall | None:
         d = s.data
         handler = self.parts.statement_handlers.get(d)
         if handler is not None:

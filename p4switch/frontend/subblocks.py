@@ -11,7 +11,7 @@ import copy
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from lark import Tree
+from lark import Token, Tree
 
 from p4switch import ir
 from p4switch.frontend.arguments import is_dontcare
@@ -65,7 +65,7 @@ class SubBlocks(Part):
         return out
 
     def sub_instance(self, d: Tree, b: BlockB, t: BlockTypeRef, args: Tree | None,
-                     name: object, scope: Scope, ctx: BlockCtx, annos: dict[str, str],
+                     name: Tree | Token, scope: Scope, ctx: BlockCtx, annos: dict[str, str],
                      into: Scope | None = None) -> None:
         """``Sub(...) c;`` inside a parser/control: elaborate the instance's parameters (as
         per-instance variables of the enclosing block), constructor arguments (as constants),
@@ -113,7 +113,7 @@ class SubBlocks(Part):
         # locals: declared in the enclosing block, (re)initialised at each apply
         items = [c for c in (tree.children[2:-1] if b.kind == "control" else tree.children[2:])
                  if isinstance(c, Tree) and c.data != "parser_state"]
-        inits: list[tuple[str, object, ir.Expr | None]] = []
+        inits: list[tuple[str, ir.Type, ir.Expr | None]] = []
         for item in items:
             if item.data == "var_decl":
                 vd = self.parts.blocks.var_decl(item, iscope, sub)
@@ -251,14 +251,16 @@ class SubBlocks(Part):
         if len(arg_trees) != len(ib.params):
             raise self.err(c, f"{what} expects {len(ib.params)} arguments, got "
                               f"{len(arg_trees)}")
-        arg_trees = self.parts.args.bind(arg_trees, [p.name for p in ib.params], what)
+        bound = self.parts.args.bind(arg_trees, [p.name for p in ib.params], what)
         pre: list[ir.Stmt] = []
         post: list[ir.Stmt] = []
         loc = self.loc(c)
-        for p, a in zip(ib.params, arg_trees, strict=True):
+        for p, a in zip(ib.params, bound, strict=True):
             if not p.ir_name:
                 e = self.parts.exprs.expr(a, scope, ctx)
-                if not (isinstance(e.type, ir.ExternType) and e.type.name == p.type.name):
+                # packet_in/packet_out (the parameters without a variable)
+                if not (isinstance(e.type, ir.ExternType) and isinstance(p.type, ir.ExternType)
+                        and e.type.name == p.type.name):
                     raise self.err(a, f"argument '{p.name}' of {what}: expected {p.type}, got "
                                       f"{e.type}")
                 continue

@@ -6,7 +6,7 @@ the key's match kind. Entries and their priorities are in ``entries``.
 
 from __future__ import annotations
 
-from lark import Tree
+from lark import Token, Tree
 
 from p4switch import ir
 from p4switch.frontend.bindings import (
@@ -201,6 +201,7 @@ class Tables(Part):
             if not (isinstance(name_node, Tree) and name_node.data == "name_ref"):
                 raise self.err(value, "expected an action name")
             name_node = name_node.children[0]
+        assert isinstance(name_node, Tree | Token)  # the name's token (or name_ref tree)
         an = name_text(name_node)
         b = scope.lookup(an)
         if not isinstance(b, ActionB):
@@ -221,9 +222,9 @@ class Tables(Part):
             # p4c's spelling: the directional arguments the actions list binds, repeated
             raw = self.bound_leading(raw, ref, action, scope, ctx, an)
         # defaults do not apply here: p4c requires every action data argument
-        arg_trees = self.parts.args.with_defaults(raw, [p.name for p in data], {}, f"action '{an}'",
-                                       name_node)
-        vals = []
+        arg_trees = self.parts.args.with_defaults(raw, [p.name for p in data], {},
+                                                  f"action '{an}'", name_node)
+        vals: list[ir.Expr] = []
         for p, a in zip(data, arg_trees, strict=True):
             c = self.parts.args.arg_value(a, p.type, "", f"argument '{p.name}' of '{an}'", scope, ctx)
             if not isinstance(c, ir.Const):

@@ -3,6 +3,8 @@ expression (what p4c names table keys after)."""
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from lark import Token, Tree
 
 
@@ -97,5 +99,5 @@ def type_text(t: Tree) -> str:
         return str(t.children[0])
     return t.data
 
-def has_ctor_params(ctor: Tree | None) -> bool:
+def has_ctor_params(ctor: Tree | None) -> TypeGuard[Tree]:
     return ctor is not None and ctor.children[0] is not None

@@ -5,7 +5,9 @@ that exist only at compile time."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TypeGuard, cast
 
 from p4switch import ir
 
@@ -129,7 +131,7 @@ def to_unsigned(value: int, width: int) -> int:
     return value & ((1 << width) - 1)
 
 
-def is_bits(t: object) -> bool:
+def is_bits(t: object) -> TypeGuard[ir.BitsType]:
     return isinstance(t, ir.BitsType)
 
 
@@ -147,11 +149,13 @@ def contains_typevar(t: object) -> bool:
     return False
 
 
-def substitute(t: object, binding: dict[str, object]) -> object:
+def substitute(t: object, binding: Mapping[str, object]) -> object:
     if isinstance(t, TypeVar):
         return binding.get(t.name, t)
     if isinstance(t, ir.ExternType) and t.type_args:
-        return ir.ExternType(t.name, tuple(substitute(a, binding) for a in t.type_args))
+        # (the front end's extern types may hold type variables: a generic extern's)
+        return ir.ExternType(t.name, tuple(cast(ir.Type, substitute(a, binding))
+                                           for a in t.type_args))
     if isinstance(t, BlockTypeRef) and t.args:
         return BlockTypeRef(t.name, tuple(substitute(a, binding) for a in t.args))
     return t

@@ -14,7 +14,7 @@ from __future__ import annotations
 from lark import Tree
 
 from p4switch import ir
-from p4switch.frontend.bindings import BlockCtx, Scope
+from p4switch.frontend.bindings import Args, BlockCtx, Scope
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.parts import Part
 from p4switch.frontend.types import BIT32
@@ -58,20 +58,21 @@ class Varbits(Part):
                     raise self.err(ft, f"header {h.name} has more than one varbit field")
                 seen = True
 
-    def sized_extract(self, arg_trees: list, c: Tree, scope: Scope, ctx: BlockCtx,
+    def sized_extract(self, arg_trees: Args, c: Tree, scope: Scope, ctx: BlockCtx,
                       as_stmt: bool) -> ir.Stmt:
         """``extract(hdr, variableFieldSizeInBits)``: the ParserErrors (bits not a multiple
         of 8, more than the varbit's W, past the end of the packet) are run-time ones."""
-        arg_trees = self.parts.args.bind(arg_trees, ["hdr", "variableFieldSizeInBits"], "extract()")
-        h = self.parts.exprs.expr(arg_trees[0], scope, ctx)
+        hdr, size = self.parts.args.bind(arg_trees, ["hdr", "variableFieldSizeInBits"],
+                                         "extract()")
+        h = self.parts.exprs.expr(hdr, scope, ctx)
         if not isinstance(h.type, ir.HeaderType):
-            raise self.err(arg_trees[0], f"extract() needs a header, not {h.type}")
+            raise self.err(hdr, f"extract() needs a header, not {h.type}")
         if h.type.varbit is None:
             raise self.err(c, f"extract(hdr, bits) needs a header with a varbit field; "
                               f"{h.type.name} has none (use extract(hdr))")
-        bits = self.parts.exprs.coerce(self.parts.exprs.expr(arg_trees[1], scope, ctx), BIT32, arg_trees[1],
-                           "extract size")
-        self.parts.stmts.check_lvalue(h, arg_trees[0], scope)
+        bits = self.parts.exprs.coerce(self.parts.exprs.expr(size, scope, ctx), BIT32, size,
+                                       "extract size")
+        self.parts.stmts.check_lvalue(h, hdr, scope)
         if not as_stmt:
             raise self.err(c, "extract() does not return a value")
         return self.parts.unions.union_others_invalid(h, ir.Extract(h, bits, loc=self.loc(c)))
