@@ -15,16 +15,20 @@ import hashlib
 import os
 import re
 
+from pathlib import Path
+
 import p4switch.frontend as frontend
 
 _records: dict[str, str] = {}
 _TMP = re.compile(r"/tmp/pytest-of-[^/]+/pytest-\d+/")  # a tmp_path differs per run
+_ROOT = str(Path(frontend.__file__).resolve().parents[2])  # so does the checkout's path
 _compile_source = frontend.compile_source
 
 
 def _recording(text, filename="<string>", include_dirs=(), defines=None):  # type: ignore[no-untyped-def]
     key = hashlib.sha256(_TMP.sub("<tmp>/", repr((text, filename, tuple(map(str, include_dirs)),
-                         sorted((defines or {}).items())))).encode()).hexdigest()
+                         sorted((defines or {}).items())))).replace(_ROOT, "<repo>").encode()
+                         ).hexdigest()
     try:
         program = _compile_source(text, filename, include_dirs, defines)
     except Exception as e:
@@ -42,4 +46,4 @@ def pytest_sessionfinish(session, exitstatus):  # type: ignore[no-untyped-def]
     if out:
         with open(out, "w") as f:
             for key in sorted(_records):
-                f.write(_TMP.sub("<tmp>/", f"{key} {_records[key]}\n"))
+                f.write(_TMP.sub("<tmp>/", f"{key} {_records[key]}\n").replace(_ROOT, "<repo>"))

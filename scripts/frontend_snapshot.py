@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     paths = programs()
     for i, p in enumerate(paths, 1):
         name = str(p.relative_to(ROOT)).replace("/", "__") + ".txt"
-        (args.out / name).write_text(snapshot(p))
+        # the checkout's own path (in the IR's sources) does not count
+        (args.out / name).write_text(snapshot(p).replace(str(ROOT), "<repo>"))
         print(f"\r{i}/{len(paths)}", end="", file=sys.stderr, flush=True)
     print(f"\n{len(paths)} programs written to {args.out}", file=sys.stderr)
     return 0
