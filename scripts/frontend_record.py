@@ -14,10 +14,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import p4switch.frontend as frontend
+from p4switch import ir
 
 _records: dict[str, str] = {}
 _TMP = re.compile(r"/tmp/pytest-of-[^/]+/pytest-\d+/")  # a tmp_path differs per run
@@ -25,7 +26,8 @@ _ROOT = str(Path(frontend.__file__).resolve().parents[2])  # so does the checkou
 _compile_source = frontend.compile_source
 
 
-def _recording(text, filename="<string>", include_dirs=(), defines=None):  # type: ignore[no-untyped-def]
+def _recording(text: str, filename: str = "<string>", include_dirs: Sequence[Path] = (),
+               defines: Mapping[str, str] | None = None) -> ir.Program:
     key = hashlib.sha256(_TMP.sub("<tmp>/", repr((text, filename, tuple(map(str, include_dirs)),
                          sorted((defines or {}).items())))).replace(_ROOT, "<repo>").encode()
                          ).hexdigest()
@@ -41,7 +43,7 @@ def _recording(text, filename="<string>", include_dirs=(), defines=None):  # typ
 frontend.compile_source = _recording
 
 
-def pytest_sessionfinish(session, exitstatus):  # type: ignore[no-untyped-def]
+def pytest_sessionfinish(session: object, exitstatus: int) -> None:
     out = os.environ.get("FRONTEND_RECORD")
     if out:
         with open(out, "w") as f:

@@ -442,6 +442,7 @@ class P4Lexer(Lexer):
     def __init__(self, lexer_conf) -> None:  # noqa: ANN001
         self.basic = BasicLexer(lexer_conf)
 
+    # lark calls a custom lexer with the text alone, not (lexer_state, parser_state)
     def lex(self, text: str) -> Iterator[Token]:  # type: ignore[override]
         toks = list(self.basic.lex(LexerState(TextSlice.cast_from(text)), None))
         yield from _disambiguate(_annotation_bodies(toks))

@@ -91,6 +91,8 @@ class Varbits(Part):
             raise self.err(c, f"{m}() is only supported on headers, not {t}")
         bits = t.min_width
         if m.startswith("max") and t.varbit is not None:
-            bits += t.varbit.type.max_width  # type: ignore[union-attr]
+            vt = t.varbit.type
+            assert isinstance(vt, ir.VarbitType)  # the header's varbit field
+            bits += vt.max_width
         value = bits if m.endswith("Bits") else (bits + 7) // 8
         return ir.Const(value, type=ir.InfIntType(), loc=self.loc(c))

@@ -20,10 +20,8 @@ CODES = re.compile(r"\[[a-z][a-z-]*(\s*,\s*[a-z][a-z-]*)*\]")
 REASON = re.compile(r"^\s*#\s*\S")
 
 OWNED_ELSEWHERE = (
-    "p4switch/frontend/",   # issue 22 item 3 (elab)
     "p4switch/ebpf/",       # issue 19 (ebpf)
     "traffic/agent.py",     # issue 19 item 5 (agent)
-    "scripts/frontend_",    # the frontend's snapshot tools (elab)
 )
 """Files whose owners are still giving their ignores a reason this session: their ignores
 need the code, not yet the reason; an owner removes its entry once its ignores have one."""
