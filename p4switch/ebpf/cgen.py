@@ -1214,8 +1214,9 @@ class CGen:
             ("egress_global_timestamp",
              "(C->sm.f_ingress_global_timestamp + (_start - _now) / 1000) & 0xffffffffffffULL"),
         ) if n in sm_names]
-        self.lines += ["    " + ln for ln in _QUEUE.format(qmeta="\n            ".join(qmeta))
-                       .splitlines()]
+        prio = "(__u32)C->sm.f_priority" if "priority" in sm_names else "0"
+        self.lines += ["    " + ln for ln in _QUEUE.format(
+            qmeta="\n            ".join(qmeta), prio=prio).splitlines()]
         c = p.controls[p.package["egress"]]
         self.control(c, names_for(c.params, ["hdr", "meta", "sm"]))
         self.w(f"if (C->sm.f_egress_spec == {self.layout.drop_port}) {{ p4_stat(2); "
@@ -1367,7 +1368,8 @@ struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 512); __type(key
  * next_ns; a packet departs at max(now, next_ns) and finds (departure - now) / its own
  * transmission time packets ahead of it (the port's HTB qdisc then serves it at that rate) */
 struct p4_port_q {{ struct bpf_spin_lock lock; __u32 pad; __u64 next_ns; __u64 rate_bps;
-                   __u32 depth; __u32 pad2; __u64 enqueued; __u64 tail_drops; }};
+                   __u32 depth; __u32 nprio; __u64 enqueued; __u64 tail_drops;
+                   __u64 next_hi_ns; }};
 struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 512); __type(key, __u32);
          __type(value, struct p4_port_q); }} p4queues SEC(".maps");
 struct {{ __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, {nstats});
@@ -1470,13 +1472,29 @@ _QUEUE = r"""{{
         __u64 _tx = (__u64)C->sm.f_packet_length * 8000000000ULL / _q->rate_bps;
         __u64 _start, _ahead;
         int _drop = 0;
+        __u32 _np = _q->nprio > 1 ? _q->nprio : 1, _band = {prio};
+        if (_band > _np - 1) _band = _np - 1;
         if (!_tx) _tx = 1;
         bpf_spin_lock(&_q->lock);
-        _start = _q->next_ns > _now ? _q->next_ns : _now;
-        _ahead = (_start - _now) / _tx;
-        if (_ahead >= _q->depth) _drop = 1; else _q->next_ns = _start + _tx;
+        if (_band) {{
+            /* strict priority: it waits only for the priority traffic ahead of it, and
+             * pushes the rest of the port's traffic back by its own transmission time */
+            _start = _q->next_hi_ns > _now ? _q->next_hi_ns : _now;
+            _ahead = (_start - _now) / _tx;
+            if (_ahead >= _q->depth) _drop = 1;
+            else {{
+                _q->next_hi_ns = _start + _tx;
+                _q->next_ns = (_q->next_ns > _now ? _q->next_ns : _now) + _tx;
+            }}
+        }} else {{
+            _start = _q->next_ns > _now ? _q->next_ns : _now;
+            _ahead = (_start - _now) / _tx;
+            if (_ahead >= _q->depth) _drop = 1; else _q->next_ns = _start + _tx;
+        }}
         bpf_spin_unlock(&_q->lock);
         if (_drop) {{ __sync_fetch_and_add(&_q->tail_drops, 1); p4_stat(8); return TC_ACT_SHOT; }}
+        /* the interface's HTB leaf of this priority (qdisc.py: 1:(0x10 + priority)) */
+        if (_np > 1) skb->priority = 0x00010010U + _band;
         __sync_fetch_and_add(&_q->enqueued, 1);
         C->depart_ns = _start;
         {{

@@ -199,15 +199,17 @@ class EbpfPipeline(Pipeline):
             self._tmp.cleanup()
             self._tmp = None
 
-    def set_port_queue(self, port: int, rate_bps: float | None, depth: int) -> None:
+    def set_port_queue(self, port: int, rate_bps: float | None, depth: int,
+                       priorities: int = 1) -> None:
         """The egress queue model of ``port`` (module cgen, ``p4queues``): served at
         ``rate_bps`` (None/0: no queue, as an unlimited Python queue never holds a packet),
-        tail drop beyond ``depth`` packets. Its counters and busy-until time are kept."""
+        tail drop beyond ``depth`` packets in each of ``priorities`` strict-priority queues.
+        Its counters and busy-until times are kept."""
         raw = self._queues.lookup(_U32.pack(port))
-        _, _, nxt, _, _, _, enq, drops = PORT_QUEUE.unpack(raw[:PORT_QUEUE.size]) if raw else \
-            (0,) * 8
-        self._queues.update(_U32.pack(port), PORT_QUEUE.pack(0, 0, nxt, int(rate_bps or 0),
-                                                             depth, 0, enq, drops))
+        _, _, nxt, _, _, _, enq, drops, nxt_hi = PORT_QUEUE.unpack(
+            raw[:PORT_QUEUE.size]) if raw else (0,) * 9
+        self._queues.update(_U32.pack(port), PORT_QUEUE.pack(
+            0, 0, nxt, int(rate_bps or 0), depth, priorities, enq, drops, nxt_hi))
 
     def port_queue(self, port: int) -> dict[str, int]:
         """The queue model's state: ``backlog_ns`` (time until the link is free),
@@ -215,7 +217,7 @@ class EbpfPipeline(Pipeline):
         raw = self._queues.lookup(_U32.pack(port))
         if raw is None:
             return {}
-        _, _, nxt, rate, depth, _, enq, drops = PORT_QUEUE.unpack(raw[:PORT_QUEUE.size])
+        _, _, nxt, rate, depth, _, enq, drops, _ = PORT_QUEUE.unpack(raw[:PORT_QUEUE.size])
         return {"backlog_ns": max(0, nxt - time.monotonic_ns()), "enqueued": enq,
                 "tail_drops": drops, "rate_bps": rate, "depth": depth}
 

@@ -152,9 +152,9 @@ STAT_NAMES = ("rx", "tx", "drop", "parser_error", "no_port", "deparse_error", "c
 """Per-CPU packet-path statistics of the program, by index into the ``p4stats`` map."""
 
 
-PORT_QUEUE = struct.Struct("<IIQQIIQQ")
-"""``p4queues`` value per port: spin lock, pad, next free ns, rate b/s, depth, pad, enqueued,
-tail drops (cgen's ``struct p4_port_q``)."""
+PORT_QUEUE = struct.Struct("<IIQQIIQQQ")
+"""``p4queues`` value per port: spin lock, pad, next free ns, rate b/s, depth, priority queues,
+enqueued, tail drops, next free ns of the priority traffic (cgen's ``struct p4_port_q``)."""
 
 
 @dataclass

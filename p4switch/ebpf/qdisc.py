@@ -25,16 +25,32 @@ def _tc(*args: str) -> str:
     return r.stdout
 
 
-def serve_at(ifname: str, rate_bps: float, depth: int) -> None:
-    """Root HTB on ``ifname`` at ``rate_bps``, one class, a pfifo well above ``depth``."""
+def serve_at(ifname: str, rate_bps: float, depth: int, priorities: int = 1) -> None:
+    """Root HTB on ``ifname`` at ``rate_bps``, one class, a pfifo well above ``depth``. With
+    ``priorities`` > 1 the class has one leaf per priority, ``1:(0x10 + priority)``, which the
+    program picks through ``skb->priority``: the highest priority has the link's rate and HTB
+    priority 0, the others a token rate and lower HTB priorities, all with the link as ceiling
+    (so they borrow only what the higher ones leave: strict priority; this kernel has no
+    ``prio`` qdisc)."""
     clear(ifname)
     rate = f"{int(rate_bps)}bit"
+    limit = str(4 * depth + 64)
+    burst = ("burst", str(HTB_QUANTUM), "cburst", str(HTB_QUANTUM), "quantum", str(HTB_QUANTUM))
     _tc("qdisc", "add", "dev", ifname, "root", "handle", "1:", "htb", "default", "1")
     _tc("class", "add", "dev", ifname, "parent", "1:", "classid", "1:1", "htb", "rate", rate,
-        "ceil", rate, "burst", str(HTB_QUANTUM), "cburst", str(HTB_QUANTUM), "quantum",
-        str(HTB_QUANTUM))
-    _tc("qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "pfifo", "limit",
-        str(4 * depth + 64))
+        "ceil", rate, *burst)
+    if priorities <= 1:
+        _tc("qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "pfifo", "limit",
+            limit)
+        return
+    low = f"{max(8000, int(rate_bps / 1000))}bit"
+    for p in range(priorities):
+        leaf = f"1:{0x10 + p:x}"
+        _tc("class", "add", "dev", ifname, "parent", "1:1", "classid", leaf, "htb", "rate",
+            rate if p == priorities - 1 else low, "ceil", rate, "prio",
+            str(priorities - 1 - p), *burst)
+        _tc("qdisc", "add", "dev", ifname, "parent", leaf, "handle", f"{0x20 + p:x}:",
+            "pfifo", "limit", limit)
 
 
 def clear(ifname: str) -> None:

@@ -76,7 +76,7 @@ class EbpfSwitch(Switch):
         self._reader: threading.Thread | None = None
         self._reading = False
         self._qdiscs: set[str] = set()
-        self._applied: dict[int, tuple[float | None, int]] = {}  # port -> (bps, depth) in tc
+        self._applied: dict[int, tuple[float | None, int, int]] = {}  # (bps, depth, prios)
         if self.cpu_port is not None:
             _remove_stale_cpu_veths()
             kern, user = cpu_veth_names(os.getpid())
@@ -186,17 +186,18 @@ class EbpfSwitch(Switch):
         if ifname is None:
             return
         rate = self.queues.rate(port)
-        want = (rate.bps, self.queues.depth(port))
+        prios = self.queues.priorities
+        want = (rate.bps, self.queues.depth(port), prios)
         if self._applied.get(port) != want:  # other ports' queues are left alone
             if rate.bps:
-                qdisc.serve_at(ifname, rate.bps, want[1])
+                qdisc.serve_at(ifname, rate.bps, want[1], prios)
                 self._qdiscs.add(ifname)
             elif ifname in self._qdiscs:
                 qdisc.clear(ifname)
                 self._qdiscs.discard(ifname)
             self._applied[port] = want
         if self._current is not None:
-            self._current.set_port_queue(port, rate.bps, self.queues.depth(port))
+            self._current.set_port_queue(port, rate.bps, self.queues.depth(port), prios)
         if rate.pps:
             log.warning("port %d: packet rates are not modelled by the eBPF target's qdisc "
                         "(served at line rate)", port)
