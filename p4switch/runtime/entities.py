@@ -601,8 +601,8 @@ class TableEntries(EntityHandler):
 class ProfileEntries(EntityHandler):
     """Members and groups of action profiles: each is kept under its id within a profile,
     written through ``_write_keyed`` and read per profile. A subclass names the kind
-    (``what``), which profiles hold it, the pipeline's calls and the message's id, build and
-    encoding."""
+    (``what``: the messages' ``<what>_id`` and the pipeline's ``act_prof_*_<what>`` calls),
+    which profiles hold it, and how a message is built and an object encoded."""
 
     what: ClassVar[str]
 
@@ -611,17 +611,20 @@ class ProfileEntries(EntityHandler):
         return True
 
     def ident(self, x: Any) -> int:
-        """The id of a message or a pipeline object of this kind."""
-        raise NotImplementedError
+        """The id of a message or a pipeline object of this kind (``member_id``, ``group_id``)."""
+        return int(getattr(x, f"{self.what}_id"))
 
     def listed(self, profile: str) -> list[Any]:
-        """The pipeline's objects of this kind in ``profile``."""
-        raise NotImplementedError
+        """The pipeline's objects of this kind in ``profile`` (``act_prof_members`` ...)."""
+        return list(getattr(self.pipe, f"act_prof_{self.what}s")(profile))
 
     def calls(self, profile: str, ident: int) -> tuple[Callable[[Any], Any], Callable[[], Any],
                                                       Callable[[Any], Any]]:
-        """The pipeline's add, delete and modify of object ``ident`` of ``profile``."""
-        raise NotImplementedError
+        """The pipeline's add, delete and modify of object ``ident`` of ``profile``
+        (``act_prof_add_member`` ...)."""
+        return (partial(getattr(self.pipe, f"act_prof_add_{self.what}"), profile),
+                partial(getattr(self.pipe, f"act_prof_delete_{self.what}"), profile, ident),
+                partial(getattr(self.pipe, f"act_prof_modify_{self.what}"), profile))
 
     def build(self, prof: SimpleInfo, msg: Any) -> Any:
         """The validated pipeline object a write of ``msg`` makes."""
@@ -661,18 +664,6 @@ class ProfileEntries(EntityHandler):
 class ActionProfileMembers(ProfileEntries):
     what = "member"
 
-    def ident(self, x: Any) -> int:
-        return int(x.member_id)
-
-    def listed(self, profile: str) -> list[Any]:
-        return list(self.pipe.act_prof_members(profile))
-
-    def calls(self, profile: str, ident: int) -> tuple[Callable[[Any], Any], Callable[[], Any],
-                                                      Callable[[Any], Any]]:
-        return (partial(self.pipe.act_prof_add_member, profile),
-                partial(self.pipe.act_prof_delete_member, profile, ident),
-                partial(self.pipe.act_prof_modify_member, profile))
-
     def _profile_actions(self, prof_id: int) -> dict[int, int]:
         prof = self.schema.profile(prof_id)
         refs: dict[int, int] = {}
@@ -706,18 +697,6 @@ class ActionProfileGroups(ProfileEntries):
     def check(self, prof: SimpleInfo) -> None:
         if not prof.with_selector:
             raise invalid(f"{prof.name} is not an action selector: it has no groups")
-
-    def ident(self, x: Any) -> int:
-        return int(x.group_id)
-
-    def listed(self, profile: str) -> list[Any]:
-        return list(self.pipe.act_prof_groups(profile))
-
-    def calls(self, profile: str, ident: int) -> tuple[Callable[[Any], Any], Callable[[], Any],
-                                                      Callable[[Any], Any]]:
-        return (partial(self.pipe.act_prof_add_group, profile),
-                partial(self.pipe.act_prof_delete_group, profile, ident),
-                partial(self.pipe.act_prof_modify_group, profile))
 
     def build(self, prof: SimpleInfo, g: p4runtime_pb2.ActionProfileGroup
               ) -> api.ActionProfileGroup:
