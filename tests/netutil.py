@@ -1,9 +1,16 @@
-"""Helpers the tests and the benchmarks share (``from tests.netutil import free_port``)."""
+"""Helpers the tests and the benchmarks share (``from tests.netutil import free_port``): a free
+loopback port, and a child process whose stderr is collected (``spawn_logged``)."""
 
 from __future__ import annotations
 
 import random
+import signal
 import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
 
 
 def free_port() -> int:
@@ -18,3 +25,43 @@ def free_port() -> int:
             except OSError:
                 continue
             return port
+
+
+@dataclass
+class Logged:
+    """A child process whose stderr lines a thread collects into ``log``; ``ready`` is set at
+    the first line that contains the marker given to ``spawn_logged``."""
+
+    proc: subprocess.Popen[str]
+    log: list[str]
+    ready: threading.Event
+
+    def stop(self, timeout: float = 10) -> int:
+        """SIGTERM by pid (killed after ``timeout`` s); the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        time.sleep(0.1)  # let the reader thread take the last lines
+        return self.proc.returncode
+
+
+def spawn_logged(cmd: list[str], marker: str, **popen: Any) -> Logged:
+    """Start ``cmd`` (stdout discarded, stderr read into ``Logged.log`` by a daemon thread)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            **popen)
+    log: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            log.append(line.rstrip())
+            if marker in line:
+                ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    return Logged(proc, log, ready)

@@ -5,12 +5,9 @@ over P4Runtime; and the filters and the CPU veth are gone after the switch stops
 
 from __future__ import annotations
 
-import signal
 import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,26 +18,25 @@ from p4switch.ebpf import toolchain
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "switch"))
 from switch_netns import Topo, recv_all  # noqa: E402
-from test_switch_netns import ROUTER_MAC, _ours, install_routes, udp  # noqa: E402
+from test_switch_netns import (  # noqa: E402
+    _ours,
+    assert_routed,
+    install_routes,
+    send_routed,
+    udp,
+)
+
+from tests.netutil import free_port, spawn_logged  # noqa: E402
 
 REASON = toolchain.unavailable_reason()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
 IPV4_P4 = ROOT / "tests" / "switch" / "p4" / "ipv4.p4"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def topo() -> Iterator[Topo]:
-    t = Topo(tag="e").create()
-    try:
+    with Topo(tag="e") as t:
         yield t
-    finally:
-        t.destroy()
 
 
 def _tc_filters(ifname: str) -> str:
@@ -49,56 +45,21 @@ def _tc_filters(ifname: str) -> str:
 
 
 def test_cli_target_ebpf_forwards_in_the_kernel_over_p4runtime(topo: Topo) -> None:
-    from scapy.layers.inet import IP, UDP
-    from scapy.layers.l2 import Ether
-
     addr = f"127.0.0.1:{free_port()}"
     cmd = [sys.executable, "-m", "p4switch", str(IPV4_P4), "--target", "ebpf",
            "--grpc-server-addr", addr, "--cpu-port", "64"]
     for h in topo.hosts:
         cmd += ["-i", f"{h.port}@{h.sw_ifname}"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    log: list[str] = []
-    ready = threading.Event()
-
-    def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            log.append(line.rstrip())
-            if "eBPF data plane on" in line:
-                ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
+    run = spawn_logged(cmd, "eBPF data plane on")
+    proc, log = run.proc, run.log
     try:
-        assert ready.wait(60), "\n".join(log[-30:])
+        assert run.ready.wait(60), "\n".join(log[-30:])
         assert "bpf" in _tc_filters(topo.hosts[0].sw_ifname)
         install_routes(addr, [(0x0A000200, 24, 2, 0x020000000002, "MyIngress.ipv4_forward")])
-        s1, s2 = topo.host_socket(1), topo.host_socket(2)
-        try:
-            for i in range(50):
-                s1.send(udp("10.0.2.1", sport=1000 + i))
-            s1.send(udp("10.9.9.9"))  # no route: dropped by the default action
-            got = recv_all(s2, timeout=1.5, want=50, accept=_ours)
-        finally:
-            s1.close()
-            s2.close()
-        assert len(got) == 50
-        for i, raw in enumerate(got):
-            p = Ether(raw)
-            assert (p.dst, p.src, p[IP].ttl, p[UDP].sport) == (
-                "02:00:00:00:00:02", ROUTER_MAC, 63, 1000 + i)
-            csum = p[IP].chksum
-            del p[IP].chksum
-            assert Ether(bytes(p))[IP].chksum == csum
+        sent, got = send_routed(topo)
+        assert_routed(got, len(sent))
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
-    time.sleep(0.1)
+        run.stop(15)
     assert proc.returncode == 0, "\n".join(log[-30:])
     stats = next(ln for ln in log if "eBPF: rx=" in ln)
     assert " tx=50 " in stats and " drop=0 " not in stats

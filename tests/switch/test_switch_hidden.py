@@ -29,11 +29,8 @@ pytestmark = pytest.mark.root
 
 @pytest.fixture
 def topo():
-    t = Topo(tag="h").create()
-    try:
+    with Topo(tag="h") as t:
         yield t
-    finally:
-        t.destroy()
 
 
 def _mine(data: bytes) -> bool:

@@ -6,19 +6,16 @@ counters logged and pcaps written."""
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from switch_netns import Topo, recv_all
 
-from tests.netutil import free_port
+from tests.netutil import Logged, free_port, spawn_logged
 
 pytestmark = pytest.mark.root
 
@@ -28,23 +25,11 @@ ROUTER_MAC = "02:00:00:00:00:fe"
 
 
 @dataclass
-class SwitchProc:
-    proc: subprocess.Popen[str]
-    addr: str
-    pcap_dir: Path
-    log: list[str] = field(default_factory=list)
+class SwitchProc(Logged):
+    """A p4switch process (``Logged.stop``: SIGTERM by pid, the exit code)."""
 
-    def stop(self) -> int:
-        """SIGTERM by pid; returns the exit code (killed after 10 s)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        time.sleep(0.1)  # let the reader thread take the last lines
-        return self.proc.returncode
+    addr: str = ""
+    pcap_dir: Path = Path()
 
     def port_counters(self, port: int) -> dict[str, int]:
         """Counters of ``port`` from the shutdown report."""
@@ -57,11 +42,8 @@ class SwitchProc:
 
 @pytest.fixture
 def topo() -> Iterator[Topo]:
-    t = Topo(tag="c").create()
-    try:
+    with Topo(tag="c") as t:
         yield t
-    finally:
-        t.destroy()
 
 
 def start_switch(topo: Topo, tmp_path: Path, *extra: str) -> SwitchProc:
@@ -71,19 +53,9 @@ def start_switch(topo: Topo, tmp_path: Path, *extra: str) -> SwitchProc:
            "--pcap", str(pcap_dir), "--log-level", "info", *extra]
     for h in topo.hosts:
         cmd += ["-i", f"{h.port}@{h.sw_ifname}"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    sp = SwitchProc(proc, addr, pcap_dir)
-    ready = threading.Event()
-
-    def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            sp.log.append(line.rstrip())
-            if "started" in line:
-                ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    if not ready.wait(60):
+    run = spawn_logged(cmd, "started")
+    sp = SwitchProc(run.proc, run.log, run.ready, addr, pcap_dir)
+    if not sp.ready.wait(60):
         sp.stop()
         raise AssertionError("p4switch did not start:\n" + "\n".join(sp.log[-30:]))
     return sp
@@ -151,30 +123,27 @@ def udp(dst_ip: str, sport: int = 1234, payload: bytes = b"p4fabric") -> bytes:
     )
 
 
-def _ours(data: bytes) -> bool:
-    return len(data) >= 38 and data[12:14] == b"\x08\x00" and data[36:38] == (9999).to_bytes(2, "big")
-
-
-# --------------------------------------------------------------------------------------------
-
-
-def test_ipv4_forwarding_between_namespaces_over_p4runtime(topo: Topo, switch: SwitchProc):
-    from scapy.layers.inet import IP, UDP
-    from scapy.layers.l2 import Ether
-    from scapy.utils import rdpcap
-
-    install_routes(switch.addr, [(0x0A000200, 24, 2, 0x020000000002, "MyIngress.ipv4_forward")])
+def send_routed(topo: Topo, n: int = 50) -> tuple[list[bytes], list[bytes]]:
+    """From host 1: ``n`` UDP frames to 10.0.2.1 (source ports 1000, 1001, ...) and one to an
+    address without a route; (the frames sent, ours of what host 2 received)."""
     s1, s2 = topo.host_socket(1), topo.host_socket(2)
     try:
-        sent = [udp("10.0.2.1", sport=1000 + i) for i in range(50)]
+        sent = [udp("10.0.2.1", sport=1000 + i) for i in range(n)]
         for f in sent:
             s1.send(f)
         s1.send(udp("10.9.9.9"))  # no route: the default action drops it
-        got = recv_all(s2, timeout=1.5, want=50, accept=_ours)
+        return sent, recv_all(s2, timeout=1.5, want=n, accept=_ours)
     finally:
         s1.close()
         s2.close()
-    assert len(got) == 50
+
+
+def assert_routed(got: list[bytes], n: int) -> None:
+    """All ``n`` frames of ``send_routed`` arrived as ipv4_forward rewrites them, in order."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    assert len(got) == n
     for i, raw in enumerate(got):
         p = Ether(raw)
         assert p.dst == "02:00:00:00:00:02"  # next hop MAC from the entry
@@ -184,6 +153,21 @@ def test_ipv4_forwarding_between_namespaces_over_p4runtime(topo: Topo, switch: S
         want_csum = p[IP].chksum
         del p[IP].chksum
         assert Ether(bytes(p))[IP].chksum == want_csum  # checksum recomputed correctly
+
+
+def _ours(data: bytes) -> bool:
+    return len(data) >= 38 and data[12:14] == b"\x08\x00" and data[36:38] == (9999).to_bytes(2, "big")
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def test_ipv4_forwarding_between_namespaces_over_p4runtime(topo: Topo, switch: SwitchProc):
+    from scapy.utils import rdpcap
+
+    install_routes(switch.addr, [(0x0A000200, 24, 2, 0x020000000002, "MyIngress.ipv4_forward")])
+    sent, got = send_routed(topo)
+    assert_routed(got, len(sent))
     assert switch.stop() == 0
     c1, c2 = switch.port_counters(1), switch.port_counters(2)
     assert c1["rx_packets"] >= 51 and c1.get("rx_dropped", 0) >= 1

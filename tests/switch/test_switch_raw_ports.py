@@ -17,11 +17,8 @@ pytestmark = pytest.mark.root
 
 @pytest.fixture
 def topo():
-    t = Topo(tag="r").create()
-    try:
+    with Topo(tag="r") as t:
         yield t
-    finally:
-        t.destroy()
 
 
 @pytest.fixture

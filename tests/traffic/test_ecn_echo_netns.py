@@ -14,12 +14,13 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 from traffic_netns import ROOT, run_agents, sh
+
+from tests.netutil import spawn_logged
 
 pytestmark = [pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for netns")]
@@ -63,30 +64,12 @@ def ecn_switch(wire):  # noqa: ANN001
     cmd = ["ip", "netns", "exec", sw, sys.executable, "-m", "p4switch", str(PROGRAM),
            "--grpc-server-addr", "127.0.0.1:50151",  # the namespace's own loopback
            "-i", "1@s1", "-i", "2@s2"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
-    log: list[str] = []
-    ready = threading.Event()
-
-    def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            log.append(line.rstrip())
-            if "started" in line:
-                ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
+    run = spawn_logged(cmd, "started", cwd=ROOT)
     try:
-        assert ready.wait(120), "p4switch did not start:\n" + "\n".join(log[-30:])
+        assert run.ready.wait(120), "p4switch did not start:\n" + "\n".join(run.log[-30:])
         yield hosts
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        run.stop()
 
 
 def test_ce_marked_by_the_switch_comes_back_echoed(ecn_switch, tmp_path):  # noqa: ANN001
