@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "switch"))
 from switch_netns import Topo, recv_all  # noqa: E402
 from test_switch_netns import (  # noqa: E402
+    ROUTER_MAC,
     _ours,
     assert_routed,
     install_routes,
