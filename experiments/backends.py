@@ -274,7 +274,8 @@ class MininetBackend(Backend):
             if fail:
                 fail.start()
             kw: dict[str, Any] = {"transport": w.transport, "qps": w.qps, "mss": w.mss,
-                                  "window": w.window, "rto_ms": w.rto_ms}
+                                  "window": w.window, "rto_ms": w.rto_ms,
+                                  "linger_rtos": w.linger_rtos}
             if w.transport == "udp":
                 kw.update(transport_args(self.transport_config(TransportConfig(), w)))
             if w.rate:

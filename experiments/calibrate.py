@@ -5,7 +5,8 @@ The ramp brings the experiment's fabric up once and runs its first workload (und
 scheme if the file has one: the most packets per second through the most switches) at
 emulated link rates from fast to slow — TDF = fabric rate / emulated rate — until a run is
 complete and valid with a margin (experiments/guard.py with every threshold halved: nothing
-dropped or queued where P4 cannot see it, hosts able to pace). That TDF is cached per machine, topology, target and fabric rate in
+dropped or queued where P4 cannot see it, hosts able to pace) and link-bound: its CCT in
+fabric units within ``INVARIANCE`` of the next slower rate's (which is run to check). That TDF is cached per machine, topology, target and fabric rate in
 ``~/.cache/p4fabric/calibration.json`` (topo/calibration.py) and used by every experiment with ``tdf: auto``
 (``make demo``); ``--force`` measures again (after the machine's load changed).
 
@@ -26,6 +27,7 @@ from typing import Any
 
 from topo import calibration
 
+from . import metrics
 from .config import ConfigError, ExperimentConfig, load
 from .dilation import dilate
 
@@ -35,6 +37,11 @@ HEADROOM = 0.5
 """A rate is accepted only if its probe run is valid with every guard threshold halved
 (guard.judge's ``headroom``): one probe is one sample of a noisy machine, and the experiment's
 runs at that rate must stay valid, not only the probe."""
+INVARIANCE = 0.15
+"""A valid rate is link-bound, not CPU-bound, when its probe's CCT in fabric units is within
+15 % of the next slower rate's: time dilation must not change fabric-unit results. (A machine
+that cannot keep up stretches the CCT before the guard's lag figures cross their thresholds:
+on a loaded machine the demo's ring took 2-3x its ideal bound with every run valid.)"""
 PROBE_TIMEOUT_S = 40.0
 """Wall-clock bound on one probe run: a run that needs longer is overloaded anyway."""
 SPRAYING = ("random", "wam", "rotate")
@@ -79,6 +86,7 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
         dilate(cfg, tdfs[0]).parameters, loops=()))
     be = MininetBackend(emu0, emu0.spec())
     result = Calibration(None)
+    decision = RampDecision()
     try:
         be.up(emu0.schemes[pick])
         for tdf in tdfs:
@@ -102,19 +110,74 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
                 row["valid"] = False
                 row["invalid_reason"] = "; ".join(
                     x for x in ("did not complete", guard.get("invalid_reason")) if x)
+            cct = metrics.job_cct(summ["collectives"]) if ok else None
+            row["cct_us"] = None if cct is None else cct / tdf * 1e6
             result.ramp.append(row)
             log(f"  TDF {tdf:g} ({row['emulated_mbps']:g} Mb/s): "
                 + (f"valid with thresholds x{HEADROOM:g}" if row["valid"]
                    else f"invalid (thresholds x{HEADROOM:g}): {row['invalid_reason']}")
+                + (f", CCT {row['cct_us']:.1f} fabric µs" if row["cct_us"] else "")
                 + f" (wall {row['wall_s']} s)")
-            if row["valid"]:
-                result.tdf = tdf
+            for line in decision.add(row):
+                log("  " + line)
+            if decision.done:
                 break
-            if not ok and any(r["completed"] for r in result.ramp):
-                break   # slower than a rate that completed and still not done: stop here
+        result.tdf = decision.choice()
     finally:
         be.down()
     return result
+
+
+def link_bound(fast: dict[str, Any], slow: dict[str, Any]) -> bool:
+    """The faster probe's fabric-unit CCT is within ``INVARIANCE`` of the slower one's."""
+    a, b = fast.get("cct_us"), slow.get("cct_us")
+    return bool(a and b and slow.get("completed") and a <= (1 + INVARIANCE) * b)
+
+
+@dataclass
+class RampDecision:
+    """The ramp's choice, fed its probe rows fastest first (pure: tested on hand-made rows).
+    The first valid rate is a candidate; the next slower probe confirms it (link-bound) or
+    marks it invalid ("not link-bound") and, if valid itself, becomes the next candidate."""
+
+    candidate: dict[str, Any] | None = None
+    chosen: float | None = None
+    done: bool = False
+    seen: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, row: dict[str, Any]) -> list[str]:
+        """Take one probe row (may mark the previous candidate invalid); what to log."""
+        out = []
+        self.seen.append(row)
+        c = self.candidate
+        if c is not None:
+            self.candidate = None
+            if not row.get("completed"):   # no evidence either way: the candidate stands
+                self.chosen, self.done = c["tdf"], True
+                return [f"TDF {c['tdf']:g}: the slower probe did not complete, nothing to "
+                        "compare its CCT with; taken"]
+            if link_bound(c, row):
+                self.chosen, self.done = c["tdf"], True
+                return [f"TDF {c['tdf']:g} is link-bound: CCT {c['cct_us']:.1f} µs vs "
+                        f"{row['cct_us']:.1f} µs at TDF {row['tdf']:g}"]
+            c["valid"] = False
+            slower = row.get("cct_us")
+            c["invalid_reason"] = (f"not link-bound: CCT {c.get('cct_us') or 0:.1f} fabric µs > "
+                                   f"{1 + INVARIANCE:g}x the "
+                                   + f"{slower or 0:.1f} µs"
+                                   + f" at TDF {row['tdf']:g}")
+            out.append(f"TDF {c['tdf']:g}: {c['invalid_reason']}")
+        if row.get("valid"):
+            self.candidate = row
+        elif not row.get("completed") and any(r.get("completed") for r in self.seen[:-1]):
+            self.done = True   # slower than a rate that completed and still not done
+        return out
+
+    def choice(self) -> float | None:
+        """The chosen TDF; the slowest valid rate when nothing slower could confirm it."""
+        if self.chosen is not None:
+            return self.chosen
+        return self.candidate["tdf"] if self.candidate is not None else None
 
 
 def calibrated_tdf(cfg: ExperimentConfig, force: bool = False, log: Any = print) -> float:

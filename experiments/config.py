@@ -174,6 +174,10 @@ class WorkloadConfig:
     resends the whole window."""
     timeout_s: float = dim(Dim.WALL, 60.0)
     """A hard bound on the run, on the machine's clock (WALL: not dilated)."""
+    linger_rtos: float | None = dim(Dim.COUNT, None)
+    """After its last step an agent keeps ACKing until no data arrived for this many initial
+    RTOs (None: the agent's 10, sized for retransmissions over dead paths). A count of RTOs:
+    the RTO is dilated, the count is not."""
     bsp: BspConfig | None = None
     failure: FailureConfig | None = None
 
@@ -543,7 +547,7 @@ def _rate(d: dict[str, Any], path: str) -> str | None:
 def _workload(v: Any, path: str, spec: FabricSpec) -> WorkloadConfig:
     d = _obj(v, path)
     _keys(d, path, {"name", "schedule", "size", "hosts", "placement", "options", "transport", "rate", "qps",
-                    "mss", "window", "rto_ms", "timeout_s", "bsp", "failure"},
+                    "mss", "window", "rto_ms", "timeout_s", "linger_rtos", "bsp", "failure"},
           {"schedule", "size"})
     sched = _str(d, "schedule", path, None, tuple(GENERATORS))
     size = _size(d, path)
@@ -572,6 +576,7 @@ def _workload(v: Any, path: str, spec: FabricSpec) -> WorkloadConfig:
         window=_int(d, "window", path, 256, 1, 65536),
         rto_ms=_num(d, "rto_ms", path, 200.0, positive=True) or 200.0,
         timeout_s=_num(d, "timeout_s", path, 60.0, positive=True) or 60.0,
+        linger_rtos=_num(d, "linger_rtos", path, None, positive=True),
         bsp=_bsp(d["bsp"], _join(path, "bsp")) if "bsp" in d else None,
         failure=_failure(d["failure"], _join(path, "failure"), spec) if "failure" in d else None)
     ranks = len(w.hosts) if w.hosts else len(spec.hosts)

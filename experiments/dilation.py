@@ -32,6 +32,9 @@ class Dim(StrEnum):
     """A fabric rate (link, pacing): ÷ TDF on the emulation."""
     WALL = "wall"
     """A bound on the machine (lock wait, start-up margin, hard timeout): never scaled."""
+    COUNT = "count"
+    """A number of something time-like (RTOs, frame times): a ratio, the same in any time
+    unit, never scaled."""
     PARAMS = "params"
     """A mapping whose ``*_us`` / ``*_ms`` / ``*_s`` keys are fabric durations (a scheme's
     parameters, a path policy)."""

@@ -58,6 +58,7 @@ class AgentConfig:
     transport: TransportConfig = field(default_factory=TransportConfig)
     timeout: float = 60.0          # hard bound on the whole run, seconds
     linger: float = 0.3            # keep ACKing peers this long after our last step
+    linger_rtos: float = LINGER_RTOS   # ... and until no data arrived for this many RTOs
     start_at: float | None = None  # wall-clock (time.time()) start of the job
     nexthop_mac: str | None = None
     port: int = ROCEV2_PORT
@@ -275,7 +276,7 @@ class HostAgent:
             # Its retransmissions come an RTO apart but may die too (3 of a flow's 4 entropies
             # on a dead link: one arrival per 4 RTOs), hence LINGER_RTOS of quiet
             if finished_at is not None and now - finished_at >= cfg.linger and \
-                    now - self._last_data >= LINGER_RTOS * cfg.transport.rto:
+                    now - self._last_data >= cfg.linger_rtos * cfg.transport.rto:
                 break
             # paced transmission, round-robin over flows with something to send
             sent = 0

@@ -155,6 +155,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--start-in", type=float, help="start this many seconds from now")
     r.add_argument("--timeout", type=float, default=60.0, help="hard bound on the run, s")
     r.add_argument("--linger", type=float, default=0.3)
+    r.add_argument("--linger-rtos", type=float,
+                   help="after the last step, exit once no data arrived for this many initial "
+                   "RTOs (default traffic.agent.LINGER_RTOS, 10: retransmissions over dead "
+                   "paths)")
     r.add_argument("--out", type=Path, default=Path("traffic-out"), help="metrics directory")
     return p
 
@@ -286,6 +290,7 @@ def execute(argv: list[str] | None = None) -> tuple[int, dict[int, RankMetrics]]
     start_at = a.start_at if a.start_at is not None else (
         time.time() + a.start_in if a.start_in is not None else None)
     cfg = AgentConfig(rate_bps=a.rate or 1e9, qps=a.qps, timeout=a.timeout, linger=a.linger,
+                      **({"linger_rtos": a.linger_rtos} if a.linger_rtos else {}),
                       start_at=start_at, nexthop_mac=a.next_hop_mac,
                       tcp_port=a.tcp_port, tcp_rate_bps=a.rate, path_policy=policy,
                       fabric=fabric,

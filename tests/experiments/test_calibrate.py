@@ -83,3 +83,32 @@ def test_topo_defaults_to_the_calibrated_rate_in_fabric_units() -> None:
     assert topo_cli.build_spec(topo_cli.parser().parse_args(["--bw", "5"])).links[0].bw_mbps == 5
     # another target: nothing calibrated for it
     assert topo_cli.calibrated_bw(topo_cli.parser().parse_args(["--target", "bmv2"]))[0] is None
+
+
+def _row(tdf: float, valid: bool, cct: float | None, completed: bool = True) -> dict:
+    return {"tdf": tdf, "valid": valid, "cct_us": cct, "completed": completed,
+            "invalid_reason": None if valid else "hidden queue"}
+
+
+def _decide(rows: list[dict]) -> tuple[float | None, int]:
+    d = calibrate.RampDecision()
+    for i, r in enumerate(rows):
+        d.add(r)
+        if d.done:
+            return d.choice(), i + 1
+    return d.choice(), len(rows)
+
+
+def test_the_ramp_takes_the_first_valid_rate_the_next_slower_confirms() -> None:
+    # 8 Mb/s invalid; 4 Mb/s valid and its CCT within 15 % of 2 Mb/s's: 4 Mb/s, 3 probes
+    assert _decide([_row(12_500, False, 300), _row(25_000, True, 130),
+                    _row(50_000, True, 125), _row(100_000, True, 124)]) == (25_000, 3)
+    # 4 Mb/s valid but CPU-bound (its CCT 2.3x the slower one's): marked, 2 Mb/s confirmed
+    rows = [_row(25_000, True, 300), _row(50_000, True, 130), _row(100_000, True, 128)]
+    assert _decide(rows) == (50_000, 3)
+    assert rows[0]["valid"] is False and rows[0]["invalid_reason"].startswith("not link-bound")
+    # the slowest valid rate has nothing to compare with, a slower incomplete probe neither
+    assert _decide([_row(50_000, False, 200), _row(100_000, True, 130)]) == (100_000, 2)
+    assert _decide([_row(50_000, True, 130), _row(100_000, False, None, False)]) == (50_000, 2)
+    # nothing valid: no choice (calibrated_tdf then falls back to the slowest completed)
+    assert _decide([_row(25_000, False, 300), _row(50_000, False, None, False)]) == (None, 2)

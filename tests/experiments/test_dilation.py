@@ -27,7 +27,7 @@ FULL = {
         "policy": "ecn-adaptive", "avoid_us": 20}}],
     "workloads": [
         {"name": "ring", "schedule": "ring_allreduce", "size": "64KB", "rto_ms": 0.5,
-         "timeout_s": 30, "failure": {"link": ["agg1", "core1"], "at_s": 1e-4,
+         "timeout_s": 30, "linger_rtos": 3, "failure": {"link": ["agg1", "core1"], "at_s": 1e-4,
                                       "restore_s": 3e-4}},
         {"name": "bsp", "schedule": "ring_allreduce", "size": "8KB", "rate": "50G",
          "bsp": {"iterations": 2, "compute_us": 10}}],
@@ -44,7 +44,7 @@ def test_every_time_like_knob_declares_its_dimension_and_is_scaled() -> None:
     pairs = list(zip(knobs(cfg), knobs(emu), strict=True))
     undeclared = [k.path for k, _ in pairs if k.dim is None]
     assert not undeclared, f"time-like knobs without a Dim: {undeclared}"
-    seen = {Dim.TIME: 0, Dim.RATE: 0, Dim.WALL: 0}
+    seen = {Dim.TIME: 0, Dim.RATE: 0, Dim.WALL: 0, Dim.COUNT: 0}
     for fab, em in pairs:
         assert fab.path == em.path
         seen[fab.dim] += 1
@@ -55,7 +55,7 @@ def test_every_time_like_knob_declares_its_dimension_and_is_scaled() -> None:
         elif fab.dim is Dim.RATE:
             assert parse_rate(em.value) == pytest.approx(parse_rate(fab.value) / TDF), fab.path
         else:
-            assert em.value == fab.value, fab.path     # machine bounds stay as they are
+            assert em.value == fab.value, fab.path     # machine bounds, counts: as they are
     paths = {k.path for k, _ in pairs}
     # the enumeration reaches every section: parameters, fabric, workloads, failure, bsp,
     # the schemes' parameters and the hosts' path policy
@@ -64,7 +64,7 @@ def test_every_time_like_knob_declares_its_dimension_and_is_scaled() -> None:
               "workloads[0].rto_ms", "workloads[0].rate", "workloads[0].failure.at_s",
               "workloads[1].bsp.compute_us", "schemes[1].params.timeout_us",
               "schemes[2].path_policy.avoid_us", "workloads[0].timeout_s",
-              "transport.min_rto_us", "transport.max_rto_us"):
+              "transport.min_rto_us", "transport.max_rto_us", "workloads[0].linger_rtos"):
         assert p in paths, p
     assert seen[Dim.TIME] >= 10 and seen[Dim.RATE] >= 4 and seen[Dim.WALL] >= 3
 
