@@ -20,7 +20,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from . import metrics, plots
+from . import metrics, plots, stats
 from .metrics import time_unit
 
 TABLES = ("ccts", "flows", "links", "queues", "ideal", "runs")
@@ -211,8 +211,29 @@ def verdicts(table: pd.DataFrame) -> list[str]:
         failed = [str(s) for s, n in g["failed"].items() if n] if "failed" in g else []
         if failed:
             line += f"; did not complete: {', '.join(failed)}"
+        if "ci95" in g and "n" in g:
+            line += _robustness(g)
         out.append(line + ".")
     return out
+
+
+def _robustness(g: pd.DataFrame) -> str:
+    """How close the grouping is to coming out differently (experiments.stats.close_calls)."""
+    ivs = [(str(s), stats.Interval(float(r["mean"]), float(r["ci95"]), int(r["n"])))
+           for s, r in g.iterrows() if pd.notna(r["mean"]) and pd.notna(r["n"])]
+    if sum(iv.n >= 2 for _, iv in ivs) < 2:
+        return ""
+    calls = stats.close_calls(ivs)
+    among = "" if all(iv.n >= 2 for _, iv in ivs) else " among schemes with ≥ 2 runs"
+    if not calls:
+        return (f"; grouping robust{among} (every overlap decision ≥ {stats.FRAGILE_SE:g} "
+                "standard errors from flipping)")
+    c = calls[0]
+    more = (f"~{c.repetitions} repetitions each would settle it" if c.repetitions
+            else "their means are too close to separate: indistinguishable")
+    return (f"; grouping fragile: {c.a} vs {c.b} is {c.margin_se:.1f} standard errors from "
+            f"flipping ({more})" + (f", {len(calls) - 1} more close call(s)" if len(calls) > 1
+                                    else ""))
 
 
 FIDELITY_COLUMNS = [("workload", "workload", "{}"), ("scheme", "scheme", "{}"),

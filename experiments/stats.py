@@ -114,3 +114,61 @@ def rankings_agree(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, bool]:
         out[w] = not any((ra[x] < ra[y] and rb[x] > rb[y]) or (ra[x] > ra[y] and rb[x] < rb[y])
                          for i, x in enumerate(common) for y in common[i + 1:])
     return out
+
+
+FRAGILE_SE = 2.0
+"""A grouping decision (two schemes' intervals overlap or not) is robust when it is at least
+this many standard errors of their difference away from flipping: a repetition of the whole
+experiment moves the difference of two means by about one such standard error."""
+MAX_REPETITIONS = 30
+
+
+@dataclass(frozen=True)
+class CloseCall:
+    """Two schemes whose overlap decision is within FRAGILE_SE of flipping."""
+
+    a: str
+    b: str
+    margin_se: float
+    """How far (in standard errors of the difference) the decision is from its boundary."""
+    repetitions: int | None
+    """Repetitions each that would put a separation this large beyond the margin (None: the
+    means are too close for MAX_REPETITIONS: treat them as indistinguishable)."""
+
+
+def _sd(iv: Interval) -> float:
+    return iv.half * math.sqrt(iv.n) / float(sps.t.ppf((1 + iv.confidence) / 2, iv.n - 1))
+
+
+def repetitions_to_separate(gap: float, sd: float, confidence: float = CONFIDENCE) -> int | None:
+    """The fewest repetitions n per scheme (equal spread ``sd``) for which two means ``gap``
+    apart have non-overlapping intervals with FRAGILE_SE standard errors to spare:
+    gap ≥ (2·t_{n-1} + FRAGILE_SE·√2) · sd / √n."""
+    if sd <= 0:
+        return 2
+    for n in range(2, MAX_REPETITIONS + 1):
+        t = float(sps.t.ppf((1 + confidence) / 2, n - 1))
+        if gap >= (2 * t + FRAGILE_SE * math.sqrt(2)) * sd / math.sqrt(n):
+            return n
+    return None
+
+
+def close_calls(intervals: Sequence[tuple[str, Interval]]) -> list[CloseCall]:
+    """Pairs of schemes (each with n ≥ 2) whose overlap decision is within FRAGILE_SE
+    standard errors of flipping: the grouping of two invocations may differ there. Closest
+    first."""
+    ivs = [(s, iv) for s, iv in intervals if iv.n >= 2 and not math.isnan(iv.half)]
+    out = []
+    for i, (a, x) in enumerate(ivs):
+        for b, y in ivs[i + 1:]:
+            sx, sy = _sd(x), _sd(y)
+            se = math.sqrt(sx * sx / x.n + sy * sy / y.n)
+            if se == 0:
+                continue
+            gap = abs(x.mean - y.mean)
+            margin = abs(gap - (x.half + y.half)) / se
+            if margin < FRAGILE_SE:
+                lo, hi = (a, b) if x.mean <= y.mean else (b, a)
+                out.append(CloseCall(lo, hi, margin,
+                                     repetitions_to_separate(gap, max(sx, sy), x.confidence)))
+    return sorted(out, key=lambda c: c.margin_se)

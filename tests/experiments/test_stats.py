@@ -71,3 +71,23 @@ def test_rankings_agree_unless_a_distinction_is_contradicted() -> None:
     assert rankings_agree(emu, table({"ecmp": 3, "random": 2, "rotate": 1})) == {"w": True}
     assert rankings_agree(emu, table({"ecmp": 1, "random": 2, "rotate": 3})) == {"w": False}
     assert rankings_agree(emu, emu) == {"w": True}
+
+
+def test_close_calls_flag_decisions_near_their_boundary() -> None:
+    from experiments.stats import FRAGILE_SE, close_calls, repetitions_to_separate
+
+    far = t_interval([100.0, 101.0, 99.0])       # sd 1
+    other = t_interval([150.0, 151.0, 149.0])    # 50 apart: separated by ~40 SE
+    near = t_interval([106.0, 107.0, 105.0])     # 6 apart: half-widths 2.48 each, SE 0.82
+    same = t_interval([100.5, 101.5, 99.5])      # overlaps `far` by most of its width
+    assert close_calls([("a", far), ("b", other)]) == []
+    assert close_calls([("a", far), ("s", same)]) == []
+    calls = close_calls([("b", near), ("a", far)])
+    assert len(calls) == 1 and (calls[0].a, calls[0].b) == ("a", "b")
+    # |6 - 4.97| / 0.816 = 1.26 standard errors from flipping
+    assert calls[0].margin_se == pytest.approx((6 - 2 * far.half) / np.sqrt(2 / 3), rel=1e-6)
+    assert calls[0].margin_se < FRAGILE_SE and calls[0].repetitions == 4
+    # the repetitions rule: gap >= (2 t_{n-1} + 2 sqrt 2) sd / sqrt n
+    assert repetitions_to_separate(50.0, 1.0) == 2
+    assert repetitions_to_separate(6.0, 1.0) == 4
+    assert repetitions_to_separate(0.1, 1.0) is None
