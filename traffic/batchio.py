@@ -88,13 +88,11 @@ def _addr(buf: bytearray) -> tuple[Any, int]:
     return view, ctypes.addressof(view)
 
 
-class BatchSender:
-    """Frames queued in ``slots`` preallocated buffers of ``slot_size`` bytes, written to a
-    connected/bound socket (the agent's AF_PACKET socket) by one sendmmsg per ``flush``
-    (also when the slots are full). A frame the kernel refuses for lack of buffer space
-    (ENOBUFS/EAGAIN) is dropped and counted, as a lost packet the transport recovers."""
+class _Slots:
+    """``slots`` buffers of ``slot_size`` bytes, an iovec on each and an mmsghdr on each iovec,
+    in memory that stays put (the kernel reads and writes it at every call)."""
 
-    def __init__(self, sock: socket.socket, slots: int = 64, slot_size: int = 9216) -> None:
+    def __init__(self, sock: socket.socket, slots: int, slot_size: int, iov_len: int) -> None:
         assert LIBC is not None
         self.sock = sock
         self.fd = sock.fileno()
@@ -103,18 +101,30 @@ class BatchSender:
         self.iov = bytearray(slots * IOV)
         self.msgs = bytearray(slots * MMSG)
         self._views = [_addr(self.buf), _addr(self.iov), _addr(self.msgs)]
-        base, iov, msgs = (a for _, a in self._views)
-        self._msgs_at = msgs
+        base, iov, self._msgs_at = (a for _, a in self._views)
         for i in range(slots):
             v = _Iovec.from_buffer(self.iov, i * IOV)
-            v.iov_base, v.iov_len = base + i * slot_size, 0
+            v.iov_base, v.iov_len = base + i * slot_size, iov_len
             m = _Mmsghdr.from_buffer(self.msgs, i * MMSG)
             m.msg_hdr.msg_iov, m.msg_hdr.msg_iovlen = iov + i * IOV, 1
+        self.calls = 0
+
+    def _hdr(self, i: int) -> _Msghdr:
+        return _Mmsghdr.from_buffer(self.msgs, i * MMSG).msg_hdr
+
+
+class BatchSender(_Slots):
+    """Frames queued in ``slots`` preallocated buffers of ``slot_size`` bytes, written to a
+    connected/bound socket (the agent's AF_PACKET socket) by one sendmmsg per ``flush``
+    (also when the slots are full). A frame the kernel refuses for lack of buffer space
+    (ENOBUFS/EAGAIN) is dropped and counted, as a lost packet the transport recovers."""
+
+    def __init__(self, sock: socket.socket, slots: int = 64, slot_size: int = 9216) -> None:
+        super().__init__(sock, slots, slot_size, 0)
         self._len_at = [i * IOV + _Iovec.iov_len.offset for i in range(slots)]
         self.n = 0
         self.dropped = 0
         self.sent = 0
-        self.calls = 0
 
     def send(self, frame: bytes | bytearray) -> None:
         """Queue ``frame`` (copied: the caller may patch its template again at once)."""
@@ -176,34 +186,23 @@ def sender(sock: Any, slots: int = 64) -> BatchSender | PlainSender:
     return PlainSender(sock)
 
 
-class BatchReceiver:
+class BatchReceiver(_Slots):
     """Up to ``slots`` datagrams per recvmmsg from a UDP socket (non-blocking): after
     ``recv()`` returned k, datagram i of k is ``buf[i * slot_size:][:length(i)]`` from
     ``source(i)``, and ``tos(i)`` is its IP TOS byte when the socket has IP_RECVTOS on."""
 
     def __init__(self, sock: socket.socket, slots: int = 64, slot_size: int = 9216) -> None:
-        assert LIBC is not None
-        self.sock = sock
-        self.fd = sock.fileno()
-        self.slots, self.slot_size = slots, slot_size
-        self.buf = bytearray(slots * slot_size)
-        self.iov = bytearray(slots * IOV)
+        super().__init__(sock, slots, slot_size, slot_size)
         self.names = bytearray(slots * 16)
         self.ctrl = bytearray(slots * CTRL)
-        self.msgs = bytearray(slots * MMSG)
-        self._views = [_addr(b) for b in (self.buf, self.iov, self.names, self.ctrl, self.msgs)]
-        base, iov, names, ctrl, msgs = (a for _, a in self._views)
-        self._msgs_at = msgs
+        self._views += [_addr(self.names), _addr(self.ctrl)]
+        names, ctrl = self._views[-2][1], self._views[-1][1]
         for i in range(slots):
-            v = _Iovec.from_buffer(self.iov, i * IOV)
-            v.iov_base, v.iov_len = base + i * slot_size, slot_size
-            m = _Mmsghdr.from_buffer(self.msgs, i * MMSG).msg_hdr
+            m = self._hdr(i)
             m.msg_name, m.msg_namelen = names + i * 16, 16
-            m.msg_iov, m.msg_iovlen = iov + i * IOV, 1
             m.msg_control, m.msg_controllen = ctrl + i * CTRL, CTRL
         self._pristine = bytes(self.msgs)   # the kernel rewrites name/control lengths
         self._ips: dict[bytes, str] = {}
-        self.calls = 0
 
     def recv(self) -> int:
         """Datagrams waiting now (0: none), at most ``slots``."""
