@@ -455,16 +455,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("results", type=Path, help="results/<experiment>/<timestamp> directory")
     p.add_argument("--include-invalid", action="store_true",
                    help="keep the runs the fidelity guard called invalid in the summary")
+    p.add_argument("--against", type=Path, metavar="OTHER",
+                   help="another run of the same experiment: say per workload whether the two "
+                   "group the schemes the same way (same groups, same order)")
     a = p.parse_args(argv)
-    if not (a.results / "experiment.json").exists():
-        p.error(f"{a.results}: not an experiment results directory (no experiment.json)")
+    for d in (a.results, a.against):
+        if d is not None and not (d / "experiment.json").exists():
+            p.error(f"{d}: not an experiment results directory (no experiment.json)")
     md, page, table = write_report(a.results, a.include_invalid)
     console = Console()
     if console.width < 150:
         console = Console(width=150)   # the table's 15 columns, also when piped
     console.print(rich_table(table, title=str(a.results)))
     print(f"wrote {md} and {page}")
+    if a.against is not None:
+        other = summary_table(load_results(a.against), a.include_invalid)
+        for w, same in stats.same_grouping(table, other).items():
+            print(f"{w}: {'same grouping' if same else 'DIFFERENT grouping'} as {a.against} "
+                  f"({_groups_text(table, w)} vs {_groups_text(other, w)})")
     return 0
+
+
+def _groups_text(table: pd.DataFrame, workload: str) -> str:
+    g = table[table["workload"] == workload].sort_values("rank")
+    return " < ".join("{" + ", ".join(map(str, x["scheme"])) + "}"
+                      for _, x in g.groupby("rank", sort=True))
 
 
 if __name__ == "__main__":

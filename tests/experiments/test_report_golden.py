@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from experiments import report
 
@@ -77,3 +78,18 @@ def test_report_sections_are_golden(tmp_path: Path) -> None:
     assert t.loc["rotate", "rank"] == t.loc["random", "rank"] == 1 and t.loc["ecmp", "rank"] == 2
     with_bad = report.summary_table(report.load_results(root), include_invalid=True)
     assert with_bad.set_index("scheme").loc["random", "n"] == 3
+
+
+def test_report_cli_compares_the_grouping_of_two_runs(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    _write(a, "mininet", 10_000.0, EMU, guard=True)
+    _write(b, "mininet", 10_000.0, {k: [x * 1.01 for x in v] for k, v in EMU.items()},
+           guard=True)
+    # a third run where rotate is as slow as ECMP: ECMP no longer stands apart
+    _write(c, "mininet", 10_000.0, {**EMU, "rotate": [262e-6, 268e-6, 255e-6]}, guard=True)
+    assert report.main([str(a), "--against", str(b)]) == 0
+    assert "ring: same grouping" in capsys.readouterr().out
+    assert report.main([str(a), "--against", str(c)]) == 0
+    out = capsys.readouterr().out
+    assert "ring: DIFFERENT grouping" in out and "{ecmp, rotate}" in out
