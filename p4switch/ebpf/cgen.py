@@ -1,9 +1,9 @@
 """The eBPF back end's code generator: a v1model ``ir.Program`` → one C file for the tc hook.
 
 The whole V1Switch runs in one ``sched_cls`` program on each port's clsact ingress: parser,
-verify_checksum, ingress, the traffic manager's decision (drop or one egress port), egress
-(inline: there is no queue between them, so the queueing metadata reads 0 — see
-docs/p4switch-ebpf.md), compute_checksum, deparser, then ``bpf_redirect`` to the egress port.
+verify_checksum, ingress, the traffic manager's decision (drop or one egress port, and the
+egress queue model that gives the queueing metadata — see docs/p4switch-ebpf.md), egress
+(inline), compute_checksum, deparser, then ``bpf_redirect`` to the egress port.
 
 Representation: every scalar (bit<W> with W <= 64, int<W>, bool, enum, error) is a ``__u64``
 holding the value's W-bit pattern; a header is a struct of such fields plus ``valid``. All
