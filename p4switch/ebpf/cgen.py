@@ -220,6 +220,8 @@ class CGen:
             return f"{self.lval(e.base)}.f_{_cid(e.field)}"
         if isinstance(e, ir.StackProp):
             return self.stack_prop(e.stack, e.prop)
+        if isinstance(e, ir.Lookahead):
+            return self.lookahead(e)
         if isinstance(e, ir.StackElem):
             st = e.stack.type
             assert isinstance(st, ir.StackType)
@@ -366,8 +368,42 @@ class CGen:
             return (f"({{ __u64 {hit} = 0;\n{body}\n" + "    " * self.ind +
                     f"{'!' if e.negate else ''}{hit}; }})")
         if isinstance(e, ir.Lookahead):
-            raise self.refuse("lookahead", e.loc)
+            return self.lookahead(e)
         raise self.refuse(f"the expression {type(e).__name__}", e.loc)
+
+    def lookahead(self, e: ir.Lookahead) -> str:
+        """``lookahead<T>()``: T's bits at the parser's offset, not consumed (PacketTooShort
+        if the packet ends first, as on the Python target); a header T is unpacked into a
+        scratch header (an l-value), a scalar read as a big-endian number."""
+        assert self.scope is not None
+        if self.scope.exit_label != "parser_reject":
+            raise self.refuse("lookahead outside a parser", e.loc)
+        t = e.type
+        if isinstance(t, ir.HeaderType):
+            if t.width % 8:
+                raise self.refuse(f"lookahead of the {t.width}-bit header {t.name}", e.loc)
+            name = self.header_codecs(t)
+            nb = t.width // 8
+        else:
+            w = _width(t)
+            if w > 64:
+                raise self.refuse(f"lookahead of {w} bits", e.loc)
+            nb = (w + 7) // 8
+        self.max_hdr = max(self.max_hdr, nb)
+        err = self.p.error_code("PacketTooShort")
+        self.w(f"if (C->off + {nb} > C->plen || bpf_skb_load_bytes(skb, C->off, C->xb, {nb})) "
+               f"{{ C->sm.f_parser_error = {err}; goto parser_reject; }}")
+        if isinstance(t, ir.HeaderType):
+            scratch = f"LA_{_cid(t.name)}"
+            self.ctx_fields.append(f"    struct {name} {scratch};")
+            self.w(f"unpack_{name}(&C->{scratch}, C->xb);")
+            return f"C->{scratch}"
+        v = self.fresh("_la")
+        self.w(f"__u64 {v} = " + " | ".join(
+            f"((__u64)C->xb[{i}] << {8 * (nb - 1 - i)})" for i in range(nb)) + ";")
+        pad = 8 * nb - _width(t)
+        val = f"({v} >> {pad})" if pad else v
+        return f"({val} != 0)" if isinstance(t, ir.BoolType) else val
 
     def cast(self, e: ir.Cast) -> str:
         t, s = e.type, e.expr.type
@@ -553,6 +589,14 @@ class CGen:
             self.w(f"goto {self.scope.return_label};")
         elif isinstance(s, ir.Extract):
             self.extract(s)
+        elif isinstance(s, ir.Advance):
+            b = _const_int(s.bits)
+            if b is not None and b % 8:
+                raise self.refuse("advance by bits that are not whole bytes", s.loc)
+            err = self.p.error_code("PacketTooShort")
+            self.w(f"{{ __u64 _adv = ({self.ex(s.bits)}) >> 3; if (C->off + _adv > C->plen) "
+                   f"{{ C->sm.f_parser_error = {err}; goto parser_reject; }} "
+                   f"C->off += (__u32)_adv; }}")
         elif isinstance(s, ir.Emit):
             raise self.refuse("emit outside the deparser's top level", s.loc)
         else:

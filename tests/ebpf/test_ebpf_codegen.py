@@ -21,7 +21,7 @@ STF = ROOT / "tests" / "stf" / "programs"
 
 @pytest.mark.parametrize("stem,what", [
     ("union_stack", "header_union"),
-    ("lookahead", "lookahead"),
+    ("varbit_extract", "varbit"),
     ("digest_log_drop", "digest"),
     ("clone_i2e", "clone_preserving_field_list"),
     ("multicast", "multicast"),
