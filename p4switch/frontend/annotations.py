@@ -20,6 +20,9 @@ UNSTRUCTURED_ONLY = {"name", "id", "priority", "brief", "description", "hidden",
 
 
 class Annotations(Part):
+    """Annotations and the control-plane names they give (``parts.annos``); folds a
+    structured annotation's values with ``exprs``."""
+
     def annotations(self, t: Tree | None, scope: Scope | None = None) -> dict[str, str]:
         """The annotations of one object, by name; ``scope`` resolves the constants of its
         structured annotations (the object's block; the globals by default)."""

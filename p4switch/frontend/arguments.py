@@ -26,6 +26,9 @@ def is_dontcare(a: object) -> bool:
 
 
 class Arguments(Part):
+    """Argument lists bound to parameters, defaults and ``_`` (``parts.args``); evaluates
+    and checks the arguments with ``exprs`` and ``stmts`` (l-values)."""
+
     def arg_list(self, args: Tree | None) -> Args:
         """The argument expressions in source order, with their names if they are named
         (``f(x = 1, y = 2)``); ``bind`` puts them in parameter order."""
@@ -69,8 +72,7 @@ class Arguments(Part):
     def param_default(self, default: Tree, t: object, scope: Scope, ctx: BlockCtx,
                       pname: str) -> ir.Const:
         """A parameter's default value: a compile-time constant of the parameter's type."""
-        e = self.parts.exprs.coerce(self.parts.exprs.expr(default, scope, ctx), t, default,
-                        f"default value of '{pname}'")
+        e = self.parts.exprs.expr_as(default, scope, ctx, t, f"default value of '{pname}'")
         if not isinstance(e, ir.Const):
             raise self.err(default, f"the default value of '{pname}' must be a compile-time "
                                     "constant")
@@ -120,7 +122,7 @@ class Arguments(Part):
             tmp = ctx.fresh("dontcare")
             self.env.hoisted.append(ir.VarDecl(tmp, t, loc=self.loc(a)))
             return ir.Var(tmp, type=t, loc=self.loc(a))
-        e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), t, a, what)
+        e = self.parts.exprs.expr_as(a, scope, ctx, t, what)
         if direction in ("out", "inout"):
             self.parts.stmts.check_lvalue(e, a, scope)
         return e

@@ -38,6 +38,9 @@ V1SWITCH_ROLES = ir.V1SWITCH_ROLES
 
 
 class BlockElaborator(Part):
+    """Actions, instantiations, the V1Switch package, block parameters and locals, and
+    controls (``parts.blocks``): the declarations inside and of blocks."""
+
     def block_params(self, params: Tree | None, scope: Scope, ctx: BlockCtx,
                      kind: str, defaults: dict[str, ir.Const] | None = None) -> list[ir.Param]:
         """The parameters; ``defaults`` (actions) receives the default values."""
@@ -54,7 +57,8 @@ class BlockElaborator(Part):
                 assert defaults is not None  # refused above
                 if d in ("out", "inout"):
                     raise self.err(default, f"an {d} parameter cannot have a default value")
-                defaults[name_text(pname)] = self.parts.args.param_default(default, t, scope, ctx, name_text(pname))
+                defaults[name_text(pname)] = self.parts.args.param_default(
+                    default, t, scope, ctx, name_text(pname))
             if isinstance(t, TypeVar | BlockTypeRef) or contains_typevar(t):
                 raise self.err(tref, unsupported("generic parameter types in blocks"))
             if kind == "action" and d == "" and has_varbit(t):
@@ -181,13 +185,15 @@ class BlockElaborator(Part):
         if not ctors and any(raw.names):
             same = [c for c in decl.ctors if len(c.params) == len(raw)]
             if same:
-                self.parts.args.bind(raw, [p.name for p in same[0].params], f"constructor of {t.name}")
+                self.parts.args.bind(raw, [p.name for p in same[0].params],
+                                     f"constructor of {t.name}")
         if not ctors:
             counts = sorted({len(c.params) for c in decl.ctors})
             raise self.err(node, f"constructor of {t.name} expects "
                                  f"{' or '.join(map(str, counts))} arguments, got {len(raw)}")
         ctor = ctors[0]
-        arg_trees = self.parts.args.bind(raw, [p.name for p in ctor.params], f"constructor of {t.name}")
+        arg_trees = self.parts.args.bind(raw, [p.name for p in ctor.params],
+                                         f"constructor of {t.name}")
         binding = dict(zip(decl.type_params, t.type_args, strict=False))
         vals: list[ir.Expr] = []
         for p, a in zip(ctor.params, arg_trees, strict=True):
@@ -203,8 +209,8 @@ class BlockElaborator(Part):
                                   "compile-time constant")
             vals.append(e)
         ir_name = local if ctx is self.env.top else ctx.local_prefix + local
-        return ir.ExternInstance(ir_name, self.parts.annos.cp_name(ctx, local, annos), t.name, t.type_args,
-                                 vals, annos, loc=self.loc(name_node))
+        return ir.ExternInstance(ir_name, self.parts.annos.cp_name(ctx, local, annos), t.name,
+                                 t.type_args, vals, annos, loc=self.loc(name_node))
 
     def package_instance(self, d: Tree, decl: PackageDecl, args: Tree | None,
                          name: Tree | Token) -> None:
@@ -292,7 +298,8 @@ class BlockElaborator(Part):
                 raise self.err(targs, unsupported(f"value_set of type {vt} (use bit<W> or a "
                                                   "struct of bit<W> fields)"))
             n = name_text(name)
-            vs = ir.ValueSet(ctx.local_prefix + n, self.parts.annos.cp_name(ctx, n, annos), vt, size, annos)
+            cp = self.parts.annos.cp_name(ctx, n, annos)
+            vs = ir.ValueSet(ctx.local_prefix + n, cp, vt, size, annos)
             ctx.value_sets[vs.name] = vs
             self.env.declare(scope, n, ValueSetB(vs), name)
         elif item.data == "action_decl":
@@ -330,7 +337,7 @@ class BlockElaborator(Part):
             raise self.err(name, f"redeclaration of '{n}'")
         ie = None
         if init is not None:
-            ie = self.parts.exprs.coerce(self.parts.exprs.expr(init, scope, ctx), t, init, f"initializer of '{n}'")
+            ie = self.parts.exprs.expr_as(init, scope, ctx, t, f"initializer of '{n}'")
         irn = ctx.fresh(n)
         scope.names[n] = VarB(irn, t, True, "variable")
         return ir.VarDecl(irn, t, ie, loc=self.loc(name))
@@ -343,9 +350,10 @@ class BlockElaborator(Part):
         # action parameter names of this control (and of the sub-controls it instantiates,
         # which are inlined into it) keep their names: reserve them first
         reserved = self.parts.subs.action_param_names(d)
-        name, annos, scope, ctx, plist = self.parts.parsers.block_prelude("control", ttree, None, reserved)
-        self.env.declare(self.env.globals, name, self.control_body(d, name, annos, scope, ctx, plist),
-                     ttree.children[1])
+        name, annos, scope, ctx, plist = self.parts.parsers.block_prelude("control", ttree, None,
+                                                                          reserved)
+        self.env.declare(self.env.globals, name,
+                         self.control_body(d, name, annos, scope, ctx, plist), ttree.children[1])
 
     def control_body(self, d: Tree, name: str, annos: dict[str, str], scope: Scope, ctx: BlockCtx,
                      plist: list[ir.Param]) -> BlockB:

@@ -43,6 +43,10 @@ from p4switch.frontend.varbit import SIZE_METHODS
 
 
 class Calls(Part):
+    """Every call (``parts.calls``): functions, actions, extern functions and methods,
+    header, stack, table and packet methods, sub-block applies; and the evaluation order of a
+    statement whose expressions call functions."""
+
     # ---------------------------------------------------------------- calls
     def call(self, c: Tree, scope: Scope, ctx: BlockCtx, as_stmt: bool):
         """A call; returns an ir.Stmt when as_stmt, else an ir.Expr or ApplyResult."""
@@ -181,8 +185,7 @@ class Calls(Part):
                 if len(arg_trees) != 1:
                     raise self.err(c, "advance() takes one argument")
                 (size,) = self.parts.args.bind(arg_trees, ["sizeInBits"], "advance()")
-                bits = self.parts.exprs.coerce(self.parts.exprs.expr(size, scope, ctx), BIT32,
-                                               size, "advance")
+                bits = self.parts.exprs.expr_as(size, scope, ctx, BIT32, "advance")
                 return ir.Advance(bits, loc=loc)
             raise self.err(c, unsupported(f"packet_in.{m}()"))
         if ref.kind == "packet_out":
@@ -217,9 +220,11 @@ class Calls(Part):
                     ctx: BlockCtx) -> ir.ActionCall:
         action = self.env.actions[key]
         trees = self.parts.args.with_defaults(arg_trees, [p.name for p in action.params],
-                                   self.env.action_defaults.get(key, {}), f"action '{name}'", c)
-        args = [self.parts.args.arg_value(a, p.type, p.direction, f"argument '{p.name}' of '{name}'",
-                               scope, ctx, action=True)
+                                              self.env.action_defaults.get(key, {}),
+                                              f"action '{name}'", c)
+        args = [self.parts.args.arg_value(a, p.type, p.direction,
+                                          f"argument '{p.name}' of '{name}'", scope, ctx,
+                                          action=True)
                 for p, a in zip(action.params, trees, strict=True)]
         return ir.ActionCall(key, args, loc=self.loc(c))
 
@@ -283,8 +288,8 @@ class Calls(Part):
         for p, e, a in zip(sig.params, raw, bound, strict=True):
             pt = substitute(p.type, binding)
             if e is None:  # `_`: a discarded variable of the parameter's type
-                args.append(self.parts.args.arg_value(a, pt, p.direction, f"argument '{p.name}' of {what}",
-                                           scope, ctx))
+                args.append(self.parts.args.arg_value(a, pt, p.direction,
+                                                      f"argument '{p.name}' of {what}", scope, ctx))
                 continue
             e = self.parts.exprs.coerce(e, pt, a, f"argument '{p.name}' of {what}")
             self.parts.varbits.no_varbit_argument(e, a, what)
@@ -311,4 +316,5 @@ class Calls(Part):
         return call
 
     def evaluation_order(self, ctx: BlockCtx) -> EvaluationOrder:
-        return EvaluationOrder(ctx.fresh, lambda a: [p.direction for p in self.env.actions[a].params])
+        actions = self.env.actions
+        return EvaluationOrder(ctx.fresh, lambda a: [p.direction for p in actions[a].params])

@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class CompoundAssign(Part):
+    """``lhs op= rhs`` statements (``parts.compound``)."""
+
     def stmt_compound_assign_stmt(self, s: Tree, scope: Scope, ctx: BlockCtx) -> ir.Stmt:
         lhs_t, op_tok, rhs_t = s.children
         op = str(op_tok)[:-1]

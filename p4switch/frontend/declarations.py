@@ -55,6 +55,10 @@ def _header_field_type(t: object) -> bool:
 
 
 class DeclElaborator(Part):
+    """Type references and the top-level type declarations: typedefs and newtypes,
+    constants, headers, structs, enums, errors, match kinds, externs, packages and block
+    prototypes (``parts.decls``)."""
+
     # ---------------------------------------------------------------- types
     def resolve_type(self, t: Tree, scope: Scope, tparams: dict[str, TypeVar] | None = None):
         tparams = tparams or {}
@@ -183,7 +187,7 @@ class DeclElaborator(Part):
         ctx = ctx or self.env.top
         _annos, tref, name, value = d.children
         t = self.resolve_type(tref, scope)
-        e = self.parts.exprs.coerce(self.parts.exprs.expr(value, scope, ctx), t, value, "constant initializer")
+        e = self.parts.exprs.expr_as(value, scope, ctx, t, "constant initializer")
         if not isinstance(e, ir.Const):
             raise self.err(value, f"initializer of constant '{name_text(name)}' is not a "
                                   "compile-time constant")
@@ -239,7 +243,8 @@ class DeclElaborator(Part):
         if targs is not None:
             raise self.err(targs, unsupported("generic struct"))
         a = self.parts.annos.annotations(annos)
-        s = ir.StructType(name_text(name), self.fields(d, self.env.globals, False), tuple(a.items()))
+        s = ir.StructType(name_text(name), self.fields(d, self.env.globals, False),
+                          tuple(a.items()))
         self.env.declare(self.env.globals, s.name, TypeB(s), name)
         self.env.types[s.name] = s
 
@@ -268,8 +273,8 @@ class DeclElaborator(Part):
             else:
                 if init is None:
                     raise self.err(m, f"member '{mname}' of a serializable enum needs a value")
-                c = self.parts.exprs.coerce(self.parts.exprs.expr(init, self.env.globals, self.env.top), underlying, init,
-                                "enum member value")
+                c = self.parts.exprs.expr_as(init, self.env.globals, self.env.top, underlying,
+                                             "enum member value")
                 if not isinstance(c, ir.Const):
                     raise self.err(init, "enum member value must be a compile-time constant")
                 values.append((mname, int(c.value)))
@@ -343,12 +348,14 @@ class DeclElaborator(Part):
             elif m.data == "abstract_method":
                 raise self.err(m, unsupported("abstract method"))
             else:
-                s = self.sig(m.children[1], self.env.globals, tvars, self.parts.annos.annotations(m.children[0]))
+                s = self.sig(m.children[1], self.env.globals, tvars,
+                             self.parts.annos.annotations(m.children[0]))
                 decl.methods.setdefault(s.name, []).append(s)
         self.parts.annos.annotations(annos)
 
     def decl_extern_function(self, d: Tree) -> None:
-        s = self.sig(d.children[1], self.env.globals, {}, self.parts.annos.annotations(d.children[0]))
+        s = self.sig(d.children[1], self.env.globals, {},
+                     self.parts.annos.annotations(d.children[0]))
         self.env.declare(self.env.globals, s.name, FuncB([s]), d.children[1])
 
     def decl_package_decl(self, d: Tree) -> None:
@@ -362,7 +369,8 @@ class DeclElaborator(Part):
         _annos, name, targs, params = ttree.children
         tps = self.type_params(targs)
         tvars = {p: TypeVar(p) for p in tps}
-        return BlockProto(kind, name_text(name), tps, self.sig_params(params, self.env.globals, tvars))
+        return BlockProto(kind, name_text(name), tps,
+                          self.sig_params(params, self.env.globals, tvars))
 
     def decl_parser_proto(self, d: Tree) -> None:
         p = self.block_proto("parser", d.children[0])

@@ -17,6 +17,9 @@ from p4switch.frontend.types import BlockTypeRef
 
 
 class DirectApply(Part):
+    """``Type.apply(...)`` of a parser or control type without an instance
+    (``parts.direct``): an anonymous sub-block instance, applied."""
+
     def direct_apply(self, b: BlockB, type_tok: Token, arg_trees: Args, c: Tree, scope: Scope,
                      ctx: BlockCtx, as_stmt: bool) -> ir.Stmt | ParserCall:
         tname = str(type_tok)
@@ -35,7 +38,7 @@ class DirectApply(Part):
         # control-plane names use the type's name, as p4c's (so a second invocation of a
         # type with tables clashes there as it does in p4c)
         self.parts.subs.sub_instance(c, b, BlockTypeRef(tname), None, name_tok, iscope, ctx,
-                          {"name": tname})
+                                     {"name": tname})
         ib = iscope.names[inst]
         assert isinstance(ib, SubInstB)
         return self.parts.subs.sub_apply(ib, arg_trees, c, iscope, ctx)

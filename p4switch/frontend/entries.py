@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class TableEntries(Part):
+    """A table's ``entries`` and their priorities (``parts.entries``)."""
+
     def table_entries(self, p: Tree, scope: Scope, ctx: BlockCtx, table: ir.Table,
                       largest_wins: bool, delta: int) -> None:
         const_tok = p.children[0]
@@ -44,8 +46,9 @@ class TableEntries(Part):
                                             "(drop one of the two 'const')")
             keysets = self.parts.parsers.keyset(ks_t, key_types, scope, ctx)
             keys = [self.parts.tables.entry_key(ks, k, ks_t) for ks, k in zip(keysets, table.keys,
-                                                                 strict=True)]
-            act = self.parts.tables.bound_action(e, scope, ctx, table, name_node=aname, args_t=args_t)
+                                                                              strict=True)]
+            act = self.parts.tables.bound_action(e, scope, ctx, table, name_node=aname,
+                                                 args_t=args_t)
             entries.append(ir.ConstEntry(keys, act, None, const=entry_const is not None))
             given.append(self.entry_priority(prio_t, annos_t, const_tok is not None, table))
         n = len(entries)

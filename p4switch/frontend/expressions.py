@@ -77,6 +77,9 @@ def _fold(op: str, a: int, b: int, t: object) -> int:
 
 
 class ExprElaborator(Part):
+    """Expressions and their typing rules (``parts.exprs``): names, members, slices,
+    operators, casts, ``?:``, and ``coerce``, which every part uses to check a value's type."""
+
     # ---------------------------------------------------------------- expressions
     def expr(self, t: Tree | Token, scope: Scope, ctx: BlockCtx) -> ir.Expr:
         r = self.expr_or_ref(t, scope, ctx)
@@ -294,6 +297,12 @@ class ExprElaborator(Part):
                 return MethodRef("stack", base, m, t)
             raise self.err(mname_t, f"header stack has no member '{m}'")
         raise self.err(mname_t, f"a value of type {bt} has no member '{m}'")
+
+    def expr_as(self, t: Tree | Token, scope: Scope, ctx: BlockCtx, type_: object,
+                what: str) -> ir.Expr:
+        """The expression ``t`` as a value of ``type_`` (``coerce``: ``what`` names it in the
+        error if it is not one)."""
+        return self.coerce(self.expr(t, scope, ctx), type_, t, what)
 
     # ---------------------------------------------------------------- typing rules
     def coerce(self, e: ir.Expr, t: object, node: object, what: str) -> ir.Expr:

@@ -43,6 +43,8 @@ def _value_type(t: object) -> ir.Type:
 
 
 class Functions(Part):
+    """Function declarations, their inlined calls and ``return`` (``parts.funcs``)."""
+
     def decl_function_decl(self, d: Tree) -> None:
         annos = self.parts.annos.annotations(d.children[0])
         proto = d.children[1]
@@ -93,7 +95,7 @@ class Functions(Part):
             return ir.Return(loc=loc)
         if value_t is None:
             raise self.err(s, f"function '{f.name}' must return a value of type {f.ret}")
-        e = self.parts.exprs.coerce(self.parts.exprs.expr(value_t, scope, ctx), f.ret, value_t, "return value")
+        e = self.parts.exprs.expr_as(value_t, scope, ctx, f.ret, "return value")
         if f.result is None:  # the declaration's check
             return ir.Return(loc=loc)
         return ir.Block([ir.Assign(ir.Var(f.result, type=f.ret, loc=loc), e, loc=loc),
@@ -128,16 +130,15 @@ class Functions(Part):
                                           f"('{p.name}' of {what} is 'inout')")
                     stmts.append(ir.VarDecl(pv, pt, loc=loc))
                 else:
-                    e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), pt, a,
-                                    f"argument '{p.name}' of {what}")
+                    e = self.parts.exprs.expr_as(a, scope, ctx, pt,
+                                                 f"argument '{p.name}' of {what}")
                     self.parts.stmts.check_lvalue(e, a, scope)
                     e = self.parts.subs.pin_lvalue(e, stmts, ctx)
                     stmts.append(ir.VarDecl(pv, pt, e if p.direction == "inout"
                                                    else None, loc=loc))
                     post.append(ir.Assign(copy.deepcopy(e), var, loc=loc))
             else:
-                e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), pt, a,
-                                f"argument '{p.name}' of {what}")
+                e = self.parts.exprs.expr_as(a, scope, ctx, pt, f"argument '{p.name}' of {what}")
                 stmts.append(ir.VarDecl(pv, pt, e, loc=loc))
             fscope.names[p.name] = VarB(pv, pt, p.direction != "in",
                                         "'in' parameter" if p.direction == "in" else "parameter")

@@ -26,6 +26,8 @@ from p4switch.frontend.types import BIT32, BOOL
 
 
 class Loops(Part):
+    """``for`` statements, ``break`` and ``continue`` (``parts.loops``)."""
+
     def _loop_allowed(self, s: Tree, ctx: BlockCtx) -> None:
         if ctx.kind == "parser" and not self.env.frames:
             raise self.err(s, unsupported("for statements in parsers"))
@@ -79,8 +81,8 @@ class Loops(Part):
             raise self.err(tref, f"the variable of a range for statement must be bit<W> or "
                                  f"int<W>, not {t}")
         loc = self.loc(s)
-        lo = self.parts.exprs.coerce(self.parts.exprs.expr(lo_t, scope, ctx), t, lo_t, "range start")
-        hi = self.parts.exprs.coerce(self.parts.exprs.expr(hi_t, scope, ctx), t, hi_t, "range end")
+        lo = self.parts.exprs.expr_as(lo_t, scope, ctx, t, "range start")
+        hi = self.parts.exprs.expr_as(hi_t, scope, ctx, t, "range end")
         lscope = Scope(scope)
         x = ctx.fresh(str(name_t.children[0]))
         hv, more = ctx.fresh(f"{x}_last"), ctx.fresh(f"{x}_more")
@@ -144,7 +146,7 @@ class Loops(Part):
             # the items, once, into locals; the iteration picks the index-th one
             names = []
             for k, it in enumerate(item_trees):
-                e = self.parts.exprs.coerce(self.parts.exprs.expr(it, scope, ctx), t, it, "list element")
+                e = self.parts.exprs.expr_as(it, scope, ctx, t, "list element")
                 names.append(ctx.fresh(f"{name}_item{k}"))
                 init.append(ir.VarDecl(names[-1], t, e, loc=loc))
             current = ir.VarDecl(x, t, None, loc=loc)

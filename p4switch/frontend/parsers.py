@@ -36,6 +36,9 @@ def _successors(tr: ir.Transition) -> list[str]:
 
 
 class Parsers(Part):
+    """Parsers: the block prelude shared with controls, states, transitions and keysets
+    (``parts.parsers``)."""
+
     # ---------------------------------------------------------------- parsers
     def block_prelude(self, kind: str, ttree: Tree, ctor: Tree | None,
                       reserved: set[str] | None = None) -> tuple[
@@ -92,7 +95,7 @@ class Parsers(Part):
         if ttree.children[2] is not None:
             raise self.err(ttree.children[2], unsupported(f"generic {kind}s"))
         self.env.declare(self.env.globals, name_text(ttree.children[1]), BlockB(kind, None, [], d),
-                     ttree.children[1])
+                         ttree.children[1])
 
     def parser_states(self, states_t: list[Tree], scope: Scope, ctx: BlockCtx, prefix: str,
                       accept_to: str, name_node: object,
@@ -139,7 +142,8 @@ class Parsers(Part):
                         loc=cur_loc)
                     states.update(self.parser_states(
                         child_trees(ib.tree, "parser_state"), Scope(ib.scope), ib.ctx, sub, cont,
-                        ib.tree.children[0].children[1], name_text(ib.tree.children[0].children[1])))
+                        ib.tree.children[0].children[1],
+                        name_text(ib.tree.children[0].children[1])))
                     cur, cur_loc, stmts = cont, self.loc(r.node), list(r.post)
                 elif r is not None:
                     stmts.append(r)

@@ -23,6 +23,10 @@ from p4switch.frontend.trees import (
 
 
 class StmtElaborator(Part):
+    """Statements and blocks (``parts.stmts``): each statement with what its
+    expressions hoisted, assignment, if, switch, exit; the rules without a part of their own
+    dispatch through ``Parts.statement_handlers``; l-value checks."""
+
     # ---------------------------------------------------------------- statements
     def block(self, b: Tree, scope: Scope, ctx: BlockCtx) -> ir.Block:
         out = ir.Block([], loc=self.loc(b))
@@ -64,7 +68,7 @@ class StmtElaborator(Part):
             lhs_t, rhs_t = s.children
             lhs = self.parts.exprs.expr(lhs_t, scope, ctx)
             self.check_lvalue(lhs, lhs_t, scope)
-            rhs = self.parts.exprs.coerce(self.parts.exprs.expr(rhs_t, scope, ctx), lhs.type, rhs_t, "assignment")
+            rhs = self.parts.exprs.expr_as(rhs_t, scope, ctx, lhs.type, "assignment")
             return self.parts.unions.union_others_invalid(lhs, ir.Assign(lhs, rhs, loc=loc))
         if d == "call_stmt":
             return self.parts.calls.call(s.children[0], scope, ctx, as_stmt=True)
@@ -146,7 +150,7 @@ class StmtElaborator(Part):
                 vals = None
             else:
                 lt = label.children[0]
-                v = self.parts.exprs.coerce(self.parts.exprs.expr(lt, scope, ctx), e.type, lt, "switch label")
+                v = self.parts.exprs.expr_as(lt, scope, ctx, e.type, "switch label")
                 if not isinstance(v, ir.Const):
                     raise self.err(lt, "switch labels must be compile-time constants")
                 vals = [v]

@@ -45,6 +45,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class SubBlocks(Part):
+    """Parser and control instances inside blocks, inlined (``parts.subs``): their
+    parameters, constructor arguments, specialisations and applies."""
+
     def __init__(self, env: Environment, parts: Parts) -> None:
         super().__init__(env, parts)
         self.specialized: dict[str, int] = {}  # block type -> its specialisations so far
@@ -79,8 +82,8 @@ class SubBlocks(Part):
         tree = b.tree
         ttree, ctor = tree.children[0], tree.children[1]
         iscope = Scope(self.env.globals)
-        sub = BlockCtx(ctx.kind, self.parts.annos.cp_name(ctx, inst, annos), ctx.used, ctx.instances,
-                       ctx.tables, ctx.actions, ctx.value_sets, ctx.locals,
+        sub = BlockCtx(ctx.kind, self.parts.annos.cp_name(ctx, inst, annos), ctx.used,
+                       ctx.instances, ctx.tables, ctx.actions, ctx.value_sets, ctx.locals,
                        deparser=ctx.deparser, local_prefix=f"{ctx.local_prefix}{inst}.")
         self.ctor_args(d, b.kind, t.name, ctor, args, scope, ctx, iscope, sub)
         # apply parameters: one variable per instance in the enclosing block (control-level,
@@ -122,7 +125,7 @@ class SubBlocks(Part):
             else:
                 self.parts.blocks.block_local(item, iscope, sub)
         self.env.declare(scope if into is None else into, inst,
-                     SubInstB(b.kind, inst, tree, iscope, sub, params, inits), name)
+                         SubInstB(b.kind, inst, tree, iscope, sub, params, inits), name)
         self.env.sub_used.add(t.name)
 
     def ctor_args(self, d: Tree, kind: str, tname: str, ctor: Tree | None, args: Tree | None,
@@ -137,8 +140,8 @@ class SubBlocks(Part):
             raise self.err(d, f"{kind} '{tname}' expects {len(cparams)} constructor "
                               f"arguments, got {len(raw)}")
         what = f"constructor of {tname}"
-        for p, a in zip(cparams, self.parts.args.bind(raw, [name_text(p.children[3]) for p in cparams], what),
-                        strict=True):
+        bound = self.parts.args.bind(raw, [name_text(p.children[3]) for p in cparams], what)
+        for p, a in zip(cparams, bound, strict=True):
             _pa, direction, tref, pname, default = p.children
             if direction is not None or default is not None:
                 raise self.err(p, unsupported("constructor parameters with a direction or "
@@ -151,8 +154,8 @@ class SubBlocks(Part):
                               | ir.InfIntType):
                 raise self.err(tref, unsupported(f"constructor parameters of type {pt} (only "
                                                  "values: bit/int/bool/enum/error)"))
-            e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), pt, a, f"argument '{name_text(pname)}' of "
-                                                             f"{what}")
+            e = self.parts.exprs.expr_as(a, scope, ctx, pt,
+                                         f"argument '{name_text(pname)}' of {what}")
             if not isinstance(e, ir.Const):
                 raise self.err(a, f"argument '{name_text(pname)}' of {what} must be a "
                                   "compile-time constant")
@@ -177,7 +180,8 @@ class SubBlocks(Part):
         scope = Scope(self.env.globals)
         plist = self.parts.blocks.block_params(params, scope, ctx, b.kind)
         self.ctor_args(a, b.kind, bname, ctor, cargs, self.env.globals, ctx, scope, ctx)
-        body = self.parts.blocks.control_body if b.kind == "control" else self.parts.parsers.parser_body
+        body = (self.parts.blocks.control_body if b.kind == "control"
+                else self.parts.parsers.parser_body)
         return body(d, n, self.parts.annos.annotations(annos_t), scope, ctx, plist)
 
     def block_ctor_arg(self, p: Tree, pt: BlockTypeRef, a: Tree, what: str, scope: Scope,
@@ -271,8 +275,7 @@ class SubBlocks(Part):
                                       f"('{p.name}' of {what} is '{p.direction}')")
                 pre.extend(self.zero(var, ctx))  # no copy-out: the value is discarded
                 continue
-            e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), p.type, a, f"argument '{p.name}' of "
-                                                                  f"{what}")
+            e = self.parts.exprs.expr_as(a, scope, ctx, p.type, f"argument '{p.name}' of {what}")
             if p.direction in ("out", "inout"):
                 self.parts.stmts.check_lvalue(e, a, scope)
                 e = self.pin_lvalue(e, pre, ctx)
@@ -289,7 +292,8 @@ class SubBlocks(Part):
                 pre.extend(self.zero(var, ctx))
         if ib.kind == "parser":
             return ParserCall(ib, pre, post, c)
-        depth, self.env.loop_depth = self.env.loop_depth, 0  # break/continue do not leave the callee
+        # break/continue do not leave the callee
+        depth, self.env.loop_depth = self.env.loop_depth, 0
         try:
             body = self.parts.stmts.block(ib.tree.children[-1], Scope(ib.scope), ib.ctx)
         finally:

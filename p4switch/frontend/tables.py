@@ -28,6 +28,9 @@ BOUND_ACTION_ARGS = True
 
 
 class Tables(Part):
+    """Table declarations (``parts.tables``): keys, actions lists, default actions,
+    properties and the constant entries' keys."""
+
     def table_decl(self, d: Tree, scope: Scope, ctx: BlockCtx) -> None:
         annos_t, name = d.children[0], d.children[1]
         annos = self.parts.annos.annotations(annos_t, scope)
@@ -170,10 +173,10 @@ class Tables(Part):
                                      f"'{table.name}' needs {len(directional)} argument(s) for "
                                      f"its directional parameters, got {len(raw)}")
             what = f"action '{an}'"
-            for p, a in zip(directional, self.parts.args.bind(raw, [p.name for p in directional], what),
-                            strict=True):
-                e = self.parts.exprs.coerce(self.parts.exprs.expr(a, scope, ctx), p.type, a,
-                                f"argument '{p.name}' of '{an}'")
+            arg_trees = self.parts.args.bind(raw, [p.name for p in directional], what)
+            for p, a in zip(directional, arg_trees, strict=True):
+                e = self.parts.exprs.expr_as(a, scope, ctx, p.type,
+                                             f"argument '{p.name}' of '{an}'")
                 if p.direction in ("out", "inout"):
                     self.parts.stmts.check_lvalue(e, a, scope)
                 bound.append(e)
@@ -226,7 +229,8 @@ class Tables(Part):
                                                   f"action '{an}'", name_node)
         vals: list[ir.Expr] = []
         for p, a in zip(data, arg_trees, strict=True):
-            c = self.parts.args.arg_value(a, p.type, "", f"argument '{p.name}' of '{an}'", scope, ctx)
+            c = self.parts.args.arg_value(a, p.type, "", f"argument '{p.name}' of '{an}'", scope,
+                                          ctx)
             if not isinstance(c, ir.Const):
                 raise self.err(a, f"argument '{p.name}' of '{an}' must be a compile-time "
                                   "constant")

@@ -34,6 +34,8 @@ def union_member(e: ir.Expr) -> tuple[ir.Expr, ir.StructType, str] | None:
 
 
 class HeaderUnions(Part):
+    """Header unions (``parts.unions``): declarations and validity."""
+
     def decl_header_union_decl(self, d: Tree) -> None:
         annos, name, targs = d.children[0], d.children[1], d.children[2]
         if targs is not None:
@@ -44,8 +46,8 @@ class HeaderUnions(Part):
             if not isinstance(f.type, ir.HeaderType):
                 raise self.err(ft, f"header_union member '{f.name}' must be a header, not "
                                    f"{f.type}")
-        u = ir.StructType(name_text(name), fields, tuple(self.parts.annos.annotations(annos).items()),
-                          union=True)
+        annotations = self.parts.annos.annotations(annos)
+        u = ir.StructType(name_text(name), fields, tuple(annotations.items()), union=True)
         self.env.declare(self.env.globals, u.name, TypeB(u), name)
         self.env.types[u.name] = u
 

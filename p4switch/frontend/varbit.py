@@ -39,6 +39,8 @@ def has_varbit(t: object) -> bool:
 
 
 class Varbits(Part):
+    """Varbit types and headers, sized extracts and size methods (``parts.varbits``)."""
+
     def varbit_type(self, t: Tree, scope: Scope) -> ir.VarbitType:
         """``varbit<W>``: header fields (the only ones extract sets), and, as p4c allows,
         struct fields, typedefs, local variables and list items, which hold a copy (the
@@ -70,8 +72,7 @@ class Varbits(Part):
         if h.type.varbit is None:
             raise self.err(c, f"extract(hdr, bits) needs a header with a varbit field; "
                               f"{h.type.name} has none (use extract(hdr))")
-        bits = self.parts.exprs.coerce(self.parts.exprs.expr(size, scope, ctx), BIT32, size,
-                                       "extract size")
+        bits = self.parts.exprs.expr_as(size, scope, ctx, BIT32, "extract size")
         self.parts.stmts.check_lvalue(h, hdr, scope)
         if not as_stmt:
             raise self.err(c, "extract() does not return a value")
