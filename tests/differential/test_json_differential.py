@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from bmv2_oracle import P4C, p4c_env, tools_missing
 from differential import RecordingPipeline, run_bmv2
-from test_stf_differential import mutants
+from test_stf_differential import mutants, program_params
 
 from p4switch import bmv2json, ir
 from p4switch.pipeline import Pipeline
@@ -93,15 +93,7 @@ def _run_stf(program: ir.Program, stf: Path) -> tuple[RecordingPipeline, Pipelin
     return rec, pl
 
 
-def _params():
-    for p in STF_PROGRAMS:
-        marks = []
-        if p.stem in JSON_DIFFERS:
-            marks.append(pytest.mark.xfail(strict=True, reason=JSON_DIFFERS[p.stem]))
-        yield pytest.param(p, id=p.stem, marks=marks)
-
-
-@pytest.mark.parametrize("program_path", list(_params()))
+@pytest.mark.parametrize("program_path", program_params(STF_PROGRAMS, JSON_DIFFERS))
 def test_stf_program_from_json_equals_source(program_path: Path, compiled):
     if program_path.stem in JSON_REFUSED:
         with pytest.raises(bmv2json.Bmv2JsonError, match=JSON_REFUSED[program_path.stem]):

@@ -51,12 +51,11 @@ MUTANTS = 40
 pytestmark = pytest.mark.skipif(tools_missing() is not None, reason=tools_missing() or "")
 
 
-def _params():
-    for p in PROGRAMS:
-        marks = []
-        if p.stem in KNOWN_MISMATCHES:
-            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_MISMATCHES[p.stem]))
-        yield pytest.param(p, id=p.stem, marks=marks)
+def program_params(programs: list[Path], known: dict[str, str]) -> list:
+    """One pytest param per program (its stem as id), strictly xfail where ``known`` says why
+    it differs."""
+    return [pytest.param(p, id=p.stem, marks=[pytest.mark.xfail(strict=True, reason=known[p.stem])]
+                         if p.stem in known else []) for p in programs]
 
 
 def run_p4switch_stf(program_path: Path) -> tuple[object, RecordingPipeline, int]:
@@ -103,7 +102,7 @@ def mutants(packets: list[Packet], n: int, seed: int) -> list[Packet]:
     return out
 
 
-@pytest.mark.parametrize("program_path", list(_params()))
+@pytest.mark.parametrize("program_path", program_params(PROGRAMS, KNOWN_MISMATCHES))
 def test_stf_program_matches_bmv2(program_path: Path, tmp_path: Path):
     """The STF's packets, then (unless the program's outputs are unspecified for some of them)
     MUTANTS mutated copies of them."""

@@ -6,7 +6,6 @@ taken down mid-traffic routed around by the failure loop (probes through the CPU
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "topo"))
 
 from test_fabric_k4 import (  # noqa: E402,F401 - collected here, against this module's fabric
     PERIOD,
+    controlled_fabric,
     test_counters_match_traffic_sent,
     test_every_host_reaches_every_other,
     test_link_down_mid_traffic_is_rerouted,
 )
-
-from model.spec import fat_tree  # noqa: E402
 
 REASON = toolchain.unavailable_reason()
 pytestmark = [pytest.mark.root, pytest.mark.mininet,
@@ -32,20 +30,4 @@ pytestmark = [pytest.mark.root, pytest.mark.mininet,
 
 @pytest.fixture(scope="module")
 def fabric():
-    from controller import FabricController
-    from topo.net import FabricNet
-
-    spec = fat_tree(4)
-    net = FabricNet(spec, target="ebpf", lock_timeout=240)
-    ctl = None
-    t0 = time.monotonic()
-    net.start()
-    try:
-        ctl = FabricController(spec, target="ebpf", control_period=PERIOD)
-        ctl.start(scheme="ecmp", loops=("failure", "reconcile"))
-        print(f"\neBPF fabric up in {time.monotonic() - t0:.1f} s: {net.timings}, {ctl.stats}")
-        yield net, ctl
-    finally:
-        if ctl is not None:
-            ctl.stop()
-        net.stop()
+    yield from controlled_fabric(target="ebpf")

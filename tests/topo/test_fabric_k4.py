@@ -26,25 +26,33 @@ pytestmark = [pytest.mark.root, pytest.mark.mininet]
 PERIOD = 0.5
 
 
-@pytest.fixture(scope="module")
-def fabric():
+def controlled_fabric(**target: str):
+    """The k=4 fabric up, its controller running ECMP with the failure and reconcile loops:
+    yields (net, controller), stops both after. ``target``: FabricNet's and the controller's
+    (``target="ebpf"``; the default is p4switch)."""
     from controller import FabricController
     from topo.net import FabricNet
 
     spec = fat_tree(4)
-    net = FabricNet(spec, lock_timeout=240)
+    net = FabricNet(spec, lock_timeout=240, **target)
     ctl = None
     t0 = time.monotonic()
     net.start()
     try:
-        ctl = FabricController(spec, control_period=PERIOD)
+        ctl = FabricController(spec, control_period=PERIOD, **target)
         ctl.start(scheme="ecmp", loops=("failure", "reconcile"))
-        print(f"\nfabric up in {time.monotonic() - t0:.1f} s: {net.timings}, {ctl.stats}")
+        print(f"\n{target.get('target', 'p4switch')} fabric up in {time.monotonic() - t0:.1f} s: "
+              f"{net.timings}, {ctl.stats}")
         yield net, ctl
     finally:
         if ctl is not None:
             ctl.stop()
         net.stop()
+
+
+@pytest.fixture(scope="module")
+def fabric():
+    yield from controlled_fabric()
 
 
 def _members(ctl, switch: str):
