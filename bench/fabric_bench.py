@@ -207,8 +207,8 @@ def run_target(target: str, a) -> dict:
               "switch processes share 2 cores with the senders)")
         print(f"  highest loss-free link rate {max(clean) if clean else 0:8.1f} Mbit/s per host, "
               f"achieved (offered {', '.join(f'{m:g}' for m in mbps_steps[:len(link)])}; "
-              f"{frame}-byte frames; where achieved < offered the Python senders were the "
-              "limit, not the fabric)")
+              f"{frame}-byte frames; achieved < offered with no loss: every frame arrived, "
+              "later than sent, so the senders or the switches' queues set the pace)")
         fails = [e for e in ctl.events if e.loop == "failure"]
         if fails:
             print(f"  failure-loop events during the run: {len(fails)}, e.g. "
