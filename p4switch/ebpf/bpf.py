@@ -57,6 +57,12 @@ def lib() -> ctypes.CDLL:
         L.bpf_tc_hook_destroy.argtypes = [vp]
         L.bpf_tc_attach.argtypes = [vp, vp]
         L.libbpf_num_possible_cpus.argtypes = []
+        L.ring_buffer__new.restype = vp
+        L.ring_buffer__new.argtypes = [i, vp, vp, vp]
+        L.ring_buffer__poll.argtypes = [vp, i]
+        L.ring_buffer__consume.argtypes = [vp]
+        L.ring_buffer__free.argtypes = [vp]
+        L.ring_buffer__free.restype = None
         L.libbpf_set_print.argtypes = [vp]
         L.libbpf_set_print.restype = vp
         del u32
@@ -200,6 +206,40 @@ def test_run(prog_fd: int, data: bytes, mark: int) -> tuple[int, bytes, int]:
     _check(lib().bpf_prog_test_run_opts(prog_fd, ctypes.byref(o)), "BPF_PROG_TEST_RUN")
     mark_out = int.from_bytes(cout.raw[_SKB_MARK_OFFSET:_SKB_MARK_OFFSET + 4], "little")
     return o.retval, outb.raw[:o.data_size_out], mark_out
+
+
+_RingCallback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+
+
+class RingBuffer:
+    """A BPF ring buffer map read from user space (libbpf's ring_buffer): ``consume`` returns
+    the records the program has submitted since the last call, oldest first."""
+
+    def __init__(self, map_fd: int) -> None:
+        self._records: list[bytes] = []
+        self._cb = _RingCallback(self._on_record)  # kept: libbpf calls it later
+        self._rb = lib().ring_buffer__new(map_fd, ctypes.cast(self._cb, ctypes.c_void_p),
+                                          None, None)
+        if not self._rb:
+            _check(-ctypes.get_errno() or -errno.EINVAL, "ring_buffer__new")
+
+    def _on_record(self, _ctx: int | None, data: int | None, size: int) -> int:
+        self._records.append(ctypes.string_at(data or 0, size))
+        return 0
+
+    def consume(self, timeout_ms: int = 0) -> list[bytes]:
+        """Records available now (after waiting up to ``timeout_ms`` for the first one)."""
+        if self._rb:
+            if timeout_ms:
+                lib().ring_buffer__poll(self._rb, timeout_ms)
+            lib().ring_buffer__consume(self._rb)
+        out, self._records = self._records, []
+        return out
+
+    def close(self) -> None:
+        if self._rb:
+            lib().ring_buffer__free(self._rb)
+            self._rb = None
 
 
 @dataclass

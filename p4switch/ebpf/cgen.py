@@ -23,10 +23,12 @@ from p4switch import ir
 from p4switch.errors import P4CompileError
 
 from .layout import (
+    DIGEST_MAX,
     GROUP_FLAG,
     GROUP_MAX,
     STAT_NAMES,
     CounterLayout,
+    DigestLayout,
     KeyLayout,
     Layout,
     MeterLayout,
@@ -962,8 +964,46 @@ class CGen:
                    f"goto parser_reject; }}")
         elif fn == "log_msg":
             pass  # no log in the kernel (documented)
+        elif fn == "digest":
+            self.digest(s)
         else:
             raise self.refuse(f"the extern function {fn}", s.loc)
+
+    def digest(self, s: ir.ExternCall) -> None:
+        """``digest<T>(receiver, data)``: one record (T's id, the receiver, T's fields) into
+        the ``p4digests`` ring buffer, read by the switch process (a P4Runtime DigestList)."""
+        receiver, data = s.args
+        t = s.type_args[0] if s.type_args else data.type
+        if not isinstance(t, ir.StructType):
+            raise self.refuse(f"a digest of {t}", s.loc)
+        if len(t.fields) > DIGEST_MAX or any(
+                not isinstance(f.type, ir.BitsType | ir.BoolType | ir.EnumType)
+                or _width(f.type) > 64 for f in t.fields):
+            raise self.refuse(f"a digest of {t.name} (at most {DIGEST_MAX} fields of up to "
+                              f"64 bits)", s.loc)
+        dl = self.layout.digests.get(t.name)
+        if dl is None:
+            dl = DigestLayout(t.name, len(self.layout.digests) + 1,
+                              [(f.name, _width(f.type)) for f in t.fields])
+            self.layout.digests[t.name] = dl
+            if len(self.layout.digests) == 1:
+                self.maps.append("struct { __uint(type, BPF_MAP_TYPE_RINGBUF); "
+                                 "__uint(max_entries, 1 << 16); } p4digests SEC(\".maps\");")
+                self.ctx_fields.append(f"    struct {{ __u32 id; __u32 receiver; "
+                                       f"__u64 v[{DIGEST_MAX}]; }} dg;")
+        if isinstance(data, ir.ListExpr):
+            vals = [self.ex(i) for i in data.items]
+        else:
+            d = self.lval(data)
+            vals = [f"{d}.f_{_cid(f.name)}" for f in t.fields]
+        self.w("{")
+        self.ind += 1
+        self.w(f"C->dg.id = {dl.id}; C->dg.receiver = {self.ex(receiver)};")
+        for i, (v, (_, w)) in enumerate(zip(vals, dl.fields, strict=True)):
+            self.w(f"C->dg.v[{i}] = ({v}) & {_mask(w)};")
+        self.w(f"bpf_ringbuf_output(&p4digests, &C->dg, {8 + 8 * len(dl.fields)}, 0);")
+        self.ind -= 1
+        self.w("}")
 
     def flatten(self, e: ir.Expr) -> list[tuple[str, int, str | None]]:
         """(value, width, validity or None) of each scalar of a hash input, in order."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from p4switch import ir
 from p4switch.pipeline.api import (
     ActionProfileGroup,
     ActionProfileMember,
+    Digest,
     Drop,
     ExactMatch,
     LpmMatch,
@@ -164,6 +166,10 @@ class EbpfPipeline(Pipeline):
         for cp in self._mmaps:  # meters configured before the load (none yet: all GREEN)
             for i, tr in enumerate(self.meters[cp].meters):
                 self._write_meter(cp, i, tr.config)
+        self._ring = (bpf.RingBuffer(self.obj.map("p4digests", 0, 0).fd)
+                      if self.layout.digests else None)
+        self._ring_lock = threading.Lock()  # a reader thread polls while a swap closes it
+        self._digest_by_id = {d.id: d for d in self.layout.digests.values()}
         self.test_mode = test_mode
         # packets never run in Python on this target: process() is the kernel's (test mode)
         self.process = self._process_bpf  # type: ignore[method-assign]
@@ -194,6 +200,10 @@ class EbpfPipeline(Pipeline):
         if detach:
             self.detach()
         self._attached.clear()
+        with self._ring_lock:
+            if self._ring is not None:
+                self._ring.close()
+                self._ring = None
         self.obj.close()
         if self._tmp is not None:
             self._tmp.cleanup()
@@ -241,6 +251,20 @@ class EbpfPipeline(Pipeline):
         cut = pad + (mark >> 16)  # the program reports bytes it kept beyond a short frame
         return mark & 0xFFFF, out[:len(out) - cut] if cut else out
 
+    def read_digests(self, timeout_ms: int = 0) -> list[Digest]:
+        """The digests the program has emitted since the last call, oldest first."""
+        with self._ring_lock:
+            if self._ring is None:
+                return []
+            records = self._ring.consume(timeout_ms)
+        out = []
+        for rec in records:
+            dl = self._digest_by_id.get(struct.unpack_from("<I", rec)[0])
+            if dl is not None:
+                receiver, values = dl.unpack(rec)
+                out.append(Digest(dl.name, receiver, values))
+        return out
+
     def _process_bpf(self, data: bytes, port: int, now_us: int) -> ProcessResult:
         """``process`` through the kernel (test mode, at the caller's ``now_us``). Frames the test-run facility refuses (an IPv4 ethertype with
         less than an IPv4 header behind it) are reported as dropped with reason ``error``."""
@@ -250,9 +274,11 @@ class EbpfPipeline(Pipeline):
             got = self.run(data, port, now_us)
         except bpf.BpfError as e:
             return ProcessResult(drops=[Drop("error", f"test run refused the frame: {e}")])
+        digests = self.read_digests()
         if got is None:
-            return ProcessResult(drops=[Drop("mark_to_drop", "dropped in the kernel")])
-        return ProcessResult(outputs=[Output(got[0], got[1])])
+            return ProcessResult(digests=digests,
+                                 drops=[Drop("mark_to_drop", "dropped in the kernel")])
+        return ProcessResult(outputs=[Output(got[0], got[1])], digests=digests)
 
     # -- table sync ------------------------------------------------------------------------
     def _action_id(self, tl: TableLayout, action: str) -> int:

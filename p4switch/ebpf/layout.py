@@ -21,7 +21,9 @@ table keys are big-endian byte strings so that an LPM trie matches prefixes bit 
 * an action-profile entry holds its member's action and data; an action-selector group entry
   has action ``GROUP_FLAG | slot``, and slot of the table's ``_grp`` array holds
   ``u32 n, u32 pad, value[GROUP_MAX]``: the group's members in ascending id order, each
-  repeated by its weight (the program hashes the selector keys modulo n).
+  repeated by its weight (the program hashes the selector keys modulo n);
+* a ``digest`` is a record ``u32 id, u32 receiver, u64 v[n]`` in the ``p4digests`` ring
+  buffer (``DigestLayout``).
 """
 
 from __future__ import annotations
@@ -121,6 +123,27 @@ GROUP_MAX = 64
 """Member values a group holds on this target (members repeated by their weights)."""
 
 
+DIGEST_MAX = 16
+"""Fields a digest record carries (``struct p4_digest``: u32 id, u32 receiver, u64 v[n])."""
+
+
+@dataclass
+class DigestLayout:
+    """One digest type: its record id (1-based) in the ``p4digests`` ring buffer, and its
+    fields (name, width) in order."""
+
+    name: str
+    id: int
+    fields: list[tuple[str, int]]
+
+    def unpack(self, record: bytes) -> tuple[int, dict[str, int]]:
+        """(receiver, values) of one record of this type."""
+        n = len(self.fields)
+        _, receiver, *vals = struct.unpack_from(f"<II{n}Q", record)
+        return receiver, {f: v & ((1 << w) - 1) for (f, w), v in zip(self.fields, vals,
+                                                                       strict=True)}
+
+
 @dataclass
 class MeterLayout:
     cp_name: str
@@ -165,5 +188,6 @@ class Layout:
     counters: dict[str, CounterLayout] = field(default_factory=dict)
     registers: dict[str, RegisterLayout] = field(default_factory=dict)
     meters: dict[str, MeterLayout] = field(default_factory=dict)
+    digests: dict[str, DigestLayout] = field(default_factory=dict)  # by the data type's name
     drop_port: int = 511
     cpu_port: int | None = None

@@ -19,6 +19,7 @@ import re
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,7 @@ class EbpfSwitch(Switch):
         self._current: EbpfPipeline | None = None
         self._cpu_sock: socket.socket | None = None
         self._cpu_pair: tuple[str, str] | None = None
-        self._reader: threading.Thread | None = None
+        self._readers: list[threading.Thread] = []
         self._reading = False
         self._qdiscs: set[str] = set()
         self._applied: dict[int, tuple[float | None, int, int]] = {}  # (bps, depth, prios)
@@ -142,22 +143,41 @@ class EbpfSwitch(Switch):
                 except Exception:  # a listener's bug must not stop packet-in
                     log.exception("packet-in listener failed")
 
+    def _read_digests(self) -> None:
+        """The program's digests (its ring buffer) to the digest listeners (the P4Runtime
+        server's DigestList), as the Python target's loop hands them over."""
+        while self._reading:
+            pl = self._current
+            if pl is None or not pl.layout.digests:
+                time.sleep(0.2)
+                continue
+            for dg in pl.read_digests(timeout_ms=200):
+                self.counters.digests += 1
+                for dcb in list(self._digest_listeners):
+                    try:
+                        dcb(dg)
+                    except Exception:  # a listener's bug must not stop the digests
+                        log.exception("digest listener failed")
+
     # lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         super().start()
+        self._reading = True
+        self._readers = [threading.Thread(target=self._read_digests, name="p4switch-digests",
+                                          daemon=True)]
         if self._cpu_sock is not None:
-            self._reading = True
-            self._reader = threading.Thread(target=self._read_cpu, name="p4switch-cpu",
-                                            daemon=True)
-            self._reader.start()
+            self._readers.append(threading.Thread(target=self._read_cpu, name="p4switch-cpu",
+                                                  daemon=True))
+        for t in self._readers:
+            t.start()
         log.info("eBPF data plane on %s", ", ".join(f"{n}@{i}" for n, i in
                                                      sorted(self.interfaces.items())))
 
     def stop(self, *, log_stats: bool = True) -> None:
         self._reading = False
-        if self._reader is not None:
-            self._reader.join(timeout=2.0)
-            self._reader = None
+        for t in self._readers:
+            t.join(timeout=2.0)
+        self._readers = []
         if log_stats and self._current is not None:
             log.info("eBPF: %s", " ".join(f"{k}={v}" for k, v in self._current.stats().items()))
         super().stop(log_stats=False)

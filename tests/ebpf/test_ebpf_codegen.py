@@ -22,7 +22,7 @@ STF = ROOT / "tests" / "stf" / "programs"
 @pytest.mark.parametrize("stem,what", [
     ("union_stack", "header_union"),
     ("varbit_extract", "varbit"),
-    ("digest_log_drop", "digest"),
+    ("resubmit", "resubmit_preserving_field_list"),
     ("clone_i2e", "clone_preserving_field_list"),
     ("multicast", "multicast"),
     ("for_loops", "For"),

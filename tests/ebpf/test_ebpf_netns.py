@@ -327,3 +327,41 @@ def test_priority_queues_serve_priority_traffic_first(topo: Topo, tmp_path: Path
         assert max(depths) <= 2, depths  # only priority traffic ahead of them
     finally:
         sw.stop(log_stats=False)
+
+
+def test_digests_reach_the_switchs_listeners(topo: Topo) -> None:
+    """On interfaces, the switch reads the program's digests from its ring buffer and hands
+    them to its digest listeners (the P4Runtime server's DigestList)."""
+    import threading
+
+    from p4switch.ebpf.switch import EbpfSwitch
+    from p4switch.pipeline.api import Digest
+    from p4switch.stf.runner import load_program
+
+    h1, h2 = topo.hosts
+    sw = EbpfSwitch({5: h1.sw_ifname, 2: h2.sw_ifname})
+    got: list[Digest] = []
+    done = threading.Event()
+
+    def listener(d: Digest) -> None:
+        got.append(d)
+        if len(got) == 10:
+            done.set()
+
+    try:
+        sw.load_program(load_program(ROOT / "tests/stf/programs/digest_log_drop.p4"))
+        sw.add_digest_listener(listener)
+        sw.start()
+        s1 = topo.host_socket(1)
+        try:
+            for i in range(10):
+                s1.send(bytes.fromhex(f"000000000002 0000000000{i:02x} 9000 02 00 00 00"
+                                      .replace(" ", "")))
+            assert done.wait(10), got
+        finally:
+            s1.close()
+        assert [(d.name, d.receiver, d.values["port"]) for d in got] == [("learn_t", 1, 5)] * 10
+        assert [d.values["src"] for d in got] == list(range(10))
+        assert sw.counters.digests == 10
+    finally:
+        sw.stop(log_stats=False)

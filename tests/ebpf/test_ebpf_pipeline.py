@@ -224,17 +224,17 @@ PASS = {
     "action_arg_copy", "action_profile", "action_run", "action_selector", "any_type_keys",
     "args_defaults_dontcare", "arith_wrap", "assign_order", "block_initializers",
     "block_param_assign", "compound_assign", "const_entries", "contextual_names",
-    "control_ctor_params", "copy_in_out_alias", "counters", "ctor_block_args", "direct_apply",
-    "direct_counter", "ecmp_crc16", "entry_priorities", "enum_keys", "enums_typedef",
-    "eval_order", "exit_copy_out", "flowlet", "function_macros", "functions", "ipv4_lpm",
-    "lookahead", "macro_operators", "meters", "parser_error", "part_select", "range_optional",
-    "registers", "select_forms", "select_verify", "source_routing", "stack_equality",
-    "stack_index_oob", "stack_ops", "std_metadata", "ternary_priority", "v1model_20200408",
+    "control_ctor_params", "copy_in_out_alias", "counters", "ctor_block_args",
+    "digest_log_drop", "direct_apply", "direct_counter", "ecmp_crc16", "entry_priorities",
+    "enum_keys", "enums_typedef", "eval_order", "exit_copy_out", "flowlet", "function_macros",
+    "functions", "ipv4_lpm", "lookahead", "macro_operators", "meters", "parser_error",
+    "part_select", "range_optional", "registers", "select_forms", "select_verify",
+    "source_routing", "stack_equality", "stack_index_oob", "stack_ops", "std_metadata",
+    "ternary_priority", "v1model_20200408",
 }
 REFUSED = {
     "clone_e2e": "the extern function clone",
     "clone_i2e": "the extern function clone_preserving_field_list",
-    "digest_log_drop": "the extern function digest",
     "for_in": "header_union",
     "for_loops": "the statement For",
     "header_union": "header_union",
@@ -482,5 +482,28 @@ def test_action_selector_picks_the_python_targets_member() -> None:
             eb.act_prof_add_group("ecmp_sel", big)
         assert ei.value.code is StateCode.RESOURCE_EXHAUSTED
         assert [g.group_id for g in eb.act_prof_groups("ecmp_sel")] == [10, 20]
+    finally:
+        eb.close()
+
+
+def test_digests_as_the_python_target() -> None:
+    """digest<learn_t>() goes through the program's ring buffer: the same digests (type,
+    receiver, field values) as the Python target's, dropped packets' included."""
+    from p4switch.pipeline import Pipeline
+    from p4switch.stf.runner import load_program
+
+    prog = load_program(STF_DIR / "digest_log_drop.p4")
+    eb, py = _ebpf(prog), Pipeline(prog)
+    rng = random.Random(4)
+    try:
+        for _ in range(200):
+            f = rng.randbytes(6) + rng.randbytes(6) + b"\x90\x00" + bytes([rng.randrange(1, 5)]) \
+                + bytes(3)
+            port = rng.randrange(1, 9)
+            want, got = py.process(f, port, 0), eb.process(f, port, 0)
+            assert got.digests == want.digests and len(want.digests) == 1, f.hex()
+            assert [(o.port, o.data) for o in got.outputs] == \
+                [(o.port, o.data) for o in want.outputs]
+        assert eb.read_digests() == []
     finally:
         eb.close()
