@@ -1,7 +1,8 @@
 """Both data planes implement the pipeline's contract, ``p4switch.pipeline.api.PipelineAPI``:
 every method of the protocol with the protocol's parameters, so the switch and the P4Runtime
-server drive the Python pipeline and the eBPF one unchanged. (mypy checks the Python pipeline
-against the protocol statically where the switch builds it, ``Switch._build_pipeline``.)"""
+server drive the Python pipeline and the eBPF one unchanged. (mypy checks both against the
+protocol where the switches build them: ``Switch._build_pipeline`` and ``EbpfSwitch``'s
+``pipeline_factory``.)"""
 
 from __future__ import annotations
 
