@@ -41,7 +41,9 @@ class Env:
 
 
 @pytest.fixture
-def env(program) -> Iterator[Env]:
+def served(program) -> Iterator[tuple[Env, RawClient]]:
+    """A switch on the eBPF target (test mode: nothing attached) behind the P4Runtime server,
+    and an arbitrated client of it."""
     from p4switch.ebpf.dataplane import EbpfPipeline
     from p4switch.runtime import start_server
     from p4switch.switch import Switch
@@ -52,22 +54,16 @@ def env(program) -> Iterator[Env]:
     addr = f"127.0.0.1:{free_port()}"
     server = start_server(sw, addr, compiler=lambda bundle: program)
     sw.start()
+    client = RawClient(addr)
     try:
-        yield Env(sw, server, addr)
+        client.arbitrate()
+        yield Env(sw, server, addr), client
     finally:
+        client.close()
         server.stop(0).wait()
         sw.stop(log_stats=False)
-        pl = sw.pipeline
-        if isinstance(pl, EbpfPipeline):
-            pl.close()
-
-
-@pytest.fixture
-def client(env) -> Iterator[RawClient]:
-    c = RawClient(env.addr)
-    c.arbitrate()
-    yield c
-    c.close()
+        if isinstance(sw.pipeline, EbpfPipeline):
+            sw.pipeline.close()
 
 
 def test_the_rows_cover_writes_and_reads() -> None:
@@ -75,12 +71,13 @@ def test_the_rows_cover_writes_and_reads() -> None:
 
 
 @pytest.mark.parametrize("case", TARGET_ROWS)
-def test_the_ebpf_target_answers_what_the_table_says(env, client, program, case) -> None:
+def test_the_ebpf_target_answers_what_the_table_says(served, program, case) -> None:
     from scapy.all import IP, UDP, Ether
 
     from p4switch import p4info
     from p4switch.ebpf.dataplane import EbpfPipeline
 
+    env, client = served
     ctx = Ctx(env, client, p4info.build_p4info(program), [])
     needs_pipeline, run = CASES[case]
     try:

@@ -81,26 +81,35 @@ def test_cli_target_ebpf_refuses_a_program_it_cannot_express(tmp_path: Path) -> 
         r.stderr
 
 
+def _start_recording(sw, program: Path, rate_bps: float, ifname: str) -> str:
+    """Load ``program`` (ipv4.p4 or a variant), route 10.0.2.0/24 to port 2 with
+    ipv4_forward_record (the queue depths into the IPv4 header), serve port 2 at ``rate_bps``,
+    start; tc's qdiscs and classes on ``ifname`` then."""
+    from p4switch.frontend import compile_file
+    from p4switch.pipeline.api import LpmMatch, TableEntry
+
+    sw.load_program(compile_file(str(program)))
+    sw.pipeline.table_add("ipv4_lpm", TableEntry(
+        match={"hdr.ipv4.dstAddr": LpmMatch(0x0A000200, 24)}, action="ipv4_forward_record",
+        params={"dstAddr": 0x020000000002, "port": 2}))
+    sw.set_port_rate(2, rate_bps)
+    sw.start()
+    return "".join(subprocess.run(["tc", kind, "show", "dev", ifname], capture_output=True,
+                                  text=True).stdout for kind in ("qdisc", "class"))
+
+
 def test_port_rate_and_depth_are_modelled_in_the_kernel(topo: Topo) -> None:
     """A burst into a 100 kb/s port of depth 8: the program's queue model tail-drops beyond the
     depth and the P4 program sees the queue (ipv4_forward_record writes deq_qdepth into the IPv4
     identification: 0 for the first frame, up to depth - 1); HTB serves the port at its rate;
     port_stats reads the model back; stopping the switch removes the qdisc."""
     from p4switch.ebpf.switch import EbpfSwitch
-    from p4switch.frontend import compile_file
-    from p4switch.pipeline.api import LpmMatch, TableEntry
 
     h1, h2 = topo.hosts
     sw = EbpfSwitch({1: h1.sw_ifname, 2: h2.sw_ifname}, queue_depth=8)
     try:
-        sw.load_program(compile_file(str(IPV4_P4)))
-        sw.pipeline.table_add("ipv4_lpm", TableEntry(
-            match={"hdr.ipv4.dstAddr": LpmMatch(0x0A000200, 24)}, action="ipv4_forward_record",
-            params={"dstAddr": 0x020000000002, "port": 2}))
-        sw.set_port_rate(2, 1e5)  # 83 ms a frame: slow enough for a loaded sender to fill it
-        sw.start()
-        assert "htb" in subprocess.run(["tc", "qdisc", "show", "dev", h2.sw_ifname],
-                                       capture_output=True, text=True).stdout
+        # 83 ms a frame: slow enough for a loaded sender to fill it
+        assert "htb" in _start_recording(sw, IPV4_P4, 1e5, h2.sw_ifname)
         s1, s2 = topo.host_socket(1), topo.host_socket(2)
         try:
             for i in range(100):
@@ -272,15 +281,13 @@ def test_fabric_differential_in_namespaces() -> None:
 
 def test_priority_queues_serve_priority_traffic_first(topo: Topo, tmp_path: Path) -> None:
     """--priority-queues 2 on this target: behind a burst of priority-0 frames that fills the
-    1 Mb/s port's queue, priority-1 frames (standard_metadata.priority, as fabric.p4 gives its
+    100 kb/s port's queue, priority-1 frames (standard_metadata.priority, as fabric.p4 gives its
     probes) are neither tail-dropped nor queued behind the burst: the model lets them find only
-    the priority traffic ahead (deq_qdepth), and the interface's prio qdisc sends them first."""
+    the priority traffic ahead (deq_qdepth), and their priority's HTB leaf sends them first."""
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
 
     from p4switch.ebpf.switch import EbpfSwitch
-    from p4switch.frontend import compile_file
-    from p4switch.pipeline.api import LpmMatch, TableEntry
 
     src = IPV4_P4.read_text().replace(
         "            ipv4_lpm.apply();",
@@ -298,14 +305,7 @@ def test_priority_queues_serve_priority_traffic_first(topo: Topo, tmp_path: Path
                      / UDP(sport=sport, dport=9999) / (b"x" * 1000))
 
     try:
-        sw.load_program(compile_file(str(prio_p4)))
-        sw.pipeline.table_add("ipv4_lpm", TableEntry(
-            match={"hdr.ipv4.dstAddr": LpmMatch(0x0A000200, 24)}, action="ipv4_forward_record",
-            params={"dstAddr": 0x020000000002, "port": 2}))
-        sw.set_port_rate(2, 1e6)  # 8 ms a frame
-        sw.start()
-        assert "1:11" in subprocess.run(["tc", "class", "show", "dev", h2.sw_ifname],
-                                        capture_output=True, text=True).stdout
+        assert "1:11" in _start_recording(sw, prio_p4, 1e5, h2.sw_ifname)  # 83 ms a frame
         s1, s2 = topo.host_socket(1), topo.host_socket(2)
         try:
             for i in range(30):
