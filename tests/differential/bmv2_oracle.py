@@ -119,7 +119,11 @@ class Bmv2Switch:
     inputs: dict[int, _FifoWriter] = field(default_factory=dict)
 
     def __enter__(self) -> Bmv2Switch:
-        self.start()
+        try:
+            self.start()
+        except BaseException:  # a switch that never came up is stopped too (by pid)
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
