@@ -360,7 +360,10 @@ def write_report(root: str | Path, include_invalid: bool = False) \
     if cfg.get("description"):
         md += [str(cfg["description"]).strip(), ""]
     topo = cfg.get("topology", {})
-    md += [f"Topology: {topo}; backend {r.meta.get('backend', cfg.get('backend', '?'))}; "
+    backend = r.meta.get('backend', cfg.get('backend', '?'))
+    target = (f", switches on the {cfg.get('parameters', {}).get('target', 'p4switch')} target"
+              if backend == "mininet" else "")
+    md += [f"Topology: {topo}; backend {backend}{target}; "
            f"repetitions {cfg.get('repetitions', 1)}; TDF {r.meta.get('tdf', 1):g}; "
            f"git {r.meta.get('versions', {}).get('git', '?')}.",
            ""]
