@@ -317,6 +317,11 @@ class ExperimentConfig:
     """The modelled fabric (None: a file in the emulation's own units, run at TDF 1)."""
     transport: TransportSettings = TransportSettings()
     repetitions: int = 1
+    max_repetitions: int | None = None
+    """Up to this many repetitions of a scheme where the grouping is a close call after
+    ``repetitions`` (experiments.stats.close_calls: an overlap test within 2 standard errors of
+    flipping): the runner adds repetitions of the two schemes until it is not, or this cap.
+    None: exactly ``repetitions``."""
     backend: str = "mininet"
     description: str = ""
     source: dict[str, Any] = field(default_factory=dict)
@@ -697,7 +702,7 @@ def from_dict(d: Any) -> ExperimentConfig:
     """Validate a parsed experiment file; raises ConfigError naming the bad field."""
     d = _obj(d, "")
     _keys(d, "", {"name", "description", "backend", "topology", "schemes", "workloads",
-                  "parameters", "repetitions", "fabric", "transport"},
+                  "parameters", "repetitions", "max_repetitions", "fabric", "transport"},
           {"name", "topology", "schemes", "workloads"})
     name = _str(d, "name", "", None)
     if not name or any(c in name for c in "/\\ ") or name.startswith("."):
@@ -745,6 +750,8 @@ def from_dict(d: Any) -> ExperimentConfig:
         parameters=params, fabric=fabric,
         transport=_transport(d.get("transport", {}), fabric is not None),
         repetitions=_int(d, "repetitions", "", 1, 1, 1000),
+        max_repetitions=_int(d, "max_repetitions", "", 1, _int(d, "repetitions", "", 1, 1, 1000),
+                             1000) if "max_repetitions" in d else None,
         backend=_str(d, "backend", "", "mininet", BACKENDS),
         description=_str(d, "description", "", ""), source=d)
 

@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.beside_sim and cfg.backend != "sim":
             # the simulator is deterministic but for the seed: one repetition costs a tenth
             # of the emulation's wall time per run and gives its ranking
-            sim = dataclasses.replace(cfg, backend="sim", repetitions=1)
+            sim = dataclasses.replace(cfg, backend="sim", repetitions=1, max_repetitions=None)
             more = dataclasses.replace(hooks, total=lambda n: bar.update(
                 task, total=(bar.tasks[0].total or 0) + n))   # one bar for both backends
             run_experiment(sim, progress=more, report=False, root=run.root / "sim")

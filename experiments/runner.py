@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from . import metrics
+from . import metrics, stats
 from .backends import BACKENDS, Backend, RunSamples
 from .config import TDF_AUTO, ExperimentConfig, SchemeConfig, WorkloadConfig
 from .dilation import dilate, knobs, to_fabric_time
@@ -203,6 +203,20 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                     phases[f"traffic {w.name} {scheme.label}"] = phases.get(
                         f"traffic {w.name} {scheme.label}", 0.0) + time.perf_counter() - t0
                     rec.flush()
+            reps = dict.fromkeys((s.label for s in cfg.schemes), cfg.repetitions)
+            while not w.bsp and (more := _settle_close_calls(run, cfg, w, reps)):
+                total += len(more)
+                progress.total(total)
+                for label in more:
+                    i = [s.label for s in cfg.schemes].index(label)
+                    be.set_scheme(emu.schemes[i])
+                    t0 = time.perf_counter()
+                    _run_workload(run, be, rec, spec, w, cfg.schemes[i], reps[label], progress,
+                                  w_emu, tdf)
+                    reps[label] += 1
+                    phases[f"traffic {w.name} {label}"] = phases.get(
+                        f"traffic {w.name} {label}", 0.0) + time.perf_counter() - t0
+                    rec.flush()
     except (KeyboardInterrupt, Interrupted) as e:
         run.meta["interrupted"] = f"interrupted ({type(e).__name__})"
     except Exception as e:  # noqa: BLE001 - keep what was measured, say why it stopped
@@ -227,6 +241,24 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
         phases["report"] = round(time.perf_counter() - t0, 3)
         _write_meta(run)
     return run
+
+
+def _settle_close_calls(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadConfig,
+                        reps: dict[str, int]) -> list[str]:
+    """The schemes of workload ``w`` that need one more repetition: those in a close call of
+    the grouping over their valid runs so far (experiments.stats.close_calls), below
+    ``cfg.max_repetitions``; empty when the grouping is robust or the cap is reached."""
+    cap = cfg.max_repetitions or cfg.repetitions
+    ivs = [(s.label, stats.t_interval(
+        r["cct"] for r in run.runs if r["workload"] == w.name and r["scheme"] == s.label
+        and r.get("ok") and r.get("valid", True) is not False and r.get("cct") is not None))
+        for s in cfg.schemes]
+    out: list[str] = []
+    for c in stats.close_calls(ivs):
+        for label in (c.a, c.b):
+            if label not in out and reps[label] < cap:
+                out.append(label)
+    return out
 
 
 def _write_meta(run: ExperimentRun) -> None:

@@ -125,7 +125,7 @@ MAX_REPETITIONS = 30
 
 @dataclass(frozen=True)
 class CloseCall:
-    """Two schemes whose overlap decision is within FRAGILE_SE of flipping."""
+    """A leader and a scheme whose overlap test (the grouping's) is within FRAGILE_SE of flipping."""
 
     a: str
     b: str
@@ -153,22 +153,41 @@ def repetitions_to_separate(gap: float, sd: float, confidence: float = CONFIDENC
     return None
 
 
-def close_calls(intervals: Sequence[tuple[str, Interval]]) -> list[CloseCall]:
-    """Pairs of schemes (each with n ≥ 2) whose overlap decision is within FRAGILE_SE
-    standard errors of flipping: the grouping of two invocations may differ there. Closest
-    first."""
-    ivs = [(s, iv) for s, iv in intervals if iv.n >= 2 and not math.isnan(iv.half)]
+def _decisions(intervals: Sequence[tuple[str, Interval]]
+               ) -> list[tuple[tuple[str, Interval], tuple[str, Interval]]]:
+    """The (leader, scheme) overlap tests :func:`groups` makes, in its order."""
+    ordered = sorted((iv for iv in intervals if not math.isnan(iv[1].mean)),
+                     key=lambda x: x[1].mean)
+    placed: set[str] = set()
     out = []
-    for i, (a, x) in enumerate(ivs):
-        for b, y in ivs[i + 1:]:
-            sx, sy = _sd(x), _sd(y)
-            se = math.sqrt(sx * sx / x.n + sy * sy / y.n)
-            if se == 0:
-                continue
-            gap = abs(x.mean - y.mean)
-            margin = abs(gap - (x.half + y.half)) / se
-            if margin < FRAGILE_SE:
-                lo, hi = (a, b) if x.mean <= y.mean else (b, a)
-                out.append(CloseCall(lo, hi, margin,
-                                     repetitions_to_separate(gap, max(sx, sy), x.confidence)))
+    for name, lead in ordered:
+        if name in placed:
+            continue
+        placed.add(name)
+        for other in ordered:
+            if other[0] not in placed:
+                out.append(((name, lead), other))
+        placed.update(n for n, iv in ordered if n not in placed and lead.overlaps(iv))
+    return out
+
+
+def close_calls(intervals: Sequence[tuple[str, Interval]]) -> list[CloseCall]:
+    """The overlap tests the grouping makes (a group's leader against each scheme not yet
+    placed, as :func:`groups`) that are within FRAGILE_SE standard errors of flipping: there
+    the grouping of two invocations may differ. Schemes with fewer than 2 runs are left out.
+    Closest first."""
+    out = []
+    for (a, x), (b, y) in _decisions(intervals):
+        if x.n < 2 or y.n < 2 or math.isnan(x.half) or math.isnan(y.half):
+            continue
+        sx, sy = _sd(x), _sd(y)
+        se = math.sqrt(sx * sx / x.n + sy * sy / y.n)
+        if se == 0:
+            continue
+        gap = abs(x.mean - y.mean)
+        margin = abs(gap - (x.half + y.half)) / se
+        if margin < FRAGILE_SE:
+            lo, hi = (a, b) if x.mean <= y.mean else (b, a)
+            out.append(CloseCall(lo, hi, margin,
+                                 repetitions_to_separate(gap, max(sx, sy), x.confidence)))
     return sorted(out, key=lambda c: c.margin_se)

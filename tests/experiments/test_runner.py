@@ -147,3 +147,26 @@ def test_cli_narrows_schemes_workloads_and_repetitions(tmp_path: Path) -> None:
     cfg = run_cli.narrow(run_cli.config_mod.load(good), a, p)
     assert [s.label for s in cfg.schemes] == ["flowlet(timeout_us=100)", "ecmp"]
     assert cfg.repetitions == 3 and cfg.backend == "sim" and len(cfg.workloads) == 1
+
+
+def test_a_close_call_gets_more_repetitions_up_to_the_cap(tmp_path: Path) -> None:
+    cfg = from_dict({**TINY, "repetitions": 3, "max_repetitions": 5})
+    w = cfg.workloads[0]
+    a, b = (s.label for s in cfg.schemes[:2])
+
+    def rows(ccts: dict[str, list[float]]) -> list[dict]:
+        return [{"workload": w.name, "scheme": s, "ok": True, "valid": True, "cct": c}
+                for s, cs in ccts.items() for c in cs]
+
+    run = runner.ExperimentRun(cfg, tmp_path)
+    # 6 apart with half-widths of ~2.5 each: 1.3 standard errors from flipping
+    run.runs = rows({a: [100.0, 101.0, 99.0], b: [106.0, 107.0, 105.0]})
+    assert runner._settle_close_calls(run, cfg, w, {a: 3, b: 3}) == [a, b]
+    assert runner._settle_close_calls(run, cfg, w, {a: 5, b: 5}) == []     # the cap
+    run.runs = rows({a: [100.0, 101.0, 99.0], b: [150.0, 151.0, 149.0]})
+    assert runner._settle_close_calls(run, cfg, w, {a: 3, b: 3}) == []     # robust
+    # invalid runs do not count: b's one valid run has no interval, so no close call
+    run.runs = rows({a: [100.0, 101.0, 99.0], b: [106.0, 107.0, 105.0]})
+    run.runs[-1]["valid"] = run.runs[-2]["valid"] = False
+    assert runner._settle_close_calls(run, cfg, w, {a: 3, b: 3}) == []
+    assert from_dict(TINY).max_repetitions is None
