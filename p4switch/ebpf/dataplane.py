@@ -457,6 +457,7 @@ class EbpfPipeline(Pipeline):
             commit()
             self._sync_all()
 
+        # the batch's own commit, then the maps: wrapped on this one batch object
         batch.commit = commit_and_sync  # type: ignore[method-assign]
         return batch
 

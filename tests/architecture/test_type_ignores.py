@@ -20,7 +20,6 @@ CODES = re.compile(r"\[[a-z][a-z-]*(\s*,\s*[a-z][a-z-]*)*\]")
 REASON = re.compile(r"^\s*#\s*\S")
 
 OWNED_ELSEWHERE = (
-    "p4switch/ebpf/",       # issue 19 (ebpf)
     "traffic/agent.py",     # issue 19 item 5 (agent)
 )
 """Files whose owners are still giving their ignores a reason this session: their ignores
