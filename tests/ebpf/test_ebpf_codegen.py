@@ -51,7 +51,7 @@ def test_generated_c_compiles(program: str, tmp_path: Path) -> None:
 def test_target_ebpf_without_clang_is_one_line(tmp_path: Path) -> None:
     env = dict(os.environ, PATH=str(tmp_path))  # no clang (nor anything else) on PATH
     r = subprocess.run([sys.executable, "-m", "p4switch", str(ROOT / "tests/switch/p4/ipv4.p4"),
-                        "--target", "ebpf", "--no-grpc", "-i", "1@lo"], capture_output=True,
+                        "--target", "ebpf", "--no-grpc", "-i", "1@p4ft-noif0"], capture_output=True,
                        text=True, env=env, timeout=120)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
