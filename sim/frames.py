@@ -20,7 +20,7 @@ import struct
 
 from model.spec import mac_int
 from p4switch.pipeline.hashes import csum16_int
-from traffic.packet import ACK, F_ACK, F_NACK, HDR, ROCEV2_PORT, VERSION
+from traffic.packet import ACK, F_ACK, F_DUP, F_NACK, HDR, ROCEV2_PORT, VERSION
 
 ETH_IP_UDP = 14 + 20 + 8
 """Bytes before the collective header."""
@@ -75,10 +75,10 @@ def data_frame(prefix: bytes, flags: int, job: int, src_rank: int, dst_rank: int
 
 
 def ack_frame(prefix: bytes, job: int, me: int, peer: int, flow: int, cum: int, base: int,
-              sack: int, nack: bool, ce: int, ce_bits: int = 0) -> bytes:
+              sack: int, nack: bool, ce: int, ce_bits: int = 0, dup: bool = False) -> bytes:
     """An ACK as the agent sends it (flags ACK[|NACK], seq = cum, per-packet CE echo bitmap
     ``ce_bits``) plus the CE echo count."""
-    flags = F_ACK | (F_NACK if nack else 0)
+    flags = F_ACK | (F_NACK if nack else 0) | (F_DUP if dup else 0)
     return (prefix + HDR.pack(VERSION, flags, job, me, peer, 0, 0, flow, cum, 0, 0,
                               min(ce, 0xFFFF)) + ACK.pack(cum, base, sack, ce_bits))
 

@@ -34,8 +34,7 @@ from .transport import Ack, Connections, ReceiverFlow, SenderFlow, TransportConf
 from .wire import (
     ACK,
     F_ACK,
-    F_LAST,
-    F_NACK,
+    F_ACKREQ,
     F_READY,
     F_RETX,
     HDR,
@@ -372,7 +371,7 @@ class HostAgent:
             tf = self.tx.get(flow)
             if tf is not None and n >= HDR.size + ACK.size:
                 cum, base, sack, ce_bits = ACK.unpack_from(buf, off + HDR.size)
-                self._ack_arrived(tf, Ack(cum, base, sack, bool(flags & F_NACK), ce_bits), now)
+                self._ack_arrived(tf, Ack.parse(flags, cum, base, sack, ce_bits), now)
             return
         if dst not in self.state or src >= self.s.ranks:
             return
@@ -384,7 +383,8 @@ class HostAgent:
             if flow not in self.flows or self.flows[flow][1].dst != dst:
                 return
             rx = self.rx[key] = ReceiverFlow(npkts, self.cfg.transport)
-        _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now, ce)
+        _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now, ce,
+                                bool(flags & F_ACKREQ))
         for a in acks:
             self._send_ack(ip, dst, src, flow, a, sport)
 
@@ -423,10 +423,9 @@ class HostAgent:
             if rt is not None:
                 self._sender(rt.dev).send(self.frames.ack(ip, sport, self.s.job, me, peer,
                                                           flow, a.cum, a.base, a.sack, a.nack,
-                                                          a.ce))
+                                                          a.ce, a.dup))
                 return
-            flags = F_ACK | (F_NACK if a.nack else 0)
-            msg = HDR.pack(VERSION, flags, self.s.job, me, peer, 0, 0, flow, a.cum, 0, 0, 0) \
+            msg = HDR.pack(VERSION, a.flags, self.s.job, me, peer, 0, 0, flow, a.cum, 0, 0, 0) \
                 + ACK.pack(a.cum, a.base, a.sack, a.ce)
             self.udp.sendto(msg, (ip, self.cfg.port))
         except OSError:
@@ -456,7 +455,7 @@ class HostAgent:
             length = tf.tx.length(seq)
             pol = tf.policy
             qp = pol.choose(seq, now)
-            flags = (F_RETX if retx else 0) | (F_LAST if seq == tf.tx.npkts - 1 else 0)
+            flags = tf.tx.flags(seq, retx)
             frame = self.frames.frame(tf.dst_ip, tf.header, pol.ports[qp], qp, seq, length,
                                       flags)
             # dropped locally for lack of buffers: the transport's timer resends it

@@ -48,6 +48,8 @@ class FlowRecord:
     #                                      the ACKs (rate-based algorithms)
     srtt: float | None = None            # RFC 6298 smoothed RTT at the end, seconds
     rto: float | None = None             # the RTO at the end, seconds
+    spurious: int = 0                    # retransmissions the receiver reported duplicate
+    #                                      (D-SACK echo: sender-side detection, RFC 3708)
 
     @property
     def fct(self) -> float | None:
@@ -140,6 +142,7 @@ class RankMetrics:
             "duplicates": sum(r.duplicates for r in self.received),
             "acked_packets": sum(f.acked_packets for f in net),
             "ce_acked": sum(f.ce_acked for f in net),
+            "spurious_sender": sum(f.spurious for f in net),
             "mean_window": _mean(f.mean_window for f in net),
             "mean_rate": _mean(f.mean_rate for f in net),
             "duration": (self.finish - self.start) if self.finish and self.start else None,
@@ -265,7 +268,8 @@ def merge_ranks(ranks: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _cc_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
     """Congestion control job-wide: spurious retransmissions (copies that arrived at a
-    receiver which already had the packet: the retransmission was not needed), the fraction
+    receiver which already had the packet: the retransmission was not needed; and the same
+    counted by the senders from the receivers' D-SACK echoes, ``spurious_sender``), the fraction
     of acknowledged packets that came back CE-marked, the window and rate averaged over the
     flows (each flow's own average over its ACKs)."""
     tot = [r["totals"] for r in ranks]
@@ -273,6 +277,7 @@ def _cc_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
     flows = [f for r in ranks for f in r["flows"] if not f["local"]]
     ccs = sorted({f.get("cc") for f in flows if f.get("cc")})
     return {"spurious": sum(t.get("duplicates", 0) for t in tot),
+            "spurious_sender": sum(t.get("spurious_sender", 0) for t in tot),
             "ce_fraction": sum(t.get("ce_acked", 0) for t in tot) / acked if acked else None,
             "mean_window": _mean(f.get("mean_window") for f in flows),
             "mean_rate": _mean(f.get("mean_rate") for f in flows),

@@ -12,6 +12,8 @@ from scapy.packet import Packet, Raw, bind_layers
 from .wire import (  # noqa: F401 - re-exported: the layout's names beside its layers
     ACK,
     F_ACK,
+    F_ACKREQ,
+    F_DUP,
     F_LAST,
     F_NACK,
     F_READY,

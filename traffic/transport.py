@@ -28,6 +28,7 @@ from .congestion import (
     cc_params,
     make_cc,
 )
+from .wire import F_ACK, F_ACKREQ, F_DUP, F_LAST, F_NACK, F_RETX
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,17 @@ class Ack:
     sack: int       # bit i: seq base+i has arrived
     nack: bool = False
     ce: int = 0     # ECN echo, bit i: seq base+i arrived CE-marked (aligned with ``sack``)
+    dup: bool = False   # a duplicate arrived since the previous ACK (D-SACK, RFC 2883)
+
+    @property
+    def flags(self) -> int:
+        """The header flags of this ACK on the wire."""
+        return F_ACK | (F_NACK if self.nack else 0) | (F_DUP if self.dup else 0)
+
+    @classmethod
+    def parse(cls, flags: int, cum: int, base: int, sack: int, ce: int) -> Ack:
+        """The ACK an arriving frame with header ``flags`` and these ACK fields carries."""
+        return cls(cum, base, sack, bool(flags & F_NACK), ce, bool(flags & F_DUP))
 
 
 SACK_BITS = 64
@@ -133,6 +145,12 @@ class SenderFlow:
         self.paced_until = 0.0
         """Earliest time the pacer lets the next packet go (rate-based algorithms)."""
         self.packets_sent = 0
+        self.ack_request = False
+        """The packet ``next_packet`` just returned should be ACKed at once (F_ACKREQ): after
+        it the window is full or nothing new is left to send."""
+        self.spurious = 0
+        """Retransmissions the receiver reported as duplicates (D-SACK, RFC 3708's sender-side
+        detection): one copy of each arrived already."""
         self.retransmissions = 0
         self.timeouts = 0
         self.nacks = 0
@@ -196,6 +214,7 @@ class SenderFlow:
             self._queued[seq] = 0
             if not self.acked[seq]:
                 self.retransmissions += 1
+                self.ack_request = True     # a hole is being repaired: report it at once
                 return self._sent(seq, now), True
         nxt = self.next_new
         if nxt < self.npkts:
@@ -205,9 +224,17 @@ class SenderFlow:
             if (inflight < cap) if w >= cap else (inflight + 1 <= w or inflight == 0):
                 if self.start is None:
                     self.start = now
-                self.next_new = nxt + 1
-                return self._sent(nxt, now), False
+                self.next_new = nxt = nxt + 1
+                # the window closes behind this packet, or nothing new is left
+                self.ack_request = nxt == self.npkts or not (
+                    (inflight + 1 < cap) if w >= cap else (inflight + 2 <= w))
+                return self._sent(nxt - 1, now), False
         return None
+
+    def flags(self, seq: int, retx: bool) -> int:
+        """The header flags of data packet ``seq`` just returned by ``next_packet``."""
+        return (F_RETX if retx else 0) | (F_LAST if seq == self.npkts - 1 else 0) | \
+            (F_ACKREQ if self.ack_request else 0)
 
     def _sent(self, seq: int, now: float) -> int:
         self.sent_at[seq] = now
@@ -265,6 +292,8 @@ class SenderFlow:
                 if sends[seq] == 1 and sent_at[seq] > last:
                     last = sent_at[seq]
         cc = self.cc
+        if ack.dup and self.spurious < self.retransmissions:
+            self.spurious += 1
         if n:
             self.n_acked += n
             self.ce_acked += marked
@@ -354,13 +383,14 @@ class CcFields(TypedDict):
     mean_rate: float | None
     srtt: float | None
     rto: float
+    spurious: int
 
 
 def cc_fields(s: SenderFlow) -> CcFields:
     """A finished (or abandoned) sender's congestion-control figures for its FlowRecord."""
     return {"ce_acked": s.ce_acked, "cc": s.cfg.cc, "mean_window": s.mean_window,
             "mean_rate": s.mean_rate_bps / s.line_rate_bps if s.mean_rate_bps else None,
-            "srtt": s.rtt.srtt, "rto": s.rtt.rto}
+            "srtt": s.rtt.srtt, "rto": s.rtt.rto, "spurious": s.spurious}
 
 
 @dataclass
@@ -401,9 +431,11 @@ class ReceiverFlow:
         return self.received == self.npkts
 
     def on_data(self, seq: int, length: int, retx: bool, now: float,
-                ce: bool = False) -> tuple[bool, list[Ack]]:
-        """Account one arriving packet (``ce``: its IP ECN field was CE); returns (it was new,
-        ACKs to send now)."""
+                ce: bool = False, ack_req: bool = False) -> tuple[bool, list[Ack]]:
+        """Account one arriving packet (``ce``: its IP ECN field was CE; ``ack_req``: the
+        sender asked for an ACK at once, F_ACKREQ); returns (it was new, ACKs to send now).
+        A duplicate is answered at once with ``dup`` set, so the sender learns that one of
+        its retransmissions was not needed."""
         if not 0 <= seq < self.npkts:
             return False, []
         if ce:
@@ -416,7 +448,7 @@ class ReceiverFlow:
         if self.got[seq]:
             st.duplicates += 1
             self._pending.append(seq)
-            return False, self.ack(now)  # our earlier ACK may have been lost
+            return False, self.ack(now, dup=True)  # our earlier ACK may have been lost
         self.got[seq] = 1
         self.received += 1
         self.bytes += length
@@ -437,7 +469,7 @@ class ReceiverFlow:
             if nk is None or nk[0] != self.cum or now - nk[1] >= self.cfg.rto:
                 self._nacked = (self.cum, now)
                 return True, self.ack(now, nack=True)
-        if len(self._pending) >= self.cfg.ack_every or retx:
+        if len(self._pending) >= self.cfg.ack_every or retx or ack_req:
             return True, self.ack(now)
         return True, []
 
@@ -450,7 +482,7 @@ class ReceiverFlow:
             return self.ack(now)
         return []
 
-    def ack(self, now: float, nack: bool = False) -> list[Ack]:
+    def ack(self, now: float, nack: bool = False, dup: bool = False) -> list[Ack]:
         """ACKs covering every packet that arrived since the last ACK.
 
         Each ACK's bitmap covers SACK_BITS sequence numbers from its base; under heavy
@@ -473,10 +505,10 @@ class ReceiverFlow:
             if self.any_ce:
                 cw = self.ce[base:base + SACK_BITS]
                 ce = int(cw[::-1].translate(_BITCHAR), 2) if cw else 0
-            acks.append(Ack(self.cum, base, sack, nack, ce))
-            nack = False
+            acks.append(Ack(self.cum, base, sack, nack, ce, dup))
+            nack = dup = False
             while i < len(pending) and pending[i] < base + SACK_BITS:
                 i += 1
         if not acks or nack:
-            acks.append(Ack(self.cum, self.cum + 1, 0, nack))
+            acks.append(Ack(self.cum, self.cum + 1, 0, nack, 0, dup))
         return acks

@@ -17,7 +17,8 @@ import struct
 
 from model.entropy import ROCEV2_PORT
 
-__all__ = ["ACK", "ACK_AT", "F_ACK", "F_LAST", "F_NACK", "F_READY", "F_RETX", "FLAG_NAMES",
+__all__ = ["ACK", "ACK_AT", "F_ACK", "F_ACKREQ", "F_DUP", "F_LAST", "F_NACK", "F_READY", "F_RETX",
+           "FLAG_NAMES",
            "HDR", "HDR_AT", "OVERHEAD", "ROCEV2_PORT", "SPORT_AT", "VERSION", "ip4",
            "l2l3_header", "mac6"]
 
@@ -25,7 +26,13 @@ VERSION = 2
 """2: ACKs carry the per-packet ECN echo bitmap (24-byte ACK)."""
 
 F_ACK, F_NACK, F_RETX, F_LAST, F_READY = 0x01, 0x02, 0x04, 0x08, 0x10
-FLAG_NAMES = ["ACK", "NACK", "RETX", "LAST", "READY"]
+F_ACKREQ = 0x20
+"""Data: ACK this packet at once (the sender's window closed or it has nothing new left;
+RoCE's BTH AckReq, UEC's AR), so the receiver's ACK coalescing never waits for its timer."""
+F_DUP = 0x40
+"""ACK: a duplicate arrived since the previous ACK (D-SACK, RFC 2883): the sender counts one
+spurious retransmission (RFC 3708)."""
+FLAG_NAMES = ["ACK", "NACK", "RETX", "LAST", "READY", "ACKREQ", "DUP"]
 
 #: version, flags, job, src_rank, dst_rank, step, entropy, flow, seq, npkts, length, reserved
 HDR = struct.Struct("!BBHHHHHIIIHH")

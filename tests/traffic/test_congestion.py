@@ -98,7 +98,7 @@ def test_dcqcn_cuts_on_notifications_and_recovers_once_they_stop() -> None:
 
 
 def test_dctcp_alpha_and_cuts() -> None:
-    a = make_cc("dctcp", CcContext(100e9, PKT, 64), {"init_cwnd": 16})
+    a = make_cc("dctcp", CcContext(100e9, PKT, 64), {"init_cwnd": 16, "alpha_init": 1})
     a.on_ack(0.0, 16, 16, None)          # a whole window marked with α = 1: halve
     assert a.window == pytest.approx(8.0) and a.reductions == 1
     a.on_ack(0.0, 1, 1, None)            # CWR: no second cut in the same window
@@ -108,6 +108,11 @@ def test_dctcp_alpha_and_cuts() -> None:
     assert a.alpha < 1.0 and a.window > 8.0
     a.on_timeout(0.0)
     assert a.window == 2.0
+    b = make_cc("dctcp", CcContext(100e9, PKT, 64), {"init_cwnd": 16})   # default α = 0
+    b.on_ack(0.0, 16, 16, None)          # the first marks cut by α/2 = 0 ...
+    assert b.window == pytest.approx(16.0) and b.alpha == pytest.approx(1 / 16)
+    b.on_ack(0.0, 16, 16, None)          # ... and α rises with the marked fraction
+    assert b.window < 16.0 and b.alpha > 1 / 16
 
 
 def test_parameters_are_validated_by_name() -> None:
@@ -200,7 +205,7 @@ def test_sender_samples_the_newest_packet_sent_once() -> None:
 
 
 def test_sender_counts_ce_echoes_of_newly_acknowledged_packets_once() -> None:
-    cfg = TransportConfig(mss=10, window=64, ack_every=1, cc="dctcp")
+    cfg = TransportConfig(mss=10, window=64, ack_every=1).with_cc("dctcp", {"alpha_init": 1.0})
     tx, rx = SenderFlow(40, cfg), ReceiverFlow(4, cfg)
     w0 = tx.window
     acks = []

@@ -6,6 +6,7 @@ import pytest
 
 from traffic.simlink import LinkModel, simulate_transfer
 from traffic.transport import Ack, ReceiverFlow, SenderFlow, TransportConfig
+from traffic.wire import F_ACKREQ
 
 CFG = TransportConfig(mss=1000, window=256, rto=0.002, ack_every=8, ack_delay=0.0005,
                       nack_gap=64)
@@ -89,3 +90,51 @@ def test_timeout_retransmits_only_unacked():
     assert tx.next_packet(0.005) is None
     tx.on_tick(0.02)
     assert tx.timeouts == 1 and tx.next_packet(0.02) == (2, True)
+
+
+def test_the_packet_that_closes_the_window_asks_for_an_ack_answered_at_once():
+    # ACKs coalesced over 8 packets, a window of 3: without F_ACKREQ the receiver would sit
+    # on the 3 arrivals until its delayed-ACK timer
+    cfg = TransportConfig(mss=10, window=3, ack_every=8, cc="none")
+    tx, rx = SenderFlow(100, cfg), ReceiverFlow(10, cfg)
+    got = []
+    for _ in range(3):
+        seq, retx = tx.next_packet(0.0)
+        got.append(tx.flags(seq, retx) & F_ACKREQ)
+        _new, acks = rx.on_data(seq, 10, retx, 1e-6, ack_req=bool(got[-1]))
+    assert got == [0, 0, F_ACKREQ] and tx.next_packet(0.0) is None
+    assert len(acks) == 1 and acks[0].cum == 3
+    tx.on_ack(acks[0], 2e-6)
+    assert tx.next_packet(2e-6) == (3, False)
+    # the last new packet asks too, whatever the window
+    wide = SenderFlow(20, TransportConfig(mss=10, window=64, ack_every=8, cc="none"))
+    assert [wide.flags(*wide.next_packet(0.0)) & F_ACKREQ for _ in range(2)] == [0, F_ACKREQ]
+
+
+def test_a_spurious_retransmission_is_counted_at_the_sender_a_needed_one_is_not():
+    cfg = TransportConfig(mss=10, window=8, ack_every=1, rto=0.001, min_rto=0.001, cc="none")
+    tx, rx = SenderFlow(30, cfg), ReceiverFlow(3, cfg)
+    sent = [tx.next_packet(0.0) for _ in range(3)]
+    assert [s for s, _ in sent] == [0, 1, 2]
+    for seq in (0, 2):                       # 1 is late, not lost
+        for a in rx.on_data(seq, 10, False, 1e-4)[1]:
+            tx.on_ack(a, 2e-4)
+    tx.on_tick(0.002)                        # the timer fires for 1: resent
+    assert tx.next_packet(0.002) == (1, True)
+    acks = rx.on_data(1, 10, False, 0.0021)[1]          # the original arrives ...
+    acks += rx.on_data(1, 10, True, 0.0022)[1]          # ... then its resend: a duplicate
+    assert [a.dup for a in acks] == [False, True]
+    wire = [Ack.parse(a.flags, a.cum, a.base, a.sack, a.ce) for a in acks]
+    assert wire == acks                      # the echo survives the header flags
+    for a in wire:
+        tx.on_ack(a, 0.0023)
+    assert tx.done and tx.retransmissions == 1 and tx.spurious == 1
+    assert rx.stats.duplicates == 1
+    # a resend of a lost packet is not spurious
+    tx2, rx2 = SenderFlow(10, cfg), ReceiverFlow(1, cfg)
+    tx2.next_packet(0.0)
+    tx2.on_tick(0.002)
+    assert tx2.next_packet(0.002) == (0, True)
+    for a in rx2.on_data(0, 10, True, 0.0021)[1]:
+        tx2.on_ack(a, 0.0022)
+    assert tx2.done and tx2.retransmissions == 1 and tx2.spurious == 0

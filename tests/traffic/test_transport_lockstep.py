@@ -1,12 +1,15 @@
 """Lock-step: the host agent's sender and the simulator's host make the same decisions.
 
 The simulator's host runs one flow over a link to an in-test receiver (ReceiverFlow: CE on
-every fourth packet, the first copy of packet 5 lost, ACKs one way-delay later). Every
+every fourth packet, the first copy of packet 5 lost, the first copy of packet 7 held back
+past the RTO so that its retransmission is spurious, ACKs one way-delay later). Every
 decision it takes is logged in order: each time its NIC asks for a data packet (which one, or
 none), each ACK it is given, each timer tick. The same log is then replayed into a HostAgent —
 the ACKs through its receive path as the datagrams its socket would return, the ticks through
 its timer, each send opportunity through its round robin — and it must pick the same packet
-(or none) every time, with the same window and rate after every event, for every algorithm.
+(or none) every time, with the same header flags (F_ACKREQ included) and the same window,
+rate and sender-side spurious count (the receiver's D-SACK echo) after every event, for
+every algorithm.
 """
 
 from __future__ import annotations
@@ -24,12 +27,13 @@ from traffic.agent import AgentConfig, HostAgent
 from traffic.congestion import REGISTRY
 from traffic.frames import OVERHEAD
 from traffic.nexthop import Route
-from traffic.packet import F_RETX, HDR
+from traffic.packet import F_ACKREQ, F_RETX, HDR
 from traffic.schedules import Recv, Schedule, Send, Step
 from traffic.transport import ReceiverFlow, TransportConfig
 
 RATE = 10e9
 DELAY_US = 5.0
+LATE_US = 3000.0
 NBYTES = 60 * 1000
 
 
@@ -50,6 +54,7 @@ def _run_sim(cfg: TransportConfig) -> list[tuple[Any, ...]]:
     log: list[tuple[Any, ...]] = []
     rx = ReceiverFlow(sched.programs[0][0].sends[0].bytes // cfg.mss, cfg)
     lost = {5}
+    late = {7}   # held back past the RTO: the retransmission goes, then the original arrives
     prefix = frames.ack_prefix(h1.mac, "00:00:00:00:00:01", h1.ip, h0.ip)
 
     def wire(now: float, arg: tuple[int, bytes]) -> None:   # the receiver end of the link
@@ -59,9 +64,15 @@ def _run_sim(cfg: TransportConfig) -> list[tuple[Any, ...]]:
         if seq in lost:
             lost.discard(seq)
             return
-        _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now * 1e-6, seq % 4 == 3)
+        if seq in late:
+            late.discard(seq)
+            loop.schedule(now + LATE_US, wire, arg)
+            return
+        _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now * 1e-6, seq % 4 == 3,
+                                bool(flags & F_ACKREQ))
         for a in acks:
-            ack = frames.ack_frame(prefix, 1, 1, 0, 0, a.cum, a.base, a.sack, a.nack, 0, a.ce)
+            ack = frames.ack_frame(prefix, 1, 1, 0, 0, a.cum, a.base, a.sack, a.nack, 0, a.ce,
+                                   a.dup)
             loop.schedule(now + DELAY_US, deliver, ack)
 
     def deliver(now: float, ack: bytes) -> None:
@@ -76,8 +87,8 @@ def _run_sim(cfg: TransportConfig) -> list[tuple[Any, ...]]:
     def logged_next_data(now: float) -> bytes | None:
         f = next_data(now)
         seq = None if f is None else HDR.unpack_from(f, frames.HDR_AT)[8]
-        retx = None if f is None else bool(HDR.unpack_from(f, frames.HDR_AT)[1] & F_RETX)
-        log.append(("send", now * 1e-6, seq, retx))
+        flags = None if f is None else HDR.unpack_from(f, frames.HDR_AT)[1]
+        log.append(("send", now * 1e-6, seq, flags))
         return f
 
     tick = host._tick
@@ -100,7 +111,7 @@ def _state(s: Any, t: float) -> tuple[Any, ...]:
     """What the sender would decide with at ``t`` (timer-driven state caught up to ``t``, as
     every decision does first: traffic.congestion's lazy timers)."""
     s.cc.advance(t)
-    return ("state", t, s.window, s.rate_bps, s.rto, s.n_acked, s.retransmissions)
+    return ("state", t, s.window, s.rate_bps, s.rto, s.n_acked, s.retransmissions, s.spurious)
 
 
 class _Udp:
@@ -148,7 +159,7 @@ def _replay_agent(cfg: TransportConfig, log: list[tuple[Any, ...]]) -> None:
     buf = bytearray(65536)
     for ev in log:
         if ev[0] == "send":
-            _k, t, seq, retx = ev
+            _k, t, seq, flags = ev
             before = len(raw.sent)
             n = agent._send_one(t)
             if seq is None:
@@ -157,7 +168,7 @@ def _replay_agent(cfg: TransportConfig, log: list[tuple[Any, ...]]) -> None:
                 assert len(raw.sent) == before + 1, ev
                 f = raw.sent[-1]
                 fields = HDR.unpack_from(f, OVERHEAD - HDR.size)
-                assert (fields[8], bool(fields[1] & F_RETX)) == (seq, retx), ev
+                assert (fields[8], fields[1]) == (seq, flags), ev
         elif ev[0] == "ack":
             agent.udp.q.append(ev[2])  # type: ignore[attr-defined]  # the fake's queue
             agent._receive(buf, ev[1])
@@ -174,6 +185,10 @@ def test_agent_and_simulator_decide_identically(cc: str) -> None:
                           max_rto=0.1, cc=cc, base_rtt=2 * DELAY_US * 1e-6)
     log = _run_sim(cfg)
     sends = [e for e in log if e[0] == "send" and e[2] is not None]
-    assert len(sends) == 61 and sum(1 for e in sends if e[3]) == 1   # packet 5 resent once
+    resent = sorted(e[2] for e in sends if e[3] & F_RETX)
+    assert len(sends) == 62 and resent == [5, 7]      # the lost 5 and the late 7, once each
+    assert any(e[3] & F_ACKREQ for e in sends)        # the last packet at least asks
     assert any(e[0] == "tick" for e in log)
+    final = [e for e in log if e[0] == "state"][-1]
+    assert final[-1] == 1                             # 7's resend seen spurious by the sender
     _replay_agent(cfg, log)

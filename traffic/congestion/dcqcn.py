@@ -81,6 +81,7 @@ class Dcqcn(CongestionControl):
         self._k = params.alpha_timer_us * 1e-6
         self._t = params.rate_timer_us * 1e-6
         self._n = params.cnp_interval_us * 1e-6
+        self._keep = 1 - params.g   # α's decay per K without a CNP
         self.due = -1.0   # before this time no timer can have expired (advance is a no-op)
 
     @property
@@ -96,37 +97,50 @@ class Dcqcn(CongestionControl):
             self._timer_at = self._alpha_at = now
 
     def advance(self, now: float) -> None:
+        # once per timer expiry, not per packet (callers check ``due`` first); no builtins
         if now < self.due:
             return
         self._start(now)
-        p = self.p
-        assert self._alpha_at is not None and self._timer_at is not None
-        n = int((now - self._alpha_at) / self._k)
-        if n > 0:
-            self.alpha *= (1 - p.g) ** min(n, _MAX_CATCH_UP)
-            self._alpha_at += n * self._k
-        n = int((now - self._timer_at) / self._t)
-        if n > 0:
-            self._timer_at += n * self._t
-            for _ in range(min(n, _MAX_CATCH_UP)):
-                if self.rc >= self.line and self.rt >= self.line:
+        a_at, t_at = self._alpha_at, self._timer_at
+        assert a_at is not None and t_at is not None
+        k, t = self._k, self._t
+        if now - a_at >= k:
+            n = int((now - a_at) / k)
+            self.alpha *= self._keep if n == 1 else self._keep ** (
+                n if n < _MAX_CATCH_UP else _MAX_CATCH_UP)
+            a_at += n * k
+            self._alpha_at = a_at
+        if now - t_at >= t:
+            n = int((now - t_at) / t)
+            t_at += n * t
+            self._timer_at = t_at
+            line = self.line
+            for _ in range(n if n < _MAX_CATCH_UP else _MAX_CATCH_UP):
+                if self.rc >= line and self.rt >= line:
                     break
                 self._i_t += 1
                 self._increase()
-        self.due = min(self._alpha_at + self._k, self._timer_at + self._t)
+        a_at += k
+        t_at += t
+        self.due = a_at if a_at < t_at else t_at
 
     def _increase(self) -> None:
         p = self.p
-        lo, hi = min(self._i_t, self._i_b), max(self._i_t, self._i_b)
-        if hi < p.f:
+        i_t, i_b, f = self._i_t, self._i_b, p.f
+        line = self.line
+        rt = self.rt
+        if i_t < f and i_b < f:
             pass                                      # fast recovery: towards R_T
-        elif lo >= p.f:
-            self.rt += (lo - p.f + 1) * p.r_hai * self.line
+        elif i_t >= f and i_b >= f:
+            rt += ((i_t if i_t < i_b else i_b) - f + 1) * p.r_hai * line
         else:
-            self.rt += p.r_ai * self.line
-        self.rt = min(self.rt, self.line)
-        self.rc = min(self.line, (self.rt + self.rc) / 2)
-        self.pace_s_per_byte = 8 / self.rc
+            rt += p.r_ai * line
+        if rt > line:
+            rt = line
+        self.rt = rt
+        rc = (rt + self.rc) / 2
+        self.rc = rc = rc if rc < line else line
+        self.pace_s_per_byte = 8 / rc
 
     def on_bytes(self, now: float) -> None:
         self.byte_budget += self.p.byte_counter   # the overshoot counts towards the next
