@@ -76,7 +76,7 @@ def test_the_simulator_keeps_its_timers_unless_the_block_sets_them() -> None:
     cfg = _cfg({"cc": "nscc"})
     be = SimBackend(cfg, cfg.spec())
     t = be.transport_config(SIM_TRANSPORT, cfg.workloads[0])
-    assert (t.cc, t.min_rto, t.max_rto, t.ack_every) == ("nscc", 200e-6, 0.5, 2)
+    assert (t.cc, t.min_rto, t.max_rto, t.ack_every) == ("nscc", 200e-6, 0.5, 8)
     assert t.base_rtt > 0
 
 
