@@ -108,11 +108,14 @@ def test_dctcp_alpha_and_cuts() -> None:
     assert a.alpha < 1.0 and a.window > 8.0
     a.on_timeout(0.0)
     assert a.window == 2.0
-    b = make_cc("dctcp", CcContext(100e9, PKT, 64), {"init_cwnd": 16})   # default α = 0
+    b = make_cc("dctcp", CcContext(100e9, PKT, 64), {"init_cwnd": 16, "alpha_init": 0})
     b.on_ack(0.0, 16, 16, None)          # the first marks cut by α/2 = 0 ...
     assert b.window == pytest.approx(16.0) and b.alpha == pytest.approx(1 / 16)
     b.on_ack(0.0, 16, 16, None)          # ... and α rises with the marked fraction
     assert b.window < 16.0 and b.alpha > 1 / 16
+    c = make_cc("dctcp", CcContext(100e9, PKT, 64), {"init_cwnd": 16})  # default: RFC 8257's 1
+    c.on_ack(0.0, 16, 16, None)
+    assert c.window == pytest.approx(8.0)
 
 
 def test_parameters_are_validated_by_name() -> None:
