@@ -53,17 +53,22 @@ class Arguments(Part):
             raise self.err(bad, "arguments must be all named or all positional")
         return out
 
+    def by_name(self, args: Args, params: list[str], what: str) -> dict[str, Tree]:
+        """Named arguments by parameter name; an unknown or repeated name is an error."""
+        out: dict[str, Tree] = {}
+        for name, e, node in zip(args.names, args, args.nodes, strict=True):
+            if name not in params:
+                raise self.err(node, f"{what} has no parameter named '{name}'")
+            if name in out:
+                raise self.err(node, f"argument '{name}' of {what} given twice")
+            out[name] = e
+        return out
+
     def bind(self, args: Args, params: list[str], what: str) -> list[Tree]:
         """Arguments in the order of ``params`` (named arguments are matched by name)."""
         if not any(args.names):
             return list(args)
-        by_name: dict[str, Tree] = {}
-        for name, e, node in zip(args.names, args, args.nodes, strict=True):
-            if name not in params:
-                raise self.err(node, f"{what} has no parameter named '{name}'")
-            if name in by_name:
-                raise self.err(node, f"argument '{name}' of {what} given twice")
-            by_name[name] = e
+        by_name = self.by_name(args, params, what)
         missing = [p for p in params if p not in by_name]
         if missing:
             raise self.err(args.nodes[0], f"{what}: no argument for parameter '{missing[0]}'")
@@ -83,13 +88,7 @@ class Arguments(Part):
         """The arguments in parameter order; an omitted one is its parameter's default (an
         ir.Const, already elaborated)."""
         if any(args.names):
-            by_name: dict[str, Tree] = {}
-            for name, a, n in zip(args.names, args, args.nodes, strict=True):
-                if name not in params:
-                    raise self.err(n, f"{what} has no parameter named '{name}'")
-                if name in by_name:
-                    raise self.err(n, f"argument '{name}' of {what} given twice")
-                by_name[name] = a
+            by_name = self.by_name(args, params, what)
             out: list[Tree | ir.Expr] = []
             for p in params:
                 if p in by_name:
