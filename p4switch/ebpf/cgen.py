@@ -129,6 +129,8 @@ class CGen:
         self._selectors: dict[str, tuple[ir.Expr, int]] = {}
         self._packed: set[str] = set()
         self._type_locs: dict[str, ir.SourceLoc] | None = None
+        self.role = ""  # the v1model block being generated (package role)
+        self.repl: set[str] = set()  # replication the program uses: i2e, e2e, mcast
 
     # -- errors ----------------------------------------------------------------------------
     def type_loc(self, t: ir.Type) -> ir.SourceLoc | None:
@@ -525,7 +527,9 @@ class CGen:
             return
         if (isinstance(lhs, ir.Member) and lhs.field == "mcast_grp"
                 and _const_int(rhs) != 0):
-            raise self.refuse("multicast (a non-zero mcast_grp)", lhs.loc or rhs.loc)
+            if self.role != "ingress":
+                raise self.refuse("a write of mcast_grp outside ingress", lhs.loc or rhs.loc)
+            self.repl.add("mcast")
         t = lhs.type
         if isinstance(rhs, ir.ListExpr) and isinstance(t, ir.HeaderType | ir.StructType):
             tgt = self.lval(lhs)
@@ -966,8 +970,20 @@ class CGen:
             pass  # no log in the kernel (documented)
         elif fn == "digest":
             self.digest(s)
+        elif fn in ("clone", "clone_preserving_field_list"):
+            self.clone(s)
         else:
             raise self.refuse(f"the extern function {fn}", s.loc)
+
+    def clone(self, s: ir.ExternCall) -> None:
+        """Record the clone request (the last one wins, as on the Python target); the copies
+        are made at the end of ingress (I2E) or egress (E2E) by clone-redirect."""
+        if self.role not in ("ingress", "egress"):
+            raise self.refuse(f"{s.method} outside ingress and egress", s.loc)
+        self.repl.add("i2e" if self.role == "ingress" else "e2e")
+        fl = self.ex(s.args[2]) if s.method == "clone_preserving_field_list" else "0xffffffffULL"
+        self.w(f"C->cl_on = 1; C->cl_sess = (__u32)({self.ex(s.args[1])}); "
+               f"C->cl_fl = (__u32)({fl});")
 
     def digest(self, s: ir.ExternCall) -> None:
         """``digest<T>(receiver, data)``: one record (T's id, the receiver, T's fields) into
@@ -1250,13 +1266,14 @@ class CGen:
         self.w("__u32 _olen = 0;")
         for lv, t in emits:
             self.w(f"if ({lv}.valid) _olen += {t.width // 8};")
-        self.w("{ long _d = (long)_olen - (long)C->off;")
+        hl = "C->hlen" if self.repl else "C->off"  # header bytes now at the frame's head
+        self.w(f"{{ long _d = (long)_olen - (long){hl};")
         self.w("  if (_d > 0 && bpf_skb_change_head(skb, _d, 0)) { p4_stat(5); "
                "return TC_ACT_SHOT; }")
         # shrinking: the kernel's adjust_room takes only IP frames with a whole Ethernet
         # header in front; anything else (a packet-out header) has its payload moved
         self.w("  if (_d < 0 && (_olen < 14 || bpf_skb_adjust_room(skb, _d, BPF_ADJ_ROOM_MAC, "
-               "0)) && p4_shrink(skb, C, C->off, _olen)) { p4_stat(5); return TC_ACT_SHOT; } }")
+               f"0)) && p4_shrink(skb, C, {hl}, _olen)) {{ p4_stat(5); return TC_ACT_SHOT; }} }}")
         self.w("__u32 _o = 0;")
         for lv, t in emits:
             name = self.header_codecs(t)
@@ -1265,6 +1282,8 @@ class CGen:
                    f"if (bpf_skb_store_bytes(skb, _o, C->xb, {nb}, 0)) {{ p4_stat(5); "
                    f"return TC_ACT_SHOT; }} _o += {nb}; }}")
         self.w("deparse_end:;")
+        if self.repl:
+            self.w("C->hlen = _olen;")
 
     # -- the program -----------------------------------------------------------------------
     def generate(self) -> Generated:
@@ -1279,15 +1298,37 @@ class CGen:
         def names_for(params: list[ir.Param], roles: Sequence[str | None]) -> dict[str, str]:
             return {pp.name: f"C->{r}" for pp, r in zip(params, roles, strict=False) if r}
 
+        self.role = "parser"
         self.parser(pr, names_for(pr.params, [None, "hdr", "meta", "sm"]))
+        parsed_at = len(self.lines)
         for role in ("verify_checksum", "ingress"):
+            self.role = role
             c = p.controls[p.package[role]]
             roles = ["hdr", "meta", "sm"] if role == "ingress" else ["hdr", "meta"]
             self.control(c, names_for(c.params, roles))
-        self.w("if (C->sm.f_mcast_grp) { p4_stat(7); return TC_ACT_SHOT; }")
-        self.w(f"if (C->sm.f_egress_spec == {self.layout.drop_port}) {{ p4_stat(2); "
-               f"return TC_ACT_SHOT; }}")
-        self.w("C->sm.f_egress_port = C->sm.f_egress_spec;")
+        pre = self.lines
+        self.lines = []
+        self.egress_part(sm_t, names_for)
+        egress = self.lines
+        self.lines = pre
+        if not self.repl:
+            self.w("if (C->sm.f_mcast_grp) { p4_stat(7); return TC_ACT_SHOT; }")
+            self.w(f"if (C->sm.f_egress_spec == {self.layout.drop_port}) {{ p4_stat(2); "
+                   f"return TC_ACT_SHOT; }}")
+            self.w("C->sm.f_egress_port = C->sm.f_egress_spec;")
+            self.lines += egress
+        else:
+            self.replication(hdr_t, meta_t, sm_t, egress, parsed_at)
+        body = self.lines[body_start:]
+        return Generated(self.assemble(body, sm_t), self.layout)
+
+    def egress_part(self, sm_t: ir.Type,
+                    names_for: Callable[[list[ir.Param], Sequence[str | None]],
+                                        dict[str, str]]) -> None:
+        """The traffic manager's queue, egress, compute_checksum and deparser of one packet
+        whose ``egress_port`` is set (inline in the program, or ``p4_egress`` with
+        replication)."""
+        p = self.p
         self.w("C->sm.f_egress_spec = 0;")
         self.w("C->sm.f_egress_global_timestamp = C->sm.f_ingress_global_timestamp;")
         sm_names = {f.name for f in sm_t.fields} if isinstance(sm_t, ir.StructType) else set()
@@ -1301,16 +1342,68 @@ class CGen:
         prio = "(__u32)C->sm.f_priority" if "priority" in sm_names else "0"
         self.lines += ["    " + ln for ln in _QUEUE.format(
             qmeta="\n            ".join(qmeta), prio=prio).splitlines()]
+        self.role = "egress"
         c = p.controls[p.package["egress"]]
         self.control(c, names_for(c.params, ["hdr", "meta", "sm"]))
+        if "e2e" in self.repl:
+            # the E2E clone is the packet as egress left it (before the drop check); a clone
+            # requested by the egress of an E2E clone is not made (docs/p4switch-ebpf.md)
+            self.w("if (C->cl_on) { C->cl_on = 0; if (!C->e2_busy) { C->e2_hdr = C->hdr; "
+                   "C->e2_meta = C->meta; C->e2_plen = C->sm.f_packet_length; "
+                   "C->e2_sess = C->cl_sess; C->e2_fl = C->cl_fl; C->e2_pending = 1; } "
+                   "else p4_stat(7); }")
         self.w(f"if (C->sm.f_egress_spec == {self.layout.drop_port}) {{ p4_stat(2); "
                f"return TC_ACT_SHOT; }}")
+        self.role = "compute_checksum"
         c = p.controls[p.package["compute_checksum"]]
         self.control(c, names_for(c.params, ["hdr", "meta"]))
+        self.role = "deparser"
         c = p.controls[p.package["deparser"]]
         self.deparser(c, names_for(c.params, [None, "hdr"]))
-        body = self.lines[body_start:]
-        return Generated(self.assemble(body, sm_t), self.layout)
+
+    def replication(self, hdr_t: ir.Type, meta_t: ir.Type, sm_t: ir.Type,
+                    egress: list[str], parsed_at: int) -> None:
+        """Clone (I2E, E2E) and multicast: egress becomes ``p4_egress``, run once per copy;
+        each copy but the packet itself leaves by ``bpf_clone_redirect`` (``p4_copy_out``),
+        the state of the packet between copies is kept in the per-packet context."""
+        ht, mt, st = self.ctype(hdr_t), self.ctype(meta_t), self.ctype(sm_t)
+        self.ctx_fields += [
+            "    __u32 hlen;", "    __u32 cl_on;", "    __u32 cl_sess;", "    __u32 cl_fl;",
+            "    __u32 e2_pending;", "    __u32 e2_busy;", "    __u32 e2_sess;",
+            "    __u32 e2_fl;", "    __u64 e2_plen;", "    __u64 sv_perr;",
+            f"    {ht} sv_phdr;", f"    {ht} sv_hdr;", f"    {mt} sv_meta;", f"    {st} sv_sm;",
+            f"    {ht} e2_hdr;", f"    {mt} e2_meta;"]
+        snap = ["    C->hlen = C->off;"]
+        if "i2e" in self.repl:  # the I2E clone's headers: the arriving bytes as parsed
+            snap += ["    C->sv_phdr = C->hdr;", "    C->sv_perr = C->sm.f_parser_error;"]
+        self.lines[parsed_at:parsed_at] = snap
+        keep = []
+        if isinstance(meta_t, ir.StructType):
+            lists: dict[int, list[str]] = {}
+            for f in meta_t.fields:
+                for name, body in f.annotations:
+                    if name == "field_list":
+                        for idx in re.findall(r"\d+", body):
+                            lists.setdefault(int(idx), []).append(f"f_{_cid(f.name)}")
+            for idx, names in sorted(lists.items()):
+                keep.append(f"    if (fl == {idx}U) {{ "
+                            + " ".join(f"C->meta.{n} = src->{n};" for n in names) + " }")
+        self.layout.replication = True
+        self.helpers.append(_REPL.format(
+            mt=mt, keep="\n".join(keep), cpu=self.layout.cpu_port
+            if self.layout.cpu_port is not None else -1,
+            egress="\n".join(egress), drop=self.layout.drop_port))
+        if "i2e" in self.repl:
+            self.w("if (C->cl_on) { C->cl_on = 0; p4_i2e(skb, C, cfg); }")
+        if "mcast" in self.repl:
+            self.w("if (C->sm.f_mcast_grp) return p4_mcast(skb, C, cfg);")
+        self.w(f"if (C->sm.f_egress_spec == {self.layout.drop_port}) {{ p4_stat(2); "
+               f"return TC_ACT_SHOT; }}")
+        self.w("C->sm.f_egress_port = C->sm.f_egress_spec;")
+        self.w("if (p4_egress(skb, C)) return TC_ACT_SHOT;")
+        self.w("if (C->e2_pending) { p4_copy_out(skb, C, cfg); p4_e2e(skb, C, cfg); "
+               "return TC_ACT_SHOT; }")
+
 
     def assemble(self, body: list[str], sm_t: ir.Type) -> str:
         seen: set[str] = set()
@@ -1586,6 +1679,133 @@ _QUEUE = r"""{{
         }}
     }}
 }}"""
+
+_REPL = r"""/* replication: multicast groups and clone sessions (P4Runtime's PRE entries), their
+ * copies sent by bpf_clone_redirect; a test run puts each copy in the p4tx ring instead */
+#define P4_REPL_MAX 16
+#define P4_TX_MAX 4096
+struct p4_repl {{ __u32 port; __u32 rid; }};
+struct p4_repl_set {{ __u32 n; __u32 pad; struct p4_repl r[P4_REPL_MAX]; }};
+struct {{ __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4096); __type(key, __u32);
+         __type(value, struct p4_repl_set); }} p4mcast SEC(".maps");
+struct {{ __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 1024); __type(key, __u32);
+         __type(value, struct p4_repl_set); }} p4clone SEC(".maps");
+struct p4_txrec {{ __u32 port; __u32 len; __u32 cut; __u32 pad; __u8 data[P4_TX_MAX]; }};
+struct {{ __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 1 << 18); }} p4tx SEC(".maps");
+
+/* user metadata of a clone: zero but the fields of field list fl, taken from src */
+static __always_inline void p4_keep_fields(struct p4ctx *C, {mt} *src, __u32 fl) {{
+    __builtin_memset(&C->meta, 0, sizeof(C->meta));
+{keep}
+}}
+
+/* send a copy of the frame as it is now to its egress port; the packet goes on */
+static __always_inline void p4_copy_out(struct __sk_buff *skb, struct p4ctx *C,
+                                        struct p4_cfg *cfg) {{
+    __u32 out = C->sm.f_egress_port;
+    if (cfg->test_mode) {{
+        struct p4_txrec *r = bpf_ringbuf_reserve(&p4tx, sizeof(struct p4_txrec), 0);
+        if (!r) {{ p4_stat(4); return; }}
+        __u32 n = skb->len;
+        if (n > P4_TX_MAX) n = P4_TX_MAX;
+        r->port = out; r->len = n; r->cut = C->cut; r->pad = 0;
+        if (n < 1 || bpf_skb_load_bytes(skb, 0, r->data, n)) {{
+            bpf_ringbuf_discard(r, 0); p4_stat(4); return;
+        }}
+        bpf_ringbuf_submit(r, 0);
+        p4_stat(1);
+        return;
+    }}
+    if ((int)out == {cpu}) p4_stat(6);
+    __u32 *ifx = bpf_map_lookup_elem(&p4ports_out, &out);
+    if (!ifx || !*ifx) {{ p4_stat(4); return; }}
+    p4_stat(1);
+    bpf_clone_redirect(skb, *ifx, 0);
+}}
+
+/* global functions (verified once each, not per copy); the traffic manager's queue, egress, compute_checksum and deparser of one copy whose
+ * egress_port is set: 0 when the frame is ready to leave, else dropped */
+__attribute__((noinline)) int p4_egress(struct __sk_buff *skb, struct p4ctx *C) {{
+    if (!C) return TC_ACT_SHOT;
+    C->cut = 0;
+{egress}
+    return 0;
+}}
+
+/* the E2E clones egress asked for: the headers as egress left them, metadata reset but the
+ * field list, instance_type EGRESS_CLONE, through egress again on each session port */
+__attribute__((noinline)) int p4_e2e(struct __sk_buff *skb, struct p4ctx *C, struct p4_cfg *cfg) {{
+    if (!C || !cfg) return 0;
+    __u32 s = C->e2_sess;
+    C->e2_pending = 0;
+    struct p4_repl_set *g = bpf_map_lookup_elem(&p4clone, &s);
+    if (!g) return 0;
+    C->e2_busy = 1;
+    for (__u32 i = 0; i < P4_REPL_MAX; i++) {{
+        if (i >= g->n) break;
+        C->hdr = C->e2_hdr;
+        p4_keep_fields(C, &C->e2_meta, C->e2_fl);
+        __builtin_memset(&C->sm, 0, sizeof(C->sm));
+        C->sm.f_instance_type = 2;
+        C->sm.f_packet_length = C->e2_plen;
+        C->sm.f_egress_port = g->r[i].port;
+        if (!p4_egress(skb, C)) p4_copy_out(skb, C, cfg);
+    }}
+    C->e2_busy = 0;
+    C->e2_pending = 0;
+    return 0;
+}}
+
+/* I2E clones at the end of ingress: the arriving packet as parsed, metadata reset but the
+ * field list, instance_type INGRESS_CLONE; the packet itself then goes on unchanged */
+__attribute__((noinline)) int p4_i2e(struct __sk_buff *skb, struct p4ctx *C, struct p4_cfg *cfg) {{
+    if (!C || !cfg) return 0;
+    __u32 s = C->cl_sess;
+    struct p4_repl_set *g = bpf_map_lookup_elem(&p4clone, &s);
+    if (!g) return 0;
+    C->sv_hdr = C->hdr; C->sv_meta = C->meta; C->sv_sm = C->sm;
+    for (__u32 i = 0; i < P4_REPL_MAX; i++) {{
+        if (i >= g->n) break;
+        C->hdr = C->sv_phdr;
+        p4_keep_fields(C, &C->sv_meta, C->cl_fl);
+        __builtin_memset(&C->sm, 0, sizeof(C->sm));
+        C->sm.f_ingress_port = C->sv_sm.f_ingress_port;
+        C->sm.f_parser_error = C->sv_perr;
+        C->sm.f_instance_type = 1;
+        C->sm.f_packet_length = C->sv_sm.f_packet_length;
+        C->sm.f_ingress_global_timestamp = C->sv_sm.f_ingress_global_timestamp;
+        C->sm.f_egress_port = g->r[i].port;
+        if (!p4_egress(skb, C)) {{
+            p4_copy_out(skb, C, cfg);
+            if (C->e2_pending) p4_e2e(skb, C, cfg);
+        }}
+    }}
+    C->hdr = C->sv_hdr; C->meta = C->sv_meta; C->sm = C->sv_sm;
+    return 0;
+}}
+
+/* multicast: one copy per (port, rid) of the group, instance_type REPLICATION; the packet
+ * itself is consumed (a group without replicas drops it) */
+__attribute__((noinline)) int p4_mcast(struct __sk_buff *skb, struct p4ctx *C, struct p4_cfg *cfg) {{
+    if (!C || !cfg) return TC_ACT_SHOT;
+    __u32 grp = C->sm.f_mcast_grp;
+    struct p4_repl_set *g = bpf_map_lookup_elem(&p4mcast, &grp);
+    if (!g || !g->n) {{ p4_stat(2); return TC_ACT_SHOT; }}
+    C->sv_hdr = C->hdr; C->sv_meta = C->meta; C->sv_sm = C->sm;
+    for (__u32 i = 0; i < P4_REPL_MAX; i++) {{
+        if (i >= g->n) break;
+        C->hdr = C->sv_hdr; C->meta = C->sv_meta; C->sm = C->sv_sm;
+        C->sm.f_instance_type = 5;
+        C->sm.f_egress_rid = g->r[i].rid;
+        C->sm.f_egress_port = g->r[i].port;
+        if (!p4_egress(skb, C)) {{
+            p4_copy_out(skb, C, cfg);
+            if (C->e2_pending) p4_e2e(skb, C, cfg);
+        }}
+    }}
+    return TC_ACT_SHOT;
+}}
+"""
 
 _ZERO_CTX = r"""/* zero the per-packet state in 256-byte pieces: clang's BPF back end has no memset call,
  * and merges adjacent memsets into one it cannot inline beyond a size (the barrier keeps them

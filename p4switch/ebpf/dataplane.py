@@ -32,6 +32,7 @@ from p4switch.pipeline.api import (
     Output,
     ProcessResult,
     RangeMatch,
+    Replica,
     StateCode,
     StateError,
     TableEntry,
@@ -45,10 +46,13 @@ from .layout import (
     GROUP_MAX,
     METER,
     PORT_QUEUE,
+    REPL_MAX,
     STAT_NAMES,
+    TXREC_HEAD,
     TableKind,
     TableLayout,
     pack_meter,
+    pack_replicas,
 )
 
 _U32 = struct.Struct("<I")
@@ -168,6 +172,13 @@ class EbpfPipeline(Pipeline):
                 self._write_meter(cp, i, tr.config)
         self._ring = (bpf.RingBuffer(self.obj.map("p4digests", 0, 0).fd)
                       if self.layout.digests else None)
+        self._mcast_map: bpf.Map | None = None
+        self._clone_map: bpf.Map | None = None
+        self._tx: bpf.RingBuffer | None = None
+        if self.layout.replication:
+            self._mcast_map = self.obj.map("p4mcast", 4, 8 + 8 * REPL_MAX)
+            self._clone_map = self.obj.map("p4clone", 4, 8 + 8 * REPL_MAX)
+            self._tx = bpf.RingBuffer(self.obj.map("p4tx", 0, 0).fd)
         self._ring_lock = threading.Lock()  # a reader thread polls while a swap closes it
         self._digest_by_id = {d.id: d for d in self.layout.digests.values()}
         self.test_mode = test_mode
@@ -204,6 +215,9 @@ class EbpfPipeline(Pipeline):
             if self._ring is not None:
                 self._ring.close()
                 self._ring = None
+            if self._tx is not None:
+                self._tx.close()
+                self._tx = None
         self.obj.close()
         if self._tmp is not None:
             self._tmp.cleanup()
@@ -241,15 +255,27 @@ class EbpfPipeline(Pipeline):
 
     def run(self, data: bytes, port: int, now_us: int = 0) -> tuple[int, bytes] | None:
         """One packet through the loaded program (BPF_PROG_TEST_RUN, test_mode only) at the
-        time ``now_us`` (the program's clock in test mode): (egress port, bytes), or None if
-        it dropped the packet."""
+        time ``now_us`` (the program's clock in test mode): (egress port, bytes) of its first
+        output, or None if it sent none."""
+        out = self.run_all(data, port, now_us)
+        return out[0] if out else None
+
+    def run_all(self, data: bytes, port: int, now_us: int = 0) -> list[tuple[int, bytes]]:
+        """Every frame one packet makes (clones and multicast copies first, in the order the
+        program sent them, then the packet itself): (egress port, bytes) each."""
         pad = max(0, _test_min_len(data) - len(data))
         self._cfg.update(_U32.pack(0), _CFG.pack(self.t0_ns, 1, pad, now_us))
         rc, out, mark = bpf.test_run(self.prog_fd, data + bytes(pad), port)
+        frames = []
+        for rec in self._tx.consume() if self._tx is not None else []:
+            p, n, rcut, _ = TXREC_HEAD.unpack_from(rec)
+            body = rec[TXREC_HEAD.size:TXREC_HEAD.size + n]
+            frames.append((p & 0xFFFF, body[:max(0, len(body) - pad - rcut)]))
         if rc == bpf.TC_ACT_SHOT:
-            return None
+            return frames
         cut = pad + (mark >> 16)  # the program reports bytes it kept beyond a short frame
-        return mark & 0xFFFF, out[:len(out) - cut] if cut else out
+        frames.append((mark & 0xFFFF, out[:len(out) - cut] if cut else out))
+        return frames
 
     def read_digests(self, timeout_ms: int = 0) -> list[Digest]:
         """The digests the program has emitted since the last call, oldest first."""
@@ -271,14 +297,14 @@ class EbpfPipeline(Pipeline):
         if not self.test_mode:
             raise RuntimeError("EbpfPipeline.process needs test_mode (packets arrive in the kernel)")
         try:
-            got = self.run(data, port, now_us)
+            got = self.run_all(data, port, now_us)
         except bpf.BpfError as e:
             return ProcessResult(drops=[Drop("error", f"test run refused the frame: {e}")])
         digests = self.read_digests()
-        if got is None:
+        if not got:
             return ProcessResult(digests=digests,
                                  drops=[Drop("mark_to_drop", "dropped in the kernel")])
-        return ProcessResult(outputs=[Output(got[0], got[1])], digests=digests)
+        return ProcessResult(outputs=[Output(p, b) for p, b in got], digests=digests)
 
     # -- table sync ------------------------------------------------------------------------
     def _action_id(self, tl: TableLayout, action: str) -> int:
@@ -574,3 +600,38 @@ class EbpfPipeline(Pipeline):
         m = self._rmaps.get(self.resolve("register", register))
         if m is not None:
             m.update(_U32.pack(index), struct.pack("<Q", value))
+
+    # -- packet replication ----------------------------------------------------------------
+    @staticmethod
+    def _check_fits(replicas: list[Replica]) -> None:
+        if len(replicas) > REPL_MAX:
+            raise StateError(StateCode.RESOURCE_EXHAUSTED,
+                             f"{len(replicas)} replicas: the eBPF target holds {REPL_MAX}")
+
+    def mcast_group_set(self, group_id: int, replicas: list[Replica]) -> None:
+        self._check_fits(replicas)
+        super().mcast_group_set(group_id, replicas)
+        if self._mcast_map is not None:
+            self._mcast_map.update(_U32.pack(group_id), pack_replicas(
+                [(r.egress_port, r.instance) for r in self.mcast[group_id]]))
+
+    def mcast_group_delete(self, group_id: int) -> None:
+        super().mcast_group_delete(group_id)
+        if self._mcast_map is not None:
+            self._mcast_map.delete(_U32.pack(group_id))
+
+    def clone_session_set(self, session_id: int, replicas: list[Replica],
+                          truncate_bytes: int = 0) -> None:
+        self._check_fits(replicas)
+        if truncate_bytes:
+            raise StateError(StateCode.UNIMPLEMENTED,
+                             "clone session truncation is not supported by the eBPF target")
+        super().clone_session_set(session_id, replicas, truncate_bytes)
+        if self._clone_map is not None:
+            self._clone_map.update(_U32.pack(session_id), pack_replicas(
+                [(r.egress_port, r.instance) for r in self.clone_sess[session_id][0]]))
+
+    def clone_session_delete(self, session_id: int) -> None:
+        super().clone_session_delete(session_id)
+        if self._clone_map is not None:
+            self._clone_map.delete(_U32.pack(session_id))

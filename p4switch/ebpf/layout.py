@@ -170,6 +170,19 @@ class RegisterLayout:
     width: int
 
 
+REPL_MAX = 16
+"""Replicas a multicast group or clone session holds on this target (cgen's P4_REPL_MAX)."""
+REPL_SET = struct.Struct("<II" + "II" * REPL_MAX)
+"""``p4mcast``/``p4clone`` value: n, pad, then (egress port, rid) of each replica."""
+TXREC_HEAD = struct.Struct("<IIII")
+"""A test run's copy in the ``p4tx`` ring: port, length, bytes cut, pad, then the frame."""
+
+
+def pack_replicas(replicas: list[tuple[int, int]]) -> bytes:
+    flat = [v for pr in replicas for v in pr] + [0] * (2 * (REPL_MAX - len(replicas)))
+    return REPL_SET.pack(len(replicas), 0, *flat)
+
+
 STAT_NAMES = ("rx", "tx", "drop", "parser_error", "no_port", "deparse_error", "cpu",
               "unsupported", "tail_drop")
 """Per-CPU packet-path statistics of the program, by index into the ``p4stats`` map."""
@@ -189,5 +202,6 @@ class Layout:
     registers: dict[str, RegisterLayout] = field(default_factory=dict)
     meters: dict[str, MeterLayout] = field(default_factory=dict)
     digests: dict[str, DigestLayout] = field(default_factory=dict)  # by the data type's name
+    replication: bool = False  # p4mcast, p4clone and the test runs' p4tx ring exist
     drop_port: int = 511
     cpu_port: int | None = None

@@ -23,8 +23,8 @@ STF = ROOT / "tests" / "stf" / "programs"
     ("union_stack", "header_union"),
     ("varbit_extract", "varbit"),
     ("resubmit", "resubmit_preserving_field_list"),
-    ("clone_i2e", "clone_preserving_field_list"),
-    ("multicast", "multicast"),
+    ("recirculate", "recirculate_preserving_field_list"),
+    ("header_union", "header_union"),
     ("for_loops", "For"),
 ])
 def test_refusals_are_located(stem: str, what: str) -> None:
