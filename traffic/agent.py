@@ -35,6 +35,7 @@ from .wire import (
     ACK,
     F_ACK,
     F_ACKREQ,
+    F_LAST,
     F_READY,
     F_RETX,
     HDR,
@@ -47,6 +48,14 @@ _IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
 BEACON_ENTROPIES = 16   # source ports the READY beacons rotate over
 BEACON_GAP = (0.005, 0.1)  # first and longest gap between READY rounds (doubling in between)
 LINGER_RTOS = 10        # after the last step: exit once no data arrived for this many RTOs
+F_DONE = F_READY | F_LAST
+"""A finished agent's notice to its peers (a READY-sized control frame): every flow it sent is
+acknowledged and every flow it receives complete, so it will never send data again. An agent
+that has finished and heard it from every peer that sends to it leaves at once instead of
+lingering (a TCP FIN, in effect); the notice carries the run's nonce (``run_nonce``) in the
+sequence field, so one from an earlier run with the same job id is ignored. A lost notice
+costs only the linger."""
+DONE_ROUNDS = 2         # notices sent to each peer on finishing (over two beacon entropies)
 ECN_ECT0, ECN_CE = 0x02, 0x03
 
 
@@ -130,6 +139,11 @@ class HostAgent:
         self._t0 = 0.0
         self._start_mono = 0.0
         self.unheard: set[str] = set()
+        self.senders: set[str] = set()
+        """Peers whose data comes to us: until each has said it finished (F_DONE), we linger."""
+        self.finished_peers: set[str] = set()
+        self.exit_reason = ""
+        """Why the loop ended: peers finished, quiet (the linger), or timeout."""
         self._last_data = float("-inf")   # monotonic time of the latest data arrival
         self.ecn = cfg.path_policy.uses_ecn or cfg.transport.uses_ecn
         """Data leaves ECT(0) and arrivals' TOS is read: the path policy or the congestion
@@ -166,6 +180,7 @@ class HostAgent:
         srcs = {self.hosts[x.src] for r in self.local for st in self.s.programs[r]
                 for x in st.recvs if x.src not in self.local}
         self.unheard = (peers | srcs) - {self.hosts[r] for r in self.local}
+        self.senders = srcs - {self.hosts[r] for r in self.local}
         for ip in sorted(peers | srcs):  # srcs: where our ACKs go
             self.routes[ip] = resolve(ip, self.cfg.nexthop_mac)
         self.raw: dict[str, socket.socket] = {}
@@ -250,6 +265,7 @@ class HostAgent:
         while True:
             now = time.monotonic()
             if self._timed_out(now, deadline):
+                self.exit_reason = "timeout"
                 break
             self._receive(buf, now)
             self._flush()
@@ -270,12 +286,19 @@ class HostAgent:
             self._advance(now)
             if finished_at is None and all(st.done for st in self.state.values()):
                 finished_at = now
+                self._tell_finished(DONE_ROUNDS)
+            if finished_at is not None and self.senders <= self.finished_peers:
+                self.exit_reason = "peers finished"
+                self._tell_finished(1)   # one more notice on the way out: another path
+                self._flush()
+                break
             # linger while peers still retransmit to us: our ACK of a flow's last packet may
             # have died on a dead path, and a peer whose sends never complete cannot finish.
             # Its retransmissions come an RTO apart but may die too (3 of a flow's 4 entropies
             # on a dead link: one arrival per 4 RTOs), hence LINGER_RTOS of quiet
             if finished_at is not None and now - finished_at >= cfg.linger and \
                     now - self._last_data >= cfg.linger_rtos * cfg.transport.rto:
+                self.exit_reason = f"quiet for {cfg.linger_rtos:g} RTOs"
                 break
             # paced transmission, round-robin over flows with something to send
             sent = 0
@@ -360,6 +383,10 @@ class HostAgent:
             return
         if self.unheard and ip in self.unheard:
             self.unheard.discard(ip)
+        if flags & F_DONE == F_DONE:
+            if seq == self.run_nonce:
+                self.finished_peers.add(ip)
+            return
         if flags & F_READY:
             # answer a beacon (READY) so a peer that started after our beacons hears us;
             # never answer an answer (READY|ACK): two agents would bounce READYs to each
@@ -413,6 +440,25 @@ class HostAgent:
             self.udp.sendto(msg, (ip, self.cfg.port))
         except OSError:
             pass
+
+    @property
+    def run_nonce(self) -> int:
+        """What every agent of this run shares and the previous run's did not: its start time
+        (ms, 32 bits)."""
+        return int(round((self.cfg.start_at or 0.0) * 1000)) & 0xFFFFFFFF
+
+    def _tell_finished(self, rounds: int) -> None:
+        """Tell every peer we finished (F_DONE), ``rounds`` times over rotating entropies."""
+        for _ in range(rounds):
+            for ip in self.routes:
+                sport = self._beacon_ports[self._beacons % BEACON_ENTROPIES]
+                self._beacons += 1
+                try:
+                    self._sender(self.routes[ip].dev).send(
+                        self.frames.control(ip, sport, F_DONE, self.s.job, cum=self.run_nonce))
+                except OSError:
+                    pass   # lost: the peer lingers instead
+            self._flush()
 
     def _send_ack(self, ip: str, me: int, peer: int, flow: int, a: Ack, sport: int) -> None:
         """One ACK to ``ip`` from source port ``sport`` (the entropy of the data it answers),

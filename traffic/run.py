@@ -320,6 +320,8 @@ def execute(argv: list[str] | None = None) -> tuple[int, dict[int, RankMetrics]]
             seen = f"retx {tot['retransmissions']}, reordered {tot['reordered']}"
         print(f"rank {r}: {'done' if m.completed else m.error}; sent {tot['bytes_sent']} B, "
               f"received {tot['bytes_received']} B, {seen}; {colls}")
+    if agent.exit_reason:
+        print(f"left: {agent.exit_reason}")
     print(json.dumps({"out": str(a.out), "ranks": local}))
     return (0 if ok else 1), results
 

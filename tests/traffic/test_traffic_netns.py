@@ -42,3 +42,18 @@ def test_ring_allreduce_across_bridge(bridged_hosts, tmp_path):  # noqa: F811
         assert sent == got
         assert all(f["dst"] == (r + 1) % HOSTS for f in m["flows"])
     assert (tmp_path / "h0" / "rank0_flows.csv").read_text().startswith("direction,flow")
+
+
+def test_agents_leave_once_their_peers_finished(bridged_hosts, tmp_path):  # noqa: F811
+    """A finished agent tells its peers (F_DONE); one that has finished and heard it from
+    every peer sending to it leaves at once. The linger asked for here (1000 initial RTOs of
+    50 ms) is longer than the run's timeout, so an agent that waited for it would time out."""
+    start_at = time.time() + 1.0
+    outs = run_agents(bridged_hosts, lambda i: [
+        "--schedule", "ring_allreduce", "--ranks", "4", "--size", "100000",
+        "--hosts", HOST_IPS, "--rate", "200M", "--rto-ms", "50", "--linger-rtos", "1000",
+        "--start-at", repr(start_at), "--timeout", "25", "--out", str(tmp_path / f"h{i}")])
+    for i, out in enumerate(outs):
+        m = json.loads((tmp_path / f"h{i}" / f"rank{i}.json").read_text())
+        assert m["completed"], m["error"]
+        assert "left: peers finished" in out, out

@@ -49,10 +49,10 @@ def bridged_hosts():
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
 
 
-def run_agents(namespaces: list[str], args: Callable[[int], list[str]]) -> None:
+def run_agents(namespaces: list[str], args: Callable[[int], list[str]]) -> list[str]:
     """Run one ``traffic.run`` agent in each namespace at once (``args(i)``: the i-th one's
     arguments), wait for all and assert each exited 0; any still running on the way out (a
-    timeout, a failure) is killed."""
+    timeout, a failure) is killed. Returns each agent's standard output."""
     procs: list[subprocess.Popen] = []
     try:
         for i, ns in enumerate(namespaces):
@@ -68,3 +68,4 @@ def run_agents(namespaces: list[str], args: Callable[[int], list[str]]) -> None:
     for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, f"agent failed:\n{out}\n{err}"
         print(out)
+    return [out for out, _ in outs]
