@@ -278,6 +278,9 @@ class MininetBackend(Backend):
                                   "linger_rtos": w.linger_rtos}
             if w.transport == "udp":
                 kw.update(transport_args(self.transport_config(TransportConfig(), w)))
+                credit = self.cfg.transport.pace_credit_us   # the agent's pacer (dilated)
+                if credit is not None:
+                    kw["pace_credit_ms"] = credit * 1e-3
             if w.rate:
                 kw["rate"] = w.rate
             kw.update(self.scheme.traffic_args(self.cfg.topology))  # the hosts' path policy
@@ -493,7 +496,8 @@ def transport_args(t: Any) -> dict[str, Any]:
     """A TransportConfig's congestion control and timers as traffic.run flags."""
     return {"cc": t.cc, "cc_params": ",".join(f"{k}={v!r}" for k, v in t.cc_params) or None,
             "min_rto_ms": t.min_rto * 1e3, "max_rto_ms": t.max_rto * 1e3,
-            "base_rtt_us": t.base_rtt * 1e6 or None}
+            "base_rtt_us": t.base_rtt * 1e6 or None, "ack_delay_ms": t.ack_delay * 1e3,
+            "tick_ms": t.tick * 1e3}
 
 
 BACKENDS: dict[str, type[Backend]] = {"mininet": MininetBackend, "sim": SimBackend}

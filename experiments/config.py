@@ -236,13 +236,23 @@ class TransportSettings:
     200 µs to 0.5 s, the emulation's 20 ms to 2 s, or 200 µs to 0.5 s in a file with a
     fabric block); ``ecn_threshold``: the switches' CE-marking threshold in packets (None:
     from the algorithm, the link rate and the fabric's base RTT, traffic.congestion.marking;
-    0: no marking). The workload's ``rto_ms`` is the RTO before the first RTT sample."""
+    0: no marking). The workload's ``rto_ms`` is the RTO before the first RTT sample.
+    The transport's own timers (None: the backend's default; a file with a fabric block
+    states them in fabric µs, as every other time): ``ack_delay_us`` the receivers'
+    delayed-ACK timer (the simulator's 50 µs), ``tick_us`` the granularity at which RTO and
+    delayed-ACK timers are looked at (a tenth of ``min_rto_us``: RFC 6298's clock
+    granularity G well below the RTO), ``pace_credit_us`` how far an agent's pacer may fall
+    behind and catch up in a burst (1 µs, ~8 full packets at 100 Gb/s; the simulator's NICs
+    never fall behind)."""
 
     cc: str = "dctcp"
     params: dict[str, float] = dim(Dim.PARAMS, default_factory=dict)
     min_rto_us: float | None = dim(Dim.TIME, None)
     max_rto_us: float | None = dim(Dim.TIME, None)
     ecn_threshold: int | None = None
+    ack_delay_us: float | None = dim(Dim.TIME, None)
+    tick_us: float | None = dim(Dim.TIME, None)
+    pace_credit_us: float | None = dim(Dim.TIME, None)
 
     @property
     def label(self) -> str:
@@ -255,8 +265,10 @@ class TransportSettings:
         segment size and window applied; ``rto_bounds``: the backend's default clamp (s)."""
         lo = self.min_rto_us * 1e-6 if self.min_rto_us is not None else rto_bounds[0]
         hi = self.max_rto_us * 1e-6 if self.max_rto_us is not None else max(rto_bounds[1], lo)
+        timers = {k: v * 1e-6 for k, v in (("ack_delay", self.ack_delay_us),
+                                            ("tick", self.tick_us)) if v is not None}
         return base.with_cc(self.cc, self.params, mss=w.mss, window=w.window, min_rto=lo,
-                            max_rto=hi, base_rtt=base_rtt)
+                            max_rto=hi, base_rtt=base_rtt, **timers)
 
     def marking(self, spec: FabricSpec, prop_delay_s: float, packet_bytes: int,
                 queue_depth: int) -> Any:
@@ -625,7 +637,8 @@ def _transport(v: Any, has_fabric: bool) -> TransportSettings:
 
     p = "transport"
     d = _obj(v, p)
-    _keys(d, p, {"cc", "params", "min_rto_us", "max_rto_us", "ecn_threshold"})
+    _keys(d, p, {"cc", "params", "min_rto_us", "max_rto_us", "ecn_threshold", "ack_delay_us",
+                 "tick_us", "pace_credit_us"})
     cc = _str(d, "cc", p, "dctcp", tuple(REGISTRY))
     params = dict(_obj(d.get("params", {}), _join(p, "params")))
     try:
@@ -641,8 +654,12 @@ def _transport(v: Any, has_fabric: bool) -> TransportSettings:
     k = d.get("ecn_threshold")
     if k is not None:
         k = _int(d, "ecn_threshold", p, 0, 0, 1 << 19)
-    return TransportSettings(cc=cc, params=params, min_rto_us=lo, max_rto_us=hi,
-                             ecn_threshold=k)
+    fab = has_fabric
+    return TransportSettings(
+        cc=cc, params=params, min_rto_us=lo, max_rto_us=hi, ecn_threshold=k,
+        ack_delay_us=_num(d, "ack_delay_us", p, 50.0 if fab else None, positive=True),
+        tick_us=_num(d, "tick_us", p, lo / 10 if fab and lo else None, positive=True),
+        pace_credit_us=_num(d, "pace_credit_us", p, 1.0 if fab else None, lo=0.0))
 
 
 def _tdf(d: dict[str, Any], p: str) -> float | str:

@@ -18,44 +18,23 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from typing import Any
 
+from model.dims import DIM, Dim, dim
 
-class Dim(StrEnum):
-    """What a config value measures, hence how dilation treats it."""
-
-    TIME = "time"
-    """A fabric duration (timer, gap, period): × TDF on the emulation."""
-    RATE = "rate"
-    """A fabric rate (link, pacing): ÷ TDF on the emulation."""
-    WALL = "wall"
-    """A bound on the machine (lock wait, start-up margin, hard timeout): never scaled."""
-    COUNT = "count"
-    """A number of something time-like (RTOs, frame times): a ratio, the same in any time
-    unit, never scaled."""
-    PARAMS = "params"
-    """A mapping whose ``*_us`` / ``*_ms`` / ``*_s`` keys are fabric durations (a scheme's
-    parameters, a path policy)."""
+__all__ = ["DIM", "Dim", "Knob", "dilate", "dim", "format_rate", "knobs", "parse_rate",
+           "to_fabric_time"]
 
 
-DIM = "dim"
 TIME_KEY = re.compile(r"(_us|_ms|_s)$")
 """Keys of a PARAMS mapping that are durations."""
-TIME_LIKE = re.compile(r"(_us|_ms|_s|_ns|period|timeout|delay|gap|rto|margin|rate|bw|gbps|mbps)",
-                       re.IGNORECASE)
+TIME_LIKE = re.compile(r"((_us|_ms|_s|_ns)$|period|timeout|delay|gap|rto|margin|rate|bw|gbps|mbps|"
+                       r"(^|_)(tick|linger|hold|credit|interval)|_at$)", re.IGNORECASE)
 """Field names that look like a time or a rate: each must declare its Dim."""
 RESULT_TIME_KEYS = frozenset({"start", "finish", "posted", "compute_start", "fct", "cct",
                               "duration", "time", "t", "iteration_s", "srtt", "rto"})
 """Keys of the agents' records (traffic.metrics) and the samples that hold seconds."""
-
-
-def dim(d: Dim, default: Any = dataclasses.MISSING, **kw: Any) -> Any:
-    """A dataclass field of dimension ``d``."""
-    if default is dataclasses.MISSING and "default_factory" not in kw:
-        return field(metadata={DIM: d}, **kw)
-    return field(default=default, metadata={DIM: d}, **kw)
 
 
 def parse_rate(text: str | float) -> float:
@@ -88,6 +67,9 @@ def _scale(value: Any, d: Dim, tdf: float) -> Any:
             return format_rate(parse_rate(value) / tdf)
         return value / tdf
     if d is Dim.PARAMS:
+        if isinstance(value, tuple):   # sorted (name, value) pairs (TransportConfig.cc_params)
+            return tuple((k, _scale_param(v, tdf) if TIME_KEY.search(k) else v)
+                         for k, v in value)
         return {k: (_scale_param(v, tdf) if TIME_KEY.search(k) else v)
                 for k, v in value.items()}
     return value
@@ -145,7 +127,7 @@ def knobs(obj: Any, path: str = "") -> Iterator[Knob]:
         p = f"{path}.{f.name}" if path else f.name
         d = f.metadata.get(DIM)
         if d is not None and Dim(d) is Dim.PARAMS:
-            for k, x in (v or {}).items():
+            for k, x in (dict(v) if isinstance(v, tuple) else v or {}).items():
                 if TIME_KEY.search(k):
                     yield Knob(f"{p}.{k}", Dim.TIME, x)
                 elif TIME_LIKE.search(k):   # e.g. "timeout" without a unit: cannot be scaled

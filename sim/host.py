@@ -42,24 +42,23 @@ if TYPE_CHECKING:
 
 
 SIM_TRANSPORT = TransportConfig(ack_every=8, ack_delay=50e-6, rto=1e-3, min_rto=200e-6,
-                                max_rto=0.5)
+                                max_rto=0.5, tick=100e-6)
 """The agent's transport tuned for µs data-centre RTTs: ACKs coalesced over 8 packets as the
 agent's (at 100 Gb/s an ACK every 2 packets took 3% of every link and of each sender's NIC;
 a window that closes below 8 asks for its ACK with F_ACKREQ instead of waiting for the
-delayed-ACK timer), a 1 ms initial RTO and a 200 µs floor under RFC 6298's estimate (RDMA
+delayed-ACK timer), timers looked at every 100 µs, a 1 ms initial RTO and a 200 µs floor under RFC 6298's estimate (RDMA
 NICs time out in µs to ms, not the agent's tens of ms tuned for Mininet's loaded veths)."""
 
 
 @dataclass(frozen=True)
 class HostConfig:
     """``transport``: the agent's transport config, congestion control included (its
-    ``uses_ecn`` decides whether data leaves ECT(0)); ``tick_us``: timer granularity for RTOs
-    and delayed ACKs (the agent's is 500); ``path_policy``: the hosts' entropy choice per
+    ``uses_ecn`` decides whether data leaves ECT(0); its ``tick`` is the timer granularity for
+    RTOs and delayed ACKs, as the agent's); ``path_policy``: the hosts' entropy choice per
     packet (traffic.policies, as the agent's)."""
 
     transport: TransportConfig = SIM_TRANSPORT
     qps: int = 1
-    tick_us: float = 100.0
     path_policy: PolicySpec = PolicySpec()
 
 
@@ -277,7 +276,7 @@ class SimHost:
         moves with every RTT sample). A superseded entry stays in the heap and is skipped."""
         t = f.s.next_timeout()
         if t is not None and (f.armed is None or
-                              t < f.armed - self.job.cfg.tick_us * 1e-6):  # type: ignore[union-attr]  # job is set (add_rank) before any flow is armed
+                              t < f.armed - self.job.cfg.transport.tick):  # type: ignore[union-attr]  # job is set (add_rank) before any flow is armed
             f.armed = t
             heapq.heappush(self._timers, (t, f.flow, f))
 
@@ -364,7 +363,7 @@ class SimHost:
     def _ensure_tick(self, now: float) -> None:
         if not self._tick_scheduled and self.job is not None:
             self._tick_scheduled = True
-            self.loop.schedule(now + self.job.cfg.tick_us, self._tick)
+            self.loop.schedule(now + self.job.cfg.transport.tick * 1e6, self._tick)
 
     def _tick(self, now: float, _: Any) -> None:
         self._tick_scheduled = False

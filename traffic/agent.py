@@ -21,6 +21,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from model.dims import Dim, dim
 from model.entropy import entropy_port
 from p4switch.hidden import LogHistogram
 
@@ -46,7 +47,6 @@ from .wire import (
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux value; Python lacks the name
 _IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
 BEACON_ENTROPIES = 16   # source ports the READY beacons rotate over
-BEACON_GAP = (0.005, 0.1)  # first and longest gap between READY rounds (doubling in between)
 LINGER_RTOS = 10        # after the last step: exit once no data arrived for this many RTOs
 F_DONE = F_READY | F_LAST
 """A finished agent's notice to its peers (a READY-sized control frame): every flow it sent is
@@ -61,20 +61,38 @@ ECN_ECT0, ECN_CE = 0x02, 0x03
 
 @dataclass
 class AgentConfig:
-    rate_bps: float = 1e9          # pacing rate of this host's data, bits/s on the wire
+    """The agent's knobs. Each time or rate declares its dimension (model.dims): ``TIME`` and
+    ``RATE`` model the fabric and are dilated with the experiment (the transport's timers are
+    in ``transport``); ``WALL`` ones are mechanisms of the emulation on this machine — the
+    start barrier, the hard timeout, the linger floor — that model nothing and are never
+    scaled (tests/experiments/test_dilation_agent.py enumerates them all)."""
+
+    rate_bps: float = dim(Dim.RATE, 1e9)   # pacing rate of this host's data, bits/s on the wire
     qps: int = 1                   # entropy values (source ports) per flow
     transport: TransportConfig = field(default_factory=TransportConfig)
-    timeout: float = 60.0          # hard bound on the whole run, seconds
-    linger: float = 0.3            # keep ACKing peers this long after our last step
-    linger_rtos: float = LINGER_RTOS   # ... and until no data arrived for this many RTOs
-    start_at: float | None = None  # wall-clock (time.time()) start of the job
+    timeout: float = dim(Dim.WALL, 60.0)   # hard bound on the whole run, seconds
+    linger: float = dim(Dim.WALL, 0.3)     # keep ACKing peers at least this long after our
+    #                                        last step (the peers' agents share this machine)
+    linger_rtos: float = dim(Dim.COUNT, LINGER_RTOS)  # ... and until no data arrived for
+    #                                        this many initial RTOs (the RTO is dilated)
+    start_at: float | None = dim(Dim.WALL, None)  # wall-clock (time.time()) start of the job
     nexthop_mac: str | None = None
     port: int = ROCEV2_PORT
-    tick: float = 0.0005           # timer granularity for RTO and delayed ACKs
+    pace_credit: float = dim(Dim.TIME, 0.001)
+    """How far the pacer may fall behind its schedule and still catch up (a burst of at most
+    this long at ``rate_bps``); a longer lag — the loop woke late, or nothing was to send — is
+    forgotten: no credit for idle time, no bursts. A fabric time: dilated, the burst is the
+    same number of packets at any TDF."""
+    beacon_gap: float = dim(Dim.WALL, 0.005)
+    """First gap between READY rounds of the start barrier (doubling up to
+    ``beacon_gap_max``): the barrier waits for interpreters to start, before anything is
+    timed, so it is the machine's, not the fabric's."""
+    beacon_gap_max: float = dim(Dim.WALL, 0.1)
     # TCP mode (tcpagent.py)
     tcp_port: int = 4792           # listener port of every rank ...
     tcp_ports: list[int] | None = None  # ... or one per rank (several agents on one address)
-    tcp_rate_bps: float | None = None   # SO_MAX_PACING_RATE of a flow (split over its QPs)
+    tcp_rate_bps: float | None = dim(Dim.RATE, None)  # SO_MAX_PACING_RATE of a flow (over its
+    #                                                   QPs)
     path_policy: PolicySpec = field(default_factory=PolicySpec)
     """Entropy (source port) per packet (policies.py); ECN policies send ECT(0) data and read
     each arriving packet's TOS to echo CE per packet."""
@@ -256,11 +274,12 @@ class HostAgent:
         now, start, deadline = self._begin()
         started = False
         next_beacon = now
-        beacon_gap = BEACON_GAP[0]
+        beacon_gap = cfg.beacon_gap
         next_tx = start
         next_tick = now
         finished_at: float | None = None
         gap_per_byte = 8.0 / cfg.rate_bps
+        tick = cfg.transport.tick
         buf = bytearray(65536)
         while True:
             now = time.monotonic()
@@ -279,7 +298,7 @@ class HostAgent:
                     # so fast rounds only matter at first; 16 agents beaconing 15 peers every
                     # 5 ms through a slow start sent ~50k READYs, more than the data
                     next_beacon = now + beacon_gap
-                    beacon_gap = min(2 * beacon_gap, BEACON_GAP[1])
+                    beacon_gap = min(2 * beacon_gap, cfg.beacon_gap_max)
                 if not self.unheard and now >= start:
                     started = True
                     self._release(now)
@@ -308,13 +327,25 @@ class HostAgent:
                     break
                 next_tx += n * gap_per_byte
                 sent += 1
-            if not self.active or next_tx < now - 0.001:
+            if not self.active or next_tx < now - cfg.pace_credit:
                 next_tx = max(next_tx, now)  # no credit for idle time: no bursts
             if now >= next_tick:
                 self._tick(now)
-                next_tick = now + cfg.tick
+                next_tick = now + tick
             self._flush()
             wait = min(next_tick, deadline) - now
+            # wake for what is due before the next tick (a tick is a fabric time, dilated:
+            # seconds of wall time at a large TDF): the barrier's beacons and start (wall),
+            # the end of a compute phase, the end of the linger
+            if not started:
+                wait = min(wait, (next_beacon if self.unheard else start) - now)
+            else:
+                wait = min(wait, self._next_ready() - now)
+            if finished_at is not None:
+                wait = min(wait, max(finished_at + cfg.linger,
+                                     self._last_data + cfg.linger_rtos * cfg.transport.rto)
+                           - now)
+            wait = max(0.0, wait)
             if self.active:
                 wait = min(wait, max(0.0, next_tx - now))
                 if self._held_until is not None:  # a paced flow's next send time
@@ -323,6 +354,12 @@ class HostAgent:
                 ready, _, _ = select.select([self.udp], [], [], wait)
                 if not ready:   # woke for a paced send or a timer: how late (CPU lag)?
                     self.send_lag_us.add(int((time.monotonic() - now - wait) * 1e6))
+
+    def _next_ready(self) -> float:
+        """When the earliest rank waiting for time (idle or computing) may go on (inf: none)."""
+        return min((st.ready_at for r, st in self.state.items()
+                    if not st.done and st.pos < len(self.s.programs[r])
+                    and st.phase in ("idle", "compute")), default=float("inf"))
 
     # -- receive path ------------------------------------------------------------------------
     def _sender(self, dev: str) -> batchio.BatchSender | batchio.PlainSender:

@@ -45,6 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from model.dims import Dim, dim
 from model.entropy import entropy_port
 
 from .transport import SACK_BITS, Ack
@@ -316,7 +317,7 @@ class PolicySpec:
     n: int | None = None
     pin: bool = False
     mode: str = "rr"
-    hold: float = 200e-6
+    hold: float = dim(Dim.TIME, 200e-6)   # a fabric time (dilated with the experiment)
     seed: int = 0
     entropy_set: str = "random"
 

@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+from .agent import AgentConfig
 from .congestion import DEFAULT_CC, REGISTRY
 from .metrics import RankMetrics
 from .policies import ENTROPY_SETS, SPRAY_MODES, PolicySpec, parse_policy
@@ -136,6 +137,14 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--base-rtt-us", type=float, default=0.0,
                    help="the fabric's unloaded RTT (NSCC's delay target; 0: measured)")
     t.add_argument("--nack-gap", type=int, default=64)
+    d = TransportConfig()
+    t.add_argument("--ack-delay-ms", type=float, default=d.ack_delay * 1e3,
+                   help="the receiver's delayed-ACK timer (default %(default)s)")
+    t.add_argument("--tick-ms", type=float, default=d.tick * 1e3,
+                   help="granularity of the RTO and delayed-ACK timers (default %(default)s)")
+    t.add_argument("--pace-credit-ms", type=float, default=AgentConfig.pace_credit * 1e3,
+                   help="how far the pacer may fall behind and catch up in a burst "
+                        "(default %(default)s)")
     t.add_argument("--next-hop-mac", help="override the neighbour-table next-hop MAC")
     q = p.add_argument_group("path policy (host-based load balancing, udp transport)")
     q.add_argument("--path-policy", type=_policy, default=PolicySpec(),
@@ -154,7 +163,13 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--start-at", type=float, help="wall-clock start (time.time())")
     r.add_argument("--start-in", type=float, help="start this many seconds from now")
     r.add_argument("--timeout", type=float, default=60.0, help="hard bound on the run, s")
-    r.add_argument("--linger", type=float, default=0.3)
+    r.add_argument("--linger", type=float, default=AgentConfig.linger,
+                   help="wall seconds to keep ACKing after the last step, at least")
+    r.add_argument("--beacon-gap-ms", type=float, default=AgentConfig.beacon_gap * 1e3,
+                   help="wall ms between the start barrier's first READY rounds (doubling)")
+    r.add_argument("--beacon-gap-max-ms", type=float,
+                   default=AgentConfig.beacon_gap_max * 1e3,
+                   help="... up to this many wall ms")
     r.add_argument("--linger-rtos", type=float,
                    help="after the last step, exit once no data arrived for this many initial "
                    "RTOs (default traffic.agent.LINGER_RTOS, 10: retransmissions over dead "
@@ -240,6 +255,41 @@ def host_map(a: argparse.Namespace, s: Schedule) -> list[str]:
         raise ScheduleError("placement", f"host {e.args[0]} is not in --hosts") from None
 
 
+def agent_config(a: argparse.Namespace, policy: PolicySpec | None = None,
+                 fabric: object | None = None) -> AgentConfig:
+    """The agent's and the transport's configuration from parsed flags (ValueError naming
+    the flag)."""
+    if a.qps < 1 or a.mss < 1 or a.mss > 8900 or (a.rate is not None and a.rate <= 0):
+        raise ValueError("--qps, --mss (1..8900) and --rate must be positive")
+    if not 0 < a.tcp_port < 65536:
+        raise ValueError(f"--tcp-port: {a.tcp_port} out of range 1..65535")
+    if not 0 < a.min_rto_ms <= a.max_rto_ms or a.rto_ms <= 0:
+        raise ValueError("--rto-ms and --min-rto-ms <= --max-rto-ms must be > 0")
+    for flag in ("ack_delay_ms", "tick_ms", "beacon_gap_ms", "beacon_gap_max_ms"):
+        if not getattr(a, flag) > 0:
+            raise ValueError(f"--{flag.replace('_', '-')} must be > 0, got {getattr(a, flag)}")
+    if not a.pace_credit_ms >= 0:
+        raise ValueError(f"--pace-credit-ms must be >= 0, got {a.pace_credit_ms}")
+    try:
+        transport = TransportConfig(mss=a.mss, window=a.window, rto=a.rto_ms / 1000,
+                                    nack_gap=a.nack_gap, ack_delay=a.ack_delay_ms / 1000,
+                                    tick=a.tick_ms / 1000).with_cc(
+            a.cc, a.cc_params, min_rto=a.min_rto_ms / 1000, max_rto=a.max_rto_ms / 1000,
+            base_rtt=a.base_rtt_us * 1e-6)
+    except ValueError as e:
+        raise ValueError(f"--cc-params: {e}") from None
+    start_at = a.start_at if a.start_at is not None else (
+        time.time() + a.start_in if a.start_in is not None else None)
+    return AgentConfig(rate_bps=a.rate or 1e9, qps=a.qps, timeout=a.timeout, linger=a.linger,
+                       **({"linger_rtos": a.linger_rtos} if a.linger_rtos else {}),
+                       start_at=start_at, nexthop_mac=a.next_hop_mac,
+                       tcp_port=a.tcp_port, tcp_rate_bps=a.rate,
+                       path_policy=policy or PolicySpec(),
+                       fabric=fabric, transport=transport,
+                       pace_credit=a.pace_credit_ms / 1000, beacon_gap=a.beacon_gap_ms / 1000,
+                       beacon_gap_max=max(a.beacon_gap_max_ms, a.beacon_gap_ms) / 1000)
+
+
 def main(argv: list[str] | None = None) -> int:
     return execute(argv)[0]
 
@@ -261,7 +311,7 @@ def execute(argv: list[str] | None = None) -> tuple[int, dict[int, RankMetrics]]
         policy, fabric = path_policy(a)
     except (ScheduleError, ValueError) as e:
         p.error(str(e))
-    from .agent import AgentConfig, HostAgent
+    from .agent import HostAgent
     from .nexthop import NextHopError, local_addresses
 
     if a.rank:
@@ -274,27 +324,10 @@ def execute(argv: list[str] | None = None) -> tuple[int, dict[int, RankMetrics]]
         local = [r for r, ip in enumerate(hosts) if ip in mine]
         if not local:
             p.error("--hosts: none of these addresses is local; pass --rank")
-    if a.qps < 1 or a.mss < 1 or a.mss > 8900 or (a.rate is not None and a.rate <= 0):
-        p.error("--qps, --mss (1..8900) and --rate must be positive")
-    if not 0 < a.tcp_port < 65536:
-        p.error(f"--tcp-port: {a.tcp_port} out of range 1..65535")
-    if not 0 < a.min_rto_ms <= a.max_rto_ms or a.rto_ms <= 0:
-        p.error("--rto-ms and --min-rto-ms <= --max-rto-ms must be > 0")
     try:
-        transport = TransportConfig(mss=a.mss, window=a.window, rto=a.rto_ms / 1000,
-                                    nack_gap=a.nack_gap).with_cc(
-            a.cc, a.cc_params, min_rto=a.min_rto_ms / 1000, max_rto=a.max_rto_ms / 1000,
-            base_rtt=a.base_rtt_us * 1e-6)
+        cfg = agent_config(a, policy, fabric)
     except ValueError as e:
-        p.error(f"--cc-params: {e}")
-    start_at = a.start_at if a.start_at is not None else (
-        time.time() + a.start_in if a.start_in is not None else None)
-    cfg = AgentConfig(rate_bps=a.rate or 1e9, qps=a.qps, timeout=a.timeout, linger=a.linger,
-                      **({"linger_rtos": a.linger_rtos} if a.linger_rtos else {}),
-                      start_at=start_at, nexthop_mac=a.next_hop_mac,
-                      tcp_port=a.tcp_port, tcp_rate_bps=a.rate, path_policy=policy,
-                      fabric=fabric,
-                      transport=transport)
+        p.error(str(e))
     if a.transport == "tcp":
         from .tcpagent import TcpHostAgent
         agent: HostAgent = TcpHostAgent(s, local, hosts, cfg)

@@ -18,6 +18,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from model.dims import Dim, dim
+
 from .congestion import (
     DEFAULT_CC,
     REGISTRY,
@@ -33,23 +35,28 @@ from .wire import F_ACK, F_ACKREQ, F_DUP, F_LAST, F_NACK, F_RETX
 
 @dataclass(frozen=True)
 class TransportConfig:
-    """The transport's knobs (times in seconds). ``window`` caps the packets in flight whatever
-    the congestion control says; ``rto`` is the RTO before the first RTT sample (RFC 6298's
-    initial RTO), ``min_rto``/``max_rto`` clamp the estimate (equal: a fixed timer, the old
-    behaviour); ``cc`` names the algorithm in traffic.congestion's registry and ``cc_params``
-    its parameters as sorted (name, value) pairs (hashable, so configs can key caches)."""
+    """The transport's knobs (times in seconds of the fabric the run models: an emulation
+    dilated by TDF gets them × TDF, experiments/dilation.py, each field's Dim). ``window`` caps
+    the packets in flight whatever the congestion control says; ``rto`` is the RTO before the
+    first RTT sample (RFC 6298's initial RTO), ``min_rto``/``max_rto`` clamp the estimate
+    (equal: a fixed timer, the old behaviour); ``ack_delay`` is the receiver's delayed-ACK
+    timer and ``tick`` the granularity at which RTO and delayed-ACK timers are looked at (a
+    NIC's timer wheel: a timer fires up to one tick late), both backends alike; ``cc`` names
+    the algorithm in traffic.congestion's registry and ``cc_params`` its parameters as sorted
+    (name, value) pairs (hashable, so configs can key caches)."""
 
     mss: int = 1400           # payload bytes per packet (fits a 1500-byte MTU with our headers)
     window: int = 256         # packets a flow may have unacknowledged, at most
-    rto: float = 0.02         # retransmission timeout before the first RTT sample
+    rto: float = dim(Dim.TIME, 0.02)   # retransmission timeout before the first RTT sample
     ack_every: int = 8        # receiver coalesces this many packets per ACK
-    ack_delay: float = 0.0005  # ... but never holds an ACK longer than this
-    nack_gap: int = 64        # NACK a hole once this many later packets arrived
-    min_rto: float = 0.001
-    max_rto: float = 1.0
+    ack_delay: float = dim(Dim.TIME, 0.0005)  # ... but never holds an ACK longer than this
+    nack_gap: int = dim(Dim.COUNT, 64)   # NACK a hole once this many later packets arrived
+    min_rto: float = dim(Dim.TIME, 0.001)
+    max_rto: float = dim(Dim.TIME, 1.0)
     cc: str = DEFAULT_CC.value
-    cc_params: tuple[tuple[str, float], ...] = ()
-    base_rtt: float = 0.0     # the fabric's unloaded RTT if known (NSCC's delay target), s
+    cc_params: tuple[tuple[str, float], ...] = dim(Dim.PARAMS, ())
+    base_rtt: float = dim(Dim.TIME, 0.0)   # the fabric's unloaded RTT if known (NSCC's target)
+    tick: float = dim(Dim.TIME, 0.0005)   # timer granularity for RTOs and delayed ACKs
 
     def with_cc(self, cc: str, params: dict[str, float] | None = None, **kw: Any) \
             -> TransportConfig:

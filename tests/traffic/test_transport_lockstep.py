@@ -49,7 +49,7 @@ def _run_sim(cfg: TransportConfig) -> list[tuple[Any, ...]]:
     loop = EventLoop()
     host, peer = SimHost(h0, loop), SimHost(h1, loop)
     sched = _schedule()
-    job = Job(sched, [host, peer], HostConfig(transport=cfg, tick_us=100.0))
+    job = Job(sched, [host, peer], HostConfig(transport=cfg))
     host.add_rank(0, job)
     log: list[tuple[Any, ...]] = []
     rx = ReceiverFlow(sched.programs[0][0].sends[0].bytes // cfg.mss, cfg)
@@ -182,7 +182,7 @@ def _replay_agent(cfg: TransportConfig, log: list[tuple[Any, ...]]) -> None:
 @pytest.mark.parametrize("cc", sorted(REGISTRY))
 def test_agent_and_simulator_decide_identically(cc: str) -> None:
     cfg = TransportConfig(mss=1000, window=32, ack_every=1, rto=1e-3, min_rto=200e-6,
-                          max_rto=0.1, cc=cc, base_rtt=2 * DELAY_US * 1e-6)
+                          max_rto=0.1, cc=cc, base_rtt=2 * DELAY_US * 1e-6, tick=100e-6)
     log = _run_sim(cfg)
     sends = [e for e in log if e[0] == "send" and e[2] is not None]
     resent = sorted(e[2] for e in sends if e[3] & F_RETX)
