@@ -188,9 +188,10 @@ class BpfObject:
             self._obj = None
 
 
-def test_run(prog_fd: int, data: bytes, mark: int) -> tuple[int, bytes, int]:
-    """Run a sched_cls program once on ``data`` with ``skb->mark = mark``:
-    (return code, packet bytes after the program, skb->mark after it)."""
+def test_run(prog_fd: int, data: bytes, mark: int, repeat: int = 1) -> tuple[int, bytes, int]:
+    """Run a sched_cls program on ``data`` with ``skb->mark = mark`` (``repeat`` times, in
+    the kernel, on the calling CPU): (return code, packet bytes after the program, skb->mark
+    after it)."""
     inb = ctypes.create_string_buffer(data, len(data))
     outb = ctypes.create_string_buffer(len(data) + 512)
     ctx_in = bytearray(SKB_CTX_SIZE)
@@ -202,7 +203,7 @@ def test_run(prog_fd: int, data: bytes, mark: int) -> tuple[int, bytes, int]:
                      data_out=ctypes.cast(outb, ctypes.c_void_p), data_size_in=len(data),
                      data_size_out=len(outb), ctx_in=ctypes.cast(cin, ctypes.c_void_p),
                      ctx_out=ctypes.cast(cout, ctypes.c_void_p), ctx_size_in=SKB_CTX_SIZE,
-                     ctx_size_out=SKB_CTX_SIZE, repeat=1)
+                     ctx_size_out=SKB_CTX_SIZE, repeat=repeat)
     _check(lib().bpf_prog_test_run_opts(prog_fd, ctypes.byref(o)), "BPF_PROG_TEST_RUN")
     mark_out = int.from_bytes(cout.raw[_SKB_MARK_OFFSET:_SKB_MARK_OFFSET + 4], "little")
     return o.retval, outb.raw[:o.data_size_out], mark_out

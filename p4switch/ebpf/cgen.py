@@ -131,6 +131,7 @@ class CGen:
         self._type_locs: dict[str, ir.SourceLoc] | None = None
         self.role = ""  # the v1model block being generated (package role)
         self.repl: set[str] = set()  # replication the program uses: i2e, e2e, mcast
+        self._rmw: dict[str, str] = {}  # register -> its cell's pointer, in a locked span
 
     # -- errors ----------------------------------------------------------------------------
     def type_loc(self, t: ir.Type) -> ir.SourceLoc | None:
@@ -471,8 +472,172 @@ class CGen:
 
     # -- statements ------------------------------------------------------------------------
     def stmts(self, ss: list[ir.Stmt]) -> None:
-        for s in ss:
-            self.stmt(s)
+        i = 0
+        while i < len(ss):
+            region = None if self._rmw else self.rmw_region(ss, i)
+            if region is None:
+                self.stmt(ss[i])
+                i += 1
+                continue
+            end, cells, idx = region
+            self.locked(ss[i:end + 1], cells, idx)
+            i = end + 1
+
+    # -- register read-modify-write --------------------------------------------------------
+    def _reg_ops(self, x: object, out: list[tuple[str, str, ir.Expr]]) -> None:
+        """Every register read/write under ``x``: (control-plane name, method, index)."""
+        if isinstance(x, ir.ExternCall) and x.instance is not None:
+            inst = self.instance(x.instance)
+            if inst.type_name == "register" and x.method in ("read", "write"):
+                out.append((inst.cp_name, x.method, x.args[1 if x.method == "read" else 0]))
+                return
+        if isinstance(x, list):
+            for y in x:
+                self._reg_ops(y, out)
+        elif isinstance(x, ir.Stmt | ir.ActionCase | ir.ValueCase):
+            for v in vars(x).values():
+                if isinstance(v, ir.Stmt | ir.ActionCase | ir.ValueCase | list):
+                    self._reg_ops(v, out)
+
+    def _lock_safe(self, x: object) -> bool:
+        """True if the code for ``x`` calls no helper, leaves no block early and returns
+        nothing: what the verifier allows while a bpf_spin_lock is held."""
+        if isinstance(x, list):
+            return all(self._lock_safe(y) for y in x)
+        if isinstance(x, ir.TableHit | ir.Lookahead | ir.ExternCallExpr):
+            return False
+        if isinstance(x, ir.Expr):
+            return all(self._lock_safe(v) for v in vars(x).values()
+                       if isinstance(v, ir.Expr | list))
+        if isinstance(x, ir.Block):
+            return not x.copy_out and self._lock_safe(x.stmts)
+        if isinstance(x, ir.If):
+            return self._lock_safe([x.cond, x.then] + ([x.else_] if x.else_ else []))
+        if isinstance(x, ir.Assign):
+            return self._lock_safe([x.lhs, x.rhs])
+        if isinstance(x, ir.VarDecl):
+            return x.init is None or self._lock_safe(x.init)
+        if isinstance(x, ir.HeaderMethod):
+            return True
+        if isinstance(x, ir.ExternCall):
+            if x.instance is not None:
+                inst = self.instance(x.instance)
+                return inst.type_name == "register" and self._lock_safe(x.args)
+            return x.method in ("hash", "mark_to_drop", "log_msg") and self._lock_safe(x.args)
+        return False  # tables, actions, exit/return, stacks, the rest
+
+    def _assigned(self, x: object, out: set[str]) -> None:
+        """The C l-values the code for ``x`` may write (assignments and out arguments)."""
+        if isinstance(x, ir.Assign):
+            out.add(self.lval(x.lhs.base if isinstance(x.lhs, ir.Slice) else x.lhs))
+        elif isinstance(x, ir.VarDecl):
+            out.add(f"L_{_cid(x.name)}")
+        elif isinstance(x, ir.ExternCall):
+            if x.method == "read" and x.instance is not None:
+                out.add(self.lval(x.args[0]))
+            elif x.method == "hash":
+                out.add(self.lval(x.args[0]))
+            elif x.method == "mark_to_drop":
+                out.add("C->sm")
+        elif isinstance(x, ir.Block):
+            for y in x.stmts:
+                self._assigned(y, out)
+        elif isinstance(x, ir.If):
+            self._assigned(x.then, out)
+            if x.else_ is not None:
+                self._assigned(x.else_, out)
+        elif isinstance(x, list):
+            for y in x:
+                self._assigned(y, out)
+
+    def rmw_region(self, ss: list[ir.Stmt], i: int) -> tuple[int, list[str], str] | None:
+        """A register read at ``ss[i]`` and the writes, at the same index, of the registers
+        read at that index from there on, up to the last statement of ``ss`` that makes one:
+        (that statement, the registers, the index in C) if the span can run under one
+        bpf_spin_lock (no helper call, no early exit, no other register index, the index not
+        written within), else None."""
+        if not isinstance(ss[i], ir.ExternCall):
+            return None
+        first: list[tuple[str, str, ir.Expr]] = []
+        self._reg_ops(ss[i], first)
+        if not first or first[0][1] != "read" or not self._lock_safe(first[0][2]):
+            return None
+        saved_lines, saved_loc = self.lines, self.loc
+        self.lines = []
+        try:
+            def c_index(e: ir.Expr) -> str | None:
+                if not self._lock_safe(e):
+                    return None
+                try:
+                    return self.ex(e)
+                except EbpfUnsupported:  # e.g. a local declared further on
+                    return None
+
+            ic = c_index(first[0][2])
+            read: list[str] = []
+            ends: list[int] = []  # statements that write a register read at ic before them
+            for k in range(i, len(ss)):
+                ops: list[tuple[str, str, ir.Expr]] = []
+                self._reg_ops(ss[k], ops)
+                for cp, method, e in ops:
+                    if c_index(e) != ic:
+                        continue
+                    if method == "read" and cp not in read:
+                        read.append(cp)
+                    elif method == "write" and cp in read and k not in ends:
+                        ends.append(k)
+            found = None
+            for end in reversed(ends):  # the longest span that can be locked
+                span = ss[i:end + 1]
+                ops = []
+                self._reg_ops(span, ops)
+                if not self._lock_safe(span) or any(c_index(e) != ic for _, _, e in ops):
+                    continue
+                written: set[str] = set()
+                self._assigned(span, written)
+                if not any(w in str(ic) or (w == "C->sm" and "C->sm." in str(ic))
+                           for w in written):
+                    found = end, list(dict.fromkeys(cp for cp, _, _ in ops))
+                    break
+        finally:
+            self.lines, self.loc = saved_lines, saved_loc
+        if found is None or ic is None:
+            return None
+        return found[0], found[1], ic
+
+
+    def locked(self, span: list[ir.Stmt], cells: list[str], idx: str) -> None:
+        """``span`` under the spin lock of the first register's cell at ``idx``: the cells of
+        every register it touches are looked up before (no helper may run under the lock)."""
+        ptrs = {}
+        self.w("{")
+        self.ind += 1
+        iv = self.fresh("_ri")
+        self.w(f"__u32 {iv} = {idx};")
+        for cp in cells:
+            inst = self.p.instances.get(cp) or self._find_instance(cp)
+            m = self.inst_map(inst)
+            size = self.layout.registers[cp].size
+            pv = self.fresh("_rc")
+            self.w(f"struct p4_reg *{pv} = {iv} < {size} ? bpf_map_lookup_elem(&{m}, &{iv}) : 0;")
+            ptrs[cp] = pv
+        lead = ptrs[cells[0]]
+        self.w(f"if ({lead}) bpf_spin_lock(&{lead}->lock);")
+        self._rmw = ptrs
+        try:
+            self.stmts(span)
+        finally:
+            self._rmw = {}
+        self.w(f"if ({lead}) bpf_spin_unlock(&{lead}->lock);")
+        self.ind -= 1
+        self.w("}")
+
+    def _find_instance(self, cp: str) -> ir.ExternInstance:
+        assert self.scope is not None
+        for inst in self.scope.instances.values():
+            if inst.cp_name == cp:
+                return inst
+        raise self.refuse(f"the extern instance {cp}")
 
     def switch(self, subject: str, cases: list[tuple[list[str] | None, ir.Block | None]]) -> None:
         """A C switch over ``subject``: each case's labels (None: default), then its body and a
@@ -879,7 +1044,8 @@ class CGen:
                 raise self.refuse(f"a register of {w}-bit cells", inst.loc)
             name = f"r{len(self.layout.registers)}"
             self.layout.registers[inst.cp_name] = RegisterLayout(inst.cp_name, name, size, w)
-            self.maps.append(_map(name, "BPF_MAP_TYPE_ARRAY", "__u32", "__u64", max(size, 1)))
+            self.maps.append(_map(name, "BPF_MAP_TYPE_ARRAY", "__u32", "struct p4_reg",
+                                  max(size, 1)))
         elif inst.type_name == "meter" and size is not None:
             name = f"m{len(self.layout.meters)}"
             packets = _enum_member(inst.args[1]) == "packets"
@@ -916,17 +1082,25 @@ class CGen:
                 return
             if inst.type_name == "register":
                 rl = self.layout.registers[inst.cp_name]
+                cell = self._rmw.get(inst.cp_name)  # in a locked span: looked up before
                 if s.method == "read":
                     out, idx = s.args
-                    self.w(f"{{ __u32 _i = {self.ex(idx)}; __u64 *_r = _i < {rl.size} ? "
+                    if cell is not None:
+                        self.w(f"{self.lval(out)} = {cell} ? ({cell}->v & {_mask(rl.width)}) "
+                               f": 0;")
+                        return
+                    self.w(f"{{ __u32 _i = {self.ex(idx)}; struct p4_reg *_r = _i < {rl.size} ? "
                            f"bpf_map_lookup_elem(&{m}, &_i) : 0; "
-                           f"{self.lval(out)} = _r ? (*_r & {_mask(rl.width)}) : 0; }}")
+                           f"{self.lval(out)} = _r ? (_r->v & {_mask(rl.width)}) : 0; }}")
                     return
                 if s.method == "write":
                     idx, val = s.args
+                    if cell is not None:
+                        self.w(f"if ({cell}) {cell}->v = ({self.ex(val)}) & {_mask(rl.width)};")
+                        return
                     self.w(f"{{ __u32 _i = {self.ex(idx)}; if (_i < {rl.size}) {{ "
-                           f"__u64 *_r = bpf_map_lookup_elem(&{m}, &_i); "
-                           f"if (_r) *_r = ({self.ex(val)}) & {_mask(rl.width)}; }} }}")
+                           f"struct p4_reg *_r = bpf_map_lookup_elem(&{m}, &_i); "
+                           f"if (_r) _r->v = ({self.ex(val)}) & {_mask(rl.width)}; }} }}")
                     return
             raise self.refuse(f"{inst.type_name}.{s.method}", s.loc)
         fn = s.method
@@ -1532,6 +1706,8 @@ _PRELUDE = r"""/* Generated by p4switch.ebpf from a v1model program; do not edit
 char LICENSE[] SEC("license") = "GPL";
 
 struct p4_cval {{ __u64 packets; __u64 bytes; }};
+/* a register cell: its read-modify-write spans run under the lock (docs/p4switch-ebpf.md) */
+struct p4_reg {{ struct bpf_spin_lock lock; __u32 pad; __u64 v; }};
 struct p4_cfg {{ __u64 t0_ns; __u32 test_mode; __u32 test_pad; __u64 test_now_us; }};
 
 struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 1); __type(key, __u32);

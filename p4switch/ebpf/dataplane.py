@@ -163,7 +163,7 @@ class EbpfPipeline(Pipeline):
             self._sync_table(cp)
         self._cmaps = {cp: self.obj.map(c.map_name, 4, 16, percpu=True)
                        for cp, c in self.layout.counters.items()}
-        self._rmaps = {cp: self.obj.map(r.map_name, 4, 8)
+        self._rmaps = {cp: self.obj.map(r.map_name, 4, 16)
                        for cp, r in self.layout.registers.items()}
         self._mmaps = {cp: self.obj.map(m.map_name, 4, METER.size)
                        for cp, m in self.layout.meters.items()}
@@ -593,13 +593,13 @@ class EbpfPipeline(Pipeline):
         if m is None:
             return super().register_read(register, index)
         raw = m.lookup(_U32.pack(index))
-        return struct.unpack("<Q", raw[:8])[0] if raw else 0
+        return struct.unpack_from("<Q", raw, 8)[0] if raw else 0
 
     def register_write(self, register: str, index: int, value: int) -> None:
         super().register_write(register, index, value)
         m = self._rmaps.get(self.resolve("register", register))
         if m is not None:
-            m.update(_U32.pack(index), struct.pack("<Q", value))
+            m.update(_U32.pack(index), struct.pack("<IIQ", 0, 0, value))
 
     # -- packet replication ----------------------------------------------------------------
     @staticmethod
