@@ -14,11 +14,20 @@ Thresholds (docs/experiments.md, "Fidelity guard"):
 check                  invalid when                                                constant
 =====================  ==========================================================  =========
 hidden drops           drops outside the pipeline > 0.1 % of the frames switched   HIDDEN_DROP_FRACTION
+uncounted loss         data frames lost beyond every drop counted > 0.1 % of them   HIDDEN_DROP_FRACTION
 hidden queue           ingress lag p99 > max(25 % of the P4 egress delay p99,      LAG_RATIO,
                        1 frame time at the link rate)                              LAG_FLOOR_FRAMES
 host pacing            send lag p99 > 4 frame times at the link rate               SEND_LAG_FRAMES
 switch CPU             a switch process used > 90 % of a core over the run         SWITCH_CPU_MAX
 =====================  ==========================================================  =========
+
+Drop sites (:class:`Measures`, :meth:`Measures.sites`): every place a frame can die between
+one agent's send and another agent's receive is counted, and the run's data frames sent minus
+those that arrived must not exceed them (the accounting closes). The P4 egress queues' tail
+drops and the program's own drops are results — congestion and the program's decisions, what
+a hardware switch with the same queues would do — and never invalidate a run; every other
+site is hidden from the P4 program (the switches' sockets and their own discards, the veths,
+the hosts' qdiscs, IP/UDP stacks and agents) and counts as hidden drops.
 
 Why these. A frame time is the serialisation of one MTU frame at the link rate the emulation
 runs (fabric rate ÷ TDF). Frames reach a port at most one per frame time, so an ingress lag of
@@ -38,6 +47,7 @@ could no longer pace (8.1 ms > 5.9 ms).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +71,23 @@ class Measures:
     veth_drops: int = 0
     ingress_lag_us: LogHistogram = field(default_factory=LogHistogram)
     egress_delay_us: LogHistogram = field(default_factory=LogHistogram)
+    tail_drops: int = 0
+    """Packets the P4 egress queues tail-dropped (full): congestion, a result of the run."""
+    pipeline_drops: dict[str, int] = field(default_factory=dict)
+    """Drops the P4 pipeline reported, by reason (mark_to_drop, parser_error, ...): the
+    program's decisions, a result."""
+    switch_discards: dict[str, int] = field(default_factory=dict)
+    """Frames the switches dropped around the program (too short/long, no program, no port,
+    pipeline exceptions, flushes; p4switch.hidden.SwitchDropSites)."""
+    host_stack: dict[str, int] = field(default_factory=dict)
+    """The hosts' IP/UDP stack drops (experiments.probes.STACK_COUNTERS)."""
+    agent_drops: dict[str, int] | None = None
+    """The agents' own counts summed (traffic.metrics.RankMetrics.agent_drops); None: not
+    reported."""
+    data_sent: int | None = None
+    """Data frames the agents sent over the network (first transmissions and resends)."""
+    data_arrived: int | None = None
+    """Data frames that reached a receiving agent's flow (duplicates included)."""
     send_lag_us: LogHistogram | None = None
     """None: the hosts' agents did not report their pacing lag."""
     switch_cpu: dict[str, float] = field(default_factory=dict)
@@ -68,9 +95,50 @@ class Measures:
     machine_busy: float | None = None
     """Share of all cores busy over the run (everything on the machine, for context)."""
 
+    def sites(self) -> dict[str, int]:
+        """Drops per site, each counted once (see SITES)."""
+        stack = self.host_stack
+        agent = self.agent_drops or {}
+        return {
+            "p4_queue": self.tail_drops,
+            "p4_pipeline": sum(self.pipeline_drops.values()),
+            "switch_socket": self.socket_drops,
+            "switch_discard": sum(self.switch_discards.values()),
+            "veth": self.veth_drops,
+            # the qdisc's drops are refused sends of the agent too: the union is at least
+            # the larger of the two
+            "host_send": max(self.qdisc_drops, agent.get("tx_refused") or 0),
+            # udp_in_errors holds udp_rcvbuf, and the agent's socket overflows with it
+            "host_stack": sum(v for k, v in stack.items() if k != "udp_rcvbuf"),
+            "agent_malformed": agent.get("rx_malformed") or 0,
+        }
+
     @property
     def hidden_drops(self) -> int:
-        return self.socket_drops + self.qdisc_drops + self.veth_drops
+        """Drops at every site the P4 program cannot see (all but its queues and its own)."""
+        return sum(v for k, v in self.sites().items() if k not in RESULT_SITES)
+
+    @property
+    def uncounted(self) -> int | None:
+        """Data frames lost beyond every drop counted anywhere (ACKs and beacons that died are
+        among the counted drops, so a closed account has 0); None: not measured."""
+        if self.data_sent is None or self.data_arrived is None:
+            return None
+        lost = self.data_sent - self.data_arrived
+        return max(0, lost - sum(self.sites().values()))
+
+
+SITES = {"p4_queue": "P4 egress queue full (tail drop): congestion",
+         "p4_pipeline": "the P4 program dropped it (mark_to_drop, parser error, ...)",
+         "switch_socket": "a switch's AF_PACKET socket: receive buffer full, or a send refused",
+         "switch_discard": "a switch discarded it around the program (size, no program/port)",
+         "veth": "a veth's rx/tx_dropped (a peer's backlog full)",
+         "host_send": "a host's qdisc, or a send its kernel refused (the agent's count)",
+         "host_stack": "a host's IP/UDP stack: receive buffer full, no socket, bad header",
+         "agent_malformed": "the agent discarded it: too short, another wire version"}
+"""Every drop site a run accounts, with what it means (runs.csv has ``drops_<site>``)."""
+RESULT_SITES = frozenset({"p4_queue", "p4_pipeline"})
+"""Sites the P4 program sees or decides: results of the run, not fidelity faults."""
 
 
 @dataclass(frozen=True)
@@ -100,10 +168,17 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
     frame = frame_time_us(link_bps, mtu) * headroom
     reasons = []
     drop_limit = HIDDEN_DROP_FRACTION * headroom
-    if m.frames_switched and m.hidden_drops > drop_limit * m.frames_switched:
-        reasons.append(f"{m.hidden_drops} frames dropped outside the P4 pipeline "
-                       f"(socket {m.socket_drops}, qdisc {m.qdisc_drops}, veth {m.veth_drops}; "
-                       f"> {drop_limit:.2%} of {m.frames_switched})")
+    sites = m.sites()
+    hidden = m.hidden_drops
+    if m.frames_switched and hidden > drop_limit * m.frames_switched:
+        where = ", ".join(f"{k} {v}" for k, v in sites.items() if v and k not in RESULT_SITES)
+        reasons.append(f"{hidden} frames dropped outside the P4 pipeline "
+                       f"({where}; > {drop_limit:.2%} of {m.frames_switched})")
+    uncounted = m.uncounted
+    if uncounted and m.data_sent and uncounted > drop_limit * m.data_sent:
+        reasons.append(f"{uncounted} data frames lost where no drop was counted "
+                       f"({m.data_sent - (m.data_arrived or 0)} lost, "
+                       f"{sum(sites.values())} drops counted at any site)")
     lag99 = m.ingress_lag_us.quantile(0.99)
     egress99 = m.egress_delay_us.quantile(0.99)
     allowed = max(LAG_RATIO * headroom * egress99, LAG_FLOOR_FRAMES * frame)
@@ -125,12 +200,21 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
         reasons.append(f"CPU-bound: {len(hot)} switch process(es) above "
                        f"{cpu_max:.0%} of a core ({top} {hot[top]:.0%})")
 
+    detail = {name: {k: v for k, v in d.items() if v} for name, d in
+              (("pipeline", m.pipeline_drops), ("switch_discards", m.switch_discards),
+               ("host_stack", m.host_stack), ("agents", m.agent_drops or {}))}
+    detail = {k: d for k, d in detail.items() if d}
+
     def fab(us: float | None) -> float | None:
         return None if us is None else us / tdf
 
     row = {"valid": not reasons, "invalid_reason": "; ".join(reasons) or None,
-           "hidden_drops": m.hidden_drops, "socket_drops": m.socket_drops,
+           "hidden_drops": hidden, "socket_drops": m.socket_drops,
            "qdisc_drops": m.qdisc_drops, "veth_drops": m.veth_drops,
+           **{f"drops_{k}": v for k, v in sites.items()},
+           "data_frames_sent": m.data_sent, "data_frames_arrived": m.data_arrived,
+           "data_frames_uncounted": uncounted,
+           "drops_detail": json.dumps(detail, sort_keys=True) if detail else None,
            "frames_switched": m.frames_switched,
            "ingress_lag_p50_us": fab(m.ingress_lag_us.quantile(0.5)),
            "ingress_lag_p99_us": fab(lag99), "egress_delay_p99_us": fab(egress99),

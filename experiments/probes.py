@@ -2,10 +2,12 @@
 a snapshot before and after each run, and the difference as guard.Measures.
 
 Sources: each p4switch's ``hidden_stats`` over its control socket (kernel socket drops,
-ingress lag, egress queueing delay, refused sends), the veths' drop counters in sysfs (switch
-ends in the root namespace, host ends inside each host), each host's qdisc drops (``tc -s``),
-the switch processes' CPU time (/proc/PID/stat) and the machine's (/proc/stat). A probe that
-fails is recorded in ``errors`` and leaves its figure out, never the run.
+ingress lag, egress queueing delay, refused sends, and its drop sites: egress tail drops,
+pipeline drops, its own discards), the veths' drop counters in sysfs (switch ends in the root
+namespace, host ends inside each host), each host's qdisc drops (``tc -s``) and IP/UDP stack
+drops (/proc/net/snmp of its namespace: a full receive buffer, no socket on the port, bad
+headers), the switch processes' CPU time (/proc/PID/stat) and the machine's (/proc/stat). A
+probe that fails is recorded in ``errors`` and leaves its figure out, never the run.
 """
 
 from __future__ import annotations
@@ -24,7 +26,19 @@ from .guard import Measures
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _QDISC_DROPPED = re.compile(r"dropped (\d+)")
 HOST_PROBE = ("cat /sys/class/net/eth0/statistics/rx_dropped "
-              "/sys/class/net/eth0/statistics/tx_dropped; tc -s qdisc show dev eth0")
+              "/sys/class/net/eth0/statistics/tx_dropped; tc -s qdisc show dev eth0; "
+              "cat /proc/net/snmp")
+STACK_COUNTERS = {("Ip", "InHdrErrors"): "ip_in_hdr_errors",
+                  ("Ip", "InAddrErrors"): "ip_in_addr_errors",
+                  ("Ip", "InDiscards"): "ip_in_discards",
+                  ("Ip", "OutDiscards"): "ip_out_discards",
+                  ("Udp", "NoPorts"): "udp_no_port",
+                  ("Udp", "RcvbufErrors"): "udp_rcvbuf",
+                  ("Udp", "InErrors"): "udp_in_errors"}
+"""A host's IP/UDP stack drops (/proc/net/snmp, RFC 4293 / RFC 4113 names): frames the host
+kernel received and never handed to the agent. ``udp_in_errors`` includes ``udp_rcvbuf``
+(the socket's buffer was full) and checksum errors; ``udp_no_port``: no socket listened (an
+agent that had already exited)."""
 
 
 @dataclass
@@ -36,6 +50,8 @@ class Snapshot:
     """(busy, total) jiffies of all cores."""
     veth_drops: int = 0
     qdisc_drops: int = 0
+    host_stack: dict[str, int] = field(default_factory=dict)
+    """STACK_COUNTERS summed over the run's hosts."""
     errors: list[str] = field(default_factory=list)
 
 
@@ -71,6 +87,27 @@ def parse_host_probe(text: str) -> tuple[int, int]:
     return sum(nums), sum(int(x) for x in _QDISC_DROPPED.findall(text))
 
 
+def parse_snmp(text: str) -> dict[str, int]:
+    """STACK_COUNTERS from /proc/net/snmp's text (pairs of lines: ``Ip: names...`` then
+    ``Ip: values...``); counters it does not hold are left out."""
+    out: dict[str, int] = {}
+    header: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        proto, sep, rest = line.partition(":")
+        if not sep or proto not in ("Ip", "Udp"):
+            continue
+        cols = rest.split()
+        names = header.pop(proto, None)
+        if names is None:   # the names line; the values line follows
+            header[proto] = cols
+            continue
+        for name, value in zip(names, cols, strict=False):
+            key = STACK_COUNTERS.get((proto, name))
+            if key is not None and value.lstrip("-").isdigit():
+                out[key] = int(value)
+    return out
+
+
 class FabricProbe:
     """Snapshots of one FabricNet's hidden figures for the hosts of a run."""
 
@@ -102,19 +139,24 @@ class FabricProbe:
                     _sysfs_int(f"{base}/tx_dropped")
         for h in self.hosts:
             try:
-                veth, qdisc = parse_host_probe(self.net.get(h).cmd(HOST_PROBE))
+                text = self.net.get(h).cmd(HOST_PROBE)
+                veth, qdisc = parse_host_probe(text)
             except Exception as e:  # noqa: BLE001 - a host that does not answer: noted
                 snap.errors.append(f"{h} drops: {e}")
                 continue
             snap.veth_drops += veth
             snap.qdisc_drops += qdisc
+            for k, v in parse_snmp(text).items():
+                snap.host_stack[k] = snap.host_stack.get(k, 0) + v
         return snap
 
 
 def measures(before: Snapshot, after: Snapshot) -> Measures:
     """What happened between two snapshots."""
     m = Measures(veth_drops=max(0, after.veth_drops - before.veth_drops),
-                 qdisc_drops=max(0, after.qdisc_drops - before.qdisc_drops))
+                 qdisc_drops=max(0, after.qdisc_drops - before.qdisc_drops),
+                 host_stack={k: max(0, v - before.host_stack.get(k, 0))
+                             for k, v in after.host_stack.items()})
     wall = max(after.t - before.t, 1e-9)
     for sw, a in after.hidden.items():
         b = before.hidden.get(sw, {"ports": {}, "egress_delay_us": [], "dequeued": 0})
@@ -124,6 +166,11 @@ def measures(before: Snapshot, after: Snapshot) -> Measures:
             m.socket_drops += (pa["kernel_drops"] - pb.get("kernel_drops", 0)
                                + pa.get("tx_errors", 0) - pb.get("tx_errors", 0))
             m.ingress_lag_us.merge(_diff(pa["ingress_lag_us"], pb.get("ingress_lag_us")))
+        sa, sb = a.get("drop_sites"), b.get("drop_sites") or {}
+        if sa is not None:
+            m.tail_drops += sa["tail_drops"] - sb.get("tail_drops", 0)
+            _add_diff(m.pipeline_drops, sa["pipeline"], sb.get("pipeline", {}))
+            _add_diff(m.switch_discards, sa["discards"], sb.get("discards", {}))
         delay = _diff(a["egress_delay_us"], b.get("egress_delay_us"))
         # packets that went straight through an empty queue waited 0 µs
         delay.counts[0] += max(0, a["dequeued"] - b.get("dequeued", 0) - delay.n)
@@ -140,3 +187,9 @@ def measures(before: Snapshot, after: Snapshot) -> Measures:
 def _diff(a: Any, b: Any | None) -> LogHistogram:
     """What a histogram (sparse or dense, as ``hidden_stats`` ships it) gained since ``b``."""
     return LogHistogram.of(a).minus(LogHistogram.of(b))
+
+
+def _add_diff(into: dict[str, int], after: dict[str, int], before: dict[str, int]) -> None:
+    """Add what each counter of ``after`` gained since ``before`` to ``into``."""
+    for k, v in after.items():
+        into[k] = into.get(k, 0) + max(0, v - before.get(k, 0))

@@ -85,8 +85,8 @@ def summary_table(r: Results, include_invalid: bool = False) -> pd.DataFrame:
     if not r.runs.empty:
         agg = r.runs.groupby(keys).agg(
             {c: "max" if c == "qdepth_max" else "mean" if c in _MEANS else _sum_or_nan
-             for c in ("qdepth_max", "drops", "retransmissions", "reordered", "spurious",
-                       *_MEANS)
+             for c in ("qdepth_max", "drops", "drops_p4_queue", "retransmissions",
+                       "reordered", "spurious", *_MEANS)
              if c in r.runs}).reset_index()
         t = t.merge(agg, on=keys, how="left")
     return t
@@ -146,6 +146,7 @@ COLUMNS = [("workload", "workload", "{}"), ("scheme", "scheme", "{}"),
            ("vs_best", "vs best", "{:.2f}x"),
            ("slowdown", "vs ideal", "{:.2f}x"), ("imbalance", "uplink max/mean", "{:.2f}"),
            ("qdepth_max", "max queue", "{:.0f}"), ("drops", "drops", "{:.0f}"),
+           ("drops_p4_queue", "queue drops", "{:.0f}"),
            ("retransmissions", "retx", "{:.0f}"), ("spurious", "spurious", "{:.0f}"),
            ("ce_fraction", "CE", "{:.1%}"), ("mean_window", "cwnd", "{:.1f}"),
            ("mean_rate", "rate/line", "{:.2f}"), ("reordered", "reordered", "{:.0f}"),
@@ -261,6 +262,36 @@ def fidelity_section(r: Results) -> list[str]:
           "(`python -m experiments.report DIR --include-invalid` keeps them).", ""]
     cols = [c for c in FIDELITY_COLUMNS if c[0] in runs.columns]
     md += ["| " + " | ".join(c[1] for c in cols) + " |", "|" + "---|" * len(cols)]
+    for rec in runs.to_dict("records"):
+        md.append("| " + " | ".join(_fmt(rec[c[0]], c[2]) for c in cols) + " |")
+    return md + [""] + drop_sites_section(runs)
+
+
+def drop_sites_section(runs: pd.DataFrame) -> list[str]:
+    """Drops by site per run (experiments/guard.py SITES): where every lost frame died, the
+    P4 queues' tail drops (congestion, a result) apart from the hidden sites, and whether
+    the data frames the agents lost are all among them (``uncounted`` 0)."""
+    from .guard import RESULT_SITES, SITES
+
+    sites = [k for k in SITES if f"drops_{k}" in runs.columns]
+    if not sites:
+        return []
+    cols = [("workload", "workload", "{}"), ("scheme", "scheme", "{}"),
+            ("repetition", "rep", "{}"),
+            ("data_frames_sent", "data sent", "{:.0f}"),
+            ("data_frames_arrived", "arrived", "{:.0f}"),
+            *[(f"drops_{k}", k.replace("_", " ") + ("" if k in RESULT_SITES else " †"),
+               "{:.0f}") for k in sites],
+            ("data_frames_uncounted", "uncounted", "{:.0f}")]
+    cols = [c for c in cols if c[0] in runs.columns]
+    md = ["### Drops by site", "",
+          "Every frame lost between two agents, by where it died (`runs.csv` `drops_<site>`, "
+          "details in `drops_detail`): " + "; ".join(f"**{k.replace('_', ' ')}**: {v}"
+                                                    for k, v in SITES.items() if k in sites)
+          + ". † = hidden from the P4 program (counts against validity); the P4 sites are "
+          "results. *uncounted*: data frames sent minus arrived beyond every drop counted "
+          "(0: the accounting closes).", "",
+          "| " + " | ".join(c[1] for c in cols) + " |", "|" + "---|" * len(cols)]
     for rec in runs.to_dict("records"):
         md.append("| " + " | ".join(_fmt(rec[c[0]], c[2]) for c in cols) + " |")
     return md + [""]

@@ -54,6 +54,22 @@ def verdict(s: RunSamples, spec: Any, w: WorkloadConfig, tdf: float,
         m.send_lag_us = LogHistogram()
         for h in lags:
             m.send_lag_us.merge(h)
+    account_agents(m, ranks)
     rates = [lk.bw_mbps for lk in spec.links if lk.bw_mbps]
     link_bps = (min(rates) * 1e6 / tdf) if rates else float("inf")
     return judge(m, link_bps, tdf, w.mss + metrics.FRAME_HEADER_BYTES - 14, headroom).row
+
+
+def account_agents(m: Any, ranks: list[dict[str, Any]]) -> None:
+    """The agents' side of a run's drop accounting into ``m`` (guard.Measures): their own
+    drop counts, the data frames they sent over the network and those that arrived."""
+    agents = [r["agent_drops"] for r in ranks if r.get("agent_drops")]
+    if agents:
+        m.agent_drops = {}
+        for a in agents:
+            for k, v in a.items():
+                if v is not None:
+                    m.agent_drops[k] = m.agent_drops.get(k, 0) + int(v)
+    if ranks and all("arrivals" in x for r in ranks for x in r["received"]):
+        m.data_sent = sum(f["packets_sent"] for r in ranks for f in r["flows"] if not f["local"])
+        m.data_arrived = sum(x["arrivals"] for r in ranks for x in r["received"])

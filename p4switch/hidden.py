@@ -14,6 +14,13 @@ not small next to the visible one.
   (Sampling one frame per batch would weigh a batch of 64 like a lone frame and pick the one
   that waited longest.)
 
+Every frame the switch had and did not send is counted at the site that lost it
+(:class:`SwitchDropSites`): the P4 egress queue's tail drops — congestion, a result of the
+scheme, which a v1model program cannot count itself —, the pipeline's drops by reason
+(mark_to_drop, parser or run-time errors), and the switch's own discards (frames too short or
+too long, no program, no port behind an output, a program swap's flush). The kernel's drops
+(above) and these together are every loss a switch can cause.
+
 Every delay goes into a :class:`LogHistogram`: log-linear buckets (HDR-style), exact below
 ``2 * SUB`` µs and ``SUB`` buckets per power of two above, so a quantile it reports is within
 ``RELATIVE_ERROR`` (3.1 %) of the true one — fine enough that a verdict against a threshold
@@ -25,7 +32,8 @@ from __future__ import annotations
 import socket
 import struct
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
 
 SOL_PACKET = 263
 PACKET_STATISTICS = 6
@@ -183,3 +191,58 @@ class HiddenStats:
     def as_dict(self) -> dict[str, object]:
         return {"kernel_packets": self.kernel_packets, "kernel_drops": self.kernel_drops,
                 "ingress_lag_us": self.ingress_lag_us.sparse()}
+
+
+class _QueueCounts(Protocol):
+    tail_drops: int
+
+
+class _PortCounts(Protocol):
+    rx_too_short: int
+    rx_oversized: int
+
+
+class _SwitchCounts(Protocol):
+    no_program: int
+    pipeline_errors: int
+    tx_no_port: int
+    flushed: int
+    packet_out_dropped: int
+
+    @property
+    def drops(self) -> Mapping[str, int]: ...
+
+
+@dataclass
+class SwitchDropSites:
+    """Frames one switch lost after its sockets had them, by site (monotonic counts).
+
+    ``tail_drops``: the P4 egress queues were full (congestion: what a real switch with the
+    same queues would drop too). ``pipeline``: drops the P4 program decided (mark_to_drop) or
+    the pipeline reported (parser/run-time error, no egress port), by reason. ``discards``:
+    frames the switch dropped around the program — a fidelity fault or a bug, never a
+    property of the scheme."""
+
+    tail_drops: int = 0
+    pipeline: dict[str, int] = field(default_factory=dict)
+    discards: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def switch_drop_sites(queues: Iterable[_QueueCounts], ports: Iterable[_PortCounts],
+                      counters: _SwitchCounts) -> SwitchDropSites:
+    """A switch's drop sites from its queues', ports' and switch-wide counters (read under
+    the switch lock)."""
+    too_short = oversized = 0
+    for p in ports:
+        too_short += p.rx_too_short
+        oversized += p.rx_oversized
+    discards = {"rx_too_short": too_short, "rx_oversized": oversized,
+                "no_program": counters.no_program, "pipeline_errors": counters.pipeline_errors,
+                "tx_no_port": counters.tx_no_port, "flushed": counters.flushed,
+                "packet_out_dropped": counters.packet_out_dropped}
+    return SwitchDropSites(tail_drops=sum(q.tail_drops for q in queues),
+                           pipeline={k: v for k, v in counters.drops.items() if v},
+                           discards=discards)

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from p4switch import ir
-from p4switch.hidden import LogHistogram
+from p4switch.hidden import LogHistogram, switch_drop_sites
 from p4switch.pipeline import api
 from p4switch.ports import MIN_FRAME, MemoryPort, PcapNaming, Port, PortStats, RawPort
 from p4switch.queues import DEFAULT_QUEUE_DEPTH, EgressQueues, QueueStats, ServiceRate
@@ -442,16 +442,22 @@ class Switch:
     def hidden_stats(self) -> dict[str, Any]:
         """What the program cannot see next to what it can (p4switch/hidden.py): per port the
         kernel socket's received/dropped frames and the ingress-lag histogram; the egress
-        queueing-delay histogram and how many packets left the queues in all."""
+        queueing-delay histogram and how many packets left the queues in all; and every frame
+        the switch lost after its socket had it (``drop_sites``: egress tail drops, pipeline
+        drops by reason, the switch's own discards), so that a run's losses add up."""
         ports = {}
         for n, port in sorted(self.ports.items()):
             if port.hidden is not None:
                 port.refresh_hidden()
                 ports[str(n)] = {**port.hidden.as_dict(), "tx_errors": port.stats.tx_errors}
         with self.lock:
-            dequeued = sum(q.dequeued for q in self.queues.stats().values())
+            qstats = self.queues.stats()
+            dequeued = sum(q.dequeued for q in qstats.values())
             delay = self.egress_delay_us.sparse()
-        return {"ports": ports, "egress_delay_us": delay, "dequeued": dequeued}
+            sites = switch_drop_sites(qstats.values(), (p.stats for p in self.ports.values()),
+                                      self.counters)
+        return {"ports": ports, "egress_delay_us": delay, "dequeued": dequeued,
+                "drop_sites": sites.as_dict()}
 
     def stats_report(self) -> str:
         """Human-readable counters (logged at shutdown)."""

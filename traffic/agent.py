@@ -15,6 +15,7 @@ Every wait is bounded: the run ends at `timeout` whatever happens, and metrics s
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import time
@@ -57,6 +58,29 @@ sequence field, so one from an earlier run with the same job id is ignored. A lo
 costs only the linger."""
 DONE_ROUNDS = 2         # notices sent to each peer on finishing (over two beacon entropies)
 ECN_ECT0, ECN_CE = 0x02, 0x03
+_PROC_UDP = ("/proc/net/udp", "/proc/net/udp6")
+
+
+def udp_socket_drops(sock: socket.socket) -> int | None:
+    """Datagrams the kernel dropped at this UDP socket since it was opened (receive buffer
+    full, or a checksum or filter failure), from the ``drops`` column of /proc/net/udp in the
+    socket's network namespace; None where it cannot be read. Read once, at the end: the
+    receive path pays nothing for it."""
+    try:
+        inode = str(os.fstat(sock.fileno()).st_ino)
+    except OSError:
+        return None
+    for path in _PROC_UDP:
+        try:
+            with open(path) as fh:
+                next(fh, None)
+                for line in fh:
+                    cols = line.split()
+                    if len(cols) >= 13 and cols[9] == inode:
+                        return int(cols[-1])
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 @dataclass
@@ -146,6 +170,14 @@ class HostAgent:
         self.rx_sport: dict[tuple[int, int], int] = {}
         """(src, flow) -> UDP source port of the flow's latest data packet: its ACKs' port."""
         self.local_done: dict[int, float] = {}   # flows between two local ranks
+        self.rx_malformed = 0
+        """Datagrams on our port too short or of another wire version: a corrupt frame."""
+        self.rx_stale = 0
+        """Datagrams of another job, a flow or rank not ours, or an ACK of no flow we send:
+        late arrivals of an earlier run, not losses of this one."""
+        self.drops: dict[str, int | None] | None = None
+        """The agent's drop sites at the end of the run (``close``): the receive socket's
+        overflows, sends the host kernel refused, the datagrams above."""
         self.send_lag_us = LogHistogram()
         """How late the loop woke for its next paced send or timer, µs (the fidelity guard's
         host pacing lag: a starved agent cannot send at its rate)."""
@@ -228,6 +260,9 @@ class HostAgent:
                                              ECN_ECT0 if self.ecn else 0)
 
     def close(self) -> None:
+        self.drops = {"udp_socket_drops": udp_socket_drops(self.udp),
+                      "tx_refused": sum(out.dropped for out in self.out.values()),
+                      "rx_malformed": self.rx_malformed, "rx_stale": self.rx_stale}
         self.udp.close()
         for sk in self.raw.values():
             sk.close()
@@ -413,10 +448,15 @@ class HostAgent:
                   now: float) -> None:
         """One datagram from ``ip``:``sport``, ``n`` bytes at ``buf[off:]``."""
         if n < HDR.size:
+            self.rx_malformed += 1
             return
         (ver, flags, job, src, dst, _step, _ent, flow, seq, npkts, length,
          _r) = HDR.unpack_from(buf, off)
         if ver != VERSION or job != self.s.job:
+            if ver != VERSION:
+                self.rx_malformed += 1
+            else:
+                self.rx_stale += 1
             return
         if self.unheard and ip in self.unheard:
             self.unheard.discard(ip)
@@ -436,8 +476,13 @@ class HostAgent:
             if tf is not None and n >= HDR.size + ACK.size:
                 cum, base, sack, ce_bits = ACK.unpack_from(buf, off + HDR.size)
                 self._ack_arrived(tf, Ack.parse(flags, cum, base, sack, ce_bits), now)
+            elif tf is None:
+                self.rx_stale += 1
+            else:
+                self.rx_malformed += 1
             return
         if dst not in self.state or src >= self.s.ranks:
+            self.rx_stale += 1
             return
         key = (src, flow)
         self._last_data = now
@@ -445,6 +490,7 @@ class HostAgent:
         rx = self.rx.get(key)
         if rx is None:
             if flow not in self.flows or self.flows[flow][1].dst != dst:
+                self.rx_stale += 1
                 return
             rx = self.rx[key] = ReceiverFlow(npkts, self.cfg.transport)
         _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now, ce,
@@ -662,6 +708,8 @@ class HostAgent:
                 finish=self.wall(t), local=True))
         for r, m in self.metrics.items():
             m.send_lag_us = list(self.send_lag_us.counts)
+            if r == self.local[0]:   # the agent's, once per host: on its first rank
+                m.agent_drops = self.drops
             m.completed = self.state[r].done and m.error is None
             m.collectives = m.collective_times(self.s)
         return self.metrics

@@ -111,6 +111,11 @@ class RankMetrics:
     send_lag_us: list[int] | None = None
     """Log-linear histogram (p4switch.hidden.LogHistogram counts) of how late the agent's loop woke
     for paced sends and timers; None where not measured (TCP mode, the simulator)."""
+    agent_drops: dict[str, int | None] | None = None
+    """The host agent's drop sites, on its first local rank only (one agent per host):
+    ``udp_socket_drops`` (the receive socket overflowed), ``tx_refused`` (sends the host
+    kernel refused: its qdisc full, no buffer), ``rx_malformed``, ``rx_stale`` (datagrams of
+    an earlier run); None where not measured."""
     cpu_s: float | None = None
     """CPU seconds (user + system) the agent's process spent in its event loop, for all its
     local ranks together: bench/agent_bench.py's per-packet cost. None where not measured."""

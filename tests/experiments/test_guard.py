@@ -96,6 +96,74 @@ def test_probe_parses_host_counters_and_differences() -> None:
     assert m.switch_cpu == {"s": pytest.approx(0.5)} and m.machine_busy == pytest.approx(0.5)
 
 
+def test_drop_sites_are_counted_once_and_only_hidden_ones_invalidate() -> None:
+    # 120 tail drops and 3 program drops: results (congestion, the program's decision)
+    m = Measures(frames_switched=10_000, tail_drops=120, pipeline_drops={"mark_to_drop": 3},
+                 qdisc_drops=2, agent_drops={"tx_refused": 5, "rx_malformed": 0},
+                 host_stack={"udp_in_errors": 4, "udp_rcvbuf": 4, "udp_no_port": 1},
+                 data_sent=1000, data_arrived=900)
+    sites = m.sites()
+    assert set(sites) == set(guard.SITES)
+    assert sites["p4_queue"] == 120 and sites["p4_pipeline"] == 3
+    assert sites["host_send"] == 5           # the qdisc's 2 are among the agent's 5 refusals
+    assert sites["host_stack"] == 5          # udp_rcvbuf is part of udp_in_errors
+    assert m.hidden_drops == 10 and m.uncounted == 0
+    v = judge(m, MBPS10)
+    assert v.valid, v.reasons                # 10 hidden of 10,000 switched: 0.1 %, not over
+    assert v.row["drops_p4_queue"] == 120 and v.row["data_frames_uncounted"] == 0
+    assert '"udp_no_port": 1' in v.row["drops_detail"]
+    # the same loss with nothing counted anywhere: the account does not close
+    lost = Measures(frames_switched=10_000, data_sent=1000, data_arrived=900)
+    v = judge(lost, MBPS10)
+    assert lost.uncounted == 100 and not v.valid
+    assert v.reasons == ("100 data frames lost where no drop was counted (100 lost, 0 drops "
+                         "counted at any site)",)
+    # hidden drops over the threshold name their sites
+    v = judge(Measures(frames_switched=1000, host_stack={"udp_in_errors": 7, "udp_rcvbuf": 7},
+                       tail_drops=50), MBPS10)
+    assert v.reasons == ("7 frames dropped outside the P4 pipeline (host_stack 7; > 0.10% of "
+                         "1000)",)
+
+
+def test_probe_reads_the_stack_counters_and_the_switch_drop_sites() -> None:
+    snmp = ("Ip: Forwarding DefaultTTL InReceives InHdrErrors InAddrErrors ForwDatagrams "
+            "InUnknownProtos InDiscards InDelivers OutRequests OutDiscards OutNoRoutes\n"
+            "Ip: 2 64 500 1 2 0 0 3 494 480 4 0\n"
+            "Icmp: InMsgs InErrors\nIcmp: 0 0\n"
+            "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors "
+            "InCsumErrors IgnoredMulti MemErrors\n"
+            "Udp: 490 5 6 470 6 0 0 0 0\n")
+    assert probes.parse_snmp(snmp) == {"ip_in_hdr_errors": 1, "ip_in_addr_errors": 2,
+                                       "ip_in_discards": 3, "ip_out_discards": 4,
+                                       "udp_no_port": 5, "udp_in_errors": 6, "udp_rcvbuf": 6}
+
+    def hidden(tail: int, mtd: int, short: int) -> dict:
+        return {"ports": {}, "egress_delay_us": {}, "dequeued": 0,
+                "drop_sites": {"tail_drops": tail, "pipeline": {"mark_to_drop": mtd},
+                               "discards": {"rx_too_short": short, "flushed": 0}}}
+    b = probes.Snapshot(t=0.0, hidden={"s1": hidden(10, 1, 0)}, host_stack={"udp_no_port": 2})
+    a = probes.Snapshot(t=1.0, hidden={"s1": hidden(25, 4, 2), "s2": hidden(3, 0, 0)},
+                        host_stack={"udp_no_port": 3})
+    m = probes.measures(b, a)
+    assert m.tail_drops == 15 + 3 and m.pipeline_drops == {"mark_to_drop": 3}
+    assert m.switch_discards == {"rx_too_short": 2, "flushed": 0}
+    assert m.host_stack == {"udp_no_port": 1}
+
+
+def test_agents_counts_and_the_data_frames_join_the_account() -> None:
+    from experiments.runs import account_agents
+
+    def rank(sent: int, arrived: int, drops: dict | None) -> dict:
+        return {"flows": [{"local": False, "packets_sent": sent},
+                          {"local": True, "packets_sent": 0}],
+                "received": [{"arrivals": arrived}], "agent_drops": drops}
+    m = Measures()
+    account_agents(m, [rank(100, 90, {"tx_refused": 1, "udp_socket_drops": None}),
+                       rank(50, 55, {"tx_refused": 2, "udp_socket_drops": 0})])
+    assert m.agent_drops == {"tx_refused": 3, "udp_socket_drops": 0}
+    assert (m.data_sent, m.data_arrived) == (150, 145)
+
+
 # ---- on the emulated fabric -----------------------------------------------------------------
 def _fabric_run(tmp_path: Path, name: str, tdf: float, size: str, socket_buffer: int) \
         -> pd.Series:
