@@ -39,6 +39,8 @@ from .layout import (
 
 SCAN_MAX = 1024
 """Most entries of a scan table (ternary/range/optional): it is searched linearly."""
+FOR_MAX = 64
+"""Iterations a ``for`` loop may make on this target (the verifier must see every loop end)."""
 HASH_BUF = 128
 """Bytes of a hash/checksum input the generated code can build."""
 
@@ -132,6 +134,7 @@ class CGen:
         self.role = ""  # the v1model block being generated (package role)
         self.repl: set[str] = set()  # replication the program uses: i2e, e2e, mcast
         self._rmw: dict[str, str] = {}  # register -> its cell's pointer, in a locked span
+        self._loops: list[tuple[str, str]] = []  # the enclosing for loops' break/continue labels
 
     # -- errors ----------------------------------------------------------------------------
     def type_loc(self, t: ir.Type) -> ir.SourceLoc | None:
@@ -186,8 +189,8 @@ class CGen:
                     "\n    __u64 valid;\n};"
             return f"struct {name}"
         if isinstance(t, ir.StructType):
-            if t.union:
-                raise self.refuse(f"header_union {t.name}", self.loc or self.type_loc(t))
+            # a header_union is a struct of its members: the front end has made the validity
+            # rules (one valid member, isValid as "some member") explicit statements
             name = f"S_{_cid(t.name)}"
             if name not in self.structs:
                 fields = [f"    {self.ctype(f.type)} f_{_cid(f.name)};" for f in t.fields]
@@ -196,7 +199,7 @@ class CGen:
                 self.structs[name] = f"struct {name} {{\n" + "\n".join(fields) + "\n};"
             return f"struct {name}"
         if isinstance(t, ir.StackType):
-            elem = self.ctype(t.elem)  # a stack of header unions is refused there
+            elem = self.ctype(t.elem)
             name = f"K_{_cid(t.elem.name)}_{t.size}"
             if name not in self.structs:
                 self.structs[name] = (f"struct {name} {{\n    {elem} e[{t.size}];\n"
@@ -310,9 +313,7 @@ class CGen:
             fields = " && ".join(f"{la}.f_{_cid(f.name)} == {lb}.f_{_cid(f.name)}"
                                  for f in t.fields) or "1"
             return f"({la}.valid == {lb}.valid && (!{la}.valid || ({fields})))"
-        if isinstance(t, ir.StructType):
-            if t.union:
-                raise self.refuse(f"header_union {t.name}", a.loc)
+        if isinstance(t, ir.StructType):  # a header_union too: at most one member is valid
             return "(" + " && ".join(
                 self.equal(ir.Member(a, f.name, type=f.type), ir.Member(b, f.name, type=f.type))
                 for f in t.fields) + ")" if t.fields else "1"
@@ -768,10 +769,41 @@ class CGen:
             self.w(f"{{ __u64 _adv = ({self.ex(s.bits)}) >> 3; if (C->off + _adv > C->plen) "
                    f"{{ C->sm.f_parser_error = {err}; goto parser_reject; }} "
                    f"C->off += (__u32)_adv; }}")
+        elif isinstance(s, ir.For):
+            self.for_loop(s)
+        elif isinstance(s, ir.Break | ir.Continue):
+            if not self._loops:
+                raise self.refuse(f"{type(s).__name__.lower()} outside a loop", s.loc)
+            brk, cont = self._loops[-1]
+            self.w(f"goto {brk if isinstance(s, ir.Break) else cont};")
         elif isinstance(s, ir.Emit):
             raise self.refuse("emit outside the deparser's top level", s.loc)
         else:
             raise self.refuse(f"the statement {type(s).__name__}", s.loc)
+
+    def for_loop(self, s: ir.For) -> None:
+        """``for``: a C loop bounded by ``FOR_MAX`` iterations, so the verifier can see it end;
+        a packet whose loop would go round once more is dropped (counted ``unsupported``)."""
+        brk, cont, it = self.fresh("_brk"), self.fresh("_cont"), self.fresh("_it")
+        self.w("{")
+        self.ind += 1
+        self.stmts(s.init)
+        self.w(f"for (__u32 {it} = 0; ; {it}++) {{")
+        self.ind += 1
+        self.w(f"if (!({self.ex(s.cond)})) break;")
+        self.w(f"if ({it} >= {FOR_MAX}) {{ p4_stat(7); return TC_ACT_SHOT; }}")
+        self._loops.append((brk, cont))
+        try:
+            self.block(s.body)
+        finally:
+            self._loops.pop()
+        self.w(f"{cont}:;")
+        self.stmts(s.update)
+        self.ind -= 1
+        self.w("}")
+        self.w(f"{brk}:;")
+        self.ind -= 1
+        self.w("}")
 
     # -- actions ---------------------------------------------------------------------------
     def call_action(self, key: str, args: list[ir.Expr], data: list[str]) -> None:
@@ -1303,8 +1335,9 @@ class CGen:
         self.w(f"if (C->off + {nb} > C->plen || bpf_skb_load_bytes(skb, C->off, C->xb, {nb})) "
                f"{{ C->sm.f_parser_error = {err}; goto parser_reject; }}")
         self.w(f"unpack_{name}(&{self.lval(s.header)}, C->xb);")
-        if isinstance(s.header, ir.StackNext):  # checked (StackOutOfBounds) by lval
-            self.w(f"{self.lval(s.header.stack)}.n += 1;")
+        nxt = s.header.base if isinstance(s.header, ir.Member) else s.header  # us.next.a
+        if isinstance(nxt, ir.StackNext):  # checked (StackOutOfBounds) by lval
+            self.w(f"{self.lval(nxt.stack)}.n += 1;")
         self.w(f"C->off += {nb};")
 
     def parser(self, pr: ir.Parser, names: dict[str, str]) -> None:
@@ -2052,7 +2085,7 @@ int p4_ingress(struct __sk_buff *skb) {
     C->test = cfg->test_mode;
     C->now_us = now_us;
     C->plen = skb->len;
-    if (cfg->test_mode && cfg->test_pad < C->plen) C->plen -= cfg->test_pad;"""
+    if (cfg->test_mode && cfg->test_pad <= C->plen) C->plen -= cfg->test_pad;"""
 
 _MAIN_TAIL = r"""    {{
         __u32 out = C->sm.f_egress_port;

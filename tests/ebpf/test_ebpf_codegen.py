@@ -20,12 +20,11 @@ STF = ROOT / "tests" / "stf" / "programs"
 
 
 @pytest.mark.parametrize("stem,what", [
-    ("union_stack", "header_union"),
+    ("struct_header_fields", "header field tagged_t.p of type pair_t"),
     ("varbit_extract", "varbit"),
     ("resubmit", "resubmit_preserving_field_list"),
     ("recirculate", "recirculate_preserving_field_list"),
-    ("header_union", "header_union"),
-    ("for_loops", "For"),
+    ("varbit_values", "varbit"),
 ])
 def test_refusals_are_located(stem: str, what: str) -> None:
     prog = compile_file(str(STF / f"{stem}.p4"))
