@@ -39,6 +39,8 @@ from .layout import (
 
 SCAN_MAX = 1024
 """Most entries of a scan table (ternary/range/optional): it is searched linearly."""
+PASSES = 16
+"""Resubmit/recirculate passes a packet may make (the Python target's MAX_RECIRCULATIONS)."""
 FOR_MAX = 64
 """Iterations a ``for`` loop may make on this target (the verifier must see every loop end)."""
 HASH_BUF = 128
@@ -134,6 +136,8 @@ class CGen:
         self.role = ""  # the v1model block being generated (package role)
         self.repl: set[str] = set()  # replication the program uses: i2e, e2e, mcast
         self._rmw: dict[str, str] = {}  # register -> its cell's pointer, in a locked span
+        self.passes: dict[str, ir.SourceLoc | None] = {}  # resubmit/recirculate: first use
+        self._keep_done = False
         self._loops: list[tuple[str, str]] = []  # the enclosing for loops' break/continue labels
 
     # -- errors ----------------------------------------------------------------------------
@@ -1178,6 +1182,15 @@ class CGen:
             self.digest(s)
         elif fn in ("clone", "clone_preserving_field_list"):
             self.clone(s)
+        elif fn in ("resubmit", "resubmit_preserving_field_list", "recirculate",
+                    "recirculate_preserving_field_list"):
+            kind = fn.split("_")[0]
+            if self.role != ("ingress" if kind == "resubmit" else "egress"):
+                raise self.refuse(f"{fn} in {self.role or 'this block'}", s.loc)
+            self.passes.setdefault(kind, s.loc)
+            flag = "rs" if kind == "resubmit" else "rc"
+            fl = self.ex(a[0]) if fn.endswith("_field_list") else "0xffffffffULL"
+            self.w(f"C->{flag}_on = 1; C->{flag}_fl = (__u32)({fl});")
         else:
             raise self.refuse(f"the extern function {fn}", s.loc)
 
@@ -1518,6 +1531,20 @@ class CGen:
         self.egress_part(sm_t, names_for)
         egress = self.lines
         self.lines = pre
+        if "recirculate" in self.passes and self.repl:
+            raise self.refuse("recirculate in a program that clones or multicasts",
+                              self.passes["recirculate"])
+        if self.passes:
+            self.keep_fields(meta_t)
+            self.ctx_fields += ["    __u32 rs_on;", "    __u32 rs_fl;", "    __u32 rc_on;",
+                                "    __u32 rc_fl;", f"    {self.ctype(meta_t)} rs_meta;"]
+            if "recirculate" in self.passes:
+                egress.append("    /* recirculate: the deparsed frame enters the parser again */")
+                saved, self.lines = self.lines, egress
+                self.again(4, "rc")
+                self.lines = saved
+        if "resubmit" in self.passes and not self.repl:
+            self.again(6, "rs")
         if not self.repl:
             self.w("if (C->sm.f_mcast_grp) { p4_stat(7); return TC_ACT_SHOT; }")
             self.w(f"if (C->sm.f_egress_spec == {self.layout.drop_port}) {{ p4_stat(2); "
@@ -1526,6 +1553,8 @@ class CGen:
             self.lines += egress
         else:
             self.replication(hdr_t, meta_t, sm_t, egress, parsed_at)
+        if self.passes:
+            self.lines[body_start:body_start] = ["    __u32 _pass = 0;", "p4_pass:;"]
         body = self.lines[body_start:]
         return Generated(self.assemble(body, sm_t), self.layout)
 
@@ -1568,6 +1597,53 @@ class CGen:
         c = p.controls[p.package["deparser"]]
         self.deparser(c, names_for(c.params, [None, "hdr"]))
 
+    def keep_fields(self, meta_t: ir.Type) -> None:
+        """``p4_keep_fields(C, src, fl)``: user metadata zero but the fields of field list
+        ``fl`` (their ``@field_list`` annotations), taken from ``src`` — for clones,
+        resubmit and recirculate."""
+        if self._keep_done:
+            return
+        self._keep_done = True
+        keep = []
+        if isinstance(meta_t, ir.StructType):
+            lists: dict[int, list[str]] = {}
+            for f in meta_t.fields:
+                for name, body in f.annotations:
+                    if name == "field_list":
+                        for idx in re.findall(r"\d+", body):
+                            lists.setdefault(int(idx), []).append(f"f_{_cid(f.name)}")
+            for idx, names in sorted(lists.items()):
+                keep.append(f"    if (fl == {idx}U) {{ "
+                            + " ".join(f"C->meta.{n} = src->{n};" for n in names) + " }")
+        self.helpers.append(
+            f"static __always_inline void p4_keep_fields(struct p4ctx *C, {self.ctype(meta_t)} "
+            f"*src, __u32 fl) {{\n    __builtin_memset(&C->meta, 0, sizeof(C->meta));\n"
+            + "\n".join(keep) + "\n}")
+
+    def again(self, itype: int, flag: str) -> None:
+        """Resubmit (``rs``) or recirculate (``rc``): the packet enters the parser again (the
+        bytes it arrived with, or those the deparser wrote) with instance_type ``itype``,
+        ingress_port 0 and the metadata of the field list; at most ``PASSES`` more passes
+        (as the Python target's MAX_RECIRCULATIONS), then it is dropped."""
+        plen = "skb->len - (cfg->test_mode ? cfg->test_pad : 0)" if flag == "rc" else "C->plen"
+        self.w(f"if (C->{flag}_on) {{")
+        self.ind += 1
+        self.w(f"if (_pass >= {PASSES}) {{ p4_stat(2); return TC_ACT_SHOT; }}")
+        self.w("_pass++;")
+        self.w(f"__u32 _fl = C->{flag}_fl;")
+        self.w("C->rs_meta = C->meta;")
+        self.w(f"C->plen = {plen};")
+        for f in ("hdr", "meta", "sm"):
+            self.w(f"__builtin_memset(&C->{f}, 0, sizeof(C->{f}));")
+        self.w("p4_keep_fields(C, &C->rs_meta, _fl);")
+        self.w("C->off = 0; C->exiting = 0; C->rs_on = 0; C->rc_on = 0; C->cut = 0;")
+        self.w(f"C->sm.f_instance_type = {itype};")
+        self.w("C->sm.f_packet_length = C->plen;")
+        self.w("C->sm.f_ingress_global_timestamp = C->now_us & 0xffffffffffffULL;")
+        self.w("goto p4_pass;")
+        self.ind -= 1
+        self.w("}")
+
     def replication(self, hdr_t: ir.Type, meta_t: ir.Type, sm_t: ir.Type,
                     egress: list[str], parsed_at: int) -> None:
         """Clone (I2E, E2E) and multicast: egress becomes ``p4_egress``, run once per copy;
@@ -1584,24 +1660,16 @@ class CGen:
         if "i2e" in self.repl:  # the I2E clone's headers: the arriving bytes as parsed
             snap += ["    C->sv_phdr = C->hdr;", "    C->sv_perr = C->sm.f_parser_error;"]
         self.lines[parsed_at:parsed_at] = snap
-        keep = []
-        if isinstance(meta_t, ir.StructType):
-            lists: dict[int, list[str]] = {}
-            for f in meta_t.fields:
-                for name, body in f.annotations:
-                    if name == "field_list":
-                        for idx in re.findall(r"\d+", body):
-                            lists.setdefault(int(idx), []).append(f"f_{_cid(f.name)}")
-            for idx, names in sorted(lists.items()):
-                keep.append(f"    if (fl == {idx}U) {{ "
-                            + " ".join(f"C->meta.{n} = src->{n};" for n in names) + " }")
+        self.keep_fields(meta_t)
         self.layout.replication = True
         self.helpers.append(_REPL.format(
-            mt=mt, keep="\n".join(keep), cpu=self.layout.cpu_port
+            cpu=self.layout.cpu_port
             if self.layout.cpu_port is not None else -1,
             egress="\n".join(egress), drop=self.layout.drop_port))
         if "i2e" in self.repl:
             self.w("if (C->cl_on) { C->cl_on = 0; p4_i2e(skb, C, cfg); }")
+        if "resubmit" in self.passes:
+            self.again(6, "rs")
         if "mcast" in self.repl:
             self.w("if (C->sm.f_mcast_grp) return p4_mcast(skb, C, cfg);")
         self.w(f"if (C->sm.f_egress_spec == {self.layout.drop_port}) {{ p4_stat(2); "
@@ -1901,12 +1969,6 @@ struct {{ __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 1024); __type(key
          __type(value, struct p4_repl_set); }} p4clone SEC(".maps");
 struct p4_txrec {{ __u32 port; __u32 len; __u32 cut; __u32 pad; __u8 data[P4_TX_MAX]; }};
 struct {{ __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 1 << 18); }} p4tx SEC(".maps");
-
-/* user metadata of a clone: zero but the fields of field list fl, taken from src */
-static __always_inline void p4_keep_fields(struct p4ctx *C, {mt} *src, __u32 fl) {{
-    __builtin_memset(&C->meta, 0, sizeof(C->meta));
-{keep}
-}}
 
 /* send a copy of the frame as it is now to its egress port; the packet goes on */
 static __always_inline void p4_copy_out(struct __sk_buff *skb, struct p4ctx *C,

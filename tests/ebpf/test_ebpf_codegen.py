@@ -22,8 +22,7 @@ STF = ROOT / "tests" / "stf" / "programs"
 @pytest.mark.parametrize("stem,what", [
     ("struct_header_fields", "header field tagged_t.p of type pair_t"),
     ("varbit_extract", "varbit"),
-    ("resubmit", "resubmit_preserving_field_list"),
-    ("recirculate", "recirculate_preserving_field_list"),
+    ("varbit_checksum", "varbit"),
     ("varbit_values", "varbit"),
 ])
 def test_refusals_are_located(stem: str, what: str) -> None:
@@ -36,6 +35,20 @@ def test_refusals_are_located(stem: str, what: str) -> None:
     line, col = (int(x) for x in first.split(":")[1:3])
     assert line > 0 and col > 0
     assert text.splitlines()[-1].strip() == "^"  # the source line and a caret under the column
+
+
+def test_recirculate_with_replication_is_refused_where_it_is_called(tmp_path: Path) -> None:
+    src = (STF / "recirculate.p4").read_text().replace(
+        "sm.egress_spec = 2;", "sm.egress_spec = 2; clone(CloneType.I2E, 1);")
+    (tmp_path / "include").symlink_to(STF / "include")
+    p4 = tmp_path / "recirc_clone.p4"
+    p4.write_text(src)
+    with pytest.raises(cgen.EbpfUnsupported) as ei:
+        cgen.generate(compile_file(str(p4)))
+    first = str(ei.value).splitlines()[0]
+    assert "recirculate in a program that clones or multicasts" in first, first
+    line = int(first.split(":")[1])
+    assert "recirculate_preserving_field_list" in src.splitlines()[line - 1]
 
 
 @pytest.mark.skipif(shutil.which("clang") is None, reason="needs clang")

@@ -229,14 +229,12 @@ PASS = {
     "entry_priorities", "enum_keys", "enums_typedef", "eval_order", "exit_copy_out",
     "flowlet", "for_in", "for_loops", "function_macros", "functions", "header_union",
     "ipv4_lpm", "lookahead", "macro_operators", "meters", "multicast", "parser_error",
-    "part_select", "range_optional", "registers", "select_forms", "select_verify",
-    "source_routing", "stack_equality", "stack_index_oob", "stack_ops", "std_metadata",
-    "ternary_priority", "union_stack", "union_stack_index", "union_stack_pop",
+    "part_select", "range_optional", "recirculate", "registers", "resubmit", "select_forms",
+    "select_verify", "source_routing", "stack_equality", "stack_index_oob", "stack_ops",
+    "std_metadata", "ternary_priority", "union_stack", "union_stack_index", "union_stack_pop",
     "v1model_20200408",
 }
 REFUSED = {
-    "recirculate": "recirculate_preserving_field_list",
-    "resubmit": "resubmit_preserving_field_list",
     "struct_header_fields": "header field tagged_t.p of type pair_t",
     "varbit_checksum": "varbit",
     "varbit_extract": "varbit",

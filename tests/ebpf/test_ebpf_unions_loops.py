@@ -1,5 +1,5 @@
-"""Header unions and ``for`` loops on the eBPF target, as root (BPF_PROG_TEST_RUN): the STF
-programs that use them, fed seeded variations of their own STF packets (random bytes over
+"""Header unions, ``for`` loops, resubmit and recirculate on the eBPF target, as root
+(BPF_PROG_TEST_RUN): the STF programs that use them, fed seeded variations of their own STF packets (random bytes over
 random positions, random lengths), give the Python pipeline's frames; a loop that would go
 round more than ``cgen.FOR_MAX`` times drops the packet (the bounded form the verifier
 needs; the Python target goes on)."""
@@ -49,7 +49,8 @@ def _variations(stem: str, n: int, seed: int) -> list[tuple[int, bytes]]:
 
 
 @pytest.mark.parametrize("stem", ["header_union", "union_stack", "union_stack_index",
-                                  "union_stack_pop", "for_in", "for_loops"])
+                                  "union_stack_pop", "for_in", "for_loops", "resubmit",
+                                  "recirculate"])
 def test_identical_to_the_python_pipeline(stem: str) -> None:
     from p4switch.ebpf.dataplane import EbpfPipeline
 
