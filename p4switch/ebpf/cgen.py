@@ -180,12 +180,13 @@ class CGen:
             if name not in self.structs:
                 fields = []
                 for f in t.fields:
-                    if not isinstance(f.type, ir.BitsType | ir.BoolType | ir.EnumType):
-                        raise self.refuse(f"header field {t.name}.{f.name} of type {f.type}",
-                                          self.loc or self.type_loc(t))
-                    if _width(f.type) > 64:
-                        raise self.refuse(f"header field {t.name}.{f.name} wider than 64 bits")
-                    fields.append(f"    __u64 f_{_cid(f.name)};")
+                    for path, ft in _leaves(f.type, f.name):  # struct fields: nested structs
+                        if not isinstance(ft, ir.BitsType | ir.BoolType | ir.EnumType):
+                            raise self.refuse(f"header field {t.name}.{path} of type {ft}",
+                                              self.loc or self.type_loc(t))
+                        if _width(ft) > 64:
+                            raise self.refuse(f"header field {t.name}.{path} wider than 64 bits")
+                    fields.append(f"    {self.ctype(f.type)} f_{_cid(f.name)};")
                 if t.width % 8:
                     raise self.refuse(f"header {t.name} of {t.width} bits (not whole bytes)")
                 self.max_hdr = max(self.max_hdr, t.width // 8)
@@ -314,8 +315,10 @@ class CGen:
         t = a.type
         if isinstance(t, ir.HeaderType):
             la, lb = self.lval(a), self.lval(b)
-            fields = " && ".join(f"{la}.f_{_cid(f.name)} == {lb}.f_{_cid(f.name)}"
-                                 for f in t.fields) or "1"
+            fields = " && ".join(
+                self.equal(ir.Member(a, f.name, type=f.type), ir.Member(b, f.name, type=f.type))
+                if isinstance(f.type, ir.StructType)
+                else f"{la}.f_{_cid(f.name)} == {lb}.f_{_cid(f.name)}" for f in t.fields) or "1"
             return f"({la}.valid == {lb}.valid && (!{la}.valid || ({fields})))"
         if isinstance(t, ir.StructType):  # a header_union too: at most one member is valid
             return "(" + " && ".join(
@@ -1240,19 +1243,24 @@ class CGen:
         self.ind -= 1
         self.w("}")
 
-    def flatten(self, e: ir.Expr) -> list[tuple[str, int, str | None]]:
-        """(value, width, validity or None) of each scalar of a hash input, in order."""
+    def flatten(self, e: ir.Expr, valid: str | None = None) -> list[tuple[str, int, str | None]]:
+        """(value, width, validity or None) of each scalar of a hash input, in order (the
+        scalars of a header, struct fields too, carry that header's validity)."""
         t = e.type
         if isinstance(e, ir.ListExpr) and not isinstance(t, ir.HeaderType | ir.StructType):
             return [x for i in e.items for x in self.flatten(i)]
-        if isinstance(t, ir.HeaderType | ir.StructType):
-            return [x for f in t.fields for x in self.flatten(ir.Member(e, f.name, type=f.type))]
+        if isinstance(t, ir.HeaderType):
+            v = f"{self.lval(e)}.valid"
+            return [x for f in t.fields
+                    for x in self.flatten(ir.Member(e, f.name, type=f.type), v)]
+        if isinstance(t, ir.StructType):
+            return [x for f in t.fields
+                    for x in self.flatten(ir.Member(e, f.name, type=f.type), valid)]
         if isinstance(t, ir.StackType):
             return [x for i in range(t.size) for x in self.flatten(
                 ir.StackElem(e, ir.Const(i, type=ir.InfIntType()), type=t.elem))]
         w = _width(t)
-        valid = None
-        if isinstance(e, ir.Member) and isinstance(e.base.type, ir.HeaderType):
+        if valid is None and isinstance(e, ir.Member) and isinstance(e.base.type, ir.HeaderType):
             valid = f"{self.lval(e.base)}.valid"
         return [(f"(({self.ex(e)}) & {_mask(w)})", w, valid)]
 
@@ -1316,17 +1324,19 @@ class CGen:
         pk = [f"static __always_inline void pack_{name}(const struct {name} *h, __u8 *b) {{"]
         pos = 0
         contrib: dict[int, list[str]] = {i: [] for i in range(nbytes)}
-        for f in t.fields:
-            w = _width(f.type)
+        leaves = [(".".join(f"f_{_cid(x)}" for x in path.split(".")), ft)
+                  for f in t.fields for path, ft in _leaves(f.type, f.name)]
+        for cpath, ft in leaves:
+            w = _width(ft)
             parts = []
             for i in range(pos // 8, (pos + w - 1) // 8 + 1):
                 start, end = max(pos, 8 * i), min(pos + w, 8 * i + 8)
                 n = end - start
                 parts.append(f"(((__u64)((b[{i}] >> {8 * i + 8 - end}) & 0x{(1 << n) - 1:x})) "
                              f"<< {pos + w - end})")
-                contrib[i].append(f"(((h->f_{_cid(f.name)} >> {pos + w - end}) & "
+                contrib[i].append(f"(((h->{cpath} >> {pos + w - end}) & "
                                   f"0x{(1 << n) - 1:x}) << {8 * i + 8 - end})")
-            un.append(f"    h->f_{_cid(f.name)} = " + " | ".join(parts) + ";")
+            un.append(f"    h->{cpath} = " + " | ".join(parts) + ";")
             pos += w
         un.append("    h->valid = 1;\n}")
         for i in range(nbytes):
@@ -1709,6 +1719,14 @@ class CGen:
         out += body
         out.append(_MAIN_TAIL.format(cpu=cpu if cpu is not None else -1))
         return "\n\n".join(out) + "\n"
+
+
+def _leaves(t: ir.Type, path: str) -> list[tuple[str, ir.Type]]:
+    """The scalar fields under a header field of type ``t`` (a struct's, nested, in order)
+    as (dotted path, type)."""
+    if isinstance(t, ir.StructType) and not t.union:
+        return [x for f in t.fields for x in _leaves(f.type, f"{path}.{f.name}")]
+    return [(path, t)]
 
 
 def _state_label(name: str, k: int) -> str:

@@ -231,11 +231,10 @@ PASS = {
     "ipv4_lpm", "lookahead", "macro_operators", "meters", "multicast", "parser_error",
     "part_select", "range_optional", "recirculate", "registers", "resubmit", "select_forms",
     "select_verify", "source_routing", "stack_equality", "stack_index_oob", "stack_ops",
-    "std_metadata", "ternary_priority", "union_stack", "union_stack_index", "union_stack_pop",
-    "v1model_20200408",
+    "std_metadata", "struct_header_fields", "ternary_priority", "union_stack",
+    "union_stack_index", "union_stack_pop", "v1model_20200408",
 }
 REFUSED = {
-    "struct_header_fields": "header field tagged_t.p of type pair_t",
     "varbit_checksum": "varbit",
     "varbit_extract": "varbit",
     "varbit_length_eq": "varbit",
