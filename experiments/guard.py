@@ -27,7 +27,9 @@ those that arrived must not exceed them (the accounting closes). The P4 egress q
 drops and the program's own drops are results — congestion and the program's decisions, what
 a hardware switch with the same queues would do — and never invalidate a run; every other
 site is hidden from the P4 program (the switches' sockets and their own discards, the veths,
-the hosts' qdiscs, IP/UDP stacks and agents) and counts as hidden drops.
+the hosts' qdiscs, IP/UDP stacks and agents) and counts as hidden drops — except frames that
+reach a host whose agent is not listening (yet: the start barrier's beacons to a peer that has
+not opened its socket; or any more), which the run's protocol expects.
 
 Why these. A frame time is the serialisation of one MTU frame at the link rate the emulation
 runs (fabric rate ÷ TDF). Frames reach a port at most one per frame time, so an ingress lag of
@@ -109,14 +111,17 @@ class Measures:
             # the larger of the two
             "host_send": max(self.qdisc_drops, agent.get("tx_refused") or 0),
             # udp_in_errors holds udp_rcvbuf, and the agent's socket overflows with it
-            "host_stack": sum(v for k, v in stack.items() if k != "udp_rcvbuf"),
+            "host_stack": sum(v for k, v in stack.items()
+                              if k not in ("udp_rcvbuf", "udp_no_port")),
             "agent_malformed": agent.get("rx_malformed") or 0,
+            "no_listener": stack.get("udp_no_port", 0),
         }
 
     @property
     def hidden_drops(self) -> int:
-        """Drops at every site the P4 program cannot see (all but its queues and its own)."""
-        return sum(v for k, v in self.sites().items() if k not in RESULT_SITES)
+        """Drops at the sites that are fidelity faults (FAULT_SITES): hidden from the P4
+        program and no part of the run's protocol."""
+        return sum(v for k, v in self.sites().items() if k in FAULT_SITES)
 
     @property
     def uncounted(self) -> int | None:
@@ -134,11 +139,17 @@ SITES = {"p4_queue": "P4 egress queue full (tail drop): congestion",
          "switch_discard": "a switch discarded it around the program (size, no program/port)",
          "veth": "a veth's rx/tx_dropped (a peer's backlog full)",
          "host_send": "a host's qdisc, or a send its kernel refused (the agent's count)",
-         "host_stack": "a host's IP/UDP stack: receive buffer full, no socket, bad header",
-         "agent_malformed": "the agent discarded it: too short, another wire version"}
+         "host_stack": "a host's IP/UDP stack: receive buffer full, bad header or address",
+         "agent_malformed": "the agent discarded it: too short, another wire version",
+         "no_listener": "no agent listened on the host yet or any more (the start "
+                        "barrier's beacons, resends after the receiver left)"}
 """Every drop site a run accounts, with what it means (runs.csv has ``drops_<site>``)."""
 RESULT_SITES = frozenset({"p4_queue", "p4_pipeline"})
 """Sites the P4 program sees or decides: results of the run, not fidelity faults."""
+FAULT_SITES = frozenset(SITES) - RESULT_SITES - {"no_listener"}
+"""Sites hidden from the P4 program that lose what the run needed: they count against
+validity. (A frame for an agent not listening is the start barrier at work — an agent beacons
+peers that have not opened their socket yet — or a copy the receiver no longer needed.)"""
 
 
 @dataclass(frozen=True)
@@ -171,7 +182,7 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
     sites = m.sites()
     hidden = m.hidden_drops
     if m.frames_switched and hidden > drop_limit * m.frames_switched:
-        where = ", ".join(f"{k} {v}" for k, v in sites.items() if v and k not in RESULT_SITES)
+        where = ", ".join(f"{k} {v}" for k, v in sites.items() if v and k in FAULT_SITES)
         reasons.append(f"{hidden} frames dropped outside the P4 pipeline "
                        f"({where}; > {drop_limit:.2%} of {m.frames_switched})")
     uncounted = m.uncounted

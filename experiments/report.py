@@ -271,7 +271,7 @@ def drop_sites_section(runs: pd.DataFrame) -> list[str]:
     """Drops by site per run (experiments/guard.py SITES): where every lost frame died, the
     P4 queues' tail drops (congestion, a result) apart from the hidden sites, and whether
     the data frames the agents lost are all among them (``uncounted`` 0)."""
-    from .guard import RESULT_SITES, SITES
+    from .guard import FAULT_SITES, SITES
 
     sites = [k for k in SITES if f"drops_{k}" in runs.columns]
     if not sites:
@@ -280,7 +280,7 @@ def drop_sites_section(runs: pd.DataFrame) -> list[str]:
             ("repetition", "rep", "{}"),
             ("data_frames_sent", "data sent", "{:.0f}"),
             ("data_frames_arrived", "arrived", "{:.0f}"),
-            *[(f"drops_{k}", k.replace("_", " ") + ("" if k in RESULT_SITES else " †"),
+            *[(f"drops_{k}", k.replace("_", " ") + (" †" if k in FAULT_SITES else ""),
                "{:.0f}") for k in sites],
             ("data_frames_uncounted", "uncounted", "{:.0f}")]
     cols = [c for c in cols if c[0] in runs.columns]
@@ -288,8 +288,8 @@ def drop_sites_section(runs: pd.DataFrame) -> list[str]:
           "Every frame lost between two agents, by where it died (`runs.csv` `drops_<site>`, "
           "details in `drops_detail`): " + "; ".join(f"**{k.replace('_', ' ')}**: {v}"
                                                     for k, v in SITES.items() if k in sites)
-          + ". † = hidden from the P4 program (counts against validity); the P4 sites are "
-          "results. *uncounted*: data frames sent minus arrived beyond every drop counted "
+          + ". † = a fidelity fault, hidden from the P4 program (counts against validity); the "
+          "P4 sites are results. *uncounted*: data frames sent minus arrived beyond every drop counted "
           "(0: the accounting closes).", "",
           "| " + " | ".join(c[1] for c in cols) + " |", "|" + "---|" * len(cols)]
     for rec in runs.to_dict("records"):

@@ -106,10 +106,15 @@ def test_drop_sites_are_counted_once_and_only_hidden_ones_invalidate() -> None:
     assert set(sites) == set(guard.SITES)
     assert sites["p4_queue"] == 120 and sites["p4_pipeline"] == 3
     assert sites["host_send"] == 5           # the qdisc's 2 are among the agent's 5 refusals
-    assert sites["host_stack"] == 5          # udp_rcvbuf is part of udp_in_errors
-    assert m.hidden_drops == 10 and m.uncounted == 0
+    assert sites["host_stack"] == 4          # udp_rcvbuf is part of udp_in_errors
+    assert sites["no_listener"] == 1         # counted, but the start barrier expects it
+    assert m.hidden_drops == 9 and m.uncounted == 0
     v = judge(m, MBPS10)
-    assert v.valid, v.reasons                # 10 hidden of 10,000 switched: 0.1 %, not over
+    assert v.valid, v.reasons                # 9 hidden of 10,000 switched: under 0.1 %
+    assert not judge(Measures(frames_switched=10_000, host_stack={"udp_in_errors": 11}),
+                     MBPS10).valid
+    assert judge(Measures(frames_switched=10_000, host_stack={"udp_no_port": 11}),
+                 MBPS10).valid
     assert v.row["drops_p4_queue"] == 120 and v.row["data_frames_uncounted"] == 0
     assert '"udp_no_port": 1' in v.row["drops_detail"]
     # the same loss with nothing counted anywhere: the account does not close
