@@ -64,7 +64,8 @@ def verdict(s: RunSamples, spec: Any, w: WorkloadConfig, tdf: float,
 
 def account_agents(m: Any, ranks: list[dict[str, Any]]) -> None:
     """The agents' side of a run's drop accounting into ``m`` (guard.Measures): their own
-    drop counts, the data frames they sent over the network and those that arrived."""
+    drop counts, and (UDP transport) the data frames they sent over the network and those
+    that arrived."""
     agents = [r["agent_drops"] for r in ranks if r.get("agent_drops")]
     if agents:
         m.agent_drops = {}
@@ -72,6 +73,9 @@ def account_agents(m: Any, ranks: list[dict[str, Any]]) -> None:
             for k, v in a.items():
                 if v is not None:
                     m.agent_drops[k] = m.agent_drops.get(k, 0) + int(v)
-    if ranks and all("arrivals" in x for r in ranks for x in r["received"]):
+    # the agent's own transport only: TCP's segment counts come from the kernel's TCP_INFO,
+    # and its stack's own drops (TcpExt) are not among the sites
+    if ranks and all(r.get("transport", "udp") == "udp" and
+                     all("arrivals" in x for x in r["received"]) for r in ranks):
         m.data_sent = sum(f["packets_sent"] for r in ranks for f in r["flows"] if not f["local"])
         m.data_arrived = sum(x["arrivals"] for r in ranks for x in r["received"])

@@ -167,6 +167,9 @@ def test_agents_counts_and_the_data_frames_join_the_account() -> None:
                        rank(50, 55, {"tx_refused": 2, "udp_socket_drops": 0})])
     assert m.agent_drops == {"tx_refused": 3, "udp_socket_drops": 0}
     assert (m.data_sent, m.data_arrived) == (150, 145)
+    tcp = Measures()
+    account_agents(tcp, [{**rank(10, 10, None), "transport": "tcp"}])
+    assert tcp.agent_drops is None and tcp.data_sent is None and tcp.uncounted is None
 
 
 # ---- on the emulated fabric -----------------------------------------------------------------
