@@ -290,11 +290,27 @@ def drop_sites_section(runs: pd.DataFrame) -> list[str]:
                                                     for k, v in SITES.items() if k in sites)
           + ". † = a fidelity fault, hidden from the P4 program (counts against validity); the "
           "P4 sites are results. *uncounted*: data frames sent minus arrived beyond every drop counted "
-          "(0: the accounting closes).", "",
+          "(0: the accounting closes).", "", _drop_totals(runs, sites), "",
           "| " + " | ".join(c[1] for c in cols) + " |", "|" + "---|" * len(cols)]
     for rec in runs.to_dict("records"):
         md.append("| " + " | ".join(_fmt(rec[c[0]], c[2]) for c in cols) + " |")
     return md + [""]
+
+
+def _drop_totals(runs: pd.DataFrame, sites: list[str]) -> str:
+    """One line: each kind of drop summed over the runs, and in how many the account closed."""
+    from .guard import FAULT_SITES, RESULT_SITES
+
+    def total(keys: Any) -> int:
+        return int(sum(runs[f"drops_{k}"].fillna(0).sum() for k in sites if k in keys))
+    line = (f"Over {len(runs)} runs: {total({'p4_queue'})} P4 queue tail drops (congestion), "
+            f"{total({'p4_pipeline'})} program drops, {total(FAULT_SITES)} hidden drops "
+            f"(faults), {total(set(sites) - FAULT_SITES - RESULT_SITES)} for an agent not "
+            "listening")
+    if "data_frames_uncounted" in runs:
+        u = runs["data_frames_uncounted"].dropna()
+        line += f"; the account closed in {int((u == 0).sum())} of {len(u)} measured runs"
+    return line + "."
 
 
 def dilation_section(meta: dict[str, Any]) -> list[str]:
