@@ -181,15 +181,27 @@ class CGen:
                 fields = []
                 for f in t.fields:
                     for path, ft in _leaves(f.type, f.name):  # struct fields: nested structs
+                        if isinstance(ft, ir.VarbitType):
+                            if ft.max_width > 64:
+                                raise self.refuse(f"header field {t.name}.{path} of type {ft} "
+                                                  f"(wider than 64 bits)",
+                                                  self.loc or self.type_loc(t))
+                            continue
                         if not isinstance(ft, ir.BitsType | ir.BoolType | ir.EnumType):
                             raise self.refuse(f"header field {t.name}.{path} of type {ft}",
                                               self.loc or self.type_loc(t))
                         if _width(ft) > 64:
-                            raise self.refuse(f"header field {t.name}.{path} wider than 64 bits")
+                            raise self.refuse(f"header field {t.name}.{path} wider than 64 bits",
+                                              self.loc or self.type_loc(t))
                     fields.append(f"    {self.ctype(f.type)} f_{_cid(f.name)};")
-                if t.width % 8:
-                    raise self.refuse(f"header {t.name} of {t.width} bits (not whole bytes)")
-                self.max_hdr = max(self.max_hdr, t.width // 8)
+                if t.min_width % 8:
+                    raise self.refuse(f"header {t.name} of {t.min_width} bits (not whole bytes)")
+                if t.varbit is not None:
+                    before, _, _ = _split_varbit(t)
+                    if sum(_width(ft) for _, ft in before) % 8:
+                        raise self.refuse(f"header {t.name} whose varbit field does not start "
+                                          f"at a byte boundary", self.loc or self.type_loc(t))
+                self.max_hdr = max(self.max_hdr, _max_bytes(t))
                 self.structs[name] = f"struct {name} {{\n" + "\n".join(fields) + \
                     "\n    __u64 valid;\n};"
             return f"struct {name}"
@@ -211,7 +223,9 @@ class CGen:
                                       f"    __u64 n;\n}};")
             return f"struct {name}"
         if isinstance(t, ir.VarbitType):
-            raise self.refuse("varbit")
+            if t.max_width > 64:
+                raise self.refuse(f"varbit<{t.max_width}> (wider than 64 bits)")
+            return "struct p4_vb"
         if isinstance(t, ir.BitsType | ir.BoolType | ir.ErrorType | ir.EnumType
                       | ir.InfIntType):
             if _width(t) > 64:
@@ -317,7 +331,7 @@ class CGen:
             la, lb = self.lval(a), self.lval(b)
             fields = " && ".join(
                 self.equal(ir.Member(a, f.name, type=f.type), ir.Member(b, f.name, type=f.type))
-                if isinstance(f.type, ir.StructType)
+                if isinstance(f.type, ir.StructType | ir.VarbitType)
                 else f"{la}.f_{_cid(f.name)} == {lb}.f_{_cid(f.name)}" for f in t.fields) or "1"
             return f"({la}.valid == {lb}.valid && (!{la}.valid || ({fields})))"
         if isinstance(t, ir.StructType):  # a header_union too: at most one member is valid
@@ -329,6 +343,9 @@ class CGen:
                 self.equal(ir.StackElem(a, ir.Const(i, type=ir.InfIntType()), type=t.elem),
                            ir.StackElem(b, ir.Const(i, type=ir.InfIntType()), type=t.elem))
                 for i in range(t.size)) + ")"
+        if isinstance(t, ir.VarbitType):  # the same length, and the same bits up to it
+            la, lb = self.lval(a), self.lval(b)
+            return f"({la}.len == {lb}.len && {la}.v == {lb}.v)"
         return f"({self.ex(a)} == {self.ex(b)})"
 
     def sext(self, code: str, w: int) -> str:
@@ -393,6 +410,8 @@ class CGen:
             raise self.refuse("lookahead outside a parser", e.loc)
         t = e.type
         if isinstance(t, ir.HeaderType):
+            if t.varbit is not None:
+                raise self.refuse(f"lookahead of {t.name}, a header with a varbit field", e.loc)
             if t.width % 8:
                 raise self.refuse(f"lookahead of the {t.width}-bit header {t.name}", e.loc)
             name = self.header_codecs(t)
@@ -436,7 +455,8 @@ class CGen:
         if op in ("&&", "||"):
             return f"({self.ex(e.left)} {op} {self.ex(e.right)})"
         lt = e.left.type
-        if op in ("==", "!=") and isinstance(lt, ir.HeaderType | ir.StructType | ir.StackType):
+        if op in ("==", "!=") and isinstance(lt, ir.HeaderType | ir.StructType | ir.StackType
+                                             | ir.VarbitType):
             eq = self.equal(e.left, e.right)
             return eq if op == "==" else f"(!{eq})"
         a, b = self.ex(e.left), self.ex(e.right)
@@ -1259,9 +1279,11 @@ class CGen:
         if isinstance(t, ir.StackType):
             return [x for i in range(t.size) for x in self.flatten(
                 ir.StackElem(e, ir.Const(i, type=ir.InfIntType()), type=t.elem))]
-        w = _width(t)
         if valid is None and isinstance(e, ir.Member) and isinstance(e.base.type, ir.HeaderType):
             valid = f"{self.lval(e.base)}.valid"
+        if isinstance(t, ir.VarbitType):  # its current length of bits: width -max_width
+            return [(self.lval(e), -t.max_width, valid)]
+        w = _width(t)
         return [(f"(({self.ex(e)}) & {_mask(w)})", w, valid)]
 
     def hash_value(self, algo: ir.Expr, data: ir.Expr) -> str:
@@ -1270,13 +1292,15 @@ class CGen:
         if name not in ("crc16", "crc32", "csum16", "xor16", "identity"):
             raise self.refuse(f"HashAlgorithm.{name}")
         items = self.flatten(data)
-        total = sum(w for _, w, _ in items)
+        total = sum(abs(w) for _, w, _ in items)
         if (total + 7) // 8 > HASH_BUF:
             raise self.refuse(f"a hash input of {total} bits")
         valids = sorted({v for _, _, v in items if v is not None})
         nb = self.fresh("_nb")
         self.w(f"__u32 {nb};")
         cond = " && ".join(valids) or "1"
+        if any(w < 0 for _, w, _ in items):  # a varbit: positions known only at run time
+            cond = "0"
         self.w(f"if ({cond}) {{")
         self.ind += 1
         # every field present: the bit positions are known here, so the bytes are built with
@@ -1284,8 +1308,9 @@ class CGen:
         self.w(f"__builtin_memset(C->hb, 0, {(total + 7) // 8 or 1});")
         pos = 0
         for code, w, _ in items:
-            self.put_bits(code, w, pos)
-            pos += w
+            if w >= 0:
+                self.put_bits(code, w, pos)
+                pos += w
         self.w(f"{nb} = {(total + 7) // 8};")
         self.ind -= 1
         self.w("} else {")
@@ -1294,7 +1319,10 @@ class CGen:
         self.w("__u32 _p = 0;")
         for code, w, valid in items:
             guard = f"if ({valid}) " if valid else ""
-            self.w(f"{guard}_p = p4_put_bits(C->hb, _p, {code}, {w});")
+            if w < 0:
+                self.w(f"{guard}_p = p4_put_bits(C->hb, _p, {code}.v, (__u32){code}.len);")
+            else:
+                self.w(f"{guard}_p = p4_put_bits(C->hb, _p, {code}, {w});")
         self.w(f"{nb} = (_p + 7) >> 3;")
         self.ind -= 1
         self.w("}")
@@ -1313,45 +1341,62 @@ class CGen:
 
     # -- parser ----------------------------------------------------------------------------
     def header_codecs(self, t: ir.HeaderType) -> str:
-        """Names of the unpack/pack helpers for header type ``t`` (generated once)."""
+        """Names of the unpack/pack helpers for header type ``t`` (generated once). A header
+        with a varbit field: ``unpack(h, b, L)`` takes the varbit's length in bytes; the fixed
+        fields after it start L bytes further on."""
         name = f"H_{_cid(t.name)}"
         if name in self._packed:
             return name
         self._packed.add(name)
         self.ctype(t)
-        nbytes = t.width // 8
-        un = [f"static __always_inline void unpack_{name}(struct {name} *h, const __u8 *b) {{"]
-        pk = [f"static __always_inline void pack_{name}(const struct {name} *h, __u8 *b) {{"]
-        pos = 0
-        contrib: dict[int, list[str]] = {i: [] for i in range(nbytes)}
-        leaves = [(".".join(f"f_{_cid(x)}" for x in path.split(".")), ft)
-                  for f in t.fields for path, ft in _leaves(f.type, f.name)]
-        for cpath, ft in leaves:
-            w = _width(ft)
-            parts = []
-            for i in range(pos // 8, (pos + w - 1) // 8 + 1):
-                start, end = max(pos, 8 * i), min(pos + w, 8 * i + 8)
-                n = end - start
-                parts.append(f"(((__u64)((b[{i}] >> {8 * i + 8 - end}) & 0x{(1 << n) - 1:x})) "
-                             f"<< {pos + w - end})")
-                contrib[i].append(f"(((h->{cpath} >> {pos + w - end}) & "
-                                  f"0x{(1 << n) - 1:x}) << {8 * i + 8 - end})")
-            un.append(f"    h->{cpath} = " + " | ".join(parts) + ";")
-            pos += w
-        un.append("    h->valid = 1;\n}")
-        for i in range(nbytes):
-            pk.append(f"    b[{i}] = (__u8)(" + " | ".join(contrib[i]) + ");")
-        pk.append("}")
+        before, vb, after = _split_varbit(t)
+        un_b, pk_b = _codec_lines(before, "b")
+        if vb is None:
+            un = [f"static __always_inline void unpack_{name}(struct {name} *h, const __u8 *b) {{",
+                  *un_b, "    h->valid = 1;\n}"]
+            pk = [f"static __always_inline void pack_{name}(const struct {name} *h, __u8 *b) {{",
+                  *pk_b, "}"]
+        else:
+            vpath, vt = vb
+            assert isinstance(vt, ir.VarbitType)
+            pre = sum(_width(ft) for _, ft in before) // 8
+            maxl = vt.max_width // 8
+            un_a, pk_a = _codec_lines(after, "a")
+            un = [f"static __always_inline void unpack_{name}(struct {name} *h, const __u8 *b, "
+                  f"__u32 L) {{", f"    L = P4_BOUND(L, {maxl});", *un_b,
+                  "    __u64 v = 0;",
+                  f"    for (__u32 i = 0; i < {maxl}; i++) {{ if (i >= L) break; "
+                  f"v = (v << 8) | b[{pre} + i]; }}",
+                  f"    h->{vpath}.v = v; h->{vpath}.len = L * 8;",
+                  f"    const __u8 *a = b + {pre} + P4_BOUND(L, {maxl});", *un_a, "    h->valid = 1;\n}"]
+            pk = [f"static __always_inline void pack_{name}(const struct {name} *h, __u8 *b) {{",
+                  f"    __u32 L = P4_BOUND(h->{vpath}.len >> 3, {maxl});",
+                  *pk_b,
+                  f"    for (__u32 i = 0; i < {maxl}; i++) {{ if (i >= L) break; "
+                  f"b[{pre} + i] = (__u8)(h->{vpath}.v >> (8 * (L - 1 - i))); }}",
+                  f"    __u8 *a = b + {pre} + P4_BOUND(L, {maxl});", *pk_a, "}"]
         self.helpers.append("\n".join(un))
         self.helpers.append("\n".join(pk))
         return name
 
+    def header_bytes(self, lv: str, t: ir.HeaderType) -> str:
+        """The C expression for the bytes header ``lv`` (of type ``t``) takes on the wire."""
+        _, vb, _ = _split_varbit(t)
+        if vb is None:
+            return str(t.width // 8)
+        vt = vb[1]
+        assert isinstance(vt, ir.VarbitType)
+        maxl = vt.max_width // 8
+        vl = f"{lv}.{vb[0]}.len >> 3"
+        return f"({t.min_width // 8} + (({vl}) > {maxl} ? {maxl} : ({vl})))"
+
     def extract(self, s: ir.Extract) -> None:
-        if s.bits is not None:
-            raise self.refuse("two-argument extract (varbit)", s.loc)
         t = s.header.type
         if not isinstance(t, ir.HeaderType):
             raise self.refuse(f"extract of {t}", s.loc)
+        if t.varbit is not None or s.bits is not None:
+            self.extract_varbit(s, t)
+            return
         name = self.header_codecs(t)
         nb = t.width // 8
         err = self.p.error_code("PacketTooShort")
@@ -1362,6 +1407,35 @@ class CGen:
         if isinstance(nxt, ir.StackNext):  # checked (StackOutOfBounds) by lval
             self.w(f"{self.lval(nxt.stack)}.n += 1;")
         self.w(f"C->off += {nb};")
+
+    def extract_varbit(self, s: ir.Extract, t: ir.HeaderType) -> None:
+        """``extract(hdr, bits)``: the checks in BMv2's order, as the Python target
+        (ParserInvalidArgument, HeaderTooShort, PacketTooShort; the header unchanged by each),
+        then the fixed fields and ``bits`` of the varbit field."""
+        if t.varbit is None or s.bits is None:
+            raise self.refuse(f"extract of {t.name} "
+                              + ("without the varbit field's length" if s.bits is None
+                                 else "with a length (it has no varbit field)"), s.loc)
+        vt = t.varbit.type
+        assert isinstance(vt, ir.VarbitType)
+        name = self.header_codecs(t)
+        err = self.p.error_code
+        vn, nb = self.fresh("_vn"), self.fresh("_vb")
+        self.w(f"{{ __u64 {vn} = {self.ex(s.bits)};")
+        self.w(f"  if ({vn} & 7) {{ C->sm.f_parser_error = {err('ParserInvalidArgument')}; "
+               f"goto parser_reject; }}")
+        self.w(f"  if ({vn} > {vt.max_width}) {{ C->sm.f_parser_error = "
+               f"{err('HeaderTooShort')}; goto parser_reject; }}")
+        self.w(f"  __u32 {nb} = {t.min_width // 8} + (__u32)({vn} >> 3);")
+        self.w(f"  {nb} = P4_BOUND({nb}, {_max_bytes(t)});")
+        self.w(f"  if (C->off + {nb} > C->plen || ({nb} && bpf_skb_load_bytes(skb, C->off, "
+               f"C->xb, P4_BOUND1({nb}, {_max_bytes(t)})))) {{ C->sm.f_parser_error = "
+               f"{err('PacketTooShort')}; goto parser_reject; }}")
+        self.w(f"  unpack_{name}(&{self.lval(s.header)}, C->xb, (__u32)({vn} >> 3));")
+        nxt = s.header.base if isinstance(s.header, ir.Member) else s.header
+        if isinstance(nxt, ir.StackNext):
+            self.w(f"  {self.lval(nxt.stack)}.n += 1;")
+        self.w(f"  C->off += {nb}; }}")
 
     def parser(self, pr: ir.Parser, names: dict[str, str]) -> None:
         """The parser's states as labels and gotos. A parser loop is unrolled: the states are
@@ -1495,7 +1569,7 @@ class CGen:
             collect(s.header)
         self.w("__u32 _olen = 0;")
         for lv, t in emits:
-            self.w(f"if ({lv}.valid) _olen += {t.width // 8};")
+            self.w(f"if ({lv}.valid) _olen += {self.header_bytes(lv, t)};")
         hl = "C->hlen" if self.repl else "C->off"  # header bytes now at the frame's head
         self.w(f"{{ long _d = (long)_olen - (long){hl};")
         self.w("  if (_d > 0 && bpf_skb_change_head(skb, _d, 0)) { p4_stat(5); "
@@ -1507,10 +1581,14 @@ class CGen:
         self.w("__u32 _o = 0;")
         for lv, t in emits:
             name = self.header_codecs(t)
-            nb = t.width // 8
-            self.w(f"if ({lv}.valid) {{ pack_{name}(&{lv}, C->xb); "
-                   f"if (bpf_skb_store_bytes(skb, _o, C->xb, {nb}, 0)) {{ p4_stat(5); "
-                   f"return TC_ACT_SHOT; }} _o += {nb}; }}")
+            nb = self.header_bytes(lv, t)
+            store = (f"bpf_skb_store_bytes(skb, _o, C->xb, {nb}, 0)" if t.varbit is None else
+                     f"(_n && bpf_skb_store_bytes(skb, _o, C->xb, "
+                     f"P4_BOUND1(_n, {_max_bytes(t)}), 0))")
+            if t.varbit is not None:
+                nb = f"P4_BOUND({nb}, {_max_bytes(t)})"
+            self.w(f"if ({lv}.valid) {{ __u32 _n = {nb}; pack_{name}(&{lv}, C->xb); "
+                   f"if ({store}) {{ p4_stat(5); return TC_ACT_SHOT; }} _o += _n; }}")
         self.w("deparse_end:;")
         if self.repl:
             self.w("C->hlen = _olen;")
@@ -1721,6 +1799,46 @@ class CGen:
         return "\n\n".join(out) + "\n"
 
 
+def _split_varbit(t: ir.HeaderType) -> tuple[list[tuple[str, ir.Type]], tuple[str, ir.Type] | None,
+                                             list[tuple[str, ir.Type]]]:
+    """The header's scalar fields as (C path, type): those before its varbit field, the varbit
+    field (None if it has none), those after it."""
+    leaves = [(".".join(f"f_{_cid(x)}" for x in path.split(".")), ft)
+              for f in t.fields for path, ft in _leaves(f.type, f.name)]
+    for i, (_, ft) in enumerate(leaves):
+        if isinstance(ft, ir.VarbitType):
+            return leaves[:i], leaves[i], leaves[i + 1:]
+    return leaves, None, []
+
+
+def _max_bytes(t: ir.HeaderType) -> int:
+    vb = t.varbit
+    extra = vb.type.max_width if vb is not None and isinstance(vb.type, ir.VarbitType) else 0
+    return (t.min_width + extra + 7) // 8
+
+
+def _codec_lines(leaves: list[tuple[str, ir.Type]], ptr: str) -> tuple[list[str], list[str]]:
+    """Unpack and pack lines for fixed fields laid out MSB first from byte ``ptr[0]``."""
+    un: list[str] = []
+    pos = 0
+    nbytes = (sum(_width(ft) for _, ft in leaves) + 7) // 8
+    contrib: dict[int, list[str]] = {i: [] for i in range(nbytes)}
+    for cpath, ft in leaves:
+        w = _width(ft)
+        parts = []
+        for i in range(pos // 8, (pos + w - 1) // 8 + 1):
+            start, end = max(pos, 8 * i), min(pos + w, 8 * i + 8)
+            n = end - start
+            parts.append(f"(((__u64)(({ptr}[{i}] >> {8 * i + 8 - end}) & 0x{(1 << n) - 1:x})) "
+                         f"<< {pos + w - end})")
+            contrib[i].append(f"(((h->{cpath} >> {pos + w - end}) & "
+                              f"0x{(1 << n) - 1:x}) << {8 * i + 8 - end})")
+        un.append(f"    h->{cpath} = " + " | ".join(parts) + ";")
+        pos += w
+    pk = [f"    {ptr}[{i}] = (__u8)(" + " | ".join(contrib[i]) + ");" for i in range(nbytes)]
+    return un, pk
+
+
 def _leaves(t: ir.Type, path: str) -> list[tuple[str, ir.Type]]:
     """The scalar fields under a header field of type ``t`` (a struct's, nested, in order)
     as (dotted path, type)."""
@@ -1825,6 +1943,15 @@ _PRELUDE = r"""/* Generated by p4switch.ebpf from a v1model program; do not edit
 char LICENSE[] SEC("license") = "GPL";
 
 struct p4_cval {{ __u64 packets; __u64 bytes; }};
+/* a varbit value: its current length in bits and its bits (the back end takes up to 64) */
+struct p4_vb {{ __u64 len; __u64 v; }};
+/* n, at most max, in a form the verifier sees right where it is used (the empty asm keeps
+ * clang from dropping a comparison it can prove redundant) */
+#define P4_BOUND(n, max) ({{ __u64 _bd = (n); __asm__ __volatile__("" : "+r"(_bd)); \
+    _bd > (max) ? (max) : _bd; }})
+/* the same, at least 1: a length for a helper that takes no empty buffer */
+#define P4_BOUND1(n, max) ({{ __u64 _bd = (n); __asm__ __volatile__("" : "+r"(_bd)); \
+    _bd < 1 ? 1 : _bd > (max) ? (max) : _bd; }})
 /* a register cell: its read-modify-write spans run under the lock (docs/p4switch-ebpf.md) */
 struct p4_reg {{ struct bpf_spin_lock lock; __u32 pad; __u64 v; }};
 struct p4_cfg {{ __u64 t0_ns; __u32 test_mode; __u32 test_pad; __u64 test_now_us; }};

@@ -73,14 +73,17 @@ def test_cli_target_ebpf_forwards_in_the_kernel_over_p4runtime(topo: Topo) -> No
 def test_cli_target_ebpf_refuses_a_program_it_cannot_express(topo: Topo, tmp_path: Path) -> None:
     # a veth of our own (never the root namespace's lo: a program that were accepted by mistake
     # would stay attached there), so the refusal is checked on a real interface
-    bad = tmp_path / "varbit.p4"
-    bad.write_text((ROOT / "tests/stf/programs/varbit_extract.p4").read_text())
+    sys.path.insert(0, str(ROOT / "tests" / "ebpf"))
+    from test_ebpf_codegen import _WIDE  # a 128-bit header field
+
+    bad = tmp_path / "wide.p4"
+    bad.write_text(_WIDE)
     r = subprocess.run([sys.executable, "-m", "p4switch", str(bad), "--target", "ebpf",
                         "--no-grpc", "-i", f"1@{topo.hosts[0].sw_ifname}"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2
     line = r.stderr.strip().splitlines()[-3:]
-    assert any("varbit.p4:" in ln and "not supported by the eBPF back end" in ln for ln in line), \
+    assert any("wide.p4:" in ln and "not supported by the eBPF back end" in ln for ln in line), \
         r.stderr
 
 

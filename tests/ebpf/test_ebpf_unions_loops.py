@@ -1,5 +1,5 @@
-"""Header unions, ``for`` loops, resubmit, recirculate and struct-typed header fields on the
-eBPF target, as root (BPF_PROG_TEST_RUN): the STF programs that use them, fed seeded
+"""Header unions, ``for`` loops, resubmit, recirculate, struct-typed header fields and varbit
+on the eBPF target, as root (BPF_PROG_TEST_RUN): the STF programs that use them, fed seeded
 variations of their own STF packets (random bytes over random positions, random lengths),
 give the Python pipeline's frames; a loop that would go round more than ``cgen.FOR_MAX``
 times drops the packet (the bounded form the verifier needs; the Python target goes on)."""
@@ -50,7 +50,8 @@ def _variations(stem: str, n: int, seed: int) -> list[tuple[int, bytes]]:
 
 @pytest.mark.parametrize("stem", ["header_union", "union_stack", "union_stack_index",
                                   "union_stack_pop", "for_in", "for_loops", "resubmit",
-                                  "recirculate", "struct_header_fields"])
+                                  "recirculate", "struct_header_fields", "varbit_extract",
+                                  "varbit_values", "varbit_length_eq", "varbit_checksum"])
 def test_identical_to_the_python_pipeline(stem: str) -> None:
     from p4switch.ebpf.dataplane import EbpfPipeline
 
