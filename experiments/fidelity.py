@@ -143,9 +143,25 @@ class HostCapture:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def drain(self, quiet_s: float = 0.5, bound_s: float = 10.0) -> None:
+        """Wait until no pcap grew for ``quiet_s`` (at most ``bound_s``): tcpdump may still be
+        reading the run's last frames from its kernel buffer, and SIGINT loses what it has
+        not read without counting it as dropped (the agents leave the moment they finish)."""
+        sizes: dict[str, int] = {}
+        quiet_since = t0 = time.monotonic()
+        while time.monotonic() - t0 < bound_s:
+            now = {h: (self.dir / f"{h}.pcap").stat().st_size for h in self.procs}
+            if now != sizes:
+                sizes, quiet_since = now, time.monotonic()
+            elif time.monotonic() - quiet_since >= quiet_s:
+                return
+            time.sleep(0.05)
+
     def stop(self) -> None:
         import signal
 
+        if self.procs:
+            self.drain()
         for p in self.procs.values():
             if p.poll() is None:
                 p.send_signal(signal.SIGINT)

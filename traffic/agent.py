@@ -50,13 +50,13 @@ _IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
 BEACON_ENTROPIES = 16   # source ports the READY beacons rotate over
 LINGER_RTOS = 10        # after the last step: exit once no data arrived for this many RTOs
 F_DONE = F_READY | F_LAST
-"""A finished agent's notice to its peers (a READY-sized control frame): every flow it sent is
-acknowledged and every flow it receives complete, so it will never send data again. An agent
-that has finished and heard it from every peer that sends to it leaves at once instead of
-lingering (a TCP FIN, in effect); the notice carries the run's nonce (``run_nonce``) in the
-sequence field, so one from an earlier run with the same job id is ignored. A lost notice
-costs only the linger."""
-DONE_ROUNDS = 2         # notices sent to each peer on finishing (over two beacon entropies)
+"""A finished agent's notice to the peers it sent data to (a READY-sized control frame): every
+flow it sent is acknowledged and every flow it receives complete, so it will never send data
+again. An agent that has finished and heard it from every peer that sends to it leaves at once
+instead of lingering (a TCP FIN, in effect). One notice per peer, sent when the sender
+finishes: the peer is still there (it waits for it), so nothing arrives at a closed port. The
+notice carries the run's nonce (``run_nonce``) in the sequence field, so one from an earlier
+run with the same job id is ignored. A lost notice costs only the linger."""
 ECN_ECT0, ECN_CE = 0x02, 0x03
 _PROC_UDP = ("/proc/net/udp", "/proc/net/udp6")
 
@@ -191,6 +191,8 @@ class HostAgent:
         self.unheard: set[str] = set()
         self.senders: set[str] = set()
         """Peers whose data comes to us: until each has said it finished (F_DONE), we linger."""
+        self.receivers: set[str] = set()
+        """Peers we send data to: told (F_DONE) when we finish."""
         self.finished_peers: set[str] = set()
         self.exit_reason = ""
         """Why the loop ended: peers finished, quiet (the linger), or timeout."""
@@ -231,6 +233,7 @@ class HostAgent:
                 for x in st.recvs if x.src not in self.local}
         self.unheard = (peers | srcs) - {self.hosts[r] for r in self.local}
         self.senders = srcs - {self.hosts[r] for r in self.local}
+        self.receivers = peers - {self.hosts[r] for r in self.local}
         for ip in sorted(peers | srcs):  # srcs: where our ACKs go
             self.routes[ip] = resolve(ip, self.cfg.nexthop_mac)
         self.raw: dict[str, socket.socket] = {}
@@ -340,11 +343,9 @@ class HostAgent:
             self._advance(now)
             if finished_at is None and all(st.done for st in self.state.values()):
                 finished_at = now
-                self._tell_finished(DONE_ROUNDS)
+                self._tell_finished()
             if finished_at is not None and self.senders <= self.finished_peers:
                 self.exit_reason = "peers finished"
-                self._tell_finished(1)   # one more notice on the way out: another path
-                self._flush()
                 break
             # linger while peers still retransmit to us: our ACK of a flow's last packet may
             # have died on a dead path, and a peer whose sends never complete cannot finish.
@@ -530,18 +531,17 @@ class HostAgent:
         (ms, 32 bits)."""
         return int(round((self.cfg.start_at or 0.0) * 1000)) & 0xFFFFFFFF
 
-    def _tell_finished(self, rounds: int) -> None:
-        """Tell every peer we finished (F_DONE), ``rounds`` times over rotating entropies."""
-        for _ in range(rounds):
-            for ip in self.routes:
-                sport = self._beacon_ports[self._beacons % BEACON_ENTROPIES]
-                self._beacons += 1
-                try:
-                    self._sender(self.routes[ip].dev).send(
-                        self.frames.control(ip, sport, F_DONE, self.s.job, cum=self.run_nonce))
-                except OSError:
-                    pass   # lost: the peer lingers instead
-            self._flush()
+    def _tell_finished(self) -> None:
+        """Tell every peer we sent data to that we finished (F_DONE)."""
+        for ip in sorted(self.receivers):
+            sport = self._beacon_ports[self._beacons % BEACON_ENTROPIES]
+            self._beacons += 1
+            try:
+                self._sender(self.routes[ip].dev).send(
+                    self.frames.control(ip, sport, F_DONE, self.s.job, cum=self.run_nonce))
+            except OSError:
+                pass   # lost: the peer lingers instead
+        self._flush()
 
     def _send_ack(self, ip: str, me: int, peer: int, flow: int, a: Ack, sport: int) -> None:
         """One ACK to ``ip`` from source port ``sport`` (the entropy of the data it answers),
