@@ -191,9 +191,9 @@ class MininetBackend(Backend):
         f = self.cfg.fabric
         self.net = FabricNet(self.spec, target=p.target, lock_timeout=p.lock_timeout_s,
                              queue_depth=f.queue_packets if f else None,
-                             socket_buffer=p.socket_buffer)
+                             socket_buffer=p.socket_buffer, switch_priority=p.switch_priority)
         self.net.start()
-        self.priority = self.prioritise_switches()
+        self.priority = dict(self.net.priority)
         self.timings["fabric_up"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         self.ctl = FabricController(self.spec, target=p.target, control_period=p.control_period_s,
@@ -214,19 +214,6 @@ class MininetBackend(Backend):
         hosts = sorted({h for w in self.cfg.workloads for h in self.cfg.hosts_of(w, self.spec)})
         self.net.agents.ensure(hosts)
 
-    def prioritise_switches(self) -> dict[str, int]:
-        """Every switch process's threads at ``parameters.switch_priority``
-        (experiments/priority.py); returns how many switches got what."""
-        from .priority import prioritise
-
-        got: dict[str, int] = {}
-        for sw in self.net.switches:
-            pid = getattr(sw, "proc_pid", None)
-            if pid:
-                what = prioritise(pid, self.cfg.parameters.switch_priority)
-                got[what] = got.get(what, 0) + 1
-        return got
-
     def retune(self, cfg: ExperimentConfig) -> None:
         """Run the same fabric at ``cfg``'s link rates and periods from now on (calibration's
         ramp: a new TDF without a new fabric). The control loops' period stays the one the
@@ -236,6 +223,25 @@ class MininetBackend(Backend):
             if lk.bw_mbps and lk.bw_mbps != old_lk.bw_mbps:
                 self.net.set_link_rate(lk.a, lk.b, lk.bw_mbps)
         self.cfg, self.spec = cfg, new
+
+    def adopt(self, cfg: ExperimentConfig, scheme: SchemeConfig) -> None:
+        """Run the fabric that is up as ``cfg`` from now on (an experiment after its
+        calibration's ramp on the same fabric, which saves a second fabric start): its link
+        rates, and a controller restarted with its loops, period and ECN threshold that
+        keeps the switches' pipelines and writes only the entries that differ."""
+        from controller import FabricController
+
+        self.retune(cfg)
+        t0 = time.perf_counter()
+        self.ctl.stop()
+        p, f = cfg.parameters, cfg.fabric
+        self.ctl = FabricController(self.spec, target=p.target, control_period=p.control_period_s,
+                                   connect_timeout=60.0,
+                                   ecn_threshold=self.ecn_threshold(
+                                       f.queue_packets if f else 64))
+        self.ctl.start(scheme=scheme.build(), loops=p.loops, reuse_pipeline=True)
+        self.scheme = scheme
+        self.timings["install"] = self.timings.get("install", 0.0) + time.perf_counter() - t0
 
     def set_scheme(self, scheme: SchemeConfig) -> None:
         t0 = time.perf_counter()

@@ -66,10 +66,30 @@ class Calibration:
     ramp: list[dict[str, Any]] = field(default_factory=list)
 
 
-def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
-             out: Path | None = None, log: Any = print) -> Calibration:
-    """The ramp on the Mininet fabric (root): one fabric, one probe run per rate."""
+def ramp_config(cfg: ExperimentConfig, tdf: float) -> ExperimentConfig:
+    """``cfg`` as a probe runs it at ``tdf``: dilated, without control loops (a probe measures
+    the data path; the loops' periods are the experiment's business)."""
+    emu = dilate(cfg, tdf)
+    return dataclasses.replace(emu, parameters=dataclasses.replace(emu.parameters, loops=()))
+
+
+def ramp_backend(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS) -> Any:
+    """A Mininet backend for the ramp (not yet up), at its first (fastest) rate: pass it to
+    :func:`run_ramp` (or :func:`calibrated_tdf`) and the experiment can go on running on the
+    same fabric afterwards (MininetBackend.adopt) instead of starting another."""
     from .backends import MininetBackend
+
+    if cfg.fabric is None:
+        raise ConfigError("fabric", "calibration needs a file in fabric units (a fabric block)")
+    emu0 = ramp_config(cfg, cfg.fabric.link_bps / (max(rates_mbps) * 1e6))
+    return MininetBackend(emu0, emu0.spec())
+
+
+def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
+             out: Path | None = None, log: Any = print, backend: Any = None) -> Calibration:
+    """The ramp on the Mininet fabric (root): one fabric, one probe run per rate. With
+    ``backend`` (from :func:`ramp_backend`, up or not) the ramp runs on it and leaves it up;
+    otherwise it brings its own fabric up and down."""
     from .runs import load_ranks, merge_ranks, verdict
 
     if cfg.fabric is None:
@@ -82,17 +102,15 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
     hosts = cfg.hosts_of(w, spec)
     out = out or Path("results") / "calibration" / time.strftime("%Y%m%dT%H%M%SZ",
                                                                   time.gmtime())
-    emu0 = dataclasses.replace(dilate(cfg, tdfs[0]), parameters=dataclasses.replace(
-        dilate(cfg, tdfs[0]).parameters, loops=()))
-    be = MininetBackend(emu0, emu0.spec())
+    be = backend if backend is not None else ramp_backend(cfg, rates_mbps)
     result = Calibration(None)
     decision = RampDecision()
     try:
-        be.up(emu0.schemes[pick])
+        if be.net is None:
+            be.up(be.cfg.schemes[pick])
         for tdf in tdfs:
-            emu = dilate(cfg, tdf)
-            be.retune(dataclasses.replace(emu, parameters=dataclasses.replace(
-                emu.parameters, loops=())))
+            emu = ramp_config(cfg, tdf)
+            be.retune(emu)
             be.set_scheme(emu.schemes[pick])
             w_emu = dataclasses.replace(emu.workloads[0],
                                         timeout_s=min(w.timeout_s, PROBE_TIMEOUT_S))
@@ -124,7 +142,8 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
                 break
         result.tdf = decision.choice()
     finally:
-        be.down()
+        if backend is None:
+            be.down()
     return result
 
 
@@ -180,12 +199,14 @@ class RampDecision:
         return self.candidate["tdf"] if self.candidate is not None else None
 
 
-def calibrated_tdf(cfg: ExperimentConfig, force: bool = False, log: Any = print) -> float:
-    """The cached TDF for this machine and fabric, measured first if there is none."""
+def calibrated_tdf(cfg: ExperimentConfig, force: bool = False, log: Any = print,
+                   backend: Any = None) -> float:
+    """The cached TDF for this machine and fabric, measured first if there is none (on
+    ``backend``'s fabric if given: see :func:`run_ramp`)."""
     entry = None if force else cached(cfg)
     if entry is None:
         log(f"calibrating {cache_key(cfg)} (cache: {calibration.cache_path()})")
-        cal = run_ramp(cfg, log=log)
+        cal = run_ramp(cfg, log=log, backend=backend)
         valid = cal.tdf is not None
         tdf = cal.tdf
         if tdf is None:

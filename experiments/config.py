@@ -22,10 +22,10 @@ from controller.loops import LOOP_NAMES, ControlLoop
 from model.schemes import SCHEMES, Scheme, scheme_from_name
 from model.spec import FabricSpec, SpecError, fat_tree, leaf_spine
 from model.targets import TARGET_NAMES, Target
+from topo.priority import SwitchPriority
 from traffic.schedules import GENERATORS, Schedule, ScheduleError, bsp_training, parse_size
 
 from .dilation import Dim, dim, format_rate, parse_rate
-from .priority import SwitchPriority
 
 BACKENDS = ("mininet", "sim")
 TOPOLOGIES = ("fattree", "leafspine")
@@ -314,8 +314,12 @@ class Parameters:
     ``auto`` for this machine's calibrated one (experiments.calibrate). The simulator runs
     TDF 1."""
     switch_priority: str = SwitchPriority.REALTIME.value
-    """Mininet backend: the switch processes' CPU scheduling (experiments/priority.py):
+    """Mininet backend: the switch processes' CPU scheduling (topo/priority.py):
     ``realtime`` (SCHED_RR 1, falling back to nice), ``nice`` or ``none``."""
+    wall_budget_s: float | None = dim(Dim.WALL, None)
+    """Wall-clock seconds the runner may take, calibration included: a repetition beyond
+    ``repetitions`` (``max_repetitions``) starts only if the time so far plus its estimate
+    (experiments/eta.py) fits. The ``repetitions`` themselves always run. None: no bound."""
 
 
 @dataclass(frozen=True)
@@ -694,7 +698,7 @@ def _parameters(v: Any) -> Parameters:
     d = _obj(v, p)
     _keys(d, p, {"target", "sample_period_s", "control_period_s", "loops", "settle_s", "seed",
                  "lock_timeout_s", "start_margin_s", "sim_workers", "tdf", "socket_buffer",
-                 "switch_priority"})
+                 "switch_priority", "wall_budget_s"})
     loops = _list(d.get("loops", list(Parameters.loops)), _join(p, "loops"))
     for i, lp in enumerate(loops):
         if lp not in LOOP_NAMES:
@@ -712,7 +716,8 @@ def _parameters(v: Any) -> Parameters:
                       if "socket_buffer" in d else None,
                       switch_priority=_str(d, "switch_priority", p,
                                            SwitchPriority.REALTIME.value,
-                                           tuple(x.value for x in SwitchPriority)))
+                                           tuple(x.value for x in SwitchPriority)),
+                      wall_budget_s=_num(d, "wall_budget_s", p, None, positive=True))
 
 
 def from_dict(d: Any) -> ExperimentConfig:

@@ -21,8 +21,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import config as config_mod
 from .config import ConfigError, ExperimentConfig
+from .runner import Eta, check_root, run_experiment
 from .runner import Progress as Hooks
-from .runner import check_root, run_experiment
 
 
 def parser() -> argparse.ArgumentParser:
@@ -90,6 +90,55 @@ def format_time(seconds: float) -> str:
     return f"{seconds:.2f} s"
 
 
+SIM_RUN_S = 1.5
+"""Wall seconds of one simulator run of the demo's size (measured: 0.2 s per MoE run, 1-3 s
+per ring run), for the ETA of ``--beside-sim``."""
+REPORT_S = 10.0
+"""Wall seconds of the report (tables, figures, HTML; 6 s measured for a few runs)."""
+
+
+def tail_estimate_s(cfg: ExperimentConfig, beside_sim: bool, no_report: bool) -> float:
+    """Wall seconds after the runner's last run: the simulator's side and the report."""
+    sim = SIM_RUN_S * len(cfg.schemes) * len(cfg.workloads) if beside_sim else 0.0
+    return sim + (0.0 if no_report else REPORT_S)
+
+
+def clock(seconds: float) -> str:
+    """``m:ss`` (or ``h:mm:ss``) of a duration."""
+    m, sec = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
+def eta_text(eta: Eta, after_s: float = 0.0) -> str:
+    """The progress line's estimate: elapsed, what the due runs (and simulator, report)
+    still take, and with adaptive repetitions the most the budget lets them take."""
+    rest = eta.remaining_s + after_s
+    text = f"elapsed {clock(eta.elapsed_s)}, ETA {clock(rest)}"
+    most = eta.at_most_s
+    if eta.adaptive:
+        text += (f" (+ adaptive repetitions, at most {clock(most + after_s)} in all: budget "
+                 f"{clock(eta.budget_s or 0)})" if most is not None
+                 else " + adaptive repetitions (no budget)")
+    return text
+
+
+def adaptive_text(adaptive: dict[str, Any]) -> str:
+    """What the adaptive repetitions did: runs added per workload, close calls the wall
+    budget left unsettled (empty without max_repetitions)."""
+    if not adaptive.get("max_repetitions"):
+        return ""
+    added = adaptive.get("added") or {}
+    parts = [f"{w} +{sum(d.values())} ({', '.join(f'{k} {v}' for k, v in d.items())})"
+             for w, d in added.items()] or ["none needed"]
+    text = "adaptive repetitions: " + "; ".join(parts)
+    left = adaptive.get("left_by_budget") or {}
+    if left:
+        text += (f"; the wall budget ({adaptive.get('wall_budget_s'):g} s) left close calls "
+                 "unsettled: " + "; ".join(f"{w}: {', '.join(v)}" for w, v in left.items()))
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     a = p.parse_args(argv)
@@ -109,23 +158,28 @@ def main(argv: list[str] | None = None) -> int:
                    TimeElapsedColumn(), console=console, disable=a.quiet)
     task = bar.add_task(cfg.name, total=None)
 
-    def done(what: str, row: dict[str, Any]) -> None:
+    after_s = tail_estimate_s(cfg, a.beside_sim, a.no_report)
+
+    def done(what: str, row: dict[str, Any], eta: Eta) -> None:
         bar.advance(task)
         cct = format_time(row["cct"]) if row.get("cct") is not None else "no CCT"
         state = "ok" if row.get("ok") else "[red]INCOMPLETE[/red]"
         if row.get("valid") is False:
             state += f", [red]INVALID[/red]: {row.get('invalid_reason')}"
-        bar.console.print(f"  {what}: CCT {cct} ({state}, retx {row.get('retransmissions')}, "
-                          f"wall {row.get('wall_s')} s)")
+        t = bar.tasks[0]
+        bar.console.print(f"  [{t.completed:g}/{t.total or 0:g}] {what}: CCT {cct} ({state}, "
+                          f"retx {row.get('retransmissions')}, wall {row.get('wall_s')} s)"
+                          + (f"; {eta_text(eta, after_s)}" if eta.elapsed_s else ""))
+
+    def tdf_known(tdf: float) -> None:
+        if cfg.fabric is not None:
+            bar.console.print(f"{cfg.name}: fabric {cfg.fabric.link_rate}b/s links, backend "
+                              f"{cfg.backend} at TDF {tdf:g}; times below in fabric units")
 
     hooks = Hooks(total=lambda n: bar.update(task, total=n),
                   start=lambda what: bar.update(task, description=f"{cfg.name}: {what}"),
-                  done=done)
-    from .runner import emulation_tdf
-    tdf = emulation_tdf(cfg)
-    if cfg.fabric is not None:
-        console.print(f"{cfg.name}: fabric {cfg.fabric.link_rate}b/s links, backend "
-                      f"{cfg.backend} at TDF {tdf:g}; times below in fabric units")
+                  done=done, log=lambda line: bar.console.print(line, markup=False),
+                  tdf=tdf_known)
     with bar:
         run = run_experiment(cfg, a.out, progress=hooks, report=False)
         if a.beside_sim and cfg.backend != "sim":
@@ -133,7 +187,9 @@ def main(argv: list[str] | None = None) -> int:
             # of the emulation's wall time per run and gives its ranking
             sim = dataclasses.replace(cfg, backend="sim", repetitions=1, max_repetitions=None)
             more = dataclasses.replace(hooks, total=lambda n: bar.update(
-                task, total=(bar.tasks[0].total or 0) + n))   # one bar for both backends
+                task, total=(bar.tasks[0].total or 0) + n),   # one bar for both backends
+                done=lambda what, row, eta: done(f"sim: {what}", row, Eta(0.0, 0.0)),
+                tdf=lambda tdf: None)
             run_experiment(sim, progress=more, report=False, root=run.root / "sim")
     from .report import load_results, rich_table, summary_table, verdicts, write_report
     if not a.no_report:
@@ -145,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
             console.print("  " + v.replace("**", ""))
     phases = run.meta.get("phases", {})
     console.print("phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()))
+    line = adaptive_text(run.meta.get("adaptive") or {})
+    if line:
+        console.print(line)
     if run.meta.get("interrupted"):
         console.print(f"[red]stopped early: {run.meta['interrupted']}[/red] "
                       f"(what was measured is in {run.root})")

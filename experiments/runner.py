@@ -37,6 +37,7 @@ from . import metrics, stats
 from .backends import BACKENDS, Backend, RunSamples
 from .config import TDF_AUTO, ExperimentConfig, SchemeConfig, WorkloadConfig
 from .dilation import dilate, knobs, to_fabric_time
+from .eta import RunPlan
 from .lbbsp import rebalance, speed_factors
 from .runs import load_ranks, merge_ranks, verdict
 
@@ -107,11 +108,37 @@ class Recorder:
 
 @dataclass
 class Progress:
-    """Callbacks the CLI hooks a rich progress bar into (the runner prints nothing itself)."""
+    """Callbacks the CLI hooks a rich progress bar into (the runner prints nothing itself).
+    ``done`` gets each run's row and an :class:`Eta`; ``log`` calibration's lines; ``tdf``
+    the time-dilation factor once it is known (after calibration, if one runs)."""
 
     total: Callable[[int], None] = lambda n: None
     start: Callable[[str], None] = lambda what: None
-    done: Callable[[str, dict[str, Any]], None] = lambda what, row: None
+    done: Callable[[str, dict[str, Any], Eta], None] = lambda what, row, eta: None
+    log: Callable[[str], None] = lambda line: None
+    tdf: Callable[[float], None] = lambda tdf: None
+
+
+@dataclass(frozen=True)
+class Eta:
+    """Where the experiment stands after a run: seconds since the runner started, the
+    estimate of the due runs left (experiments/eta.py) and the wall budget of adaptive
+    repetitions, which may take up to what is left of it."""
+
+    elapsed_s: float
+    remaining_s: float
+    budget_s: float | None = None
+    adaptive: bool = False
+    """The experiment may add repetitions (``max_repetitions`` above ``repetitions``)."""
+
+    @property
+    def at_most_s(self) -> float | None:
+        """The longest the rest may take with adaptive repetitions (None: no budget)."""
+        if not self.adaptive:
+            return self.remaining_s
+        if self.budget_s is None:
+            return None
+        return max(self.remaining_s, self.budget_s - self.elapsed_s)
 
 
 @dataclass
@@ -160,7 +187,23 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
     root.mkdir(parents=True)
     (root / "config.yaml").write_text(yaml.safe_dump(cfg.source, sort_keys=False))
     spec = cfg.spec()
-    tdf = emulation_tdf(cfg)
+    t_all = time.perf_counter()
+    be, calibrated = backend, False
+    if backend is None and needs_calibration(cfg):
+        # calibrate on the experiment's own fabric: it stays up for the runs (adopt below)
+        from .calibrate import calibrated_tdf, ramp_backend
+        be = ramp_backend(cfg)
+        progress.start("calibration")
+        try:
+            tdf = calibrated_tdf(cfg, log=progress.log, backend=be)
+        except BaseException:
+            be.down()
+            raise
+        calibrated = True
+    else:
+        tdf = emulation_tdf(cfg)
+    t_cal = time.perf_counter() - t_all
+    progress.tdf(tdf)
     emu = dilate(cfg, tdf)   # what the backend runs: the fabric slowed down tdf times
     run = ExperimentRun(cfg, root, meta={
         "config": cfg.source, "backend": cfg.backend, "versions": versions(),
@@ -170,53 +213,80 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                                                                 strict=True)
                     if k.dim is not None and k.value != kd.value}})
     rec = Recorder(root)
-    be = backend or BACKENDS[cfg.backend](emu, emu.spec())
+    be = be or BACKENDS[cfg.backend](emu, emu.spec())
     total = sum(len(cfg.schemes) * cfg.repetitions * (w.bsp.iterations if w.bsp else 1)
                 for w in cfg.workloads)
     progress.total(total)
     phases: dict[str, float] = run.meta["phases"]
+    if calibrated:
+        phases["calibration"] = round(t_cal, 3)
+    budget = cfg.parameters.wall_budget_s
+    adaptive: dict[str, Any] = {"max_repetitions": cfg.max_repetitions,
+                                "wall_budget_s": budget, "added": {}, "left_by_budget": {}}
+    run.meta["adaptive"] = adaptive
     old = _install_sigterm()
-    t_all = time.perf_counter()
     try:
         _write_meta(run)
+        priors: dict[str, float] = {}
         for w in cfg.workloads:
             hosts = cfg.hosts_of(w, spec)
             ideal = metrics.ideal_bounds(spec, w.schedule_for(len(hosts),
                                                               seed=cfg.parameters.seed),
                                          hosts, w.mss)
             rec.add("ideal", ideal, workload=w.name)
+            priors[w.name] = RunPlan.prior(float(ideal["ideal_s"].sum()) if not ideal.empty else 0.0, tdf,
+                                           cfg.parameters.start_margin_s) \
+                * (w.bsp.iterations if w.bsp else 1)
         rec.flush()
+        plan = RunPlan(priors, {w.name: len(cfg.schemes) * cfg.repetitions
+                                * (w.bsp.iterations if w.bsp else 1) for w in cfg.workloads},
+                       tail_s=be.timings.get("teardown", 3.0) if cfg.backend != "sim" else 0.0)
+        ctx = _Ctx(run, be, rec, spec, progress, plan, t_all, budget,
+                   adaptive=(cfg.max_repetitions or 0) > cfg.repetitions)
         progress.start(f"fabric up ({cfg.backend})")
-        be.up(emu.schemes[0])
+        if calibrated:
+            from .backends import MininetBackend
+            assert isinstance(be, MininetBackend), "calibrate.ramp_backend makes one"
+            be.adopt(emu, emu.schemes[0])
+        else:
+            be.up(emu.schemes[0])
         priority = getattr(be, "priority", None)   # the Mininet backend's switch scheduling
         if priority:
             run.meta["switch_priority"] = priority
         first = True
+        # every workload's repetitions first, then the adaptive ones: the budget can then be
+        # shared between workloads with every due run measured
         for w, w_emu in zip(cfg.workloads, emu.workloads, strict=True):
             for scheme, s_emu in zip(cfg.schemes, emu.schemes, strict=True):
                 if not first:
                     be.set_scheme(s_emu)
                 first = False
                 for rep in range(cfg.repetitions):
-                    t0 = time.perf_counter()
-                    _run_workload(run, be, rec, spec, w, scheme, rep, progress, w_emu, tdf)
-                    phases[f"traffic {w.name} {scheme.label}"] = phases.get(
-                        f"traffic {w.name} {scheme.label}", 0.0) + time.perf_counter() - t0
-                    rec.flush()
-            reps = dict.fromkeys((s.label for s in cfg.schemes), cfg.repetitions)
-            while not w.bsp and (more := _settle_close_calls(run, cfg, w, reps)):
-                total += len(more)
+                    _timed_run(ctx, w, w_emu, scheme, rep, tdf)
+        reps = {w.name: dict.fromkeys((s.label for s in cfg.schemes), cfg.repetitions)
+                for w in cfg.workloads}
+        open_ws = [(w, w_emu) for w, w_emu in zip(cfg.workloads, emu.workloads, strict=True)
+                   if not w.bsp]
+        while open_ws:   # one round of close calls per workload in turn
+            for w, w_emu in list(open_ws):
+                more = _settle_close_calls(run, cfg, w, reps[w.name])
+                fit = plan.extra_runs_fitting(w.name, len(more),
+                                              time.perf_counter() - t_all, budget)
+                if fit < len(more):
+                    adaptive["left_by_budget"][w.name] = more[fit:]
+                if fit == 0:
+                    open_ws.remove((w, w_emu))
+                    continue
+                adaptive["left_by_budget"].pop(w.name, None)
+                total += fit
                 progress.total(total)
-                for label in more:
+                for label in more[:fit]:
                     i = [s.label for s in cfg.schemes].index(label)
                     be.set_scheme(emu.schemes[i])
-                    t0 = time.perf_counter()
-                    _run_workload(run, be, rec, spec, w, cfg.schemes[i], reps[label], progress,
-                                  w_emu, tdf)
-                    reps[label] += 1
-                    phases[f"traffic {w.name} {label}"] = phases.get(
-                        f"traffic {w.name} {label}", 0.0) + time.perf_counter() - t0
-                    rec.flush()
+                    _timed_run(ctx, w, w_emu, cfg.schemes[i], reps[w.name][label], tdf)
+                    reps[w.name][label] += 1
+                    added = adaptive["added"].setdefault(w.name, {})
+                    added[label] = added.get(label, 0) + 1
     except (KeyboardInterrupt, Interrupted) as e:
         run.meta["interrupted"] = f"interrupted ({type(e).__name__})"
     except Exception as e:  # noqa: BLE001 - keep what was measured, say why it stopped
@@ -241,6 +311,41 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
         phases["report"] = round(time.perf_counter() - t0, 3)
         _write_meta(run)
     return run
+
+
+@dataclass
+class _Ctx:
+    """What every run of one experiment shares."""
+
+    run: ExperimentRun
+    be: Backend
+    rec: Recorder
+    spec: Any
+    progress: Progress
+    plan: RunPlan
+    t_all: float
+    budget: float | None
+    adaptive: bool
+
+
+def _timed_run(ctx: _Ctx, w: WorkloadConfig, w_emu: WorkloadConfig, scheme: SchemeConfig,
+               rep: int, tdf: float) -> None:
+    """One repetition, its wall time in the phases and the plan, its tables on disk."""
+    phases = ctx.run.meta["phases"]
+    key = f"traffic {w.name} {scheme.label}"
+    t0 = time.perf_counter()
+    _run_workload(ctx.run, ctx.be, ctx.rec, ctx.spec, w, scheme, rep, ctx.progress, w_emu,
+                  tdf, ctx)
+    ctx.rec.flush()
+    phases[key] = phases.get(key, 0.0) + time.perf_counter() - t0
+
+
+def needs_calibration(cfg: ExperimentConfig) -> bool:
+    """The experiment's TDF is ``auto`` on the Mininet backend and nothing is cached."""
+    if cfg.backend == "sim" or cfg.fabric is None or cfg.parameters.tdf != TDF_AUTO:
+        return False
+    from .calibrate import cached
+    return cached(cfg) is None
 
 
 def _settle_close_calls(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadConfig,
@@ -301,7 +406,7 @@ def fabric_samples(s: RunSamples, tdf: float) -> RunSamples:
 def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
                   w: WorkloadConfig, scheme: SchemeConfig, rep: int,
                   progress: Progress, w_emu: WorkloadConfig | None = None,
-                  tdf: float = 1.0) -> None:
+                  tdf: float = 1.0, ctx: _Ctx | None = None) -> None:
     """One repetition of a workload under a scheme; BSP workloads run iteration by iteration
     so that LB-BSP can re-size the batches between them. ``w_emu``: the workload as the
     backend runs it (dilated); everything recorded is in fabric units (times ÷ ``tdf``)."""
@@ -317,6 +422,7 @@ def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
         rel = base / f"iter{it}" if w.bsp else base
         what = f"{w.name} · {scheme.label} · rep {rep}" + (f" · iter {it}" if w.bsp else "")
         progress.start(what)
+        t_it = time.perf_counter()
         speeds = speed_factors(shares) if w.bsp else None
         sched = (w_emu.schedule_for(n, speeds=speeds, iterations=1, seed=seed + it) if w.bsp
                  else w_emu.schedule_for(n, seed=seed))
@@ -333,7 +439,12 @@ def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
         row["tdf"] = tdf
         rec.add("runs", [row])
         run.runs.append(row)
-        progress.done(what, row)
+        eta = Eta(0.0, 0.0)
+        if ctx is not None:
+            ctx.plan.done(w.name, time.perf_counter() - t_it)
+            eta = Eta(time.perf_counter() - ctx.t_all, ctx.plan.remaining_s(), ctx.budget,
+                      ctx.adaptive)
+        progress.done(what, row, eta)
         if w.bsp and w.bsp.lb_bsp:
             shares = rebalance(shares, compute_times(ranks, n))
 

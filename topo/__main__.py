@@ -20,6 +20,8 @@ from model.schemes import SCHEMES
 from model.spec import FabricSpec, SpecError, fat_tree, leaf_spine
 from model.targets import TARGET_NAMES, Target
 
+from .priority import SwitchPriority
+
 PROG = "python -m topo"
 
 
@@ -81,6 +83,12 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--log-level", default="warn",
                    choices=("trace", "debug", "info", "warn", "error", "critical", "off"),
                    help="switch log level (default warn)")
+    f.add_argument("--switch-priority", choices=tuple(x.value for x in SwitchPriority),
+                   default=SwitchPriority.REALTIME.value,
+                   help="CPU scheduling of the switch processes: realtime (SCHED_RR 1, as the "
+                   "experiments run them: a switch woken by a frame never waits behind hosts; "
+                   "falls back to nice without CAP_SYS_NICE), nice (-10) or none (default "
+                   "%(default)s)")
     f.add_argument("--lock-wait", type=float, default=0.0, metavar="S",
                    help="wait this long for another fabric to finish (default: fail at once)")
     m = p.add_argument_group("mode")
@@ -166,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.monotonic()
     net = FabricNet(spec, target=a.target, run_dir=a.run_dir, pcap=a.pcap,
-                    log_level=a.log_level, lock_timeout=a.lock_wait)
+                    log_level=a.log_level, lock_timeout=a.lock_wait,
+                    switch_priority=a.switch_priority)
     ctl = None
     try:
         net.start()
@@ -177,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{spec.name}: {len(spec.switches)} {a.target} switches, {len(spec.hosts)} hosts "
               f"up in {t2 - t0:.1f} s (network {net.timings['build']:.1f} s, switch processes "
               f"{net.timings['processes']:.1f} s, controller {t2 - t1:.1f} s); "
+              f"switches at {', '.join(f'{k} ({n})' for k, n in net.priority.items())}; "
               f"run dir {net.run_dir}", flush=True)
         if units:
             print(f"{spec.name}: {units}", flush=True)

@@ -22,6 +22,7 @@ from model.targets import Target
 from .agents import HostAgents
 from .lock import FabricLock
 from .nodes import BMv2Switch, EbpfP4Switch, FabricLink, P4Host, P4Switch, TopoError
+from .priority import SwitchPriority, prioritise, prioritise_all
 from .rundir import RunDir, stop_leftovers
 from .topos import SpecTopo
 
@@ -61,7 +62,7 @@ class FabricNet:
                  run_dir: str | Path | None = None, pcap: bool = False,
                  log_level: str = "warn", lock_timeout: float = 0.0,
                  ready_timeout: float = 60.0, queue_depth: int | None = None,
-                 socket_buffer: int | None = None) -> None:
+                 socket_buffer: int | None = None, switch_priority: str = "none") -> None:
         if target not in TARGETS:
             raise TopoError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
         if target == Target.BMV2 and (missing := BMv2Switch.missing_tools()):
@@ -81,6 +82,11 @@ class FabricNet:
         self.switch_opts: dict[str, Any] = {"queue_depth": queue_depth,
                                             "socket_buffer": socket_buffer}
         """p4switch options of every switch (None: its default)."""
+        self.switch_priority = SwitchPriority(switch_priority)
+        """How every switch process is scheduled (topo/priority.py): ``python -m topo`` and
+        the experiments run them at real-time priority, as a hardware switch never waits."""
+        self.priority: dict[str, int] = {}
+        """What was applied: {``SCHED_RR 1`` / ``nice -10`` / ``none`` / why not: switches}."""
         self.lock = FabricLock(timeout=lock_timeout)
         self._run_dir_arg = run_dir
         self.run: RunDir | None = None
@@ -132,6 +138,10 @@ class FabricNet:
             self.run.record_pid(sw.name, sw.proc_pid)
         for sw in self.switches:
             sw.wait_ready(max(1.0, self.ready_timeout - (time.monotonic() - t1)))
+        # once ready: the threads its start-up made are there; later ones inherit it
+        self.priority = prioritise_all([pid for sw in self.switches
+                                        if (pid := getattr(sw, "proc_pid", None))],
+                                       self.switch_priority)
         t2 = time.monotonic()
         self.timings = {"build": t1 - t0, "processes": t2 - t1}
         self.run.write_manifest({
@@ -239,6 +249,7 @@ class FabricNet:
         assert self.run is not None and sw.proc_pid is not None
         self.run.record_pid(sw.name, sw.proc_pid)
         sw.wait_ready(timeout)
+        prioritise(sw.proc_pid, self.switch_priority)
 
     def set_link_rate(self, a: str, b: str, mbps: float) -> None:
         """Change an a-b link's rate at run time, both directions: switch ends through the

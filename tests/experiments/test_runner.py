@@ -170,3 +170,103 @@ def test_a_close_call_gets_more_repetitions_up_to_the_cap(tmp_path: Path) -> Non
     run.runs[-1]["valid"] = run.runs[-2]["valid"] = False
     assert runner._settle_close_calls(run, cfg, w, {a: 3, b: 3}) == []
     assert from_dict(TINY).max_repetitions is None
+
+
+class Quiet(Backend):
+    """A backend whose runs return nothing (not ok), recording what was asked of it."""
+
+    name = "quiet"
+
+    def __init__(self, cfg, spec) -> None:  # noqa: ANN001
+        super().__init__(cfg, spec)
+        self.calls: list[str] = []
+
+    def up(self, scheme) -> None:  # noqa: ANN001
+        self.calls.append("up")
+
+    def set_scheme(self, scheme) -> None:  # noqa: ANN001
+        self.calls.append(f"set {scheme.name}")
+
+    def run(self, schedule, hosts, w, out) -> RunSamples:  # noqa: ANN001
+        self.calls.append("run")
+        return RunSamples()
+
+    def down(self) -> None:
+        self.calls.append("down")
+
+
+@pytest.mark.parametrize("budget", [None, 1e-3])
+def test_adaptive_repetitions_stop_at_the_cap_or_the_wall_budget(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: float | None) -> None:
+    params = {"seed": 1, **({"wall_budget_s": budget} if budget else {})}
+    cfg = from_dict({**TINY, "repetitions": 2, "max_repetitions": 4, "parameters": params,
+                     "workloads": [{**TINY["workloads"][0], "name": "a"},
+                                   {**TINY["workloads"][0], "name": "b"}]})
+    a, b = (s.label for s in cfg.schemes)
+    # every pair is a close call until the cap (the statistics are tested above)
+    monkeypatch.setattr(runner, "_settle_close_calls", lambda run, cfg, w, reps: [
+        s for s in (a, b) if reps[s] < (cfg.max_repetitions or 0)])
+    be = Quiet(cfg, cfg.spec())
+    done: list[runner.Eta] = []
+    run = runner.run_experiment(cfg, tmp_path, report=False, backend=be,
+                                progress=runner.Progress(done=lambda w, r, e: done.append(e)))
+    runs = pd.read_csv(run.root / "runs.csv")
+    due = runs[runs["repetition"] < 2]
+    assert len(due) == 8   # the repetitions always run: 2 workloads x 2 schemes x 2
+    # every workload's due runs come before any adaptive one
+    assert list(runs["repetition"][:8]) == [0, 1] * 4
+    meta = run.meta["adaptive"]
+    if budget is None:
+        assert len(runs) == 16 and meta["left_by_budget"] == {}
+        assert meta["added"] == {"a": {a: 2, b: 2}, "b": {a: 2, b: 2}}
+        # the rounds alternate between the workloads
+        assert list(runs["workload"][8:]) == ["a", "a", "b", "b"] * 2
+    else:
+        assert len(runs) == 8 and meta["added"] == {}
+        assert meta["left_by_budget"] == {"a": [a, b], "b": [a, b]}
+    assert all(e.adaptive and e.elapsed_s > 0 for e in done) and done[7].remaining_s >= 0
+
+
+def test_calibration_runs_on_the_experiments_own_fabric(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from experiments import calibrate
+    from experiments.backends import MininetBackend
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cfg = from_dict({**TINY, "backend": "mininet", "fabric": {"link_rate": "100G"},
+                     "topology": {"kind": "fattree", "k": 4}, "schemes": ["ecmp"],
+                     "parameters": {"tdf": "auto"}})
+    calls: list[str] = []
+
+    class Fabric(MininetBackend):
+        def up(self, scheme) -> None:  # noqa: ANN001
+            calls.append("up")
+
+        def adopt(self, cfg, scheme) -> None:  # noqa: ANN001
+            calls.append(f"adopt {cfg.topology.bw_mbps:g}")
+
+        def seed_data_plane(self, seed: int) -> None:
+            pass
+
+        def run(self, schedule, hosts, w, out) -> RunSamples:  # noqa: ANN001
+            calls.append("run")
+            return RunSamples()
+
+        def down(self) -> None:
+            calls.append("down")
+
+    fabric = Fabric(cfg, cfg.spec())
+    monkeypatch.setattr(calibrate, "ramp_backend", lambda c: fabric)
+
+    def calibrated(c, log, backend):  # noqa: ANN001
+        assert backend is fabric
+        calls.append("ramp")
+        return 100_000.0
+
+    monkeypatch.setattr(calibrate, "calibrated_tdf", calibrated)
+    assert runner.needs_calibration(cfg)
+    run = runner.run_experiment(cfg, tmp_path, report=False)
+    # one fabric: the ramp's, taken over at the calibrated rate (100 Gb/s / 100,000 = 1 Mb/s)
+    assert calls == ["ramp", "adopt 1", "run", "down"]
+    assert run.meta["interrupted"] is None
+    assert run.meta["tdf"] == 100_000.0 and "calibration" in run.meta["phases"]

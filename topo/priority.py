@@ -12,12 +12,16 @@ throttling keeps 5 % of each second for everything else in any case).
 
 :func:`prioritise` applies it to every thread of a process (threads created later inherit it
 from the thread that creates them); where real-time scheduling is refused (no CAP_SYS_NICE)
-it falls back to the highest nice level it may set, and says what it got.
+it falls back to the highest nice level it may set, and says what it got. FabricNet applies
+it to every switch it starts (``switch_priority``): the experiments' Mininet backend with
+``parameters.switch_priority``, ``make topo`` / ``python -m topo`` with ``--switch-priority``
+(both real-time by default).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 
@@ -62,3 +66,13 @@ def prioritise(pid: int, how: SwitchPriority | str) -> str:
         return f"nice {NICE}"
     except OSError as e:
         return f"unchanged ({e.strerror})"
+
+
+def prioritise_all(pids: Iterable[int], how: SwitchPriority | str) -> dict[str, int]:
+    """:func:`prioritise` for every process of ``pids``; how many got what
+    (``{"SCHED_RR 1": 20}``)."""
+    got: dict[str, int] = {}
+    for pid in pids:
+        what = prioritise(pid, how)
+        got[what] = got.get(what, 0) + 1
+    return got

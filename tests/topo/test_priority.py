@@ -1,4 +1,4 @@
-"""experiments/priority.py: every thread of a switch process is put ahead of normal processes
+"""topo/priority.py: every thread of a switch process is put ahead of normal processes
 (SCHED_RR) as root, and a refusal falls back and says what it got instead of raising."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from experiments.priority import RT_PRIORITY, SwitchPriority, prioritise, threads
+from topo.priority import RT_PRIORITY, SwitchPriority, prioritise, prioritise_all, threads
 
 _CHILD = ("import threading, time\n"
           "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
@@ -49,3 +49,27 @@ def test_none_and_a_missing_process_change_nothing(child: int) -> None:
     assert prioritise(2 ** 22 + 12345, "realtime").endswith("no such process")
     with pytest.raises(ValueError):
         prioritise(child, "fastest")
+    assert prioritise_all([child, child], "none") == {"none": 2}
+
+
+def test_python_m_topo_runs_its_switches_at_real_time_unless_told_otherwise() -> None:
+    from topo import __main__ as topo_cli
+
+    assert topo_cli.parser().parse_args([]).switch_priority == "realtime"
+    assert topo_cli.parser().parse_args(["--switch-priority", "none"]).switch_priority == "none"
+    with pytest.raises(SystemExit):
+        topo_cli.parser().parse_args(["--switch-priority", "fastest"])
+
+
+@pytest.mark.root
+@pytest.mark.mininet
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")
+def test_topo_check_says_its_switches_ran_at_real_time() -> None:
+    pytest.importorskip("mininet.net", reason="needs Mininet (Debian package `mininet`)")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p = subprocess.run([sys.executable, "-m", "topo", "--topo", "leafspine", "--leaves", "2",
+                        "--spines", "1", "--hosts-per-leaf", "1", "--bw", "10", "--check",
+                        "--lock-wait", "600"], cwd=root, capture_output=True, text=True,
+                       timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"switches at SCHED_RR {RT_PRIORITY} (3)" in p.stdout, p.stdout

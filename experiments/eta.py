@@ -1,0 +1,69 @@
+"""How long the rest of an experiment will take, from what its runs took so far.
+
+The runner keeps one :class:`RunPlan`: the runs still due per workload and each run's measured
+wall time (everything between two runs included: scheme change, settle, probes, counters,
+writing the tables). It answers two questions: the progress line's ETA, and whether another
+adaptive repetition (``max_repetitions``) still fits into ``parameters.wall_budget_s``. Before
+a workload's first run its duration is a prior from the topology's ideal bound (the fastest
+the fabric could carry it) times the TDF, with the measured spraying overshoot and the fixed
+per-run costs on top; the first measured run replaces it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PRIOR_OVERSHOOT = 1.3
+"""A run's CCT over the ideal bound before anything was measured: the demo's spraying schemes
+took 1.17-1.42x on the emulated ring, ECMP up to 1.8x; 1.3x sits in between."""
+PRIOR_FIXED_S = 2.0
+"""Wall seconds of a run besides the collective and the start margin: probes, counter reads,
+the agents' exit, the tables (0.6-1.6 s measured on the demo's k=4 fabric)."""
+
+
+@dataclass
+class RunPlan:
+    """Runs due per workload and the wall seconds each took (pure bookkeeping: the runner
+    feeds it, tests feed it by hand)."""
+
+    prior_s: dict[str, float]
+    """Per workload: one run's wall seconds before any was measured."""
+    pending: dict[str, int]
+    """Per workload: the runs still due (``repetitions`` x schemes x BSP iterations)."""
+    tail_s: float = 0.0
+    """Wall seconds after the last run (teardown)."""
+    walls: dict[str, list[float]] = field(default_factory=dict)
+
+    @staticmethod
+    def prior(ideal_s: float, tdf: float, start_margin_s: float) -> float:
+        """One run's wall seconds from its ideal bound in fabric seconds."""
+        return ideal_s * tdf * PRIOR_OVERSHOOT + start_margin_s + PRIOR_FIXED_S
+
+    def run_s(self, workload: str) -> float:
+        """The expected wall seconds of one more run of ``workload``: the mean of its runs so
+        far, else the prior."""
+        w = self.walls.get(workload)
+        return sum(w) / len(w) if w else self.prior_s.get(workload, 0.0)
+
+    def done(self, workload: str, wall_s: float) -> None:
+        """One run of ``workload`` took ``wall_s`` (a due run if any is left, else an extra)."""
+        self.walls.setdefault(workload, []).append(wall_s)
+        if self.pending.get(workload, 0) > 0:
+            self.pending[workload] -= 1
+
+    def remaining_s(self) -> float:
+        """Wall seconds until the due runs and the tail are done."""
+        return sum(n * self.run_s(w) for w, n in self.pending.items()) + self.tail_s
+
+    def extra_runs_fitting(self, workload: str, wanted: int, elapsed_s: float,
+                           budget_s: float | None) -> int:
+        """How many of ``wanted`` extra runs of ``workload`` fit into ``budget_s`` after
+        ``elapsed_s``, keeping the time the due runs and the tail need (all of them without
+        a budget)."""
+        if budget_s is None:
+            return wanted
+        free = budget_s - elapsed_s - self.remaining_s()
+        per = self.run_s(workload)
+        if per <= 0:
+            return wanted
+        return max(0, min(wanted, int(free // per)))

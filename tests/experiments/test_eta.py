@@ -1,0 +1,52 @@
+"""The runner's time plan: a workload's prior from its ideal bound until its first run is
+measured, the due runs' remaining time, how many adaptive repetitions a wall budget still
+admits, and the progress line's ETA text."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments import run as run_cli
+from experiments.eta import PRIOR_FIXED_S, PRIOR_OVERSHOOT, RunPlan
+from experiments.runner import Eta
+
+
+def test_the_prior_gives_way_to_the_measured_mean() -> None:
+    prior = RunPlan.prior(100e-6, 100_000, 1.0)   # a 100 µs bound at TDF 100,000: 10 s wall
+    assert prior == pytest.approx(10 * PRIOR_OVERSHOOT + 1.0 + PRIOR_FIXED_S)
+    plan = RunPlan({"ring": prior, "moe": 5.0}, {"ring": 3, "moe": 2}, tail_s=3.0)
+    assert plan.remaining_s() == pytest.approx(3 * prior + 2 * 5.0 + 3.0)
+    plan.done("ring", 14.0)
+    plan.done("ring", 16.0)
+    assert plan.run_s("ring") == 15.0 and plan.pending["ring"] == 1
+    assert plan.remaining_s() == pytest.approx(15.0 + 10.0 + 3.0)
+    plan.done("ring", 15.0)
+    plan.done("ring", 15.0)   # an extra run: nothing due goes below zero
+    assert plan.pending["ring"] == 0 and plan.run_s("ring") == 15.0
+
+
+def test_extra_runs_fit_into_what_the_budget_leaves_after_the_due_runs() -> None:
+    plan = RunPlan({"ring": 15.0, "moe": 7.0}, {"ring": 0, "moe": 2}, tail_s=3.0)
+    # 100 s budget, 40 s gone, 17 s still due (2 MoE runs + teardown): 43 s free
+    assert plan.extra_runs_fitting("ring", 4, 40.0, 100.0) == 2
+    assert plan.extra_runs_fitting("moe", 9, 40.0, 100.0) == 6
+    assert plan.extra_runs_fitting("ring", 4, 90.0, 100.0) == 0
+    assert plan.extra_runs_fitting("ring", 4, 1e6, None) == 4   # no budget: all of them
+
+
+def test_the_eta_line_says_what_is_due_and_what_the_budget_allows() -> None:
+    assert run_cli.clock(65) == "1:05" and run_cli.clock(3725) == "1:02:05"
+    due = Eta(elapsed_s=120.0, remaining_s=300.0)
+    assert run_cli.eta_text(due, 20.0) == "elapsed 2:00, ETA 5:20"
+    ad = Eta(elapsed_s=120.0, remaining_s=300.0, budget_s=510.0, adaptive=True)
+    assert ad.at_most_s == 390.0
+    assert run_cli.eta_text(ad, 20.0) == ("elapsed 2:00, ETA 5:20 (+ adaptive repetitions, "
+                                          "at most 6:50 in all: budget 8:30)")
+    assert Eta(600.0, 10.0, 510.0, adaptive=True).at_most_s == 10.0   # past the budget
+    assert Eta(1.0, 10.0, None, adaptive=True).at_most_s is None
+    assert run_cli.adaptive_text({"max_repetitions": None}) == ""
+    assert run_cli.adaptive_text({"max_repetitions": 6, "wall_budget_s": 510.0,
+                                  "added": {"ring": {"wam": 2, "rotate": 1}},
+                                  "left_by_budget": {"ring": ["wam", "rotate"]}}) == (
+        "adaptive repetitions: ring +3 (wam 2, rotate 1); the wall budget (510 s) left close "
+        "calls unsettled: ring: wam, rotate")
