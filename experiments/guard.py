@@ -15,6 +15,7 @@ check                  invalid when                                             
 =====================  ==========================================================  =========
 hidden drops           drops outside the pipeline > 0.1 % of the frames switched   HIDDEN_DROP_FRACTION
 uncounted loss         data frames lost beyond every drop counted > 0.1 % of them   HIDDEN_DROP_FRACTION
+host receive socket    any datagram dropped at an agent's receive socket            (none allowed)
 hidden queue           ingress lag p99 > max(25 % of the P4 egress delay p99,      LAG_RATIO,
                        1 frame time at the link rate)                              LAG_FLOOR_FRAMES
 host pacing            send lag p99 > 4 frame times at the link rate               SEND_LAG_FRAMES
@@ -30,6 +31,10 @@ site is hidden from the P4 program (the switches' sockets and their own discards
 the hosts' qdiscs, IP/UDP stacks and agents) and counts as hidden drops — except frames that
 reach a host whose agent is not listening (yet: the start barrier's beacons to a peer that has
 not opened its socket; or any more), which the run's protocol expects.
+
+A drop at an agent's receive socket invalidates a run however few: its buffer (16 MiB) holds
+thousands of frames, so one drop there means the agent fell that far behind its arrivals —
+a hidden queue far longer than any P4 queue.
 
 Why these. A frame time is the serialisation of one MTU frame at the link rate the emulation
 runs (fabric rate ÷ TDF). Frames reach a port at most one per frame time, so an ingress lag of
@@ -110,9 +115,10 @@ class Measures:
             # the qdisc's drops are refused sends of the agent too: the union is at least
             # the larger of the two
             "host_send": max(self.qdisc_drops, agent.get("tx_refused") or 0),
-            # udp_in_errors holds udp_rcvbuf, and the agent's socket overflows with it
-            "host_stack": sum(v for k, v in stack.items()
-                              if k not in ("udp_rcvbuf", "udp_no_port")),
+            # udp_in_errors holds udp_rcvbuf, which counts the agents' sockets' overflows
+            "host_stack": sum(v for k, v in stack.items() if k.startswith("ip_"))
+            + max(0, stack.get("udp_in_errors", 0) - stack.get("udp_rcvbuf", 0))
+            + self.receive_socket_drops,
             "agent_malformed": agent.get("rx_malformed") or 0,
             "no_listener": stack.get("udp_no_port", 0),
         }
@@ -122,6 +128,13 @@ class Measures:
         """Drops at the sites that are fidelity faults (FAULT_SITES): hidden from the P4
         program and no part of the run's protocol."""
         return sum(v for k, v in self.sites().items() if k in FAULT_SITES)
+
+    @property
+    def receive_socket_drops(self) -> int:
+        """Datagrams dropped at the agents' receive sockets (the kernel's UDP RcvbufErrors,
+        or the sockets' own count: the larger)."""
+        agent = self.agent_drops or {}
+        return max(self.host_stack.get("udp_rcvbuf", 0), agent.get("udp_socket_drops") or 0)
 
     @property
     def uncounted(self) -> int | None:
@@ -185,6 +198,10 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
         where = ", ".join(f"{k} {v}" for k, v in sites.items() if v and k in FAULT_SITES)
         reasons.append(f"{hidden} frames dropped outside the P4 pipeline "
                        f"({where}; > {drop_limit:.2%} of {m.frames_switched})")
+    rcv = m.receive_socket_drops
+    if rcv:
+        reasons.append(f"{rcv} datagrams dropped at a host's receive socket (an agent fell a "
+                       "whole socket buffer behind its arrivals: a hidden queue)")
     uncounted = m.uncounted
     if uncounted and m.data_sent and uncounted > drop_limit * m.data_sent:
         reasons.append(f"{uncounted} data frames lost where no drop was counted "

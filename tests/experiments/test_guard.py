@@ -100,13 +100,13 @@ def test_drop_sites_are_counted_once_and_only_hidden_ones_invalidate() -> None:
     # 120 tail drops and 3 program drops: results (congestion, the program's decision)
     m = Measures(frames_switched=10_000, tail_drops=120, pipeline_drops={"mark_to_drop": 3},
                  qdisc_drops=2, agent_drops={"tx_refused": 5, "rx_malformed": 0},
-                 host_stack={"udp_in_errors": 4, "udp_rcvbuf": 4, "udp_no_port": 1},
+                 host_stack={"udp_in_errors": 4, "udp_rcvbuf": 0, "udp_no_port": 1},
                  data_sent=1000, data_arrived=900)
     sites = m.sites()
     assert set(sites) == set(guard.SITES)
     assert sites["p4_queue"] == 120 and sites["p4_pipeline"] == 3
     assert sites["host_send"] == 5           # the qdisc's 2 are among the agent's 5 refusals
-    assert sites["host_stack"] == 4          # udp_rcvbuf is part of udp_in_errors
+    assert sites["host_stack"] == 4          # e.g. checksum errors
     assert sites["no_listener"] == 1         # counted, but the start barrier expects it
     assert m.hidden_drops == 9 and m.uncounted == 0
     v = judge(m, MBPS10)
@@ -117,6 +117,14 @@ def test_drop_sites_are_counted_once_and_only_hidden_ones_invalidate() -> None:
                  MBPS10).valid
     assert v.row["drops_p4_queue"] == 120 and v.row["data_frames_uncounted"] == 0
     assert '"udp_no_port": 1' in v.row["drops_detail"]
+    # one datagram dropped at an agent's receive socket is enough
+    for drops in ({"host_stack": {"udp_in_errors": 1, "udp_rcvbuf": 1}},
+                  {"agent_drops": {"udp_socket_drops": 1}}):
+        m = Measures(frames_switched=10_000, **drops)
+        assert m.hidden_drops == 1               # udp_rcvbuf is part of udp_in_errors
+        v = judge(m, MBPS10)
+        assert v.reasons == ("1 datagrams dropped at a host's receive socket (an agent fell a "
+                             "whole socket buffer behind its arrivals: a hidden queue)",)
     # the same loss with nothing counted anywhere: the account does not close
     lost = Measures(frames_switched=10_000, data_sent=1000, data_arrived=900)
     v = judge(lost, MBPS10)
@@ -124,7 +132,7 @@ def test_drop_sites_are_counted_once_and_only_hidden_ones_invalidate() -> None:
     assert v.reasons == ("100 data frames lost where no drop was counted (100 lost, 0 drops "
                          "counted at any site)",)
     # hidden drops over the threshold name their sites
-    v = judge(Measures(frames_switched=1000, host_stack={"udp_in_errors": 7, "udp_rcvbuf": 7},
+    v = judge(Measures(frames_switched=1000, host_stack={"udp_in_errors": 7, "udp_rcvbuf": 0},
                        tail_drops=50), MBPS10)
     assert v.reasons == ("7 frames dropped outside the P4 pipeline (host_stack 7; > 0.10% of "
                          "1000)",)
