@@ -118,6 +118,24 @@ def test_dctcp_alpha_and_cuts() -> None:
     assert c.window == pytest.approx(8.0)
 
 
+@pytest.mark.parametrize("cc", ["dctcp", "nscc"])
+def test_one_cut_per_window_of_data_in_flight_at_the_cut(cc: str) -> None:
+    """RFC 3168 §6.1.2: no second reduction until the data outstanding at the first one is
+    acknowledged — the window before the cut (100 packets), not the one after (50)."""
+    a = make_cc(cc, CcContext(100e9, PKT, 256), {"init_cwnd": 100})
+    a.on_nack(0.0)
+    w = a.window
+    assert w < 100 and a.reductions == 1
+    marked = 1 if cc == "dctcp" else 0   # DCTCP's inlined ACK path cuts on marks too
+    for _ in range(99):              # signals about packets sent before the cut: one event
+        a.on_nack(0.0)
+        a.on_ack(0.0, 1, marked, None)
+    assert a.reductions == 1 and a.window >= w
+    a.on_ack(0.0, 1, 0, None)        # the window in flight at the cut is acknowledged ...
+    a.on_nack(0.0)                   # ... so a new loss signal cuts again
+    assert a.reductions == 2
+
+
 def test_parameters_are_validated_by_name() -> None:
     with pytest.raises(ValueError, match="unknown congestion control"):
         cc_params("cubic")

@@ -115,8 +115,11 @@ def check_window(p: Any) -> None:
 
 class WindowControl(CongestionControl):
     """A window algorithm: cwnd in packets within [``min_cwnd``, the transport's cap],
-    starting at ``init_cwnd``, cut at most once per window of data (the cut's own window
-    must be acknowledged before the next: TCP's CWR, Swift's once-per-RTT)."""
+    starting at ``init_cwnd``, cut at most once per window of data: the data outstanding when
+    it cut — the window before the cut, for a window-limited sender — must be acknowledged
+    before the next (RFC 3168 §6.1.2, Linux's CWR until snd_una passes the cut's snd_nxt,
+    Swift's once-per-RTT). Holding only for the window after the cut let marks on packets
+    sent before it, the same congestion, cut again."""
 
     def __init__(self, params: Any, ctx: CcContext) -> None:
         super().__init__(params, ctx)
@@ -137,8 +140,8 @@ class WindowControl(CongestionControl):
         """cwnd ·= factor unless a cut is held; True if it cut."""
         if self._hold_left > 0:
             return False
+        self._hold_left = self.cwnd   # in flight at the cut: held until it is acknowledged
         self.cwnd = max(self.floor, self.cwnd * factor)
-        self._hold_left = self.cwnd
         self.reductions += 1
         return True
 

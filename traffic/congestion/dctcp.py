@@ -73,11 +73,12 @@ class Dctcp(WindowControl):
             if marked > acked:
                 marked = acked
             self._win_marked += marked
-            if hold <= 0:        # one cut per window (CWR)
+            if hold <= 0:        # one cut per window of data: the one in flight now (CWR)
+                self._hold_left = cwnd
                 cwnd *= 1 - self.alpha / 2
                 if cwnd < self.floor:
                     cwnd = self.floor
-                self._hold_left = self.ssthresh = cwnd
+                self.ssthresh = cwnd
                 self.reductions += 1
         elif cwnd < self.ssthresh:
             cwnd += acked
