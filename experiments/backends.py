@@ -181,6 +181,8 @@ class MininetBackend(Backend):
         self.ctl: Any = None
         self.priority: dict[str, int] = {}
         """How the switch processes are scheduled: {what was applied: switches}."""
+        self.prop_delay_us = 0.0
+        """Each link's propagation delay as the switches emulate it (wall µs; 0: none)."""
 
     def up(self, scheme: SchemeConfig) -> None:
         from controller import FabricController
@@ -189,9 +191,13 @@ class MininetBackend(Backend):
         p = self.cfg.parameters
         t0 = time.perf_counter()
         f = self.cfg.fabric
+        # p4switch emulates each link's propagation delay itself (no netem in this kernel);
+        # the other targets cannot, and the report says so
+        self.prop_delay_us = f.prop_delay_us if f and p.target == "p4switch" else 0.0
         self.net = FabricNet(self.spec, target=p.target, lock_timeout=p.lock_timeout_s,
                              queue_depth=f.queue_packets if f else None,
-                             socket_buffer=p.socket_buffer, switch_priority=p.switch_priority)
+                             socket_buffer=p.socket_buffer, switch_priority=p.switch_priority,
+                             prop_delay_us=self.prop_delay_us)
         self.net.start()
         self.priority = dict(self.net.priority)
         self.timings["fabric_up"] = time.perf_counter() - t0
@@ -222,6 +228,9 @@ class MininetBackend(Backend):
         for old_lk, lk in zip(self.spec.links, new.links, strict=True):
             if lk.bw_mbps and lk.bw_mbps != old_lk.bw_mbps:
                 self.net.set_link_rate(lk.a, lk.b, lk.bw_mbps)
+        if self.prop_delay_us and cfg.fabric and cfg.fabric.prop_delay_us != self.prop_delay_us:
+            self.net.set_prop_delay(cfg.fabric.prop_delay_us)
+            self.prop_delay_us = cfg.fabric.prop_delay_us
         self.cfg, self.spec = cfg, new
 
     def adopt(self, cfg: ExperimentConfig, scheme: SchemeConfig) -> None:

@@ -326,7 +326,12 @@ def dilation_section(meta: dict[str, Any]) -> list[str]:
           f"queues. Backend {meta.get('backend', '?')} at **TDF {tdf:g}**: links at "
           f"{format_rate(link / tdf)}b/s, every timer and period × {tdf:g}; every time in "
           "this report is in fabric units (measured ÷ TDF)."]
-    if tdf != 1:
+    emulated = meta.get("prop_delay_emulated_us")
+    if tdf != 1 and emulated:
+        md += [f"The switches add each link's propagation delay themselves ({emulated:g} µs "
+               "wall per link, p4switch `--port-delay`; a host's link is delayed on the switch "
+               "side, twice towards the host), on top of their own per-hop latency."]
+    elif tdf != 1:
         md += ["The emulation adds no propagation delay (no netem here): its per-hop latency "
                "is the switch processes' own."]
     dil = meta.get("dilated") or {}

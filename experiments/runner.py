@@ -250,6 +250,7 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
             be.adopt(emu, emu.schemes[0])
         else:
             be.up(emu.schemes[0])
+        run.meta["prop_delay_emulated_us"] = getattr(be, "prop_delay_us", None)  # wall µs
         priority = getattr(be, "priority", None)   # the Mininet backend's switch scheduling
         if priority:
             run.meta["switch_priority"] = priority

@@ -97,6 +97,18 @@ def _queue_rate(text: str) -> tuple[int | None, float]:
     return port, pps
 
 
+def _port_delay(text: str) -> tuple[int | None, float]:
+    """``[PORT:]US``: a propagation delay in µs (0 = none)."""
+    port, us = _port_prefixed(text)
+    try:
+        delay = float(us)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"delay must be a number of µs, got {us!r}") from None
+    if not 0 <= delay < float("inf"):
+        raise argparse.ArgumentTypeError(f"delay must be a finite number of µs >= 0, got {us!r}")
+    return port, delay
+
+
 def _port_rate(text: str) -> tuple[int | None, float]:
     """``[PORT:]RATE`` with RATE a bit rate (``100Mbps``, ``1G``, bits/s; 0 = unlimited)."""
     from p4switch.queues import parse_bit_rate
@@ -258,6 +270,17 @@ def build_parser() -> argparse.ArgumentParser:
         "port has either a --queue-rate or a --port-rate",
     )
     p.add_argument(
+        "--port-delay",
+        action="append",
+        type=_port_delay,
+        default=[],
+        metavar="[PORT:]US",
+        help="propagation delay of the link behind all ports (US) or one port (PORT:US), in "
+        "µs: a frame leaves the egress queue as before and reaches the wire US later (what "
+        "netem's delay would do; this kernel may have no netem); repeatable; 0 = none "
+        "(default); p4switch target only",
+    )
+    p.add_argument(
         "--control-socket",
         metavar="PATH",
         default=None,
@@ -384,6 +407,14 @@ def main(argv: list[str] | None = None) -> int:
         _close_ports(sw)
         what = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         return _fail(f"cannot attach port: {what}")
+
+    if args.port_delay:
+        if ebpf:
+            _close_ports(sw)
+            return _fail("--port-delay: the ebpf target emulates no propagation delay "
+                         "(docs/p4switch-ebpf.md); use the p4switch target")
+        for port, us in sorted(args.port_delay, key=lambda d: d[0] is not None):
+            sw.set_port_delay(port, us or None)
 
     if program is not None:
         try:

@@ -14,6 +14,7 @@ cmd                 arguments                                  result
                     (``"50Mbps"``/``"1G"``/bits/s; 0 = none)
 ``set_queue_rate``  ``port``, ``rate`` (packets/s; 0 = none)   the same
 ``set_queue_depth`` ``port``, ``depth`` (packets, >= 1)         the same
+``set_port_delay``  ``port``, ``delay_us`` (µs; 0 = none)       ``port``, ``delay_us``
 ``port_stats``      ``port`` (optional)                        ``{port: {counter: value, ...}}``
 ``hidden_stats``    —                                          kernel drops, ingress lag, egress
                                                                delay (``Switch.hidden_stats``)
@@ -48,7 +49,8 @@ MAX_LINE = 64 * 1024
 """Longest request line accepted; a longer one is answered with an error and the connection
 closed (a request is a few dozen bytes; this only bounds memory)."""
 MAX_PORT = 511
-COMMANDS = ("ping", "set_port_rate", "set_queue_rate", "set_queue_depth", "port_stats",
+COMMANDS = ("ping", "set_port_rate", "set_queue_rate", "set_queue_depth", "set_port_delay",
+            "port_stats",
             "hidden_stats", "seed_random")
 
 
@@ -138,6 +140,15 @@ class ControlServer:
             raise ValueError(f"'depth' must be an integer >= 1, got {depth!r}")
         self.switch.set_queue_depth(port, depth)
         return self._settings(port)
+
+    def _cmd_set_port_delay(self, req: dict[str, Any]) -> dict[str, Any]:
+        port = _port_arg(req)
+        setter = getattr(self.switch, "set_port_delay", None)
+        if setter is None:
+            raise ValueError("this target emulates no propagation delay")
+        delay = _number_arg(req, "delay_us")
+        setter(port, delay or None)
+        return {"port": port, "delay_us": delay}
 
     def _cmd_port_stats(self, req: dict[str, Any]) -> dict[str, Any]:
         port = _port_arg(req)
@@ -241,6 +252,7 @@ _ARGUMENTS: dict[str, tuple[str, ...]] = {
     "set_port_rate": ("port", "rate"),
     "set_queue_rate": ("port", "rate"),
     "set_queue_depth": ("port", "depth"),
+    "set_port_delay": ("port", "delay_us"),
     "port_stats": ("port",),
     "hidden_stats": (),
     "seed_random": ("seed",),
@@ -328,6 +340,10 @@ class ControlClient:
 
     def set_queue_depth(self, port: int | None, depth: int) -> dict[str, Any]:
         return self.call("set_queue_depth", port=port, depth=depth)
+
+    def set_port_delay(self, port: int | None, delay_us: float | None) -> dict[str, Any]:
+        """Propagation delay of ``port``'s link in µs (None: all ports); 0/None removes it."""
+        return self.call("set_port_delay", port=port, delay_us=delay_us or 0)
 
     def port_stats(self, port: int | None = None) -> dict[int, dict[str, Any]]:
         """Per port number: counters, queue settings and ``oper_state``/``oper_up``."""
@@ -417,6 +433,9 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("set-queue-depth", help="egress queue depth of a port (packets)")
     d.add_argument("port", type=_cli_port, help="port number, or 'all'")
     d.add_argument("depth", type=_cli_depth, help="packets, >= 1")
+    y = sub.add_parser("set-port-delay", help="propagation delay of a port's link (µs)")
+    y.add_argument("port", type=_cli_port, help="port number, or 'all'")
+    y.add_argument("delay_us", type=_cli_number, help="µs; 0 = none")
     s = sub.add_parser("port-stats", help="per-port counters, rates and oper state")
     s.add_argument("port", type=_cli_port, nargs="?", default=None, help="one port (default all)")
     s.add_argument("--json", action="store_true", help="print the raw JSON")
@@ -470,6 +489,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(_format_settings(c.set_queue_rate(args.port, args.pps)))
             elif args.command == "set-queue-depth":
                 print(_format_settings(c.set_queue_depth(args.port, args.depth)))
+            elif args.command == "set-port-delay":
+                r = c.set_port_delay(args.port, args.delay_us)
+                where = "all ports" if r["port"] is None else f"port {r['port']}"
+                print(f"{where}: propagation delay {r['delay_us']:g} µs")
             else:
                 stats = c.port_stats(args.port)
                 if args.json:

@@ -16,7 +16,10 @@ reads each ready port until EAGAIN (at most ``BATCH`` frames), and runs the batc
   rate-limited queues are served when their head is due. The timer is a ``select`` on the epoll
   fd (microsecond timeout; ``epoll_wait`` rounds up to whole milliseconds, eight 1500-byte frame
   times at 100 Mbps) with the loop thread's timer slack cut to 1 µs (the default 50 µs is 40 %
-  of a frame time at 100 Mbps): departures are late by tens of µs, not by a millisecond.
+  of a frame time at 100 Mbps): departures are late by tens of µs, not by a millisecond;
+* delayed, on a port with a propagation delay (``set_port_delay``, p4switch/propagation.py):
+  what its egress produced waits on the port's ``DelayLine`` and is written when due (the loop's
+  timer covers the earliest). Any delay turns the inline path off.
 
 Concurrency rule (docs/architecture.md: the pipeline is not thread-safe): ``Switch.lock`` is held around
 every pipeline call and every queue operation by the loop, and by the P4Runtime server around each
@@ -53,6 +56,7 @@ from p4switch import ir
 from p4switch.hidden import LogHistogram, switch_drop_sites
 from p4switch.pipeline import api
 from p4switch.ports import MIN_FRAME, MemoryPort, PcapNaming, Port, PortStats, RawPort
+from p4switch.propagation import DelayLine
 from p4switch.queues import DEFAULT_QUEUE_DEPTH, EgressQueues, QueueStats, ServiceRate
 
 log = logging.getLogger("p4switch")
@@ -195,6 +199,8 @@ class Switch:
         self._inline = self.queues.all_unlimited()  # no queue can hold a packet
         self._fast: _FastPath | None = None  # the pipeline's fast path, if offered
         self._inline_fast: _FastPath | None = None  # _fast if _inline else None
+        self.delay_lines: dict[int, DelayLine] = {}  # port -> its wire (a propagation delay)
+        self._in_flight: set[int] = set()  # ports whose wire holds frames (loop thread only)
 
     # clock ---------------------------------------------------------------------------------
     def now_us(self) -> int:
@@ -251,8 +257,34 @@ class Switch:
         with self.lock:
             return self.queues.rate(port)
 
+    def set_port_delay(self, port: int | None, delay_us: float | None) -> None:
+        """Propagation delay of the link behind ``port`` (all attached ports when None), in
+        µs; None/0 removes it (frames already on the wire still arrive when due). Frames leave
+        the egress queue as before and reach the socket ``delay_us`` later."""
+        if delay_us is not None and not (delay_us >= 0 and delay_us < float("inf")):
+            raise ValueError(f"a propagation delay is a finite number of µs >= 0, got {delay_us!r}")
+        with self.lock:
+            for p in (list(self.ports) if port is None else [port]):
+                line = self.delay_lines.get(p)
+                if not delay_us:
+                    if line is not None:
+                        del self.delay_lines[p]
+                        self._send_due(line, float("inf"))  # what was on the wire arrives
+                elif line is None:
+                    self.delay_lines[p] = DelayLine(p, float(delay_us))
+                else:  # frames in flight keep their arrival times; new ones get the new delay
+                    line.delay_us = float(delay_us)
+            self._rates_changed()
+        self._wake()
+
+    def port_delay(self, port: int) -> float:
+        """The propagation delay of port ``port``'s link in µs (0: none)."""
+        with self.lock:
+            line = self.delay_lines.get(port)
+            return line.delay_us if line is not None else 0.0
+
     def _rates_changed(self) -> None:
-        self._inline = self.queues.all_unlimited()
+        self._inline = self.queues.all_unlimited() and not self.delay_lines
         self._inline_fast = self._fast if self._inline else None
 
     def set_queue_depth(self, port: int | None, depth: int) -> None:
@@ -502,6 +534,7 @@ class Switch:
         now_us = self.now_us
         run_batch = self._run_batch
         backlogged = queues.backlogged  # these containers are never replaced, only mutated
+        in_flight = self._in_flight
         inject = self._inject
         pending_in = self._pending_packet_in
         pending_digests = self._pending_digests
@@ -512,8 +545,12 @@ class Switch:
         while not self._stopping:
             timeout = _MAX_IDLE_WAIT
             timed = False  # a queue head is due: wait with µs resolution
-            if backlogged:
-                due = queues.next_departure_us()
+            if backlogged or in_flight:
+                due = queues.next_departure_us() if backlogged else None
+                if in_flight:
+                    wire = self.next_wire_due_us()
+                    if wire is not None and (due is None or wire < due):
+                        due = wire
                 if due is not None:
                     timeout = min(timeout, max(0.0, (due - now_us()) / 1e6))
                     timed = timeout > 0.0 and fine_timer
@@ -556,13 +593,15 @@ class Switch:
                     self._log_error("packet loop error")
                 finally:
                     release()
-            if inject or backlogged:
+            if inject or backlogged or in_flight:
                 with lock:
                     try:
                         if inject:
                             self._drain_injected()
                         if backlogged:
                             self._serve_queues()
+                        if in_flight:
+                            self._serve_wires()
                     except Exception:
                         self.counters.pipeline_errors += 1
                         self._log_error("packet loop error")
@@ -843,6 +882,36 @@ class Switch:
             self._enqueue(j, now)
 
     def _transmit(self, port: int, data: bytes) -> None:
+        line = self.delay_lines.get(port)
+        if line is not None:
+            line.push(self.now_us(), data)
+            self._in_flight.add(port)
+            return
+        self._send_now(port, data)
+
+    def _send_due(self, line: DelayLine, now_us: float) -> None:
+        """Write the frames of ``line`` that have arrived by ``now_us`` (loop thread)."""
+        for data in line.pop_due(now_us):
+            self._send_now(line.port, data)
+
+    def _serve_wires(self) -> None:
+        now = self.now_us()
+        lines = self.delay_lines
+        for port in list(self._in_flight):
+            line = lines.get(port)
+            if line is not None:
+                self._send_due(line, now)
+                if len(line):
+                    continue
+            self._in_flight.discard(port)
+
+    def next_wire_due_us(self) -> float | None:
+        """When the earliest frame on any port's wire arrives (None: no frame in flight)."""
+        due = [t for p in self._in_flight if (line := self.delay_lines.get(p)) is not None
+               and (t := line.next_due_us()) is not None]
+        return min(due) if due else None
+
+    def _send_now(self, port: int, data: bytes) -> None:
         p = self.ports.get(port)
         if p is not None:
             p.send(data)

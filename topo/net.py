@@ -62,7 +62,8 @@ class FabricNet:
                  run_dir: str | Path | None = None, pcap: bool = False,
                  log_level: str = "warn", lock_timeout: float = 0.0,
                  ready_timeout: float = 60.0, queue_depth: int | None = None,
-                 socket_buffer: int | None = None, switch_priority: str = "none") -> None:
+                 socket_buffer: int | None = None, switch_priority: str = "none",
+                 prop_delay_us: float = 0.0) -> None:
         if target not in TARGETS:
             raise TopoError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
         if target == Target.BMV2 and (missing := BMv2Switch.missing_tools()):
@@ -73,8 +74,16 @@ class FabricNet:
             BMv2Switch.p4c_include_env()
         if target == Target.EBPF and (why := EbpfP4Switch.missing()):
             raise TopoError(f"target ebpf: {why}")
+        if not 0 <= prop_delay_us < float("inf"):
+            raise TopoError(f"propagation delay must be >= 0 µs, got {prop_delay_us!r}")
+        if prop_delay_us and target != Target.P4SWITCH:
+            raise TopoError(f"target {target} emulates no propagation delay (this kernel has "
+                            "no netem; p4switch delays frames itself): use target p4switch "
+                            "or a delay of 0")
         spec.validate()
         self.spec = spec
+        self.prop_delay_us = prop_delay_us
+        """Every link's propagation delay, µs (the p4switch ports add it; 0: none)."""
         self.target = target
         self.pcap = pcap
         self.log_level = log_level
@@ -122,7 +131,8 @@ class FabricNet:
                                        pcap=self.pcap, log_level=self.log_level,
                                        **({k: v for k, v in self.switch_opts.items() if v}
                                           if self.target in (Target.P4SWITCH, Target.EBPF) else {}))
-        self.net = Mininet(topo=SpecTopo(self.spec), switch=switch_cls, host=P4Host,
+        self.net = Mininet(topo=SpecTopo(self.spec, self.prop_delay_us), switch=switch_cls,
+                           host=P4Host,
                            link=FabricLink, controller=None, build=False, autoSetMacs=False)
         # record what the build creates as it goes: a failure half-way is still undoable
         self.run.record_intfs([f"{lk.a if lk.a in self.spec.switches else lk.b}"
@@ -250,6 +260,28 @@ class FabricNet:
         self.run.record_pid(sw.name, sw.proc_pid)
         sw.wait_ready(timeout)
         prioritise(sw.proc_pid, self.switch_priority)
+
+    def set_prop_delay(self, delay_us: float) -> None:
+        """Every link's propagation delay from now on (µs; 0: none), through each p4switch's
+        control socket (a calibration ramp changes the TDF without a new fabric)."""
+        from p4switch.control import ControlClient
+
+        if not 0 <= delay_us < float("inf"):
+            raise TopoError(f"propagation delay must be >= 0 µs, got {delay_us!r}")
+        if delay_us and self.target != Target.P4SWITCH:
+            raise TopoError(f"target {self.target} emulates no propagation delay")
+        if self.net is None:
+            raise TopoError("fabric not started")
+        topo = SpecTopo(self.spec, delay_us)
+        for sw in self.switches:
+            if not isinstance(sw, P4Switch) or isinstance(sw, BMv2Switch):
+                continue
+            delays = topo.port_delays(sw.name)
+            with ControlClient(str(sw.control_socket)) as c:
+                for port, us in sorted(delays.items()):
+                    c.set_port_delay(port, us)
+            sw.port_delays = delays if delay_us else {}
+        self.prop_delay_us = delay_us
 
     def set_link_rate(self, a: str, b: str, mbps: float) -> None:
         """Change an a-b link's rate at run time, both directions: switch ends through the

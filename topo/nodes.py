@@ -53,7 +53,8 @@ class P4Switch(Switch):
     def __init__(self, name: str, spec: SwitchSpec | None = None, run_dir: str | Path = ".",
                  port_rates: dict[int, float] | None = None, pcap: bool = False,
                  log_level: str = "warn", queue_depth: int | None = None,
-                 socket_buffer: int | None = None, **params) -> None:
+                 socket_buffer: int | None = None,
+                 port_delays: dict[int, float] | None = None, **params) -> None:
         if spec is None:
             raise TopoError(f"switch {name}: no SwitchSpec (build the net from a FabricSpec)")
         params.setdefault("dpid", f"{spec.device_id:016x}")
@@ -62,6 +63,8 @@ class P4Switch(Switch):
         self.spec = spec
         self.run_dir = Path(run_dir)
         self.port_rates = dict(port_rates or {})
+        self.port_delays = dict(port_delays or {})
+        """Propagation delay (µs) per port (``--port-delay``; topo.topos.SpecTopo)."""
         self.pcap = pcap
         self.log_level = log_level
         self.queue_depth = queue_depth
@@ -96,6 +99,9 @@ class P4Switch(Switch):
                 "--control-socket", str(self.control_socket)]
         for port, mbps in sorted(self.port_rates.items()):
             cmd += ["--port-rate", f"{port}:{round(mbps * 1e6)}"]
+        for port, us in sorted(self.port_delays.items()):
+            if us:
+                cmd += ["--port-delay", f"{port}:{float(us)!r}"]
         if self.queue_depth:
             cmd += ["--queue-depth", str(self.queue_depth)]
         if self.socket_buffer:

@@ -14,10 +14,13 @@ from model.spec import FabricSpec, fat_tree, leaf_spine
 
 
 class SpecTopo(Topo):
-    """Every node and link of ``spec``; links carry ``bw`` (Mbps) for the host-side shaper."""
+    """Every node and link of ``spec``; links carry ``bw`` (Mbps) for the host-side shaper.
+    ``prop_delay_us`` > 0: every link's propagation delay, emulated by the switches
+    (``port_delays``)."""
 
-    def __init__(self, spec: FabricSpec, **opts) -> None:
+    def __init__(self, spec: FabricSpec, prop_delay_us: float = 0.0, **opts) -> None:
         self.spec = spec
+        self.prop_delay_us = prop_delay_us
         super().__init__(**opts)
 
     def build(self, **_opts) -> None:
@@ -26,7 +29,9 @@ class SpecTopo(Topo):
         for sw in spec.switches.values():
             self.addSwitch(sw.name, spec=sw, role=sw.role, pod=sw.pod,
                            ports=spec.ports(sw.name), port_rates=self.port_rates(sw.name),
-                           dpid=f"{sw.device_id:016x}")
+                           dpid=f"{sw.device_id:016x}",
+                           **({"port_delays": self.port_delays(sw.name)}
+                              if self.prop_delay_us else {}))
         for h in spec.hosts.values():
             self.addHost(h.name, spec=h, ip=f"{h.ip}/{h.prefixlen}", mac=h.mac, pod=h.pod,
                          peers=host_ips)
@@ -37,6 +42,16 @@ class SpecTopo(Topo):
         """Link rate (Mbps) of each port of ``switch`` that has one."""
         return {lk.port_of(switch): lk.bw_mbps for lk in self.spec.node_links(switch)
                 if lk.bw_mbps}
+
+
+    def port_delays(self, switch: str) -> dict[int, float]:
+        """Propagation delay (µs) each port of ``switch`` adds to the frames it sends. A link
+        between two switches is delayed by its sender in each direction; a host's link by the
+        switch alone, twice over on the way to the host (hosts send through HTB, which cannot
+        delay): every host-to-host path then has its exact one-way delay, links x delay."""
+        d = self.prop_delay_us
+        return {lk.port_of(switch): 2 * d if lk.other(switch)[0] in self.spec.hosts else d
+                for lk in self.spec.node_links(switch)}
 
 
 class FatTreeTopo(SpecTopo):

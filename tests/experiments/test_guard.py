@@ -188,7 +188,9 @@ def _fabric_run(tmp_path: Path, name: str, tdf: float, size: str, socket_buffer:
 
     cfg = from_dict({
         "name": name, "backend": "mininet",
-        "fabric": {"link_rate": "100G", "queue_packets": 64},
+        # 10 ns links: 4 ms of wall time each at TDF 400 000 (the default 1 µs would be 400 ms,
+        # a 3.2 s RTT against the 300 ms RTO this test runs with)
+        "fabric": {"link_rate": "100G", "queue_packets": 64, "prop_delay_us": 0.01},
         "topology": {"kind": "leafspine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2},
         "schemes": ["random"],
         "workloads": [{"name": "a2a", "schedule": "alltoall", "size": size, "window": 64,

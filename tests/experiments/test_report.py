@@ -97,3 +97,15 @@ def test_report_cli_rejects_a_non_results_dir(tmp_path: Path,
     assert "not an experiment results directory" in capsys.readouterr().err
     root = _results(tmp_path / "ok")
     assert report.main([str(root)]) == 0
+
+
+def test_report_says_whether_the_switches_emulated_the_delay() -> None:
+    from experiments.report import dilation_section
+
+    meta = {"tdf": 1000.0, "backend": "mininet",
+            "fabric": {"link_rate": "100G", "prop_delay_us": 0.1, "mtu": 1500,
+                       "queue_packets": 64}}
+    text = "\n".join(dilation_section({**meta, "prop_delay_emulated_us": 100.0}))
+    assert "The switches add each link's propagation delay themselves (100 µs wall" in text
+    assert "adds no propagation delay" not in text
+    assert "adds no propagation delay" in "\n".join(dilation_section(meta))

@@ -27,7 +27,7 @@ def test_help_explains_every_flag():
     for flag in ("-i PORT@IFACE", "--device-id", "--grpc-server-addr", "127.0.0.1:9559",
                  "--cpu-port", "--no-p4", "--pcap", "--log-level", "--queue-depth",
                  "--queue-rate", "--drop-port", "--entries", "--port-rate", "100Mbps",
-                 "--control-socket"):
+                 "--control-socket", "--port-delay"):
         assert flag in r.stdout
 
 
@@ -44,6 +44,8 @@ def test_help_explains_every_flag():
         (["--no-p4", "--port-rate", "x:1G"], "not an integer"),
         (["--no-p4", "--port-rate", "3:1G", "--queue-rate", "3:100"], "port 3 has both"),
         (["--no-p4", "--port-rate", "1G", "--queue-rate", "100"], "every port has both"),
+        (["--no-p4", "--port-delay", "2:soon"], "delay must be a number of µs"),
+        (["--no-p4", "--port-delay", "-5"], "delay must be a finite number of µs >= 0"),
         (["--no-p4", "--cpu-port", "600"], "out of range"),
         (["--no-p4", "-i", "1@a", "-i", "1@b"], "port 1 given twice"),
         (["--no-p4", "--no-grpc", "-i", "1@p4ft-no-such-if"], "cannot attach port"),

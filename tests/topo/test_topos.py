@@ -68,3 +68,14 @@ def test_spec_topo_from_any_spec() -> None:
     spec = leaf_spine(2, 1, 1, 1)
     t = SpecTopo(spec)
     assert sorted(t.nodes()) == sorted([*spec.switches, *spec.hosts])
+
+
+def test_port_delays_give_every_host_path_its_one_way_delay() -> None:
+    spec = leaf_spine(2, 2, 2)
+    t = SpecTopo(spec, prop_delay_us=50.0)
+    leaf = t.nodeInfo("leaf1")["port_delays"]
+    assert leaf == {1: 100.0, 2: 100.0, 3: 50.0, 4: 50.0}   # host ports twice: hosts cannot delay
+    assert set(t.nodeInfo("spine1")["port_delays"].values()) == {50.0}
+    # one way, host -> leaf -> spine -> leaf -> host: 4 links, delayed at 3 switch egresses
+    assert leaf[3] + t.nodeInfo("spine1")["port_delays"][2] + leaf[1] == 4 * 50.0
+    assert "port_delays" not in SpecTopo(spec).nodeInfo("leaf1")   # no delay: nothing passed
