@@ -135,3 +135,66 @@ def test_clone_redirect_in_namespaces() -> None:
             s.close()
         sw.stop(log_stats=False)
         t.destroy()
+
+
+def test_pre_entries_written_over_p4runtime_replicate_in_the_kernel() -> None:
+    """A multicast group and a clone session written as P4Runtime PRE entries (and a batch
+    that fails and rolls back) are what the program replicates by."""
+    import grpc
+    from p4.v1 import p4runtime_pb2
+
+    from p4switch import p4info
+    from p4switch.ebpf.dataplane import EbpfPipeline
+    from p4switch.runtime import start_server
+    from p4switch.switch import Switch
+    from tests.netutil import free_port
+
+    sys.path.insert(0, str(ROOT / "tests" / "runtime"))
+    from runtime_client import RawClient, sample_bundle_bytes
+
+    prog = compile_file(str(PROGRAM))
+    sw = Switch(device_id=1, pipeline_factory=lambda p, **kw: EbpfPipeline(p, test_mode=True,
+                                                                           **kw))
+    addr = f"127.0.0.1:{free_port()}"
+    server = start_server(sw, addr, compiler=lambda bundle: prog)
+    sw.start()
+    client = RawClient(addr)
+    U = p4runtime_pb2.Update
+
+    def pre(utype: int, kind: str, key: int, *replicas: tuple[int, int]) -> p4runtime_pb2.Update:
+        upd = U(type=utype)
+        e = getattr(upd.entity.packet_replication_engine_entry, kind)
+        setattr(e, "multicast_group_id" if kind == "multicast_group_entry" else "session_id",
+                key)
+        for port, rid in replicas:
+            e.replicas.add(egress_port=port, instance=rid)
+        return upd
+
+    try:
+        client.arbitrate()
+        client.set_pipeline(p4info.build_p4info(prog), sample_bundle_bytes())
+        pl = sw.pipeline
+        assert isinstance(pl, EbpfPipeline)
+        client.write(pre(U.INSERT, "multicast_group_entry", 2, (3, 7), (4, 8)),
+                     pre(U.INSERT, "clone_session_entry", 5, (2, 0)))
+        mcast = bytes(12) + b"\x90\x00" + bytes([1, 1]) + bytes(4)  # group 2
+        i2e = bytes(12) + b"\x90\x00" + bytes([2, 0]) + bytes(4)  # session 5, then port 1
+        assert [(o.port, o.data[17]) for o in pl.process(mcast, 1, 0).outputs] == [(3, 7),
+                                                                                     (4, 8)]
+        assert [o.port for o in pl.process(i2e, 1, 0).outputs] == [2, 1]
+        # a rolled-back batch whose second update fails leaves the kernel's group as it was
+        rollback = p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR
+        with pytest.raises(grpc.RpcError):
+            client.write(pre(U.MODIFY, "multicast_group_entry", 2, (2, 9)),
+                         pre(U.DELETE, "clone_session_entry", 99), atomicity=rollback)
+        assert [o.port for o in pl.process(mcast, 1, 0).outputs] == [3, 4]
+        client.write(pre(U.MODIFY, "multicast_group_entry", 2, (2, 9)))
+        assert [o.port for o in pl.process(mcast, 1, 0).outputs] == [2]
+        client.write(pre(U.DELETE, "multicast_group_entry", 2))
+        assert pl.process(mcast, 1, 0).outputs == []
+    finally:
+        client.close()
+        server.stop(0).wait()
+        sw.stop(log_stats=False)
+        if isinstance(sw.pipeline, EbpfPipeline):
+            sw.pipeline.close()
