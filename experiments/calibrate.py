@@ -59,6 +59,10 @@ def cached(cfg: ExperimentConfig) -> dict[str, Any] | None:
     return calibration.read_cache().get(cache_key(cfg))
 
 
+class CalibrationError(RuntimeError):
+    """No rate of the ramp completed a run: there is no TDF to run the experiment at."""
+
+
 @dataclass
 class Calibration:
     tdf: float | None
@@ -214,7 +218,7 @@ def calibrated_tdf(cfg: ExperimentConfig, force: bool = False, log: Any = print,
             # completed, so experiments still run; the guard then marks their runs invalid
             done = [r for r in cal.ramp if r.get("completed")]
             if not done:
-                raise RuntimeError("calibration: no emulated rate down to "
+                raise CalibrationError("calibration: no emulated rate down to "
                                    f"{min(RAMP_MBPS)} Mb/s completed a run on this machine: "
                                    + (cal.ramp[-1]["invalid_reason"] if cal.ramp else "no run"))
             tdf = cal.tdf = max(r["tdf"] for r in done)
@@ -254,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         tdf = calibrated_tdf(cfg, force=a.force)
-    except RuntimeError as e:
+    except CalibrationError as e:
         print(f"experiments.calibrate: {e}", file=sys.stderr)
         return 1
     print(f"TDF {tdf:g}: {cfg.fabric.link_rate}b/s fabric links run at "

@@ -180,8 +180,14 @@ def main(argv: list[str] | None = None) -> int:
                   start=lambda what: bar.update(task, description=f"{cfg.name}: {what}"),
                   done=done, log=lambda line: bar.console.print(line, markup=False),
                   tdf=tdf_known)
+    from .calibrate import CalibrationError
     with bar:
-        run = run_experiment(cfg, a.out, progress=hooks, report=False)
+        try:
+            run = run_experiment(cfg, a.out, progress=hooks, report=False)
+        except CalibrationError as e:
+            bar.stop()
+            print(f"experiments.run: {e}", file=sys.stderr)
+            return 1
         if a.beside_sim and cfg.backend != "sim":
             # the simulator is deterministic but for the seed: one repetition costs a tenth
             # of the emulation's wall time per run and gives its ranking

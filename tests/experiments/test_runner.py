@@ -270,3 +270,19 @@ def test_calibration_runs_on_the_experiments_own_fabric(tmp_path: Path,
     assert calls == ["ramp", "adopt 1", "run", "down"]
     assert run.meta["interrupted"] is None
     assert run.meta["tdf"] == 100_000.0 and "calibration" in run.meta["phases"]
+
+
+def test_a_calibration_that_finds_no_rate_is_a_one_line_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    from experiments.calibrate import CalibrationError
+
+    def fail(*a, **k):  # noqa: ANN002, ANN003
+        raise CalibrationError("calibration: no emulated rate down to 0.5 Mb/s completed a run")
+
+    good = tmp_path / "good.yaml"
+    good.write_text(json.dumps(TINY))
+    monkeypatch.setattr(run_cli, "run_experiment", fail)
+    assert run_cli.main([str(good), "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["experiments.run: calibration: no emulated rate down to 0.5 Mb/s completed "
+                   "a run"]
