@@ -46,7 +46,7 @@ reorder anything a hardware switch would not. The host's pacer may wake late by 
 at its p99 (a late wake delays that send and the next, the host's rate dips by < 1 %). Each
 figure is a quantile over every frame (p4switch/hidden.py), within ``RELATIVE_ERROR`` (3.1 %)
 of the true one; a verdict that close to its threshold is said to be marginal in the reason.
-With the switches at real-time priority (experiments/priority.py) the demo's ring at 4 Mb/s
+With the switches at real-time priority (topo/priority.py) the demo's ring at 4 Mb/s
 (TDF 25,000, load average 9) had an ingress lag p99 of 0.53 ms (0.17 frame times) against an
 egress delay p99 of 7.0 ms, and a send lag p99 of 3.8 ms (1.2 frame times); at 8 Mb/s the hosts
 could no longer pace (8.1 ms > 5.9 ms).
