@@ -239,7 +239,9 @@ class TransportSettings:
     0: no marking). The workload's ``rto_ms`` is the RTO before the first RTT sample.
     The transport's own timers (None: the backend's default; a file with a fabric block
     states them in fabric µs, as every other time): ``ack_delay_us`` the receivers'
-    delayed-ACK timer (the simulator's 50 µs), ``tick_us`` the granularity at which RTO and
+    delayed-ACK timer (the simulator's 50 µs, but at most a quarter of ``min_rto_us``: an ACK
+    held longer than the RTO floor times the sender out spuriously; RFC 5681 §4.2 and Linux
+    keep the delay well below the minimum RTO, 40 of 200 ms), ``tick_us`` the granularity at which RTO and
     delayed-ACK timers are looked at (a tenth of ``min_rto_us``: RFC 6298's clock
     granularity G well below the RTO), ``pace_credit_us`` how far an agent's pacer may fall
     behind and catch up in a burst (1 µs, ~8 full packets at 100 Gb/s; the simulator's NICs
@@ -661,7 +663,8 @@ def _transport(v: Any, has_fabric: bool) -> TransportSettings:
     fab = has_fabric
     return TransportSettings(
         cc=cc, params=params, min_rto_us=lo, max_rto_us=hi, ecn_threshold=k,
-        ack_delay_us=_num(d, "ack_delay_us", p, 50.0 if fab else None, positive=True),
+        ack_delay_us=_num(d, "ack_delay_us", p, min(50.0, lo / 4) if fab and lo else None,
+                          positive=True),
         tick_us=_num(d, "tick_us", p, lo / 10 if fab and lo else None, positive=True),
         pace_credit_us=_num(d, "pace_credit_us", p, 1.0 if fab else None, lo=0.0))
 

@@ -122,6 +122,8 @@ def test_a_fabric_file_states_default_timers_in_fabric_units() -> None:
     d = {**FABRIC_FILE, "transport": {"cc": "dctcp"}}
     t = from_dict(d).transport
     assert (t.ack_delay_us, t.tick_us, t.pace_credit_us) == (50.0, 20.0, 1.0)  # 200 µs / 10
+    short = from_dict({**d, "transport": {"cc": "dctcp", "min_rto_us": 20}}).transport
+    assert (short.ack_delay_us, short.tick_us) == (5.0, 2.0)   # below the RTO floor
     a = _agent_from_file(d)
     assert a.transport.tick == pytest.approx(20e-6 * TDF)
     assert a.transport.ack_delay == pytest.approx(50e-6 * TDF)
