@@ -57,3 +57,21 @@ def test_agents_leave_once_their_peers_finished(bridged_hosts, tmp_path):  # noq
         m = json.loads((tmp_path / f"h{i}" / f"rank{i}.json").read_text())
         assert m["completed"], m["error"]
         assert "left: peers finished" in out, out
+
+
+def test_agents_do_not_wait_for_a_long_tick(bridged_hosts, tmp_path):  # noqa: F811
+    """The timer tick is a fabric time, dilated: seconds of wall time at a large TDF. The
+    start barrier and the end of a compute phase must not wait for it. With a 25 s tick an
+    agent that relied on ticks for them ran past the 45 s timeout (measured: two BSP
+    iterations took 32 s with a 15 s tick); one that does not finishes in seconds, and a
+    loss recovered at the next tick (RTOs are looked at on ticks) still fits."""
+    start_at = time.time() + 1.0
+    run_agents(bridged_hosts, lambda i: [
+        "--schedule", "ring_allreduce", "--ranks", "4", "--size", "100000",
+        "--iterations", "2", "--compute-us", "20000",
+        "--hosts", HOST_IPS, "--rate", "200M", "--rto-ms", "50", "--tick-ms", "25000",
+        "--start-at", repr(start_at), "--timeout", "45", "--out", str(tmp_path / f"h{i}")])
+    for i in range(HOSTS):
+        m = json.loads((tmp_path / f"h{i}" / f"rank{i}.json").read_text())
+        assert m["completed"], m["error"]
+        assert len(m["steps"]) == 2 * 2 * (HOSTS - 1)
