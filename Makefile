@@ -45,8 +45,8 @@ CONFIG ?= $(DEMO_CONFIG)
 
 demo:
 	$(if $(filter 0,$(shell id -u)),,$(error make demo needs root (a Mininet fabric of 20 P4 switches: sudo make demo); make demo-batch runs without root))
-	@$(MAKE) --no-print-directory setup
-	@$(PY) -m experiments.run $(DEMO_CONFIG) --beside-sim
+	@t0=$$(date +%s.%N); $(MAKE) --no-print-directory setup && \
+	  $(PY) -m experiments.run $(DEMO_CONFIG) --beside-sim --since $$t0
 
 # the smallest time-dilation factor this machine keeps the demo's fabric link-bound at
 # (cached in ~/.cache/p4fabric; make demo calibrates by itself when nothing is cached)

@@ -319,7 +319,8 @@ class Parameters:
     """Mininet backend: the switch processes' CPU scheduling (topo/priority.py):
     ``realtime`` (SCHED_RR 1, falling back to nice), ``nice`` or ``none``."""
     wall_budget_s: float | None = dim(Dim.WALL, None)
-    """Wall-clock seconds the runner may take, calibration included: a repetition beyond
+    """Wall-clock seconds the runner may take, calibration included, counted from its start or
+    from ``experiments.run --since`` (make demo: its own start, set-up included): a repetition beyond
     ``repetitions`` (``max_repetitions``) starts only if the time so far plus its estimate
     (experiments/eta.py) fits. The ``repetitions`` themselves always run. None: no bound."""
 

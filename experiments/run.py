@@ -43,6 +43,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--include-invalid", action="store_true",
                    help="keep runs the fidelity guard called invalid in the table and ranking")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--since", type=float, metavar="EPOCH",
+                   help="count the wall budget (parameters.wall_budget_s) and the ETA from this "
+                   "time.time() (make demo passes its own start, set-up included)")
     return p
 
 
@@ -183,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     from .calibrate import CalibrationError
     with bar:
         try:
-            run = run_experiment(cfg, a.out, progress=hooks, report=False)
+            run = run_experiment(cfg, a.out, progress=hooks, report=False, since=a.since)
         except CalibrationError as e:
             bar.stop()
             print(f"experiments.run: {e}", file=sys.stderr)

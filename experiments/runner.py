@@ -173,9 +173,12 @@ def iteration_times(ranks: list[dict[str, Any]]) -> dict[int, float]:
 # ---- the experiment ----------------------------------------------------------------------------
 def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                    progress: Progress | None = None, report: bool = True,
-                   backend: Backend | None = None, root: Path | None = None) -> ExperimentRun:
+                   backend: Backend | None = None, root: Path | None = None,
+                   since: float | None = None) -> ExperimentRun:
     """Run every (workload, scheme, repetition) of ``cfg``; returns where the results are
-    (``root`` if given, else a new ``out_root/<name>/<timestamp>``)."""
+    (``root`` if given, else a new ``out_root/<name>/<timestamp>``). ``since``: the wall-clock
+    time (``time.time()``) the wall budget and the ETA count from (``make demo``: its own
+    start, set-up included); default now."""
     progress = progress or Progress()
     if root is None:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -188,6 +191,7 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
     (root / "config.yaml").write_text(yaml.safe_dump(cfg.source, sort_keys=False))
     spec = cfg.spec()
     t_all = time.perf_counter()
+    t_since = t_all - (max(0.0, time.time() - since) if since else 0.0)   # the budget's start
     be, calibrated = backend, False
     if backend is None and needs_calibration(cfg):
         # calibrate on the experiment's own fabric: it stays up for the runs (adopt below)
@@ -222,7 +226,8 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
         phases["calibration"] = round(t_cal, 3)
     budget = cfg.parameters.wall_budget_s
     adaptive: dict[str, Any] = {"max_repetitions": cfg.max_repetitions,
-                                "wall_budget_s": budget, "added": {}, "left_by_budget": {}}
+                                "wall_budget_s": budget, "added": {}, "left_by_budget": {},
+                                "before_runner_s": round(t_all - t_since, 3)}
     run.meta["adaptive"] = adaptive
     old = _install_sigterm()
     try:
@@ -241,7 +246,7 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
         plan = RunPlan(priors, {w.name: len(cfg.schemes) * cfg.repetitions
                                 * (w.bsp.iterations if w.bsp else 1) for w in cfg.workloads},
                        tail_s=be.timings.get("teardown", 3.0) if cfg.backend != "sim" else 0.0)
-        ctx = _Ctx(run, be, rec, spec, progress, plan, t_all, budget,
+        ctx = _Ctx(run, be, rec, spec, progress, plan, t_since, budget,
                    adaptive=(cfg.max_repetitions or 0) > cfg.repetitions)
         progress.start(f"fabric up ({cfg.backend})")
         if calibrated:
@@ -272,7 +277,7 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
             for w, w_emu in list(open_ws):
                 more = _settle_close_calls(run, cfg, w, reps[w.name])
                 fit = plan.extra_runs_fitting(w.name, len(more),
-                                              time.perf_counter() - t_all, budget)
+                                              time.perf_counter() - t_since, budget)
                 if fit < len(more):
                     adaptive["left_by_budget"][w.name] = more[fit:]
                 if fit == 0:
@@ -324,7 +329,8 @@ class _Ctx:
     spec: Any
     progress: Progress
     plan: RunPlan
-    t_all: float
+    t_since: float
+    """perf_counter() at the budget's start (``since``; else the runner's)."""
     budget: float | None
     adaptive: bool
 
@@ -443,7 +449,7 @@ def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
         eta = Eta(0.0, 0.0)
         if ctx is not None:
             ctx.plan.done(w.name, time.perf_counter() - t_it)
-            eta = Eta(time.perf_counter() - ctx.t_all, ctx.plan.remaining_s(), ctx.budget,
+            eta = Eta(time.perf_counter() - ctx.t_since, ctx.plan.remaining_s(), ctx.budget,
                       ctx.adaptive)
         progress.done(what, row, eta)
         if w.bsp and w.bsp.lb_bsp:

@@ -286,3 +286,20 @@ def test_a_calibration_that_finds_no_rate_is_a_one_line_error(
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["experiments.run: calibration: no emulated rate down to 0.5 Mb/s completed "
                    "a run"]
+
+
+def test_the_wall_budget_counts_from_since(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    cfg = from_dict({**TINY, "repetitions": 2, "max_repetitions": 4,
+                     "parameters": {"seed": 1, "wall_budget_s": 3600}})
+    a, b = (s.label for s in cfg.schemes)
+    monkeypatch.setattr(runner, "_settle_close_calls", lambda run, cfg, w, reps: [
+        s for s in (a, b) if reps[s] < (cfg.max_repetitions or 0)])
+    # an hour of the budget went before the runner (make demo's set-up, say): nothing is added
+    run = runner.run_experiment(cfg, tmp_path, report=False, backend=Quiet(cfg, cfg.spec()),
+                                since=time.time() - 3600)
+    assert len(pd.read_csv(run.root / "runs.csv")) == 4
+    assert run.meta["adaptive"]["left_by_budget"] == {"ring": [a, b]}
+    assert run.meta["adaptive"]["before_runner_s"] >= 3600
