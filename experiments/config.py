@@ -241,9 +241,9 @@ class TransportSettings:
     states them in fabric µs, as every other time): ``ack_delay_us`` the receivers'
     delayed-ACK timer (the simulator's 50 µs, but at most a quarter of ``min_rto_us``: an ACK
     held longer than the RTO floor times the sender out spuriously; RFC 5681 §4.2 and Linux
-    keep the delay well below the minimum RTO, 40 of 200 ms), ``tick_us`` the granularity at which RTO and
-    delayed-ACK timers are looked at (a tenth of ``min_rto_us``: RFC 6298's clock
-    granularity G well below the RTO), ``pace_credit_us`` how far an agent's pacer may fall
+    keep the delay well below the minimum RTO, 40 of 200 ms), ``tick_us`` the granularity at
+    which RTO and delayed-ACK timers are looked at (a tenth of ``min_rto_us``: RFC 6298's
+    clock granularity G well below the RTO), ``pace_credit_us`` how far an agent's pacer may fall
     behind and catch up in a burst (1 µs, ~8 full packets at 100 Gb/s; the simulator's NICs
     never fall behind)."""
 
