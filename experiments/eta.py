@@ -3,7 +3,8 @@
 The runner keeps one :class:`RunPlan`: the runs still due per workload and each run's measured
 wall time (everything between two runs included: scheme change, settle, probes, counters,
 writing the tables). It answers two questions: the progress line's ETA, and whether another
-adaptive repetition (``max_repetitions``) still fits into ``parameters.wall_budget_s``. Before
+adaptive repetition (``max_repetitions``) still fits into ``parameters.wall_budget_s`` (and
+:func:`adaptive_text` says afterwards what was added and left, for the CLI and the report). Before
 a workload's first run its duration is a prior from the topology's ideal bound (the fastest
 the fabric could carry it) times the TDF, with the measured spraying overshoot and the fixed
 per-run costs on top; the first measured run replaces it.
@@ -12,6 +13,7 @@ per-run costs on top; the first measured run replaces it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 PRIOR_OVERSHOOT = 1.3
 """A run's CCT over the ideal bound before anything was measured: the demo's spraying schemes
@@ -67,3 +69,21 @@ class RunPlan:
         if per <= 0:
             return wanted
         return max(0, min(wanted, int(free // per)))
+
+
+def adaptive_text(adaptive: dict[str, Any]) -> str:
+    """What the adaptive repetitions did: runs added per workload, close calls the wall
+    budget left unsettled (empty without max_repetitions)."""
+    if not adaptive.get("max_repetitions"):
+        return ""
+    added = adaptive.get("added") or {}
+    left = adaptive.get("left_by_budget") or {}
+    budget = adaptive.get("wall_budget_s")
+    parts = [f"{w} +{sum(d.values())} ({', '.join(f'{k} {v}' for k, v in d.items())})"
+             for w, d in added.items()] or ["none added" if left else "none needed"]
+    text = (f"adaptive repetitions (up to {adaptive['max_repetitions']} per scheme"
+            + (f", wall budget {budget:g} s" if budget else "") + "): " + "; ".join(parts))
+    if left:
+        text += ("; the budget left close calls unsettled: "
+                 + "; ".join(f"{w}: {', '.join(v)}" for w, v in left.items()))
+    return text

@@ -422,6 +422,9 @@ def write_report(root: str | Path, include_invalid: bool = False) \
     if r.meta.get("interrupted"):
         md += [f"**Incomplete run**: {r.meta['interrupted']}. The tables hold what was "
                "measured before it stopped.", ""]
+    from .eta import adaptive_text
+    if line := adaptive_text(r.meta.get("adaptive") or {}):
+        md += [line[0].upper() + line[1:] + ".", ""]
     md += dilation_section(r.meta)
     md += ["## Summary", ""]
     md += [markdown_table(table) if not table.empty else

@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import config as config_mod
 from .config import ConfigError, ExperimentConfig
+from .eta import adaptive_text
 from .runner import Eta, check_root, run_experiment
 from .runner import Progress as Hooks
 
@@ -123,22 +124,6 @@ def eta_text(eta: Eta, after_s: float = 0.0) -> str:
         text += (f" (+ adaptive repetitions, at most {clock(most + after_s)} in all: budget "
                  f"{clock(eta.budget_s or 0)})" if most is not None
                  else " + adaptive repetitions (no budget)")
-    return text
-
-
-def adaptive_text(adaptive: dict[str, Any]) -> str:
-    """What the adaptive repetitions did: runs added per workload, close calls the wall
-    budget left unsettled (empty without max_repetitions)."""
-    if not adaptive.get("max_repetitions"):
-        return ""
-    added = adaptive.get("added") or {}
-    parts = [f"{w} +{sum(d.values())} ({', '.join(f'{k} {v}' for k, v in d.items())})"
-             for w, d in added.items()] or ["none needed"]
-    text = "adaptive repetitions: " + "; ".join(parts)
-    left = adaptive.get("left_by_budget") or {}
-    if left:
-        text += (f"; the wall budget ({adaptive.get('wall_budget_s'):g} s) left close calls "
-                 "unsettled: " + "; ".join(f"{w}: {', '.join(v)}" for w, v in left.items()))
     return text
 
 

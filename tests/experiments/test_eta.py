@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from experiments import run as run_cli
-from experiments.eta import PRIOR_FIXED_S, PRIOR_OVERSHOOT, RunPlan
+from experiments.eta import PRIOR_FIXED_S, PRIOR_OVERSHOOT, RunPlan, adaptive_text
 from experiments.runner import Eta
 
 
@@ -44,9 +44,14 @@ def test_the_eta_line_says_what_is_due_and_what_the_budget_allows() -> None:
                                           "at most 6:50 in all: budget 8:30)")
     assert Eta(600.0, 10.0, 510.0, adaptive=True).at_most_s == 10.0   # past the budget
     assert Eta(1.0, 10.0, None, adaptive=True).at_most_s is None
-    assert run_cli.adaptive_text({"max_repetitions": None}) == ""
-    assert run_cli.adaptive_text({"max_repetitions": 6, "wall_budget_s": 510.0,
-                                  "added": {"ring": {"wam": 2, "rotate": 1}},
-                                  "left_by_budget": {"ring": ["wam", "rotate"]}}) == (
-        "adaptive repetitions: ring +3 (wam 2, rotate 1); the wall budget (510 s) left close "
-        "calls unsettled: ring: wam, rotate")
+    assert adaptive_text({"max_repetitions": None}) == ""
+    assert adaptive_text({"max_repetitions": 6, "wall_budget_s": 510.0,
+                          "added": {"ring": {"wam": 2, "rotate": 1}},
+                          "left_by_budget": {"ring": ["wam", "rotate"]}}) == (
+        "adaptive repetitions (up to 6 per scheme, wall budget 510 s): ring +3 (wam 2, "
+        "rotate 1); the budget left close calls unsettled: ring: wam, rotate")
+    assert adaptive_text({"max_repetitions": 6, "added": {}, "left_by_budget": {}}) == (
+        "adaptive repetitions (up to 6 per scheme): none needed")
+    assert adaptive_text({"max_repetitions": 6, "wall_budget_s": 9.0, "added": {},
+                          "left_by_budget": {"moe": ["ecmp", "wam"]}}).endswith(
+        "none added; the budget left close calls unsettled: moe: ecmp, wam")

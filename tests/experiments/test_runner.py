@@ -224,6 +224,9 @@ def test_adaptive_repetitions_stop_at_the_cap_or_the_wall_budget(
     else:
         assert len(runs) == 8 and meta["added"] == {}
         assert meta["left_by_budget"] == {"a": [a, b], "b": [a, b]}
+        from experiments.report import write_report
+        write_report(run.root)   # the report says what the budget left
+        assert "the budget left close calls unsettled: a: " in (run.root / "report.md").read_text()
     assert all(e.adaptive and e.elapsed_s > 0 for e in done) and done[7].remaining_s >= 0
 
 
