@@ -232,9 +232,13 @@ def _robustness(g: pd.DataFrame) -> str:
     c = calls[0]
     more = (f"~{c.repetitions} repetitions each would settle it" if c.repetitions
             else "their means are too close to separate: indistinguishable")
+    rest = f", {len(calls) - 1} more close call(s)" if len(calls) > 1 else ""
+    if c.unresolved:
+        return (f"; grouping unresolved: {c.a} vs {c.b} overlap but their means differ by "
+                f"{c.gap:.0%} (> {stats.EQUIVALENCE:.0%}: too few runs to call them equal; "
+                f"{more})" + rest)
     return (f"; grouping fragile: {c.a} vs {c.b} is {c.margin_se:.1f} standard errors from "
-            f"flipping ({more})" + (f", {len(calls) - 1} more close call(s)" if len(calls) > 1
-                                    else ""))
+            f"flipping ({more})" + rest)
 
 
 FIDELITY_COLUMNS = [("workload", "workload", "{}"), ("scheme", "scheme", "{}"),

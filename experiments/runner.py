@@ -359,7 +359,10 @@ def _settle_close_calls(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadCo
                         reps: dict[str, int]) -> list[str]:
     """The schemes of workload ``w`` that need one more repetition: those in a close call of
     the grouping over their valid runs so far (experiments.stats.close_calls), below
-    ``cfg.max_repetitions``; empty when the grouping is robust or the cap is reached."""
+    ``cfg.max_repetitions``; empty when the grouping is robust or the cap is reached. An
+    unresolved overlap (stats.EQUIVALENCE) whose estimate asks for more than twice the cap is
+    left alone: a few more runs would not settle it and would take the budget from calls they
+    can settle (the estimate comes from few runs, hence the factor of two)."""
     cap = cfg.max_repetitions or cfg.repetitions
     ivs = [(s.label, stats.t_interval(
         r["cct"] for r in run.runs if r["workload"] == w.name and r["scheme"] == s.label
@@ -367,6 +370,8 @@ def _settle_close_calls(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadCo
         for s in cfg.schemes]
     out: list[str] = []
     for c in stats.close_calls(ivs):
+        if c.unresolved and c.repetitions is not None and c.repetitions > 2 * cap:
+            continue
         for label in (c.a, c.b):
             if label not in out and reps[label] < cap:
                 out.append(label)

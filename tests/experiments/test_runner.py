@@ -169,6 +169,12 @@ def test_a_close_call_gets_more_repetitions_up_to_the_cap(tmp_path: Path) -> Non
     run.runs = rows({a: [100.0, 101.0, 99.0], b: [106.0, 107.0, 105.0]})
     run.runs[-1]["valid"] = run.runs[-2]["valid"] = False
     assert runner._settle_close_calls(run, cfg, w, {a: 3, b: 3}) == []
+    # an unresolved overlap (means 12 % apart, wide intervals) gets runs; one whose estimate
+    # needs far more than the cap does not
+    run.runs = rows({a: [56.0, 53.5, 58.5], b: [63.3, 60.8, 65.8]})
+    assert runner._settle_close_calls(run, cfg, w, {a: 3, b: 3}) == [a, b]
+    run.runs = rows({a: [100.0, 103.0, 97.0], b: [106.0, 109.0, 103.0]})
+    assert runner._settle_close_calls(run, cfg, w, {a: 3, b: 3}) == []
     assert from_dict(TINY).max_repetitions is None
 
 

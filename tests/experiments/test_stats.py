@@ -91,3 +91,21 @@ def test_close_calls_flag_decisions_near_their_boundary() -> None:
     assert repetitions_to_separate(50.0, 1.0) == 2
     assert repetitions_to_separate(6.0, 1.0) == 4
     assert repetitions_to_separate(0.1, 1.0) is None
+
+
+def test_an_overlap_of_means_far_apart_is_unresolved_not_equal() -> None:
+    from experiments.stats import EQUIVALENCE, FRAGILE_SE, Interval, close_calls
+
+    # two demo runs' MoE ECMP vs rotate: the same 12-13 % gap, overlapping with 3 runs each
+    ecmp, rotate = Interval(62.4, 7.16, 3), Interval(55.2, 7.01, 3)
+    calls = close_calls([("ecmp", ecmp), ("rotate", rotate)])
+    assert len(calls) == 1
+    c = calls[0]
+    assert (c.a, c.b) == ("rotate", "ecmp") and c.unresolved
+    assert c.margin_se >= FRAGILE_SE          # the old rule called this robust
+    assert c.gap == pytest.approx(7.2 / 55.2) and c.gap > EQUIVALENCE
+    assert c.repetitions is not None and c.repetitions > 3
+    # the same means with intervals that separate them: no call
+    assert close_calls([("ecmp", Interval(62.4, 1.5, 6)), ("rotate", Interval(55.2, 1.5, 6))]) == []
+    # overlap with means within EQUIVALENCE: equal in practice, no call
+    assert close_calls([("a", Interval(100.0, 6.0, 3)), ("b", Interval(103.0, 6.0, 3))]) == []
