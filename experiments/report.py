@@ -532,8 +532,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {md} and {page}")
     if a.against is not None:
         other = summary_table(load_results(a.against), a.include_invalid)
+        agree = stats.rankings_agree(table, other)
         for w, same in stats.same_grouping(table, other).items():
-            print(f"{w}: {'same grouping' if same else 'DIFFERENT grouping'} as {a.against} "
+            verdict = "same grouping" if same else "DIFFERENT grouping"
+            if not same:   # finer or coarser, or contradicting: which one matters
+                verdict += (" (no contradiction: one run leaves together what the other "
+                            "separates)" if agree[w] else " (CONTRADICTING: two schemes in "
+                            "opposite order)")
+            print(f"{w}: {verdict} as {a.against} "
                   f"({_groups_text(table, w)} vs {_groups_text(other, w)})")
     return 0
 

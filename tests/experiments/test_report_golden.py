@@ -100,3 +100,9 @@ def test_report_cli_compares_the_grouping_of_two_runs(tmp_path: Path,
     assert report.main([str(a), "--against", str(c)]) == 0
     out = capsys.readouterr().out
     assert "ring: DIFFERENT grouping" in out and "{ecmp, rotate}" in out
+    assert "no contradiction" in out
+    # a fourth where ECMP beats rotate: the two runs order a pair the opposite way round
+    d = tmp_path / "d"
+    _write(d, "mininet", 10_000.0, {**EMU, "ecmp": [100e-6, 101e-6, 99e-6]}, guard=True)
+    assert report.main([str(a), "--against", str(d)]) == 0
+    assert "ring: DIFFERENT grouping (CONTRADICTING" in capsys.readouterr().out
