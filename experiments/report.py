@@ -235,7 +235,7 @@ def _robustness(g: pd.DataFrame) -> str:
     rest = f", {len(calls) - 1} more close call(s)" if len(calls) > 1 else ""
     if c.unresolved:
         return (f"; grouping unresolved: {c.a} vs {c.b} overlap but their means differ by "
-                f"{c.gap:.0%} (> {stats.EQUIVALENCE:.0%}: too few runs to call them equal; "
+                f"{c.gap:.1%} (> {stats.EQUIVALENCE:.0%}: too few runs to call them equal; "
                 f"{more})" + rest)
     return (f"; grouping fragile: {c.a} vs {c.b} is {c.margin_se:.1f} standard errors from "
             f"flipping ({more})" + rest)
