@@ -386,9 +386,10 @@ def beside_section(r: Results, table: pd.DataFrame) -> list[str]:
             line = (f"- **{w}**: the emulation tells no scheme from another (one group), so "
                     "it neither confirms nor contradicts the simulator's ranking")
         else:
-            line = (f"- **{w}**: the two rankings {'agree' if same else 'differ'} (no pair "
-                    f"of schemes distinguished one way by one and the other way by the other"
-                    f"{'' if same else ': they contradict'})")
+            line = (f"- **{w}**: the two rankings agree (no pair of schemes distinguished "
+                    "one way by one and the other way by the other)" if same else
+                    f"- **{w}**: the two rankings contradict (a pair of schemes is "
+                    "distinguished one way by one and the other way by the other)")
         if "ecmp" in set(g["scheme"]):
             e = g.set_index("scheme").loc["ecmp"]
             best_emu = g[g["scheme"] != "ecmp"]["mean_emu"].min()

@@ -106,3 +106,15 @@ def test_report_cli_compares_the_grouping_of_two_runs(tmp_path: Path,
     _write(d, "mininet", 10_000.0, {**EMU, "ecmp": [100e-6, 101e-6, 99e-6]}, guard=True)
     assert report.main([str(a), "--against", str(d)]) == 0
     assert "ring: DIFFERENT grouping (CONTRADICTING" in capsys.readouterr().out
+
+
+def test_the_report_says_when_emulation_and_simulation_contradict(tmp_path: Path) -> None:
+    root = tmp_path / "x"
+    _write(root, "mininet", 10_000.0, EMU, guard=True)
+    # the simulator puts ECMP first, the emulation (ECMP apart, slowest) last
+    _write(root / "sim", "sim", 1.0, {"ecmp": [100e-6], "random": [147e-6], "rotate": [142e-6]},
+           guard=False)
+    md, _, _ = report.write_report(root)
+    text = md.read_text()
+    assert "**ring**: the two rankings contradict (a pair of schemes" in text
+    assert "rankings agree" not in text
