@@ -884,7 +884,8 @@ class Switch:
     def _transmit(self, port: int, data: bytes) -> None:
         line = self.delay_lines.get(port)
         if line is not None:
-            line.push(self.now_us(), data)
+            q = self.queues.queues.get(port)   # a rate-limited port: the frame's last bit arrives
+            line.push(self.now_us(), data, q.service_time_us(len(data)) if q is not None else 0.0)
             self._in_flight.add(port)
             return
         self._send_now(port, data)

@@ -30,6 +30,36 @@ def test_delay_line_is_a_fifo_released_at_push_time_plus_delay() -> None:
             DelayLine(3, bad)
 
 
+def test_a_frame_arrives_after_its_last_bit_is_out_plus_the_delay() -> None:
+    """Store-and-forward: arrival = max(push, previous frame's last bit) + serialisation +
+    delay. Pushed at the same instant (a late loop), frames leave back to back."""
+    line = DelayLine(1, 100.0)
+    line.push(10, b"a", 12.0)
+    line.push(10, b"b", 1.0)     # behind a's 12 µs on the wire
+    line.push(500, b"c", 12.0)   # an idle wire: its own serialisation only
+    assert [t for t, _ in line._wire] == [122.0, 123.0, 612.0]
+    assert line.pop_due(122.9) == [b"a"] and line.pop_due(1e9) == [b"b", b"c"]
+
+
+def test_a_rate_limited_delayed_port_adds_each_frames_serialisation() -> None:
+    """The switch hands the line the frame's time at its port's rate: a 1000-byte frame at
+    8 kb/s takes 1 s, so with a 1 µs delay nothing is out after 0.5 s (the old cut-through
+    line sent it after 1 µs) and the frame is out after about a second."""
+    sw = Switch(pipeline_factory=fake_factory)
+    p1, p2 = MemoryPort(1), MemoryPort(2)
+    sw.add_port(p1)
+    sw.add_port(p2)
+    sw.set_pipeline(FAKES["fast"]())
+    sw.set_port_rate(2, 8000.0)
+    sw.set_port_delay(2, 1.0)
+    f = frame(2, size=1000)
+    with sw:
+        p1.feed([f])
+        early = p2.wait_sent(1, timeout=0.5)
+        got = p2.wait_sent(1, timeout=30)
+    assert early == [] and got == [f]
+
+
 @pytest.mark.parametrize("kind", list(FAKES))
 def test_frames_arrive_no_earlier_than_the_delay_and_in_order(kind: str) -> None:
     delay_s = 0.2
