@@ -32,7 +32,15 @@ from .metrics import FlowRecord, RankMetrics, RecvRecord, StepRecord
 from .nexthop import Route, resolve
 from .policies import PathPolicy, PolicySpec, feed_ack
 from .schedules import Schedule, Send, Step
-from .transport import Ack, Connections, ReceiverFlow, SenderFlow, TransportConfig, cc_fields
+from .transport import (
+    PACE_SLACK,
+    Ack,
+    Connections,
+    ReceiverFlow,
+    SenderFlow,
+    TransportConfig,
+    cc_fields,
+)
 from .wire import (
     ACK,
     F_ACK,
@@ -570,21 +578,23 @@ class HostAgent:
             fid = self.active[0]
             self.active.rotate(-1)
             tf = self.tx[fid]
-            if tf.tx.done:
+            tx = tf.tx
+            if tx.done:
                 self.active.remove(fid)
                 continue
-            pkt = tf.tx.next_packet(now)
+            t = tx.paced_until
+            if now < t - PACE_SLACK:   # SenderFlow.held inline: no call per paced wake-up
+                if self._held_until is None or t < self._held_until:
+                    self._held_until = t
+                continue
+            pkt = tx.next_packet(now)
             if pkt is None:
-                if tf.tx.held(now):
-                    t = tf.tx.paced_until
-                    if self._held_until is None or t < self._held_until:
-                        self._held_until = t
                 continue
             seq, retx = pkt
-            length = tf.tx.length(seq)
+            length = tx.length(seq)
             pol = tf.policy
             qp = pol.choose(seq, now)
-            flags = tf.tx.flags(seq, retx)
+            flags = tx.flags(seq, retx)
             frame = self.frames.frame(tf.dst_ip, tf.header, pol.ports[qp], qp, seq, length,
                                       flags)
             # dropped locally for lack of buffers: the transport's timer resends it

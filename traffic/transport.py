@@ -256,8 +256,8 @@ class SenderFlow:
             wire = self._wire_last if seq == self.npkts - 1 else self._wire_full
             if now >= cc.due:
                 cc.advance(now)
-            cc.byte_budget -= wire
-            if cc.byte_budget <= 0:
+            cc.byte_budget = budget = cc.byte_budget - wire
+            if budget <= 0:
                 cc.on_bytes(now)
             pu = self.paced_until
             self.paced_until = (pu if pu > now else now) + wire * cc.pace_s_per_byte

@@ -97,6 +97,40 @@ def test_dcqcn_cuts_on_notifications_and_recovers_once_they_stop() -> None:
     assert trace[-1][1] >= 0.95 * 100e9
 
 
+@pytest.mark.parametrize("params, cuts", [
+    ({}, 1),                                 # fast recovery, then additive increase
+    ({}, 3),                                 # α near 1: deeper cuts
+    ({"byte_counter": 50e3}, 1),             # with byte events: hyper increase
+    ({"byte_counter": 50e3}, 0),             # at line rate: nothing left to increase
+])
+def test_dcqcn_timer_catch_up_is_one_increase_event_per_expiry(params: dict,
+                                                               cuts: int) -> None:
+    """``advance`` runs its increase events inline; they must be ``_increase``'s, bit for
+    bit, one per expired rate timer, and the pacing gap that of the resulting rate."""
+    a = make_cc("dcqcn", CcContext(100e9, PKT, 1000), params)
+    ref = make_cc("dcqcn", CcContext(100e9, PKT, 1000), params)
+    for cc in (a, ref):
+        cc.advance(0.0)                      # the timers start
+        for i in range(cuts):                # CNPs 60 µs apart
+            cc.on_ack(i * 60e-6, 1, 1, None)
+        for _ in range(7):                   # byte events (i_B) before the catch-up
+            cc.on_send(cuts * 60e-6, 50_000)
+    last = 60e-6 * (cuts - 1) if cuts else 0.0   # the rate timer's period starts here
+    a.advance(last + 23 * 55e-6 + 1e-6)      # 23 expiries of T at once
+    for _ in range(23):                      # the same events one by one
+        if ref.rc >= ref.line and ref.rt >= ref.line:
+            break
+        ref._i_t += 1
+        ref._increase()
+    assert (a.rc, a.rt, a._i_t, a.pace_s_per_byte) == \
+        (ref.rc, ref.rt, ref._i_t, ref.pace_s_per_byte)
+    assert a.pace_s_per_byte == 8 / a.rc
+    if cuts:
+        assert a._i_t == 23 and a.rc < a.line   # the events ran, not yet at line rate
+    else:
+        assert a._i_t == 0 and a.rc == a.line
+
+
 def test_dctcp_alpha_and_cuts() -> None:
     a = make_cc("dctcp", CcContext(100e9, PKT, 64), {"init_cwnd": 16, "alpha_init": 1})
     a.on_ack(0.0, 16, 16, None)          # a whole window marked with α = 1: halve

@@ -92,34 +92,61 @@ class Dcqcn(CongestionControl):
     def rate_bps(self) -> float:
         return self.rc
 
-    def _start(self, now: float) -> None:
-        if self._timer_at is None:
-            self._timer_at = self._alpha_at = now
-
     def advance(self, now: float) -> None:
-        # once per timer expiry, not per packet (callers check ``due`` first); no builtins
+        # once per timer expiry, not per packet (callers check ``due`` first). Under steady
+        # marking the rate sits near its floor and every send finds an expiry or two due, so
+        # this is DCQCN's per-packet work there: with K = T (the default) both periods start
+        # together and stay aligned, so one count serves both; the increase events run inline
+        # on locals (``_increase``'s arithmetic, operation for operation) and the pacing gap
+        # is recomputed once, from the last rate, instead of once per event
         if now < self.due:
             return
-        self._start(now)
         a_at, t_at = self._alpha_at, self._timer_at
-        assert a_at is not None and t_at is not None
+        if a_at is None or t_at is None:     # the first decision starts both periods
+            self._timer_at = self._alpha_at = a_at = t_at = now
         k, t = self._k, self._t
-        if now - a_at >= k:
-            n = int((now - a_at) / k)
-            self.alpha *= self._keep if n == 1 else self._keep ** (
-                n if n < _MAX_CATCH_UP else _MAX_CATCH_UP)
-            a_at += n * k
-            self._alpha_at = a_at
-        if now - t_at >= t:
-            n = int((now - t_at) / t)
-            t_at += n * t
-            self._timer_at = t_at
-            line = self.line
-            for _ in range(n if n < _MAX_CATCH_UP else _MAX_CATCH_UP):
-                if self.rc >= line and self.rt >= line:
-                    break
-                self._i_t += 1
-                self._increase()
+        n = 0                                # rate-timer expiries
+        if a_at == t_at and k == t:
+            if now - t_at >= t:
+                n = int((now - t_at) / t)
+                self.alpha *= self._keep if n == 1 else self._keep ** (
+                    n if n < _MAX_CATCH_UP else _MAX_CATCH_UP)
+                t_at += n * t
+                self._timer_at = self._alpha_at = a_at = t_at
+        else:
+            if now - a_at >= k:
+                m = int((now - a_at) / k)
+                self.alpha *= self._keep if m == 1 else self._keep ** (
+                    m if m < _MAX_CATCH_UP else _MAX_CATCH_UP)
+                a_at += m * k
+                self._alpha_at = a_at
+            if now - t_at >= t:
+                n = int((now - t_at) / t)
+                t_at += n * t
+                self._timer_at = t_at
+        if n:
+            line, rc, rt = self.line, self.rc, self.rt
+            if rc < line or rt < line:
+                p = self.p
+                f, r_ai, r_hai = p.f, p.r_ai, p.r_hai
+                i_t, i_b = self._i_t, self._i_b
+                for _ in range(n if n < _MAX_CATCH_UP else _MAX_CATCH_UP):
+                    if rc >= line and rt >= line:
+                        break
+                    i_t += 1
+                    if i_t < f and i_b < f:
+                        pass                                  # fast recovery: towards R_T
+                    elif i_t >= f and i_b >= f:
+                        rt += ((i_t if i_t < i_b else i_b) - f + 1) * r_hai * line
+                    else:
+                        rt += r_ai * line
+                    if rt > line:
+                        rt = line
+                    rc = (rt + rc) / 2
+                    if rc >= line:
+                        rc = line
+                self._i_t, self.rt, self.rc = i_t, rt, rc
+                self.pace_s_per_byte = 8 / rc
         a_at += k
         t_at += t
         self.due = a_at if a_at < t_at else t_at
@@ -160,13 +187,17 @@ class Dcqcn(CongestionControl):
     def _cut(self, now: float) -> None:
         p = self.p
         self.cnps += 1
-        self.rt = self.rc
-        self.rc = max(p.min_rate * self.line, self.rc * (1 - self.alpha / 2))
+        # once per CNP, at most one per N: no builtins (max, min) on this path either
+        rc = self.rt = self.rc
+        floor = p.min_rate * self.line
+        rc *= 1 - self.alpha / 2
+        self.rc = rc = rc if rc > floor else floor
         self.alpha = (1 - p.g) * self.alpha + p.g
         self._alpha_at = self._timer_at = now
-        self.due = now + min(self._k, self._t)
+        k, t = self._k, self._t
+        self.due = now + (k if k < t else t)
         self.byte_budget = p.byte_counter
-        self.pace_s_per_byte = 8 / self.rc
+        self.pace_s_per_byte = 8 / rc
         self._i_t = self._i_b = 0
 
     def on_timeout(self, now: float) -> None:
