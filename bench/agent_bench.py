@@ -129,46 +129,51 @@ CCS = ["none", "dctcp", "dcqcn", "nscc"]
 
 def cc_loop(cc: str, npkts: int) -> dict:
     """The sender's per-packet work under algorithm ``cc`` (no I/O): transport, congestion
-    control, pacing, frame patch, ACK processing — CPU time inside those calls only (the
-    in-loop receiver is not the sender's cost). Time advances one 100 Gb/s packet time per
-    packet; when the window or the pacer holds the sender, time jumps to when it may go and
-    the receiver's delayed ACK is flushed if the window holds it (what the agent's loop would
-    wait for)."""
+    control, pacing, frame patch, ACK processing, the pacer's check — CPU time of everything
+    but the in-loop receiver (not the sender's cost: the clock stops around its calls only,
+    so every algorithm pays the same clock overhead per packet; timing each sender call
+    apart charged a paced sender one more clock read per packet, for its held check, than
+    the work it timed). Time advances one 100 Gb/s packet time per packet; when the pacer
+    holds the sender (checked as the agent's round robin does, before asking the transport)
+    or the window does, time jumps to when it may go, and the receiver's delayed ACK is
+    flushed if the window holds it (what the agent's loop would wait for)."""
     from traffic.frames import FlowHeader, FrameCache
     from traffic.nexthop import Route
-    from traffic.transport import ReceiverFlow, SenderFlow, TransportConfig
+    from traffic.transport import PACE_SLACK, ReceiverFlow, SenderFlow, TransportConfig
 
     cfg = TransportConfig(mss=1400, window=256, ack_every=2, cc=cc, base_rtt=10e-6)
     cache = FrameCache()
     cache.prebuild(Route("eth0", A_IP, "02:00:00:00:00:01", B_IP, "02:00:00:00:00:02"), B_IP,
                    1400)
     clock = time.thread_time_ns
-    spent = 0
-    t0 = clock()
+    receiver = 0   # ns inside the receiver's calls
+    t_start = clock()
     tx, rx = SenderFlow(npkts * 1400, cfg, line_rate_bps=100e9), ReceiverFlow(npkts, cfg)
     h = FlowHeader(1, 0, 1, 0, 7, tx.npkts)
-    spent += clock() - t0
     now, gap = 0.0, 1470 * 8 / 100e9
     while not tx.done:
-        t0 = clock()
+        t = tx.paced_until
+        if now < t - PACE_SLACK:    # the pacer holds it (traffic/agent.py's _send_one)
+            now = t if t > now + gap else now + gap
+            continue
         pkt = tx.next_packet(now)
-        if pkt is not None:
-            cache.frame(B_IP, h, 49152, 0, pkt[0], 1400, 0)
-        spent += clock() - t0
-        if pkt is None:
-            if not tx.held(now):   # the window holds it: the delayed ACK comes
-                for a in rx.on_tick(now + 1.0):
-                    t0 = clock()
-                    tx.on_ack(a, now)
-                    spent += clock() - t0
+        if pkt is None:             # the window holds it: the delayed ACK comes
+            t0 = clock()
+            acks = rx.on_tick(now + 1.0)
+            receiver += clock() - t0
+            for a in acks:
+                tx.on_ack(a, now)
             now = max(now + gap, tx.paced_until)
             continue
-        for a in rx.on_data(pkt[0], 1400, False, now, pkt[0] % 10 == 0)[1]:
-            t0 = clock()
+        seq = pkt[0]
+        cache.frame(B_IP, h, 49152, 0, seq, 1400, 0)
+        t0 = clock()
+        acks = rx.on_data(seq, 1400, False, now, seq % 10 == 0)[1]
+        receiver += clock() - t0
+        for a in acks:
             tx.on_ack(a, now + 5e-6)
-            spent += clock() - t0
         now += gap
-    dt = spent * 1e-9
+    dt = (clock() - t_start - receiver) * 1e-9
     return {"cc": cc, "packets": tx.npkts, "pps": tx.npkts / dt,
             "mean_window": tx.mean_window, "mean_rate": tx.mean_rate_bps}
 
