@@ -281,6 +281,16 @@ def build_parser() -> argparse.ArgumentParser:
         "(default); p4switch target only",
     )
     p.add_argument(
+        "--host-port",
+        action="append",
+        type=int,
+        default=[],
+        metavar="PORT",
+        help="PORT's link leads to a host that sends undelayed (HTB): with a --port-delay and "
+        "a --port-rate on PORT, frames to the host also wait one more frame time, the host "
+        "uplink's serialisation (a path's store-and-forward delay is then exact); repeatable",
+    )
+    p.add_argument(
         "--control-socket",
         metavar="PATH",
         default=None,
@@ -415,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
                          "(docs/p4switch-ebpf.md); use the p4switch target")
         for port, us in sorted(args.port_delay, key=lambda d: d[0] is not None):
             sw.set_port_delay(port, us or None)
+        sw.host_ports = set(args.host_port)
 
     if program is not None:
         try:

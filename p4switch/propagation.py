@@ -39,15 +39,17 @@ class DelayLine:
             raise ValueError(f"port {self.port}: a propagation delay is > 0 µs, "
                              f"got {self.delay_us!r}")
 
-    def push(self, now_us: float, data: bytes, serialise_us: float = 0.0) -> None:
+    def push(self, now_us: float, data: bytes, serialise_us: float = 0.0,
+             extra_us: float = 0.0) -> None:
         """``data`` left the egress queue at ``now_us`` and takes ``serialise_us`` to put on
         the wire: it arrives ``serialise_us + delay_us`` later, and never before the frame ahead
         of it is out plus its own serialisation (a loop that served two departures late sends
-        them back to back, not at once)."""
+        them back to back, not at once). ``extra_us``: a further fixed delay of this frame
+        that does not hold the wire (a host uplink's serialisation, carried by the switch)."""
         end = max(now_us, self._tx_end_us) + serialise_us
         self._tx_end_us = end
         wire = self._wire
-        wire.append((end + self.delay_us, data))
+        wire.append((end + self.delay_us + extra_us, data))
         if len(wire) > self.max_in_flight:
             self.max_in_flight = len(wire)
 

@@ -200,6 +200,10 @@ class Switch:
         self._fast: _FastPath | None = None  # the pipeline's fast path, if offered
         self._inline_fast: _FastPath | None = None  # _fast if _inline else None
         self.delay_lines: dict[int, DelayLine] = {}  # port -> its wire (a propagation delay)
+        self.host_ports: set[int] = set()
+        """Ports whose link leads to a host (``--host-port``): the host's HTB sends a frame
+        without delaying it, so a delayed port here also carries the host uplink's
+        serialisation, one more frame time per frame (as its delay carries 2x the link's)."""
         self._in_flight: set[int] = set()  # ports whose wire holds frames (loop thread only)
 
     # clock ---------------------------------------------------------------------------------
@@ -885,7 +889,8 @@ class Switch:
         line = self.delay_lines.get(port)
         if line is not None:
             q = self.queues.queues.get(port)   # a rate-limited port: the frame's last bit arrives
-            line.push(self.now_us(), data, q.service_time_us(len(data)) if q is not None else 0.0)
+            s = q.service_time_us(len(data)) if q is not None else 0.0
+            line.push(self.now_us(), data, s, s if port in self.host_ports else 0.0)
             self._in_flight.add(port)
             return
         self._send_now(port, data)

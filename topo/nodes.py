@@ -54,7 +54,8 @@ class P4Switch(Switch):
                  port_rates: dict[int, float] | None = None, pcap: bool = False,
                  log_level: str = "warn", queue_depth: int | None = None,
                  socket_buffer: int | None = None,
-                 port_delays: dict[int, float] | None = None, **params) -> None:
+                 port_delays: dict[int, float] | None = None,
+                 host_ports: set[int] | None = None, **params) -> None:
         if spec is None:
             raise TopoError(f"switch {name}: no SwitchSpec (build the net from a FabricSpec)")
         params.setdefault("dpid", f"{spec.device_id:016x}")
@@ -65,6 +66,8 @@ class P4Switch(Switch):
         self.port_rates = dict(port_rates or {})
         self.port_delays = dict(port_delays or {})
         """Propagation delay (µs) per port (``--port-delay``; topo.topos.SpecTopo)."""
+        self.host_ports = set(host_ports or ())
+        """Ports whose link leads to a host (``--host-port`` where delayed)."""
         self.pcap = pcap
         self.log_level = log_level
         self.queue_depth = queue_depth
@@ -102,6 +105,9 @@ class P4Switch(Switch):
         for port, us in sorted(self.port_delays.items()):
             if us:
                 cmd += ["--port-delay", f"{port}:{float(us)!r}"]
+        for port in sorted(self.host_ports):
+            if self.port_delays.get(port):
+                cmd += ["--host-port", str(port)]
         if self.queue_depth:
             cmd += ["--queue-depth", str(self.queue_depth)]
         if self.socket_buffer:

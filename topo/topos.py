@@ -30,7 +30,8 @@ class SpecTopo(Topo):
             self.addSwitch(sw.name, spec=sw, role=sw.role, pod=sw.pod,
                            ports=spec.ports(sw.name), port_rates=self.port_rates(sw.name),
                            dpid=f"{sw.device_id:016x}",
-                           **({"port_delays": self.port_delays(sw.name)}
+                           **({"port_delays": self.port_delays(sw.name),
+                               "host_ports": self.host_ports(sw.name)}
                               if self.prop_delay_us else {}))
         for h in spec.hosts.values():
             self.addHost(h.name, spec=h, ip=f"{h.ip}/{h.prefixlen}", mac=h.mac, pod=h.pod,
@@ -43,6 +44,11 @@ class SpecTopo(Topo):
         return {lk.port_of(switch): lk.bw_mbps for lk in self.spec.node_links(switch)
                 if lk.bw_mbps}
 
+
+    def host_ports(self, switch: str) -> set[int]:
+        """The ports of ``switch`` whose link leads to a host."""
+        return {lk.port_of(switch) for lk in self.spec.node_links(switch)
+                if lk.other(switch)[0] in self.spec.hosts}
 
     def port_delays(self, switch: str) -> dict[int, float]:
         """Propagation delay (µs) each port of ``switch`` adds to the frames it sends. A link

@@ -39,6 +39,10 @@ def test_a_frame_arrives_after_its_last_bit_is_out_plus_the_delay() -> None:
     line.push(500, b"c", 12.0)   # an idle wire: its own serialisation only
     assert [t for t, _ in line._wire] == [122.0, 123.0, 612.0]
     assert line.pop_due(122.9) == [b"a"] and line.pop_due(1e9) == [b"b", b"c"]
+    # a fixed extra (a host uplink's serialisation) delays the frame, not the next one's start
+    line.push(1000, b"d", 12.0, extra_us=12.0)
+    line.push(1000, b"e", 12.0)
+    assert [t for t, _ in line._wire] == [1124.0, 1124.0]
 
 
 def test_a_rate_limited_delayed_port_adds_each_frames_serialisation() -> None:
@@ -56,6 +60,26 @@ def test_a_rate_limited_delayed_port_adds_each_frames_serialisation() -> None:
     with sw:
         p1.feed([f])
         early = p2.wait_sent(1, timeout=0.5)
+        got = p2.wait_sent(1, timeout=30)
+    assert early == [] and got == [f]
+
+
+def test_a_host_port_also_carries_the_host_uplinks_serialisation() -> None:
+    """``host_ports``: a 1000-byte frame at 8 kb/s takes 1 s on each of the host's link's two
+    directions, so with a 1 µs delay it is not out after 1.5 s (one frame time would be) and
+    is out after about two seconds."""
+    sw = Switch(pipeline_factory=fake_factory)
+    p1, p2 = MemoryPort(1), MemoryPort(2)
+    sw.add_port(p1)
+    sw.add_port(p2)
+    sw.set_pipeline(FAKES["fast"]())
+    sw.set_port_rate(2, 8000.0)
+    sw.set_port_delay(2, 1.0)
+    sw.host_ports = {2}
+    f = frame(2, size=1000)
+    with sw:
+        p1.feed([f])
+        early = p2.wait_sent(1, timeout=1.5)
         got = p2.wait_sent(1, timeout=30)
     assert early == [] and got == [f]
 

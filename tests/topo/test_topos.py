@@ -79,3 +79,5 @@ def test_port_delays_give_every_host_path_its_one_way_delay() -> None:
     # one way, host -> leaf -> spine -> leaf -> host: 4 links, delayed at 3 switch egresses
     assert leaf[3] + t.nodeInfo("spine1")["port_delays"][2] + leaf[1] == 4 * 50.0
     assert "port_delays" not in SpecTopo(spec).nodeInfo("leaf1")   # no delay: nothing passed
+    # the host-facing ports, which also carry the host uplink's serialisation (--host-port)
+    assert t.nodeInfo("leaf1")["host_ports"] == {1, 2} and t.nodeInfo("spine1")["host_ports"] == set()
