@@ -246,6 +246,9 @@ class SimHost:
             if f.armed is None:
                 self._arm(f)
             seq, retx = pkt
+            if not retx and s.next_new == s.npkts and s.conn.sending:
+                # its last new packet: the connection's next message may send now
+                self._make_ready(s.conn.sending[0].owner)
             assert job is not None
             length = s.length(seq)
             qp = f.policy.choose(seq, now_s)
@@ -267,7 +270,8 @@ class SimHost:
 
     def _unpace(self, now: float, f: _Tx) -> None:
         f.paced = False
-        self._make_ready(f)
+        for m in f.s.conn.active:   # the pacer is the connection's: its other messages too
+            self._make_ready(m.owner)
         self._kick(now)
 
     def _arm(self, f: _Tx) -> None:
@@ -303,6 +307,9 @@ class SimHost:
             s = f.s
             ack = Ack.parse(flags, cum, base, sack, ce_bits)
             s.on_ack(ack, now_s)
+            for other in s.conn.active:
+                if other is not s:   # the shared window may have opened for them too
+                    self._make_ready(other.owner)
             if s.newly_acked is not None:
                 feed_ack(f.policy, s.newly_acked, ack, now_s)
             if s.done and f.rank in self._rank:
@@ -454,6 +461,10 @@ class SimHost:
                         st.waiting.update(x.flow for x in step.sends
                                           if x.flow not in self.local_done
                                           and x.flow not in self._finished_tx)
+                    if step.wait_acked:   # a pipelined step: a send buffer slot must be free
+                        st.waiting.update(fl for fl in step.wait_acked
+                                          if fl not in self.local_done
+                                          and fl not in self._finished_tx)
                 if st.phase == _RUNNING:
                     if st.waiting:
                         break
@@ -480,6 +491,7 @@ class SimHost:
                                       snd.dst, now * 1e-6)
             f = _Tx(snd.flow, st.rank, snd.dst, st.pos, step.collective, s, now, dst_host,
                     self._policy(st.rank, snd.flow, dst_host, s))
+            s.owner = f
             self.tx[snd.flow] = f
             self._make_ready(f)
             st.open_sends += 1

@@ -656,6 +656,8 @@ class HostAgent:
                     if step.wait_sends and not all(self._send_done(x.flow)
                                                    for x in step.sends):
                         break
+                    if not all(self._send_done(fl) for fl in step.wait_acked):
+                        break
                     self.metrics[r].steps.append(StepRecord(
                         rank=r, step=st.pos, label=step.label, collective=step.collective,
                         compute_start=self.wall(st.step_compute_start),

@@ -118,12 +118,15 @@ class SenderFlow:
     sample taken from the newest of them if it was sent once (Karn); the RTO comes from
     RFC 6298's estimator and backs off on each timeout. ``line_rate_bps`` is the sender's NIC
     rate (DCQCN starts at it; NSCC sizes its delay target from it); with ``rtt_cache`` the
-    estimator starts from the last one to ``peer``.
+    estimator starts from the last one to ``peer``. With ``conn`` the message joins that
+    connection (``Connection``): its algorithm, RTT estimate, pacer and window are the
+    connection's, and its new packets go after those of the messages posted before it.
     """
 
     def __init__(self, nbytes: int, cfg: TransportConfig, line_rate_bps: float = 1e9,
                  cc: CongestionControl | None = None,
-                 rtt_cache: RttCache | None = None, peer: Hashable = None) -> None:
+                 rtt_cache: RttCache | None = None, peer: Hashable = None,
+                 conn: Connection | None = None) -> None:
         self.cfg = cfg
         self.nbytes = nbytes
         self.npkts = packets_for(nbytes, cfg.mss)
@@ -136,21 +139,28 @@ class SenderFlow:
         self._timeline: deque[tuple[float, int]] = deque()
         self._retx: deque[int] = deque()
         self._queued = bytearray(self.npkts)
-        self.cc = cc or make_cc(cfg.cc, CcContext(line_rate_bps, cfg.mss + WIRE_OVERHEAD,
-                                                  cfg.window, cfg.base_rtt),
-                                dict(cfg.cc_params))
-        lo = min(cfg.min_rto, cfg.max_rto)
-        # before any sample: never below a few unloaded RTTs of the fabric, when known (a
-        # data-centre initial RTO on a slow fabric would resend every first window)
-        first = max(cfg.rto, INITIAL_RTO_RTTS * cfg.base_rtt)
-        self.rtt = rtt_cache.estimator(peer, first, lo, cfg.max_rto) if rtt_cache else \
-            RttEstimator(first, lo, cfg.max_rto)
+        if conn is None:
+            cc = cc or make_cc(cfg.cc, CcContext(line_rate_bps, cfg.mss + WIRE_OVERHEAD,
+                                                 cfg.window, cfg.base_rtt),
+                               dict(cfg.cc_params))
+            lo = min(cfg.min_rto, cfg.max_rto)
+            # before any sample: never below a few unloaded RTTs of the fabric, when known (a
+            # data-centre initial RTO on a slow fabric would resend every first window)
+            first = max(cfg.rto, INITIAL_RTO_RTTS * cfg.base_rtt)
+            conn = Connection(cc, rtt_cache.estimator(peer, first, lo, cfg.max_rto)
+                              if rtt_cache else RttEstimator(first, lo, cfg.max_rto))
+        self.conn = conn
+        self.cc = conn.cc
+        self.rtt = conn.rtt
+        conn.sending.append(self)
+        conn.active.append(self)
+        self.owner: Any = None
+        """The caller's object for this message (the simulator's flow), so that an ACK of one
+        message of a connection can wake the others that its window held back."""
         self.line_rate_bps = line_rate_bps
         self._paced = self.cc.rate_bps is not None
         self._wire_full = cfg.mss + WIRE_OVERHEAD
         self._wire_last = self.length(self.npkts - 1) + WIRE_OVERHEAD
-        self.paced_until = 0.0
-        """Earliest time the pacer lets the next packet go (rate-based algorithms)."""
         self.packets_sent = 0
         self.ack_request = False
         """The packet ``next_packet`` just returned should be ACKed at once (F_ACKREQ): after
@@ -175,6 +185,12 @@ class SenderFlow:
     @property
     def done(self) -> bool:
         return self.n_acked == self.npkts
+
+    @property
+    def paced_until(self) -> float:
+        """Earliest time the pacer lets the next packet go (rate-based algorithms): the
+        connection's, shared by its messages."""
+        return self.conn.paced_until
 
     @property
     def window(self) -> int:
@@ -203,7 +219,7 @@ class SenderFlow:
     def held(self, now: float) -> bool:
         """The pacer holds the next packet at ``now`` (a picosecond of slack: a caller that
         converts ``paced_until`` to its own time unit and back must not be held forever)."""
-        return now < self.paced_until - PACE_SLACK
+        return now < self.conn.paced_until - PACE_SLACK
 
     def length(self, seq: int) -> int:
         """Payload bytes carried by packet `seq` (the last one is short)."""
@@ -213,8 +229,10 @@ class SenderFlow:
 
     def next_packet(self, now: float) -> tuple[int, bool] | None:
         """(seq, is_retransmission) to put on the wire now, or None if blocked (window full,
-        nothing to resend, or the pacer holds it until ``paced_until``)."""
-        if self._paced and now < self.paced_until - PACE_SLACK:
+        nothing to resend, a message posted before it on the connection still has new packets,
+        or the pacer holds it until ``paced_until``)."""
+        conn = self.conn
+        if self._paced and now < conn.paced_until - PACE_SLACK:
             return None
         while self._retx:
             seq = self._retx.popleft()
@@ -224,14 +242,19 @@ class SenderFlow:
                 self.ack_request = True     # a hole is being repaired: report it at once
                 return self._sent(seq, now), True
         nxt = self.next_new
-        if nxt < self.npkts:
+        if nxt < self.npkts and conn.sending[0] is self:
             w = self.cc.window
             cap = self.cfg.window
-            inflight = nxt - self.n_acked   # below ``window``: below the cap, or int(w) >= 1
+            # the connection's packets in flight, every message's (below ``window``: below
+            # the cap, or int(w) >= 1)
+            inflight = conn.inflight
             if (inflight < cap) if w >= cap else (inflight + 1 <= w or inflight == 0):
                 if self.start is None:
                     self.start = now
                 self.next_new = nxt = nxt + 1
+                conn.inflight = inflight + 1
+                if nxt == self.npkts:
+                    conn.sending.popleft()   # the next message's new packets may go
                 # the window closes behind this packet, or nothing new is left
                 self.ack_request = nxt == self.npkts or not (
                     (inflight + 1 < cap) if w >= cap else (inflight + 2 <= w))
@@ -259,8 +282,9 @@ class SenderFlow:
             cc.byte_budget = budget = cc.byte_budget - wire
             if budget <= 0:
                 cc.on_bytes(now)
-            pu = self.paced_until
-            self.paced_until = (pu if pu > now else now) + wire * cc.pace_s_per_byte
+            conn = self.conn
+            pu = conn.paced_until
+            conn.paced_until = (pu if pu > now else now) + wire * cc.pace_s_per_byte
         return seq
 
     def on_ack(self, ack: Ack, now: float) -> None:
@@ -303,6 +327,7 @@ class SenderFlow:
             self.spurious += 1
         if n:
             self.n_acked += n
+            self.conn.inflight -= n
             self.ce_acked += marked
             rtt = None
             if last >= 0:
@@ -322,6 +347,7 @@ class SenderFlow:
                 cc.on_nack(now)
         if self.n_acked == npkts and self.finish is None:
             self.finish = now
+            self.conn.finished(self, now)
 
     def _queue(self, seq: int) -> None:
         if not self.acked[seq] and not self._queued[seq]:
@@ -349,34 +375,83 @@ class SenderFlow:
             self.timeouts += 1
             self._queue(seq)
             fired = True
-        if fired:
+        if fired and self.conn.timed_out(now):
             self.rtt.backoff()
             self.cc.on_timeout(now)
+
+
+class Connection:
+    """The sending state one peer's messages share while more than one is open, as an RDMA RC
+    QP's or a UEC PDC's: one congestion control, one RTT estimate, one pacer, and one window
+    that counts the packets in flight of all of them (``inflight``). Messages are served in
+    the order posted (``sending``: only its head sends new packets; any may retransmit), as a
+    QP's send queue: the earlier message is the one the peer's next step waits for, so
+    interleaving would delay it and gain nothing for the later one. Each message still keeps
+    its own sequence space, bitmap, timers and record."""
+
+    __slots__ = ("cc", "rtt", "inflight", "paced_until", "sending", "active", "last_finish",
+                 "_timeout_at")
+
+    def __init__(self, cc: CongestionControl, rtt: RttEstimator) -> None:
+        self.cc = cc
+        self.rtt = rtt
+        self.inflight = 0
+        self.paced_until = 0.0
+        self.sending: deque[SenderFlow] = deque()
+        """Messages with new packets not yet sent, oldest first."""
+        self.active: list[SenderFlow] = []
+        """Messages not yet fully acknowledged, in posting order."""
+        self.last_finish: float | None = None
+        self._timeout_at: float | None = None
+
+    def finished(self, s: SenderFlow, now: float) -> None:
+        """``s`` is fully acknowledged: it leaves the connection."""
+        if s in self.active:
+            self.active.remove(s)
+        if s in self.sending:   # done before its last new packet left: never, but be safe
+            self.sending.remove(s)
+        self.last_finish = now
+
+    def timed_out(self, now: float) -> bool:
+        """Whether a timeout of one of the messages at ``now`` should back the RTO off and
+        tell the algorithm: once per tick for the connection, not once per message."""
+        if self._timeout_at == now:
+            return False
+        self._timeout_at = now
+        return True
 
 
 class Connections:
     """A host's transport state per peer that outlives one message, as an RDMA QP's or a UEC
     PDC's does: a collective posts a new flow to the same peer every step, and starting each
     from the initial window (slow start, DCTCP's α = 1, DCQCN at line rate) would make every
-    step pay for the first one. A new flow takes over the previous flow's congestion control
-    when that flow finished less than one RTO ago (older state is stale: RFC 7661's idle
-    rule, simplified), and starts its RTT estimate from the last one to the peer (RttCache).
-    A flow posted while another to the same peer is still sending gets its own algorithm."""
+    step pay for the first one. A flow posted while earlier ones to the same peer are still
+    open joins their ``Connection`` (window, algorithm, RTT and pacer shared; its packets
+    after theirs). Otherwise it opens a new one, taking over the previous connection's
+    congestion control when that finished less than one RTO ago (older state is stale:
+    RFC 7661's idle rule, simplified), its RTT estimate from the last one to the peer."""
 
     def __init__(self) -> None:
         self.rtt = RttCache()
         self._last: dict[Hashable, SenderFlow] = {}
         self.reused = 0
+        self.joined = 0
+        """Flows that joined a connection with an earlier flow still open."""
 
     def open(self, nbytes: int, cfg: TransportConfig, line_rate_bps: float, peer: Hashable,
              now: float) -> SenderFlow:
         prev = self._last.get(peer)
-        cc = None
-        if prev is not None and prev.finish is not None and now - prev.finish <= prev.rto \
-                and prev.cfg.cc == cfg.cc:
-            cc = prev.cc
-            self.reused += 1
-        s = SenderFlow(nbytes, cfg, line_rate_bps, cc=cc, rtt_cache=self.rtt, peer=peer)
+        if prev is not None and prev.conn.active and prev.cfg == cfg:
+            s = SenderFlow(nbytes, cfg, line_rate_bps, conn=prev.conn)
+            self.joined += 1
+        else:
+            conn = None if prev is None else prev.conn
+            cc = None
+            if conn is not None and not conn.active and conn.last_finish is not None \
+                    and now - conn.last_finish <= prev.rto and prev.cfg.cc == cfg.cc:  # type: ignore[union-attr]  # conn is prev's
+                cc = conn.cc
+                self.reused += 1
+            s = SenderFlow(nbytes, cfg, line_rate_bps, cc=cc, rtt_cache=self.rtt, peer=peer)
         self._last[peer] = s
         return s
 

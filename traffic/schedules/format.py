@@ -49,7 +49,9 @@ class Step:
 
     The step starts when the previous one completed, after `compute_us` of compute and not before
     `at_us` (microseconds from the job start; used by timed traces). It completes when all `recvs`
-    arrived and, if `wait_sends`, all `sends` were acknowledged.
+    arrived, if `wait_sends`, all `sends` were acknowledged, and every flow in `wait_acked` (sends
+    of this rank's earlier steps) was acknowledged: a pipelined ring's bound on the steps whose
+    sends are still un-ACKed (a send buffer's slots, traffic.schedules.ring).
     """
 
     sends: list[Send] = field(default_factory=list)
@@ -59,6 +61,7 @@ class Step:
     at_us: float | None = None
     wait_sends: bool = True
     label: str = ""
+    wait_acked: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,11 @@ def validate(s: Schedule) -> None:
             if coll_ids and st.collective not in coll_ids:
                 raise ScheduleError(f"programs[{r}].steps[{i}].collective",
                                     f"unknown collective {st.collective}")
+            for j, fl in enumerate(st.wait_acked):
+                own = sends.get(fl)
+                if own is None or own[0] != r:
+                    raise ScheduleError(f"programs[{r}].steps[{i}].wait_acked[{j}]",
+                                        f"flow {fl} is not a send of an earlier step of rank {r}")
             for j, snd in enumerate(st.sends):
                 dst, flow = snd.dst, snd.flow
                 if (0 <= dst < s.ranks and dst != r and snd.bytes > 0 and 0 <= flow < 1 << 32
@@ -217,6 +225,8 @@ def to_dict(s: Schedule) -> dict[str, Any]:
                 d["wait_sends"] = False
             if st.label:
                 d["label"] = st.label
+            if st.wait_acked:
+                d["wait_acked"] = list(st.wait_acked)
             steps.append(d)
         progs.append({"rank": r, "steps": steps})
     out: dict[str, Any] = {
@@ -305,7 +315,8 @@ def from_dict(d: Any) -> Schedule:
             sp = f"{p}.steps[{j}]"
             st = _obj(st, sp)
             _keys(st, sp, set(),
-                  {"sends", "recvs", "compute_us", "collective", "at_us", "wait_sends", "label"})
+                  {"sends", "recvs", "compute_us", "collective", "at_us", "wait_sends", "label",
+                   "wait_acked"})
             sends = []
             for k, x in enumerate(_list(st.get("sends", []), f"{sp}.sends")):
                 xp = f"{sp}.sends[{k}]"
@@ -324,8 +335,11 @@ def from_dict(d: Any) -> Schedule:
             ws = st.get("wait_sends", True)
             if not isinstance(ws, bool):
                 raise ScheduleError(f"{sp}.wait_sends", f"expected true/false, got {ws!r}")
+            wa = [_int({"flow": x}, "flow", f"{sp}.wait_acked[{k}]")
+                  for k, x in enumerate(_list(st.get("wait_acked", []), f"{sp}.wait_acked"))]
             steps.append(Step(sends, recvs, _num(st, "compute_us", sp, 0.0),
-                              _int(st, "collective", sp, 0), at, ws, _str(st, "label", sp, "")))
+                              _int(st, "collective", sp, 0), at, ws, _str(st, "label", sp, ""),
+                              wa))
         programs[i] = steps
     meta = d.get("meta", {})
     _obj(meta, "meta")

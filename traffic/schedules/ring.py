@@ -2,6 +2,13 @@
 
 Rank r sends to (r+1) mod N and receives from (r-1) mod N. The buffer is cut into N chunks;
 reduce-scatter takes N-1 steps, all-gather N-1 more, so AllReduce is 2(N-1) steps of S/N bytes.
+
+By default a step waits for its receive and for its own send's last ACK (lock-step: one RTT
+per step). With ``slots`` (NCCL's NCCL_STEPS: the send buffer's slots) the ring is pipelined
+as NCCL's is: a step waits only for its receive (the data dependency) and for the send of the
+step ``slots - 1`` before it, so at most ``slots`` steps' sends are un-ACKed per rank; a
+consecutive step's send to the same neighbour then overlaps the previous one on one connection
+(traffic.transport.Connection). The wire bytes, and so the ideal bound, are the same.
 """
 
 from __future__ import annotations
@@ -9,6 +16,24 @@ from __future__ import annotations
 from .builder import LockstepBuilder
 from .format import Schedule, ScheduleError
 from .sizes import split
+
+MAX_SLOTS = 64
+
+
+def pipeline(s: Schedule, slots: int) -> Schedule:
+    """``s`` with every rank's step k waiting for the sends of its step k - slots + 1 instead
+    of its own (slots 0: unchanged; 1: the same as lock-step)."""
+    if not 0 <= slots <= MAX_SLOTS:
+        raise ScheduleError("slots", f"must be 0 (lock-step) .. {MAX_SLOTS}, got {slots}")
+    if slots <= 1:
+        return s
+    for prog in s.programs:
+        for k, st in enumerate(prog):
+            st.wait_sends = False
+            if k - slots + 1 >= 0:
+                st.wait_acked = [x.flow for x in prog[k - slots + 1].sends]
+    s.meta["slots"] = slots
+    return s.validate()
 
 
 def _check(ranks: int, size: int) -> None:
@@ -36,30 +61,31 @@ def _all_gather(b: LockstepBuilder, cid: int, chunks: list[int], owned: int) -> 
             b.transfer(steps, r, (r + 1) % n, chunks[(r + owned - k) % n])
 
 
-def ring_allreduce(ranks: int, size: int) -> Schedule:
-    """AllReduce of a `size`-byte buffer: 2(N-1) steps of ~size/N bytes per rank."""
+def ring_allreduce(ranks: int, size: int, slots: int = 0) -> Schedule:
+    """AllReduce of a `size`-byte buffer: 2(N-1) steps of ~size/N bytes per rank (``slots``:
+    pipelined, see the module)."""
     _check(ranks, size)
     b = LockstepBuilder(ranks)
     cid = b.collective("ring_allreduce", size)
     chunks = split(size, ranks)
     _reduce_scatter(b, cid, chunks)
     _all_gather(b, cid, chunks, owned=1)
-    return b.build("ring_allreduce", size=size)
+    return pipeline(b.build("ring_allreduce", size=size), slots)
 
 
-def ring_allgather(ranks: int, size: int) -> Schedule:
+def ring_allgather(ranks: int, size: int, slots: int = 0) -> Schedule:
     """AllGather into a `size`-byte output buffer (each rank contributes ~size/N)."""
     _check(ranks, size)
     b = LockstepBuilder(ranks)
     cid = b.collective("allgather", size)
     _all_gather(b, cid, split(size, ranks), owned=0)
-    return b.build("allgather", size=size)
+    return pipeline(b.build("allgather", size=size), slots)
 
 
-def ring_reduce_scatter(ranks: int, size: int) -> Schedule:
+def ring_reduce_scatter(ranks: int, size: int, slots: int = 0) -> Schedule:
     """ReduceScatter of a `size`-byte input buffer (each rank ends with ~size/N reduced)."""
     _check(ranks, size)
     b = LockstepBuilder(ranks)
     cid = b.collective("reducescatter", size)
     _reduce_scatter(b, cid, split(size, ranks))
-    return b.build("reducescatter", size=size)
+    return pipeline(b.build("reducescatter", size=size), slots)
