@@ -32,7 +32,7 @@ TOPOLOGIES = ("fattree", "leafspine")
 TRANSPORTS = ("udp", "tcp")
 PLACEMENTS = ("block", "random")
 _SCHEDULE_OPTIONS = {"algorithm", "skew", "alpha", "hot", "hot_fraction", "tokens", "seed",
-                     "combine"}
+                     "combine", "slots"}
 
 
 class ConfigError(ValueError):
