@@ -302,3 +302,39 @@ def _broken(edit) -> ScheduleError:  # noqa: ANN001
 def test_validate_locates_each_kind_of_bad_transfer(edit, field, msg):  # noqa: ANN001
     e = _broken(edit)
     assert str(e.field).startswith(field) and msg in str(e)
+
+
+@pytest.mark.parametrize("slots", [2, 4, 8])
+@pytest.mark.parametrize("gen", [ring_allreduce, ring_allgather, ring_reduce_scatter])
+def test_pipelined_ring_bounds_unacked_steps_and_keeps_data_dependencies(gen, slots):
+    n = 5
+    base, piped = gen(n, 10_000), gen(n, 10_000, slots=slots)
+    for r in range(n):
+        pb, pp = base.programs[r], piped.programs[r]
+        # the same transfers in the same steps: the data dependencies are the default's
+        assert [(s.sends, s.recvs) for s in pb] == [(s.sends, s.recvs) for s in pp]
+        assert all(s.wait_sends and not s.wait_acked for s in pb)   # the default: lock-step
+        step_of = {x.flow: k for k, stp in enumerate(pp) for x in stp.sends}
+        freed: set[int] = set()   # steps whose sends some completed step waited for
+        for k, stp in enumerate(pp):
+            assert not stp.wait_sends
+            # posting step k: steps <= k not yet known acknowledged hold a slot each
+            assert len([j for j in range(k + 1) if j not in freed]) <= slots
+            freed |= {step_of[f] for f in stp.wait_acked}
+            assert all(step_of[f] <= k for f in stp.wait_acked)
+        assert len(pp) < slots or freed, "a slot must be freed somewhere"
+    assert piped.meta["slots"] == slots
+    again = from_dict(to_dict(piped))
+    assert [[s.wait_acked for s in p] for p in again.programs] == \
+        [[s.wait_acked for s in p] for p in piped.programs]
+
+
+def test_pipelined_ring_rejects_bad_slots_and_foreign_wait_acked():
+    with pytest.raises(ScheduleError, match="slots"):
+        ring_allreduce(4, 4000, slots=-1)
+    assert to_dict(ring_allreduce(4, 4000, slots=1)) == to_dict(ring_allreduce(4, 4000))
+    s = ring_allreduce(4, 4000, slots=2)
+    d = to_dict(s)
+    d["programs"][0]["steps"][1]["wait_acked"] = [d["programs"][1]["steps"][0]["sends"][0]["flow"]]
+    with pytest.raises(ScheduleError, match="wait_acked"):
+        from_dict(d)

@@ -138,3 +138,60 @@ def test_a_spurious_retransmission_is_counted_at_the_sender_a_needed_one_is_not(
     for a in rx2.on_data(0, 10, True, 0.0021)[1]:
         tx2.on_ack(a, 0.0022)
     assert tx2.done and tx2.retransmissions == 1 and tx2.spurious == 0
+
+
+def _deliver(tx: SenderFlow, rx: ReceiverFlow, seq: int, now: float) -> None:
+    """One packet of ``tx`` arrives at once and its ACKs go straight back."""
+    for a in rx.on_data(seq, tx.length(seq), False, now, ack_req=True)[1]:
+        tx.on_ack(a, now)
+
+
+def test_overlapping_messages_to_one_peer_share_one_connection():
+    from traffic.transport import Connections
+
+    cfg = TransportConfig(mss=10, window=4, ack_every=1, cc="none")
+    conns = Connections()
+    a = conns.open(100, cfg, 1e9, "peer", 0.0)           # 10 packets
+    b = conns.open(50, cfg, 1e9, "peer", 0.0)            # 5, posted while a is open
+    assert conns.joined == 1
+    assert b.conn is a.conn and b.cc is a.cc and b.rtt is a.rtt
+    rxs = {id(a): ReceiverFlow(a.npkts, cfg), id(b): ReceiverFlow(b.npkts, cfg)}
+    order: list[tuple[str, int]] = []
+    t = 0.0
+    while not (a.done and b.done):
+        t += 1e-6
+        sent = []
+        for name, s in (("b", b), ("a", a)):             # b asked first: it must still wait
+            while (p := s.next_packet(t)) is not None:
+                order.append((name, p[0]))
+                sent.append((s, p[0]))
+                assert a.conn.inflight <= cfg.window       # one window for both messages
+        assert sent, "neither message could send"
+        for s, seq in sent:
+            _deliver(s, rxs[id(s)], seq, t + 5e-6)
+        t += 5e-6
+    # served in order: every packet of a before any of b
+    assert order == [("a", i) for i in range(10)] + [("b", i) for i in range(5)]
+    assert a.finish is not None and b.finish is not None and a.finish <= b.finish
+    assert (a.packets_sent, b.packets_sent) == (10, 5) and a.n_acked == 10 and b.n_acked == 5
+    assert a.rtt.srtt is not None and b.rtt.srtt == a.rtt.srtt   # one estimate, both sampled
+    assert a.conn.inflight == 0 and not a.conn.active
+    # once both are done a new message opens a new connection (the algorithm carried over)
+    c = conns.open(10, cfg, 1e9, "peer", t)
+    assert c.conn is not a.conn and c.cc is a.cc and conns.reused == 1
+
+
+def test_a_message_behind_another_starts_when_the_first_has_sent_its_last_new_packet():
+    from traffic.transport import Connections
+
+    cfg = TransportConfig(mss=10, window=64, ack_every=1, cc="none")
+    conns = Connections()
+    a = conns.open(30, cfg, 1e9, 1, 0.0)
+    b = conns.open(30, cfg, 1e9, 1, 0.0)
+    other = conns.open(30, cfg, 1e9, 2, 0.0)              # another peer: its own connection
+    assert other.conn is not a.conn
+    assert b.next_packet(0.0) is None and other.next_packet(0.0) == (0, False)
+    assert [a.next_packet(0.0) for _ in range(3)] == [(0, False), (1, False), (2, False)]
+    assert b.next_packet(0.0) == (0, False)              # a is not acknowledged yet
+    a.on_tick(1.0)                                       # a's RTO fired: a may resend ...
+    assert a.next_packet(1.0) == (0, True)               # ... though b is the one sending new
