@@ -582,7 +582,7 @@ class HostAgent:
             if tx.done:
                 self.active.remove(fid)
                 continue
-            t = tx.paced_until
+            t = tx.conn.paced_until   # the connection's pacer (SenderFlow.paced_until)
             if now < t - PACE_SLACK:   # SenderFlow.held inline: no call per paced wake-up
                 if self._held_until is None or t < self._held_until:
                     self._held_until = t
