@@ -69,7 +69,7 @@ def test_spraying_job_completes_with_control_packets_on_one_entropy_class_droppe
     run_agents(bridged_hosts, lambda i: [
         "--schedule", "ring_allreduce", "--ranks", str(HOSTS), "--size", str(size),
         "--hosts", HOST_IPS, "--rate", "100M", "--path-policy", "entropy-spray(8)",
-        "--rto-ms", "20", "--start-at", repr(start_at), "--timeout", "25",
+        "--rto-ms", "20", "--start-at", repr(start_at), "--timeout", "80",
         "--out", str(tmp_path / f"h{i}")])
     ranks = [json.loads((tmp_path / f"h{i}" / f"rank{i}.json").read_text())
              for i in range(HOSTS)]

@@ -59,7 +59,7 @@ def run_agents(namespaces: list[str], args: Callable[[int], list[str]]) -> list[
             cmd = ["ip", "netns", "exec", ns, sys.executable, "-m", "traffic.run", *args(i)]
             procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, text=True))
-        outs = [p.communicate(timeout=40) for p in procs]
+        outs = [p.communicate(timeout=120) for p in procs]   # a bound for a hung agent, not a timing test
     finally:
         for p in procs:
             if p.poll() is None:
