@@ -135,7 +135,10 @@ class Sampler(threading.Thread):
         queues = self._pool.submit(lambda: self.ctl.read_queues(clear=True))
         try:
             c = self.ctl.read_counters()
-            self.links.append(self.ctl.links_from_counters(c).assign(t=t))
+            # ``t`` is when the read was sent and ``read_s`` how long the switches took to
+            # answer: the counters were taken somewhere inside [t, t + read_s]
+            self.links.append(self.ctl.links_from_counters(c).assign(
+                t=t, read_s=time.time() - t))
             if counters:
                 self.counters.append(c.assign(t=t))
         except Exception as e:  # noqa: BLE001 - a sample lost is recorded, the run goes on

@@ -407,7 +407,8 @@ def fabric_samples(s: RunSamples, tdf: float) -> RunSamples:
     if tdf == 1:
         return s
     def frame(df: pd.DataFrame) -> pd.DataFrame:
-        return df.assign(t=df["t"] / tdf) if "t" in df.columns else df
+        scaled = {c: df[c] / tdf for c in ("t", "read_s") if c in df.columns}
+        return df.assign(**scaled)
     return dataclasses.replace(
         s, links=frame(s.links), queues=frame(s.queues), counters=frame(s.counters),
         events=to_fabric_time(s.events, tdf),
