@@ -48,8 +48,8 @@ def test_reduced_fabric_experiment(tmp_path: Path) -> None:
     links = pd.read_csv(root / "links.csv")
     # the sampler reads while the collective runs: some read is in flight inside the run. A
     # sample of 20 busy software switches takes 0.3-1 s on a quiet machine and more on a loaded
-    # one (CI once had a read sent before a 2.35 s ECMP run answered after it), so a read counts
-    # by its interval [t, t + read_s], not by the moment it was sent
+    # one (CI once saw no read *sent* inside a 2.35 s ECMP run), so a read counts by its
+    # interval [t, t + read_s], not by the moment it was sent
     assert (links["read_s"] >= 0).all()
     for scheme, c in ccts.set_index("scheme").iterrows():
         lk = links.loc[links["scheme"] == scheme]
