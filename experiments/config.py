@@ -243,9 +243,11 @@ class TransportSettings:
     held longer than the RTO floor times the sender out spuriously; RFC 5681 §4.2 and Linux
     keep the delay well below the minimum RTO, 40 of 200 ms), ``tick_us`` the granularity at
     which RTO and delayed-ACK timers are looked at (a tenth of ``min_rto_us``: RFC 6298's
-    clock granularity G well below the RTO), ``pace_credit_us`` how far an agent's pacer may fall
-    behind and catch up in a burst (1 µs, ~8 full packets at 100 Gb/s; the simulator's NICs
-    never fall behind)."""
+    clock granularity G well below the RTO), ``pace_credit_us`` how far a pacer may fall
+    behind and catch up in a burst: an agent's NIC pacer, and on both backends a rate-based
+    algorithm's (DCQCN's rate limiter, a token bucket this long; 1 µs, ~8 full packets at
+    100 Gb/s; the simulator's NICs never fall behind, its DCQCN flows do when they share
+    one)."""
 
     cc: str = "dctcp"
     params: dict[str, float] = dim(Dim.PARAMS, default_factory=dict)
@@ -268,7 +270,9 @@ class TransportSettings:
         lo = self.min_rto_us * 1e-6 if self.min_rto_us is not None else rto_bounds[0]
         hi = self.max_rto_us * 1e-6 if self.max_rto_us is not None else max(rto_bounds[1], lo)
         timers = {k: v * 1e-6 for k, v in (("ack_delay", self.ack_delay_us),
-                                            ("tick", self.tick_us)) if v is not None}
+                                            ("tick", self.tick_us),
+                                            ("pace_credit", self.pace_credit_us))
+                  if v is not None}
         return base.with_cc(self.cc, self.params, mss=w.mss, window=w.window, min_rto=lo,
                             max_rto=hi, base_rtt=base_rtt, **timers)
 

@@ -365,9 +365,11 @@ class HostAgent:
                 break
             # paced transmission, round-robin over flows with something to send
             sent = 0
+            blocked = False     # every flow held by its window, pacer or nothing to resend
             while self.active and next_tx <= now and sent < 64:
                 n = self._send_one(now)
                 if n == 0:
+                    blocked = True
                     break
                 next_tx += n * gap_per_byte
                 sent += 1
@@ -391,7 +393,12 @@ class HostAgent:
                            - now)
             wait = max(0.0, wait)
             if self.active:
-                wait = min(wait, max(0.0, next_tx - now))
+                # blocked, the NIC's schedule is no reason to wake (it is due already: waking
+                # for it spun the loop at 100% CPU until an ACK came, the whole time a window
+                # was full); what unblocks a flow is an ACK (the socket wakes select), a timer
+                # (the tick) or its pacer
+                if not blocked:
+                    wait = min(wait, max(0.0, next_tx - now))
                 if self._held_until is not None:  # a paced flow's next send time
                     wait = min(wait, max(0.0, self._held_until - now))
             if wait > 0:

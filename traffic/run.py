@@ -143,8 +143,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--tick-ms", type=float, default=d.tick * 1e3,
                    help="granularity of the RTO and delayed-ACK timers (default %(default)s)")
     t.add_argument("--pace-credit-ms", type=float, default=AgentConfig.pace_credit * 1e3,
-                   help="how far the pacer may fall behind and catch up in a burst "
-                        "(default %(default)s)")
+                   help="how far the pacers (the NIC rate's and a rate-based congestion "
+                        "control's) may fall behind and catch up in a burst (default "
+                        "%(default)s)")
     t.add_argument("--next-hop-mac", help="override the neighbour-table next-hop MAC")
     q = p.add_argument_group("path policy (host-based load balancing, udp transport)")
     q.add_argument("--path-policy", type=_policy, default=PolicySpec(),
@@ -273,7 +274,8 @@ def agent_config(a: argparse.Namespace, policy: PolicySpec | None = None,
     try:
         transport = TransportConfig(mss=a.mss, window=a.window, rto=a.rto_ms / 1000,
                                     nack_gap=a.nack_gap, ack_delay=a.ack_delay_ms / 1000,
-                                    tick=a.tick_ms / 1000).with_cc(
+                                    tick=a.tick_ms / 1000,
+                                    pace_credit=a.pace_credit_ms / 1000).with_cc(
             a.cc, a.cc_params, min_rto=a.min_rto_ms / 1000, max_rto=a.max_rto_ms / 1000,
             base_rtt=a.base_rtt_us * 1e-6)
     except ValueError as e:

@@ -57,6 +57,12 @@ class TransportConfig:
     cc_params: tuple[tuple[str, float], ...] = dim(Dim.PARAMS, ())
     base_rtt: float = dim(Dim.TIME, 0.0)   # the fabric's unloaded RTT if known (NSCC's target)
     tick: float = dim(Dim.TIME, 0.0005)   # timer granularity for RTOs and delayed ACKs
+    pace_credit: float = dim(Dim.TIME, 0.0)
+    """How far a rate-based algorithm's pacer may fall behind its schedule and catch up in a
+    burst (a token bucket this long at the current rate; 0: strict, never ahead of
+    ``paced_until``). A sender that looks at its flows once per loop pass, with one clock
+    reading for the pass, needs it: strict pacing lets one packet go per pass whatever the
+    rate. The agent uses its NIC pacer's credit (AgentConfig.pace_credit)."""
 
     def with_cc(self, cc: str, params: dict[str, float] | None = None, **kw: Any) \
             -> TransportConfig:
@@ -159,6 +165,7 @@ class SenderFlow:
         message of a connection can wake the others that its window held back."""
         self.line_rate_bps = line_rate_bps
         self._paced = self.cc.rate_bps is not None
+        self._pace_credit = cfg.pace_credit
         self._wire_full = cfg.mss + WIRE_OVERHEAD
         self._wire_last = self.length(self.npkts - 1) + WIRE_OVERHEAD
         self.packets_sent = 0
@@ -284,7 +291,8 @@ class SenderFlow:
                 cc.on_bytes(now)
             conn = self.conn
             pu = conn.paced_until
-            conn.paced_until = (pu if pu > now else now) + wire * cc.pace_s_per_byte
+            lo = now - self._pace_credit     # no credit beyond it for time spent idle
+            conn.paced_until = (pu if pu > lo else lo) + wire * cc.pace_s_per_byte
         return seq
 
     def on_ack(self, ack: Ack, now: float) -> None:

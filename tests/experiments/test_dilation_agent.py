@@ -66,7 +66,7 @@ def test_a_dilated_agent_config_scales_fabric_times_and_rates_only() -> None:
     by = {k.path: (k, e) for k, e in pairs}
     for p in ("transport.rto", "transport.ack_delay", "transport.tick", "transport.min_rto",
               "transport.max_rto", "transport.base_rtt", "transport.cc_params.rate_timer_us",
-              "pace_credit", "path_policy.hold"):
+              "transport.pace_credit", "pace_credit", "path_policy.hold"):
         fab, em = by[p]
         assert fab.dim is Dim.TIME and em.value == pytest.approx(fab.value * TDF), p
     for p in ("rate_bps", "tcp_rate_bps"):
@@ -115,7 +115,7 @@ def test_the_files_timers_reach_the_agent_times_tdf() -> None:
     assert t.tick == pytest.approx(3e-6 * TDF)
     assert t.min_rto == pytest.approx(40e-6 * TDF)
     assert t.rto == pytest.approx(50e-6 * TDF)
-    assert a.pace_credit == pytest.approx(2e-6 * TDF)
+    assert a.pace_credit == t.pace_credit == pytest.approx(2e-6 * TDF)   # both pacers
     assert (a.beacon_gap, a.linger) == (AgentConfig.beacon_gap, AgentConfig.linger)  # WALL
 
 

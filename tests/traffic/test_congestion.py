@@ -284,3 +284,22 @@ def test_a_rate_based_sender_is_paced_at_its_rate() -> None:
     assert tx.mean_rate_bps is None                  # no ACK yet
     tx.on_ack(Ack(cum=2, base=0, sack=0b11, ce=0b10), 2 * gap)   # a CNP: rate halves
     assert tx.rate_bps == pytest.approx(0.5e9) and tx.mean_rate_bps == pytest.approx(0.5e9)
+
+
+@pytest.mark.parametrize("credit_gaps, burst", [(0, 1), (3, 4), (3.5, 4)])
+def test_a_paced_sender_behind_its_schedule_catches_up_by_its_credit(credit_gaps: float,
+                                                                      burst: int) -> None:
+    """A token bucket of ``pace_credit`` at the current rate: a sender looking at its flow
+    once per loop pass (one clock reading for the pass) may send that many packet times it
+    fell behind at once, no more, and idle time earns no further credit."""
+    gap = (1000 + 70) * 8 / 1e9
+    cfg = TransportConfig(mss=1000, window=64, cc="dcqcn", pace_credit=credit_gaps * gap)
+    tx = SenderFlow(100_000, cfg, line_rate_bps=1e9)
+    for now in (1.0, 2.0):                           # idle since 0, then idle again
+        sent = 0
+        while tx.next_packet(now) is not None:
+            sent += 1
+        assert sent == burst, now
+        assert tx.paced_until == pytest.approx(now - credit_gaps * gap + burst * gap)
+    assert tx.next_packet(2.0 + gap) == (2 * burst, False)   # then at the rate again
+    assert tx.next_packet(2.0 + gap) is None

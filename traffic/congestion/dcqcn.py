@@ -82,6 +82,12 @@ class Dcqcn(CongestionControl):
         self._t = params.rate_timer_us * 1e-6
         self._n = params.cnp_interval_us * 1e-6
         self._keep = 1 - params.g   # α's decay per K without a CNP
+        self._aligned = self._k == self._t   # one count serves both timers (advance)
+        # the per-event constants, premultiplied once (advance runs per expiry)
+        self._f = params.f
+        self._ai = params.r_ai * self.line
+        self._hai = params.r_hai * self.line
+        self._floor = params.min_rate * self.line
         self.due = -1.0   # before this time no timer can have expired (advance is a no-op)
 
     @property
@@ -94,74 +100,79 @@ class Dcqcn(CongestionControl):
 
     def advance(self, now: float) -> None:
         # once per timer expiry, not per packet (callers check ``due`` first). Under steady
-        # marking the rate sits near its floor and every send finds an expiry or two due, so
-        # this is DCQCN's per-packet work there: with K = T (the default) both periods start
-        # together and stay aligned, so one count serves both; the increase events run inline
-        # on locals (``_increase``'s arithmetic, operation for operation) and the pacing gap
-        # is recomputed once, from the last rate, instead of once per event
+        # marking the rate sits near its floor and most sends find one expiry due, so this is
+        # DCQCN's per-packet work there. With K = T (the default) both periods start together
+        # and stay aligned, so one count serves both; the increase events run inline on locals
+        # with the parameters premultiplied (``_increase``'s arithmetic, operation for
+        # operation) and the pacing gap is recomputed once, from the last rate
         if now < self.due:
             return
-        a_at, t_at = self._alpha_at, self._timer_at
-        if a_at is None or t_at is None:     # the first decision starts both periods
-            self._timer_at = self._alpha_at = a_at = t_at = now
-        k, t = self._k, self._t
-        n = 0                                # rate-timer expiries
-        if a_at == t_at and k == t:
-            if now - t_at >= t:
-                n = int((now - t_at) / t)
-                self.alpha *= self._keep if n == 1 else self._keep ** (
-                    n if n < _MAX_CATCH_UP else _MAX_CATCH_UP)
-                t_at += n * t
-                self._timer_at = self._alpha_at = a_at = t_at
+        t_at = self._timer_at
+        t = self._t
+        if t_at is None:                     # the first decision starts both periods
+            self._timer_at = self._alpha_at = now
+            self.due = now + (t if t < self._k else self._k)
+            return
+        if self._aligned:
+            n = int((now - t_at) / t)        # rate-timer (and α-timer) expiries
+            if not n:                        # ``due`` rounded below the period's end
+                return
+            keep = self._keep
+            self.alpha *= keep if n == 1 else keep ** (n if n < _MAX_CATCH_UP else _MAX_CATCH_UP)
+            t_at += n * t
+            self._timer_at = self._alpha_at = t_at
+            self.due = t_at + t
         else:
+            k, a_at = self._k, self._alpha_at
+            assert a_at is not None
             if now - a_at >= k:
                 m = int((now - a_at) / k)
-                self.alpha *= self._keep if m == 1 else self._keep ** (
+                keep = self._keep
+                self.alpha *= keep if m == 1 else keep ** (
                     m if m < _MAX_CATCH_UP else _MAX_CATCH_UP)
                 a_at += m * k
                 self._alpha_at = a_at
-            if now - t_at >= t:
-                n = int((now - t_at) / t)
-                t_at += n * t
-                self._timer_at = t_at
-        if n:
-            line, rc, rt = self.line, self.rc, self.rt
-            if rc < line or rt < line:
-                p = self.p
-                f, r_ai, r_hai = p.f, p.r_ai, p.r_hai
-                i_t, i_b = self._i_t, self._i_b
-                for _ in range(n if n < _MAX_CATCH_UP else _MAX_CATCH_UP):
-                    if rc >= line and rt >= line:
-                        break
-                    i_t += 1
-                    if i_t < f and i_b < f:
-                        pass                                  # fast recovery: towards R_T
-                    elif i_t >= f and i_b >= f:
-                        rt += ((i_t if i_t < i_b else i_b) - f + 1) * r_hai * line
-                    else:
-                        rt += r_ai * line
-                    if rt > line:
-                        rt = line
-                    rc = (rt + rc) / 2
-                    if rc >= line:
-                        rc = line
-                self._i_t, self.rt, self.rc = i_t, rt, rc
-                self.pace_s_per_byte = 8 / rc
-        a_at += k
-        t_at += t
-        self.due = a_at if a_at < t_at else t_at
+            n = int((now - t_at) / t) if now - t_at >= t else 0
+            t_at += n * t
+            self._timer_at = t_at
+            a_at += k
+            t_at += t
+            self.due = a_at if a_at < t_at else t_at
+            if not n:
+                return
+        line, rc, rt = self.line, self.rc, self.rt
+        if rc >= line and rt >= line:
+            return
+        f, ai, hai = self._f, self._ai, self._hai
+        i_t, i_b = self._i_t, self._i_b
+        for _ in range(n if n < _MAX_CATCH_UP else _MAX_CATCH_UP):
+            i_t += 1
+            if i_t < f and i_b < f:
+                pass                                  # fast recovery: towards R_T
+            elif i_t >= f and i_b >= f:
+                rt += ((i_t if i_t < i_b else i_b) - f + 1) * hai
+            else:
+                rt += ai
+            if rt > line:
+                rt = line
+            rc = (rt + rc) / 2
+            if rc >= line:
+                rc = line
+                if rt >= line:
+                    break
+        self._i_t, self.rt, self.rc = i_t, rt, rc
+        self.pace_s_per_byte = 8 / rc
 
     def _increase(self) -> None:
-        p = self.p
-        i_t, i_b, f = self._i_t, self._i_b, p.f
+        i_t, i_b, f = self._i_t, self._i_b, self._f
         line = self.line
         rt = self.rt
         if i_t < f and i_b < f:
             pass                                      # fast recovery: towards R_T
         elif i_t >= f and i_b >= f:
-            rt += ((i_t if i_t < i_b else i_b) - f + 1) * p.r_hai * line
+            rt += ((i_t if i_t < i_b else i_b) - f + 1) * self._hai
         else:
-            rt += p.r_ai * line
+            rt += self._ai
         if rt > line:
             rt = line
         self.rt = rt
@@ -185,18 +196,17 @@ class Dcqcn(CongestionControl):
         self._cut(now)
 
     def _cut(self, now: float) -> None:
-        p = self.p
         self.cnps += 1
         # once per CNP, at most one per N: no builtins (max, min) on this path either
         rc = self.rt = self.rc
-        floor = p.min_rate * self.line
+        floor = self._floor
         rc *= 1 - self.alpha / 2
         self.rc = rc = rc if rc > floor else floor
-        self.alpha = (1 - p.g) * self.alpha + p.g
+        self.alpha = self._keep * self.alpha + self.p.g
         self._alpha_at = self._timer_at = now
         k, t = self._k, self._t
         self.due = now + (k if k < t else t)
-        self.byte_budget = p.byte_counter
+        self.byte_budget = self.p.byte_counter
         self.pace_s_per_byte = 8 / rc
         self._i_t = self._i_b = 0
 
