@@ -247,13 +247,20 @@ def ball_ranges(balls: Sequence[int]) -> list[tuple[int, int, int]]:
 
 @dataclass
 class WamGroup:
-    """One Whack-a-Mole group: the lb_wam parameters, its ranges and the wam_counter cell."""
+    """One Whack-a-Mole group: the lb_wam parameters, its ranges and its wam_counter cells.
+
+    The P4 keeps one counter per route ``dst_id`` (the per-(group, destination) slot rotation
+    uses too): ``next_member(dst_id)`` reads and advances that destination's cell, missing cells
+    read 0. ``j`` is the one cell of a group whose packets all carry one ``dst_id``
+    (``next_member()`` without one), which the single-sequence tests use.
+    """
 
     log2_m: int
     a: int
     b: int
     balls: list[int]
     j: int = 0
+    counters: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._check()
@@ -267,7 +274,7 @@ class WamGroup:
             raise ValueError(f"balls must sum to m={self.m}, got {sum(self.balls)}")
 
     def reweight(self, balls: Sequence[int]) -> None:
-        """Whack-a-mole: the controller rewrites the ranges; the counter keeps running."""
+        """Whack-a-mole: the controller rewrites the ranges; the counters keep running."""
         self.balls = list(balls)
         self._check()
 
@@ -277,10 +284,15 @@ class WamGroup:
                 return member
         raise LookupError(f"slot {slot} has no range")  # the P4 drops: DROP_LB_MEMBER_MISS
 
-    def next_member(self) -> int:
-        """One packet: read j, write j+1 (16-bit), map slot -> member."""
-        slot = wam_slot(self.j, self.log2_m, self.a, self.b)
-        self.j = (self.j + 1) & _MASK16
+    def next_member(self, dst_id: int | None = None) -> int:
+        """One packet: read j (``wam_counter[dst_id]``, or ``j``), write j+1 (16-bit), map
+        slot -> member."""
+        j = self.j if dst_id is None else self.counters.get(dst_id, 0)
+        slot = wam_slot(j, self.log2_m, self.a, self.b)
+        if dst_id is None:
+            self.j = (j + 1) & _MASK16
+        else:
+            self.counters[dst_id] = (j + 1) & _MASK16
         return self.member_of_slot(slot)
 
 

@@ -259,7 +259,7 @@ class _WamRef(Reference):
         self.wam = wam
 
     def predict(self, flow: lb_model.FlowKey, now_us: int, dst_id: int) -> int | None:
-        return self.wam.next_member()
+        return self.wam.next_member(dst_id)
 
 
 @dataclass(frozen=True)

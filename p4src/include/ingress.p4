@@ -54,10 +54,15 @@ control MyIngress(inout headers_t hdr,
      * index the next packet to that destination will use. */
     register<bit<16>>(ROT_SLOTS) rot_next;
 
-    /* Whack-a-Mole: index = group_id.  Free-running 16-bit packet counter j;
-     * only its low l bits matter (m = 2^l divides 2^16, so the wrap keeps
-     * the sequence periodic). */
-    register<bit<16>>(LB_MAX_GROUPS) wam_counter;
+    /* Whack-a-Mole: index = dst_id, the route's per-(group, destination)
+     * slot, as rot_next.  Free-running 16-bit packet counter j; only its
+     * low l bits matter (m = 2^l divides 2^16, so the wrap keeps the
+     * sequence periodic).  One counter per destination, not per group: the
+     * paper's counter is one sender's, and its bound holds for that sender's
+     * consecutive packets; a counter shared by the destinations of a group
+     * bounds only their union, and two destinations whose packets alternate
+     * would each get one member for as long as they alternate. */
+    register<bit<16>>(ROT_SLOTS) wam_counter;
 
     /* ------------------------------------------------------------------ */
     /* Routing: ipv4_lpm                                                   */
@@ -71,7 +76,8 @@ control MyIngress(inout headers_t hdr,
     }
 
     /* Load-balanced next hop: the group decides the member.  dst_id names
-     * the route's destination for the rotation scheme (ignored by others). */
+     * the route's destination for rotation and Whack-a-Mole (their
+     * per-destination counters; ignored by the other schemes). */
     action set_lb_group(bit<16> group_id, bit<16> dst_id) {
         meta.lb.group_id = group_id;
         meta.lb.dst_id = dst_id;
@@ -339,8 +345,8 @@ control MyIngress(inout headers_t hdr,
                                 rot_next.write((bit<32>)meta.lb.dst_id, meta.lb.member_idx + 16w1);
                             }
                         } else if (meta.lb.scheme == SCHEME_WAM) {
-                            wam_counter.read(meta.lb.wam_j, (bit<32>)meta.lb.group_id);
-                            wam_counter.write((bit<32>)meta.lb.group_id, meta.lb.wam_j + 16w1);
+                            wam_counter.read(meta.lb.wam_j, (bit<32>)meta.lb.dst_id);
+                            wam_counter.write((bit<32>)meta.lb.dst_id, meta.lb.wam_j + 16w1);
                             /* Per-switch shuffle, reduced mod m = 2^l.  For
                              * l = 16, 1 << 16 wraps to 0 and the mask is
                              * 0xFFFF, as wanted. */

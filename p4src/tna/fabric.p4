@@ -237,8 +237,8 @@ control FabricIngress(inout headers_t hdr,
         }
     };
 
-    /* ---- Whack-a-Mole: per-group free-running counter --------------------- */
-    Register<bit<16>, bit<16>>(LB_MAX_GROUPS, 0) wam_counter;
+    /* ---- Whack-a-Mole: per-destination free-running counter (dst_id) ----- */
+    Register<bit<16>, bit<16>>(ROT_SLOTS, 0) wam_counter;
     RegisterAction<bit<16>, bit<16>, bit<16>>(wam_counter) wam_next = {
         void apply(inout bit<16> value, out bit<16> rv) {
             rv = value;
@@ -424,7 +424,7 @@ control FabricIngress(inout headers_t hdr,
                                 ig_md.member_idx = rot_advance.execute(ig_md.dst_id);
                             }
                         } else if (ig_md.scheme == SCHEME_WAM) {
-                            ig_md.wam_j = wam_next.execute(ig_md.group_id) & ig_md.wam_mask;
+                            ig_md.wam_j = wam_next.execute(ig_md.dst_id) & ig_md.wam_mask;
                             wam_slot_to_member.apply();
                         } else if (ig_md.scheme == SCHEME_RANDOM) {
                             ig_md.wam_j = rng.get() & ig_md.wam_mask;

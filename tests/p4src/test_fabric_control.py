@@ -57,8 +57,8 @@ def test_wam_reweight_of_one_group_does_not_disturb_another() -> None:
     """Two WaM groups; reweighting group 1 leaves group 2's sequence (counter, ranges) exactly
     as an undisturbed model predicts, and lb_member_ctr survives the rewrite."""
     f = Fabric()
-    f.route_group("10.2.0.0", 16, 1)
-    f.route_group("10.3.0.0", 16, 2)
+    f.route_group("10.2.0.0", 16, 1, dst_id=1)
+    f.route_group("10.3.0.0", 16, 2, dst_id=2)
     f.group_wam(1, 4, 3, 5, [4, 4, 4, 4])
     f.group_wam(2, 4, 9, 7, [8, 4, 4, 0], port0=20)
     ref2 = lm.WamGroup(4, 9, 7, [8, 4, 4, 0])

@@ -104,8 +104,10 @@ def test_rotation_register_written_by_controller() -> None:
 
 # ---- Whack-a-Mole ----------------------------------------------------------------------------
 def _wam_fabric(log2_m: int, a: int, b: int, balls: list[int], gid: int = 2) -> Fabric:
+    """One WaM group ``gid`` for 10.2/16, whose route's dst_id (its wam_counter cell) is also
+    ``gid``."""
     f = Fabric()
-    f.route_group("10.2.0.0", 16, gid)
+    f.route_group("10.2.0.0", 16, gid, dst_id=gid)
     f.group_wam(gid, log2_m, a, b, balls)
     return f
 
@@ -246,3 +248,39 @@ def test_wam_differential_against_lb_model() -> None:
         f = _wam_fabric(log2_m, a, b, balls)
         group = lm.WamGroup(log2_m, a, b, balls)
         assert _run(f, 200).tolist() == lm.wam_sequence(group, 200), (log2_m, a, b, balls)
+
+
+def test_wam_counter_is_per_destination_so_interleaved_destinations_each_spray() -> None:
+    """Two destinations share one 2-member group and their packets alternate, as two senders'
+    line-rate flows do at an edge switch. A counter per group would give each destination one
+    member for as long as they alternate; per dst_id each gets its own bit-reversal sequence
+    (both members in turn), and the model predicts every choice."""
+    f = Fabric()
+    f.route_group("10.2.0.0", 16, 2, dst_id=7)
+    f.route_group("10.3.0.0", 16, 2, dst_id=8)
+    f.group_wam(2, 8, 5, 3, [128, 128])
+    ref = lm.WamGroup(8, 5, 3, [128, 128])
+    to2 = fast_pkt(ip_int("10.1.0.1"), ip_int("10.2.0.1"))
+    to3 = fast_pkt(ip_int("10.1.0.2"), ip_int("10.3.0.1"))
+    seq2, seq3 = [], []
+    for _ in range(256):
+        seq2.append(f.member(to2))
+        seq3.append(f.member(to3))
+        assert seq2[-1] == ref.next_member(7) and seq3[-1] == ref.next_member(8)
+    for seq in (seq2, seq3):
+        # the group's two members in turn (a shared counter: one member for all 256)
+        assert all(seq[i] != seq[i + 1] for i in range(len(seq) - 1))
+        assert seq.count(0) == seq.count(1) == 128
+    assert f.reg("MyIngress.wam_counter", 7) == f.reg("MyIngress.wam_counter", 8) == 256
+    assert f.reg("MyIngress.wam_counter", 2) == 0  # the group id indexes nothing
+
+
+def test_wam_routes_sharing_a_dst_id_share_one_counter() -> None:
+    f = Fabric()
+    f.route_group("10.2.0.0", 16, 2, dst_id=7)
+    f.route_group("10.4.0.0", 16, 2, dst_id=7)
+    f.group_wam(2, 3, 0, 1, [5, 2, 1])
+    pkts = [fast_pkt(ip_int("10.1.0.1"), ip_int(d)) for d in ("10.2.0.1", "10.4.0.1")]
+    # one sequence (the by-hand period of test_wam_share_by_hand_for_one_period) over both
+    assert [f.member(pkts[i % 2]) for i in range(16)] == [0, 0, 0, 1, 0, 1, 0, 2] * 2
+    assert f.reg("MyIngress.wam_counter", 7) == 16

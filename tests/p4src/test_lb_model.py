@@ -332,3 +332,19 @@ def test_constants_match_defines_p4() -> None:
             assert getattr(lm, name) == value, name
     assert consts["CPU_PORT"] == lm.CPU_PORT
     assert math.log2(lm.LB_MAX_MEMBERS).is_integer()
+
+
+def test_wam_counter_per_dst_id() -> None:
+    """next_member(dst_id) reads and advances that destination's cell (missing cells read 0),
+    as fabric.p4's wam_counter[dst_id]; each destination's sequence is the one-counter
+    sequence, whatever the interleaving."""
+    solo = lm.wam_sequence(lm.WamGroup(5, 9, 7, [16, 8, 8]), 64)
+    group = lm.WamGroup(5, 9, 7, [16, 8, 8])
+    got: dict[int, list[int]] = {3: [], 11: []}
+    order = [3, 11, 11, 3, 3, 3, 11] * 40
+    for d in order:
+        got[d].append(group.next_member(d))
+    for d, seq in got.items():
+        assert seq[:64] == solo[: len(seq[:64])]
+        assert group.counters[d] == order.count(d)
+    assert group.j == 0  # the single-cell counter is untouched
