@@ -378,6 +378,7 @@ class HostAgent:
             if now >= next_tick:
                 self._tick(now)
                 next_tick = now + tick
+                blocked = False   # a timeout may have queued a retransmission: go on at once
             self._flush()
             wait = min(next_tick, deadline) - now
             # wake for what is due before the next tick (a tick is a fabric time, dilated:
