@@ -62,7 +62,8 @@ class TransportConfig:
     burst (a token bucket this long at the current rate; 0: strict, never ahead of
     ``paced_until``). A sender that looks at its flows once per loop pass, with one clock
     reading for the pass, needs it: strict pacing lets one packet go per pass whatever the
-    rate. The agent uses its NIC pacer's credit (AgentConfig.pace_credit)."""
+    rate. traffic.run's --pace-credit-ms sets it and the agent's NIC credit
+    (AgentConfig.pace_credit) alike; experiments pass ``pace_credit_us`` to both backends."""
 
     def with_cc(self, cc: str, params: dict[str, float] | None = None, **kw: Any) \
             -> TransportConfig:
