@@ -27,6 +27,21 @@ def free_port() -> int:
             return port
 
 
+def serve_free(switch: Any, **kw: Any) -> tuple[Any, str]:
+    """``start_server`` for ``switch`` on a free loopback port: (server, "127.0.0.1:port").
+    A port ``free_port`` found can be taken before the server binds it (by another switch of
+    the same fabric, or another run); the server then refuses it and another is tried."""
+    from p4switch.runtime import start_server
+
+    for _ in range(20):
+        addr = f"127.0.0.1:{free_port()}"
+        try:
+            return start_server(switch, addr, **kw), addr
+        except OSError:
+            continue
+    raise OSError("no free loopback port in 20 tries")
+
+
 @dataclass
 class Logged:
     """A child process whose stderr lines a thread collects into ``log``; ``ready`` is set at

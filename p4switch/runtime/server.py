@@ -747,19 +747,28 @@ def digest_data(cur: PipelineConfig, did: int, values: dict[str, int]) -> p4data
 def start_server(switch, address: str = "127.0.0.1:9559", *, max_workers: int = 16,
                  compiler=None) -> grpc.Server:
     """Start the P4Runtime service for ``switch`` on ``address`` (non-blocking). The returned
-    server's ``p4runtime`` attribute is the service; stop it with ``stop_server``."""
+    server's ``p4runtime`` attribute is the service; stop it with ``stop_server``.
+
+    OSError if the address is taken. gRPC's default SO_REUSEPORT is off here: with it, a
+    second switch started on a busy port binds too, and the kernel splits the controller's
+    connections between the two servers, so a client of one switch is answered by the other
+    ("unknown device id")."""
     from concurrent import futures
 
     service = P4RuntimeService(switch, compiler)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
                                                     thread_name_prefix="p4rt"),
                          options=[("grpc.max_receive_message_length", 256 << 20),
-                                  ("grpc.max_send_message_length", 256 << 20)])
+                                  ("grpc.max_send_message_length", 256 << 20),
+                                  ("grpc.so_reuseport", 0)])
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
-    port = server.add_insecure_port(address)
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError:  # grpcio >= 1.5x raises where older versions returned 0
+        port = 0
     if port == 0:
         service.close()
-        raise OSError(f"cannot listen on {address}")
+        raise OSError(f"cannot listen on {address}: address in use or not local")
     server.start()
     server.p4runtime = service
     server.bound_port = port

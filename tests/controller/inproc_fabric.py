@@ -11,9 +11,8 @@ from contextlib import contextmanager
 
 from model.spec import PRIORITY_QUEUES, FabricSpec
 from p4switch.ports import MemoryPort
-from p4switch.runtime import start_server
 from p4switch.switch import Switch
-from tests.netutil import free_port
+from tests.netutil import free_port, serve_free
 
 
 @dataclasses.dataclass
@@ -30,12 +29,21 @@ class InprocFabric:
         self.cut.discard(frozenset({a, b}))
 
 
+
+
 def _relocated(spec: FabricSpec) -> FabricSpec:
-    """The same fabric with free loopback gRPC ports (never the fixed 50000+id ones a Mininet
-    fabric of another test may be using)."""
+    """The same fabric at free loopback gRPC ports, for switches started as processes: never
+    the fixed 50000+id ones a Mininet fabric of another test may be using, and one port per
+    switch (a gRPC server binds with SO_REUSEPORT by default, so two switches on one port
+    would both start and answer for each other)."""
     out = dataclasses.replace(spec, switches=dict(spec.switches))
+    taken: set[int] = set()
     for n, sw in spec.switches.items():
-        out.switches[n] = dataclasses.replace(sw, grpc_port=free_port())
+        port = free_port()
+        while port in taken:
+            port = free_port()
+        taken.add(port)
+        out.switches[n] = dataclasses.replace(sw, grpc_port=port)
     return out
 
 
@@ -44,7 +52,7 @@ def inproc_fabric(spec: FabricSpec, priority_queues: int = PRIORITY_QUEUES
                   ) -> Iterator[InprocFabric]:
     """Switches get ``priority_queues`` strict-priority egress queues per port, as the Mininet
     launcher starts them."""
-    spec = _relocated(spec)
+    spec = dataclasses.replace(spec, switches=dict(spec.switches))
     fab = InprocFabric(spec, {}, {}, set())
     ports: dict[tuple[str, int], MemoryPort] = {}
 
@@ -68,8 +76,13 @@ def inproc_fabric(spec: FabricSpec, priority_queues: int = PRIORITY_QUEUES
         fab.switches[name] = s
     servers = []
     try:
+        # free loopback gRPC ports, never the fixed 50000+id ones a Mininet fabric of another
+        # test may be using; each switch's own, or one would answer for another
         for name, s in fab.switches.items():
-            servers.append(start_server(s, spec.switches[name].grpc_addr))
+            server, addr = serve_free(s)
+            servers.append(server)
+            spec.switches[name] = dataclasses.replace(spec.switches[name],
+                                                      grpc_port=int(addr.rsplit(":", 1)[1]))
             s.start()
         yield fab
     finally:

@@ -45,14 +45,12 @@ def served(program) -> Iterator[tuple[Env, RawClient]]:
     """A switch on the eBPF target (test mode: nothing attached) behind the P4Runtime server,
     and an arbitrated client of it."""
     from p4switch.ebpf.dataplane import EbpfPipeline
-    from p4switch.runtime import start_server
     from p4switch.switch import Switch
-    from tests.netutil import free_port
+    from tests.netutil import serve_free
 
     sw = Switch(device_id=1, cpu_port=64,
                 pipeline_factory=lambda prog, **kw: EbpfPipeline(prog, test_mode=True, **kw))
-    addr = f"127.0.0.1:{free_port()}"
-    server = start_server(sw, addr, compiler=lambda bundle: program)
+    server, addr = serve_free(sw, compiler=lambda bundle: program)
     sw.start()
     client = RawClient(addr)
     try:

@@ -27,7 +27,7 @@ from test_switch_netns import (  # noqa: E402
     udp,
 )
 
-from tests.netutil import free_port, spawn_logged  # noqa: E402
+from tests.netutil import free_port, serve_free, spawn_logged  # noqa: E402
 
 REASON = toolchain.unavailable_reason()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
@@ -152,7 +152,6 @@ def test_p4runtime_rows_and_packet_io_on_fabric_p4(topo: Topo) -> None:
     from model.routing import PROBE_IP, route_cpu, route_nhop
     from p4switch import device_config, p4info
     from p4switch.ebpf.switch import EbpfSwitch
-    from p4switch.runtime import start_server
 
     sys.path.insert(0, str(ROOT / "tests" / "runtime"))
     from runtime_client import RawClient
@@ -162,8 +161,7 @@ def test_p4runtime_rows_and_packet_io_on_fabric_p4(topo: Topo) -> None:
     info = p4info.build_p4info(device_config.compile_bundle(bundle))
     schema = P4Schema(info)
     sw = EbpfSwitch({1: h1.sw_ifname, 2: h2.sw_ifname}, device_id=1, cpu_port=255)
-    addr = f"127.0.0.1:{free_port()}"
-    server = start_server(sw, addr)
+    server, addr = serve_free(sw)
     sw.start()
     client = RawClient(addr)
     try:

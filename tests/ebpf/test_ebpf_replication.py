@@ -145,9 +145,8 @@ def test_pre_entries_written_over_p4runtime_replicate_in_the_kernel() -> None:
 
     from p4switch import p4info
     from p4switch.ebpf.dataplane import EbpfPipeline
-    from p4switch.runtime import start_server
     from p4switch.switch import Switch
-    from tests.netutil import free_port
+    from tests.netutil import serve_free
 
     sys.path.insert(0, str(ROOT / "tests" / "runtime"))
     from runtime_client import RawClient, sample_bundle_bytes
@@ -155,8 +154,7 @@ def test_pre_entries_written_over_p4runtime_replicate_in_the_kernel() -> None:
     prog = compile_file(str(PROGRAM))
     sw = Switch(device_id=1, pipeline_factory=lambda p, **kw: EbpfPipeline(p, test_mode=True,
                                                                            **kw))
-    addr = f"127.0.0.1:{free_port()}"
-    server = start_server(sw, addr, compiler=lambda bundle: prog)
+    server, addr = serve_free(sw, compiler=lambda bundle: prog)
     sw.start()
     client = RawClient(addr)
     U = p4runtime_pb2.Update

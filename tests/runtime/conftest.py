@@ -15,9 +15,8 @@ from runtime_client import RawClient, sample_bundle_bytes
 from runtime_fakes import FakePipeline
 
 from p4switch import device_config, p4info
-from p4switch.runtime import start_server
 from p4switch.switch import Switch
-from tests.netutil import free_port
+from tests.netutil import serve_free
 
 CPU_PORT = 64
 DEVICE_ID = 1
@@ -51,8 +50,7 @@ def shell_switch(program: Path, tmp_path: Path, port_numbers: tuple[int, ...], c
     assert p4compile.main([str(program), "--p4info", str(info), "--device-config", str(dev)]) == 0
     sw = Switch(device_id=1, cpu_port=cpu_port)
     ports = {n: sw.add_port(MemoryPort(n, f"m{n}")) for n in port_numbers}
-    addr = f"127.0.0.1:{free_port()}"
-    server = start_server(sw, addr)
+    server, addr = serve_free(sw)
     sw.start()
     try:
         sh.setup(device_id=1, grpc_addr=addr, election_id=(0, 1),
@@ -83,8 +81,8 @@ class Env:
 @pytest.fixture
 def env() -> Iterator[Env]:
     sw = Switch(device_id=DEVICE_ID, cpu_port=CPU_PORT, pipeline_factory=FakePipeline)
-    port = free_port()
-    server = start_server(sw, f"127.0.0.1:{port}", compiler=fake_compiler)
+    server, addr = serve_free(sw, compiler=fake_compiler)
+    port = int(addr.rsplit(":", 1)[1])
     sw.start()
     try:
         yield Env(sw, server, f"127.0.0.1:{port}")

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import free_port
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
@@ -20,8 +19,8 @@ from runtime_client import RawClient
 
 from p4switch import pi_device_config, programs
 from p4switch.ports import MemoryPort
-from p4switch.runtime import start_server
 from p4switch.switch import Switch
+from tests.netutil import serve_free
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "tests" / "stf" / "programs" / "ipv4_lpm.p4"
@@ -47,8 +46,7 @@ def p4c_output(tmp_path_factory) -> tuple[bytes, p4info_pb2.P4Info]:
 def switch():
     sw = Switch(device_id=1, cpu_port=None)
     ports = {n: sw.add_port(MemoryPort(n)) for n in (1, 2)}
-    addr = f"127.0.0.1:{free_port()}"
-    server = start_server(sw, addr)
+    server, addr = serve_free(sw)
     sw.start()
     client = RawClient(addr)
     client.arbitrate()

@@ -124,14 +124,12 @@ def test_switch_started_with_a_program_serves_it_without_a_push(tmp_path):
     connects, fetches the P4Info and a device config that compiles back to the same P4Info."""
     from p4switch import device_config
     from p4switch.frontend import compile_file
-    from p4switch.runtime import start_server
     from p4switch.switch import Switch
-    from tests.netutil import free_port
+    from tests.netutil import serve_free
 
     sw = Switch(device_id=3, cpu_port=CPU)
     sw.load_program(compile_file(str(FABRIC)))
-    addr = f"127.0.0.1:{free_port()}"
-    server = start_server(sw, addr)
+    server, addr = serve_free(sw)
     try:
         sh.setup(device_id=3, grpc_addr=addr, election_id=(0, 1), verbose=False)
         try:
