@@ -348,7 +348,8 @@ def dilation_section(meta: dict[str, Any]) -> list[str]:
 def beside_table(emu: pd.DataFrame, sim: pd.DataFrame) -> pd.DataFrame:
     """Per workload and scheme: emulated and simulated mean CCT, their ratio, each side's
     rank group, and per workload whether the two rankings agree (stats.rankings_agree: no
-    scheme pair ordered one way by one side and the other way by the other)."""
+    scheme pair that both sides tell apart ordered one way by one and the other way by the
+    other)."""
     from .stats import rankings_agree
 
     cols = ["workload", "scheme", "mean", "ci95", "rank"]
@@ -386,10 +387,11 @@ def beside_section(r: Results, table: pd.DataFrame) -> list[str]:
             line = (f"- **{w}**: the emulation tells no scheme from another (one group), so "
                     "it neither confirms nor contradicts the simulator's ranking")
         else:
-            line = (f"- **{w}**: the two rankings agree (no pair of schemes distinguished "
-                    "one way by one and the other way by the other)" if same else
-                    f"- **{w}**: the two rankings contradict (a pair of schemes is "
-                    "distinguished one way by one and the other way by the other)")
+            line = (f"- **{w}**: the two rankings agree (no pair of schemes that both tell "
+                    "apart — disjoint intervals, means > 5 % apart — in opposite order)"
+                    if same else
+                    f"- **{w}**: the two rankings contradict (a pair of schemes both tell "
+                    "apart is in opposite order)")
         if "ecmp" in set(g["scheme"]):
             e = g.set_index("scheme").loc["ecmp"]
             best_emu = g[g["scheme"] != "ecmp"]["mean_emu"].min()

@@ -94,16 +94,17 @@ def format_time(seconds: float) -> str:
     return f"{seconds:.2f} s"
 
 
-SIM_RUN_S = 1.5
-"""Wall seconds of one simulator run of the demo's size (measured: 0.2 s per MoE run, 1-3 s
-per ring run), for the ETA of ``--beside-sim``."""
+SIM_RUN_S = 0.5
+"""Wall seconds of one simulator run of the demo's size (measured on the demo: 0.15 s per MoE run,
+0.7 s per ring run), for the ETA of ``--beside-sim``."""
 REPORT_S = 10.0
 """Wall seconds of the report (tables, figures, HTML; 6 s measured for a few runs)."""
 
 
 def tail_estimate_s(cfg: ExperimentConfig, beside_sim: bool, no_report: bool) -> float:
     """Wall seconds after the runner's last run: the simulator's side and the report."""
-    sim = SIM_RUN_S * len(cfg.schemes) * len(cfg.workloads) if beside_sim else 0.0
+    sim = (SIM_RUN_S * len(cfg.schemes) * len(cfg.workloads) * cfg.repetitions
+           if beside_sim else 0.0)
     return sim + (0.0 if no_report else REPORT_S)
 
 
@@ -177,9 +178,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"experiments.run: {e}", file=sys.stderr)
             return 1
         if a.beside_sim and cfg.backend != "sim":
-            # the simulator is deterministic but for the seed: one repetition costs a tenth
-            # of the emulation's wall time per run and gives its ranking
-            sim = dataclasses.replace(cfg, backend="sim", repetitions=1, max_repetitions=None)
+            # the emulation's repetitions, with its seeds (schedule, the switches' random()):
+            # what a seed changes (random spraying's choices) is then an interval on both
+            # sides, not a ranking by one draw; no adaptive ones (a deterministic scheme
+            # repeats itself exactly). 0.15-0.7 s per run.
+            sim = dataclasses.replace(cfg, backend="sim", max_repetitions=None)
             more = dataclasses.replace(hooks, total=lambda n: bar.update(
                 task, total=(bar.tasks[0].total or 0) + n),   # one bar for both backends
                 done=lambda what, row, eta: done(f"sim: {what}", row, Eta(0.0, 0.0)),

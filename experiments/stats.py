@@ -101,19 +101,43 @@ def same_grouping(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, bool]:
     return out
 
 
+def distinguished(x: Interval, y: Interval) -> bool:
+    """Does a side tell these two schemes apart? Their intervals are disjoint (for a scheme
+    with one run, or a deterministic simulator's zero-width intervals, the means differ) *and*
+    the means are more than EQUIVALENCE apart: a smaller gap is indistinguishable in
+    practice however narrow the intervals."""
+    if math.isnan(x.mean) or math.isnan(y.mean):
+        return False
+    if abs(x.mean - y.mean) <= EQUIVALENCE * min(x.mean, y.mean):
+        return False
+    if math.isnan(x.half) or math.isnan(y.half):
+        return True
+    return not x.overlaps(y)
+
+
 def rankings_agree(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, bool]:
-    """Per workload in both: no two schemes that one ranked table puts in different groups are
-    ordered the other way round by the other (schemes indistinguishable on either side may
-    fall in any order). With one repetition a side has no intervals, so each of its schemes
-    is its own group: its order must then respect every distinction the other side makes."""
+    """Per workload in both: no pair of schemes that both tables tell apart
+    (:func:`distinguished`, on the pair's own intervals) is ordered one way by one and the
+    other way by the other. Pairwise, not by rank group: a group's members are only
+    indistinguishable from its leader, so a member of group 1 may still overlap a scheme of
+    group 2, and their order is then no claim of that side."""
     out = {}
     for w in sorted(set(a["workload"]) & set(b["workload"])):
-        ra = a[a["workload"] == w].set_index("scheme")["rank"]
-        rb = b[b["workload"] == w].set_index("scheme")["rank"]
-        common = list(ra.index.intersection(rb.index))
-        out[w] = not any((ra[x] < ra[y] and rb[x] > rb[y]) or (ra[x] > ra[y] and rb[x] < rb[y])
-                         for i, x in enumerate(common) for y in common[i + 1:])
+        ia, ib = _intervals(a, w), _intervals(b, w)
+        common = sorted(ia.keys() & ib.keys())
+        out[w] = not any(
+            distinguished(ia[x], ia[y]) and distinguished(ib[x], ib[y])
+            and (ia[x].mean < ia[y].mean) != (ib[x].mean < ib[y].mean)
+            for i, x in enumerate(common) for y in common[i + 1:])
     return out
+
+
+def _intervals(t: pd.DataFrame, workload: str) -> dict[str, Interval]:
+    """A summary table's schemes of ``workload`` as intervals (``mean``, ``ci95``, ``n``)."""
+    g = t[t["workload"] == workload]
+    n = g["n"] if "n" in g else pd.Series(2, index=g.index)
+    return {str(s): Interval(float(m), float(h), int(k))
+            for s, m, h, k in zip(g["scheme"], g["mean"], g["ci95"], n, strict=True)}
 
 
 FRAGILE_SE = 2.0

@@ -11,7 +11,14 @@ import pytest
 from scipy import stats as sps
 
 from experiments import metrics
-from experiments.stats import Interval, groups, rankings_agree, same_grouping, t_interval
+from experiments.stats import (
+    Interval,
+    groups,
+    rank_table,
+    rankings_agree,
+    same_grouping,
+    t_interval,
+)
 
 
 @pytest.mark.parametrize("values", [[1.0, 2.0, 4.0], [10.0, 10.5], [3.2, 3.1, 3.3, 2.9, 3.0]])
@@ -63,14 +70,38 @@ def test_summary_table_ranks_groups_and_leaves_invalid_runs_out() -> None:
     assert same_grouping(t.reset_index(), t.reset_index()) == {"ring": True}
 
 
-def test_rankings_agree_unless_a_distinction_is_contradicted() -> None:
-    def table(ranks: dict[str, int]) -> pd.DataFrame:
-        return pd.DataFrame([{"workload": "w", "scheme": s, "rank": r} for s, r in ranks.items()])
+def _summary(rows: dict[str, tuple[float, float, int]]) -> pd.DataFrame:
+    """A summary table of workload "w": scheme -> (mean, ci95, n)."""
+    return pd.DataFrame([{"workload": "w", "scheme": s, "mean": m, "ci95": h, "n": n}
+                         for s, (m, h, n) in rows.items()])
 
-    emu = table({"ecmp": 2, "random": 1, "rotate": 1})
-    assert rankings_agree(emu, table({"ecmp": 3, "random": 2, "rotate": 1})) == {"w": True}
-    assert rankings_agree(emu, table({"ecmp": 1, "random": 2, "rotate": 3})) == {"w": False}
+
+def test_rankings_agree_unless_a_pair_both_sides_tell_apart_is_reversed() -> None:
+    emu = _summary({"ecmp": (66.8, 4.1, 5), "flowlet": (59.6, 8.6, 3), "rotate": (56.4, 2.3, 5)})
+    # grouped by leader: {rotate, flowlet} < {ecmp}; but flowlet's own interval overlaps ECMP's
+    assert rank_table(emu.assign(rank=0)).set_index("scheme")["rank"].to_dict() == {
+        "ecmp": 2, "flowlet": 1, "rotate": 1}
+    # a one-run simulator with flowlet slowest: emulated flowlet vs ECMP is no claim, and
+    # rotate vs ECMP (0.4 % apart in the simulator) is a tie there
+    sim = _summary({"ecmp": (57.2, math.nan, 1), "flowlet": (60.6, math.nan, 1),
+                    "rotate": (57.0, math.nan, 1)})
+    assert rankings_agree(emu, sim) == {"w": True}
+    # the simulator puts ECMP clearly first: rotate < ECMP is reversed
+    fast_ecmp = _summary({"ecmp": (50.0, 0.0, 3), "flowlet": (60.6, 0.0, 3),
+                          "rotate": (57.0, 0.0, 3)})
+    assert rankings_agree(emu, fast_ecmp) == {"w": False}
     assert rankings_agree(emu, emu) == {"w": True}
+
+
+def test_distinguished_needs_disjoint_intervals_and_a_gap_beyond_equivalence() -> None:
+    from experiments.stats import EQUIVALENCE, distinguished
+
+    assert distinguished(Interval(100, 1, 3), Interval(110, 1, 3))
+    assert not distinguished(Interval(100, 6, 3), Interval(110, 6, 3))       # overlap
+    close = 100 * (1 + EQUIVALENCE / 2)
+    assert not distinguished(Interval(100, 0, 3), Interval(close, 0, 3))     # within 5 %
+    assert distinguished(Interval(100, math.nan, 1), Interval(110, math.nan, 1))
+    assert not distinguished(Interval(100, 1, 3), Interval(math.nan, math.nan, 0))
 
 
 def test_close_calls_flag_decisions_near_their_boundary() -> None:
