@@ -20,6 +20,7 @@ hidden queue           ingress lag p99 > max(25 % of the P4 egress delay p99,   
                        1 frame time at the link rate)                              LAG_FLOOR_FRAMES
 host pacing            send lag p99 > 4 frame times at the link rate               SEND_LAG_FRAMES
 switch CPU             a switch process used > 90 % of a core over the run         SWITCH_CPU_MAX
+false link-down        the failure loop declared a link down that was not cut      (none allowed)
 =====================  ==========================================================  =========
 
 Drop sites (:class:`Measures`, :meth:`Measures.sites`): every place a frame can die between
@@ -101,6 +102,9 @@ class Measures:
     """Per switch process: CPU seconds over wall seconds (1.0 = a whole core)."""
     machine_busy: float | None = None
     """Share of all cores busy over the run (everything on the machine, for context)."""
+    false_link_downs: list[str] = field(default_factory=list)
+    """Links the controller's failure loop declared down during the run that the run did not
+    cut (``a-b``): their probes came late, and the loop rerouted live links (runs.verdict)."""
 
     def sites(self) -> dict[str, int]:
         """Drops per site, each counted once (see SITES)."""
@@ -228,6 +232,12 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
         reasons.append(f"CPU-bound: {len(hot)} switch process(es) above "
                        f"{cpu_max:.0%} of a core ({top} {hot[top]:.0%})")
 
+    if m.false_link_downs:
+        links = sorted(set(m.false_link_downs))
+        reasons.append(f"control plane lagged: the failure loop declared {len(links)} live "
+                       f"link(s) down and rerouted ({', '.join(links[:4])}"
+                       f"{' ...' if len(links) > 4 else ''}): probes late by its miss periods")
+
     detail = {name: {k: v for k, v in d.items() if v} for name, d in
               (("pipeline", m.pipeline_drops), ("switch_discards", m.switch_discards),
                ("host_stack", m.host_stack), ("agents", m.agent_drops or {}))}
@@ -248,5 +258,6 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
            "ingress_lag_p99_us": fab(lag99), "egress_delay_p99_us": fab(egress99),
            "send_lag_p99_us": fab(send99),
            "switch_cpu_max": max(m.switch_cpu.values()) if m.switch_cpu else None,
-           "machine_busy": m.machine_busy}
+           "machine_busy": m.machine_busy,
+           "false_link_downs": len(set(m.false_link_downs))}
     return Verdict(not reasons, tuple(reasons), row)

@@ -5,6 +5,7 @@ ramp and the fidelity experiment (so that none of them imports another for it)."
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +58,27 @@ def verdict(s: RunSamples, spec: Any, w: WorkloadConfig, tdf: float,
         for h in lags:
             m.send_lag_us.merge(h)
     account_agents(m, ranks)
+    m.false_link_downs = false_link_downs(s.events, w)
     rates = [lk.bw_mbps for lk in spec.links if lk.bw_mbps]
     link_bps = (min(rates) * 1e6 / tdf) if rates else float("inf")
     return judge(m, link_bps, tdf, w.mss + metrics.FRAME_HEADER_BYTES - 14, headroom).row
+
+
+_DOWN = re.compile(r"^link (\S+?):\d+-(\S+?):\d+ down\b")
+
+
+def false_link_downs(events: list[dict[str, Any]], w: WorkloadConfig) -> list[str]:
+    """The links (``a-b``, sorted names) the failure loop declared down in a run's events
+    other than the one the workload cuts (``w.failure``; none when it cuts nothing)."""
+    cut = frozenset(w.failure.link) if w.failure is not None else None
+    out = []
+    for e in events:
+        if e.get("loop") != "failure":
+            continue
+        mt = _DOWN.match(str(e.get("what") or ""))
+        if mt and frozenset(mt.groups()) != cut:
+            out.append("-".join(sorted(mt.groups())))
+    return out
 
 
 def account_agents(m: Any, ranks: list[dict[str, Any]]) -> None:

@@ -40,6 +40,8 @@ def test_a_clean_run_is_valid() -> None:
     ({"ingress_lag_us": _hist([50_000] * 100)}, "hidden queue: ingress lag p99"),
     ({"send_lag_us": _hist([30_000] * 100)}, "hosts cannot pace"),
     ({"switch_cpu": {"edge1": 0.3, "core2": 0.97}}, "CPU-bound: 1 switch process(es)"),
+    ({"false_link_downs": ["agg5-core2", "agg7-core1", "agg5-core2"]},
+     "control plane lagged: the failure loop declared 2 live link(s) down"),
 ])
 def test_each_check_names_its_reason(change: dict, reason: str) -> None:
     m = Measures(frames_switched=10_000, ingress_lag_us=_hist([100] * 100),
@@ -236,3 +238,23 @@ def test_headroom_scales_every_threshold() -> None:
     prefixes = ("6 frames dropped outside", "hidden queue", "hosts cannot pace", "CPU-bound")
     assert len(strict.reasons) == 4
     assert all(r.startswith(p) for r, p in zip(strict.reasons, prefixes, strict=True))
+
+
+def test_false_link_downs_are_the_loops_downs_of_links_the_run_did_not_cut() -> None:
+    from experiments.config import FailureConfig, WorkloadConfig
+    from experiments.runs import false_link_downs
+
+    ev = [{"loop": "failure", "switch": "agg5", "what": "link agg5:4-core2:3 down (no probe "
+           "for 2 periods)"},
+          {"loop": "failure", "switch": "agg5", "what": "link agg5:4-core2:3 up (probes back)"},
+          {"loop": "failure", "switch": "edge1", "what": "link edge1:3-agg1:1 down (no probe "
+           "for 2 periods)"},
+          {"loop": "failure", "switch": "agg6", "what": "link agg6:3-core3:3 silent for 2 "
+           "periods but kept: without it edge5 would be cut off (rerouting cannot help)"},
+          {"loop": "wam", "switch": "edge1", "what": "group 3 weights [1.0, 0.75]"}]
+    plain = WorkloadConfig(name="w", schedule="ring_allreduce", size=1024)
+    assert false_link_downs(ev, plain) == ["agg5-core2", "agg1-edge1"]
+    cut = WorkloadConfig(name="w", schedule="ring_allreduce", size=1024,
+                         failure=FailureConfig(link=("agg1", "edge1")))
+    assert false_link_downs(ev, cut) == ["agg5-core2"]
+    assert false_link_downs([], plain) == []
