@@ -72,8 +72,8 @@ def scheme_table(ccts: pd.DataFrame, ideal: pd.DataFrame | None = None,
     """The summary table: per workload and scheme, the job's CCT (sum over its collectives per
     repetition), its mean ± 95 % t-interval (``ci95``, the half-width) over repetitions, the
     slowdown vs the ideal bound, the ratio to the best scheme of that workload (1.00 = the
-    fastest) and ``rank``: groups of schemes whose intervals overlap share a rank
-    (experiments.stats). Repetitions listed in ``invalid`` ((workload, scheme, repetition):
+    fastest) and ``rank``: groups of schemes whose intervals overlap (or means are within
+    5 %) share a rank (experiments.stats). Repetitions listed in ``invalid`` ((workload, scheme, repetition):
     the fidelity guard's verdict) are left out and counted in ``invalid``."""
     from .stats import rank_table, t_interval
 

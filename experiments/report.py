@@ -189,8 +189,8 @@ def markdown_table(table: pd.DataFrame) -> str:
 
 
 def verdicts(table: pd.DataFrame) -> list[str]:
-    """One sentence per workload: the fastest group (schemes whose 95 % intervals overlap are
-    indistinguishable, experiments.stats), how much slower the slowest is, and ECMP's ratio
+    """One sentence per workload: the fastest group (schemes whose 95 % intervals overlap, or
+    whose means are within 5 %, are indistinguishable, experiments.stats), how much slower the slowest is, and ECMP's ratio
     to the fastest."""
     out = []
     unit, scale = time_unit(table)
@@ -199,7 +199,8 @@ def verdicts(table: pd.DataFrame) -> list[str]:
         top = [str(s) for s in g.index[g["rank"] == 1]] if "rank" in g else [w["best"]]
         if len(top) > 1:
             lead = (f"{', '.join(top)} are indistinguishable at the top (95 % intervals "
-                    f"overlap; fastest mean {w['best']}, {w['best_s'] * scale:.1f} {unit})")
+                    f"overlap or means within 5 %; fastest mean {w['best']}, "
+                    f"{w['best_s'] * scale:.1f} {unit})")
         elif "n" in g and g["n"].max() < 2:
             lead = (f"{w['best']} is fastest ({w['best_s'] * scale:.1f} {unit}; one "
                     "repetition: no interval, the order may be noise)")
@@ -458,8 +459,8 @@ def write_report(root: str | Path, include_invalid: bool = False) \
     md += ["", "CCT: the job's collectives summed, per repetition (first rank's start to last "
            "rank's finish of each; the progress line shows the same number). *± 95% CI*: "
            "half-width of the Student-t interval of the mean over repetitions. *rank*: "
-           "schemes whose intervals overlap the group leader's share a rank "
-           "(indistinguishable). *vs ideal*: CCT over the larger of the bisection bound and "
+           "schemes whose intervals overlap the group leader's, or whose means are within "
+           "5 % of it, share a rank (indistinguishable). *vs ideal*: CCT over the larger of the bisection bound and "
            "the per-host NIC bound. *uplink max/mean*: bytes on the busiest uplink of a tier "
            "over the tier's mean, whole run (1.00 = perfectly even).", "", "## Figures", ""]
     md += [f"![{p.stem}](plots/{p.name})" for p in figs]

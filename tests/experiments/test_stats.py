@@ -115,8 +115,11 @@ def test_close_calls_flag_decisions_near_their_boundary() -> None:
     assert close_calls([("a", far), ("s", same)]) == []
     calls = close_calls([("b", near), ("a", far)])
     assert len(calls) == 1 and (calls[0].a, calls[0].b) == ("a", "b")
-    # |6 - 4.97| / 0.816 = 1.26 standard errors from flipping
-    assert calls[0].margin_se == pytest.approx((6 - 2 * far.half) / np.sqrt(2 / 3), rel=1e-6)
+    # two ways to flip "different groups": overlap (|6 - 4.97| / 0.816 = 1.26 standard errors
+    # away) or a gap within 5 % of 100 (|6 - 5| / 0.816 = 1.22): the nearer one counts
+    se = np.sqrt(2 / 3)
+    assert calls[0].margin_se == pytest.approx(min((6 - 2 * far.half) / se, (6 - 5) / se),
+                                               rel=1e-6)
     assert calls[0].margin_se < FRAGILE_SE and calls[0].repetitions == 4
     # the repetitions rule: gap >= (2 t_{n-1} + 2 sqrt 2) sd / sqrt n
     assert repetitions_to_separate(50.0, 1.0) == 2
@@ -140,3 +143,29 @@ def test_an_overlap_of_means_far_apart_is_unresolved_not_equal() -> None:
     assert close_calls([("ecmp", Interval(62.4, 1.5, 6)), ("rotate", Interval(55.2, 1.5, 6))]) == []
     # overlap with means within EQUIVALENCE: equal in practice, no call
     assert close_calls([("a", Interval(100.0, 6.0, 3)), ("b", Interval(103.0, 6.0, 3))]) == []
+
+
+def test_means_within_equivalence_share_a_group_however_narrow_their_intervals() -> None:
+    from experiments.stats import close_calls
+
+    rotate, random = t_interval([134.6, 134.7, 134.8]), t_interval([137.0, 138.2, 139.4])
+    assert not rotate.overlaps(random)                 # disjoint, 2.6 % apart
+    assert groups([("rotate", rotate), ("random", random)]) == [["rotate", "random"]]
+    ecmp = t_interval([260.0, 265.0, 270.0])
+    assert groups([("ecmp", ecmp), ("random", random), ("rotate", rotate)]) == [
+        ["rotate", "random"], ["ecmp"]]
+    # 2.6 % is many standard errors from the 5 % boundary: a robust decision, no close call
+    assert close_calls([("rotate", rotate), ("random", random)]) == []
+    # one run each: within 5 % is one group, beyond it two
+    one = [("a", Interval(100.0, math.nan, 1)), ("b", Interval(104.0, math.nan, 1)),
+           ("c", Interval(106.0, math.nan, 1))]
+    assert groups(one) == [["a", "b"], ["c"]]
+
+
+def test_a_gap_near_the_equivalence_boundary_is_a_close_call() -> None:
+    from experiments.stats import EQUIVALENCE, close_calls
+
+    lo = t_interval([100.0, 100.1, 99.9])
+    near = t_interval([x + 100 * EQUIVALENCE for x in (99.5, 100.0, 100.5)])  # 5 % apart
+    calls = close_calls([("lo", lo), ("near", near)])
+    assert len(calls) == 1 and calls[0].margin_se < 2
