@@ -29,8 +29,6 @@ class InprocFabric:
         self.cut.discard(frozenset({a, b}))
 
 
-
-
 def _relocated(spec: FabricSpec) -> FabricSpec:
     """The same fabric at free loopback gRPC ports, for switches started as processes: never
     the fixed 50000+id ones a Mininet fabric of another test may be using, and one port per
