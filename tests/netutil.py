@@ -42,6 +42,22 @@ def serve_free(switch: Any, **kw: Any) -> tuple[Any, str]:
     raise OSError("no free loopback port in 20 tries")
 
 
+def load_bench(name: str) -> Any:
+    """``bench/<name>.py`` imported as module ``<name>_bench`` (bench/ is scripts, not a
+    package), registered in sys.modules so its dataclasses and pickling resolve."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_bench", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 @dataclass
 class Logged:
     """A child process whose stderr lines a thread collects into ``log``; ``ready`` is set at

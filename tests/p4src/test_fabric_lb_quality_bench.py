@@ -3,19 +3,12 @@ asserts: the benchmark prints figures)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "lb_quality.py"
-_spec = importlib.util.spec_from_file_location("lb_quality_bench", _PATH)
-assert _spec and _spec.loader
-lbq = importlib.util.module_from_spec(_spec)
-sys.modules["lb_quality_bench"] = lbq
-_spec.loader.exec_module(lbq)
+from tests.netutil import load_bench
+
+lbq = load_bench("lb_quality")
 
 
 def test_reordered_counts_packets_overtaken_by_later_ones_of_their_flow() -> None:

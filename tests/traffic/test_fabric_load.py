@@ -5,22 +5,17 @@ asserts: the benchmark prints figures."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "fabric_load.py"
-_spec = importlib.util.spec_from_file_location("fabric_load_bench", _PATH)
-assert _spec and _spec.loader
-fl = importlib.util.module_from_spec(_spec)
-sys.modules["fabric_load_bench"] = fl
-_spec.loader.exec_module(fl)
+from tests.netutil import load_bench
+
+fl = load_bench("fabric_load")
 
 
 def test_counter_counts_distinct_sequence_numbers_per_source() -> None:
@@ -47,13 +42,13 @@ def test_gso_segments_fit_one_ip_datagram() -> None:
 
 @pytest.mark.parametrize("mode", ["gso", "mmsg"])
 def test_sender_to_sink_over_loopback(mode: str) -> None:
-    sink = subprocess.Popen([sys.executable, str(_PATH), "sink", "1.0", "20"], text=True,
+    sink = subprocess.Popen([sys.executable, fl.__file__, "sink", "1.0", "20"], text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert sink.stdout is not None
         assert sink.stdout.readline().strip() == "ready"
         count = 300
-        snd = subprocess.run([sys.executable, str(_PATH), "send", "127.0.0.1", "0", str(count),
+        snd = subprocess.run([sys.executable, fl.__file__, "send", "127.0.0.1", "0", str(count),
                               "100", "3000", str(time.time()), mode, "5"],
                              capture_output=True, text=True, timeout=60, check=True)
         rep = json.loads(snd.stdout.strip().splitlines()[-1])
