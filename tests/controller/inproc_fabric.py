@@ -32,8 +32,8 @@ class InprocFabric:
 def _relocated(spec: FabricSpec) -> FabricSpec:
     """The same fabric at free loopback gRPC ports, for switches started as processes: never
     the fixed 50000+id ones a Mininet fabric of another test may be using, and one port per
-    switch (a gRPC server binds with SO_REUSEPORT by default, so two switches on one port
-    would both start and answer for each other)."""
+    switch (a p4switch refuses a taken port; BMv2's gRPC server binds with SO_REUSEPORT, so
+    two of them on one port would both start and answer for each other)."""
     out = dataclasses.replace(spec, switches=dict(spec.switches))
     taken: set[int] = set()
     for n, sw in spec.switches.items():
