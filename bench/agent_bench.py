@@ -91,7 +91,9 @@ POLICIES = ["single", "split(4)", "entropy-spray(8)", "entropy-spray(8) --spray 
 def sender_loop(policy_text: str, npkts: int) -> dict:
     """The sender's per-packet work without I/O: what a policy adds to the agent's data path.
     A receiver in the same loop answers every 8 packets (as the agent does), every 3rd packet
-    arrives CE-marked, so feedback policies get real per-packet echoes."""
+    arrives CE-marked, so feedback policies get real per-packet echoes. Congestion control
+    ``none`` with an unbounded window: the window never holds the sender, so the loop times
+    the policy, not an algorithm's reaction to the marks (that is ``cc_loop``'s)."""
     from traffic.frames import FlowHeader, FrameCache
     from traffic.nexthop import Route
     from traffic.policies import feed_ack, parse_policy
@@ -99,7 +101,7 @@ def sender_loop(policy_text: str, npkts: int) -> dict:
 
     text, _, mode = policy_text.partition(" --spray ")
     spec = parse_policy(text, mode=mode or "rr")
-    cfg = TransportConfig(mss=1400, window=1 << 30)
+    cfg = TransportConfig(mss=1400, window=1 << 30, cc="none")
     tx, rx = SenderFlow(npkts * 1400, cfg), ReceiverFlow(npkts, cfg)
     cache = FrameCache()
     cache.prebuild(Route("eth0", A_IP, "02:00:00:00:00:01", B_IP, "02:00:00:00:00:02"), B_IP,
@@ -111,8 +113,10 @@ def sender_loop(policy_text: str, npkts: int) -> dict:
     if pol.feedback:
         tx.newly_acked = []
     now = 0.0
+    sent = 0
     while (pkt := tx.next_packet(now)) is not None:
         seq, _ = pkt
+        sent += 1
         qp = pol.choose(seq, now)
         cache.frame(B_IP, h, pol.ports[qp], qp, seq, 1400, 0)
         for a in rx.on_data(seq, 1400, False, now, seq % 3 == 0)[1]:
@@ -121,7 +125,10 @@ def sender_loop(policy_text: str, npkts: int) -> dict:
                 feed_ack(pol, tx.newly_acked, a, now)
         now += 1e-6
     dt = time.process_time() - t0
-    return {"policy": policy_text, "packets": tx.npkts, "pps": tx.npkts / dt}
+    if not tx.done:   # a loop that stopped early would time a few packets as the whole flow
+        raise RuntimeError(f"sender loop {policy_text!r}: held after {sent} of {tx.npkts} "
+                           "packets")
+    return {"policy": policy_text, "packets": sent, "pps": sent / dt}
 
 
 CCS = ["none", "dctcp", "dcqcn", "nscc"]
