@@ -184,11 +184,19 @@ class WorkloadConfig:
     def schedule_for(self, ranks: int, speeds: list[float] | None = None,
                      iterations: int | None = None, seed: int = 0) -> Schedule:
         """The schedule this workload runs on ``ranks`` ranks (BSP: ``iterations`` of them,
-        each rank's compute scaled by ``speeds``, its batch share relative to an even split)."""
+        each rank's compute scaled by ``speeds``, its batch share relative to an even split).
+        ``seed`` (the repetition's): a seeded generator's draws — the MoE's hot experts and
+        token samples — unless the options fix a ``seed``, so that repetitions sample the
+        workload, not one instance of it (one Zipf placement of the hot experts decided the
+        ECMP hash lottery of every repetition); BSP passes it to the iterations instead."""
+        gen = GENERATORS[self.schedule]
+
         def base() -> Schedule:
-            return GENERATORS[self.schedule](ranks, self.size, **self.options)
+            return gen(ranks, self.size, **self.options)
 
         if self.bsp is None:
+            if "seed" not in self.options and "seed" in inspect.signature(gen).parameters:
+                return gen(ranks, self.size, seed=seed, **self.options)
             return base()
         b = self.bsp
         return bsp_training(base, iterations or b.iterations, b.compute_us, list(b.stragglers),

@@ -9,6 +9,7 @@ import pytest
 
 from experiments import config
 from experiments.config import ConfigError
+from traffic.schedules import Schedule
 
 CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "configs"
 
@@ -126,3 +127,29 @@ def test_load_names_the_file_and_yaml_position(tmp_path: Path) -> None:
         config.load(p)
     with pytest.raises(ConfigError, match="No such file"):
         config.load(tmp_path / "missing.yaml")
+
+
+def _received(s: Schedule) -> list[int]:
+    """Bytes each rank receives (the MoE's hot experts receive most)."""
+    got = [0] * s.ranks
+    for _src, _i, snd in s.sends():
+        got[snd.dst] += snd.bytes
+    return got
+
+
+def test_repetitions_sample_the_moe_not_one_instance_of_it() -> None:
+    """The repetition's seed moves the hot experts (docs/experiments.md, "Seeds per
+    repetition"); the same seed gives the same schedule; ``options.seed`` pins one instance;
+    a generator without draws (the ring) ignores it."""
+    c = config.from_dict(BASE)
+    ring, moe = c.workloads
+    by_seed = {seed: _received(moe.schedule_for(16, seed=seed)) for seed in (1, 1001, 2001)}
+    assert by_seed[1] == _received(moe.schedule_for(16, seed=1))
+    hot = {seed: got.index(max(got)) for seed, got in by_seed.items()}
+    assert len(set(hot.values())) > 1, hot
+    assert sorted(by_seed[1]) == sorted(by_seed[1001])   # the same skew, other experts hot
+    pinned = config.from_dict(_with("workloads.1.options", {"alpha": 1.1, "seed": 7}))
+    w = pinned.workloads[1]
+    assert _received(w.schedule_for(16, seed=1)) == _received(w.schedule_for(16, seed=1001))
+    assert [st.sends for p in ring.schedule_for(16, seed=1).programs for st in p] == \
+        [st.sends for p in ring.schedule_for(16, seed=1001).programs for st in p]
