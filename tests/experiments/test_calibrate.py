@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from experiments import calibrate, runner
-from experiments.config import from_dict
+from experiments.config import from_dict, load
 from topo import __main__ as topo_cli
 from topo import calibration
 
@@ -122,3 +122,86 @@ def test_the_ramp_takes_the_first_valid_rate_the_next_slower_confirms() -> None:
     assert _decide([_row(50_000, True, 130), _row(100_000, False, None, False)]) == (50_000, 2)
     # nothing valid: no choice (calibrated_tdf then falls back to the slowest completed)
     assert _decide([_row(25_000, False, 300), _row(50_000, False, None, False)]) == (None, 2)
+
+
+def _decide_twice(first: list[dict], second: dict[float, dict]) -> tuple[float | None, dict]:
+    """As the ramp runs it: each new candidate probed again (``second`` by TDF)."""
+    d = calibrate.RampDecision()
+    rows: dict[float, dict] = {}
+    for r in first:
+        d.add(r)
+        rows[r["tdf"]] = r
+        if d.candidate is r and r["tdf"] in second:
+            rows[r["tdf"]] = d.repeat(second[r["tdf"]])
+        if d.done:
+            break
+    return d.choice(), rows
+
+
+def test_a_candidate_is_judged_by_the_worse_of_its_two_probes() -> None:
+    # a347bbd's fresh clone: 141.9 µs at TDF 50,000 (1.047x the 135.5 at 100,000) took
+    # 50,000 on one probe; its demo's runs there took 148.8-160.4 µs. A second probe like
+    # them makes 50,000 not link-bound, and 100,000 (confirmed by 200,000) is chosen
+    tdf, rows = _decide_twice(
+        [_row(50_000, True, 141.9), _row(100_000, True, 135.5), _row(200_000, True, 140.1)],
+        {50_000: _row(50_000, True, 149.0), 100_000: _row(100_000, True, 138.3)})
+    assert tdf == 100_000
+    assert rows[50_000]["probe_cct_us"] == [141.9, 149.0] and rows[50_000]["cct_us"] == 149.0
+    assert rows[50_000]["valid"] is False
+    assert rows[50_000]["invalid_reason"].startswith("not link-bound")
+    assert rows[100_000]["cct_us"] == 138.3 and rows[100_000]["valid"] is True
+    # two probes alike: the same choice as one
+    assert _decide_twice([_row(50_000, True, 130), _row(100_000, True, 128)],
+                         {50_000: _row(50_000, True, 131)})[0] == 50_000
+    # a second probe that fails the guard drops the candidate; its reason is the row's
+    tdf, rows = _decide_twice(
+        [_row(50_000, True, 141.9), _row(100_000, True, 135.5), _row(200_000, True, 140.1)],
+        {50_000: _row(50_000, False, 150.0)})
+    assert tdf == 100_000 and rows[50_000]["valid"] is False
+    assert rows[50_000]["invalid_reason"] == "hidden queue"
+    # a second probe that did not complete: no CCT to judge by, not valid
+    merged = calibrate.worse(_row(50_000, True, 130), _row(50_000, False, None, False))
+    assert merged["cct_us"] is None and not merged["valid"] and not merged["completed"]
+
+
+def test_the_ramp_probes_each_candidate_twice(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    """run_ramp on a stand-in backend: which rates it probes, how often, in what order."""
+    cfg = load(Path(calibrate.__file__).parent / "configs" / "demo.yaml")
+    ccts = {12_500: [None], 25_000: [300.0], 50_000: [141.9, 149.0], 100_000: [135.5, 138.3],
+            200_000: [140.1]}
+    probed: list[float] = []
+
+    class Backend:
+        net = object()
+
+        def retune(self, emu: object) -> None:
+            pass
+
+        def set_scheme(self, s: object) -> None:
+            pass
+
+        def run(self, sched: object, hosts: object, w: object, d: Path) -> object:
+            tdf = float(d.parent.name[3:] if d.name.startswith("probe") else d.name[3:])
+            probed.append(tdf)
+            self.cct = ccts[int(tdf)].pop(0)
+            return None
+
+    be = Backend()
+    monkeypatch.setattr("experiments.runs.load_ranks", lambda d: [])
+    monkeypatch.setattr("experiments.runs.merge_ranks",
+                        lambda ranks, n: {"completed": be.cct is not None,
+                                          "collectives": [be.cct]})
+    monkeypatch.setattr("experiments.runs.verdict",
+                        lambda *a, **k: {"valid": be.cct is not None and be.cct < 200,
+                                         "invalid_reason": None})
+    monkeypatch.setattr(calibrate.metrics, "job_cct",
+                        lambda c: None if c[0] is None else c[0] * 1e-6 * _tdf(probed))
+    cal = calibrate.run_ramp(cfg, out=tmp_path, log=lambda line: None, backend=be)
+    assert probed == [12_500, 25_000, 50_000, 50_000, 100_000, 100_000, 200_000]
+    assert cal.tdf == 100_000
+    assert [r["tdf"] for r in cal.ramp] == [12_500, 25_000, 50_000, 100_000, 200_000]
+
+
+def _tdf(probed: list[float]) -> float:
+    return probed[-1]
