@@ -127,9 +127,9 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
     try:
         if be.net is None:
             be.up(be.cfg.schemes[pick])
-        def probe(tdf: float, n: int) -> dict[str, Any]:
-            """Probe ``n`` (0: the first) at ``tdf``: one run of the workload, judged."""
-            emu = ramp_config(cfg, tdf)
+        def probe(tdf: float, emu: ExperimentConfig, n: int) -> dict[str, Any]:
+            """Probe ``n`` (0: the first) at ``tdf`` (``emu``: the file dilated by it): one
+            run of the workload, judged."""
             w_emu = dataclasses.replace(emu.workloads[0],
                                         timeout_s=min(w.timeout_s, PROBE_TIMEOUT_S))
             sched = w_emu.schedule_for(len(hosts), seed=cfg.parameters.seed)
@@ -160,13 +160,13 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
             emu = ramp_config(cfg, tdf)
             be.retune(emu)
             be.set_scheme(emu.schemes[pick])
-            row = probe(tdf, 0)
+            row = probe(tdf, emu, 0)
             result.ramp.append(row)
             for line in decision.add(row):
                 log("  " + line)
             n = 1
             while decision.candidate is row and n < CANDIDATE_PROBES:
-                row = decision.repeat(probe(tdf, n))
+                row = decision.repeat(probe(tdf, emu, n))
                 result.ramp[-1] = row
                 n += 1
             if decision.done:

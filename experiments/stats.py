@@ -256,8 +256,7 @@ def close_calls(intervals: Sequence[tuple[str, Interval]]) -> list[CloseCall]:
             margin = min(m_overlap, m_equiv)
         rel = gap / min(x.mean, y.mean) if min(x.mean, y.mean) > 0 else 0.0
         need = repetitions_to_separate(gap, max(sx, sy), x.confidence)
-        unresolved = x.overlaps(y) and rel > EQUIVALENCE and need is not None \
-            and need > min(x.n, y.n)
+        unresolved = by_overlap and not by_equiv and need is not None and need > min(x.n, y.n)
         if margin < FRAGILE_SE or unresolved:
             lo, hi = (a, b) if x.mean <= y.mean else (b, a)
             out.append(CloseCall(lo, hi, margin, need, unresolved and margin >= FRAGILE_SE, rel))

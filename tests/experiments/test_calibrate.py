@@ -175,16 +175,15 @@ def test_the_ramp_probes_each_candidate_twice(monkeypatch: pytest.MonkeyPatch,
     class Backend:
         net = object()
 
-        def retune(self, emu: object) -> None:
-            pass
-
         def set_scheme(self, s: object) -> None:
             pass
 
+        def retune(self, emu: object) -> None:
+            self.tdf = round(100e9 / emu.fabric.link_bps)   # demo.yaml: 100 Gb/s links
+
         def run(self, sched: object, hosts: object, w: object, d: Path) -> object:
-            tdf = float(d.parent.name[3:] if d.name.startswith("probe") else d.name[3:])
-            probed.append(tdf)
-            self.cct = ccts[int(tdf)].pop(0)
+            probed.append(self.tdf)
+            self.cct = ccts[int(self.tdf)].pop(0)
             return None
 
     be = Backend()
@@ -196,12 +195,8 @@ def test_the_ramp_probes_each_candidate_twice(monkeypatch: pytest.MonkeyPatch,
                         lambda *a, **k: {"valid": be.cct is not None and be.cct < 200,
                                          "invalid_reason": None})
     monkeypatch.setattr(calibrate.metrics, "job_cct",
-                        lambda c: None if c[0] is None else c[0] * 1e-6 * _tdf(probed))
+                        lambda c: None if c[0] is None else c[0] * 1e-6 * be.tdf)
     cal = calibrate.run_ramp(cfg, out=tmp_path, log=lambda line: None, backend=be)
     assert probed == [12_500, 25_000, 50_000, 50_000, 100_000, 100_000, 200_000]
     assert cal.tdf == 100_000
     assert [r["tdf"] for r in cal.ramp] == [12_500, 25_000, 50_000, 100_000, 200_000]
-
-
-def _tdf(probed: list[float]) -> float:
-    return probed[-1]
