@@ -71,7 +71,8 @@ def scheme_table(ccts: pd.DataFrame, ideal: pd.DataFrame | None = None,
                  invalid: Iterable[tuple[str, str, int]] = ()) -> pd.DataFrame:
     """The summary table: per workload and scheme, the job's CCT (sum over its collectives per
     repetition), its mean ± 95 % t-interval (``ci95``, the half-width) over repetitions, the
-    slowdown vs the ideal bound, the ratio to the best scheme of that workload (1.00 = the
+    slowdown vs the ideal bound (``slowdown``: wire time only) and vs the unloaded bound
+    (``vs_unloaded``: the schedule's waits on an idle fabric too), the ratio to the best scheme of that workload (1.00 = the
     fastest) and ``rank``: groups of schemes whose intervals overlap (or means are within
     5 %) share a rank (experiments.stats). Repetitions listed in ``invalid`` ((workload, scheme, repetition):
     the fidelity guard's verdict) are left out and counted in ``invalid``."""
@@ -101,6 +102,10 @@ def scheme_table(ccts: pd.DataFrame, ideal: pd.DataFrame | None = None,
         per_w = ideal.groupby("workload")["ideal_s"].sum()
         t["ideal_s"] = t["workload"].map(per_w)
         t["slowdown"] = t["mean"] / t["ideal_s"]
+        if "unloaded_s" in ideal:    # runs stored before the bound existed have none
+            per_w = ideal.groupby("workload")["unloaded_s"].sum()
+            t["unloaded_s"] = t["workload"].map(per_w)
+            t["vs_unloaded"] = t["mean"] / t["unloaded_s"]
     best = t.groupby("workload")["mean"].transform("min")
     t["vs_best"] = t["mean"] / best
     return rank_table(t)
@@ -149,14 +154,23 @@ def wire_bytes(payload: int, mss: int = 1400) -> int:
 
 
 def ideal_bounds(spec: FabricSpec, schedule: Schedule, hosts: Sequence[str],
-                 mss: int = 1400) -> pd.DataFrame:
+                 mss: int = 1400, prop_delay_s: float = 0.0) -> pd.DataFrame:
     """Per collective, lower bounds on its CCT that no load balancing can beat.
 
     bisection_bound_s: wire bytes crossing the bisection in the busier direction / the
     bisection bandwidth; nic_bound_s: the busiest host's wire bytes sent or received / its link
-    rate; ideal_s: the larger of the two. ``hosts[r]`` is rank r's host name. Sends between
+    rate; ideal_s: the larger of the two (the bandwidth bound: wire time only). path_bound_s:
+    the longest chain of the schedule's step dependencies on an idle fabric, each wait paying
+    the path's store-and-forward latency and ``prop_delay_s`` per link
+    (experiments.critical_path); unloaded_s: the larger of ideal_s and path_bound_s — the CCT
+    an idle, perfectly balanced fabric and a line-rate transport would give at best, as an
+    unloaded FCT normalises a flow's. ``hosts[r]`` is rank r's host name. Sends between
     ranks on one host never touch the network and are left out.
     """
+    from .critical_path import Framing, critical_path
+
+    paths = critical_path(spec, schedule, hosts,
+                          Framing(mss, FRAME_HEADER_BYTES, ACK_FRAME_BYTES), prop_delay_s)
     half_a, _ = bisection(spec)
     cap_ab = cut_capacity_bps(spec, *bisection(spec))
     cap_ba = cut_capacity_bps(spec, *reversed(bisection(spec)))
@@ -182,9 +196,11 @@ def ideal_bounds(spec: FabricSpec, schedule: Schedule, hosts: Sequence[str],
         bis = max(c["ab"] * 8 / cap_ab, c["ba"] * 8 / cap_ba)
         nic = max([b * 8 / nic_bps[h] for h, b in (*c["sent"].items(), *c["recv"].items())],
                   default=0.0)
+        path = paths.get(cid, 0.0)
         rows.append({"collective": cid, "name": names.get(cid, ""),
                      "bisection_bytes": max(c["ab"], c["ba"]), "bisection_bps": cap_ab,
-                     "bisection_bound_s": bis, "nic_bound_s": nic, "ideal_s": max(bis, nic)})
+                     "bisection_bound_s": bis, "nic_bound_s": nic, "ideal_s": max(bis, nic),
+                     "path_bound_s": path, "unloaded_s": max(bis, nic, path)})
     return pd.DataFrame(rows)
 
 
