@@ -133,3 +133,21 @@ def test_the_simulator_never_beats_the_bound_and_an_uncontended_ring_comes_close
     cct, unloaded = float(ccts["cct"].sum()), float(bound["unloaded_s"].sum())
     assert unloaded > float(bound["ideal_s"].sum())
     assert unloaded <= cct < 1.5 * unloaded, (cct, unloaded)
+
+
+@pytest.mark.parametrize(("schedule", "options"), [
+    ("ring_allreduce", {"slots": 4}), ("moe_alltoall", {"skew": "zipf", "alpha": 1.2}),
+    ("halving_doubling_allreduce", {})])
+def test_no_scheme_beats_the_bound_on_the_simulator(tmp_path: Path, schedule: str,
+                                                    options: dict) -> None:
+    cfg = {**TINY, "schemes": ["ecmp", "random"],
+           "workloads": [{"name": "w", "schedule": schedule, "size": "32KB",
+                          "placement": "random", "options": options, "timeout_s": 20}]}
+    hosts = 8 if schedule == "halving_doubling_allreduce" else 16
+    cfg["workloads"][0]["hosts"] = [f"h{i + 1}" for i in range(hosts)]
+    del cfg["workloads"][0]["placement"]
+    run = runner.run_experiment(from_dict(cfg), tmp_path)
+    ccts = pd.read_csv(run.root / "ccts.csv")
+    assert ccts["ok"].all()
+    unloaded = float(pd.read_csv(run.root / "ideal.csv")["unloaded_s"].sum())
+    assert (ccts.groupby("scheme")["cct"].sum() >= unloaded).all(), (ccts, unloaded)
