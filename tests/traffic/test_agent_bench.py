@@ -41,3 +41,26 @@ def test_cc_loop_sends_every_packet_of_the_flow(cc: str, monkeypatch: pytest.Mon
     r = bench.cc_loop(cc, 300)
     assert built[0] == r["packets"] == 300
     assert r["pps"] > 0
+
+
+@pytest.mark.parametrize("cc", bench.CCS)
+def test_cc_bottleneck_loop_runs_at_the_bottleneck_rate(cc: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every algorithm ends up sending at the bottleneck's rate (the figure compares work per
+    packet at one packet rate); only ECN-capable senders are marked, DCTCP's queue draws
+    marks and holds the window below the cap."""
+    built = _frames_built(monkeypatch)
+    r = bench.cc_bottleneck_loop(cc, 3000)
+    assert built[0] == r["packets"] == 3000
+    assert 0.85 <= r["share"] <= 1.0 + 1e-9, r
+    if cc == "none":
+        assert r["ce"] == 0
+    if cc == "dctcp":
+        assert r["ce"] > 0 and r["mean_window"] < 256
+
+
+def test_cc_loops_take_either_marking() -> None:
+    for marking in bench.CC_LOOPS:
+        rows = bench.cc_loops(200, rounds=1, marking=marking)
+        assert [r["cc"] for r in rows] == list(bench.CCS)
+        assert rows[0]["vs_none"] == 1.0 and all(r["marking"] == marking for r in rows)
