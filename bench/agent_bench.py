@@ -333,18 +333,20 @@ def run_agents(nsa: str, nsb: str, nbytes: int, out: Path,
 
 
 def agent_per_cc(nsa: str, nsb: str, nbytes: int, out: Path, ccs: list[str],
-                 rounds: int, rate: str = "100G") -> dict[str, dict]:
+                 rounds: int, rate: str = "100G", base_rtt_us: float = 200.0
+                 ) -> dict[str, dict]:
     """The full agent once per algorithm, interleaved ``rounds`` times; per algorithm the
     round with the lowest sender µs per packet (a shared machine only ever slows a run).
     ``rate``: the agents' NIC rate (DCQCN's line rate); one every algorithm sustains on the
     veth compares their CPU per packet at the same packet rate, so at the same batching of
-    the event loop (at 100G each runs as fast as its window or pacer lets the loop go)."""
+    the event loop (at 100G each runs as fast as its window or pacer lets the loop go).
+    ``base_rtt_us``: the unloaded RTT the agents are told (NSCC's delay target sits above it)."""
     best: dict[str, dict] = {}
     cpu: dict[str, list[float]] = {cc: [] for cc in ccs}
     for i in range(rounds):
         for cc in ccs:
             r = run_agents(nsa, nsb, nbytes, out / f"cc-{cc}-{i}",
-                           extra=("--cc", cc, "--base-rtt-us", "50"), rate=rate)
+                           extra=("--cc", cc, "--base-rtt-us", repr(base_rtt_us)), rate=rate)
             r["cc"] = cc
             cpu[cc].append(r["send_cpu_us_per_pkt"])
             if cc not in best or r["send_us_per_pkt"] < best[cc]["send_us_per_pkt"]:
@@ -385,6 +387,11 @@ def main() -> int:
                     help="the agents' NIC rate in the per-algorithm runs (default %(default)s: "
                          "unpaced on this machine); e.g. 300M, below what every algorithm "
                          "reaches, compares CPU per packet at one packet rate")
+    ap.add_argument("--base-rtt-us", type=float, default=200.0,
+                    help="the unloaded RTT the agents are told, µs (default %(default)s: two "
+                         "agents' SRTT over the veth at NSCC's first 16-packet window, "
+                         "170-230 µs; at 50 NSCC's delay never fell below its target and its "
+                         "window stayed at 16)")
     ap.add_argument("--agent-rounds", type=int, default=3,
                     help="interleaved full-agent rounds per algorithm (best of)")
     ap.add_argument("--child", choices=["raw", "sendp"], help=argparse.SUPPRESS)
@@ -433,7 +440,8 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="p4ft-bench-") as tmp:
             res["agent_cc"] = agent_per_cc(nsa, nsb, parse_size(a.bytes), Path(tmp),
                                            [c for c in a.ccs.split(",") if c],
-                                           max(1, a.agent_rounds), a.agent_rate)
+                                           max(1, a.agent_rounds), a.agent_rate,
+                                           a.base_rtt_us)
         print_agent_cc(res["agent_cc"])
         if a.agent_only:
             print(json.dumps(res))
