@@ -45,8 +45,8 @@ SIM_TRANSPORT = TransportConfig(ack_every=8, ack_delay=50e-6, rto=1e-3, min_rto=
                                 max_rto=0.5, tick=100e-6)
 """The agent's transport tuned for µs data-centre RTTs: ACKs coalesced over 8 packets as the
 agent's (at 100 Gb/s an ACK every 2 packets took 3% of every link and of each sender's NIC;
-a window of fewer than 16 that closes asks for its ACK with F_ACKREQ instead of waiting
-for the delayed-ACK timer), timers looked at every 100 µs, a 1 ms initial RTO and a 200 µs floor under RFC 6298's estimate (RDMA
+a window that closes below 8 asks for its ACK with F_ACKREQ instead of waiting for the
+delayed-ACK timer), timers looked at every 100 µs, a 1 ms initial RTO and a 200 µs floor under RFC 6298's estimate (RDMA
 NICs time out in µs to ms, not the agent's tens of ms tuned for Mininet's loaded veths)."""
 
 

@@ -83,9 +83,6 @@ WIRE_OVERHEAD = 14 + 20 + 8 + 28
 """Ethernet, IPv4, UDP and collective-header bytes around a payload (traffic.frames.OVERHEAD):
 what a paced sender counts per packet besides the payload."""
 PACE_SLACK = 1e-12
-ACKREQ_WINDOWS = 2
-"""A closing window asks for an ACK at once below this many times the receiver's ACK
-coalescing (SenderFlow.ack_request_below)."""
 INITIAL_RTO_RTTS = 3
 """The initial RTO is at least this many of the fabric's unloaded RTTs (TransportConfig.
 base_rtt, when the configuration knows it)."""
@@ -174,19 +171,8 @@ class SenderFlow:
         self._wire_last = self.length(self.npkts - 1) + WIRE_OVERHEAD
         self.packets_sent = 0
         self.ack_request = False
-        """The packet ``next_packet`` just returned should be ACKed at once (F_ACKREQ): it is
-        the last new one, or the window closes behind it while the window is small (below
-        ``ack_request_below``), or it repairs a hole."""
-        self.ack_request_below = ACKREQ_WINDOWS * cfg.ack_every
-        """A window closing behind a packet asks for an ACK only below this many packets.
-        A sender blocked by a window of at least ``ack_every`` packets always has an ACK
-        coming: the receiver holds fewer than ``ack_every`` unacknowledged arrivals, so some of
-        the window is on the wire or being acknowledged. A window may shrink after the packet
-        left, but an algorithm cuts at most by half per window of data, so from twice
-        ``ack_every`` it stays at least ``ack_every`` (an NSCC ``max_mdf`` above 0.5 cuts
-        deeper: the worst then is one wait for the receiver's delayed-ACK timer). Asking at every closing window added
-        ACKs out of phase with the receiver's coalescing: DCTCP and NSCC senders at a
-        bottleneck sent 0.18-0.19 ACKs per packet at ``ack_every`` 8 instead of 0.125."""
+        """The packet ``next_packet`` just returned should be ACKed at once (F_ACKREQ): after
+        it the window is full or nothing new is left to send."""
         self.spurious = 0
         """Retransmissions the receiver reported as duplicates (D-SACK, RFC 3708's sender-side
         detection): one copy of each arrived already."""
@@ -277,10 +263,9 @@ class SenderFlow:
                 conn.inflight = inflight + 1
                 if nxt == self.npkts:
                     conn.sending.popleft()   # the next message's new packets may go
-                # nothing new is left, or a small window closes behind this packet
-                self.ack_request = nxt == self.npkts or (
-                    (cap if w >= cap else w) < self.ack_request_below and not (
-                        (inflight + 1 < cap) if w >= cap else (inflight + 2 <= w)))
+                # the window closes behind this packet, or nothing new is left
+                self.ack_request = nxt == self.npkts or not (
+                    (inflight + 1 < cap) if w >= cap else (inflight + 2 <= w))
                 return self._sent(nxt - 1, now), False
         return None
 

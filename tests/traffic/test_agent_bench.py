@@ -57,9 +57,6 @@ def test_cc_bottleneck_loop_runs_at_the_bottleneck_rate(cc: str,
         assert r["ce"] == 0
     if cc == "dctcp":
         assert r["ce"] > 0 and r["mean_window"] < 256
-    # one ACK per 2 packets, as the receiver coalesces: windows of 16 or more closing behind
-    # a packet do not ask for more (they did: 0.62 per packet for DCTCP)
-    assert r["acks_per_pkt"] == pytest.approx(0.5, abs=0.01), r
 
 
 def test_cc_loops_take_either_marking() -> None:

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
-import math
-from typing import Any
-
 import pytest
 
 from traffic.simlink import LinkModel, simulate_transfer
@@ -113,75 +109,6 @@ def test_the_packet_that_closes_the_window_asks_for_an_ack_answered_at_once():
     # the last new packet asks too, whatever the window
     wide = SenderFlow(20, TransportConfig(mss=10, window=64, ack_every=8, cc="none"))
     assert [wide.flags(*wide.next_packet(0.0)) & F_ACKREQ for _ in range(2)] == [0, F_ACKREQ]
-
-
-def _ack_clocked(window: int, cc: str = "none", npkts: int = 400,
-                 marked: Any = None) -> tuple[list[int], int, int, SenderFlow]:
-    """One flow over a pipe of 20 µs each way at a packet per µs (a 40-packet BDP): the
-    F_ACKREQ flag of every packet, the ACKs sent, and how often the sender, blocked with
-    nothing on the way, had to wait for the receiver's delayed-ACK timer."""
-    cfg = TransportConfig(mss=10, window=window, ack_every=8, cc=cc, ack_delay=1.0)
-    tx, rx = SenderFlow(10 * npkts, cfg), ReceiverFlow(npkts, cfg)
-    events: list[tuple[float, int, str, Any]] = []   # (time, order, kind, payload)
-    flags: list[int] = []
-    now, n, acks, stalls, nic = 0.0, 0, 0, 0, 0.0
-    while not tx.done:
-        while events and events[0][0] <= now:
-            t, _, kind, x = heapq.heappop(events)
-            if kind == "data":
-                seq, f = x
-                out = rx.on_data(seq, 10, False, t, bool(marked and marked(seq)),
-                                 ack_req=bool(f & F_ACKREQ))[1]
-            else:
-                tx.on_ack(x, t)
-                out = []
-            for a in out:
-                n += 1
-                acks += 1
-                heapq.heappush(events, (t + 20e-6, n, "ack", a))
-        if tx.done:
-            break
-        pkt = tx.next_packet(now) if now >= nic else None
-        if pkt is not None:
-            seq, retx = pkt
-            flags.append(tx.flags(seq, retx))
-            n += 1
-            heapq.heappush(events, (now + 21e-6, n, "data", (seq, flags[-1])))
-            nic = now + 1e-6
-            continue
-        if now < nic or events:           # the NIC frees up, or something arrives
-            now = min(nic if now < nic else math.inf, events[0][0] if events else math.inf)
-            continue
-        stalls += 1                       # nothing on the way: only the timer is left
-        for a in rx.on_tick(now + cfg.ack_delay):
-            n += 1
-            acks += 1
-            heapq.heappush(events, (now + cfg.ack_delay + 20e-6, n, "ack", a))
-        now += cfg.ack_delay
-    return flags, acks, stalls, tx
-
-
-@pytest.mark.parametrize(("window", "asks"), [(5, True), (15, True), (16, False), (32, False)])
-def test_only_a_small_window_asks_for_an_ack_where_it_closes(window: int, asks: bool) -> None:
-    """Below twice the coalescing, a window that closes behind a packet asks for an ACK (a
-    window below ``ack_every`` would otherwise wait for the delayed-ACK timer); from there
-    up an ACK is always coming, and asking only added ACKs out of phase with the receiver's
-    coalescing. Either way the flow never waits for the timer."""
-    flags, acks, stalls, _ = _ack_clocked(window)
-    closing = sum(bool(f & F_ACKREQ) for f in flags[:-1])    # the last packet always asks
-    assert stalls == 0
-    assert (closing > 0) is asks, (window, closing)
-    if not asks:
-        assert acks == 400 // 8                              # one per 8 packets, no more
-
-
-def test_a_shrinking_window_never_waits_for_the_delayed_ack() -> None:
-    """DCTCP's window grows and is cut (at most by half per window of data) through the
-    threshold, under bursts of marks: still never a wait for the timer."""
-    _, _, stalls, tx = _ack_clocked(64, cc="dctcp", npkts=3000,
-                                    marked=lambda seq: (seq // 150) % 3 == 0)
-    assert stalls == 0
-    assert tx.cc.reductions >= 5 and tx.mean_window < 64   # cut again and again
 
 
 def test_a_spurious_retransmission_is_counted_at_the_sender_a_needed_one_is_not():
