@@ -39,6 +39,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from traffic.frames import FrameCache
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -91,14 +95,24 @@ POLICIES = ["single", "split(4)", "entropy-spray(8)", "entropy-spray(8) --spray 
             "reps(16)", "ecn-adaptive(8)"]
 
 
+def _frame_cache() -> FrameCache:
+    """The in-process loops' frames: a -> b, 1,400-byte payloads, prebuilt as the agent's."""
+    from traffic.frames import FrameCache
+    from traffic.nexthop import Route
+
+    cache = FrameCache()
+    cache.prebuild(Route("eth0", A_IP, "02:00:00:00:00:01", B_IP, "02:00:00:00:00:02"), B_IP,
+                   1400)
+    return cache
+
+
 def sender_loop(policy_text: str, npkts: int) -> dict:
     """The sender's per-packet work without I/O: what a policy adds to the agent's data path.
     A receiver in the same loop answers every 8 packets (as the agent does), every 3rd packet
     arrives CE-marked, so feedback policies get real per-packet echoes. Congestion control
     ``none`` with an unbounded window: the window never holds the sender, so the loop times
     the policy, not an algorithm's reaction to the marks (that is ``cc_loop``'s)."""
-    from traffic.frames import FlowHeader, FrameCache
-    from traffic.nexthop import Route
+    from traffic.frames import FlowHeader
     from traffic.policies import feed_ack, parse_policy
     from traffic.transport import ReceiverFlow, SenderFlow, TransportConfig
 
@@ -106,9 +120,7 @@ def sender_loop(policy_text: str, npkts: int) -> dict:
     spec = parse_policy(text, mode=mode or "rr")
     cfg = TransportConfig(mss=1400, window=1 << 30, cc="none")
     tx, rx = SenderFlow(npkts * 1400, cfg), ReceiverFlow(npkts, cfg)
-    cache = FrameCache()
-    cache.prebuild(Route("eth0", A_IP, "02:00:00:00:00:01", B_IP, "02:00:00:00:00:02"), B_IP,
-                   1400)
+    cache = _frame_cache()
     h = FlowHeader(1, 0, 1, 0, 7, tx.npkts)
     t0 = time.process_time()  # CPU time: the machine may be shared, wall time is noise
     # the policy's set-up (entropy set, draw tables) is part of what it costs the sender
@@ -147,14 +159,11 @@ def cc_loop(cc: str, npkts: int) -> dict:
     holds the sender (checked as the agent's round robin does, before asking the transport)
     or the window does, time jumps to when it may go, and the receiver's delayed ACK is
     flushed if the window holds it (what the agent's loop would wait for)."""
-    from traffic.frames import FlowHeader, FrameCache
-    from traffic.nexthop import Route
+    from traffic.frames import FlowHeader
     from traffic.transport import PACE_SLACK, ReceiverFlow, SenderFlow, TransportConfig
 
     cfg = TransportConfig(mss=1400, window=256, ack_every=2, cc=cc, base_rtt=10e-6)
-    cache = FrameCache()
-    cache.prebuild(Route("eth0", A_IP, "02:00:00:00:00:01", B_IP, "02:00:00:00:00:02"), B_IP,
-                   1400)
+    cache = _frame_cache()
     clock = time.thread_time_ns
     receiver = 0   # ns inside the receiver's calls
     t_start = clock()
@@ -201,8 +210,7 @@ def cc_bottleneck_loop(cc: str, npkts: int, share: float = 0.5, k: int = 16,
     algorithm."""
     from collections import deque
 
-    from traffic.frames import FlowHeader, FrameCache
-    from traffic.nexthop import Route
+    from traffic.frames import FlowHeader
     from traffic.transport import PACE_SLACK, ReceiverFlow, SenderFlow, TransportConfig
 
     line = 100e9
@@ -210,9 +218,7 @@ def cc_bottleneck_loop(cc: str, npkts: int, share: float = 0.5, k: int = 16,
     svc = gap / share
     cfg = TransportConfig(mss=1400, window=256, ack_every=2, cc=cc,
                           base_rtt=2 * one_way + gap + svc)
-    cache = FrameCache()
-    cache.prebuild(Route("eth0", A_IP, "02:00:00:00:00:01", B_IP, "02:00:00:00:00:02"), B_IP,
-                   1400)
+    cache = _frame_cache()
     clock = time.thread_time_ns
     receiver = 0
     t_start = clock()

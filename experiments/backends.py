@@ -62,9 +62,14 @@ class Backend(ABC):
         bw = self.cfg.topology.bw_mbps
         return bw * 1e6 if bw else None
 
+    @classmethod
+    def prop_delay_s(cls, cfg: ExperimentConfig) -> float:
+        """Per-link propagation delay of ``cfg`` in its own units: the fabric block's, else
+        what this backend has without one (the simulator's 1 µs; Mininet adds none)."""
+        return (cfg.fabric.prop_delay_us if cfg.fabric else cls.default_prop_delay_us) * 1e-6
+
     def _prop_s(self) -> float:
-        f = self.cfg.fabric
-        return (f.prop_delay_us if f else self.default_prop_delay_us) * 1e-6
+        return self.prop_delay_s(self.cfg)
 
     def _packet_bytes(self) -> int:
         return self.cfg.fabric.mtu if self.cfg.fabric else 1500

@@ -69,24 +69,30 @@ class Paths:
     """Shortest-path latency terms between hosts of ``spec``, one search per source host."""
 
     def __init__(self, spec: FabricSpec) -> None:
-        self.g = nx.Graph()
-        for lk in spec.links:
-            inv = 1.0 / (lk.bw_mbps * 1e6) if lk.bw_mbps else 0.0
-            # parallel links: the faster one is the shorter path
-            old = self.g.get_edge_data(lk.a, lk.b)
-            if old is None or inv < old["inv"]:
-                self.g.add_edge(lk.a, lk.b, inv=inv)
+        self.g = spec.graph()
         self._hops: dict[str, dict[str, int]] = {}
         self._inv: dict[str, dict[str, float]] = {}
+        self._nic: dict[str, float] = {}
+
+    @staticmethod
+    def _link_inv(_u: str, _v: str, parallel: dict) -> float:
+        """1/C of the fastest of the parallel links between two nodes (0: unrated)."""
+        return min(1.0 / (d["bw_mbps"] * 1e6) if d["bw_mbps"] else 0.0
+                   for d in parallel.values())
 
     def nic_inv(self, host: str) -> float:
         """1/C of ``host``'s one link (s per bit)."""
-        return min((d["inv"] for _, _, d in self.g.edges(host, data=True)), default=0.0)
+        inv = self._nic.get(host)
+        if inv is None:
+            inv = self._nic[host] = min(
+                (self._link_inv(host, v, d) for v, d in self.g.adj[host].items()), default=0.0)
+        return inv
 
     def between(self, src: str, dst: str) -> PathLatency:
         if src not in self._hops:
             self._hops[src] = nx.single_source_shortest_path_length(self.g, src)
-            self._inv[src] = nx.single_source_dijkstra_path_length(self.g, src, weight="inv")
+            self._inv[src] = nx.single_source_dijkstra_path_length(self.g, src,
+                                                                   weight=self._link_inv)
         if dst not in self._hops[src]:
             raise ValueError(f"no path from {src} to {dst}")
         return PathLatency(self._hops[src][dst], self._inv[src][dst], self.nic_inv(src))

@@ -9,6 +9,7 @@ again (``python -m experiments.report``) and lets the tests check them on synthe
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -19,6 +20,8 @@ import pandas as pd
 
 from model.spec import FabricSpec
 from traffic.schedules import Schedule
+
+from .critical_path import Framing, critical_path
 
 FRAME_HEADER_BYTES = 14 + 20 + 8 + 28
 """Ethernet + IPv4 + UDP + CollectiveHeader in front of every data packet's payload
@@ -72,8 +75,8 @@ def scheme_table(ccts: pd.DataFrame, ideal: pd.DataFrame | None = None,
     """The summary table: per workload and scheme, the job's CCT (sum over its collectives per
     repetition), its mean ± 95 % t-interval (``ci95``, the half-width) over repetitions, the
     slowdown vs the ideal bound (``slowdown``: wire time only) and vs the unloaded bound
-    (``vs_unloaded``: the schedule's waits on an idle fabric too), the ratio to the best scheme of that workload (1.00 = the
-    fastest) and ``rank``: groups of schemes whose intervals overlap (or means are within
+    (``vs_unloaded``: the schedule's waits on an idle fabric too), the ratio to the best
+    scheme of that workload (1.00 = the fastest) and ``rank``: groups of schemes whose intervals overlap (or means are within
     5 %) share a rank (experiments.stats). Repetitions listed in ``invalid`` ((workload, scheme, repetition):
     the fidelity guard's verdict) are left out and counted in ``invalid``."""
     from .stats import rank_table, t_interval
@@ -148,9 +151,15 @@ def cut_capacity_bps(spec: FabricSpec, a: Iterable[str], b: Iterable[str]) -> fl
     return float(nx.maximum_flow_value(g, "_src", "_dst"))
 
 
+@functools.cache
+def framing(mss: int = 1400) -> Framing:
+    """How this project's transport frames a message (traffic/frames.py); one per ``mss``."""
+    return Framing(mss, FRAME_HEADER_BYTES, ACK_FRAME_BYTES)
+
+
 def wire_bytes(payload: int, mss: int = 1400) -> int:
     """Bytes on the wire for a ``payload``-byte message: one frame header per packet."""
-    return payload + max(1, -(-payload // mss)) * FRAME_HEADER_BYTES
+    return framing(mss).wire_bytes(payload)
 
 
 def ideal_bounds(spec: FabricSpec, schedule: Schedule, hosts: Sequence[str],
@@ -167,10 +176,7 @@ def ideal_bounds(spec: FabricSpec, schedule: Schedule, hosts: Sequence[str],
     unloaded FCT normalises a flow's. ``hosts[r]`` is rank r's host name. Sends between
     ranks on one host never touch the network and are left out.
     """
-    from .critical_path import Framing, critical_path
-
-    paths = critical_path(spec, schedule, hosts,
-                          Framing(mss, FRAME_HEADER_BYTES, ACK_FRAME_BYTES), prop_delay_s)
+    paths = critical_path(spec, schedule, hosts, framing(mss), prop_delay_s)
     half_a, _ = bisection(spec)
     cap_ab = cut_capacity_bps(spec, *bisection(spec))
     cap_ba = cut_capacity_bps(spec, *reversed(bisection(spec)))

@@ -171,13 +171,6 @@ def iteration_times(ranks: list[dict[str, Any]]) -> dict[int, float]:
 
 
 # ---- the experiment ----------------------------------------------------------------------------
-def prop_delay_s(cfg: ExperimentConfig) -> float:
-    """Per-link propagation delay in fabric seconds: the fabric block's, else what the backend
-    has without one (the simulator's 1 µs; Mininet adds none)."""
-    us = cfg.fabric.prop_delay_us if cfg.fabric else BACKENDS[cfg.backend].default_prop_delay_us
-    return us * 1e-6
-
-
 def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                    progress: Progress | None = None, report: bool = True,
                    backend: Backend | None = None, root: Path | None = None,
@@ -244,7 +237,8 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
             hosts = cfg.hosts_of(w, spec)
             ideal = metrics.ideal_bounds(spec, w.schedule_for(len(hosts),
                                                               seed=cfg.parameters.seed),
-                                         hosts, w.mss, prop_delay_s(cfg))
+                                         hosts, w.mss,
+                                         BACKENDS[cfg.backend].prop_delay_s(cfg))
             rec.add("ideal", ideal, workload=w.name)
             priors[w.name] = RunPlan.prior(float(ideal["ideal_s"].sum()) if not ideal.empty else 0.0, tdf,
                                            cfg.parameters.start_margin_s) \
