@@ -63,4 +63,5 @@ def test_cc_loops_take_either_marking() -> None:
     for marking in bench.CC_LOOPS:
         rows = bench.cc_loops(200, rounds=1, marking=marking)
         assert [r["cc"] for r in rows] == list(bench.CCS)
-        assert rows[0]["vs_none"] == 1.0 and all(r["marking"] == marking for r in rows)
+        # the bottleneck loop reports its queue's figures; the fixed one has none
+        assert all(("share" in r) is (marking == "bottleneck") for r in rows)
