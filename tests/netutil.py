@@ -12,19 +12,28 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+_HANDED_OUT: set[int] = set()
+
 
 def free_port() -> int:
     """A loopback TCP port that is free now, outside the kernel's ephemeral range (32768+),
     where fabrics of other runs sit at fixed ports (50000 + device id) and where the kernel
-    hands out the ports of outgoing connections."""
+    hands out the ports of outgoing connections. Never one this process was handed before:
+    callers often take several ports before binding any (a BMv2 switch's gRPC and Thrift
+    ports), and a port is free until its owner binds it."""
+    if len(_HANDED_OUT) > 5000:  # a long-lived caller (a benchmark): start over, never run out
+        _HANDED_OUT.clear()
     while True:
         port = random.randrange(20000, 30000)
+        if port in _HANDED_OUT:
+            continue
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
+        _HANDED_OUT.add(port)
+        return port
 
 
 def serve_free(switch: Any, **kw: Any) -> tuple[Any, str]:

@@ -33,15 +33,11 @@ def _relocated(spec: FabricSpec) -> FabricSpec:
     """The same fabric at free loopback gRPC ports, for switches started as processes: never
     the fixed 50000+id ones a Mininet fabric of another test may be using, and one port per
     switch (a p4switch refuses a taken port; BMv2's gRPC server binds with SO_REUSEPORT, so
-    two of them on one port would both start and answer for each other)."""
+    two of them on one port would both start and answer for each other): ``free_port`` never
+    hands out a port twice."""
     out = dataclasses.replace(spec, switches=dict(spec.switches))
-    taken: set[int] = set()
     for n, sw in spec.switches.items():
-        port = free_port()
-        while port in taken:
-            port = free_port()
-        taken.add(port)
-        out.switches[n] = dataclasses.replace(sw, grpc_port=port)
+        out.switches[n] = dataclasses.replace(sw, grpc_port=free_port())
     return out
 
 

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import socket
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from inproc_fabric import _relocated
 
 from controller.fabric import FabricController
-from model.spec import PRIORITY_QUEUES, leaf_spine
+from model.spec import PRIORITY_QUEUES, FabricSpec, leaf_spine
 from tests.netutil import free_port
 
 MISSING = [t for t in ("simple_switch_grpc", "p4c-bm2-ss") if shutil.which(t) is None]
@@ -22,18 +24,53 @@ pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not
                                 "(export PATH=/opt/p4tools/bin:$PATH)")
 
 
-def test_controller_drives_bmv2() -> None:
-    spec = _relocated(leaf_spine(2, 1, 1, uplinks=2))
-    for n, sw in list(spec.switches.items()):
-        spec.switches[n] = dataclasses.replace(sw, thrift_port=free_port())
-    procs = []
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _start_bmv2(spec: FabricSpec, logs: Path, attempts: int = 3,
+                timeout: float = 30) -> tuple[FabricSpec, list[subprocess.Popen[bytes]]]:
+    """One simple_switch_grpc per switch, at fresh gRPC and Thrift ports, up when both ports
+    answer. A switch that exits first (a port taken between ``free_port`` and its bind: BMv2
+    exits when Thrift cannot bind) restarts the whole set at new ports; after ``attempts``
+    the test fails with the switches' output."""
+    for attempt in range(attempts):
+        spec = _relocated(spec)
+        for n, sw in list(spec.switches.items()):
+            spec.switches[n] = dataclasses.replace(sw, thrift_port=free_port())
+        procs: dict[str, subprocess.Popen[bytes]] = {}
+        for n, sw in spec.switches.items():
+            with open(logs / f"{n}.{attempt}.log", "wb") as out:
+                procs[n] = subprocess.Popen(
+                    ["simple_switch_grpc", "--no-p4", "--device-id", str(sw.device_id),
+                     "--thrift-port", str(sw.thrift_port), "--", "--grpc-server-addr",
+                     sw.grpc_addr, "--cpu-port", "255", "--priority-queues",
+                     str(PRIORITY_QUEUES)], stdout=out, stderr=subprocess.STDOUT)
+        waiting = dict(spec.switches)
+        end = time.monotonic() + timeout
+        while waiting and time.monotonic() < end and all(p.poll() is None for p in procs.values()):
+            for n, sw in list(waiting.items()):
+                if _listening(sw.grpc_port) and _listening(sw.thrift_port):
+                    del waiting[n]
+            time.sleep(0.1)
+        if not waiting and all(p.poll() is None for p in procs.values()):
+            return spec, list(procs.values())
+        _stop(list(procs.values()))
+    out = "\n".join(f"--- {f.name}\n{f.read_text(errors='replace')}" for f in sorted(logs.iterdir()))
+    pytest.fail(f"simple_switch_grpc did not start in {attempts} attempts:\n{out}")
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        p.kill()
+        p.wait(timeout=10)
+
+
+def test_controller_drives_bmv2(tmp_path: Path) -> None:
+    spec, procs = _start_bmv2(leaf_spine(2, 1, 1, uplinks=2), tmp_path)
     try:
-        for sw in spec.switches.values():
-            procs.append(subprocess.Popen(
-                ["simple_switch_grpc", "--no-p4", "--device-id", str(sw.device_id),
-                 "--thrift-port", str(sw.thrift_port), "--", "--grpc-server-addr", sw.grpc_addr,
-                 "--cpu-port", "255", "--priority-queues", str(PRIORITY_QUEUES)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         ctl = FabricController(spec, target="bmv2", connect_timeout=30)
         ctl.start("wam", loops=())
         try:
@@ -55,6 +92,4 @@ def test_controller_drives_bmv2() -> None:
         finally:
             ctl.stop()
     finally:
-        for p in procs:
-            p.kill()
-            p.wait(timeout=10)
+        _stop(procs)
