@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from p4switch.pcap import PcapError, read_pcap
+from tests.netutil import free_port
 
 P4C = "p4c-bm2-ss"
 SWITCH = "simple_switch"
@@ -64,12 +65,6 @@ def compile_bmv2(program: Path, out_json: Path) -> None:
     if r.returncode != 0:
         errors = [ln for ln in r.stderr.splitlines() if "error" in ln] or ["(no message)"]
         raise Bmv2Error(f"p4c rejects {program.name}: {errors[0].strip()}")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -139,7 +134,7 @@ class Bmv2Switch:
                 self.inputs[p] = _FifoWriter(path)
             else:  # a port nothing is sent on: an empty capture, at its end at once
                 path.write_bytes(_PCAP_HEADER)
-        self.thrift_port = _free_port()
+        self.thrift_port = free_port()
         cmd = [SWITCH, "--use-files", "0", "--thrift-port", str(self.thrift_port),
                "--notifications-addr", f"ipc://{self.workdir}/notifications.ipc",
                "--device-id", "0"]

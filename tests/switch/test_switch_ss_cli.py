@@ -15,6 +15,7 @@ import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4switch import ss
+from tests.netutil import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -84,17 +85,10 @@ def test_version_and_json_version(capsys):
     assert "p4switch-ss" in capsys.readouterr().out
 
 
-def _free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_starts_with_no_p4_serves_p4runtime_and_stops_on_sigterm(tmp_path):
     """The real process: ``--no-p4 ... -- --grpc-server-addr`` serves Capabilities; the
     Thrift note is printed; the log file gets the switch's lines; SIGTERM ends it with 0."""
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "ss.log"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
@@ -132,7 +126,7 @@ def test_positional_bmv2_json_program_is_served(tmp_path):
 
     prog = tmp_path / "prog.json"
     prog.write_text(json.dumps(doc()))
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "p4switch.ss", str(prog), "--",
                              "--grpc-server-addr", f"127.0.0.1:{port}"],
