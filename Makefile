@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 SETUP  := scripts/setup.sh
 PYTEST_ARGS ?=
 
-.PHONY: all demo demo-batch calibrate experiment test lint bench bench-target setup clean help topo topo-check stop shell clean-fabric fidelity
+.PHONY: all demo demo-batch calibrate experiment test lint bench bench-target setup setup-dev clean help topo topo-check stop shell clean-fabric fidelity
 
 # make topo / topo-check: the emulated fabric (python -m topo --help lists every option)
 TOPO   ?= fattree
@@ -27,7 +27,7 @@ help:
 	@echo "make demo-batch  no root: p4src/fabric.p4 on one p4switch in batch mode, each scheme"
 	@echo "make calibrate  (root) the time-dilation factor this machine runs the demo's fabric at (cached; FORCE=1 measures again)"
 	@echo "make experiment CONFIG=experiments/configs/X.yaml   run any experiment file"
-	@echo "make test    install everything and run the test suite (lint included)"
+	@echo "make test    install everything (the test tools and Ray too) and run the test suite (lint included)"
 	@echo "make bench   run the benchmarks (prints figures and same-run ratios)"
 	@echo "make bench-target  issue 10's k=16 simulator run (1,024 hosts, 1e7 hops) per scheme, each split over 2 processes: ~35 min"
 	@echo "make fidelity  (root) the same k=4 runs on Mininet and in the simulator: LB counters and CCT ranking compared"
@@ -37,8 +37,12 @@ help:
 	@echo "make shell SW=edge1   p4runtime-shell on one switch of the running fabric"
 	@echo "make clean   remove the venv, caches and results (runs make stop first)"
 
+# setup: the runtime (make demo, topo, experiments); setup-dev adds the test tools and Ray
 setup:
 	@bash $(SETUP)
+
+setup-dev:
+	@P4FABRIC_EXTRAS=dev,sweep bash $(SETUP)
 
 DEMO_CONFIG ?= experiments/configs/demo.yaml
 CONFIG ?= $(DEMO_CONFIG)
@@ -60,12 +64,12 @@ demo-batch: setup
 experiment: setup
 	@PATH=$(P4TOOLS_PATH)$$PATH $(PY) -m experiments.run $(CONFIG)
 
-test: setup
+test: setup-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
-lint: setup
+lint: setup-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
@@ -73,7 +77,7 @@ fidelity: setup
 	$(if $(filter 0,$(shell id -u)),,$(error make fidelity needs root (a Mininet fabric): sudo make fidelity))
 	@$(PY) -m experiments.fidelity --vs-mininet
 
-bench: setup
+bench: setup-dev
 	@for b in bench/*.py; do [ $$b = bench/sim_target.py ] && continue; \
 	  echo "== $$b"; $(PY) $$b || exit 1; done
 

@@ -32,13 +32,24 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 
+# P4FABRIC_EXTRAS: the optional dependencies wanted beyond the runtime (make test: dev,sweep —
+# the test tools and Ray, 240 MB that make demo does not use). The stamp lists the extras
+# installed; pip runs when pyproject.toml is newer than it or a wanted extra is missing, and
+# then installs every extra the venv had as well, so none is left at an older pin.
 stamp="$VENV/.p4fabric-installed"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  echo "setup: installing Python dependencies into $VENV"
+want=${P4FABRIC_EXTRAS:-}
+have=$(cat "$stamp" 2>/dev/null || true)
+extras=$(printf '%s\n' ${have//,/ } ${want//,/ } | sort -u | paste -sd, -)
+install=0
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then install=1; fi
+for e in ${want//,/ }; do
+  case ",$have," in *",$e,"*) ;; *) install=1 ;; esac
+done
+if [ "$install" -eq 1 ]; then
+  echo "setup: installing Python dependencies into $VENV${extras:+ (with $extras)}"
   "$VENV/bin/pip" install -q --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true
-  # sweep: Ray, so CI runs the sweep test on a local Ray (79 MB wheel, 240 MB installed)
-  "$VENV/bin/pip" install -q --disable-pip-version-check -e '.[dev,sweep]'
-  touch "$stamp"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -e ".${extras:+[$extras]}"
+  printf '%s\n' "$extras" > "$stamp"
 fi
 
 # Debian's mininet lives in the system interpreter's dist-packages. Expose only that package to
