@@ -66,6 +66,11 @@ LAG_RATIO = 0.25
 LAG_FLOOR_FRAMES = 1.0
 SEND_LAG_FRAMES = 4.0
 SWITCH_CPU_MAX = 0.90
+STEAL_NOTE = 0.05
+"""An invalid run's reason names the CPU steal over the run from this share up. On this
+project's 2-core VM four of demo.yaml's MoE runs measured 0.6-4.8 % (all valid); during a
+make demo whose vmstat showed the host taking 24-41 %, 4 of its 15 ring runs were invalid
+(hosts cannot pace), and nothing in the run said why."""
 
 
 @dataclass
@@ -102,6 +107,11 @@ class Measures:
     """Per switch process: CPU seconds over wall seconds (1.0 = a whole core)."""
     machine_busy: float | None = None
     """Share of all cores busy over the run (everything on the machine, for context)."""
+    machine_steal: float | None = None
+    """Share of all cores' time over the run that a virtual machine's host gave to someone
+    else (/proc/stat steal): the run lost it whatever the fabric did. Context, not a reason:
+    what it costs shows up as lag, which the guard judges; an invalid run names it, so that
+    a noisy host is not read as a fault of the emulation."""
     false_link_downs: list[str] = field(default_factory=list)
     """Links the controller's failure loop declared down during the run that the run did not
     cut (``a-b``): their probes came late, and the loop rerouted live links (runs.verdict)."""
@@ -246,7 +256,11 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
     def fab(us: float | None) -> float | None:
         return None if us is None else us / tdf
 
-    row = {"valid": not reasons, "invalid_reason": "; ".join(reasons) or None,
+    why = "; ".join(reasons) or None
+    steal = m.machine_steal
+    if why and steal is not None and steal >= STEAL_NOTE:
+        why += f" (CPU steal {steal:.0%}: the virtual machine's host took it)"
+    row = {"valid": not reasons, "invalid_reason": why,
            "hidden_drops": hidden, "socket_drops": m.socket_drops,
            "qdisc_drops": m.qdisc_drops, "veth_drops": m.veth_drops,
            **{f"drops_{k}": v for k, v in sites.items()},
@@ -258,6 +272,6 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
            "ingress_lag_p99_us": fab(lag99), "egress_delay_p99_us": fab(egress99),
            "send_lag_p99_us": fab(send99),
            "switch_cpu_max": max(m.switch_cpu.values()) if m.switch_cpu else None,
-           "machine_busy": m.machine_busy,
+           "machine_busy": m.machine_busy, "machine_steal": steal,
            "false_link_downs": len(set(m.false_link_downs))}
     return Verdict(not reasons, tuple(reasons), row)

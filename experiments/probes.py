@@ -46,8 +46,9 @@ class Snapshot:
     t: float
     hidden: dict[str, dict[str, Any]] = field(default_factory=dict)
     cpu_ticks: dict[str, int] = field(default_factory=dict)
-    machine: tuple[int, int] | None = None
-    """(busy, total) jiffies of all cores."""
+    machine: tuple[int, ...] | None = None
+    """(busy, total[, steal]) jiffies of all cores; steal (proc(5)'s 8th field) is time a
+    virtual machine's host gave the CPU to someone else."""
     veth_drops: int = 0
     qdisc_drops: int = 0
     host_stack: dict[str, int] = field(default_factory=dict)
@@ -64,13 +65,14 @@ def process_ticks(pid: int) -> int | None:
     return int(fields[11]) + int(fields[12])   # fields 14 and 15 of proc(5), after comm
 
 
-def machine_ticks() -> tuple[int, int] | None:
+def machine_ticks() -> tuple[int, int, int] | None:
+    """(busy, total, steal) jiffies of all cores since boot, from /proc/stat's cpu line."""
     try:
         vals = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     except (OSError, ValueError, IndexError):
         return None
     idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
-    return sum(vals) - idle, sum(vals)
+    return sum(vals) - idle, sum(vals), vals[7] if len(vals) > 7 else 0
 
 
 def _sysfs_int(path: str) -> int:
@@ -179,8 +181,10 @@ def measures(before: Snapshot, after: Snapshot) -> Measures:
         if sw in before.cpu_ticks:
             m.switch_cpu[sw] = (ticks - before.cpu_ticks[sw]) / CLK_TCK / wall
     if before.machine and after.machine and after.machine[1] > before.machine[1]:
-        m.machine_busy = ((after.machine[0] - before.machine[0])
-                          / (after.machine[1] - before.machine[1]))
+        total = after.machine[1] - before.machine[1]
+        m.machine_busy = (after.machine[0] - before.machine[0]) / total
+        if len(before.machine) > 2 and len(after.machine) > 2:
+            m.machine_steal = (after.machine[2] - before.machine[2]) / total
     return m
 
 

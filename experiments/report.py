@@ -252,6 +252,7 @@ FIDELITY_COLUMNS = [("workload", "workload", "{}"), ("scheme", "scheme", "{}"),
                     ("egress_delay_p99_us", "P4 egress delay p99 µs", "{:.3g}"),
                     ("send_lag_p99_us", "send lag p99 µs", "{:.3g}"),
                     ("switch_cpu_max", "switch CPU max", "{:.0%}"),
+                    ("machine_steal", "CPU steal", "{:.0%}"),
                     ("invalid_reason", "why invalid", "{}")]
 
 

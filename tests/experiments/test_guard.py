@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from experiments import guard, probes
-from experiments.guard import Measures, judge
+from experiments.guard import Measures, frame_time_us, judge
 from p4switch.hidden import RELATIVE_ERROR, LogHistogram, bucket_of
 
 MBPS10 = 10e6   # frame time 1.21 ms
@@ -84,18 +84,39 @@ def test_probe_parses_host_counters_and_differences() -> None:
     hidden = {"ports": {"1": {"kernel_packets": 10, "kernel_drops": 1, "tx_errors": 0,
                               "ingress_lag_us": {}}},
               "egress_delay_us": {}, "dequeued": 5}
-    b = probes.Snapshot(t=0.0, hidden={"s": hidden}, cpu_ticks={"s": 0}, machine=(0, 100))
+    b = probes.Snapshot(t=0.0, hidden={"s": hidden}, cpu_ticks={"s": 0},
+                        machine=(0, 100, 10))
     after = {"ports": {"1": {"kernel_packets": 110, "kernel_drops": 4, "tx_errors": 2,
                              "ingress_lag_us": {"5": 7}}},
              "egress_delay_us": {str(bucket_of(900)): 3}, "dequeued": 25}
     a = probes.Snapshot(t=2.0, hidden={"s": after}, cpu_ticks={"s": probes.CLK_TCK},
-                        machine=(50, 200), veth_drops=1)
+                        machine=(50, 200, 30), veth_drops=1)
     m = probes.measures(b, a)
     assert m.frames_switched == 100 and m.socket_drops == 5 and m.veth_drops == 1
     assert m.ingress_lag_us.n == 7 and m.egress_delay_us.counts[bucket_of(900)] == 3
     assert m.egress_delay_us.counts[0] == 20 - 3   # the rest went straight through
     assert m.egress_delay_us.counts[0] == 17             # 20 dequeued, 3 of them waited
     assert m.switch_cpu == {"s": pytest.approx(0.5)} and m.machine_busy == pytest.approx(0.5)
+    assert m.machine_steal == pytest.approx(0.2)         # 20 of the 100 jiffies: the host's
+
+
+def test_machine_ticks_reads_steal_from_proc_stat() -> None:
+    busy, total, steal = probes.machine_ticks() or (0, 0, -1)
+    assert 0 <= steal <= busy <= total and total > 0
+
+
+def test_an_invalid_run_names_the_cpu_steal_and_a_valid_one_records_it() -> None:
+    lagging = LogHistogram()
+    lagging.add_many([int(10 * frame_time_us(MBPS10))] * 100)   # p99: 10 frame times late
+    m = Measures(frames_switched=1000, send_lag_us=lagging, machine_steal=0.3)
+    v = judge(m, MBPS10)
+    assert not v.valid and "CPU steal 30%" in v.row["invalid_reason"]
+    assert all("steal" not in r for r in v.reasons)        # context, not a reason
+    quiet = judge(Measures(frames_switched=1000, send_lag_us=lagging, machine_steal=0.01),
+                  MBPS10)
+    assert "steal" not in quiet.row["invalid_reason"]
+    ok = judge(Measures(frames_switched=1000, machine_steal=0.3), MBPS10)
+    assert ok.valid and ok.row["invalid_reason"] is None and ok.row["machine_steal"] == 0.3
 
 
 def test_drop_sites_are_counted_once_and_only_hidden_ones_invalidate() -> None:
