@@ -73,17 +73,23 @@ class RunPlan:
 
 def adaptive_text(adaptive: dict[str, Any]) -> str:
     """What the adaptive repetitions did: runs added per workload, close calls the wall
-    budget left unsettled (empty without max_repetitions)."""
+    budget left unsettled and those too far from settling to try (empty without
+    max_repetitions)."""
     if not adaptive.get("max_repetitions"):
         return ""
     added = adaptive.get("added") or {}
     left = adaptive.get("left_by_budget") or {}
+    beyond = {w: v for w, v in (adaptive.get("beyond_cap") or {}).items() if v}
     budget = adaptive.get("wall_budget_s")
     parts = [f"{w} +{sum(d.values())} ({', '.join(f'{k} {v}' for k, v in d.items())})"
-             for w, d in added.items()] or ["none added" if left else "none needed"]
+             for w, d in added.items()] or ["none added" if left or beyond else "none needed"]
     text = (f"adaptive repetitions (up to {adaptive['max_repetitions']} per scheme"
             + (f", wall budget {budget:g} s" if budget else "") + "): " + "; ".join(parts))
     if left:
         text += ("; the budget left close calls unsettled: "
                  + "; ".join(f"{w}: {', '.join(v)}" for w, v in left.items()))
+    if beyond:
+        text += (f"; close calls that need more than twice {adaptive['max_repetitions']}, "
+                 "left unsettled: " + "; ".join(f"{w}: {', '.join(v)}"
+                                                for w, v in beyond.items()))
     return text

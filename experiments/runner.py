@@ -276,7 +276,8 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                    if not w.bsp]
         while open_ws:   # one round of close calls per workload in turn
             for w, w_emu in list(open_ws):
-                more = _settle_close_calls(run, cfg, w, reps[w.name])
+                more = _settle_close_calls(run, cfg, w, reps[w.name],
+                                           adaptive.setdefault("beyond_cap", {}))
                 fit = plan.extra_runs_fitting(w.name, len(more),
                                               time.perf_counter() - t_since, budget)
                 if fit < len(more):
@@ -357,13 +358,16 @@ def needs_calibration(cfg: ExperimentConfig) -> bool:
 
 
 def _settle_close_calls(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadConfig,
-                        reps: dict[str, int]) -> list[str]:
+                        reps: dict[str, int],
+                        beyond_cap: dict[str, list[str]] | None = None) -> list[str]:
     """The schemes of workload ``w`` that need one more repetition: those in a close call of
     the grouping over their valid runs so far (experiments.stats.close_calls), below
     ``cfg.max_repetitions``; empty when the grouping is robust or the cap is reached. An
     unresolved overlap (stats.EQUIVALENCE) whose estimate asks for more than twice the cap is
     left alone: a few more runs would not settle it and would take the budget from calls they
-    can settle (the estimate comes from few runs, hence the factor of two)."""
+    can settle (the estimate comes from few runs, hence the factor of two); it is noted in
+    ``beyond_cap`` (workload -> "a vs b (~N each)"), so that the summary does not call the
+    workload settled."""
     cap = cfg.max_repetitions or cfg.repetitions
     ivs = [(s.label, stats.t_interval(
         r["cct"] for r in run.runs if r["workload"] == w.name and r["scheme"] == s.label
@@ -372,6 +376,10 @@ def _settle_close_calls(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadCo
     out: list[str] = []
     for c in stats.close_calls(ivs):
         if c.unresolved and c.repetitions is not None and c.repetitions > 2 * cap:
+            if beyond_cap is not None:
+                note = f"{c.a} vs {c.b} (~{c.repetitions} each)"
+                if note not in beyond_cap.setdefault(w.name, []):
+                    beyond_cap[w.name].append(note)
             continue
         for label in (c.a, c.b):
             if label not in out and reps[label] < cap:

@@ -55,3 +55,9 @@ def test_the_eta_line_says_what_is_due_and_what_the_budget_allows() -> None:
     assert adaptive_text({"max_repetitions": 6, "wall_budget_s": 9.0, "added": {},
                           "left_by_budget": {"moe": ["ecmp", "wam"]}}).endswith(
         "none added; the budget left close calls unsettled: moe: ecmp, wam")
+    # a close call too far from settling is not "none needed" (the report calls it unresolved)
+    assert adaptive_text({"max_repetitions": 6, "added": {}, "left_by_budget": {},
+                          "beyond_cap": {"ring": ["random vs rotate (~19 each)"],
+                                         "moe": []}}) == (
+        "adaptive repetitions (up to 6 per scheme): none added; close calls that need more "
+        "than twice 6, left unsettled: ring: random vs rotate (~19 each)")

@@ -174,7 +174,9 @@ def test_a_close_call_gets_more_repetitions_up_to_the_cap(tmp_path: Path) -> Non
     run.runs = rows({a: [56.0, 53.5, 58.5], b: [63.3, 60.8, 65.8]})
     assert runner._settle_close_calls(run, cfg, w, {a: 3, b: 3}) == [a, b]
     run.runs = rows({a: [100.0, 103.0, 97.0], b: [106.0, 109.0, 103.0]})
-    assert runner._settle_close_calls(run, cfg, w, {a: 3, b: 3}) == []
+    beyond: dict[str, list[str]] = {}
+    assert runner._settle_close_calls(run, cfg, w, {a: 3, b: 3}, beyond) == []
+    assert len(beyond[w.name]) == 1 and beyond[w.name][0].startswith(f"{a} vs {b} (~")
     assert from_dict(TINY).max_repetitions is None
 
 
@@ -210,7 +212,7 @@ def test_adaptive_repetitions_stop_at_the_cap_or_the_wall_budget(
                                    {**TINY["workloads"][0], "name": "b"}]})
     a, b = (s.label for s in cfg.schemes)
     # every pair is a close call until the cap (the statistics are tested above)
-    monkeypatch.setattr(runner, "_settle_close_calls", lambda run, cfg, w, reps: [
+    monkeypatch.setattr(runner, "_settle_close_calls", lambda run, cfg, w, reps, beyond_cap=None: [
         s for s in (a, b) if reps[s] < (cfg.max_repetitions or 0)])
     be = Quiet(cfg, cfg.spec())
     done: list[runner.Eta] = []
@@ -304,7 +306,7 @@ def test_the_wall_budget_counts_from_since(tmp_path: Path,
     cfg = from_dict({**TINY, "repetitions": 2, "max_repetitions": 4,
                      "parameters": {"seed": 1, "wall_budget_s": 3600}})
     a, b = (s.label for s in cfg.schemes)
-    monkeypatch.setattr(runner, "_settle_close_calls", lambda run, cfg, w, reps: [
+    monkeypatch.setattr(runner, "_settle_close_calls", lambda run, cfg, w, reps, beyond_cap=None: [
         s for s in (a, b) if reps[s] < (cfg.max_repetitions or 0)])
     # an hour of the budget went before the runner (make demo's set-up, say): nothing is added
     run = runner.run_experiment(cfg, tmp_path, report=False, backend=Quiet(cfg, cfg.spec()),
