@@ -365,21 +365,21 @@ def _settle_close_calls(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadCo
     ``cfg.max_repetitions``; empty when the grouping is robust or the cap is reached. An
     unresolved overlap (stats.EQUIVALENCE) whose estimate asks for more than twice the cap is
     left alone: a few more runs would not settle it and would take the budget from calls they
-    can settle (the estimate comes from few runs, hence the factor of two); it is noted in
-    ``beyond_cap`` (workload -> "a vs b (~N each)"), so that the summary does not call the
-    workload settled."""
+    can settle (the estimate comes from few runs, hence the factor of two); this round's are
+    noted in ``beyond_cap`` (workload -> ["a vs b (~N each)"]), so that the summary does not
+    call the workload settled."""
     cap = cfg.max_repetitions or cfg.repetitions
     ivs = [(s.label, stats.t_interval(
         r["cct"] for r in run.runs if r["workload"] == w.name and r["scheme"] == s.label
         and r.get("ok") and r.get("valid", True) is not False and r.get("cct") is not None))
         for s in cfg.schemes]
     out: list[str] = []
+    notes: list[str] = []
+    if beyond_cap is not None:   # this round's: the last round decides what is left
+        beyond_cap[w.name] = notes
     for c in stats.close_calls(ivs):
         if c.unresolved and c.repetitions is not None and c.repetitions > 2 * cap:
-            if beyond_cap is not None:
-                note = f"{c.a} vs {c.b} (~{c.repetitions} each)"
-                if note not in beyond_cap.setdefault(w.name, []):
-                    beyond_cap[w.name].append(note)
+            notes.append(f"{c.a} vs {c.b} (~{c.repetitions} each)")
             continue
         for label in (c.a, c.b):
             if label not in out and reps[label] < cap:
