@@ -69,7 +69,7 @@ SWITCH_CPU_MAX = 0.90
 STEAL_NOTE = 0.05
 """An invalid run's reason names the CPU steal over the run from this share up. On this
 project's 2-core VM four of demo.yaml's MoE runs measured 0.6-4.8 % (all valid); during a
-make demo whose vmstat showed the host taking 24-41 %, 4 of its 15 ring runs were invalid
+make demo whose vmstat showed the host taking 24-41 %, 7 of its 15 ring runs were invalid
 (hosts cannot pace), and nothing in the run said why."""
 
 
