@@ -46,8 +46,8 @@ class Snapshot:
     t: float
     hidden: dict[str, dict[str, Any]] = field(default_factory=dict)
     cpu_ticks: dict[str, int] = field(default_factory=dict)
-    machine: tuple[int, ...] | None = None
-    """(busy, total[, steal]) jiffies of all cores; steal (proc(5)'s 8th field) is time a
+    machine: tuple[int, int, int] | None = None
+    """(busy, total, steal) jiffies of all cores; steal (proc(5)'s 8th field) is time a
     virtual machine's host gave the CPU to someone else."""
     veth_drops: int = 0
     qdisc_drops: int = 0
@@ -183,8 +183,7 @@ def measures(before: Snapshot, after: Snapshot) -> Measures:
     if before.machine and after.machine and after.machine[1] > before.machine[1]:
         total = after.machine[1] - before.machine[1]
         m.machine_busy = (after.machine[0] - before.machine[0]) / total
-        if len(before.machine) > 2 and len(after.machine) > 2:
-            m.machine_steal = (after.machine[2] - before.machine[2]) / total
+        m.machine_steal = (after.machine[2] - before.machine[2]) / total
     return m
 
 

@@ -227,7 +227,7 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
     budget = cfg.parameters.wall_budget_s
     adaptive: dict[str, Any] = {"max_repetitions": cfg.max_repetitions,
                                 "wall_budget_s": budget, "added": {}, "left_by_budget": {},
-                                "before_runner_s": round(t_all - t_since, 3)}
+                                "beyond_cap": {}, "before_runner_s": round(t_all - t_since, 3)}
     run.meta["adaptive"] = adaptive
     old = _install_sigterm()
     try:
@@ -276,8 +276,7 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                    if not w.bsp]
         while open_ws:   # one round of close calls per workload in turn
             for w, w_emu in list(open_ws):
-                more = _settle_close_calls(run, cfg, w, reps[w.name],
-                                           adaptive.setdefault("beyond_cap", {}))
+                more = _settle_close_calls(run, cfg, w, reps[w.name], adaptive["beyond_cap"])
                 fit = plan.extra_runs_fitting(w.name, len(more),
                                               time.perf_counter() - t_since, budget)
                 if fit < len(more):

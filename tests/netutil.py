@@ -36,6 +36,14 @@ def free_port() -> int:
         return port
 
 
+def listening(port: int, timeout: float = 0.5) -> bool:
+    """Whether a server accepts connections on loopback ``port`` now (a started process
+    that binds late, or not at all: BMv2's Thrift port)."""
+    with socket.socket() as s:
+        s.settimeout(timeout)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def serve_free(switch: Any, **kw: Any) -> tuple[Any, str]:
     """``start_server`` for ``switch`` on a free loopback port: (server, "127.0.0.1:port").
     A port ``free_port`` found can be taken before the server binds it (by another switch of

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -17,17 +16,11 @@ from inproc_fabric import _relocated
 
 from controller.fabric import FabricController
 from model.spec import PRIORITY_QUEUES, FabricSpec, leaf_spine
-from tests.netutil import free_port
+from tests.netutil import free_port, listening
 
 MISSING = [t for t in ("simple_switch_grpc", "p4c-bm2-ss") if shutil.which(t) is None]
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not on PATH "
                                 "(export PATH=/opt/p4tools/bin:$PATH)")
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _start_bmv2(spec: FabricSpec, logs: Path, attempts: int = 3,
@@ -52,7 +45,7 @@ def _start_bmv2(spec: FabricSpec, logs: Path, attempts: int = 3,
         end = time.monotonic() + timeout
         while waiting and time.monotonic() < end and all(p.poll() is None for p in procs.values()):
             for n, sw in list(waiting.items()):
-                if _listening(sw.grpc_port) and _listening(sw.thrift_port):
+                if listening(sw.grpc_port) and listening(sw.thrift_port):
                     del waiting[n]
             time.sleep(0.1)
         if not waiting and all(p.poll() is None for p in procs.values()):

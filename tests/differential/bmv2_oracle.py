@@ -18,7 +18,6 @@ import errno
 import fcntl
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import time
@@ -26,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from p4switch.pcap import PcapError, read_pcap
-from tests.netutil import free_port
+from tests.netutil import free_port, listening
 
 P4C = "p4c-bm2-ss"
 SWITCH = "simple_switch"
@@ -153,16 +152,11 @@ class Bmv2Switch:
                 raise Bmv2Error("simple_switch did not open its input files")
             if pending:
                 time.sleep(0.01)
-        while not self._thrift_ready():
+        while not listening(self.thrift_port, 0.2):
             self._check_alive()
             if time.monotonic() > deadline:
                 raise Bmv2Error("simple_switch's Thrift server did not come up")
             time.sleep(0.05)
-
-    def _thrift_ready(self) -> bool:
-        with socket.socket() as s:
-            s.settimeout(0.2)
-            return s.connect_ex(("127.0.0.1", self.thrift_port)) == 0
 
     def _check_alive(self) -> None:
         if self.proc is not None and self.proc.poll() is not None:
