@@ -66,20 +66,20 @@ class FabricNet:
                  prop_delay_us: float = 0.0) -> None:
         if target not in TARGETS:
             raise TopoError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
-        if target == Target.BMV2 and (missing := BMv2Switch.missing_tools()):
-            raise TopoError(f"target bmv2 needs {' and '.join(missing)} on PATH "
-                            "(bash ../shared/p4tools/install.sh; "
-                            "export PATH=/opt/p4tools/bin:$PATH)")
-        if target == Target.BMV2:
-            BMv2Switch.p4c_include_env()
-        if target == Target.EBPF and (why := EbpfP4Switch.missing()):
-            raise TopoError(f"target ebpf: {why}")
+        # the arguments first: a wrong combination is wrong whatever is installed
         if not 0 <= prop_delay_us < float("inf"):
             raise TopoError(f"propagation delay must be >= 0 µs, got {prop_delay_us!r}")
         if prop_delay_us and target != Target.P4SWITCH:
             raise TopoError(f"target {target} emulates no propagation delay (this kernel has "
                             "no netem; p4switch delays frames itself): use target p4switch "
                             "or a delay of 0")
+        if target == Target.BMV2 and (missing := BMv2Switch.missing_tools()):
+            raise TopoError(f"target bmv2 needs {' and '.join(missing)} on PATH "
+                            "(build p4c and BMv2, or use target p4switch)")
+        if target == Target.BMV2:
+            BMv2Switch.p4c_include_env()
+        if target == Target.EBPF and (why := EbpfP4Switch.missing()):
+            raise TopoError(f"target ebpf: {why}")
         spec.validate()
         self.spec = spec
         self.prop_delay_us = prop_delay_us
