@@ -109,7 +109,13 @@ class EvaluationOrder:
     def lower(self, s: ir.Stmt, pre: list[ir.Stmt]) -> ir.Stmt:
         """``s`` without Effects; the statements to run before it go to ``pre``."""
         if isinstance(s, ir.Assign):
-            # the right side first, then the location written (p4c/BMv2 do so: in
+            if has_effect(s.lhs):
+                # a left side that calls a function is evaluated first, to a location whose
+                # indexes are saved (p4c does so: in ``a[g(i)] = f(i)`` with f writing i, g
+                # reads the old i), then the right side
+                lhs = self.location_first(s.lhs, pre)
+                return replace(s, lhs=lhs, rhs=self.value(s.rhs, pre))
+            # otherwise the right side first, then the location written (p4c/BMv2 do so: in
             # ``a[i] = f(i)`` where f writes i, the element is the one at the new i)
             rhs, lhs = self.operands([s.rhs, s.lhs], [False, True], pre)
             return replace(s, lhs=lhs, rhs=rhs)
@@ -253,6 +259,20 @@ class EvaluationOrder:
         if location or not _storable(e.type):
             return self.pinned(e, pre)
         return self.temp("value", e.type, e, pre, e.loc)
+
+    def location_first(self, e: ir.Expr, pre: list[ir.Stmt]) -> ir.Expr:
+        """The l-value ``e`` with its calls run now: the index of each element access that
+        holds a call is saved, the parts without calls are left to be read at the write."""
+        if not has_effect(e):
+            return e
+        if isinstance(e, ir.Member | ir.Slice):
+            return replace(e, base=self.location_first(e.base, pre))
+        if isinstance(e, ir.StackNext | ir.StackLast):
+            return replace(e, stack=self.location_first(e.stack, pre))
+        if isinstance(e, ir.StackElem):
+            stack = self.location_first(e.stack, pre)
+            return replace(e, stack=stack, index=self.stable(self.expr(e.index, pre), False, pre))
+        return self.expr(e, pre)  # pragma: no cover - an l-value is one of the above
 
     def pinned(self, e: ir.Expr, pre: list[ir.Stmt]) -> ir.Expr:
         if isinstance(e, ir.Member | ir.Slice):
