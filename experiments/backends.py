@@ -508,6 +508,10 @@ class SimBackend(Backend):
             no_reroute: dict[str, Any] = {} if w.failure.reroute else {"reroute_after_us": None}
             failures.append(LinkFailure(*w.failure.link, at_us=w.failure.at_s * 1e6,
                                         **no_reroute))
+        if schedule.meta.get("cm_failures"):   # htsim's fabric lacks them: down from the start
+            from traffic.schedules.cm import failed_links
+            failures += [LinkFailure(a, b, 0.0, 0.0) for a, b in
+                         failed_links(schedule.meta["cm_failures"], self.cfg.topology.k)]
         res = net.run(schedule, until_us=w.timeout_s * 1e6, failures=failures)
         for m in res.ranks:
             m.write(out / "traffic")

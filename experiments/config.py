@@ -24,6 +24,7 @@ from model.spec import FabricSpec, SpecError, fat_tree, leaf_spine
 from model.targets import TARGET_NAMES, Target
 from topo.priority import SwitchPriority
 from traffic.schedules import GENERATORS, Schedule, ScheduleError, bsp_training, parse_size
+from traffic.schedules.cm import failed_links, load_cm, read_cm
 
 from .dilation import Dim, dim, format_rate, parse_rate
 
@@ -31,6 +32,8 @@ BACKENDS = ("mininet", "sim")
 TOPOLOGIES = ("fattree", "leafspine")
 TRANSPORTS = ("udp", "tcp")
 PLACEMENTS = ("block", "random")
+TM_SCHEDULE = "tm"
+"""A workload's ``schedule`` when it runs an htsim connection matrix (its ``tm`` file)."""
 _SCHEDULE_OPTIONS = {"algorithm", "skew", "alpha", "hot", "hot_fraction", "tokens", "seed",
                      "combine", "slots"}
 
@@ -180,6 +183,9 @@ class WorkloadConfig:
     the RTO is dilated, the count is not."""
     bsp: BspConfig | None = None
     failure: FailureConfig | None = None
+    tm: str | None = None
+    """An htsim connection matrix (``.cm``, docs/htsim.md) to run instead of a generated
+    schedule (``schedule`` is then ``tm``); its node n is the workload's rank n."""
 
     def schedule_for(self, ranks: int, speeds: list[float] | None = None,
                      iterations: int | None = None, seed: int = 0) -> Schedule:
@@ -189,6 +195,8 @@ class WorkloadConfig:
         token samples — unless the options fix a ``seed``, so that repetitions sample the
         workload, not one instance of it (one Zipf placement of the hot experts decided the
         ECMP hash lottery of every repetition); BSP passes it to the iterations instead."""
+        if self.tm is not None:
+            return load_cm(self.tm, ranks)
         gen = GENERATORS[self.schedule]
 
         def base() -> Schedule:
@@ -583,10 +591,23 @@ def _rate(d: dict[str, Any], path: str) -> str | None:
 def _workload(v: Any, path: str, spec: FabricSpec) -> WorkloadConfig:
     d = _obj(v, path)
     _keys(d, path, {"name", "schedule", "size", "hosts", "placement", "options", "transport", "rate", "qps",
-                    "mss", "window", "rto_ms", "timeout_s", "linger_rtos", "bsp", "failure"},
-          {"schedule", "size"})
-    sched = _str(d, "schedule", path, None, tuple(GENERATORS))
-    size = _size(d, path)
+                    "mss", "window", "rto_ms", "timeout_s", "linger_rtos", "bsp", "failure",
+                    "tm"},
+          set() if "tm" in d else {"schedule", "size"})
+    tm = None
+    if "tm" in d:
+        tm = _str(d, "tm", path, None)
+        for k in ("schedule", "size", "options", "bsp"):
+            if k in d:
+                raise ConfigError(_join(path, k), "not with tm (the matrix is the workload)")
+        try:
+            size = sum(f.size for f in read_cm(tm).flows)
+        except ScheduleError as e:
+            raise ConfigError(_join(path, "tm"), str(e)) from None
+        sched = TM_SCHEDULE
+    else:
+        sched = _str(d, "schedule", path, None, tuple(GENERATORS))
+        size = _size(d, path)
     hosts = None
     if "hosts" in d:
         hl = _list(d["hosts"], _join(path, "hosts"))
@@ -599,7 +620,8 @@ def _workload(v: Any, path: str, spec: FabricSpec) -> WorkloadConfig:
             raise ConfigError(_join(path, "hosts"), "a collective needs >= 2 hosts")
         hosts = tuple(hl)
     opts = dict(_obj(d.get("options", {}), _join(path, "options")))
-    accepted = set(inspect.signature(GENERATORS[sched]).parameters) - {"ranks", "size"}
+    accepted = set(inspect.signature(GENERATORS[sched]).parameters) - {"ranks", "size"} \
+        if tm is None else set()
     for k in opts:
         if k not in accepted or k not in _SCHEDULE_OPTIONS:
             raise ConfigError(f"{path}.options.{k}", f"not an option of {sched} "
@@ -614,7 +636,8 @@ def _workload(v: Any, path: str, spec: FabricSpec) -> WorkloadConfig:
         timeout_s=_num(d, "timeout_s", path, 60.0, positive=True) or 60.0,
         linger_rtos=_num(d, "linger_rtos", path, None, positive=True),
         bsp=_bsp(d["bsp"], _join(path, "bsp")) if "bsp" in d else None,
-        failure=_failure(d["failure"], _join(path, "failure"), spec) if "failure" in d else None)
+        failure=_failure(d["failure"], _join(path, "failure"), spec) if "failure" in d else None,
+        tm=tm)
     ranks = len(w.hosts) if w.hosts else len(spec.hosts)
     if w.bsp:
         for i, r in enumerate(w.bsp.stragglers):
@@ -624,6 +647,8 @@ def _workload(v: Any, path: str, spec: FabricSpec) -> WorkloadConfig:
     try:
         w.schedule_for(ranks, iterations=1)
     except ScheduleError as e:
+        if tm is not None:
+            raise ConfigError(_join(path, "tm"), str(e)) from None
         sub = "bsp" if e.field in {"iterations", "compute_us", "jitter"} else "options"
         raise ConfigError(f"{path}.{sub}.{e.field}", str(e).split(": ", 1)[-1]) from None
     except (TypeError, ValueError) as e:
@@ -783,6 +808,16 @@ def from_dict(d: Any) -> ExperimentConfig:
     elif params.tdf != 1.0:
         raise ConfigError("parameters.tdf", "time dilation needs a fabric block (the file's "
                           "times are otherwise the emulation's own)")
+    backend = _str(d, "backend", "", "mininet", BACKENDS)
+    for i, w in enumerate(workloads):
+        if w.tm is not None and read_cm(w.tm).failures:
+            if backend != "sim" or topo.kind != "fattree":
+                raise ConfigError(f"workloads[{i}].tm", "a matrix with failures runs on the "
+                                  "sim backend and a fat tree only")
+            try:
+                failed_links(read_cm(w.tm).failures, topo.k)
+            except ValueError as e:
+                raise ConfigError(f"workloads[{i}].tm", str(e)) from None
     return ExperimentConfig(
         name=name, topology=topo, schemes=schemes, workloads=workloads,
         parameters=params, fabric=fabric,
@@ -790,7 +825,7 @@ def from_dict(d: Any) -> ExperimentConfig:
         repetitions=_int(d, "repetitions", "", 1, 1, 1000),
         max_repetitions=_int(d, "max_repetitions", "", 1, _int(d, "repetitions", "", 1, 1, 1000),
                              1000) if "max_repetitions" in d else None,
-        backend=_str(d, "backend", "", "mininet", BACKENDS),
+        backend=backend,
         description=_str(d, "description", "", ""), source=d)
 
 

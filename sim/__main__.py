@@ -2,6 +2,7 @@
 
     python -m sim --k 4 --scheme wam --schedule alltoall --size 1MB --rate 100G
     python -m sim --leaf-spine 4x2 --schedule ring_allreduce --fail agg1-core1@50
+    python -m sim --k 16 --scheme random --tm perm_1024n_1024c_0u_2000000b.cm
 
 Prints the job's CCT and the run statistics (JSON with --json); --counters adds the per-member
 LB counters, --check compares them with the reference models (deterministic schemes).
@@ -21,6 +22,7 @@ from model.spec import SpecError, fat_tree, leaf_spine
 from p4switch.queues import parse_bit_rate
 from traffic.congestion import DEFAULT_CC, REGISTRY, fabric_ecn_threshold
 from traffic.schedules import GENERATORS, ScheduleError, parse_size
+from traffic.schedules.cm import dump_cm, failed_links, load_cm
 from traffic.transport import WIRE_OVERHEAD
 
 
@@ -90,6 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hosts-per-leaf", type=int, default=2)
     ap.add_argument("--scheme", default="ecmp", choices=sorted(SCHEMES))
     ap.add_argument("--schedule", default="alltoall", choices=sorted(GENERATORS))
+    ap.add_argument("--tm", metavar="FILE",
+                    help="run htsim's connection matrix FILE (.cm) instead of --schedule; its "
+                         "failures fail those links from the start (docs/htsim.md)")
+    ap.add_argument("--export-cm", metavar="FILE",
+                    help="write the workload as an htsim connection matrix to FILE and exit "
+                         "(htsim_uec -tm FILE runs the same flows)")
     ap.add_argument("--size", default="256KB", help="collective size (default %(default)s)")
     ap.add_argument("--algorithm", choices=["direct", "scattered", "pairwise"],
                     help="AllToAll / MoE AllToAll algorithm (traffic.schedules; default direct)")
@@ -135,9 +143,30 @@ def main(argv: list[str] | None = None) -> int:
             if a.schedule not in ("alltoall", "moe_alltoall"):
                 ap.error(f"--algorithm is for alltoall and moe_alltoall, not {a.schedule}")
             opts["algorithm"] = a.algorithm
-        sched = GENERATORS[a.schedule](len(spec.hosts), size, **opts)
+        if a.tm:
+            sched = load_cm(a.tm, len(spec.hosts))
+            a.schedule = sched.name
+            size = sum(x.bytes for _, _, x in sched.sends())
+            a.size = f"{size}B"
+            cm_failed = failed_links(sched.meta.get("cm_failures", ()), a.k) \
+                if sched.meta.get("cm_failures") else []
+            if cm_failed and a.leaf_spine:
+                raise ValueError(f"{a.tm}: its failures name fat-tree links (not --leaf-spine)")
+        else:
+            sched = GENERATORS[a.schedule](len(spec.hosts), size, **opts)
+            cm_failed = []
     except (ValueError, SpecError, ScheduleError) as e:
         ap.error(str(e))
+    if a.export_cm:
+        try:
+            cm = dump_cm(sched, a.export_cm)
+        except (OSError, ScheduleError) as e:
+            ap.error(f"--export-cm: {e}")
+        print(f"{a.export_cm}: {len(cm.flows)} flows, {len(cm.triggers)} triggers on "
+              f"{cm.nodes} nodes")
+        for note in cm.comments:
+            print(f"  note: {note}")
+        return 0
     if a.check and a.fail:
         ap.error("--check replays the packets through the initial entries: not with --fail")
     if a.queue_depth < 1:
@@ -178,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
                     ecn_threshold=None if a.no_ecn else k, workers=a.workers)
     net = SimNetwork(spec, a.scheme, cfg)
     failures = [LinkFailure(x, y, at) for x, y, at in a.fail]
+    # htsim builds its fabric without a matrix's failed links: cut and routed around at once
+    failures += [LinkFailure(x, y, 0.0, 0.0) for x, y in cm_failed]
     if a.quiet:
         res = net.run(sched, until_us=a.until_us, failures=failures)
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,23 @@ def test_progress_bar_goes_to_stderr_and_ends_at_every_flow(
     assert "240/240 flows" in cap.err   # 16 hosts x 15 peers, all acknowledged
     assert main(["--k", "4", "--size", "32KB", "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_export_cm_then_run_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cm = tmp_path / "ring.cm"
+    assert main(["--k", "4", "--schedule", "ring_allreduce", "--size", "64KB",
+                 "--export-cm", str(cm)]) == 0
+    # 16 ranks, 30 steps of one send each; a barrier per step after the first
+    assert "480 flows, 464 triggers on 16 nodes" in capsys.readouterr().out
+    assert main(["--k", "4", "--tm", str(cm), "--quiet"]) == 0
+    assert "ok=True" in capsys.readouterr().out
+
+
+def test_a_bad_matrix_is_a_one_line_error(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    cm = tmp_path / "bad.cm"
+    cm.write_text("Nodes 4\nConnections 1\n0->1 id 1 start 0 size ten\n")
+    with pytest.raises(SystemExit):
+        main(["--k", "4", "--tm", str(cm)])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == f"python -m sim: error: {cm}:3: size: expected an integer, got 'ten'"
