@@ -11,6 +11,10 @@ per-packet state (headers, metadata, locals, action parameters, scratch buffers)
 per-CPU array element (``p4ctx``), since BPF stacks are 512 bytes. Actions are inlined at each
 use. What the back end cannot express is refused with a located ``file:line:col`` error
 (``EbpfUnsupported``).
+
+Dispatch is on ``ir.Visitor``, as in the Python code generators: ``CGen`` has one ``visit_``
+method per expression and statement kind; C types, l-values, equality, select keysets and the
+register-lock analysis have small visitors of their own (``_CTypes``, ``_LValues``, ...).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from p4switch import ir
 from p4switch.errors import P4CompileError
@@ -66,18 +71,33 @@ def _mask(w: int) -> str:
     return "0xffffffffffffffffULL" if w >= 64 else f"0x{(1 << w) - 1:x}ULL"
 
 
-def _width(t: ir.Type) -> int:
-    if isinstance(t, ir.BitsType):
+class _Width(ir.Visitor):
+    """Bits of a scalar type's value (an ``int`` literal's: 64)."""
+
+    def visit_BitsType(self, t: ir.BitsType) -> int:
         return t.width
-    if isinstance(t, ir.BoolType):
+
+    def visit_BoolType(self, t: ir.BoolType) -> int:
         return 1
-    if isinstance(t, ir.ErrorType):
+
+    def visit_ErrorType(self, t: ir.ErrorType) -> int:
         return 32
-    if isinstance(t, ir.EnumType):
+
+    def visit_EnumType(self, t: ir.EnumType) -> int:
         return t.underlying.width if t.underlying is not None else 32
-    if isinstance(t, ir.InfIntType):
+
+    def visit_InfIntType(self, t: ir.InfIntType) -> int:
         return 64
-    raise TypeError(str(t))
+
+    def generic(self, node: Any, *args: Any) -> Any:
+        raise TypeError(str(node))
+
+
+_WIDTH = _Width()
+
+
+def _width(t: ir.Type) -> int:
+    return int(_WIDTH.visit(t))
 
 
 def _signed(t: ir.Type) -> bool:
@@ -102,6 +122,310 @@ def _enum_member(e: ir.Expr) -> str:
     raise ValueError("not an enum constant")
 
 
+class _CTypes(ir.Visitor):
+    """A P4 type → its C type, one method per kind of type; a header, struct or stack's C
+    struct is defined (in ``g.structs``, in dependency order) on first use."""
+
+    def __init__(self, g: CGen) -> None:
+        self.g = g
+
+    def visit_HeaderType(self, t: ir.HeaderType) -> str:
+        g = self.g
+        name = f"H_{_cid(t.name)}"
+        if name not in g.structs:
+            fields = []
+            for f in t.fields:
+                for path, ft in _leaves(f.type, f.name):  # struct fields: nested structs
+                    if isinstance(ft, ir.VarbitType):
+                        if ft.max_width > 64:
+                            raise g.refuse(f"header field {t.name}.{path} of type {ft} "
+                                           f"(wider than 64 bits)", g.loc or g.type_loc(t))
+                        continue
+                    if not isinstance(ft, ir.BitsType | ir.BoolType | ir.EnumType):
+                        raise g.refuse(f"header field {t.name}.{path} of type {ft}",
+                                       g.loc or g.type_loc(t))
+                    if _width(ft) > 64:
+                        raise g.refuse(f"header field {t.name}.{path} wider than 64 bits",
+                                       g.loc or g.type_loc(t))
+                fields.append(f"    {g.ctype(f.type)} f_{_cid(f.name)};")
+            if t.min_width % 8:
+                raise g.refuse(f"header {t.name} of {t.min_width} bits (not whole bytes)")
+            if t.varbit is not None:
+                before, _, _ = _split_varbit(t)
+                if sum(_width(ft) for _, ft in before) % 8:
+                    raise g.refuse(f"header {t.name} whose varbit field does not start "
+                                   f"at a byte boundary", g.loc or g.type_loc(t))
+            g.max_hdr = max(g.max_hdr, _max_bytes(t))
+            g.structs[name] = f"struct {name} {{\n" + "\n".join(fields) + \
+                "\n    __u64 valid;\n};"
+        return f"struct {name}"
+
+    def visit_StructType(self, t: ir.StructType) -> str:
+        # a header_union is a struct of its members: the front end has made the validity
+        # rules (one valid member, isValid as "some member") explicit statements
+        g = self.g
+        name = f"S_{_cid(t.name)}"
+        if name not in g.structs:
+            fields = [f"    {g.ctype(f.type)} f_{_cid(f.name)};" for f in t.fields]
+            if not fields:
+                fields = ["    __u64 _empty;"]
+            g.structs[name] = f"struct {name} {{\n" + "\n".join(fields) + "\n};"
+        return f"struct {name}"
+
+    def visit_StackType(self, t: ir.StackType) -> str:
+        g = self.g
+        elem = g.ctype(t.elem)
+        name = f"K_{_cid(t.elem.name)}_{t.size}"
+        if name not in g.structs:
+            g.structs[name] = (f"struct {name} {{\n    {elem} e[{t.size}];\n"
+                               f"    __u64 n;\n}};")
+        return f"struct {name}"
+
+    def visit_VarbitType(self, t: ir.VarbitType) -> str:
+        if t.max_width > 64:
+            raise self.g.refuse(f"varbit<{t.max_width}> (wider than 64 bits)")
+        return "struct p4_vb"
+
+    def scalar(self, t: ir.Type) -> str:
+        """Every scalar is a ``__u64`` holding its value's bit pattern."""
+        if _width(t) > 64:
+            raise self.g.refuse(f"{t} (wider than 64 bits)")
+        return "__u64"
+
+    visit_BitsType = visit_BoolType = visit_ErrorType = visit_EnumType = scalar
+    visit_InfIntType = scalar
+
+    def generic(self, node: Any, *args: Any) -> Any:
+        raise self.g.refuse(f"a value of type {node}")
+
+
+class _LValues(ir.Visitor):
+    """An l-value expression → its C l-value, one method per kind of expression that can be
+    one; any other is refused."""
+
+    def __init__(self, g: CGen) -> None:
+        self.g = g
+
+    def visit_Var(self, e: ir.Var) -> str:
+        assert self.g.scope is not None
+        try:
+            return self.g.scope.names[e.name]
+        except KeyError:
+            raise self.g.refuse(f"the name {e.name} here") from None
+
+    def visit_Member(self, e: ir.Member) -> str:
+        if isinstance(e.base.type, ir.StackType):
+            return self.g.stack_prop(e.base, e.field)
+        return f"{self.visit(e.base)}.f_{_cid(e.field)}"
+
+    def visit_StackProp(self, e: ir.StackProp) -> str:
+        return self.g.stack_prop(e.stack, e.prop)
+
+    def visit_Lookahead(self, e: ir.Lookahead) -> str:
+        return self.g.lookahead(e)
+
+    def visit_StackElem(self, e: ir.StackElem) -> str:
+        st = e.stack.type
+        assert isinstance(st, ir.StackType)
+        base = self.visit(e.stack)
+        i = _const_int(e.index)
+        if i is not None and 0 <= i < st.size:
+            return f"{base}.e[{i}]"
+        return self.g.elem_at(base, st, self.g.ex(e.index))
+
+    def visit_StackNext(self, e: ir.StackNext) -> str:
+        st = e.stack.type
+        assert isinstance(st, ir.StackType)
+        base = self.visit(e.stack)
+        self.g.stack_check(f"{base}.n >= {st.size}")
+        return self.g.elem_at(base, st, f"{base}.n")
+
+    def visit_StackLast(self, e: ir.StackLast) -> str:
+        st = e.stack.type
+        assert isinstance(st, ir.StackType)
+        base = self.visit(e.stack)
+        self.g.stack_check(f"{base}.n == 0")
+        return self.g.elem_at(base, st, f"({base}.n - 1)")
+
+    def generic(self, node: Any, *args: Any) -> Any:
+        raise self.g.refuse(f"{type(node).__name__} as an l-value", node.loc)
+
+
+class _RegOps(ir.Visitor):
+    """Collects every register read/write under a statement (or a list of them) into ``out``
+    as (control-plane name, method, index)."""
+
+    def __init__(self, g: CGen, out: list[tuple[str, str, ir.Expr]]) -> None:
+        self.g, self.out = g, out
+
+    def visit_ExternCall(self, x: ir.ExternCall) -> None:
+        if x.instance is not None:
+            inst = self.g.instance(x.instance)
+            if inst.type_name == "register" and x.method in ("read", "write"):
+                self.out.append((inst.cp_name, x.method,
+                                 x.args[1 if x.method == "read" else 0]))
+                return
+        self.visit_Stmt(x)
+
+    def visit_list(self, x: list[Any]) -> None:
+        for y in x:
+            self.visit(y)
+
+    def visit_Stmt(self, x: ir.Stmt | ir.ActionCase | ir.ValueCase) -> None:
+        for v in vars(x).values():
+            if isinstance(v, ir.Stmt | ir.ActionCase | ir.ValueCase | list):
+                self.visit(v)
+
+    visit_ActionCase = visit_ValueCase = visit_Stmt
+
+    def generic(self, node: Any, *args: Any) -> None:
+        return None  # expressions, constants: no register access
+
+
+class _LockSafe(ir.Visitor):
+    """True if the code for a node calls no helper, leaves no block early and returns nothing
+    (what the verifier allows under a bpf_spin_lock); tables, actions, exit/return, stacks and
+    the rest are not."""
+
+    def __init__(self, g: CGen) -> None:
+        self.g = g
+
+    def visit_list(self, x: list[Any]) -> bool:
+        return all(self.visit(y) for y in x)
+
+    def visit_TableHit(self, x: ir.Expr) -> bool:
+        return False
+
+    visit_Lookahead = visit_ExternCallExpr = visit_TableHit
+
+    def visit_Expr(self, x: ir.Expr) -> bool:
+        return all(self.visit(v) for v in vars(x).values() if isinstance(v, ir.Expr | list))
+
+    def visit_Block(self, x: ir.Block) -> bool:
+        return not x.copy_out and self.visit(x.stmts)
+
+    def visit_If(self, x: ir.If) -> bool:
+        return bool(self.visit([x.cond, x.then] + ([x.else_] if x.else_ else [])))
+
+    def visit_Assign(self, x: ir.Assign) -> bool:
+        return bool(self.visit([x.lhs, x.rhs]))
+
+    def visit_VarDecl(self, x: ir.VarDecl) -> bool:
+        return x.init is None or bool(self.visit(x.init))
+
+    def visit_HeaderMethod(self, x: ir.HeaderMethod) -> bool:
+        return True
+
+    def visit_ExternCall(self, x: ir.ExternCall) -> bool:
+        if x.instance is not None:
+            inst = self.g.instance(x.instance)
+            return inst.type_name == "register" and bool(self.visit(x.args))
+        return x.method in ("hash", "mark_to_drop", "log_msg") and bool(self.visit(x.args))
+
+    def generic(self, node: Any, *args: Any) -> bool:
+        return False
+
+
+class _Assigned(ir.Visitor):
+    """Collects into ``out`` the C l-values the code for a node may write (assignments and
+    out arguments)."""
+
+    def __init__(self, g: CGen, out: set[str]) -> None:
+        self.g, self.out = g, out
+
+    def visit_Assign(self, x: ir.Assign) -> None:
+        self.out.add(self.g.lval(x.lhs.base if isinstance(x.lhs, ir.Slice) else x.lhs))
+
+    def visit_VarDecl(self, x: ir.VarDecl) -> None:
+        self.out.add(f"L_{_cid(x.name)}")
+
+    def visit_ExternCall(self, x: ir.ExternCall) -> None:
+        if x.method == "read" and x.instance is not None:
+            self.out.add(self.g.lval(x.args[0]))
+        elif x.method == "hash":
+            self.out.add(self.g.lval(x.args[0]))
+        elif x.method == "mark_to_drop":
+            self.out.add("C->sm")
+
+    def visit_Block(self, x: ir.Block) -> None:
+        self.visit(x.stmts)
+
+    def visit_If(self, x: ir.If) -> None:
+        self.visit(x.then)
+        if x.else_ is not None:
+            self.visit(x.else_)
+
+    def visit_list(self, x: list[Any]) -> None:
+        for y in x:
+            self.visit(y)
+
+    def generic(self, node: Any, *args: Any) -> None:
+        return None
+
+
+class _KeysetCond(ir.Visitor):
+    """A select case's keyset → its C condition on the key ``kv`` (masked to ``m``): None for
+    ``default``/``_``; a value set is refused at the transition."""
+
+    def __init__(self, g: CGen, t: ir.Transition) -> None:
+        self.g, self.t = g, t
+
+    def visit_KeysetDefault(self, ksv: ir.KeysetDefault, kv: str, m: int) -> str | None:
+        return None
+
+    def visit_KeysetValue(self, ksv: ir.KeysetValue, kv: str, m: int) -> str:
+        return f"{kv} == 0x{ksv.value & m:x}ULL"
+
+    def visit_KeysetMask(self, ksv: ir.KeysetMask, kv: str, m: int) -> str:
+        return f"({kv} & 0x{ksv.mask & m:x}ULL) == 0x{ksv.value & ksv.mask & m:x}ULL"
+
+    def visit_KeysetRange(self, ksv: ir.KeysetRange, kv: str, m: int) -> str:
+        return f"({kv} >= 0x{ksv.lo & m:x}ULL && {kv} <= 0x{ksv.hi & m:x}ULL)"
+
+    def generic(self, node: Any, *args: Any) -> str:
+        raise self.g.refuse("parser value sets", self.t.loc)
+
+
+class _Equal(ir.Visitor):
+    """``a == b`` by the type of ``a``: headers (two invalid ones are equal), structs and
+    stacks element by element (nextIndex is not part of the value), varbits by length and
+    bits, scalars by value — as the Python target compares them."""
+
+    def __init__(self, g: CGen) -> None:
+        self.g = g
+
+    def field(self, a: ir.Expr, b: ir.Expr, f: ir.Field) -> str:
+        return self.g.equal(ir.Member(a, f.name, type=f.type), ir.Member(b, f.name, type=f.type))
+
+    def visit_HeaderType(self, t: ir.HeaderType, a: ir.Expr, b: ir.Expr) -> str:
+        la, lb = self.g.lval(a), self.g.lval(b)
+        fields = " && ".join(
+            self.field(a, b, f) if isinstance(f.type, ir.StructType | ir.VarbitType)
+            else f"{la}.f_{_cid(f.name)} == {lb}.f_{_cid(f.name)}" for f in t.fields) or "1"
+        return f"({la}.valid == {lb}.valid && (!{la}.valid || ({fields})))"
+
+    def visit_StructType(self, t: ir.StructType, a: ir.Expr, b: ir.Expr) -> str:
+        # a header_union too: at most one member is valid
+        if not t.fields:
+            return "1"
+        return "(" + " && ".join(self.field(a, b, f) for f in t.fields) + ")"
+
+    def visit_StackType(self, t: ir.StackType, a: ir.Expr, b: ir.Expr) -> str:
+        return "(" + " && ".join(
+            self.g.equal(ir.StackElem(a, ir.Const(i, type=ir.InfIntType()), type=t.elem),
+                         ir.StackElem(b, ir.Const(i, type=ir.InfIntType()), type=t.elem))
+            for i in range(t.size)) + ")"
+
+    def visit_VarbitType(self, t: ir.VarbitType, a: ir.Expr, b: ir.Expr) -> str:
+        # the same length, and the same bits up to it
+        la, lb = self.g.lval(a), self.g.lval(b)
+        return f"({la}.len == {lb}.len && {la}.v == {lb}.v)"
+
+    def generic(self, node: Any, *args: Any) -> str:
+        a, b = args
+        return f"({self.g.ex(a)} == {self.g.ex(b)})"
+
+
 @dataclass
 class _Scope:
     names: dict[str, str]
@@ -111,7 +435,7 @@ class _Scope:
     instances: dict[str, ir.ExternInstance] = field(default_factory=dict)
 
 
-class CGen:
+class CGen(ir.Visitor):
     """Generates the C source for one program (``generate`` below is the entry point)."""
 
     def __init__(self, program: ir.Program, *, drop_port: int = 511,
@@ -139,6 +463,10 @@ class CGen:
         self.passes: dict[str, ir.SourceLoc | None] = {}  # resubmit/recirculate: first use
         self._keep_done = False
         self._loops: list[tuple[str, str]] = []  # the enclosing for loops' break/continue labels
+        self._ctypes = _CTypes(self)
+        self._lvals = _LValues(self)
+        self._locksafe = _LockSafe(self)
+        self._equal = _Equal(self)
 
     # -- errors ----------------------------------------------------------------------------
     def type_loc(self, t: ir.Type) -> ir.SourceLoc | None:
@@ -175,98 +503,13 @@ class CGen:
 
     # -- types -----------------------------------------------------------------------------
     def ctype(self, t: ir.Type) -> str:
-        if isinstance(t, ir.HeaderType):
-            name = f"H_{_cid(t.name)}"
-            if name not in self.structs:
-                fields = []
-                for f in t.fields:
-                    for path, ft in _leaves(f.type, f.name):  # struct fields: nested structs
-                        if isinstance(ft, ir.VarbitType):
-                            if ft.max_width > 64:
-                                raise self.refuse(f"header field {t.name}.{path} of type {ft} "
-                                                  f"(wider than 64 bits)",
-                                                  self.loc or self.type_loc(t))
-                            continue
-                        if not isinstance(ft, ir.BitsType | ir.BoolType | ir.EnumType):
-                            raise self.refuse(f"header field {t.name}.{path} of type {ft}",
-                                              self.loc or self.type_loc(t))
-                        if _width(ft) > 64:
-                            raise self.refuse(f"header field {t.name}.{path} wider than 64 bits",
-                                              self.loc or self.type_loc(t))
-                    fields.append(f"    {self.ctype(f.type)} f_{_cid(f.name)};")
-                if t.min_width % 8:
-                    raise self.refuse(f"header {t.name} of {t.min_width} bits (not whole bytes)")
-                if t.varbit is not None:
-                    before, _, _ = _split_varbit(t)
-                    if sum(_width(ft) for _, ft in before) % 8:
-                        raise self.refuse(f"header {t.name} whose varbit field does not start "
-                                          f"at a byte boundary", self.loc or self.type_loc(t))
-                self.max_hdr = max(self.max_hdr, _max_bytes(t))
-                self.structs[name] = f"struct {name} {{\n" + "\n".join(fields) + \
-                    "\n    __u64 valid;\n};"
-            return f"struct {name}"
-        if isinstance(t, ir.StructType):
-            # a header_union is a struct of its members: the front end has made the validity
-            # rules (one valid member, isValid as "some member") explicit statements
-            name = f"S_{_cid(t.name)}"
-            if name not in self.structs:
-                fields = [f"    {self.ctype(f.type)} f_{_cid(f.name)};" for f in t.fields]
-                if not fields:
-                    fields = ["    __u64 _empty;"]
-                self.structs[name] = f"struct {name} {{\n" + "\n".join(fields) + "\n};"
-            return f"struct {name}"
-        if isinstance(t, ir.StackType):
-            elem = self.ctype(t.elem)
-            name = f"K_{_cid(t.elem.name)}_{t.size}"
-            if name not in self.structs:
-                self.structs[name] = (f"struct {name} {{\n    {elem} e[{t.size}];\n"
-                                      f"    __u64 n;\n}};")
-            return f"struct {name}"
-        if isinstance(t, ir.VarbitType):
-            if t.max_width > 64:
-                raise self.refuse(f"varbit<{t.max_width}> (wider than 64 bits)")
-            return "struct p4_vb"
-        if isinstance(t, ir.BitsType | ir.BoolType | ir.ErrorType | ir.EnumType
-                      | ir.InfIntType):
-            if _width(t) > 64:
-                raise self.refuse(f"{t} (wider than 64 bits)")
-            return "__u64"
-        raise self.refuse(f"a value of type {t}")
+        """The C type of a value of type ``t`` (its struct defined on first use)."""
+        return str(self._ctypes.visit(t))
 
     # -- expressions -----------------------------------------------------------------------
     def lval(self, e: ir.Expr) -> str:
-        if isinstance(e, ir.Var):
-            assert self.scope is not None
-            try:
-                return self.scope.names[e.name]
-            except KeyError:
-                raise self.refuse(f"the name {e.name} here") from None
-        if isinstance(e, ir.Member):
-            if isinstance(e.base.type, ir.StackType):
-                return self.stack_prop(e.base, e.field)
-            return f"{self.lval(e.base)}.f_{_cid(e.field)}"
-        if isinstance(e, ir.StackProp):
-            return self.stack_prop(e.stack, e.prop)
-        if isinstance(e, ir.Lookahead):
-            return self.lookahead(e)
-        if isinstance(e, ir.StackElem):
-            st = e.stack.type
-            assert isinstance(st, ir.StackType)
-            base = self.lval(e.stack)
-            i = _const_int(e.index)
-            if i is not None and 0 <= i < st.size:
-                return f"{base}.e[{i}]"
-            return self.elem_at(base, st, self.ex(e.index))
-        if isinstance(e, ir.StackNext | ir.StackLast):
-            st = e.stack.type
-            assert isinstance(st, ir.StackType)
-            base = self.lval(e.stack)
-            if isinstance(e, ir.StackNext):
-                self.stack_check(f"{base}.n >= {st.size}")
-                return self.elem_at(base, st, f"{base}.n")
-            self.stack_check(f"{base}.n == 0")
-            return self.elem_at(base, st, f"({base}.n - 1)")
-        raise self.refuse(f"{type(e).__name__} as an l-value", e.loc)
+        """The C l-value of ``e`` (a variable, field, stack element, lookahead scratch)."""
+        return str(self._lvals.visit(e))
 
     # -- header stacks ---------------------------------------------------------------------
     def stack_prop(self, stack: ir.Expr, prop: str) -> str:
@@ -326,27 +569,7 @@ class CGen:
     def equal(self, a: ir.Expr, b: ir.Expr) -> str:
         """``a == b`` on headers (two invalid ones are equal), structs and stacks (element by
         element; nextIndex is not part of the value), as the Python target compares them."""
-        t = a.type
-        if isinstance(t, ir.HeaderType):
-            la, lb = self.lval(a), self.lval(b)
-            fields = " && ".join(
-                self.equal(ir.Member(a, f.name, type=f.type), ir.Member(b, f.name, type=f.type))
-                if isinstance(f.type, ir.StructType | ir.VarbitType)
-                else f"{la}.f_{_cid(f.name)} == {lb}.f_{_cid(f.name)}" for f in t.fields) or "1"
-            return f"({la}.valid == {lb}.valid && (!{la}.valid || ({fields})))"
-        if isinstance(t, ir.StructType):  # a header_union too: at most one member is valid
-            return "(" + " && ".join(
-                self.equal(ir.Member(a, f.name, type=f.type), ir.Member(b, f.name, type=f.type))
-                for f in t.fields) + ")" if t.fields else "1"
-        if isinstance(t, ir.StackType):
-            return "(" + " && ".join(
-                self.equal(ir.StackElem(a, ir.Const(i, type=ir.InfIntType()), type=t.elem),
-                           ir.StackElem(b, ir.Const(i, type=ir.InfIntType()), type=t.elem))
-                for i in range(t.size)) + ")"
-        if isinstance(t, ir.VarbitType):  # the same length, and the same bits up to it
-            la, lb = self.lval(a), self.lval(b)
-            return f"({la}.len == {lb}.len && {la}.v == {lb}.v)"
-        return f"({self.ex(a)} == {self.ex(b)})"
+        return str(self._equal.visit(a.type, a, b))
 
     def sext(self, code: str, w: int) -> str:
         """``code`` (a W-bit pattern) as a signed 64-bit value."""
@@ -354,52 +577,69 @@ class CGen:
             return f"((__s64)({code}))"
         return f"(((__s64)(({code}) << {64 - w})) >> {64 - w})"
 
-    def ex(self, e: ir.Expr) -> str:  # noqa: C901 - one case per expression kind
+    def ex(self, e: ir.Expr) -> str:
+        """The C code of expression ``e``: one ``visit_<class>`` per IR expression."""
         if e.loc is not None:
             self.loc = e.loc
+        return str(self.visit(e))
+
+    def generic(self, node: Any, *args: Any) -> Any:
+        what = "statement" if isinstance(node, ir.Stmt) else "expression"
+        raise self.refuse(f"the {what} {type(node).__name__}", node.loc)
+
+    def visit_Const(self, e: ir.Const) -> str:
+        if isinstance(e.value, str):
+            raise self.refuse("a string value", e.loc)
         t = e.type
-        if isinstance(e, ir.Const):
-            if isinstance(e.value, str):
-                raise self.refuse("a string value", e.loc)
-            v = int(e.value)
-            w = _width(t) if not isinstance(t, ir.InfIntType) else 64
-            return f"0x{v & ((1 << w) - 1):x}ULL"
-        if isinstance(e, ir.Var | ir.Member | ir.StackElem | ir.StackNext | ir.StackLast
-                      | ir.StackProp):
-            return self.lval(e)
-        if isinstance(e, ir.IsValid):
-            return f"({self.lval(e.header)}.valid)"
-        if isinstance(e, ir.Slice):
-            return f"(({self.ex(e.base)} >> {e.lo}) & {_mask(e.hi - e.lo + 1)})"
-        if isinstance(e, ir.Concat):
-            wr = _width(e.right.type)
-            return f"((({self.ex(e.left)} << {wr}) | {self.ex(e.right)}) & {_mask(_width(t))})"
-        if isinstance(e, ir.Cast):
-            return self.cast(e)
-        if isinstance(e, ir.Unary):
-            a = self.ex(e.operand)
-            if e.op == "!":
-                return f"(!{a})"
-            if e.op == "~":
-                return f"((~{a}) & {_mask(_width(t))})"
-            if e.op == "-":
-                return f"((-{a}) & {_mask(_width(t))})"
-            raise self.refuse(f"operator {e.op}", e.loc)
-        if isinstance(e, ir.Binary):
-            return self.binary(e)
-        if isinstance(e, ir.Mux):
-            return f"({self.ex(e.cond)} ? {self.ex(e.then)} : {self.ex(e.else_)})"
-        if isinstance(e, ir.TableHit):
-            hit = self.fresh("_hit")
-            saved, self.lines = self.lines, []
-            self.apply_table(e.table, hit_var=hit)
-            body = "\n".join(self.lines)
-            self.lines = saved
-            return (f"({{ __u64 {hit} = 0;\n{body}\n" + "    " * self.ind +
-                    f"{'!' if e.negate else ''}{hit}; }})")
-        if isinstance(e, ir.Lookahead):
-            return self.lookahead(e)
-        raise self.refuse(f"the expression {type(e).__name__}", e.loc)
+        v = int(e.value)
+        w = _width(t) if not isinstance(t, ir.InfIntType) else 64
+        return f"0x{v & ((1 << w) - 1):x}ULL"
+
+    def visit_Var(self, e: ir.Var) -> str:
+        return self.lval(e)
+
+    visit_Member = visit_StackElem = visit_StackNext = visit_StackLast = visit_Var
+    visit_StackProp = visit_Lookahead = visit_Var
+
+    def visit_IsValid(self, e: ir.IsValid) -> str:
+        return f"({self.lval(e.header)}.valid)"
+
+    def visit_Slice(self, e: ir.Slice) -> str:
+        return f"(({self.ex(e.base)} >> {e.lo}) & {_mask(e.hi - e.lo + 1)})"
+
+    def visit_Concat(self, e: ir.Concat) -> str:
+        wr = _width(e.right.type)
+        return (f"((({self.ex(e.left)} << {wr}) | {self.ex(e.right)}) & "
+                f"{_mask(_width(e.type))})")
+
+    def visit_Cast(self, e: ir.Cast) -> str:
+        return self.cast(e)
+
+    def visit_Unary(self, e: ir.Unary) -> str:
+        a = self.ex(e.operand)
+        if e.op == "!":
+            return f"(!{a})"
+        if e.op == "~":
+            return f"((~{a}) & {_mask(_width(e.type))})"
+        if e.op == "-":
+            return f"((-{a}) & {_mask(_width(e.type))})"
+        raise self.refuse(f"operator {e.op}", e.loc)
+
+    def visit_Binary(self, e: ir.Binary) -> str:
+        return self.binary(e)
+
+    def visit_Mux(self, e: ir.Mux) -> str:
+        return f"({self.ex(e.cond)} ? {self.ex(e.then)} : {self.ex(e.else_)})"
+
+    def visit_TableHit(self, e: ir.TableHit) -> str:
+        """``t.apply().hit``/``.miss``: the table applied in a statement expression."""
+        hit = self.fresh("_hit")
+        saved, self.lines = self.lines, []
+        self.apply_table(e.table, hit_var=hit)
+        body = "\n".join(self.lines)
+        self.lines = saved
+        return (f"({{ __u64 {hit} = 0;\n{body}\n" + "    " * self.ind +
+                f"{'!' if e.negate else ''}{hit}; }})")
 
     def lookahead(self, e: ir.Lookahead) -> str:
         """``lookahead<T>()``: T's bits at the parser's offset, not consumed (PacketTooShort
@@ -514,69 +754,16 @@ class CGen:
     # -- register read-modify-write --------------------------------------------------------
     def _reg_ops(self, x: object, out: list[tuple[str, str, ir.Expr]]) -> None:
         """Every register read/write under ``x``: (control-plane name, method, index)."""
-        if isinstance(x, ir.ExternCall) and x.instance is not None:
-            inst = self.instance(x.instance)
-            if inst.type_name == "register" and x.method in ("read", "write"):
-                out.append((inst.cp_name, x.method, x.args[1 if x.method == "read" else 0]))
-                return
-        if isinstance(x, list):
-            for y in x:
-                self._reg_ops(y, out)
-        elif isinstance(x, ir.Stmt | ir.ActionCase | ir.ValueCase):
-            for v in vars(x).values():
-                if isinstance(v, ir.Stmt | ir.ActionCase | ir.ValueCase | list):
-                    self._reg_ops(v, out)
+        _RegOps(self, out).visit(x)
 
     def _lock_safe(self, x: object) -> bool:
         """True if the code for ``x`` calls no helper, leaves no block early and returns
         nothing: what the verifier allows while a bpf_spin_lock is held."""
-        if isinstance(x, list):
-            return all(self._lock_safe(y) for y in x)
-        if isinstance(x, ir.TableHit | ir.Lookahead | ir.ExternCallExpr):
-            return False
-        if isinstance(x, ir.Expr):
-            return all(self._lock_safe(v) for v in vars(x).values()
-                       if isinstance(v, ir.Expr | list))
-        if isinstance(x, ir.Block):
-            return not x.copy_out and self._lock_safe(x.stmts)
-        if isinstance(x, ir.If):
-            return self._lock_safe([x.cond, x.then] + ([x.else_] if x.else_ else []))
-        if isinstance(x, ir.Assign):
-            return self._lock_safe([x.lhs, x.rhs])
-        if isinstance(x, ir.VarDecl):
-            return x.init is None or self._lock_safe(x.init)
-        if isinstance(x, ir.HeaderMethod):
-            return True
-        if isinstance(x, ir.ExternCall):
-            if x.instance is not None:
-                inst = self.instance(x.instance)
-                return inst.type_name == "register" and self._lock_safe(x.args)
-            return x.method in ("hash", "mark_to_drop", "log_msg") and self._lock_safe(x.args)
-        return False  # tables, actions, exit/return, stacks, the rest
+        return bool(self._locksafe.visit(x))
 
     def _assigned(self, x: object, out: set[str]) -> None:
         """The C l-values the code for ``x`` may write (assignments and out arguments)."""
-        if isinstance(x, ir.Assign):
-            out.add(self.lval(x.lhs.base if isinstance(x.lhs, ir.Slice) else x.lhs))
-        elif isinstance(x, ir.VarDecl):
-            out.add(f"L_{_cid(x.name)}")
-        elif isinstance(x, ir.ExternCall):
-            if x.method == "read" and x.instance is not None:
-                out.add(self.lval(x.args[0]))
-            elif x.method == "hash":
-                out.add(self.lval(x.args[0]))
-            elif x.method == "mark_to_drop":
-                out.add("C->sm")
-        elif isinstance(x, ir.Block):
-            for y in x.stmts:
-                self._assigned(y, out)
-        elif isinstance(x, ir.If):
-            self._assigned(x.then, out)
-            if x.else_ is not None:
-                self._assigned(x.else_, out)
-        elif isinstance(x, list):
-            for y in x:
-                self._assigned(y, out)
+        _Assigned(self, out).visit(x)
 
     def rmw_region(self, ss: list[ir.Stmt], i: int) -> tuple[int, list[str], str] | None:
         """A register read at ``ss[i]`` and the writes, at the same index, of the registers
@@ -737,76 +924,98 @@ class CGen:
             return
         self.w(f"{self.lval(lhs)} = {self.ex(rhs)};")
 
-    def stmt(self, s: ir.Stmt) -> None:  # noqa: C901 - one case per statement kind
+    def stmt(self, s: ir.Stmt) -> None:
+        """Emit statement ``s``: one ``visit_<class>`` per IR statement."""
         if s.loc is not None:
             self.loc = s.loc
         assert self.scope is not None
-        if isinstance(s, ir.Block):
-            self.block(s)
-        elif isinstance(s, ir.VarDecl):
-            v = self.declare_local(s.name, s.type)
-            if s.init is not None:
-                self.assign(ir.Var(s.name, type=s.type), s.init)
-            else:
-                self.w(f"__builtin_memset(&{v}, 0, sizeof({v}));")
-        elif isinstance(s, ir.Assign):
-            self.assign(s.lhs, s.rhs)
-        elif isinstance(s, ir.If):
-            self.w(f"if ({self.ex(s.cond)})")
-            self.block(s.then)
-            if s.else_ is not None:
-                self.w("else")
-                self.block(s.else_)
-        elif isinstance(s, ir.ApplyTable):
-            self.apply_table(s.table)
-        elif isinstance(s, ir.SwitchAction):
-            act = self.fresh("_act")
-            self.w(f"__u32 {act} = 0;")
-            self.apply_table(s.table, act_var=act)
-            tl = self.layout.tables[self.table(s.table).cp_name]
-            self.switch(act, [(None if c.actions is None
-                               else [str(tl.actions.index(a) + 1) for a in c.actions], c.body)
-                              for c in s.cases])
-        elif isinstance(s, ir.SwitchValue):
-            w = _width(s.expr.type)
-            self.switch(self.ex(s.expr), [(None if c.values is None
-                                           else [f"0x{int(v.value) & ((1 << w) - 1):x}ULL"
-                                                 for v in c.values], c.body)
-                                          for c in s.cases])
-        elif isinstance(s, ir.ActionCall):
-            self.call_action(s.action, s.args, [])
-        elif isinstance(s, ir.ExternCall):
-            self.extern_call(s)
-        elif isinstance(s, ir.StackMethod):
-            self.stack_method(s)
-        elif isinstance(s, ir.HeaderMethod):
-            self.w(f"{self.lval(s.header)}.valid = {1 if s.method == 'setValid' else 0};")
-        elif isinstance(s, ir.Exit):
-            self.w("C->exiting = 1;")
-            self.w(f"goto {self.scope.exit_label};")
-        elif isinstance(s, ir.Return):
-            self.w(f"goto {self.scope.return_label};")
-        elif isinstance(s, ir.Extract):
-            self.extract(s)
-        elif isinstance(s, ir.Advance):
-            b = _const_int(s.bits)
-            if b is not None and b % 8:
-                raise self.refuse("advance by bits that are not whole bytes", s.loc)
-            err = self.p.error_code("PacketTooShort")
-            self.w(f"{{ __u64 _adv = ({self.ex(s.bits)}) >> 3; if (C->off + _adv > C->plen) "
-                   f"{{ C->sm.f_parser_error = {err}; goto parser_reject; }} "
-                   f"C->off += (__u32)_adv; }}")
-        elif isinstance(s, ir.For):
-            self.for_loop(s)
-        elif isinstance(s, ir.Break | ir.Continue):
-            if not self._loops:
-                raise self.refuse(f"{type(s).__name__.lower()} outside a loop", s.loc)
-            brk, cont = self._loops[-1]
-            self.w(f"goto {brk if isinstance(s, ir.Break) else cont};")
-        elif isinstance(s, ir.Emit):
-            raise self.refuse("emit outside the deparser's top level", s.loc)
+        self.visit(s)
+
+    def visit_Block(self, s: ir.Block) -> None:
+        self.block(s)
+
+    def visit_VarDecl(self, s: ir.VarDecl) -> None:
+        v = self.declare_local(s.name, s.type)
+        if s.init is not None:
+            self.assign(ir.Var(s.name, type=s.type), s.init)
         else:
-            raise self.refuse(f"the statement {type(s).__name__}", s.loc)
+            self.w(f"__builtin_memset(&{v}, 0, sizeof({v}));")
+
+    def visit_Assign(self, s: ir.Assign) -> None:
+        self.assign(s.lhs, s.rhs)
+
+    def visit_If(self, s: ir.If) -> None:
+        self.w(f"if ({self.ex(s.cond)})")
+        self.block(s.then)
+        if s.else_ is not None:
+            self.w("else")
+            self.block(s.else_)
+
+    def visit_ApplyTable(self, s: ir.ApplyTable) -> None:
+        self.apply_table(s.table)
+
+    def visit_SwitchAction(self, s: ir.SwitchAction) -> None:
+        act = self.fresh("_act")
+        self.w(f"__u32 {act} = 0;")
+        self.apply_table(s.table, act_var=act)
+        tl = self.layout.tables[self.table(s.table).cp_name]
+        self.switch(act, [(None if c.actions is None
+                           else [str(tl.actions.index(a) + 1) for a in c.actions], c.body)
+                          for c in s.cases])
+
+    def visit_SwitchValue(self, s: ir.SwitchValue) -> None:
+        w = _width(s.expr.type)
+        self.switch(self.ex(s.expr), [(None if c.values is None
+                                       else [f"0x{int(v.value) & ((1 << w) - 1):x}ULL"
+                                             for v in c.values], c.body)
+                                      for c in s.cases])
+
+    def visit_ActionCall(self, s: ir.ActionCall) -> None:
+        self.call_action(s.action, s.args, [])
+
+    def visit_ExternCall(self, s: ir.ExternCall) -> None:
+        self.extern_call(s)
+
+    def visit_StackMethod(self, s: ir.StackMethod) -> None:
+        self.stack_method(s)
+
+    def visit_HeaderMethod(self, s: ir.HeaderMethod) -> None:
+        self.w(f"{self.lval(s.header)}.valid = {1 if s.method == 'setValid' else 0};")
+
+    def visit_Exit(self, s: ir.Exit) -> None:
+        assert self.scope is not None
+        self.w("C->exiting = 1;")
+        self.w(f"goto {self.scope.exit_label};")
+
+    def visit_Return(self, s: ir.Return) -> None:
+        assert self.scope is not None
+        self.w(f"goto {self.scope.return_label};")
+
+    def visit_Extract(self, s: ir.Extract) -> None:
+        self.extract(s)
+
+    def visit_Advance(self, s: ir.Advance) -> None:
+        b = _const_int(s.bits)
+        if b is not None and b % 8:
+            raise self.refuse("advance by bits that are not whole bytes", s.loc)
+        err = self.p.error_code("PacketTooShort")
+        self.w(f"{{ __u64 _adv = ({self.ex(s.bits)}) >> 3; if (C->off + _adv > C->plen) "
+               f"{{ C->sm.f_parser_error = {err}; goto parser_reject; }} "
+               f"C->off += (__u32)_adv; }}")
+
+    def visit_For(self, s: ir.For) -> None:
+        self.for_loop(s)
+
+    def visit_Break(self, s: ir.Break | ir.Continue) -> None:
+        if not self._loops:
+            raise self.refuse(f"{type(s).__name__.lower()} outside a loop", s.loc)
+        brk, cont = self._loops[-1]
+        self.w(f"goto {brk if isinstance(s, ir.Break) else cont};")
+
+    visit_Continue = visit_Break
+
+    def visit_Emit(self, s: ir.Emit) -> None:
+        raise self.refuse("emit outside the deparser's top level", s.loc)
 
     def for_loop(self, s: ir.For) -> None:
         """``for``: a C loop bounded by ``FOR_MAX`` iterations, so the verifier can see it end;
@@ -1512,21 +1721,13 @@ class CGen:
             kv = self.fresh("_sk")
             self.w(f"__u64 {kv} = {self.ex(k)};")
             ks.append((kv, _width(k.type) if not isinstance(k.type, ir.InfIntType) else 64))
+        keysets = _KeysetCond(self, t)
         for c in t.cases:
             conds = []
             for (kv, w), ksv in zip(ks, c.keysets, strict=True):
-                m = (1 << w) - 1
-                if isinstance(ksv, ir.KeysetDefault):
-                    continue
-                if isinstance(ksv, ir.KeysetValue):
-                    conds.append(f"{kv} == 0x{ksv.value & m:x}ULL")
-                elif isinstance(ksv, ir.KeysetMask):
-                    conds.append(f"({kv} & 0x{ksv.mask & m:x}ULL) == "
-                                 f"0x{ksv.value & ksv.mask & m:x}ULL")
-                elif isinstance(ksv, ir.KeysetRange):
-                    conds.append(f"({kv} >= 0x{ksv.lo & m:x}ULL && {kv} <= 0x{ksv.hi & m:x}ULL)")
-                else:
-                    raise self.refuse("parser value sets", t.loc)
+                cond = keysets.visit(ksv, kv, (1 << w) - 1)
+                if cond is not None:
+                    conds.append(cond)
             self.w(f"if ({' && '.join(conds) or '1'}) {goto(c.next_state)}")
         self.w(f"C->sm.f_parser_error = {self.p.error_code('NoMatch')};")
         self.w("goto parser_reject;")
