@@ -1,5 +1,6 @@
 # p4fabric — every target installs what it needs (system packages as root, .venv, pip deps).
-# `make demo` is the main job; `make test` runs the whole suite (as CI does).
+# Plain `make` lists the targets; `make demo` is the showcase; `make test` runs the whole suite
+# (as CI does).
 
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -20,9 +21,11 @@ TOPO_ARGS = --topo $(TOPO) --k $(K) --target $(TARGET) --scheme $(SCHEME) $(if $
             $(if $(PRIORITY),--switch-priority $(PRIORITY))
 P4TOOLS_PATH := $(if $(wildcard /opt/p4tools/bin),/opt/p4tools/bin:)
 
-all: demo
+all: help
 
 help:
+	@echo "make setup   install the system packages (as root) and .venv with the runtime; no-root simulator run after it:"
+	@echo "             .venv/bin/python -m experiments.run experiments/configs/demo.yaml --backend sim"
 	@echo "make demo    (root) k=4 fat-tree of p4switch: ring AllReduce + MoE AllToAll under the 5 schemes, table + report"
 	@echo "make demo-batch  no root: p4src/fabric.p4 on one p4switch in batch mode, each scheme"
 	@echo "make calibrate  (root) the time-dilation factor this machine runs the demo's fabric at (cached; FORCE=1 measures again)"

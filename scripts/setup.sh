@@ -6,7 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv}
-PYTHON=${PYTHON:-python3}
+# pyproject.toml requires Python 3.11 or newer; python3.11, the version CI and mypy target, is
+# taken when installed, else python3 (Debian 12's is 3.11, Ubuntu 24.04's 3.12)
+if [ -z "${PYTHON:-}" ]; then
+  if command -v python3.11 >/dev/null; then PYTHON=python3.11; else PYTHON=python3; fi
+fi
 APT_PACKAGES=(iproute2 mininet python3-venv python3-pip ethtool procps tcpdump iputils-ping
               clang libbpf-dev bpftool  # the eBPF target (p4switch/ebpf; bpftool: its bench)
               gcc python3-dev)  # ptf's netifaces has no wheel for Python 3.11: built on install
@@ -25,6 +29,17 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: warning: missing system packages (${missing[*]}); run as root to install them;" \
          "tests that need them will be skipped" >&2
   fi
+fi
+
+# refuse an interpreter older than 3.11 in one line, before pip fails on requires-python with a
+# page of output (an existing venv: the interpreter it was made with)
+py="$PYTHON"; hint="install python3.11 or run with PYTHON=/path/to/python3.11"
+if [ -x "$VENV/bin/python" ]; then py="$VENV/bin/python"; hint="remove $VENV and run again"; fi
+if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1; then
+  ver=$("$py" -c 'import sys; print("is Python %d.%d" % sys.version_info[:2])' 2>/dev/null \
+        || echo "does not run")
+  echo "setup: p4fabric needs Python 3.11 or newer and $py $ver: $hint" >&2
+  exit 1
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then
