@@ -156,6 +156,28 @@ def upward(edges: list[Import]) -> list[Import]:
     return bad
 
 
+def imports_table(edges: list[Import]) -> str:
+    """docs/architecture.md's table of the imports between packages, computed: a row per
+    importing package, its imported packages top layer first, and where it uses at most two
+    modules of one, their names."""
+    order = [p for pkgs in reversed(LAYERS) for p in pkgs]
+    used: dict[str, dict[str, set[str]]] = {}
+    for e in edges:
+        a, b = e.src.split(".")[0], e.dst.split(".")[0]
+        if a != b:
+            used.setdefault(a, {}).setdefault(b, set()).add(e.dst)
+    rows = ["| package | imports from |", "| --- | --- |"]
+    for a in sorted(used, key=order.index):
+        cells = []
+        for b in sorted(used[a], key=order.index):
+            subs = sorted(m[len(b) + 1:] for m in used[a][b] if m != b)
+            note = (" (" + ", ".join(f"`{m}`" for m in subs) + ")"
+                    if 0 < len(subs) <= 2 and len(subs) == len(used[a][b]) else "")
+            cells.append(f"`{b}`{note}")
+        rows.append(f"| `{a}` | {', '.join(cells)} |")
+    return "\n".join(rows)
+
+
 def test_every_package_has_a_layer() -> None:
     found = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()}
     assert found == set(LAYER), "give every package a layer in LAYERS (and docs/architecture.md)"
@@ -177,6 +199,29 @@ def test_the_layer_table_is_the_one_in_docs() -> None:
     for i, pkgs in enumerate(LAYERS):
         row = f"| {i} | " + ", ".join(f"`{p}`" for p in pkgs) + " |"
         assert row in doc, f"docs/architecture.md lacks the layer row {row!r}"
+
+
+def test_the_imports_table_is_the_one_in_docs() -> None:
+    """The table of the imports that exist between packages is computed from the code, so a new
+    dependency shows in the doc (paste the table this prints) and a removed one leaves it."""
+    doc = (ROOT / "docs" / "architecture.md").read_text().splitlines()
+    start = doc.index("| package | imports from |")
+    end = next((i for i in range(start, len(doc)) if not doc[i].startswith("|")), len(doc))
+    table = imports_table(import_graph())
+    assert "\n".join(doc[start:end]) == table, (
+        "docs/architecture.md's table of imports between packages differs from the code's:\n"
+        + table)
+
+
+def test_imports_table_names_few_modules() -> None:
+    edges = [Import("topo.net", "traffic.agentd", 1, False),
+             Import("topo.net", "model.spec", 2, False),
+             Import("topo.cli", "controller", 3, False),
+             Import("sim.a", "model.x", 4, False), Import("sim.a", "model.y", 5, False),
+             Import("sim.b", "model.z", 6, False), Import("sim.b", "sim.a", 7, False)]
+    assert imports_table(edges).splitlines()[2:] == [
+        "| `topo` | `traffic` (`agentd`), `controller`, `model` (`spec`) |",
+        "| `sim` | `model` |"]
 
 
 @pytest.mark.parametrize("source, expect", [
