@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 SETUP  := scripts/setup.sh
 PYTEST_ARGS ?=
 
-.PHONY: all demo demo-batch calibrate experiment test lint bench bench-target setup setup-dev clean help topo topo-check stop shell clean-fabric fidelity
+.PHONY: all demo demo-batch calibrate experiment test lint bench bench-target setup setup-dev clean help topo topo-check stop shell clean-fabric fidelity tofino
 
 # make topo / topo-check: the emulated fabric (python -m topo --help lists every option)
 TOPO   ?= fattree
@@ -38,7 +38,14 @@ help:
 	@echo "make topo-check  bring up k=4, ping all host pairs, one-line summary, tear down"
 	@echo "make stop    stop leftover fabric processes/interfaces recorded under /tmp/p4fabric"
 	@echo "make shell SW=edge1   p4runtime-shell on one switch of the running fabric"
+	@echo "make tofino  compile p4src/tna/fabric.p4 for Tofino 1 and 2 (bf-p4c or p4c-barefoot on PATH) and print the resource summary"
 	@echo "make clean   remove the venv, caches and results (runs make stop first)"
+
+# make tofino: the TNA port through the Tofino compiler (not installed by setup: docs/tofino.md)
+TOFINO_OUT ?= build/tofino
+TOFINO_CHIPS ?= tofino,tofino2
+tofino:
+	@python3 scripts/tofino.py --out $(TOFINO_OUT) --chips $(TOFINO_CHIPS)
 
 # setup: the runtime (make demo, topo, experiments); setup-dev adds the test tools and Ray
 setup:

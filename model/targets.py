@@ -17,3 +17,12 @@ class Target(StrEnum):
 
 TARGET_NAMES: tuple[str, ...] = tuple(t.value for t in Target)
 """The names, in declaration order (``str in Target`` raises TypeError on Python 3.11)."""
+
+
+class HardwareTarget(StrEnum):
+    """Switches the controller can program but the emulated fabric cannot start (so they are not
+    among :data:`TARGET_NAMES`, the ``--target`` choices of topo and the experiments)."""
+
+    TOFINO = "tofino"
+    """Intel Tofino 1/2 running p4src/tna/fabric.p4: ``model.tna`` turns the fabric's entries
+    into the TNA program's (action-profile groups, the slot table, ns timeouts); docs/tofino.md."""

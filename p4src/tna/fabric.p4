@@ -2,51 +2,33 @@
 /*
  * p4fabric -- Tofino (TNA) port of p4src/fabric.p4.
  *
- * NOT compiled in this repository (no Tofino SDE here): written against the
- * TNA headers (tna.p4 / tofino1arch.p4) and kept in step with the v1model
- * program by hand.  p4src/README.md, section "Tofino port", lists every
- * difference from the v1model controller contract and why it exists.
+ * Written against TNA (tna.p4: Tofino 1, and Tofino 2 with
+ * __TARGET_TOFINO__=2); `make tofino` compiles it with the open Tofino
+ * compiler (p4c-barefoot) when that is on PATH.  The contract constants come
+ * from ../include/contract.p4, the file the v1model program includes too;
+ * table, action, register and counter names are the v1model program's
+ * (MyIngress / MyEgress), and tests/p4src/test_tna_contract.py fails on any
+ * difference that model/tna.py does not declare.  p4src/README.md, section
+ * "Tofino port", and docs/tofino.md say why each difference exists.
  */
 #include <core.p4>
-#include <tna.p4>
+#if __TARGET_TOFINO__ == 2
+#include <t2na.p4>     /* Tofino 2: --target tofino2 --arch t2na */
+#else
+#include <tna.p4>      /* Tofino 1: --target tofino --arch tna   */
+#endif
 
-/* ---- constants (same values as include/defines.p4 unless noted) --------- */
-/* Tofino's CPU port depends on the chip/board (PCIe CPU port is 192 on a
- * 2-pipe and 320 on a 4-pipe Tofino 1); set it for your target. */
+/* ---- constants --------------------------------------------------------- */
+#include "../include/contract.p4"
+
+/* Tofino's CPU port depends on the chip and board (the PCIe CPU port is 192
+ * on a 2-pipe and 320 on a 4-pipe Tofino 1; the SDE's bf_pcie_cpu_port()
+ * tells yours); set it for your switch (docs/tofino.md). */
 const PortId_t CPU_PORT = 192;
-const bit<16> ETHERTYPE_IPV4 = 0x0800;
-const bit<8>  IP_PROTO_TCP   = 6;
-const bit<8>  IP_PROTO_UDP   = 17;
-const bit<2>  ECN_NOT_ECT    = 0;
-const bit<2>  ECN_CE         = 3;
 
-#define PORT_COUNT         512
-#define LB_MAX_GROUPS      256
-#define LB_MAX_MEMBERS     64
-#define LB_MEMBER_CTR_SIZE 16384
-#define FLOWLET_SLOTS      4096
-#define ROT_SLOTS          16384
-#define WAM_SLOT_SIZE      65536   /* exact (group, j) entries, see README */
-#define IPV4_LPM_SIZE      4096
-#define DROP_REASON_COUNT  16
-
-const bit<8> SCHEME_NONE    = 0;
-const bit<8> SCHEME_ECMP    = 1;
-const bit<8> SCHEME_FLOWLET = 2;
-const bit<8> SCHEME_RANDOM  = 3;
-const bit<8> SCHEME_ROTATE  = 4;
-const bit<8> SCHEME_WAM     = 5;
-
-const bit<8> DROP_NONE            = 0;
-const bit<8> DROP_PARSER_ERROR    = 1;
-const bit<8> DROP_BAD_CHECKSUM    = 2;
-const bit<8> DROP_NOT_IPV4        = 3;
-const bit<8> DROP_TTL_EXPIRED     = 4;
-const bit<8> DROP_ROUTE_MISS      = 5;
-const bit<8> DROP_ROUTE_BLACKHOLE = 6;
-const bit<8> DROP_LB_GROUP_MISS   = 7;
-const bit<8> DROP_LB_EMPTY        = 8;
-const bit<8> DROP_LB_MEMBER_MISS  = 9;
+/* Whack-a-Mole / random slot table: exact (group, j mod m) entries, m per
+ * group (v1model: 16384 range entries), see README. */
+#define WAM_SLOT_SIZE      65536
 
 /* ---- headers --------------------------------------------------------------- */
 typedef bit<48> mac_addr_t;
@@ -107,8 +89,9 @@ struct headers_t {
     l4_ports_t   l4;
 }
 
-struct ig_metadata_t {
-    bool    checksum_err;
+/* The load-balancing fields, under meta.lb as in the v1model program, so the
+ * table keys the controller writes have the same names. */
+struct lb_meta_t {
     bit<16> group_id;
     bit<16> dst_id;
     bit<8>  scheme;
@@ -120,12 +103,17 @@ struct ig_metadata_t {
     bit<16> flowlet_id;
     bit<12> flow_slot;
     bit<16> wam_mask;         /* m - 1 */
-    bit<16> wam_j;
+    bit<16> wam_j;            /* counter (WaM) or random value, & wam_mask */
     bit<16> rnd;
     bit<16> member_idx;
-    bit<16> l4_src;
-    bit<16> l4_dst;
-    bit<8>  drop_reason;
+}
+
+struct ig_metadata_t {
+    bool      checksum_err;
+    lb_meta_t lb;
+    bit<16>   l4_src;
+    bit<16>   l4_dst;
+    bit<8>    drop_reason;
 }
 
 struct eg_metadata_t {
@@ -136,14 +124,14 @@ struct eg_metadata_t {
 /* ============================ ingress parser ============================== */
 parser FabricIngressParser(packet_in pkt,
                            out headers_t hdr,
-                           out ig_metadata_t ig_md,
+                           out ig_metadata_t meta,
                            out ingress_intrinsic_metadata_t ig_intr_md) {
     Checksum() ipv4_csum;
 
     state start {
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
-        ig_md.checksum_err = false;
+        meta.checksum_err = false;
         transition select(ig_intr_md.ingress_port) {
             CPU_PORT: parse_packet_out;
             default:  parse_ethernet;
@@ -166,7 +154,7 @@ parser FabricIngressParser(packet_in pkt,
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
         ipv4_csum.add(hdr.ipv4);
-        ig_md.checksum_err = ipv4_csum.verify();
+        meta.checksum_err = ipv4_csum.verify();
         /* Tofino parsers cannot set a user error with verify(); version/IHL
          * are checked in ingress instead (counted as DROP_PARSER_ERROR). */
         transition select(hdr.ipv4.fragOffset, hdr.ipv4.protocol) {
@@ -183,8 +171,8 @@ parser FabricIngressParser(packet_in pkt,
 }
 
 /* ================================ ingress ================================= */
-control FabricIngress(inout headers_t hdr,
-                      inout ig_metadata_t ig_md,
+control MyIngress(inout headers_t hdr,
+                      inout ig_metadata_t meta,
                       in ingress_intrinsic_metadata_t ig_intr_md,
                       in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
@@ -202,8 +190,8 @@ control FabricIngress(inout headers_t hdr,
     /* Returns now - last and stores now (ns, wraps every 4.29 s). */
     RegisterAction<bit<32>, bit<12>, bit<32>>(flowlet_last_ts) flowlet_touch = {
         void apply(inout bit<32> value, out bit<32> rv) {
-            rv = ig_md.now - value;
-            value = ig_md.now;
+            rv = meta.lb.now - value;
+            value = meta.lb.now;
         }
     };
 
@@ -229,7 +217,7 @@ control FabricIngress(inout headers_t hdr,
              * stored value >= n (group just shrank) is returned as is, so
              * that one packet misses lb_member and is dropped. */
             rv = value;
-            if (value >= ig_md.member_idx) {
+            if (value >= meta.lb.member_idx) {
                 value = 0;
             } else {
                 value = value + 1;
@@ -262,8 +250,8 @@ control FabricIngress(inout headers_t hdr,
         ipv4_lpm_ctr.count();
     }
     action set_lb_group(bit<16> group_id, bit<16> dst_id) {
-        ig_md.group_id = group_id;
-        ig_md.dst_id = dst_id;
+        meta.lb.group_id = group_id;
+        meta.lb.dst_id = dst_id;
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
         ipv4_lpm_ctr.count();
     }
@@ -272,11 +260,11 @@ control FabricIngress(inout headers_t hdr,
         ipv4_lpm_ctr.count();
     }
     action drop_route() {
-        ig_md.drop_reason = DROP_ROUTE_BLACKHOLE;
+        meta.drop_reason = DROP_ROUTE_BLACKHOLE;
         ipv4_lpm_ctr.count();
     }
     action route_miss() {
-        ig_md.drop_reason = DROP_ROUTE_MISS;
+        meta.drop_reason = DROP_ROUTE_MISS;
         ipv4_lpm_ctr.count();
     }
     table ipv4_lpm {
@@ -289,36 +277,36 @@ control FabricIngress(inout headers_t hdr,
 
     /* ---- group table ------------------------------------------------------- */
     action lb_ecmp(bit<16> seed) {
-        ig_md.scheme = SCHEME_ECMP;
-        ig_md.seed = seed;
+        meta.lb.scheme = SCHEME_ECMP;
+        meta.lb.seed = seed;
     }
     action lb_flowlet(bit<16> seed, bit<32> timeout_ns) {
-        ig_md.scheme = SCHEME_FLOWLET;
-        ig_md.seed = seed;
-        ig_md.flowlet_timeout = timeout_ns;
+        meta.lb.scheme = SCHEME_FLOWLET;
+        meta.lb.seed = seed;
+        meta.lb.flowlet_timeout = timeout_ns;
     }
     /* Random: a uniform l-bit value through the WaM slot table, so spraying
      * can also be weighted (Tofino has no run-time multiply or modulo). */
     action lb_random(bit<16> mask) {
-        ig_md.scheme = SCHEME_RANDOM;
-        ig_md.wam_mask = mask;
+        meta.lb.scheme = SCHEME_RANDOM;
+        meta.lb.wam_mask = mask;
     }
     action lb_rotate(bit<16> n_members) {
-        ig_md.scheme = SCHEME_ROTATE;
-        ig_md.n_members = n_members;
+        meta.lb.scheme = SCHEME_ROTATE;
+        meta.lb.n_members = n_members;
     }
     action lb_wam(bit<16> mask) {
-        ig_md.scheme = SCHEME_WAM;
-        ig_md.wam_mask = mask;
+        meta.lb.scheme = SCHEME_WAM;
+        meta.lb.wam_mask = mask;
     }
     action lb_group_miss() {
-        ig_md.drop_reason = DROP_LB_GROUP_MISS;
+        meta.drop_reason = DROP_LB_GROUP_MISS;
     }
     table lb_group {
-        key = { ig_md.group_id: exact; }
+        key = { meta.lb.group_id: exact; }
         actions = { lb_ecmp; lb_flowlet; lb_random; lb_rotate; lb_wam; @defaultonly lb_group_miss; }
         const default_action = lb_group_miss();
-        size = LB_MAX_GROUPS;
+        size = LB_GROUP_SIZE;
     }
 
     /* ---- member selection -------------------------------------------------- */
@@ -327,21 +315,21 @@ control FabricIngress(inout headers_t hdr,
         hdr.ethernet.dstAddr = dmac;
     }
     action lb_member_miss() {
-        ig_md.drop_reason = DROP_LB_MEMBER_MISS;
+        meta.drop_reason = DROP_LB_MEMBER_MISS;
     }
 
     /* ECMP and flowlet: P4Runtime action-profile groups (one per LB group,
      * members = set_member actions, weights = member replication). */
     table lb_select {
         key = {
-            ig_md.group_id:    exact;
-            ig_md.seed:        selector;
+            meta.lb.group_id:    exact;
+            meta.lb.seed:        selector;
             hdr.ipv4.srcAddr:  selector;
             hdr.ipv4.dstAddr:  selector;
             hdr.ipv4.protocol: selector;
-            ig_md.l4_src:      selector;
-            ig_md.l4_dst:      selector;
-            ig_md.flowlet_id:  selector;   /* 0 for ECMP */
+            meta.l4_src:      selector;
+            meta.l4_dst:      selector;
+            meta.lb.flowlet_id:  selector;   /* 0 for ECMP */
         }
         actions = { set_member; @defaultonly lb_member_miss; }
         const default_action = lb_member_miss();
@@ -353,87 +341,90 @@ control FabricIngress(inout headers_t hdr,
      * folds the shuffle (a + b*j), the bit reversal and the ball ranges into
      * these m entries per group: Tofino cannot multiply by a run-time b. */
     action wam_set_member(bit<16> member_idx) {
-        ig_md.member_idx = member_idx;
+        meta.lb.member_idx = member_idx;
+    }
+    action wam_slot_miss() {
+        meta.drop_reason = DROP_LB_MEMBER_MISS;
     }
     table wam_slot_to_member {
-        key = { ig_md.group_id: exact; ig_md.wam_j: exact; }
-        actions = { wam_set_member; @defaultonly lb_member_miss; }
-        const default_action = lb_member_miss();
+        key = { meta.lb.group_id: exact; meta.lb.wam_j: exact; }
+        actions = { wam_set_member; @defaultonly wam_slot_miss; }
+        const default_action = wam_slot_miss();
         size = WAM_SLOT_SIZE;
     }
 
     /* Rotation, WaM, random: (group, member index) -> port + MAC. */
     table lb_member {
-        key = { ig_md.group_id: exact; ig_md.member_idx: exact; }
+        key = { meta.lb.group_id: exact; meta.lb.member_idx: exact; }
         actions = { set_member; @defaultonly lb_member_miss; }
         const default_action = lb_member_miss();
-        size = LB_MEMBER_CTR_SIZE;
+        size = LB_MEMBER_SIZE;
     }
 
     apply {
         port_rx_ctr.count(ig_intr_md.ingress_port);
-        ig_md.drop_reason = DROP_NONE;
-        ig_md.flowlet_id = 0;
-        ig_md.l4_src = 0;
-        ig_md.l4_dst = 0;
-        ig_md.now = ig_intr_md.ingress_mac_tstamp[31:0];
+        meta.drop_reason = DROP_NONE;
+        meta.lb.flowlet_id = 0;
+        meta.l4_src = 0;
+        meta.l4_dst = 0;
+        meta.lb.now = ig_intr_md.ingress_mac_tstamp[31:0];
 
         if (hdr.packet_out.isValid()) {
             ig_tm_md.ucast_egress_port = hdr.packet_out.egress_port;
             hdr.packet_out.setInvalid();
         } else if (ig_prsr_md.parser_err != 0) {
-            ig_md.drop_reason = DROP_PARSER_ERROR;
+            meta.drop_reason = DROP_PARSER_ERROR;
         } else if (!hdr.ipv4.isValid()) {
-            ig_md.drop_reason = DROP_NOT_IPV4;
+            meta.drop_reason = DROP_NOT_IPV4;
         } else if (hdr.ipv4.version != 4 || hdr.ipv4.ihl != 5) {
-            ig_md.drop_reason = DROP_PARSER_ERROR;
-        } else if (ig_md.checksum_err) {
-            ig_md.drop_reason = DROP_BAD_CHECKSUM;
+            meta.drop_reason = DROP_PARSER_ERROR;
+        } else if (meta.checksum_err) {
+            meta.drop_reason = DROP_BAD_CHECKSUM;
         } else if (hdr.ipv4.ttl <= 1) {
-            ig_md.drop_reason = DROP_TTL_EXPIRED;
+            meta.drop_reason = DROP_TTL_EXPIRED;
         } else {
             if (hdr.l4.isValid()) {
-                ig_md.l4_src = hdr.l4.srcPort;
-                ig_md.l4_dst = hdr.l4.dstPort;
+                meta.l4_src = hdr.l4.srcPort;
+                meta.l4_dst = hdr.l4.dstPort;
             }
             switch (ipv4_lpm.apply().action_run) {
                 set_lb_group: {
                     lb_group.apply();
-                    if (ig_md.scheme == SCHEME_ECMP) {
+                    if (meta.lb.scheme == SCHEME_ECMP) {
                         lb_select.apply();
-                    } else if (ig_md.scheme == SCHEME_FLOWLET) {
-                        ig_md.flow_slot = flow_slot_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
+                    } else if (meta.lb.scheme == SCHEME_FLOWLET) {
+                        meta.lb.flow_slot = flow_slot_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
                                                                hdr.ipv4.protocol,
-                                                               ig_md.l4_src, ig_md.l4_dst });
-                        ig_md.flowlet_gap = flowlet_touch.execute(ig_md.flow_slot);
+                                                               meta.l4_src, meta.l4_dst });
+                        meta.lb.flowlet_gap = flowlet_touch.execute(meta.lb.flow_slot);
                         /* gap > timeout without a run-time comparator:
                          * timeout |-| gap saturates to 0 iff gap >= timeout. */
-                        if ((ig_md.flowlet_timeout |-| ig_md.flowlet_gap) == 0
-                                && ig_md.flowlet_gap != ig_md.flowlet_timeout) {
-                            ig_md.flowlet_id = flowlet_id_bump.execute(ig_md.flow_slot);
+                        if ((meta.lb.flowlet_timeout |-| meta.lb.flowlet_gap) == 0
+                                && meta.lb.flowlet_gap != meta.lb.flowlet_timeout) {
+                            meta.lb.flowlet_id = flowlet_id_bump.execute(meta.lb.flow_slot);
                         } else {
-                            ig_md.flowlet_id = flowlet_id_read.execute(ig_md.flow_slot);
+                            meta.lb.flowlet_id = flowlet_id_read.execute(meta.lb.flow_slot);
                         }
                         lb_select.apply();
                     } else {
-                        if (ig_md.scheme == SCHEME_ROTATE) {
-                            if (ig_md.n_members == 0) {
-                                ig_md.drop_reason = DROP_LB_EMPTY;
+                        if (meta.lb.scheme == SCHEME_ROTATE) {
+                            if (meta.lb.n_members == 0) {
+                                meta.drop_reason = DROP_LB_EMPTY;
                             } else {
-                                ig_md.member_idx = ig_md.n_members - 1;
-                                ig_md.member_idx = rot_advance.execute(ig_md.dst_id);
+                                meta.lb.member_idx = meta.lb.n_members - 1;
+                                meta.lb.member_idx = rot_advance.execute(meta.lb.dst_id);
                             }
-                        } else if (ig_md.scheme == SCHEME_WAM) {
-                            ig_md.wam_j = wam_next.execute(ig_md.dst_id) & ig_md.wam_mask;
+                        } else if (meta.lb.scheme == SCHEME_WAM) {
+                            meta.lb.wam_j = wam_next.execute(meta.lb.dst_id) & meta.lb.wam_mask;
                             wam_slot_to_member.apply();
-                        } else if (ig_md.scheme == SCHEME_RANDOM) {
-                            ig_md.wam_j = rng.get() & ig_md.wam_mask;
+                        } else if (meta.lb.scheme == SCHEME_RANDOM) {
+                            meta.lb.wam_j = rng.get() & meta.lb.wam_mask;
                             wam_slot_to_member.apply();
                         }
-                        if (ig_md.drop_reason == DROP_NONE) {
+                        if (meta.drop_reason == DROP_NONE) {
                             if (lb_member.apply().hit) {
-                                lb_member_ctr.count((bit<32>)ig_md.group_id * LB_MAX_MEMBERS
-                                                    + (bit<32>)ig_md.member_idx);
+                                lb_member_ctr.count((bit<32>)meta.lb.group_id * LB_MAX_MEMBERS
+                                                    + (bit<32>)meta.lb.member_idx);
                             }
                         }
                     }
@@ -441,9 +432,9 @@ control FabricIngress(inout headers_t hdr,
             }
         }
 
-        if (ig_md.drop_reason != DROP_NONE) {
+        if (meta.drop_reason != DROP_NONE) {
             ig_dprsr_md.drop_ctl = 1;
-            drop_ctr.count(ig_md.drop_reason);
+            drop_ctr.count(meta.drop_reason);
         } else {
             hdr.bridged.setValid();
             hdr.bridged._pad = 0;
@@ -454,7 +445,7 @@ control FabricIngress(inout headers_t hdr,
 
 control FabricIngressDeparser(packet_out pkt,
                               inout headers_t hdr,
-                              in ig_metadata_t ig_md,
+                              in ig_metadata_t meta,
                               in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     apply {
         pkt.emit(hdr.bridged);
@@ -486,7 +477,7 @@ parser FabricEgressParser(packet_in pkt,
 }
 
 /* ================================ egress ================================== */
-control FabricEgress(inout headers_t hdr,
+control MyEgress(inout headers_t hdr,
                      inout eg_metadata_t eg_md,
                      in egress_intrinsic_metadata_t eg_intr_md,
                      in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
@@ -580,10 +571,10 @@ control FabricEgressDeparser(packet_out pkt,
 }
 
 Pipeline(FabricIngressParser(),
-         FabricIngress(),
+         MyIngress(),
          FabricIngressDeparser(),
          FabricEgressParser(),
-         FabricEgress(),
+         MyEgress(),
          FabricEgressDeparser()) pipe;
 
 Switch(pipe) main;

@@ -17,6 +17,7 @@ import pytest
 from model import lb as lm
 
 DEFINES = Path(__file__).resolve().parents[2] / "p4src" / "include" / "defines.p4"
+CONTRACT = DEFINES.with_name("contract.p4")  # the constants defines.p4 shares with tna/fabric.p4
 
 
 # ---- hashing ---------------------------------------------------------------------------------
@@ -321,7 +322,7 @@ def test_wam_group_rejects_wrong_ball_total() -> None:
 
 # ---- the model's constants match the P4 --------------------------------------------------------
 def test_constants_match_defines_p4() -> None:
-    text = DEFINES.read_text()
+    text = CONTRACT.read_text() + DEFINES.read_text()
     defines = {k: int(v) for k, v in re.findall(r"#define\s+(\w+)\s+(\d+)", text)}
     consts = {k: int(v, 0) for k, v in re.findall(r"const\s+bit<\d+>\s+(\w+)\s*=\s*(\w+);", text)}
     for name in ("LB_MAX_GROUPS", "LB_MAX_MEMBERS", "FLOWLET_SLOTS", "ROT_SLOTS", "WAM_L_MAX"):

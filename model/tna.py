@@ -1,0 +1,293 @@
+"""The ``tofino`` target: fabric.p4's controller entries as p4src/tna/fabric.p4 takes them.
+
+The TNA program keeps fabric.p4's table, action, register and counter names; what it cannot do
+on a Tofino pipeline it does differently (p4src/README.md, "Tofino port"), and
+:data:`DIFFERENCES` lists every resulting difference of the controller contract. This module
+turns the neutral :class:`~model.entries.Entry` values that routing and the schemes compute for
+one switch into what the TNA program needs, so one computation drives both programs:
+
+* ECMP and flowlet groups become a P4Runtime action-profile group of ``set_member`` members (a
+  member's weight = how many ``lb_member`` indexes it had) and one ``lb_select`` entry;
+* Whack-a-Mole's ball ranges become ``m`` exact ``(group, j mod m)`` entries with the shuffle
+  ``(a + b·j) mod m`` and the bit reversal folded in (Tofino cannot multiply by a run-time b);
+* random spraying becomes a uniform draw over ``2**RANDOM_LOG2_M`` slots through the same table;
+* flowlet timeouts go from µs to ns, and the egress tables' key is TNA's egress port.
+
+``tests/p4src/test_tna_contract.py`` holds DIFFERENCES against both programs, and
+``tests/p4src/test_tna_entries.py`` checks every entity this module emits against the TNA
+program's P4Info for every scheme on a k=4 fat-tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from p4switch.pipeline.api import ExactMatch, RangeMatch
+
+from . import lb as lb_model
+from .entries import (
+    ECN_CONFIG,
+    IPV4_LPM,
+    K_EGRESS,
+    K_GROUP,
+    K_MEMBER,
+    LB_GROUP,
+    LB_MEMBER,
+    PORT_SMAC,
+    WAM_SLOT,
+    Entry,
+    Match,
+)
+from .routing import FabricEntries
+
+# ---- the TNA program's own names and sizes ---------------------------------------------------
+LB_SELECT = "MyIngress.lb_select"
+LB_PROFILE = "MyIngress.lb_profile"
+LB_SELECTOR = "MyIngress.lb_selector"
+K_WAM_J = "meta.lb.wam_j"
+K_EGRESS_TNA = "eg_intr_md.egress_port"
+WAM_SLOT_SIZE = 65536
+"""Exact (group, j mod m) entries of the TNA ``wam_slot_to_member``, summed over groups."""
+RANDOM_LOG2_M = 8
+"""Random spraying draws one of 2**8 slots: a member's share is within 1/256 of 1/n."""
+NS_PER_US = 1000
+TIMEOUT_NS_MAX = (1 << 32) - 1
+
+SET_MEMBER = "MyIngress.set_member"
+WAM_SET_MEMBER = "MyIngress.wam_set_member"
+
+
+@dataclass(frozen=True)
+class ContractDifference:
+    """One way the TNA program's contract differs from fabric.p4's, and what the controller
+    does about it. ``v1model``/``tna`` are rendered as tests/p4src/p4contract.py renders them."""
+
+    kind: str
+    name: str
+    v1model: str
+    tna: str
+    handling: str
+
+
+DIFFERENCES: tuple[ContractDifference, ...] = (
+    ContractDifference(
+        "action", "MyIngress.lb_ecmp", "n_members:16, seed:16", "seed:16",
+        "members go into an action-profile group; the selector hashes seed and the 5-tuple"),
+    ContractDifference(
+        "action", "MyIngress.lb_flowlet", "n_members:16, seed:16, timeout_us:32",
+        "seed:16, timeout_ns:32",
+        "as lb_ecmp; timeout_ns = 1000 * timeout_us (Tofino timestamps are ns)"),
+    ContractDifference(
+        "action", "MyIngress.lb_random", "n_members:16", "mask:16",
+        "mask = 2**RANDOM_LOG2_M - 1; the slot table maps the draw to members by equal balls"),
+    ContractDifference(
+        "action", "MyIngress.lb_wam", "log2_m:8, a:16, b:16", "mask:16",
+        "mask = m - 1; a, b and the bit reversal are folded into the m slot-table entries"),
+    ContractDifference(
+        "table-keys", "MyIngress.wam_slot_to_member",
+        "meta.lb.group_id:exact:16, meta.lb.wam_slot:range:16",
+        "meta.lb.group_id:exact:16, meta.lb.wam_j:exact:16",
+        "one exact entry per counter value j mod m instead of one range per member"),
+    ContractDifference(
+        "table-size", "MyIngress.wam_slot_to_member", "16384", "65536",
+        "m entries per group (256 at the default log2_m = 8) instead of one per member"),
+    ContractDifference(
+        "table", "MyIngress.lb_select", "absent", "present",
+        "one entry per ECMP/flowlet group, pointing at its action-profile group"),
+    ContractDifference(
+        "action-profile", "MyIngress.lb_profile", "absent", "16384",
+        "holds the set_member members of ECMP/flowlet groups (id = group * 64 + member)"),
+    ContractDifference(
+        "action-profile", "MyIngress.lb_selector", "absent", "16384",
+        "one P4Runtime action-profile group per ECMP/flowlet LB group (same id)"),
+    ContractDifference(
+        "register", "MyIngress.flowlet_last_ts", "bit<48> x 4096", "bit<32> x 4096",
+        "ns, wraps every 4.29 s: a gap of k * 4.29 s + d looks like d (harmless for LB)"),
+    ContractDifference(
+        "table-keys", "MyEgress.port_smac", "standard_metadata.egress_port:exact:9",
+        "eg_intr_md.egress_port:exact:9", "key renamed"),
+    ContractDifference(
+        "table-keys", "MyEgress.ecn_config", "standard_metadata.egress_port:exact:9",
+        "eg_intr_md.egress_port:exact:9", "key renamed"),
+)
+
+
+# ---- what the tofino target writes -----------------------------------------------------------
+@dataclass(frozen=True)
+class ProfileMember:
+    """A P4Runtime ActionProfileMember of ``profile``."""
+
+    member_id: int
+    action: str
+    params: tuple[tuple[str, int], ...]
+    profile: str = LB_PROFILE
+
+
+@dataclass(frozen=True)
+class ProfileGroup:
+    """A P4Runtime ActionProfileGroup: ``members`` are (member id, weight)."""
+
+    group_id: int
+    members: tuple[tuple[int, int], ...]
+    max_size: int = lb_model.LB_MAX_MEMBERS
+    profile: str = LB_SELECTOR
+
+
+@dataclass(frozen=True)
+class SelectorEntry:
+    """A table entry of an action-selector table: its action is a group."""
+
+    table: str
+    match: tuple[tuple[str, Match], ...]
+    group_id: int
+
+
+@dataclass
+class TnaSwitchEntries:
+    switch: str
+    entries: list[Entry] = field(default_factory=list)
+    members: list[ProfileMember] = field(default_factory=list)
+    groups: list[ProfileGroup] = field(default_factory=list)
+    selector_entries: list[SelectorEntry] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return (len(self.entries) + len(self.members) + len(self.groups)
+                + len(self.selector_entries))
+
+
+def member_id(group_id: int, member: int) -> int:
+    return group_id * lb_model.LB_MAX_MEMBERS + member
+
+
+def _member_weights(indexes: dict[int, tuple[int, int]], n: int
+                    ) -> list[tuple[tuple[int, int], int]]:
+    """(port, dmac) -> how many of the lb_member indexes 0..n-1 name it, in first-index order."""
+    weights: dict[tuple[int, int], int] = {}
+    for idx in range(n):
+        if idx not in indexes:
+            raise ValueError(f"lb_member index {idx} missing below n_members = {n}")
+        weights[indexes[idx]] = weights.get(indexes[idx], 0) + 1
+    return list(weights.items())
+
+
+def _slot_entries(group_id: int, members: list[int]) -> list[Entry]:
+    """Exact ``(group, j)`` -> ``wam_set_member(members[j])`` for j = 0..m-1 (-1: no entry)."""
+    return [Entry.make(WAM_SLOT, {K_GROUP: ExactMatch(group_id), K_WAM_J: ExactMatch(j)},
+                       WAM_SET_MEMBER, {"member_idx": k})
+            for j, k in enumerate(members) if k >= 0]
+
+
+def wam_slot_members(log2_m: int, a: int, b: int,
+                     ranges: Iterable[tuple[int, int, int]]) -> list[int]:
+    """Member of each counter value j mod m as fabric.p4 picks it: slot = bitreverse_l((a + b·j)
+    mod m), then the ball range holding the slot (-1 where none does: the P4 drops)."""
+    rs = list(ranges)
+    out = []
+    for j in range(1 << log2_m):
+        slot = lb_model.wam_slot(j, log2_m, a, b)
+        out.append(next((k for lo, hi, k in rs if lo <= slot <= hi), -1))
+    return out
+
+
+def random_slot_members(n: int, log2_m: int = RANDOM_LOG2_M) -> list[int]:
+    """Equal balls of 2**log2_m slots over lb_member indexes 0..n-1, in contiguous runs."""
+    if n == 0:
+        return []
+    balls = lb_model.balls_from_weights([1.0] * n, 1 << log2_m)
+    return [k for k, c in enumerate(balls) for _ in range(c)]
+
+
+def tna_entries(entries: Iterable[Entry], switch: str = "sw") -> TnaSwitchEntries:
+    """One switch's fabric.p4 entries, as the TNA program takes them. ValueError (one line)
+    for an entry the TNA contract has no place for."""
+    entries = list(entries)
+    members_of: dict[int, dict[int, tuple[int, int]]] = {}
+    ranges_of: dict[int, list[tuple[int, int, int]]] = {}
+    for e in entries:
+        if e.table == LB_MEMBER:
+            m = e.match_dict
+            gid, idx = m[K_GROUP], m[K_MEMBER]
+            assert isinstance(gid, ExactMatch) and isinstance(idx, ExactMatch)
+            p = e.params_dict
+            members_of.setdefault(gid.value, {})[idx.value] = (p["port"], p["dmac"])
+        elif e.table == WAM_SLOT:
+            m = e.match_dict
+            gid, rng = m[K_GROUP], next(v for v in m.values() if isinstance(v, RangeMatch))
+            assert isinstance(gid, ExactMatch) and isinstance(rng, RangeMatch)
+            ranges_of.setdefault(gid.value, []).append(
+                (rng.low, rng.high, e.params_dict["member_idx"]))
+
+    out = TnaSwitchEntries(switch)
+    selected: set[int] = set()  # groups whose members went into the action profile
+    for e in entries:
+        if e.table == IPV4_LPM:
+            out.entries.append(e)
+        elif e.table in (PORT_SMAC, ECN_CONFIG):
+            match = {K_EGRESS_TNA if k == K_EGRESS else k: v for k, v in e.match}
+            out.entries.append(Entry.make(e.table, match, e.action, e.params_dict, e.priority))
+        elif e.table == LB_GROUP:
+            gid_m = e.match_dict[K_GROUP]
+            assert isinstance(gid_m, ExactMatch)
+            _group(out, gid_m.value, e, members_of.get(gid_m.value, {}),
+                   ranges_of.get(gid_m.value, []), selected)
+        elif e.table in (LB_MEMBER, WAM_SLOT):
+            continue  # placed per group below / folded into the slot table
+        else:
+            raise ValueError(f"switch {switch}: table {e.table} has no place in the TNA program")
+    for group, indexes in sorted(members_of.items()):
+        if group in selected:
+            continue
+        for i, (port, dmac) in sorted(indexes.items()):
+            out.entries.append(Entry.make(LB_MEMBER, {K_GROUP: ExactMatch(group),
+                                                      K_MEMBER: ExactMatch(i)},
+                                          SET_MEMBER, {"port": port, "dmac": dmac}))
+    n_slots = sum(1 for e in out.entries if e.table == WAM_SLOT)
+    if n_slots > WAM_SLOT_SIZE:
+        raise ValueError(f"switch {switch}: {n_slots} slot-table entries exceed the TNA "
+                         f"wam_slot_to_member size {WAM_SLOT_SIZE} (lower log2_m)")
+    return out
+
+
+def _group(out: TnaSwitchEntries, gid: int, e: Entry, indexes: dict[int, tuple[int, int]],
+           ranges: list[tuple[int, int, int]], selected: set[int]) -> None:
+    p = e.params_dict
+    key = {K_GROUP: ExactMatch(gid)}
+    if e.action in ("MyIngress.lb_ecmp", "MyIngress.lb_flowlet"):
+        if e.action == "MyIngress.lb_ecmp":
+            out.entries.append(Entry.make(LB_GROUP, key, e.action, {"seed": p["seed"]}))
+        else:
+            ns = p["timeout_us"] * NS_PER_US
+            if ns > TIMEOUT_NS_MAX:
+                raise ValueError(f"group {gid}: flowlet timeout {p['timeout_us']} us exceeds "
+                                 f"the TNA program's 32-bit ns ({TIMEOUT_NS_MAX // NS_PER_US} us)")
+            out.entries.append(Entry.make(LB_GROUP, key, e.action,
+                                          {"seed": p["seed"], "timeout_ns": ns}))
+        selected.add(gid)
+        weights = _member_weights(indexes, p["n_members"])
+        ids = []
+        for k, ((port, dmac), w) in enumerate(weights):
+            mid = member_id(gid, k)
+            out.members.append(ProfileMember(mid, SET_MEMBER, (("dmac", dmac), ("port", port))))
+            ids.append((mid, w))
+        if ids:  # an empty group has no lb_select entry: lb_member_miss drops (reason 9)
+            out.groups.append(ProfileGroup(gid, tuple(ids)))
+            out.selector_entries.append(SelectorEntry(LB_SELECT, tuple(key.items()), gid))
+    elif e.action == "MyIngress.lb_random":
+        slots = random_slot_members(p["n_members"])
+        mask = (1 << RANDOM_LOG2_M) - 1 if slots else 0
+        out.entries.append(Entry.make(LB_GROUP, key, e.action, {"mask": mask}))
+        out.entries.extend(_slot_entries(gid, slots))
+    elif e.action == "MyIngress.lb_rotate":
+        out.entries.append(e)
+    elif e.action == "MyIngress.lb_wam":
+        log2_m = p["log2_m"]
+        out.entries.append(Entry.make(LB_GROUP, key, e.action, {"mask": (1 << log2_m) - 1}))
+        out.entries.extend(_slot_entries(gid, wam_slot_members(log2_m, p["a"], p["b"], ranges)))
+    else:
+        raise ValueError(f"group {gid}: action {e.action} has no TNA counterpart")
+
+
+def tna_fabric_entries(fabric: FabricEntries) -> dict[str, TnaSwitchEntries]:
+    """Every switch of a fabric (``routing.compute_fabric_entries``' result) for the TNA program."""
+    return {name: tna_entries(se.entries, name) for name, se in fabric.switches.items()}

@@ -1,0 +1,226 @@
+"""The tofino target (model/tna.py): every entity it computes for a k=4 fat-tree, for every
+scheme, is accepted by the TNA program's P4Info schema (ids, key names and match kinds, widths,
+action parameters, table membership, sizes) and encodes as P4Runtime updates through the
+controller's codec; and the TNA entries make the same member choices as fabric.p4's where the
+choice is deterministic (Whack-a-Mole), the same shares where it is not (random), the same
+weights (ECMP). The P4Info is the Tofino compiler's where it is on PATH, else one built from the
+program's declarations (tests/p4src/p4contract.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from pathlib import Path
+
+import p4contract as pc
+import pytest
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+
+from controller.p4rt_codec import P4Schema
+from controller.tna_codec import install_updates
+from model import lb as lb_model
+from model import tna
+from model.entries import LB_GROUP, LB_MEMBER, WAM_SLOT, Entry
+from model.routing import compute_fabric_entries
+from model.schemes import SCHEMES, Ecmp, Flowlet, WhackAMole
+from model.spec import fat_tree
+from p4switch.pipeline.api import ExactMatch, LpmMatch, RangeMatch, TernaryMatch
+
+ROOT = Path(__file__).resolve().parents[2]
+TNA = ROOT / "p4src" / "tna" / "fabric.p4"
+KIND = {ExactMatch: "exact", LpmMatch: "lpm", RangeMatch: "range", TernaryMatch: "ternary"}
+
+
+def _compiler_p4info(tmp: Path) -> p4info_pb2.P4Info | None:
+    spec = importlib.util.spec_from_file_location("tofino_script", ROOT / "scripts" / "tofino.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    compiler = mod.find_compiler()
+    if compiler is None:
+        return None
+    r, _ = mod.compile_for(compiler, "tofino", tmp)
+    assert r.returncode == 0, r.stderr
+    info = p4info_pb2.P4Info()
+    text_format.Parse((tmp / "p4info.txtpb").read_text(), info)
+    return info
+
+
+@pytest.fixture(scope="module")
+def schema(tmp_path_factory) -> tuple[P4Schema, pc.Contract]:
+    info = _compiler_p4info(tmp_path_factory.mktemp("tofino"))
+    if info is None:
+        contract = pc.from_tna_source(TNA)
+        info = pc.to_p4info(contract)
+    else:
+        contract = pc.from_p4info(info, pipe_prefix="pipe.")
+    return P4Schema(info), contract
+
+
+def validate(t: tna.TnaSwitchEntries, contract: pc.Contract) -> None:
+    """Everything a P4Runtime server checks of these writes against the P4Info, by name."""
+    counts: Counter[str] = Counter()
+    for e in t.entries:
+        table = contract.tables[e.table]
+        keys = {k.name: k for k in table.keys}
+        assert set(e.match_dict) == set(keys), (e, table.keys)
+        for name, m in e.match:
+            assert KIND[type(m)] == keys[name].match, (e, name)
+        assert e.action in table.actions, e
+        params = dict(contract.actions[e.action].params)
+        assert set(e.params_dict) == set(params), e
+        for name, v in e.params:
+            assert 0 <= v < 1 << params[name], (e, name)
+        needs_priority = any(k.match in ("range", "ternary") for k in table.keys)
+        assert (e.priority > 0) == needs_priority, e
+        counts[e.table] += 1
+    for s in t.selector_entries:
+        counts[s.table] += 1
+        table = contract.tables[s.table]
+        assert table.implementation is not None
+        assert {n for n, _ in s.match} == {k.name for k in table.keys}
+    for name, n in counts.items():
+        assert n <= contract.tables[name].size, (t.switch, name, n)
+
+    selector_tables = [x for x in contract.tables.values() if x.implementation]
+    assert len(selector_tables) == 1
+    member_ids = {m.member_id for m in t.members}
+    assert len(member_ids) == len(t.members)
+    for m in t.members:
+        assert m.action in selector_tables[0].actions
+        params = dict(contract.actions[m.action].params)
+        assert {n for n, _ in m.params} == set(params)
+        assert m.profile in contract.profiles
+    group_ids = {g.group_id for g in t.groups}
+    assert len(group_ids) == len(t.groups)
+    for g in t.groups:
+        assert g.profile in contract.profiles
+        assert 0 < len(g.members) <= g.max_size <= lb_model.LB_MAX_MEMBERS
+        assert {mid for mid, _ in g.members} <= member_ids
+        assert all(w > 0 for _, w in g.members)
+    assert {s.group_id for s in t.selector_entries} == group_ids
+
+
+CASES = [(name, {}) for name in SCHEMES] + [
+    ("wam", {"log2_m": 4}), ("flowlet", {"timeout_us": 500}), ("ecmp", {"seed": 7})]
+
+
+@pytest.mark.parametrize(("scheme", "params"), CASES,
+                         ids=[f"{n}{'-' + '-'.join(map(str, p.values())) if p else ''}"
+                              for n, p in CASES])
+def test_every_entry_fits_the_tna_p4info(schema, scheme, params):
+    p4schema, contract = schema
+    sch = SCHEMES[scheme](**params)
+    fabric = compute_fabric_entries(fat_tree(4), sch)
+    out = tna.tna_fabric_entries(fabric)
+    assert set(out) == set(fabric.switches)
+    for name, t in out.items():
+        validate(t, contract)
+        ups = install_updates(p4schema, t)  # ids and widths, through the controller's codec
+        assert len(ups) == len(t)
+        v1_groups = [e for e in fabric[name].entries if e.table == LB_GROUP]
+        tna_groups = [e for e in t.entries if e.table == LB_GROUP]
+        assert len(v1_groups) == len(tna_groups)
+        if scheme in ("ecmp", "flowlet"):
+            assert len(t.groups) == len(v1_groups) > 0 or name.startswith("core")
+            assert not [e for e in t.entries if e.table == LB_MEMBER]
+
+
+def test_mixed_schemes_and_a_failed_link(schema):
+    _p4schema, contract = schema
+    spec = fat_tree(4)
+    fabric = compute_fabric_entries(spec, "ecmp", failed_links=[0],
+                                    group_schemes={"agg1": WhackAMole(), "edge1": "random"})
+    for t in tna.tna_fabric_entries(fabric).values():
+        validate(t, contract)
+
+
+# ---- the TNA entries choose as fabric.p4 does --------------------------------------------------
+def _first_group(fabric, switch: str) -> tuple[int, list[Entry]]:
+    entries = fabric[switch].entries
+    g = next(e for e in entries if e.table == LB_GROUP)
+    gid = g.match_dict["meta.lb.group_id"].value
+    return gid, entries
+
+
+def _tna_member_ports(t: tna.TnaSwitchEntries, gid: int) -> tuple[dict[int, int], dict[int, int]]:
+    """(j -> lb_member index) of the slot table, (index -> port) of lb_member, for one group."""
+    slots, ports = {}, {}
+    for e in t.entries:
+        m = e.match_dict
+        if m.get("meta.lb.group_id") != ExactMatch(gid):
+            continue
+        if e.table == WAM_SLOT:
+            slots[m[tna.K_WAM_J].value] = e.params_dict["member_idx"]
+        elif e.table == LB_MEMBER:
+            ports[m["meta.lb.member_idx"].value] = e.params_dict["port"]
+    return slots, ports
+
+
+@pytest.mark.parametrize("log2_m", [0, 3, 8])
+def test_wam_slot_table_reproduces_fabric_p4_choices(log2_m):
+    spec = fat_tree(4)
+    probe = compute_fabric_entries(spec, WhackAMole(log2_m=log2_m))
+    gid, _ = _first_group(probe, "edge1")
+    ports = probe["edge1"].groups[gid].ports
+    weights = {("edge1", gid): {ports[0]: 3.0, ports[1]: 1.0}}
+    fabric = compute_fabric_entries(spec, WhackAMole(log2_m=log2_m), weights=weights)
+    v1 = next(e for e in fabric["edge1"].entries if e.table == LB_GROUP)
+    p = v1.params_dict
+    balls = lb_model.balls_from_weights([3.0, 1.0], 1 << log2_m)
+    ref = lb_model.WamGroup(log2_m, p["a"], p["b"], balls)
+    t = tna.tna_entries(fabric["edge1"].entries, "edge1")
+    tg = next(e for e in t.entries if e.table == LB_GROUP and e.match == v1.match)
+    mask = tg.params_dict["mask"]
+    assert mask == (1 << log2_m) - 1
+    slots, _ports = _tna_member_ports(t, gid)
+    assert len(slots) == 1 << log2_m
+    counter = 0xFFF0  # the 16-bit counter wraps: j mod m still follows
+    ref.j = counter
+    for _ in range(3 * (1 << log2_m) + 5):
+        assert slots[counter & mask] == ref.next_member()
+        counter = (counter + 1) & 0xFFFF
+
+
+def test_random_slot_table_shares_are_equal_within_one_slot():
+    fabric = compute_fabric_entries(fat_tree(4), "random")
+    gid, _ = _first_group(fabric, "edge1")
+    t = tna.tna_entries(fabric["edge1"].entries, "edge1")
+    slots, ports = _tna_member_ports(t, gid)
+    m = 1 << tna.RANDOM_LOG2_M
+    assert sorted(slots) == list(range(m))
+    shares = Counter(slots.values())
+    assert set(shares) == set(ports)
+    assert max(shares.values()) - min(shares.values()) <= 1
+
+
+def test_weighted_ecmp_becomes_group_weights():
+    spec = fat_tree(4)
+    probe = compute_fabric_entries(spec, Ecmp())
+    gid, _ = _first_group(probe, "edge1")
+    ports = probe["edge1"].groups[gid].ports
+    fabric = compute_fabric_entries(spec, Ecmp(), weights={("edge1", gid): {ports[0]: 2.0}})
+    t = tna.tna_entries(fabric["edge1"].entries, "edge1")
+    g = next(g for g in t.groups if g.group_id == gid)
+    by_id = {m.member_id: dict(m.params)["port"] for m in t.members}
+    assert sorted((by_id[mid], w) for mid, w in g.members) == sorted(
+        [(ports[0], 2), (ports[1], 1)])
+    seed = next(e for e in t.entries if e.table == LB_GROUP).params_dict
+    assert set(seed) == {"seed"}
+
+
+def test_flowlet_timeout_goes_to_ns_and_must_fit_32_bits():
+    fabric = compute_fabric_entries(fat_tree(4), Flowlet(timeout_us=250))
+    t = tna.tna_entries(fabric["edge1"].entries, "edge1")
+    g = next(e for e in t.entries if e.table == LB_GROUP)
+    assert g.params_dict["timeout_ns"] == 250_000
+    big = compute_fabric_entries(fat_tree(4), Flowlet(timeout_us=5_000_000))
+    with pytest.raises(ValueError, match="32-bit ns"):
+        tna.tna_entries(big["edge1"].entries, "edge1")
+
+
+def test_an_entry_with_no_tna_place_is_a_one_line_error():
+    e = Entry.make("MyIngress.no_such_table", {"k": ExactMatch(1)}, "MyIngress.x")
+    with pytest.raises(ValueError, match="no place in the TNA program"):
+        tna.tna_entries([e], "sw1")
