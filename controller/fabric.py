@@ -206,11 +206,27 @@ class FabricController:
         self.event("start", None, f"{len(self.conns)} switches programmed ({len(self.reused)} "
                    f"kept their pipeline), {n} entries, scheme {self.scheme.name}, "
                    f"in {t3 - t0:.2f} s")
+        self._start_loops(loops)
+        return self
+
+    def _start_loops(self, loops: Sequence[str]) -> None:
         if any(n in loops for n in (ControlLoop.FAILURE, ControlLoop.WAM)):
             self.loops = loops_ = ControlLoops(self, [n for n in loops
                                                       if n != ControlLoop.RECONCILE])
             loops_.start()
-        return self
+
+    def set_loops(self, loops: Sequence[str]) -> None:
+        """Run exactly these control loops from now on (the running ones stop first): e.g.
+        Whack-a-Mole's, when a scheme change brings a group under it."""
+        bad = [n for n in loops if n not in LOOP_NAMES]
+        if bad:
+            raise ValueError(f"unknown loop(s) {bad} (choose from {', '.join(LOOP_NAMES)})")
+        if self.loops is not None:
+            self.loops.stop()
+            self.loops = None
+        self.loop_names = tuple(loops)
+        if self.conns:
+            self._start_loops(loops)
 
     def stop(self) -> None:
         """Stop the loops and close every connection (the switches keep running)."""

@@ -13,35 +13,21 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from model.spec import FabricSpec
-from traffic.schedules import Schedule, dump
-from traffic.transport import TransportConfig
+from topo.session import (
+    RTO_BOUNDS,
+    FabricSession,
+    RunSamples,
+    Sampler,
+    SessionConfig,
+)
+from traffic.schedules import Schedule
 
 from .config import ExperimentConfig, SchemeConfig, WorkloadConfig
-
-
-@dataclass
-class RunSamples:
-    """What a backend measured on the switches during one run, with wall-clock (or virtual)
-    sample times in column ``t``; empty frames where the backend cannot measure it."""
-
-    links: pd.DataFrame = field(default_factory=pd.DataFrame)
-    queues: pd.DataFrame = field(default_factory=pd.DataFrame)
-    counters: pd.DataFrame = field(default_factory=pd.DataFrame)
-    counters_before: pd.DataFrame = field(default_factory=pd.DataFrame)
-    counters_after: pd.DataFrame = field(default_factory=pd.DataFrame)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    failure_at: float | None = None
-    restore_at: float | None = None
-    errors: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Backend(ABC):
@@ -51,6 +37,8 @@ class Backend(ABC):
     rto_bounds = (0.02, 2.0)
     """RFC 6298's clamp of the RTO (s) when the experiment's transport block states none."""
     default_prop_delay_us = 0.0
+    tdf = 1.0
+    """The time-dilation factor ``cfg`` is dilated by (the runner sets it)."""
 
     def __init__(self, cfg: ExperimentConfig, spec: FabricSpec) -> None:
         self.cfg = cfg
@@ -112,286 +100,121 @@ class Backend(ABC):
 
 
 # ---- Mininet --------------------------------------------------------------------------------
-class Sampler(threading.Thread):
-    """Reads the controller's link, queue (and, every ``counter_every``-th time, counter)
-    tables every ``period`` seconds while a run is in flight, in its own thread so the reads
-    land during the collective, not only after it. A failing read is recorded, not raised:
-    losing one sample must not lose the run."""
-
-    def __init__(self, ctl: Any, period: float, counter_every: int = 4) -> None:
-        super().__init__(name="experiment-sampler", daemon=True)
-        self.ctl = ctl
-        self.period = period
-        self.counter_every = counter_every
-        self.links: list[pd.DataFrame] = []
-        self.queues: list[pd.DataFrame] = []
-        self.counters: list[pd.DataFrame] = []
-        self.errors: list[str] = []
-        self._halt = threading.Event()
-        self._n = 0
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sampler-queues")
-
-    def sample(self, counters: bool = False) -> pd.DataFrame | None:
-        """One sample: the counters (links are derived from them) and the queue registers,
-        read at the same time; returns the counters read (None if the read failed), kept in
-        the timeline only when ``counters``. On a loaded 2-core machine a busy software switch
-        answers a Read in hundreds of ms; reading each switch once per table, concurrently,
-        keeps the sample period near the one asked for (three sequential reads made it
-        1-2.5 s)."""
-        t = time.time()
-        queues = self._pool.submit(lambda: self.ctl.read_queues(clear=True))
-        c = None
-        try:
-            c = self.ctl.read_counters()
-            # ``t`` is when the read was sent and ``read_s`` how long the switches took to
-            # answer: the counters were taken somewhere inside [t, t + read_s]
-            self.links.append(self.ctl.links_from_counters(c).assign(
-                t=t, read_s=time.time() - t))
-            if counters:
-                self.counters.append(c.assign(t=t))
-        except Exception as e:  # noqa: BLE001 - a sample lost is recorded, the run goes on
-            self.errors.append(f"{t:.3f} read_counters: {e}")
-        try:
-            self.queues.append(queues.result().assign(t=t))
-        except Exception as e:  # noqa: BLE001
-            self.errors.append(f"{t:.3f} read_queues: {e}")
-        return c
-
-    def run(self) -> None:
-        while not self._halt.wait(self.period):
-            self._n += 1
-            self.sample(counters=self._n % self.counter_every == 0)
-
-    def finish(self) -> pd.DataFrame | None:
-        """Stop sampling and take the last sample; its counters (None if the read failed)."""
-        self._halt.set()
-        self.join(timeout=30)
-        last = self.sample()
-        self._pool.shutdown(wait=False)
-        return last
-
-    def link_bytes_since_first(self) -> int:
-        """Bytes all switch-switch links sent between the first and the latest sample."""
-        links = list(self.links)
-        if len(links) < 2:
-            return 0
-        return int(links[-1]["tx_bytes"].sum() - links[0]["tx_bytes"].sum())
-
-    def tables(self) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-        def cat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-            frames = [f for f in frames if not f.empty]
-            return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-        return cat(self.links), cat(self.queues), cat(self.counters)
-
-
 class MininetBackend(Backend):
-    """topo.net.FabricNet + controller.FabricController, traffic agents on the Mininet hosts."""
+    """The emulated fabric through topo.session.FabricSession (the one code path of ``make
+    topo``, scripts and experiments: fabric, controller, loops, switch priority, probes and
+    sampler), traffic agents on the Mininet hosts. ``cfg`` is already dilated by ``tdf``."""
 
     name = "mininet"
+    rto_bounds = RTO_BOUNDS
 
-    def __init__(self, cfg: ExperimentConfig, spec: FabricSpec) -> None:
+    def __init__(self, cfg: ExperimentConfig, spec: FabricSpec, tdf: float = 1.0) -> None:
         super().__init__(cfg, spec)
-        self.net: Any = None
-        self.ctl: Any = None
-        self.priority: dict[str, int] = {}
+        self.session = self._session(cfg, spec, tdf)
+
+    def _session(self, cfg: ExperimentConfig, spec: FabricSpec, tdf: float) -> FabricSession:
+        p = cfg.parameters
+        s = FabricSession.emulating(spec, session_config(cfg), tdf, loops=p.loops,
+                                    target=p.target, switch_priority=p.switch_priority,
+                                    socket_buffer=p.socket_buffer,
+                                    lock_timeout_s=p.lock_timeout_s)
+        s.timings = self.timings
+        return s
+
+    @property
+    def tdf(self) -> float:
+        return self.session.tdf
+
+    @tdf.setter
+    def tdf(self, tdf: float) -> None:
+        self.session.tdf = tdf
+
+    @property
+    def net(self) -> Any:
+        return self.session.net
+
+    @property
+    def ctl(self) -> Any:
+        return self.session.ctl
+
+    @property
+    def priority(self) -> dict[str, int]:
         """How the switch processes are scheduled: {what was applied: switches}."""
-        self.prop_delay_us = 0.0
+        return self.session.priority
+
+    @property
+    def prop_delay_us(self) -> float:
         """Each link's propagation delay as the switches emulate it (wall µs; 0: none)."""
+        return self.session.prop_delay_us
+
+    def ecn_threshold(self, queue_depth: int) -> Any:
+        return self.session.ecn_threshold()
+
+    def transport_config(self, base: Any, w: WorkloadConfig) -> Any:
+        return self.session.transport_config(base, w)
 
     def up(self, scheme: SchemeConfig) -> None:
-        from controller import FabricController
-        from topo.net import FabricNet
-
-        p = self.cfg.parameters
-        t0 = time.perf_counter()
-        f = self.cfg.fabric
-        # p4switch emulates each link's propagation delay itself (no netem in this kernel);
-        # the other targets cannot, and the report says so
-        self.prop_delay_us = f.prop_delay_us if f and p.target == "p4switch" else 0.0
-        self.net = FabricNet(self.spec, target=p.target, lock_timeout=p.lock_timeout_s,
-                             queue_depth=f.queue_packets if f else None,
-                             socket_buffer=p.socket_buffer, switch_priority=p.switch_priority,
-                             prop_delay_us=self.prop_delay_us)
-        self.net.start()
-        self.priority = dict(self.net.priority)
-        self.timings["fabric_up"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        self.ctl = FabricController(self.spec, target=p.target, control_period=p.control_period_s,
-                                   connect_timeout=60.0,
-                                   ecn_threshold=self.ecn_threshold(
-                                       f.queue_packets if f else 64))
-        self.ctl.start(scheme=scheme.build(), loops=p.loops)
-        self.timings["install"] = time.perf_counter() - t0
+        self.session.start(scheme.build(), agents=self.workload_hosts())
         self.scheme = scheme
-        t0 = time.perf_counter()
-        self.start_agents()
-        self.timings["agents_up"] = time.perf_counter() - t0
 
-    def start_agents(self) -> None:
-        """Every workload host's traffic agent (topo.agents: one server per host, kept for the
-        fabric's life) started now, in parallel, so that no run's start margin is spent on
+    def workload_hosts(self) -> list[str]:
+        """Every workload host, whose traffic agent (topo.agents: one server per host, kept for
+        the fabric's life) starts with the fabric, so that no run's start margin is spent on
         interpreter start-up; a host whose agent fails is retried (and reported) by the run."""
-        hosts = sorted({h for w in self.cfg.workloads for h in self.cfg.hosts_of(w, self.spec)})
-        self.net.agents.ensure(hosts)
+        return sorted({h for w in self.cfg.workloads for h in self.cfg.hosts_of(w, self.spec)})
 
-    def retune(self, cfg: ExperimentConfig) -> None:
+    def retune(self, cfg: ExperimentConfig, tdf: float | None = None) -> None:
         """Run the same fabric at ``cfg``'s link rates and periods from now on (calibration's
         ramp: a new TDF without a new fabric). The control loops' period stays the one the
         controller started with."""
         new = cfg.spec()
-        for old_lk, lk in zip(self.spec.links, new.links, strict=True):
-            if lk.bw_mbps and lk.bw_mbps != old_lk.bw_mbps:
-                self.net.set_link_rate(lk.a, lk.b, lk.bw_mbps)
-        if self.prop_delay_us and cfg.fabric and cfg.fabric.prop_delay_us != self.prop_delay_us:
-            self.net.set_prop_delay(cfg.fabric.prop_delay_us)
-            self.prop_delay_us = cfg.fabric.prop_delay_us
+        self.session.retune(new, session_config(cfg), tdf or self.session.tdf)
         self.cfg, self.spec = cfg, new
 
-    def adopt(self, cfg: ExperimentConfig, scheme: SchemeConfig) -> None:
+    def adopt(self, cfg: ExperimentConfig, scheme: SchemeConfig, tdf: float | None = None) -> None:
         """Run the fabric that is up as ``cfg`` from now on (an experiment after its
         calibration's ramp on the same fabric, which saves a second fabric start): its link
         rates, and a controller restarted with its loops, period and ECN threshold that
         keeps the switches' pipelines and writes only the entries that differ."""
-        from controller import FabricController
-
-        self.retune(cfg)
-        t0 = time.perf_counter()
-        self.ctl.stop()
-        p, f = cfg.parameters, cfg.fabric
-        self.ctl = FabricController(self.spec, target=p.target, control_period=p.control_period_s,
-                                   connect_timeout=60.0,
-                                   ecn_threshold=self.ecn_threshold(
-                                       f.queue_packets if f else 64))
-        self.ctl.start(scheme=scheme.build(), loops=p.loops, reuse_pipeline=True)
+        self.retune(cfg, tdf)
+        self.session.restart_controller(scheme.build(), cfg.parameters.loops)
         self.scheme = scheme
-        self.timings["install"] = self.timings.get("install", 0.0) + time.perf_counter() - t0
 
     def set_scheme(self, scheme: SchemeConfig) -> None:
-        t0 = time.perf_counter()
-        self.ctl.set_scheme(scheme.build())
+        self.session.set_scheme(scheme.build())
         self.scheme = scheme
-        time.sleep(self.cfg.parameters.settle_s)
-        self.timings["set_scheme"] = self.timings.get("set_scheme", 0.0) + (
-            time.perf_counter() - t0)
 
     def run(self, schedule: Schedule, hosts: list[str], w: WorkloadConfig,
             out: Path) -> RunSamples:
-        from topo.collective import run_collective
-
-        out.mkdir(parents=True, exist_ok=True)
-        # rank i runs on hosts[i]: run_collective places ranks in the order of its host list
-        schedule.placement = None
-        sched_file = out / "schedule.json"
-        dump(schedule, sched_file)
-        res = RunSamples()
-        from .probes import FabricProbe, measures
-        t_probe = time.perf_counter()
-        probe = FabricProbe(self.net, list(hosts))
-        probe_before = probe.snapshot()
-        host_before = self.host_counters(hosts)
-        n_events = len(self.ctl.events)
-        sampler = Sampler(self.ctl, self.cfg.parameters.sample_period_s)
-        # the sampler's first sample is the run's "before" counters (a second Read of every
-        # switch, back to back with it, cost ~0.35 s per run on the demo's 20 switches)
-        first = sampler.sample()
-        res.counters_before = first if first is not None else self.ctl.read_counters()
-        self._add_time("run: probes and counters", t_probe)
-        sampler.start()
         from .metrics import inter_edge_wire_bytes
-        fail = _FailureTimer(self, w, res, sampler,
-                             inter_edge_wire_bytes(self.spec, schedule, hosts, w.mss) // 10) \
-            if w.failure else None
-        try:
-            if fail:
-                fail.start()
-            kw: dict[str, Any] = {"transport": w.transport, "qps": w.qps, "mss": w.mss,
-                                  "window": w.window, "rto_ms": w.rto_ms,
-                                  "linger_rtos": w.linger_rtos}
-            if w.transport == "udp":
-                kw.update(transport_args(self.transport_config(TransportConfig(), w)))
-                credit = self.cfg.transport.pace_credit_us   # the agent's pacer (dilated)
-                if credit is not None:
-                    kw["pace_credit_ms"] = credit * 1e-3
-            if w.rate:
-                kw["rate"] = w.rate
-            kw.update(self.scheme.traffic_args(self.cfg.topology))  # the hosts' path policy
-            t_coll = time.perf_counter()
-            result = run_collective(self.net, schedule=str(sched_file), hosts=list(hosts),
-                                    timeout=w.timeout_s, out_dir=out / "traffic",
-                                    start_margin=self.cfg.parameters.start_margin_s, **kw)
-            self._add_time("run: collective", t_coll)
-            t_probe = time.perf_counter()
-            probe_after = probe.snapshot()
-            self._add_time("run: probes and counters", t_probe)
-            res.extra["measures"] = measures(probe_before, probe_after)
-            res.errors += probe_before.errors + probe_after.errors
-            res.errors += list(getattr(result, "errors", []))   # e.g. an agent that crashed
-            res.extra["collective_ok"] = bool(getattr(result, "ok", False))
-            res.extra["cct_s"] = getattr(result, "cct_s", None)
-        finally:
-            if fail:
-                fail.finish()
-            t_after = time.perf_counter()
-            last = sampler.finish()             # its last sample: the "after" counters
-            res.links, res.queues, res.counters = sampler.tables()
-            res.errors += sampler.errors
-            try:
-                res.counters_after = last if last is not None else self.ctl.read_counters()
-                after = self.host_counters(hosts)
-                res.extra["host_tx_bytes"] = sum(after[h]["tx_bytes"] - host_before[h]["tx_bytes"]
-                                                 for h in hosts)
-                res.extra["host_tx_packets"] = sum(
-                    after[h]["tx_packets"] - host_before[h]["tx_packets"] for h in hosts)
-            except Exception as e:  # noqa: BLE001
-                res.errors.append(f"counters after the run: {e}")
-            res.events = [_event(e) for e in self.ctl.events[n_events:]]
-            self._add_time("run: probes and counters", t_after)
-        return res
+
+        def failure(sampler: Sampler, res: RunSamples) -> AbstractContextManager[Any]:
+            if not w.failure:
+                return nullcontext()
+            return _FailureTimer(self, w, res, sampler,
+                                 inter_edge_wire_bytes(self.spec, schedule, hosts, w.mss) // 10)
+
+        return self.session.run_schedule(schedule, hosts, w, out,
+                                         policy_args=self.scheme.traffic_args(self.cfg.topology),
+                                         during=failure)
 
     def seed_data_plane(self, seed: int) -> None:
-        """Each p4switch's random() from ``seed`` and its device id, over its control socket
-        (other targets keep their own; a switch that does not answer is left as it was)."""
-        from p4switch.control import ControlClient, ControlError
-
-        for sw in self.net.switches:
-            sock = getattr(sw, "control_socket", None)
-            if sock is None or type(sw).__name__ != "P4Switch":
-                continue
-            try:
-                with ControlClient(str(sock)) as c:
-                    c.seed_random(seed * 1000 + sw.spec.device_id)
-            except (ControlError, OSError):
-                pass
-
-    def _add_time(self, phase: str, since: float) -> None:
-        self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - since
+        self.session.seed_data_plane(seed)
 
     def host_counters(self, hosts: list[str]) -> dict[str, dict[str, int]]:
-        """The kernel's byte/packet counters of each host's interface: everything the host put
-        on its link (data, ACKs, barrier beacons), to check the switch counters against."""
-        out = {}
-        for h in hosts:
-            node = self.net.get(h)
-            d = f"/sys/class/net/{node.defaultIntf().name}/statistics"
-            vals = node.cmd(f"cat {d}/tx_bytes {d}/tx_packets").split()
-            out[h] = {"tx_bytes": int(vals[0]), "tx_packets": int(vals[1])}
-        return out
+        return self.session.host_counters(hosts)
 
     def down(self) -> None:
-        t0 = time.perf_counter()
-        try:
-            if self.ctl is not None:
-                self.ctl.stop()
-        finally:
-            if self.net is not None:
-                self.net.stop()
-        self.timings["teardown"] = time.perf_counter() - t0
+        self.session.stop()
 
 
-def _event(e: Any) -> dict[str, Any]:
-    if isinstance(e, dict):
-        return e
-    return {k: getattr(e, k, None) for k in ("time", "loop", "switch", "what")}
+def session_config(cfg: ExperimentConfig) -> SessionConfig:
+    """An experiment's fabric, transport and periods as the session's knobs (as dilated as
+    ``cfg`` is)."""
+    p = cfg.parameters
+    return SessionConfig(fabric=cfg.fabric, transport=cfg.transport,
+                         control_period_s=p.control_period_s, sample_period_s=p.sample_period_s,
+                         settle_s=p.settle_s, start_margin_s=p.start_margin_s)
 
 
 class _FailureTimer(threading.Thread):
@@ -426,7 +249,7 @@ class _FailureTimer(threading.Thread):
         if self._end.wait(self.f.at_s):
             return
         self.res.failure_at = time.time()
-        self._act("link_down", lambda: self.b.net.link_down(a, b))
+        self._act("link_down", lambda: self.b.session.cut(a, b))
         self._down = True
         if self.f.notify:
             self._act("fail_link", lambda: self.b.ctl.fail_link(a, b))
@@ -439,7 +262,7 @@ class _FailureTimer(threading.Thread):
             return
         a, b = self.f.link
         self.res.restore_at = time.time()
-        self._act("link_up", lambda: self.b.net.link_up(a, b))
+        self._act("link_up", lambda: self.b.session.restore(a, b))
         if self.f.notify:
             self._act("restore_link", lambda: self.b.ctl.restore_link(a, b))
         self._down = False
@@ -448,6 +271,13 @@ class _FailureTimer(threading.Thread):
         self._end.set()
         self.join(timeout=30)
         self._restore()
+
+    def __enter__(self) -> _FailureTimer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.finish()
 
 
 # ---- simulator ------------------------------------------------------------------------------
@@ -525,14 +355,6 @@ class SimBackend(Backend):
 
     def down(self) -> None:
         pass
-
-
-def transport_args(t: Any) -> dict[str, Any]:
-    """A TransportConfig's congestion control and timers as traffic.run flags."""
-    return {"cc": t.cc, "cc_params": ",".join(f"{k}={v!r}" for k, v in t.cc_params) or None,
-            "min_rto_ms": t.min_rto * 1e3, "max_rto_ms": t.max_rto * 1e3,
-            "base_rtt_us": t.base_rtt * 1e6 or None, "ack_delay_ms": t.ack_delay * 1e3,
-            "tick_ms": t.tick * 1e3}
 
 
 BACKENDS: dict[str, type[Backend]] = {"mininet": MininetBackend, "sim": SimBackend}

@@ -4,7 +4,7 @@ link-bound, found by a short ramp judged by the fidelity guard, and cached.
 The ramp brings the experiment's fabric up once and runs its first workload (under a spraying
 scheme if the file has one: the most packets per second through the most switches) at
 emulated link rates from fast to slow — TDF = fabric rate / emulated rate — until a run is
-complete and valid with a margin (experiments/guard.py with every threshold halved: nothing
+complete and valid with a margin (topo/guard.py with every threshold halved: nothing
 dropped or queued where P4 cannot see it, hosts able to pace) and link-bound: its CCT in
 fabric units within ``INVARIANCE`` of the next slower rate's (which is run to check). A
 rate that would be chosen is probed twice and judged by the worse probe (``worse``).
@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from model.dilation import dilate
 from topo import calibration
 
 from . import metrics
 from .config import ConfigError, ExperimentConfig, load
-from .dilation import dilate
 
 RAMP_MBPS = (8.0, 4.0, 2.0, 1.0, 0.5)
 """Emulated link rates tried, fastest first (each step halves the rate: doubles the TDF)."""
@@ -158,6 +158,7 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
 
         for tdf in tdfs:
             emu = ramp_config(cfg, tdf)
+            be.tdf = tdf
             be.retune(emu)
             be.set_scheme(emu.schemes[pick])
             row = probe(tdf, emu, 0)

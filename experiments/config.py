@@ -19,14 +19,22 @@ from typing import Any
 import yaml
 
 from controller.loops import LOOP_NAMES, ControlLoop
+from model.dilation import Dim, dim, format_rate, parse_rate
 from model.schemes import SCHEMES, Scheme, scheme_from_name
 from model.spec import FabricSpec, SpecError, fat_tree, leaf_spine
 from model.targets import TARGET_NAMES, Target
 from topo.priority import SwitchPriority
+from topo.units import (
+    FABRIC_DEFAULTS,
+    FABRIC_TRANSPORT,
+    TDF_AUTO,
+    FabricConfig,
+    TransportSettings,
+    fabric_transport,
+    with_flowlet_gap,
+)
 from traffic.schedules import GENERATORS, Schedule, ScheduleError, bsp_training, parse_size
 from traffic.schedules.cm import failed_links, load_cm, read_cm
-
-from .dilation import Dim, dim, format_rate, parse_rate
 
 BACKENDS = ("mininet", "sim")
 TOPOLOGIES = ("fattree", "leafspine")
@@ -210,98 +218,6 @@ class WorkloadConfig:
         return bsp_training(base, iterations or b.iterations, b.compute_us, list(b.stragglers),
                             b.straggler_prob, b.straggler_factor, speeds=speeds,
                             jitter=b.jitter, seed=seed)
-
-
-@dataclass(frozen=True)
-class FabricConfig:
-    """The fabric the experiment models, in its own units (docs/experiments.md, "Fabric units
-    and time dilation"). With this block every time and rate of the file is a fabric value;
-    the Mininet backend runs them dilated by ``parameters.tdf``, the simulator as written.
-
-    The link rate is ``link_rate`` here (``topology.bw_mbps`` is derived from it)."""
-
-    link_rate: str = dim(Dim.RATE, "100G")
-    prop_delay_us: float = dim(Dim.TIME, 1.0)
-    """Per-link propagation delay (the simulator's; the emulation cannot add delay — no
-    netem here — and reports the per-hop latency it has instead)."""
-    mtu: int = 1500
-    queue_packets: int = 64
-    """Egress queue depth of every switch port, packets."""
-    flowlet_gap_us: float | None = dim(Dim.TIME, None)
-    """Default flowlet timeout of ``flowlet`` schemes that state none."""
-
-    @property
-    def link_bps(self) -> float:
-        return parse_rate(self.link_rate)
-
-
-TDF_AUTO = "auto"
-FABRIC_DEFAULTS = {"sample_period_s": 20e-6, "control_period_s": 20e-6, "settle_s": 5e-6,
-                   "rto_ms": 0.05}
-"""Defaults, in fabric seconds, of the time knobs a file with a fabric block leaves out (the
-plain defaults are the emulation's own, 10^4-10^5 times larger): sampler and control loop
-every 20 µs, 5 µs of settling between schemes, a 50 µs retransmission timeout."""
-
-
-@dataclass(frozen=True)
-class TransportSettings:
-    """The hosts' congestion control and timers (``transport:``; traffic.congestion), the same
-    on both backends. ``cc``: the algorithm; ``params``: its parameters by the names its paper
-    uses (``*_us`` keys are fabric times); ``min_rto_us``/``max_rto_us``: RFC 6298's clamp of
-    the RTO estimate (equal: a fixed timer; None: the backend's default — the simulator's
-    200 µs to 0.5 s, the emulation's 20 ms to 2 s, or 200 µs to 0.5 s in a file with a
-    fabric block); ``ecn_threshold``: the switches' CE-marking threshold in packets (None:
-    from the algorithm, the link rate and the fabric's base RTT, traffic.congestion.marking;
-    0: no marking). The workload's ``rto_ms`` is the RTO before the first RTT sample.
-    The transport's own timers (None: the backend's default; a file with a fabric block
-    states them in fabric µs, as every other time): ``ack_delay_us`` the receivers'
-    delayed-ACK timer (the simulator's 50 µs, but at most a quarter of ``min_rto_us``: an ACK
-    held longer than the RTO floor times the sender out spuriously; RFC 5681 §4.2 and Linux
-    keep the delay well below the minimum RTO, 40 of 200 ms), ``tick_us`` the granularity at
-    which RTO and delayed-ACK timers are looked at (a tenth of ``min_rto_us``: RFC 6298's
-    clock granularity G well below the RTO), ``pace_credit_us`` how far a pacer may fall
-    behind and catch up in a burst: an agent's NIC pacer, and on both backends a rate-based
-    algorithm's (DCQCN's rate limiter, a token bucket this long; 1 µs, ~8 full packets at
-    100 Gb/s; the simulator's NICs never fall behind, its DCQCN flows do when they share
-    one)."""
-
-    cc: str = "dctcp"
-    params: dict[str, float] = dim(Dim.PARAMS, default_factory=dict)
-    min_rto_us: float | None = dim(Dim.TIME, None)
-    max_rto_us: float | None = dim(Dim.TIME, None)
-    ecn_threshold: int | None = None
-    ack_delay_us: float | None = dim(Dim.TIME, None)
-    tick_us: float | None = dim(Dim.TIME, None)
-    pace_credit_us: float | None = dim(Dim.TIME, None)
-
-    @property
-    def label(self) -> str:
-        return self.cc + ("(" + ",".join(f"{k}={v:g}" for k, v in self.params.items()) + ")"
-                          if self.params else "")
-
-    def transport_config(self, base: Any, w: WorkloadConfig, base_rtt: float,
-                         rto_bounds: tuple[float, float]) -> Any:
-        """``base`` (a traffic.transport.TransportConfig) with this block and workload ``w``'s
-        segment size and window applied; ``rto_bounds``: the backend's default clamp (s)."""
-        lo = self.min_rto_us * 1e-6 if self.min_rto_us is not None else rto_bounds[0]
-        hi = self.max_rto_us * 1e-6 if self.max_rto_us is not None else max(rto_bounds[1], lo)
-        timers = {k: v * 1e-6 for k, v in (("ack_delay", self.ack_delay_us),
-                                            ("tick", self.tick_us),
-                                            ("pace_credit", self.pace_credit_us))
-                  if v is not None}
-        return base.with_cc(self.cc, self.params, mss=w.mss, window=w.window, min_rto=lo,
-                            max_rto=hi, base_rtt=base_rtt, **timers)
-
-    def marking(self, spec: FabricSpec, prop_delay_s: float, packet_bytes: int,
-                queue_depth: int) -> Any:
-        """The switches' ECN threshold: this block's packets, None (no marking), or a
-        function of each port's rate (traffic.congestion.PortMarking) for the controller."""
-        if self.ecn_threshold is not None:
-            return self.ecn_threshold or None
-        from traffic.congestion import fabric_marking
-
-        return fabric_marking(spec, self.cc, prop_delay_s, packet_bytes, queue_depth,
-                              self.params)
 
 
 @dataclass(frozen=True)
@@ -691,20 +607,22 @@ def _transport(v: Any, has_fabric: bool) -> TransportSettings:
         key, _, msg = str(e).partition(": ")
         raise ConfigError(f"{p}.params.{key}" if key in params else f"{p}.params",
                           msg if key in params else str(e)) from None
-    lo = _num(d, "min_rto_us", p, 200.0 if has_fabric else None, positive=True)
-    hi = _num(d, "max_rto_us", p, 500e3 if has_fabric else None, positive=True)
+    lo = _num(d, "min_rto_us", p, FABRIC_TRANSPORT["min_rto_us"] if has_fabric else None,
+              positive=True)
+    hi = _num(d, "max_rto_us", p, FABRIC_TRANSPORT["max_rto_us"] if has_fabric else None,
+              positive=True)
     if lo is not None and hi is not None and hi < lo:
         raise ConfigError(_join(p, "max_rto_us"), f"must be >= min_rto_us ({lo:g}), got {hi:g}")
     k = d.get("ecn_threshold")
     if k is not None:
         k = _int(d, "ecn_threshold", p, 0, 0, 1 << 19)
-    fab = has_fabric
-    return TransportSettings(
-        cc=cc, params=params, min_rto_us=lo, max_rto_us=hi, ecn_threshold=k,
-        ack_delay_us=_num(d, "ack_delay_us", p, min(50.0, lo / 4) if fab and lo else None,
-                          positive=True),
-        tick_us=_num(d, "tick_us", p, lo / 10 if fab and lo else None, positive=True),
-        pace_credit_us=_num(d, "pace_credit_us", p, 1.0 if fab else None, lo=0.0))
+    timers = {"ack_delay_us": _num(d, "ack_delay_us", p, None, positive=True),
+              "tick_us": _num(d, "tick_us", p, None, positive=True),
+              "pace_credit_us": _num(d, "pace_credit_us", p, None, lo=0.0)}
+    if has_fabric:   # the fabric's defaults fill in what the file leaves out
+        return fabric_transport(cc, params, lo, hi, k, **timers)
+    return TransportSettings(cc=cc, params=params, min_rto_us=lo, max_rto_us=hi,
+                             ecn_threshold=k, **timers)
 
 
 def _tdf(d: dict[str, Any], p: str) -> float | str:
@@ -726,11 +644,9 @@ def in_fabric_units(t: TopologyConfig, schemes: tuple[SchemeConfig, ...],
     t = dataclasses.replace(t, bw_mbps=f.link_bps / 1e6)
     workloads = tuple(w if w.rate else dataclasses.replace(w, rate=f.link_rate)
                       for w in workloads)
-    if f.flowlet_gap_us is not None:
-        schemes = tuple(dataclasses.replace(s, params={**s.params,
-                                                       "timeout_us": round(f.flowlet_gap_us)})
-                        if s.name == "flowlet" and "timeout_us" not in s.params else s
-                        for s in schemes)
+    schemes = tuple(dataclasses.replace(s, params=with_flowlet_gap(s.name, s.params,
+                                                                   f.flowlet_gap_us))
+                    for s in schemes)
     return t, schemes, workloads
 
 

@@ -257,13 +257,13 @@ FIDELITY_COLUMNS = [("workload", "workload", "{}"), ("scheme", "scheme", "{}"),
 
 
 def fidelity_section(r: Results) -> list[str]:
-    """The guard's verdict per run (experiments/guard.py), times in fabric µs."""
+    """The guard's verdict per run (topo/guard.py), times in fabric µs."""
     if r.runs.empty or "valid" not in r.runs:
         return []
     runs = r.runs
     valid = runs["valid"].astype(str).str.lower() == "true"
     md = ["## Fidelity", "",
-          f"{int(valid.sum())} of {len(runs)} runs valid (experiments/guard.py: drops outside "
+          f"{int(valid.sum())} of {len(runs)} runs valid (topo/guard.py: drops outside "
           "the P4 pipeline, ingress lag against the P4 egress delay, host pacing lag, switch "
           "CPU). Invalid runs are left out of the summary and the rankings "
           "(`python -m experiments.report DIR --include-invalid` keeps them).", ""]
@@ -275,10 +275,10 @@ def fidelity_section(r: Results) -> list[str]:
 
 
 def drop_sites_section(runs: pd.DataFrame) -> list[str]:
-    """Drops by site per run (experiments/guard.py SITES): where every lost frame died, the
+    """Drops by site per run (topo/guard.py SITES): where every lost frame died, the
     P4 queues' tail drops (congestion, a result) apart from the hidden sites, and whether
     the data frames the agents lost are all among them (``uncounted`` 0)."""
-    from .guard import FAULT_SITES, SITES
+    from topo.guard import FAULT_SITES, SITES
 
     sites = [k for k in SITES if f"drops_{k}" in runs.columns]
     if not sites:
@@ -306,7 +306,7 @@ def drop_sites_section(runs: pd.DataFrame) -> list[str]:
 
 def _drop_totals(runs: pd.DataFrame, sites: list[str]) -> str:
     """One line: each kind of drop summed over the runs, and in how many the account closed."""
-    from .guard import FAULT_SITES, RESULT_SITES
+    from topo.guard import FAULT_SITES, RESULT_SITES
 
     def total(keys: Any) -> int:
         return int(sum(runs[f"drops_{k}"].fillna(0).sum() for k in sites if k in keys))
@@ -325,7 +325,7 @@ def dilation_section(meta: dict[str, Any]) -> list[str]:
     fabric, tdf = meta.get("fabric"), meta.get("tdf", 1.0)
     if not fabric:
         return []
-    from .dilation import format_rate, parse_rate
+    from model.dilation import format_rate, parse_rate
     link = parse_rate(fabric["link_rate"])
     md = ["## Fabric units and time dilation", "",
           f"Modelled fabric: {fabric['link_rate']}b/s links, {fabric['prop_delay_us']} µs "

@@ -33,10 +33,11 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from model.dilation import dilate, knobs, to_fabric_time
+
 from . import metrics, stats
 from .backends import BACKENDS, Backend, RunSamples
 from .config import TDF_AUTO, ExperimentConfig, SchemeConfig, WorkloadConfig
-from .dilation import dilate, knobs, to_fabric_time
 from .eta import RunPlan
 from .lbbsp import rebalance, speed_factors
 from .runs import load_ranks, merge_ranks, verdict
@@ -217,7 +218,9 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                                                                 strict=True)
                     if k.dim is not None and k.value != kd.value}})
     rec = Recorder(root)
-    be = be or BACKENDS[cfg.backend](emu, emu.spec())
+    if be is None:
+        be = BACKENDS[cfg.backend](emu, emu.spec())
+    be.tdf = tdf
     total = sum(len(cfg.schemes) * cfg.repetitions * (w.bsp.iterations if w.bsp else 1)
                 for w in cfg.workloads)
     progress.total(total)

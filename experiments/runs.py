@@ -5,10 +5,10 @@ ramp and the fidelity experiment (so that none of them imports another for it)."
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
+from topo.guard import judge_run
 from traffic import metrics as traffic_metrics
 
 from . import metrics
@@ -40,61 +40,16 @@ def _tcp_sum(ranks: list[dict[str, Any]], key: str) -> int | None:
 
 
 def verdict(s: RunSamples, spec: Any, w: WorkloadConfig, tdf: float,
-             ranks: list[dict[str, Any]], headroom: float = 1.0) -> dict[str, Any]:
-    """The fidelity guard's columns of a run (experiments/guard.py); a backend that measures
+            ranks: list[dict[str, Any]], headroom: float = 1.0) -> dict[str, Any]:
+    """The fidelity guard's columns of a run (topo/guard.py); a backend that measures
     nothing hidden (the simulator: nothing is) gives a valid run."""
-    from p4switch.hidden import LogHistogram
-
-    from .guard import judge
-
     m = s.extra.get("measures")
     if m is None:   # the simulator hides nothing; its queues' tail drops are still a result
         sim = s.extra.get("sim") or {}
         return {"valid": True, "invalid_reason": None,
                 **({"drops_p4_queue": sim["tail_drops"]} if "tail_drops" in sim else {})}
-    lags = [r["send_lag_us"] for r in ranks if r.get("send_lag_us")]
-    if lags:
-        m.send_lag_us = LogHistogram()
-        for h in lags:
-            m.send_lag_us.merge(h)
-    account_agents(m, ranks)
-    m.false_link_downs = false_link_downs(s.events, w)
     rates = [lk.bw_mbps for lk in spec.links if lk.bw_mbps]
     link_bps = (min(rates) * 1e6 / tdf) if rates else float("inf")
-    return judge(m, link_bps, tdf, w.mss + metrics.FRAME_HEADER_BYTES - 14, headroom).row
-
-
-_DOWN = re.compile(r"^link (\S+?):\d+-(\S+?):\d+ down\b")
-
-
-def false_link_downs(events: list[dict[str, Any]], w: WorkloadConfig) -> list[str]:
-    """The links (``a-b``, sorted names) the failure loop declared down in a run's events
-    other than the one the workload cuts (``w.failure``; none when it cuts nothing)."""
-    cut = frozenset(w.failure.link) if w.failure is not None else None
-    out = []
-    for e in events:
-        if e.get("loop") != "failure":
-            continue
-        mt = _DOWN.match(str(e.get("what") or ""))
-        if mt and frozenset(mt.groups()) != cut:
-            out.append("-".join(sorted(mt.groups())))
-    return out
-
-
-def account_agents(m: Any, ranks: list[dict[str, Any]]) -> None:
-    """The agents' side of a run's drop accounting into ``m`` (guard.Measures): their own
-    drop counts, and (UDP transport) the data frames they sent over the network and those
-    that arrived."""
-    agents = [r["agent_drops"] for r in ranks if r.get("agent_drops")]
-    if agents:
-        m.agent_drops = {}
-        for a in agents:
-            for k, v in a.items():
-                if v is not None:
-                    m.agent_drops[k] = m.agent_drops.get(k, 0) + int(v)
-    # the agent's own transport only: TCP's segment counts come from the kernel's TCP_INFO,
-    # and its stack's own drops (TcpExt) are not among the sites
-    if ranks and all(r.get("transport", "udp") == "udp" and
-                     all("arrivals" in x for x in r["received"]) for r in ranks):
-        m.data_sent = sum(f["packets_sent"] for r in ranks for f in r["flows"] if not f["local"])
-        m.data_arrived = sum(x["arrivals"] for r in ranks for x in r["received"])
+    return judge_run(m, ranks, s.events, link_bps, tdf,
+                     w.mss + metrics.FRAME_HEADER_BYTES - 14,
+                     w.failure.link if w.failure is not None else None, headroom).row

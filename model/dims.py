@@ -1,6 +1,6 @@
 """What a configuration value measures (its dimension), declared on the dataclass field.
 
-Time dilation (experiments/dilation.py) scales every fabric duration × TDF and every rate ÷ TDF
+Time dilation (model/dilation.py) scales every fabric duration × TDF and every rate ÷ TDF
 on the emulation; it finds them by this declaration, never by name, so a knob cannot be
 forgotten. The declaration lives at the bottom layer because the configs that carry it are at
 every layer: the transport's and the host agent's (traffic/), the experiments' (experiments/).

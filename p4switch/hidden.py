@@ -3,7 +3,7 @@ front of the pipeline (drops and delay) next to the egress queueing the program 
 
 A frame that waits in an AF_PACKET receive buffer, or is dropped there, never shows up in
 ``enq_qdepth``/``deq_timedelta``: ECN marking, Whack-a-Mole and queue plots cannot react to it.
-The fidelity guard of the experiments (experiments/guard.py) reads these figures per run
+The fidelity guard of the experiments (topo/guard.py) reads these figures per run
 through the control socket (``hidden_stats``) and calls a run invalid when the hidden part is
 not small next to the visible one.
 

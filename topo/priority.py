@@ -4,7 +4,7 @@ On a 2-core machine the 20 p4switch processes share the cores with the 8–16 ho
 controller and its sampler. Under the default scheduler a switch woken by an arriving frame
 waits behind whatever runs — measured on the demo's ring (TDF 50,000, load average 12–14):
 ingress lag p99 40 ms, more than the P4 egress delay p99 (38 ms), so the queueing happened in
-the kernel's socket buffers where no P4 program sees it (experiments/guard.py: "hidden
+the kernel's socket buffers where no P4 program sees it (topo/guard.py: "hidden
 queue"). With every switch thread at the lowest real-time priority (SCHED_RR 1) the same run
 had an ingress lag p99 of 0.85 ms against an egress delay p99 of 12.5 ms. The switches use a
 few per cent of a core each, so they cannot starve the rest (and the kernel's real-time

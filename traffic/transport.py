@@ -36,7 +36,7 @@ from .wire import F_ACK, F_ACKREQ, F_DUP, F_LAST, F_NACK, F_RETX
 @dataclass(frozen=True)
 class TransportConfig:
     """The transport's knobs (times in seconds of the fabric the run models: an emulation
-    dilated by TDF gets them × TDF, experiments/dilation.py, each field's Dim). ``window`` caps
+    dilated by TDF gets them × TDF, model/dilation.py, each field's Dim). ``window`` caps
     the packets in flight whatever the congestion control says; ``rto`` is the RTO before the
     first RTT sample (RFC 6298's initial RTO), ``min_rto``/``max_rto`` clamp the estimate
     (equal: a fixed timer, the old behaviour); ``ack_delay`` is the receiver's delayed-ACK

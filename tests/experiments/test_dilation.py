@@ -13,7 +13,7 @@ import pytest
 from experiments import backends, runner
 from experiments.backends import Backend, RunSamples
 from experiments.config import ConfigError, from_dict
-from experiments.dilation import Dim, dilate, format_rate, knobs, parse_rate, to_fabric_time
+from model.dilation import Dim, dilate, format_rate, knobs, parse_rate, to_fabric_time
 from model.routing import compute_fabric_entries
 
 TDF = 2000.0

@@ -13,9 +13,10 @@ import typing
 
 import pytest
 
-from experiments.backends import MininetBackend, transport_args
+from experiments.backends import MininetBackend
 from experiments.config import ConfigError, from_dict
-from experiments.dilation import DIM, TIME_LIKE, Dim, dilate, knobs
+from model.dilation import DIM, TIME_LIKE, Dim, dilate, knobs
+from topo.session import transport_args
 from traffic.agent import AgentConfig
 from traffic.policies import PolicySpec
 from traffic.run import agent_config

@@ -1,4 +1,4 @@
-"""A run's drops by site (experiments/guard.py SITES) from the runner's runs.csv: an incast
+"""A run's drops by site (topo/guard.py SITES) from the runner's runs.csv: an incast
 into 4-packet egress queues loses frames, and every one lost is counted somewhere — on the
 simulator (virtual time: exact) as the queues' tail drops, on the emulated fabric as tail
 drops or at a hidden site, with the data frames sent minus those that arrived within the
@@ -20,7 +20,7 @@ import pytest
 
 from experiments import runner
 from experiments.config import from_dict
-from experiments.guard import FAULT_SITES, SITES
+from topo.guard import FAULT_SITES, SITES
 
 
 def _cfg(backend: str, tdf: float) -> dict[str, Any]:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments import guard, probes
-from experiments.guard import Measures, frame_time_us, judge
 from p4switch.hidden import RELATIVE_ERROR, LogHistogram, bucket_of
+from topo import guard, probes
+from topo.guard import Measures, frame_time_us, judge
 
 MBPS10 = 10e6   # frame time 1.21 ms
 
@@ -187,7 +187,7 @@ def test_probe_reads_the_stack_counters_and_the_switch_drop_sites() -> None:
 
 
 def test_agents_counts_and_the_data_frames_join_the_account() -> None:
-    from experiments.runs import account_agents
+    from topo.guard import account_agents
 
     def rank(sent: int, arrived: int, drops: dict | None) -> dict:
         return {"flows": [{"local": False, "packets_sent": sent},
@@ -262,8 +262,7 @@ def test_headroom_scales_every_threshold() -> None:
 
 
 def test_false_link_downs_are_the_loops_downs_of_links_the_run_did_not_cut() -> None:
-    from experiments.config import FailureConfig, WorkloadConfig
-    from experiments.runs import false_link_downs
+    from topo.guard import false_link_downs
 
     ev = [{"loop": "failure", "switch": "agg5", "what": "link agg5:4-core2:3 down (no probe "
            "for 2 periods)"},
@@ -273,9 +272,6 @@ def test_false_link_downs_are_the_loops_downs_of_links_the_run_did_not_cut() -> 
           {"loop": "failure", "switch": "agg6", "what": "link agg6:3-core3:3 silent for 2 "
            "periods but kept: without it edge5 would be cut off (rerouting cannot help)"},
           {"loop": "wam", "switch": "edge1", "what": "group 3 weights [1.0, 0.75]"}]
-    plain = WorkloadConfig(name="w", schedule="ring_allreduce", size=1024)
-    assert false_link_downs(ev, plain) == ["agg5-core2", "agg1-edge1"]
-    cut = WorkloadConfig(name="w", schedule="ring_allreduce", size=1024,
-                         failure=FailureConfig(link=("agg1", "edge1")))
-    assert false_link_downs(ev, cut) == ["agg5-core2"]
-    assert false_link_downs([], plain) == []
+    assert false_link_downs(ev) == ["agg5-core2", "agg1-edge1"]
+    assert false_link_downs(ev, ("agg1", "edge1")) == ["agg5-core2"]
+    assert false_link_downs([]) == []

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from experiments import report
-from experiments.guard import SITES
+from topo.guard import SITES
 
 GOLDEN = Path(__file__).parent / "golden" / "report_sections.md"
 CFG = {"name": "gold", "backend": "mininet",

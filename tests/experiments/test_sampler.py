@@ -1,4 +1,4 @@
-"""experiments.backends.Sampler: the first and last samples are the run's before/after
+"""topo.session.Sampler: the first and last samples are the run's before/after
 counters (the Mininet backend reads every switch once there, not twice), a failed read is
 recorded and returns None (the caller then reads again), and the timeline keeps counters
 only on the samples asked to."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from experiments.backends import Sampler
+from topo.session import Sampler
 
 
 class FakeController:

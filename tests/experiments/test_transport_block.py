@@ -8,10 +8,11 @@ import copy
 import pytest
 
 from experiments import config
-from experiments.backends import MininetBackend, SimBackend, transport_args
+from experiments.backends import MininetBackend, SimBackend
 from experiments.config import ConfigError
-from experiments.dilation import dilate
+from model.dilation import dilate
 from sim.host import SIM_TRANSPORT
+from topo.session import transport_args
 from traffic.run import parser as traffic_parser
 from traffic.transport import TransportConfig
 

@@ -1,7 +1,7 @@
 """The fidelity guard: is an emulated run a property of the scheme, or of the machine?
 
 Per run, the Mininet backend measures what the emulation hides from the P4 program
-(experiments/probes.py): frames dropped outside the pipeline (the switches' AF_PACKET
+(topo/probes.py): frames dropped outside the pipeline (the switches' AF_PACKET
 receive buffers, the hosts' qdiscs, the veths), the time frames wait in the kernel before the
 pipeline sees them (ingress lag) next to the queueing delay the P4 egress queues do show, the
 hosts' pacing lag, and how busy the switch processes were. :func:`judge` turns those figures
@@ -56,6 +56,7 @@ could no longer pace (8.1 ms > 5.9 ms).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,7 +94,7 @@ class Measures:
     """Frames the switches dropped around the program (too short/long, no program, no port,
     pipeline exceptions, flushes; p4switch.hidden.SwitchDropSites)."""
     host_stack: dict[str, int] = field(default_factory=dict)
-    """The hosts' IP/UDP stack drops (experiments.probes.STACK_COUNTERS)."""
+    """The hosts' IP/UDP stack drops (topo.probes.STACK_COUNTERS)."""
     agent_drops: dict[str, int] | None = None
     """The agents' own counts summed (traffic.metrics.RankMetrics.agent_drops); None: not
     reported."""
@@ -275,3 +276,57 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
            "machine_busy": m.machine_busy, "machine_steal": steal,
            "false_link_downs": len(set(m.false_link_downs))}
     return Verdict(not reasons, tuple(reasons), row)
+
+
+def judge_run(m: Measures, ranks: list[dict[str, Any]], events: list[dict[str, Any]],
+              link_bps: float, tdf: float = 1.0, mtu: int = 1500,
+              cut_link: tuple[str, str] | None = None, headroom: float = 1.0) -> Verdict:
+    """:func:`judge` on one run: ``m`` (the fabric's probes) completed with what the hosts'
+    agents reported in their rank records (pacing lag, own drops, frames sent and arrived)
+    and the failure loop's events (a live link declared down); ``link_bps`` is the emulated
+    link rate, ``cut_link`` the link the run cut on purpose."""
+    lags = [r["send_lag_us"] for r in ranks if r.get("send_lag_us")]
+    if lags:
+        m.send_lag_us = LogHistogram()
+        for h in lags:
+            m.send_lag_us.merge(h)
+    account_agents(m, ranks)
+    m.false_link_downs = false_link_downs(events, cut_link)
+    return judge(m, link_bps, tdf, mtu, headroom)
+
+
+_DOWN = re.compile(r"^link (\S+?):\d+-(\S+?):\d+ down\b")
+
+
+def false_link_downs(events: list[dict[str, Any]],
+                     cut_link: tuple[str, str] | None = None) -> list[str]:
+    """The links (``a-b``, sorted names) the failure loop declared down in a run's events
+    other than the one the run cuts (``cut_link``; none when it cuts nothing)."""
+    cut = frozenset(cut_link) if cut_link is not None else None
+    out = []
+    for e in events:
+        if e.get("loop") != "failure":
+            continue
+        mt = _DOWN.match(str(e.get("what") or ""))
+        if mt and frozenset(mt.groups()) != cut:
+            out.append("-".join(sorted(mt.groups())))
+    return out
+
+
+def account_agents(m: Any, ranks: list[dict[str, Any]]) -> None:
+    """The agents' side of a run's drop accounting into ``m`` (guard.Measures): their own
+    drop counts, and (UDP transport) the data frames they sent over the network and those
+    that arrived."""
+    agents = [r["agent_drops"] for r in ranks if r.get("agent_drops")]
+    if agents:
+        m.agent_drops = {}
+        for a in agents:
+            for k, v in a.items():
+                if v is not None:
+                    m.agent_drops[k] = m.agent_drops.get(k, 0) + int(v)
+    # the agent's own transport only: TCP's segment counts come from the kernel's TCP_INFO,
+    # and its stack's own drops (TcpExt) are not among the sites
+    if ranks and all(r.get("transport", "udp") == "udp" and
+                     all("arrivals" in x for x in r["received"]) for r in ranks):
+        m.data_sent = sum(f["packets_sent"] for r in ranks for f in r["flows"] if not f["local"])
+        m.data_arrived = sum(x["arrivals"] for r in ranks for x in r["received"])

@@ -1,4 +1,4 @@
-"""Reads what the fidelity guard judges (experiments/guard.py) off a running Mininet fabric:
+"""Reads what the fidelity guard judges (topo/guard.py) off a running Mininet fabric:
 a snapshot before and after each run, and the difference as guard.Measures.
 
 Sources: each p4switch's ``hidden_stats`` over its control socket (kernel socket drops,
