@@ -20,7 +20,7 @@ program's P4Info for every scheme on a k=4 fat-tree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from p4switch.pipeline.api import ExactMatch, RangeMatch
@@ -198,10 +198,36 @@ def random_slot_members(n: int, log2_m: int = RANDOM_LOG2_M) -> list[int]:
     return [k for k, c in enumerate(balls) for _ in range(c)]
 
 
-def tna_entries(entries: Iterable[Entry], switch: str = "sw") -> TnaSwitchEntries:
-    """One switch's fabric.p4 entries, as the TNA program takes them. ValueError (one line)
-    for an entry the TNA contract has no place for."""
-    entries = list(entries)
+PORT_ACTIONS = ("MyIngress.set_nhop", SET_MEMBER)
+"""The actions whose ``port`` parameter is a switch port (mapped by ``port_map``)."""
+
+
+def map_ports(entries: Iterable[Entry], port_map: Mapping[int, int]) -> list[Entry]:
+    """The entries with the fabric spec's port numbers replaced by the switch's device ports
+    (``dev_port`` on a Tofino: front-panel 1/0 is not port 1). ValueError for an unmapped port."""
+    def dev(port: int) -> int:
+        try:
+            return port_map[port]
+        except KeyError:
+            raise ValueError(f"port {port} has no device port in the port map") from None
+
+    out = []
+    for e in entries:
+        match = {k: ExactMatch(dev(v.value)) if k == K_EGRESS and isinstance(v, ExactMatch)
+                 else v for k, v in e.match}
+        params = e.params_dict
+        if e.action in PORT_ACTIONS:
+            params["port"] = dev(params["port"])
+        out.append(Entry.make(e.table, match, e.action, params, e.priority))
+    return out
+
+
+def tna_entries(entries: Iterable[Entry], switch: str = "sw",
+                port_map: Mapping[int, int] | None = None) -> TnaSwitchEntries:
+    """One switch's fabric.p4 entries, as the TNA program takes them; ``port_map`` (spec port ->
+    device port) renumbers ports for a real switch. ValueError (one line) for an entry the TNA
+    contract has no place for."""
+    entries = map_ports(entries, port_map) if port_map is not None else list(entries)
     members_of: dict[int, dict[int, tuple[int, int]]] = {}
     ranges_of: dict[int, list[tuple[int, int, int]]] = {}
     for e in entries:
@@ -288,6 +314,12 @@ def _group(out: TnaSwitchEntries, gid: int, e: Entry, indexes: dict[int, tuple[i
         raise ValueError(f"group {gid}: action {e.action} has no TNA counterpart")
 
 
-def tna_fabric_entries(fabric: FabricEntries) -> dict[str, TnaSwitchEntries]:
-    """Every switch of a fabric (``routing.compute_fabric_entries``' result) for the TNA program."""
-    return {name: tna_entries(se.entries, name) for name, se in fabric.switches.items()}
+def tna_fabric_entries(fabric: FabricEntries,
+                       port_maps: Mapping[str, Mapping[int, int]] | None = None
+                       ) -> dict[str, TnaSwitchEntries]:
+    """Every switch of a fabric (``routing.compute_fabric_entries``' result) for the TNA program;
+    ``port_maps`` gives a switch's spec port -> device port map (switches without one keep the
+    spec's numbers)."""
+    maps = port_maps or {}
+    return {name: tna_entries(se.entries, name, maps.get(name))
+            for name, se in fabric.switches.items()}

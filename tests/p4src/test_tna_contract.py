@@ -223,3 +223,9 @@ def test_tofino_compile_fits_the_pipeline(compiled):
     assert summary, "the compiler wrote no metrics.json/resources.json"
     if "stages_used" in summary:
         assert 0 < summary["stages_used"] <= TOFINO.STAGES[chip], summary
+
+
+def test_the_docs_name_every_declared_difference():
+    docs = (ROOT / "docs" / "tofino.md").read_text()
+    for d in tna.DIFFERENCES:
+        assert d.name.split(".")[-1] in docs, d.name

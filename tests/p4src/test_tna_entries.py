@@ -224,3 +224,20 @@ def test_an_entry_with_no_tna_place_is_a_one_line_error():
     e = Entry.make("MyIngress.no_such_table", {"k": ExactMatch(1)}, "MyIngress.x")
     with pytest.raises(ValueError, match="no place in the TNA program"):
         tna.tna_entries([e], "sw1")
+
+
+def test_port_map_renumbers_every_port(schema):
+    _p4schema, contract = schema
+    spec = fat_tree(4)
+    fabric = compute_fabric_entries(spec, "ecmp")
+    ports = sorted(spec.ports("edge1"))
+    dev = {p: 128 + 8 * i for i, p in enumerate(ports)}  # e.g. 1/0, 2/0, ... on a Tofino
+    t = tna.tna_fabric_entries(fabric, {"edge1": dev})["edge1"]
+    validate(t, contract)
+    seen = {e.params_dict["port"] for e in t.entries if "port" in e.params_dict}
+    seen |= {dict(m.params)["port"] for m in t.members}
+    seen |= {e.match_dict[tna.K_EGRESS_TNA].value for e in t.entries
+             if tna.K_EGRESS_TNA in e.match_dict}
+    assert seen <= set(dev.values()) and seen
+    with pytest.raises(ValueError, match="no device port"):
+        tna.tna_entries(fabric["edge1"].entries, "edge1", {ports[0]: 128})
