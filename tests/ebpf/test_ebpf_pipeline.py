@@ -222,7 +222,8 @@ STF_DIR = ROOT / "tests" / "stf" / "programs"
 # STF expects what the kernel target gives differently by design (docs/p4switch-ebpf.md)
 PASS = {
     "action_arg_copy", "action_profile", "action_run", "action_selector", "any_type_keys",
-    "args_defaults_dontcare", "arith_wrap", "assign_order", "block_initializers",
+    "args_defaults_dontcare", "arith_wrap", "assign_left_call", "assign_order",
+    "block_initializers",
     "block_param_assign", "clone_e2e", "clone_i2e", "compound_assign", "const_entries",
     "contextual_names", "control_ctor_params", "copy_in_out_alias", "counters",
     "ctor_block_args", "digest_log_drop", "direct_apply", "direct_counter", "ecmp_crc16",
