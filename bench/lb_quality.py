@@ -40,13 +40,11 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from common.checksum import csum16
 from model.pipeline_target import install_on_pipeline
 from model.schemes import SCHEMES as SCHEME_REGISTRY
 from model.schemes import Ecmp, GroupContext, Scheme, WhackAMole, scheme_from_name
-from p4switch.frontend import compile_file
-from p4switch.pipeline import Pipeline
-from p4switch.pipeline.api import LpmMatch, TableEntry
-from p4switch.pipeline.hashes import csum16
+from p4switch import LpmMatch, Pipeline, TableEntry, compile_file
 
 FABRIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "fabric.p4"
 SCHEMES = tuple(SCHEME_REGISTRY)  # ecmp, flowlet, random, rotate, wam

@@ -25,9 +25,7 @@ from pathlib import Path
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 
-from p4switch.frontend import compile_file
-from p4switch.pipeline import Pipeline
-from p4switch.pipeline.api import ExactMatch, LpmMatch, TableEntry
+from p4switch import ExactMatch, LpmMatch, Pipeline, TableEntry, compile_file
 
 PROGRAMS = Path(__file__).parent / "programs"
 

@@ -210,8 +210,7 @@ def main() -> int:
 
     from switch_netns import Topo
 
-    from p4switch.control import ControlClient
-    from p4switch.queues import format_bit_rate, parse_bit_rate
+    from p4switch import ControlClient, format_bit_rate, parse_bit_rate
 
     try:
         rates = [parse_bit_rate(r) for r in args.rates.split(",")]

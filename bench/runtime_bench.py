@@ -302,9 +302,7 @@ def name_resolution(n: int = 4000, rounds: int = 5) -> None:
     name, as every table write does) and per staged lb_member INSERT (``table_batch().add``),
     with resolve's cache and without it (``_resolve_uncached``: the lookup before the cache);
     min of ``rounds`` interleaved runs, so the ratio is from one run on the same load."""
-    from p4switch.frontend import compile_file
-    from p4switch.pipeline import Pipeline
-    from p4switch.pipeline.api import ExactMatch, TableEntry
+    from p4switch import ExactMatch, Pipeline, TableEntry, compile_file
 
     prog = compile_file(str(sb.FABRIC_P4))
 

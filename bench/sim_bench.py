@@ -41,8 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from model.pipeline_target import install_on_pipeline  # noqa: E402
 from model.schemes import SCHEMES  # noqa: E402
 from model.spec import fat_tree  # noqa: E402
-from p4switch.pipeline import Pipeline  # noqa: E402
-from p4switch.pipeline.api import QueueingMetadata  # noqa: E402
+from p4switch import (
+    Pipeline,  # noqa: E402
+    QueueingMetadata,  # noqa: E402
+)
 from sim.network import CPU_PORT, DROP_PORT, SimConfig, SimNetwork, fabric_program  # noqa: E402
 from traffic.schedules import alltoall  # noqa: E402
 

@@ -36,7 +36,7 @@ from model.routing import (
 from model.schemes import Scheme, scheme_from_name
 from model.spec import FabricSpec
 from model.targets import TARGET_NAMES, Target
-from p4switch.pipeline.api import ExactMatch, LpmMatch
+from p4switch import ExactMatch, LpmMatch
 
 from .connection import PacketIn, SwitchConnection, SwitchError
 from .loops import LOOP_NAMES, ControlLoop, ControlLoops

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
+from common.checksum import csum16
 from model.routing import PROBE_IP
 from model.schemes import WhackAMole
 from model.spec import LinkSpec, mac_int
-from p4switch.pipeline.hashes import csum16
 
 from .connection import PacketIn, SwitchError
 

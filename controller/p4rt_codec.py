@@ -13,7 +13,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from model.entries import Entry, Match
-from p4switch.pipeline.api import ExactMatch, LpmMatch, RangeMatch, TernaryMatch
+from p4switch import ExactMatch, LpmMatch, RangeMatch, TernaryMatch
 
 
 def encode(value: int, bitwidth: int) -> bytes:

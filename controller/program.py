@@ -18,7 +18,7 @@ from pathlib import Path
 from p4.config.v1 import p4info_pb2
 
 from model.targets import TARGET_NAMES, Target
-from p4switch import device_config, p4info
+from p4switch import build_p4info, bundle_from_file, compile_bundle, parse_p4info
 
 FABRIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "fabric.p4"
 
@@ -57,8 +57,8 @@ def compile_program(target: str = "p4switch", source: str | Path | None = None) 
     if not src.is_file():
         raise FileNotFoundError(f"{src}: no such P4 program")
     if target in (Target.P4SWITCH, Target.EBPF):
-        bundle = device_config.bundle_from_file(src)
-        info = p4info.build_p4info(device_config.compile_bundle(bundle))
+        bundle = bundle_from_file(src)
+        info = build_p4info(compile_bundle(bundle))
         return Program(info, bundle.to_bytes(), target, str(src))
     p4c = shutil.which("p4c-bm2-ss")
     if p4c is None:
@@ -70,5 +70,5 @@ def compile_program(target: str = "p4switch", source: str | Path | None = None) 
                              env=p4c_env(p4c))
         if res.returncode != 0:
             raise RuntimeError(f"p4c-bm2-ss failed on {src}:\n{res.stderr.strip()}")
-        info = p4info.parse(out_info.read_bytes())
+        info = parse_p4info(out_info.read_bytes())
         return Program(info, out_json.read_bytes(), target, str(src))

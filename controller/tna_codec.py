@@ -12,7 +12,7 @@ from __future__ import annotations
 from p4.v1 import p4runtime_pb2
 
 from model.tna import ProfileGroup, ProfileMember, SelectorEntry, TnaSwitchEntries
-from p4switch.pipeline.api import ExactMatch
+from p4switch import ExactMatch
 
 from .p4rt_codec import P4Schema, encode
 

@@ -39,9 +39,7 @@ from model.schemes import (
     Scheme,
     WhackAMole,
 )
-from p4switch.frontend import P4CompileError, compile_file
-from p4switch.pcap import PcapWriter, read_pcap
-from p4switch.pipeline.api import LpmMatch
+from p4switch import LpmMatch, P4CompileError, PcapWriter, compile_file, read_pcap
 
 ROOT = Path(__file__).resolve().parents[1]
 FABRIC_P4 = ROOT / "p4src" / "fabric.p4"

@@ -9,6 +9,6 @@
 - ``entropy``: the UDP ports of collective traffic (RoCEv2's, and a QP's source port);
 - ``pipeline_target``: the same entries applied to a p4switch pipeline object directly.
 
-Pure means: no I/O, no clock, no threads, no gRPC; only ``p4switch.pipeline.api`` (the match
-types of a table entry) and networkx below it. docs/architecture.md has the layers.
+Pure means: no I/O, no clock, no threads, no gRPC; only p4switch's face (the match kinds,
+``TableEntry`` and ``PipelineAPI``, which load no pipeline) and networkx below it. docs/architecture.md has the layers.
 """

@@ -12,14 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from p4switch.pipeline.api import (
-    ExactMatch,
-    LpmMatch,
-    MatchValue,
-    RangeMatch,
-    TableEntry,
-    TernaryMatch,
-)
+from p4switch import ExactMatch, LpmMatch, MatchValue, RangeMatch, TableEntry, TernaryMatch
 
 Match = ExactMatch | LpmMatch | RangeMatch | TernaryMatch
 

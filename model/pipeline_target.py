@@ -1,7 +1,7 @@
 """Programming a p4switch pipeline object directly (the simulator's and the tests' way in).
 
 The same :class:`~model.entries.Entry` values the controller sends over P4Runtime go
-through ``p4switch.pipeline.api`` here, so a simulated fabric is programmed exactly like the
+through the pipeline's ``PipelineAPI`` here, so a simulated fabric is programmed exactly like the
 emulated one, without gRPC.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from model.entries import Entry, EntryDiff
 from model.routing import SwitchEntries
-from p4switch.pipeline.api import PipelineAPI
+from p4switch import PipelineAPI
 
 
 def _entries(entries: SwitchEntries | Iterable[Entry]) -> Iterable[Entry]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from model.spec import FabricSpec, LinkSpec, mac_int
-from p4switch.pipeline.api import ExactMatch, LpmMatch
+from p4switch import ExactMatch, LpmMatch
 
 from .entries import ECN_CONFIG, IPV4_LPM, K_DST, K_EGRESS, PORT_SMAC, Entry
 from .schemes import GroupContext, Scheme, SwitchContext, scheme_from_name

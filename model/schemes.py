@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from p4switch.pipeline.api import ExactMatch, RangeMatch
+from p4switch import ExactMatch, RangeMatch
 
 from . import lb as lb_model
 from .entries import K_GROUP, K_MEMBER, K_SLOT, LB_GROUP, LB_MEMBER, WAM_SLOT, Entry

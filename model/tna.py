@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from p4switch.pipeline.api import ExactMatch, RangeMatch
+from p4switch import ExactMatch, RangeMatch
 
 from . import lb as lb_model
 from .entries import (

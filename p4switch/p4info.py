@@ -391,6 +391,9 @@ def _find_instance(ctx: _Ctx, control: ir.Control, name: str | None) -> ir.Exter
 
 def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     """The P4Info of ``program``; raises ``P4InfoError`` for conflicting ``@id``s."""
+    from p4switch.pipeline import v1model  # the extern registry, filled on first use
+
+    v1model.declare_once()
     # as p4c: a table no control applies is removed ("removing table"), with what only it
     # reaches (its actions, its direct counters and meters)
     tables = [

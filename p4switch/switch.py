@@ -52,8 +52,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
+from common.histogram import LogHistogram
 from p4switch import ir
-from p4switch.hidden import LogHistogram, switch_drop_sites
+from p4switch.hidden import switch_drop_sites
 from p4switch.pipeline import api
 from p4switch.ports import MIN_FRAME, MemoryPort, PcapNaming, Port, PortStats, RawPort
 from p4switch.propagation import DelayLine

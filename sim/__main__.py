@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from model.spec import SpecError, fat_tree, leaf_spine
-from p4switch.queues import parse_bit_rate
+from p4switch import parse_bit_rate
 from traffic.congestion import DEFAULT_CC, REGISTRY, fabric_ecn_threshold
 from traffic.schedules import GENERATORS, ScheduleError, parse_size
 from traffic.schedules.cm import dump_cm, failed_links, load_cm

@@ -18,8 +18,8 @@ from __future__ import annotations
 import functools
 import struct
 
+from common.checksum import csum16_int
 from model.spec import mac_int
-from p4switch.pipeline.hashes import csum16_int
 from traffic.packet import ACK, F_ACK, F_DUP, F_NACK, HDR, ROCEV2_PORT, VERSION
 
 ETH_IP_UDP = 14 + 20 + 8

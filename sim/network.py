@@ -24,9 +24,7 @@ from model.paths import PathModel
 from model.pipeline_target import apply_diff_on_pipeline, install_on_pipeline
 from model.routing import compute_fabric_entries
 from model.spec import CPU_PORT, FabricSpec
-from p4switch import ir
-from p4switch.pipeline import Pipeline
-from p4switch.queues import DEFAULT_QUEUE_DEPTH
+from p4switch import DEFAULT_QUEUE_DEPTH, Pipeline, Program
 from traffic.schedules import Schedule
 
 from .events import EventLoop
@@ -43,17 +41,17 @@ _FAILURE_ROOT = 2 << 40   # and of a scheduled link failure
 
 
 @functools.cache
-def fabric_program(path: str = str(FABRIC_P4)) -> ir.Program:
+def fabric_program(path: str = str(FABRIC_P4)) -> Program:
     """The P4 program compiled by p4switch's front end, once per process."""
-    from p4switch.frontend import compile_file
+    from p4switch import compile_file
 
     return compile_file(path)
 
 
-_TEMPLATES: dict[int, tuple[ir.Program, Pipeline]] = {}
+_TEMPLATES: dict[int, tuple[Program, Pipeline]] = {}
 
 
-def pipeline_template(program: ir.Program) -> Pipeline:
+def pipeline_template(program: Program) -> Pipeline:
     """One generated-and-compiled Pipeline per program and process, never programmed: every
     simulated switch is ``new_instance`` of it (its own state, the shared code), so a k=16
     fabric's 320 switches cost one code generation, not 320."""
@@ -141,7 +139,7 @@ class SimNetwork:
     """Build with a spec and a scheme (name or model.schemes.Scheme), then ``run``."""
 
     def __init__(self, spec: FabricSpec, scheme: Any = "ecmp", config: SimConfig | None = None,
-                 program: ir.Program | None = None) -> None:
+                 program: Program | None = None) -> None:
         self.spec = spec
         self.scheme = scheme
         self.cfg = config or SimConfig()

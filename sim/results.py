@@ -11,7 +11,7 @@ import pandas as pd
 from traffic.metrics import RankMetrics
 
 if TYPE_CHECKING:
-    from p4switch.pipeline.api import ExactMatch, MatchValue
+    from p4switch import ExactMatch, MatchValue
 
     from .host import Job
     from .network import SimNetwork

@@ -28,8 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from p4switch.pipeline.api import Drop, EgressJob
-from p4switch.queues import DEFAULT_QUEUE_DEPTH, EgressQueue, EgressQueues
+from p4switch import DEFAULT_QUEUE_DEPTH, Drop, EgressJob, EgressQueue, EgressQueues
 
 from .events import EventLoop
 from .link import Link

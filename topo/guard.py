@@ -45,7 +45,7 @@ of the egress delay the program does see, or under one frame time — the store-
 every real switch adds before its pipeline sees a frame, so a lag below it cannot hold back or
 reorder anything a hardware switch would not. The host's pacer may wake late by 4 frame times
 at its p99 (a late wake delays that send and the next, the host's rate dips by < 1 %). Each
-figure is a quantile over every frame (p4switch/hidden.py), within ``RELATIVE_ERROR`` (3.1 %)
+figure is a quantile over every frame (common/histogram.py), within ``RELATIVE_ERROR`` (3.1 %)
 of the true one; a verdict that close to its threshold is said to be marginal in the reason.
 With the switches at real-time priority (topo/priority.py) the demo's ring at 4 Mb/s
 (TDF 25,000, load average 9) had an ingress lag p99 of 0.53 ms (0.17 frame times) against an
@@ -60,7 +60,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from p4switch.hidden import RELATIVE_ERROR, LogHistogram
+from common.histogram import RELATIVE_ERROR, LogHistogram
 
 HIDDEN_DROP_FRACTION = 0.001
 LAG_RATIO = 0.25

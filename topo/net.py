@@ -264,7 +264,7 @@ class FabricNet:
     def set_prop_delay(self, delay_us: float) -> None:
         """Every link's propagation delay from now on (µs; 0: none), through each p4switch's
         control socket (a calibration ramp changes the TDF without a new fabric)."""
-        from p4switch.control import ControlClient
+        from p4switch import ControlClient
 
         if not 0 <= delay_us < float("inf"):
             raise TopoError(f"propagation delay must be >= 0 µs, got {delay_us!r}")
@@ -286,7 +286,7 @@ class FabricNet:
     def set_link_rate(self, a: str, b: str, mbps: float) -> None:
         """Change an a-b link's rate at run time, both directions: switch ends through the
         p4switch control socket, host ends by re-configuring HTB."""
-        from p4switch.control import ControlClient
+        from p4switch import ControlClient
 
         if mbps <= 0:
             raise TopoError("link rate must be > 0 Mbps")

@@ -193,7 +193,7 @@ class EbpfP4Switch(P4Switch):
 
     @staticmethod
     def missing() -> str | None:
-        from p4switch.ebpf.toolchain import unavailable_reason
+        from p4switch import ebpf_unavailable_reason as unavailable_reason
 
         return unavailable_reason()
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from p4switch.hidden import LogHistogram
+from common.histogram import LogHistogram
 
 from .guard import Measures
 
@@ -118,7 +118,7 @@ class FabricProbe:
         self.hosts = hosts
 
     def snapshot(self) -> Snapshot:
-        from p4switch.control import ControlClient, ControlError
+        from p4switch import ControlClient, ControlError
 
         snap = Snapshot(t=time.monotonic(), machine=machine_ticks())
         for sw in self.net.switches:

@@ -721,7 +721,7 @@ class FabricSession:
     def seed_data_plane(self, seed: int) -> None:
         """Each p4switch's random() from ``seed`` and its device id, over its control socket
         (other targets keep their own; a switch that does not answer is left as it was)."""
-        from p4switch.control import ControlClient, ControlError
+        from p4switch import ControlClient, ControlError
 
         for sw in self.net.switches:
             sock = getattr(sw, "control_socket", None)

@@ -22,9 +22,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from common.histogram import LogHistogram
 from model.dims import Dim, dim
 from model.entropy import entropy_port
-from p4switch.hidden import LogHistogram
 
 from . import batchio
 from .frames import FlowHeader, FrameCache

@@ -109,8 +109,8 @@ class RankMetrics:
     steps: list[StepRecord] = field(default_factory=list)
     collectives: list[dict[str, Any]] = field(default_factory=list)
     send_lag_us: list[int] | None = None
-    """Log-linear histogram (p4switch.hidden.LogHistogram counts) of how late the agent's loop woke
-    for paced sends and timers; None where not measured (TCP mode, the simulator)."""
+    """Log-linear histogram (common.histogram.LogHistogram counts) of how late the agent's loop
+    woke for paced sends and timers; None where not measured (TCP mode, the simulator)."""
     agent_drops: dict[str, int | None] | None = None
     """The host agent's drop sites, on its first local rank only (one agent per host):
     ``udp_socket_drops`` (the receive socket overflowed), ``tx_refused`` (sends the host

@@ -22,6 +22,14 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+# the match kinds live in a leaf module, so the fabric's models need not load the pipeline
+from p4switch.matches import ExactMatch as ExactMatch
+from p4switch.matches import LpmMatch as LpmMatch
+from p4switch.matches import MatchValue as MatchValue
+from p4switch.matches import OptionalMatch as OptionalMatch
+from p4switch.matches import RangeMatch as RangeMatch
+from p4switch.matches import TernaryMatch as TernaryMatch
+
 # --------------------------------------------------------------------------------------------
 # Errors
 # --------------------------------------------------------------------------------------------
@@ -55,45 +63,6 @@ class StateError(Exception):
 # --------------------------------------------------------------------------------------------
 # Table entries
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ExactMatch:
-    value: int
-
-
-@dataclass(frozen=True)
-class LpmMatch:
-    value: int
-    prefix_len: int
-
-
-@dataclass(frozen=True)
-class TernaryMatch:
-    value: int
-    mask: int
-
-
-@dataclass(frozen=True)
-class RangeMatch:
-    low: int
-    high: int
-
-
-@dataclass(frozen=True)
-class OptionalMatch:
-    """An ``optional`` key given a value (an omitted optional key is a wildcard)."""
-
-    value: int
-
-
-MatchValue = (
-    ExactMatch
-    | LpmMatch
-    | TernaryMatch
-    | RangeMatch
-    | OptionalMatch
-)
 
 
 @dataclass

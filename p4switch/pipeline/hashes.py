@@ -12,6 +12,10 @@ from collections.abc import Callable, Iterable
 
 from fastcrc import crc16 as _fastcrc16
 
+# the Internet checksum is shared with hosts and probes (re-exported for the code generator)
+from common.checksum import csum16 as csum16
+from common.checksum import csum16_int as csum16_int
+
 _crc16_arc = _fastcrc16.arc
 
 
@@ -23,26 +27,6 @@ def crc16_arc(data: bytes) -> int:
 def crc32(data: bytes) -> int:
     """The IEEE 802.3 CRC-32 (BMv2 ``crc32``); ``zlib.crc32`` is already unsigned."""
     return zlib.crc32(data)
-
-
-def csum16(data: bytes) -> int:
-    """Ones'-complement of the ones'-complement sum of 16-bit big-endian words (RFC 1071); an odd
-    trailing byte is padded with a zero byte."""
-    x = int.from_bytes(data, "big")
-    if len(data) & 1:
-        x <<= 8
-    return csum16_int(x)
-
-
-def csum16_int(x: int) -> int:
-    """csum16 of the 16-bit words of the non-negative integer ``x`` (big-endian words).
-
-    Since 2^16 = 1 (mod 0xFFFF), the end-around-carry sum of the words is x mod 0xFFFF, except
-    that a non-zero input whose sum is a multiple of 0xFFFF sums to 0xFFFF, never 0."""
-    s = x % 0xFFFF
-    if s == 0 and x:
-        s = 0xFFFF
-    return (~s) & 0xFFFF
 
 
 def xor16(data: bytes) -> int:

@@ -43,7 +43,7 @@ from typing import Any
 
 from p4switch import ir
 
-from . import fused, registry, runtime
+from . import fused, registry, runtime, v1model
 from .api import (
     ActionProfileGroup,
     ActionProfileMember,
@@ -137,6 +137,7 @@ class Pipeline:
 
     def __init__(self, program: ir.Program, *, drop_port: int = 511, cpu_port: int | None = None,
                  seed: int | None = None) -> None:
+        v1model.declare_once()
         self._init_state(program, drop_port, cpu_port, seed)
         code = self._generate()
         self._link(code, code.globals)

@@ -289,8 +289,21 @@ FUNCTIONS: tuple[ExternFunction, ...] = (
 
 def register() -> None:
     """Declare the v1model externs into the registry, replacing earlier declarations of the
-    same names (``p4switch.pipeline`` calls this once, when it is imported)."""
+    same names."""
     for kind in OBJECTS:
         registry.declare_object(kind)
     for fn in FUNCTIONS:
         registry.declare_function(fn)
+
+
+_declared = False
+
+
+def declare_once() -> None:
+    """Declare the v1model externs the first time a pipeline or a P4Info is built: not when
+    ``p4switch`` is imported, so a module that needs only the contract types (``api``, the
+    match kinds) does not load the code generators."""
+    global _declared
+    if not _declared:
+        register()
+        _declared = True

@@ -5,11 +5,12 @@ hidden in a function is still a dependency. The layers, bottom first (docs/archi
 
 | layer | packages | what |
 | --- | --- | --- |
-| 0 | ``p4switch`` | the P4 target: front end, pipeline, queues, ports, P4Runtime server |
-| 1 | ``model`` | pure models: fabric spec, entries, schemes, LB reference, routing, paths |
-| 2 | ``traffic``, ``controller`` | host traffic and transport; the P4Runtime controller |
-| 3 | ``topo``, ``sim`` | the emulated fabric (Mininet) and the simulated one |
-| 4 | ``experiments`` | YAML experiments on either backend, reports, the fidelity experiment |
+| 0 | ``common`` | generic utilities every layer may use (histogram, Internet checksum) |
+| 1 | ``p4switch`` | the P4 target: front end, pipeline, queues, ports, P4Runtime server |
+| 2 | ``model`` | pure models: fabric spec, entries, schemes, LB reference, routing, paths |
+| 3 | ``traffic``, ``controller`` | host traffic and transport; the P4Runtime controller |
+| 4 | ``topo``, ``sim`` | the emulated fabric (Mininet) and the simulated one |
+| 5 | ``experiments`` | YAML experiments on either backend, reports, the fidelity experiment |
 
 A package may import only from packages in lower layers (packages in one layer are independent
 of each other). Inside a package, modules may import each other in any direction but not in a
@@ -29,6 +30,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 LAYERS: tuple[tuple[str, ...], ...] = (
+    ("common",),
     ("p4switch",),
     ("model",),
     ("traffic", "controller"),

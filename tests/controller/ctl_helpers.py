@@ -7,15 +7,14 @@ import ipaddress
 import struct
 from pathlib import Path
 
-from p4switch import ir
-from p4switch.frontend import compile_file
-from p4switch.pipeline.hashes import csum16
+from common.checksum import csum16
+from p4switch import Program, compile_file
 
 FABRIC_P4 = Path(__file__).resolve().parents[2] / "p4src" / "fabric.p4"
 
 
 @functools.cache
-def fabric_program() -> ir.Program:
+def fabric_program() -> Program:
     return compile_file(str(FABRIC_P4))
 
 

@@ -10,8 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from model.spec import PRIORITY_QUEUES, FabricSpec
-from p4switch.ports import MemoryPort
-from p4switch.switch import Switch
+from p4switch import MemoryPort, Switch
 from tests.netutil import free_port, serve_free
 
 

@@ -11,7 +11,7 @@ from model.entries import IPV4_LPM, K_DST, WAM_SLOT, Entry, diff_entries
 from model.routing import compute_fabric_entries
 from model.schemes import SwitchContext, WhackAMole, wam_range_entries
 from model.spec import fat_tree
-from p4switch.pipeline.api import LpmMatch
+from p4switch import LpmMatch
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from model.routing import (
 )
 from model.schemes import Ecmp, WhackAMole
 from model.spec import FabricSpec, fat_tree, leaf_spine
-from p4switch.pipeline import Pipeline
+from p4switch import Pipeline
 
 
 def _routes(se) -> dict[str, object]:

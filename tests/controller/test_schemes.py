@@ -23,8 +23,7 @@ from model.schemes import (
     WhackAMole,
     scheme_from_name,
 )
-from p4switch.pipeline import Pipeline
-from p4switch.pipeline.api import LpmMatch
+from p4switch import LpmMatch, Pipeline
 
 PORT0 = 10
 GID = 3

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from p4switch.hidden import RELATIVE_ERROR, LogHistogram, bucket_of
+from common.histogram import RELATIVE_ERROR, LogHistogram, bucket_of
 from topo import guard, probes
 from topo.guard import Measures, frame_time_us, judge
 

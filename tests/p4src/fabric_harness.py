@@ -18,6 +18,7 @@ from pathlib import Path
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 
+from common.checksum import csum16
 from model.entries import Entry
 from model.pipeline_target import install_on_pipeline
 from model.schemes import (
@@ -31,18 +32,17 @@ from model.schemes import (
     member_entry,
     wam_range_entries,
 )
-from p4switch import ir
-from p4switch.frontend import compile_file
-from p4switch.pipeline import Pipeline
-from p4switch.pipeline.api import (
+from p4switch import (
     EgressJob,
     ExactMatch,
     LpmMatch,
+    Pipeline,
     ProcessResult,
+    Program,
     QueueingMetadata,
     TableEntry,
+    compile_file,
 )
-from p4switch.pipeline.hashes import csum16
 
 FABRIC_P4 = Path(__file__).resolve().parents[2] / "p4src" / "fabric.p4"
 
@@ -69,7 +69,7 @@ FLOWLET_SLOTS = 4096
 
 
 @functools.cache
-def program() -> ir.Program:
+def program() -> Program:
     """fabric.p4 compiled by p4switch's front end, once per test session."""
     return compile_file(str(FABRIC_P4))
 

@@ -26,7 +26,7 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
 
-from p4switch.pipeline.api import LpmMatch
+from p4switch import LpmMatch
 
 NHOP_MAC = 0x0A0B0C0D0E0F
 

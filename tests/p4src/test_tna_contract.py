@@ -20,8 +20,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 from model import tna
-from p4switch.frontend import compile_file
-from p4switch.p4info import build_p4info
+from p4switch import build_p4info, compile_file
 
 ROOT = Path(__file__).resolve().parents[2]
 P4SRC = ROOT / "p4src"

@@ -25,7 +25,7 @@ from model.entries import LB_GROUP, LB_MEMBER, WAM_SLOT, Entry
 from model.routing import compute_fabric_entries
 from model.schemes import SCHEMES, Ecmp, Flowlet, WhackAMole
 from model.spec import fat_tree
-from p4switch.pipeline.api import ExactMatch, LpmMatch, RangeMatch, TernaryMatch
+from p4switch import ExactMatch, LpmMatch, RangeMatch, TernaryMatch
 
 ROOT = Path(__file__).resolve().parents[2]
 TNA = ROOT / "p4src" / "tna" / "fabric.p4"

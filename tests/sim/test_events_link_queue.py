@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4switch.pipeline.api import Drop, EgressJob, EgressResult, IngressResult, Output
+from p4switch import Drop, EgressJob, EgressResult, IngressResult, Output
 from sim.events import EventLoop
 from sim.link import Link
 from sim.switch import SimSwitch
@@ -141,7 +141,7 @@ def test_switch_queue_serialises_at_link_rate_with_v1model_metadata(pipe_cls: ty
 def test_fast_path_copies_onto_one_port_leave_back_to_back() -> None:
     """A packet whose fused path yields two outputs on one port (a clone or replica onto the
     same port): the second follows the first once the wire is free, nothing is left queued."""
-    from p4switch.pipeline.api import ProcessResult
+    from p4switch import ProcessResult
 
     class Twice(FastForwardPipeline):
         def process_fast(self, data: bytes, port: int, now_us: int):  # noqa: ANN201

@@ -14,13 +14,8 @@ import pytest
 from switch_fakes import FakePipeline, frame
 from switch_netns import Topo, raw_socket, recv_all, sh
 
-from p4switch.hidden import (
-    ANCILLARY,
-    RELATIVE_ERROR,
-    LogHistogram,
-    enable_rx_timestamps,
-    rx_time_ns,
-)
+from common.histogram import RELATIVE_ERROR, LogHistogram
+from p4switch.hidden import ANCILLARY, enable_rx_timestamps, rx_time_ns
 from p4switch.ports import RawPort
 from p4switch.switch import Switch
 

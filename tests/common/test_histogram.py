@@ -1,4 +1,4 @@
-"""The log-linear histogram behind the fidelity guard's quantiles (p4switch/hidden.py): every
+"""The log-linear histogram behind the fidelity guard's quantiles (common/histogram.py): every
 value lands in a bucket that holds it, buckets tile the range, and a quantile is within the
 stated RELATIVE_ERROR of numpy's (exact below 2·SUB µs) — so a threshold is not decided by a
 bucket edge."""
@@ -8,21 +8,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from p4switch import hidden
-from p4switch.hidden import BUCKETS, RELATIVE_ERROR, SUB, LogHistogram, bucket_of, bucket_range
+from common import histogram
+from common.histogram import BUCKETS, RELATIVE_ERROR, SUB, LogHistogram, bucket_of, bucket_range
 
 
 def test_buckets_tile_the_range_and_hold_their_values() -> None:
     for i in range(BUCKETS - 1):
         assert bucket_range(i)[1] + 1 == bucket_range(i + 1)[0]
     rng = np.random.default_rng(7)
-    values = [*range(300), *rng.integers(0, hidden.MAX_US, 20_000).tolist()]
+    values = [*range(300), *rng.integers(0, histogram.MAX_US, 20_000).tolist()]
     for v in values:
         low, high = bucket_range(bucket_of(v))
         assert low <= v <= high
         if v >= 2 * SUB:
             assert (high - low + 1) / low <= 1 / SUB
-    assert bucket_of(-5) == 0 and bucket_of(hidden.MAX_US * 4) == BUCKETS - 1
+    assert bucket_of(-5) == 0 and bucket_of(histogram.MAX_US * 4) == BUCKETS - 1
 
 
 @pytest.mark.parametrize("q", [0.01, 0.5, 0.9, 0.99, 1.0])
