@@ -172,11 +172,11 @@ parser FabricIngressParser(packet_in pkt,
 
 /* ================================ ingress ================================= */
 control MyIngress(inout headers_t hdr,
-                      inout ig_metadata_t meta,
-                      in ingress_intrinsic_metadata_t ig_intr_md,
-                      in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
-                      inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
-                      inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+                  inout ig_metadata_t meta,
+                  in ingress_intrinsic_metadata_t ig_intr_md,
+                  in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                  inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                  inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
 
     Counter<bit<32>, PortId_t>(PORT_COUNT, CounterType_t.PACKETS_AND_BYTES) port_rx_ctr;
     Counter<bit<32>, bit<8>>(DROP_REASON_COUNT, CounterType_t.PACKETS_AND_BYTES) drop_ctr;
@@ -478,11 +478,11 @@ parser FabricEgressParser(packet_in pkt,
 
 /* ================================ egress ================================== */
 control MyEgress(inout headers_t hdr,
-                     inout eg_metadata_t eg_md,
-                     in egress_intrinsic_metadata_t eg_intr_md,
-                     in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
-                     inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
-                     inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+                 inout eg_metadata_t eg_md,
+                 in egress_intrinsic_metadata_t eg_intr_md,
+                 in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                 inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                 inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
 
     Counter<bit<32>, PortId_t>(PORT_COUNT, CounterType_t.PACKETS_AND_BYTES) port_tx_ctr;
 
