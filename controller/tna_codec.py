@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from p4.v1 import p4runtime_pb2
 
-from model.tna import ProfileGroup, ProfileMember, SelectorEntry, TnaSwitchEntries
+from model.tna import LB_SELECT, ProfileGroup, ProfileMember, SelectorEntry, TnaSwitchEntries
 from p4switch import ExactMatch
 
 from .p4rt_codec import P4Schema, encode
@@ -25,9 +25,16 @@ def _get(d: dict, name: str, what: str):
 
 
 def _profile_id(schema: P4Schema, name: str) -> int:
+    """The id of action profile ``name``, or else that of the profile implementing
+    ``lb_select``: a compiler may list a TNA ActionProfile and its ActionSelector as one profile
+    or two under its own names, and P4Runtime writes members and groups of a selector table to
+    the table's implementation."""
     for p in schema.info.action_profiles:
         if name in (p.preamble.name, p.preamble.alias):
             return int(p.preamble.id)
+    for t in schema.info.tables:
+        if LB_SELECT in (t.preamble.name, t.preamble.alias) and t.implementation_id:
+            return int(t.implementation_id)
     raise KeyError(f"P4Info has no action profile {name!r}")
 
 

@@ -97,10 +97,10 @@ DIFFERENCES: tuple[ContractDifference, ...] = (
         "one entry per ECMP/flowlet group, pointing at its action-profile group"),
     ContractDifference(
         "action-profile", "MyIngress.lb_profile", "absent", "16384",
-        "holds the set_member members of ECMP/flowlet groups (id = group * 64 + member)"),
+        "the selector's member store; P4Runtime names the table's implementation instead"),
     ContractDifference(
         "action-profile", "MyIngress.lb_selector", "absent", "16384",
-        "one P4Runtime action-profile group per ECMP/flowlet LB group (same id)"),
+        "members (id = group * 64 + member) and one group per ECMP/flowlet LB group (same id)"),
     ContractDifference(
         "register", "MyIngress.flowlet_last_ts", "bit<48> x 4096", "bit<32> x 4096",
         "ns, wraps every 4.29 s: a gap of k * 4.29 s + d looks like d (harmless for LB)"),
@@ -116,12 +116,13 @@ DIFFERENCES: tuple[ContractDifference, ...] = (
 # ---- what the tofino target writes -----------------------------------------------------------
 @dataclass(frozen=True)
 class ProfileMember:
-    """A P4Runtime ActionProfileMember of ``profile``."""
+    """A P4Runtime ActionProfileMember of ``profile``: the action profile the selector table
+    names as its implementation, which holds members and groups alike (P4Runtime spec)."""
 
     member_id: int
     action: str
     params: tuple[tuple[str, int], ...]
-    profile: str = LB_PROFILE
+    profile: str = LB_SELECTOR
 
 
 @dataclass(frozen=True)

