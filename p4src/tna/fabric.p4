@@ -102,6 +102,7 @@ struct lb_meta_t {
     bit<32> flowlet_gap;
     bit<16> flowlet_id;
     bit<12> flow_slot;
+    bit<14> ctr_idx;          /* lb_member_ctr index: group ++ member */
     bit<16> wam_mask;         /* m - 1 */
     bit<16> wam_j;            /* counter (WaM) or random value, & wam_mask */
     bit<16> rnd;
@@ -180,7 +181,7 @@ control MyIngress(inout headers_t hdr,
 
     Counter<bit<32>, PortId_t>(PORT_COUNT, CounterType_t.PACKETS_AND_BYTES) port_rx_ctr;
     Counter<bit<32>, bit<8>>(DROP_REASON_COUNT, CounterType_t.PACKETS_AND_BYTES) drop_ctr;
-    Counter<bit<32>, bit<32>>(LB_MEMBER_CTR_SIZE, CounterType_t.PACKETS_AND_BYTES) lb_member_ctr;
+    Counter<bit<32>, bit<14>>(LB_MEMBER_CTR_SIZE, CounterType_t.PACKETS_AND_BYTES) lb_member_ctr;
     DirectCounter<bit<32>>(CounterType_t.PACKETS_AND_BYTES) ipv4_lpm_ctr;
 
     /* ---- flowlet: Hash<> for the slot, two RegisterActions ---------------- */
@@ -397,10 +398,12 @@ control MyIngress(inout headers_t hdr,
                                                                hdr.ipv4.protocol,
                                                                meta.l4_src, meta.l4_dst });
                         meta.lb.flowlet_gap = flowlet_touch.execute(meta.lb.flow_slot);
-                        /* gap > timeout without a run-time comparator:
-                         * timeout |-| gap saturates to 0 iff gap >= timeout. */
-                        if ((meta.lb.flowlet_timeout |-| meta.lb.flowlet_gap) == 0
-                                && meta.lb.flowlet_gap != meta.lb.flowlet_timeout) {
+                        /* gap > timeout without a run-time comparator: the
+                         * saturating gap |-| timeout is non-zero iff gap > timeout;
+                         * computed in an action, then tested against a constant
+                         * (what a gateway can do). */
+                        meta.lb.flowlet_gap = meta.lb.flowlet_gap |-| meta.lb.flowlet_timeout;
+                        if (meta.lb.flowlet_gap != 0) {
                             meta.lb.flowlet_id = flowlet_id_bump.execute(meta.lb.flow_slot);
                         } else {
                             meta.lb.flowlet_id = flowlet_id_read.execute(meta.lb.flow_slot);
@@ -423,8 +426,11 @@ control MyIngress(inout headers_t hdr,
                         }
                         if (meta.drop_reason == DROP_NONE) {
                             if (lb_member.apply().hit) {
-                                lb_member_ctr.count((bit<32>)meta.lb.group_id * LB_MAX_MEMBERS
-                                                    + (bit<32>)meta.lb.member_idx);
+                                /* group * 64 + member as a concatenation: no
+                                 * arithmetic in the index (groups < 256,
+                                 * members < 64) */
+                                meta.lb.ctr_idx = meta.lb.group_id[7:0] ++ meta.lb.member_idx[5:0];
+                                lb_member_ctr.count(meta.lb.ctr_idx);
                             }
                         }
                     }
@@ -536,8 +542,10 @@ control MyEgress(inout headers_t hdr,
             port_smac.apply();
             if (hdr.ipv4.isValid() && hdr.ipv4.ecn != ECN_NOT_ECT) {
                 if (ecn_config.apply().hit) {
-                    /* deq_qdepth >= threshold, as threshold |-| qdepth == 0 */
-                    if ((eg_md.ecn_threshold |-| (bit<32>)eg_intr_md.deq_qdepth) == 0) {
+                    /* deq_qdepth >= threshold, as threshold |-| qdepth == 0,
+                     * computed in an action and tested against a constant */
+                    eg_md.ecn_threshold = eg_md.ecn_threshold |-| (bit<32>)eg_intr_md.deq_qdepth;
+                    if (eg_md.ecn_threshold == 0) {
                         hdr.ipv4.ecn = ECN_CE;
                     }
                 }
