@@ -323,7 +323,8 @@ class SimBackend(Backend):
         if self.cfg.fabric is not None:   # a file in fabric units: its timers, delay, queues
             base = dataclasses.replace(base, rto=w.rto_ms / 1e3)
             fabric = {"prop_delay_us": self.cfg.fabric.prop_delay_us,
-                      "queue_depth": self.cfg.fabric.queue_packets}
+                      "queue_depth": self.cfg.fabric.queue_packets,
+                      "trim": self.cfg.fabric.trim}
         transport = self.transport_config(base, w)
         cfg = SimConfig(host=HostConfig(transport=transport,
                                         qps=w.qps, path_policy=self.scheme.policy_spec()),
@@ -346,7 +347,7 @@ class SimBackend(Backend):
         for m in res.ranks:
             m.write(out / "traffic")
         s = RunSamples(extra={"collective_ok": res.ok, "cct_s": res.cct_s,
-                              "sim": res.summary()})
+                              "sim": {**res.summary(), "trim": cfg.trim}})
         s.events = [{"time": t / 1e6, "loop": "sim", "switch": None, "what": what}
                     for t, what in net.events]
         if w.failure:

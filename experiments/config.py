@@ -575,8 +575,8 @@ def _workload(v: Any, path: str, spec: FabricSpec) -> WorkloadConfig:
 def _fabric(v: Any) -> FabricConfig:
     p = "fabric"
     d = _obj(v, p)
-    _keys(d, p, {"link_rate", "prop_delay_us", "mtu", "queue_packets", "flowlet_gap_us"},
-          {"link_rate"})
+    _keys(d, p, {"link_rate", "prop_delay_us", "mtu", "queue_packets", "flowlet_gap_us",
+                 "trim"}, {"link_rate"})
     rate = d["link_rate"]
     try:
         bps = parse_rate(rate)
@@ -589,7 +589,8 @@ def _fabric(v: Any) -> FabricConfig:
                         prop_delay_us=_num(d, "prop_delay_us", p, 1.0, lo=0.0) or 0.0,
                         mtu=_int(d, "mtu", p, 1500, 576, 9216),
                         queue_packets=_int(d, "queue_packets", p, 64, 1, 1 << 20),
-                        flowlet_gap_us=_num(d, "flowlet_gap_us", p, None, positive=True))
+                        flowlet_gap_us=_num(d, "flowlet_gap_us", p, None, positive=True),
+                        trim=_bool(d, "trim", p, False))
 
 
 def _transport(v: Any, has_fabric: bool) -> TransportSettings:
@@ -725,6 +726,8 @@ def from_dict(d: Any) -> ExperimentConfig:
         raise ConfigError("parameters.tdf", "time dilation needs a fabric block (the file's "
                           "times are otherwise the emulation's own)")
     backend = _str(d, "backend", "", "mininet", BACKENDS)
+    if fabric is not None and fabric.trim and backend != "sim":
+        raise ConfigError("fabric.trim", "packet trimming runs on the sim backend only")
     for i, w in enumerate(workloads):
         if w.tm is not None and read_cm(w.tm).failures:
             if backend != "sim" or topo.kind != "fattree":

@@ -86,13 +86,13 @@ def summary_table(r: Results, include_invalid: bool = False) -> pd.DataFrame:
         agg = r.runs.groupby(keys).agg(
             {c: "max" if c == "qdepth_max" else "mean" if c in _MEANS else _sum_or_nan
              for c in ("qdepth_max", "drops", "drops_p4_queue", "retransmissions",
-                       "reordered", "spurious", *_MEANS)
+                       "reordered", "spurious", "timeouts", "nacks", "trims", *_MEANS)
              if c in r.runs}).reset_index()
         t = t.merge(agg, on=keys, how="left")
     return t
 
 
-_MEANS = ("ce_fraction", "mean_window", "mean_rate")
+_MEANS = ("ce_fraction", "mean_window", "mean_rate", "fct_tail_us", "fct_spread")
 """Transport columns averaged over a scheme's runs (not summed)."""
 
 
@@ -148,7 +148,10 @@ COLUMNS = [("workload", "workload", "{}"), ("scheme", "scheme", "{}"),
            ("imbalance", "uplink max/mean", "{:.2f}"),
            ("qdepth_max", "max queue", "{:.0f}"), ("drops", "drops", "{:.0f}"),
            ("drops_p4_queue", "queue drops", "{:.0f}"),
+           ("fct_tail_us", "FCT tail µs", "{:.1f}"), ("fct_spread", "spread", "{:.2f}"),
            ("retransmissions", "retx", "{:.0f}"), ("spurious", "spurious", "{:.0f}"),
+           ("timeouts", "RTOs", "{:.0f}"), ("nacks", "NACKs", "{:.0f}"),
+           ("trims", "trims", "{:.0f}"),
            ("ce_fraction", "CE", "{:.1%}"), ("mean_window", "cwnd", "{:.1f}"),
            ("mean_rate", "rate/line", "{:.2f}"), ("reordered", "reordered", "{:.0f}"),
            ("n", "runs", "{}"), ("invalid", "invalid", "{}"), ("failed", "failed", "{}")]

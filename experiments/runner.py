@@ -52,6 +52,10 @@ class Interrupted(Exception):
     """SIGTERM (or SIGINT) arrived: stop after tearing down, keep what was measured."""
 
 
+LOSS_COLUMNS = ("timeouts", "nacks", "trim_nacks", "fct_min_us", "fct_p50_us", "fct_p99_us",
+                "fct_tail_us", "fct_spread")
+"""Per-flow completion (htsim's validation figures: tail, spread = tail / minimum) and loss
+recovery by timeout, NACK and trimmed-packet NACK (traffic.metrics.merge_ranks)."""
 TRANSPORT_COLUMNS = ("cc", "spurious", "ce_fraction", "mean_window", "mean_rate")
 """The congestion control's figures of a run (traffic.metrics.merge_ranks): its name,
 spurious retransmissions, the CE-marked fraction of acknowledged packets, the mean window
@@ -536,6 +540,9 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
             "bytes_conserved": tr["bytes_conserved"],
             "packets_sent": summ["packets_sent"],
             "retransmissions": summ["retransmissions"], "reordered": summ["reordered"],
+            **{k: summ.get(k) for k in LOSS_COLUMNS},
+            "trims": (s.extra.get("sim") or {}).get("trims"),
+            "trim": (s.extra.get("sim") or {}).get("trim", False),
             **{k: summ.get(k) for k in TRANSPORT_COLUMNS},
             "tcp_total_retrans": summ["tcp_total_retrans"],
             "tcp_reord_seen": summ["tcp_reord_seen"], "drops": drops, "qdepth_max": qmax,

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         EgressQueues,
         format_bit_rate,
         parse_bit_rate,
+        trim_frame,
     )
     from p4switch.switch import Switch
 
@@ -74,7 +75,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "BuildError": ("p4switch.pipeline.emit", "BuildError"),
     **{n: ("p4switch.queues", n) for n in (
         "DEFAULT_QUEUE_DEPTH", "EgressQueue", "EgressQueues", "format_bit_rate",
-        "parse_bit_rate")},
+        "parse_bit_rate", "trim_frame")},
     "ControlClient": ("p4switch.control", "ControlClient"),
     "ControlError": ("p4switch.control", "ControlError"),
     "compile_file": ("p4switch.frontend", "compile_file"),
@@ -97,7 +98,8 @@ __all__ = [
     "P4CompileError", "PcapError", "PcapWriter", "Pipeline", "PipelineAPI", "ProcessResult",
     "Program", "QueueingMetadata", "RangeMatch", "StateCode", "StateError", "Switch", "TableEntry",
     "TernaryMatch", "build_p4info", "bundle_from_file", "compile_bundle", "compile_file",
-    "ebpf_unavailable_reason", "format_bit_rate", "parse_bit_rate", "parse_p4info", "read_pcap"
+    "ebpf_unavailable_reason", "format_bit_rate", "parse_bit_rate", "parse_p4info", "read_pcap",
+    "trim_frame",
 ]
 
 

@@ -32,6 +32,13 @@ the flag then behaves as one FIFO, and the inline path, which has no queues to l
 not drop by queue count anyway. Why priorities at all: a fabric's liveness probes wait behind
 the same full queue as data and are tail-dropped with it; in their own FIFO they get through.
 
+Packet trimming (UEC's, NDP's; ``trim_bytes``, off by default as v1model has none): a packet
+arriving to a full FIFO is not dropped but cut to its first ``trim_bytes`` bytes (its headers)
+and queued in a trimmed FIFO served before every priority (qid = ``priorities``), so the
+receiver learns of the loss one queueing delay later instead of after a timeout. The trimmed
+FIFO holds at most ``depth`` packets; beyond it a packet is tail-dropped. ``dequeue`` sets
+``last_trimmed`` for the caller, which cuts the frame egress emits with ``trim_frame``.
+
 Nothing here reads a clock or does I/O: time is an argument (docs/architecture.md: the switch owns the clock).
 """
 
@@ -101,6 +108,8 @@ class QueueStats:
     max_depth_seen: int = 0
     priority_enqueued: int = 0
     """Packets that went into a priority FIFO above 0 (included in ``enqueued``)."""
+    trimmed: int = 0
+    """Packets cut to their headers instead of tail-dropped (included in ``enqueued``)."""
 
 
 def _positive(rate: float | None) -> float | None:
@@ -118,12 +127,17 @@ class EgressQueue:
     rate_pps: float | None = None
     rate_bps: float | None = None
     priorities: int = 1
+    trim_bytes: int | None = None
     stats: QueueStats = field(default_factory=QueueStats)
     # (job, enq_timestamp_us, enq_qdepth); _fifo is priority 0, the hot one
     _fifo: deque[tuple[EgressJob, int, int]] = field(default_factory=deque, repr=False)
     # priorities 1 .. priorities-1 (index p - 1), and how many packets they hold together
     _higher: list[deque[tuple[EgressJob, int, int]]] = field(default_factory=list, repr=False)
     _n_higher: int = field(default=0, repr=False)
+    # trimmed packets (counted in _n_higher too): served before every priority
+    _trim: deque[tuple[EgressJob, int, int]] = field(default_factory=deque, repr=False)
+    last_trimmed: bool = field(default=False, repr=False)
+    """The packet ``dequeue`` returned last was trimmed: cut its frame after egress."""
     _interval_us: float = field(default=0.0, repr=False)  # per packet (pps rate)
     _us_per_byte: float = field(default=0.0, repr=False)  # per byte (bps rate)
     _paced: bool = field(default=False, repr=False)  # either rate is set
@@ -175,7 +189,7 @@ class EgressQueue:
         gone = self._higher[n - 1:]
         self.stats.flushed += sum(len(f) for f in gone)
         self._higher = self._higher[:n - 1] + [deque() for _ in range(n - 1 - len(self._higher))]
-        self._n_higher = sum(len(f) for f in self._higher)
+        self._n_higher = sum(len(f) for f in self._higher) + len(self._trim)
         self.priorities = n
 
     @property
@@ -206,6 +220,15 @@ class EgressQueue:
         qlen = len(fifo)
         st = self.stats
         if qlen >= self.depth:
+            trim = self.trim_bytes
+            if trim and len(self._trim) < self.depth:
+                if job.packet_length > trim:
+                    job.packet_length = trim
+                self._trim.append((job, now_us, len(self._trim)))
+                self._n_higher += 1
+                st.trimmed += 1
+                st.enqueued += 1
+                return True
             st.tail_drops += 1
             return False
         fifo.append((job, now_us, qlen))
@@ -220,6 +243,8 @@ class EgressQueue:
     def _head(self) -> tuple[deque[tuple[EgressJob, int, int]], int]:
         """The FIFO strict priority serves next and its priority (the queue is not empty)."""
         if self._n_higher:
+            if self._trim:
+                return self._trim, self.priorities
             higher = self._higher
             for p in range(len(higher), 0, -1):
                 if higher[p - 1]:
@@ -229,7 +254,7 @@ class EgressQueue:
     def next_departure_us(self) -> float | None:
         """When the next packet may leave (switch µs), or None if the queue is empty."""
         if self._n_higher:  # the earliest arrival among the heads: the link is busy from then on
-            first = min(float(f[0][1]) for f in (self._fifo, *self._higher) if f)
+            first = min(float(f[0][1]) for f in (self._fifo, *self._higher, self._trim) if f)
         elif self._fifo:
             first = float(self._fifo[0][1])
         else:
@@ -258,6 +283,9 @@ class EgressQueue:
         fifo.popleft()
         if prio:
             self._n_higher -= 1
+            self.last_trimmed = fifo is self._trim
+        else:
+            self.last_trimmed = False
         self.stats.dequeued += 1
         qmeta = QueueingMetadata(
             enq_timestamp=enq_ts,
@@ -325,6 +353,7 @@ class EgressQueue:
         self._fifo.clear()
         for f in self._higher:
             f.clear()
+        self._trim.clear()
         self._n_higher = 0
         self.stats.flushed += n
         self._next_free_us = 0.0
@@ -370,11 +399,15 @@ class EgressQueues:
         rate_pps: float | None = None,
         rate_bps: float | None = None,
         priorities: int = 1,
+        trim_bytes: int | None = None,
     ) -> None:
         if depth < 1:
             raise ValueError(f"queue depth must be >= 1, got {depth}")
+        if trim_bytes is not None and trim_bytes < 1:
+            raise ValueError(f"trim bytes must be >= 1, got {trim_bytes}")
         EgressQueue(0, priorities=priorities)  # validates
         self.priorities = priorities
+        self.trim_bytes = trim_bytes
         self.default_depth = depth
         self.default_rate = ServiceRate.of(rate_pps, rate_bps)
         self._rates: dict[int, ServiceRate] = {}
@@ -393,6 +426,7 @@ class EgressQueues:
                 rate_pps=rate.pps,
                 rate_bps=rate.bps,
                 priorities=self.priorities,
+                trim_bytes=self.trim_bytes,
             )
             self.queues[port] = q
         return q
@@ -471,3 +505,26 @@ class EgressQueues:
 
     def stats(self) -> dict[int, QueueStats]:
         return {p: q.stats for p, q in sorted(self.queues.items())}
+
+
+def trim_frame(data: bytes, keep: int) -> bytes:
+    """``data`` cut to its first ``keep`` bytes (a trimmed packet), an IPv4 frame's lengths
+    and header checksum rewritten to match (and a UDP one's length, its checksum zeroed, "none"
+    in IPv4), so hosts accept the headers that are left. Other frames are only cut."""
+    if len(data) <= keep:
+        return data
+    out = bytearray(data[:keep])
+    if keep >= 34 and out[12:14] == b"\x08\x00" and out[14] >> 4 == 4:
+        ihl = (out[14] & 0x0F) * 4
+        out[16:18] = (keep - 14).to_bytes(2, "big")
+        out[24:26] = b"\x00\x00"
+        if keep >= 14 + ihl:
+            total = sum(int.from_bytes(out[i:i + 2], "big") for i in range(14, 14 + ihl, 2))
+            while total >> 16:
+                total = (total & 0xFFFF) + (total >> 16)
+            out[24:26] = (~total & 0xFFFF).to_bytes(2, "big")
+        udp = 14 + ihl
+        if out[23] == 17 and keep >= udp + 8:
+            out[udp + 4:udp + 6] = (keep - udp).to_bytes(2, "big")
+            out[udp + 6:udp + 8] = b"\x00\x00"
+    return bytes(out)

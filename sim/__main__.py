@@ -117,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="no ECN marking and no congestion control (--cc none)")
     ap.add_argument("--fail", type=_failure, action="append", default=[],
                     metavar="A-B@US", help="link A-B down at US µs (rerouted 1 ms later)")
+    ap.add_argument("--trim", action="store_true",
+                    help="packet trimming at the switches' queues (UEC's; off: tail drop, as "
+                         "v1model): a full queue cuts a packet to its headers, the receiver "
+                         "NACKs it, the sender resends it at once")
     ap.add_argument("--until-us", type=float, default=10e6)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=1,
@@ -204,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
 
     cfg = SimConfig(prop_delay_us=a.prop_us, queue_depth=a.queue_depth, seed=a.seed,
                     host=HostConfig(transport=transport), record_ingress=a.check,
-                    ecn_threshold=None if a.no_ecn else k, workers=a.workers)
+                    ecn_threshold=None if a.no_ecn else k, workers=a.workers, trim=a.trim)
     net = SimNetwork(spec, a.scheme, cfg)
     failures = [LinkFailure(x, y, at) for x, y, at in a.fail]
     # htsim builds its fabric without a matrix's failed links: cut and routed around at once
@@ -215,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         with progress_bar(a.scheme) as show:
             res = net.run(sched, until_us=a.until_us, failures=failures, progress=show)
     summary = {"fabric": spec.name, "scheme": a.scheme, "schedule": a.schedule, "size": size,
+               "trim": a.trim,
                **res.summary(), "events_log": net.events}
     if a.json:
         print(json.dumps(summary, indent=1, default=str))
@@ -222,8 +227,16 @@ def main(argv: list[str] | None = None) -> int:
         cct = f"{res.cct_s * 1e6:.1f} µs" if res.cct_s is not None else "-"
         print(f"{spec.name} {a.scheme} {a.schedule} {a.size}: ok={res.ok} CCT={cct} "
               f"hops={res.packet_hops} wall={res.wall_s:.1f}s ({res.hops_per_s:.0f} hops/s)")
-        for k in ("tail_drops", "retransmissions", "timeouts", "reordered", "link_losses"):
+        if summary["fct_tail_us"] is not None:
+            print(f"  FCT µs: min {summary['fct_min_us']:.1f} p50 {summary['fct_p50_us']:.1f} "
+                  f"p90 {summary['fct_p90_us']:.1f} p99 {summary['fct_p99_us']:.1f} "
+                  f"tail {summary['fct_tail_us']:.1f} spread {summary['fct_spread']} "
+                  f"(finished {summary['flows'] - summary['flows_unfinished']}"
+                  f"/{summary['flows']})")
+        for k in ("tail_drops", "trims", "retransmissions", "nacks", "trim_nacks", "timeouts",
+                  "reordered", "link_losses"):
             print(f"  {k}: {summary[k]}")
+        print(f"  trimming: {'on' if a.trim else 'off'}")
         for t, what in net.events:
             print(f"  {t:10.1f} µs  {what}")
     if a.counters:

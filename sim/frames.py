@@ -21,6 +21,7 @@ import struct
 from common.checksum import csum16_int
 from model.spec import mac_int
 from traffic.packet import ACK, F_ACK, F_DUP, F_NACK, HDR, ROCEV2_PORT, VERSION
+from traffic.wire import F_TRIM
 
 ETH_IP_UDP = 14 + 20 + 8
 """Bytes before the collective header."""
@@ -75,10 +76,11 @@ def data_frame(prefix: bytes, flags: int, job: int, src_rank: int, dst_rank: int
 
 
 def ack_frame(prefix: bytes, job: int, me: int, peer: int, flow: int, cum: int, base: int,
-              sack: int, nack: bool, ce: int, ce_bits: int = 0, dup: bool = False) -> bytes:
-    """An ACK as the agent sends it (flags ACK[|NACK], seq = cum, per-packet CE echo bitmap
-    ``ce_bits``) plus the CE echo count."""
-    flags = F_ACK | (F_NACK if nack else 0) | (F_DUP if dup else 0)
+              sack: int, nack: bool, ce: int, ce_bits: int = 0, dup: bool = False,
+              trimmed: bool = False) -> bytes:
+    """An ACK as the agent sends it (flags ACK[|NACK][|DUP][|TRIM], seq = cum, per-packet CE
+    echo bitmap ``ce_bits``) plus the CE echo count."""
+    flags = F_ACK | (F_NACK if nack else 0) | (F_DUP if dup else 0) | (F_TRIM if trimmed else 0)
     return (prefix + HDR.pack(VERSION, flags, job, me, peer, 0, 0, flow, cum, 0, 0,
                               min(ce, 0xFFFF)) + ACK.pack(cum, base, sack, ce_bits))
 

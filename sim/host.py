@@ -331,6 +331,12 @@ class SimHost:
                 return
             x = self.rx[flow] = _Rx(ReceiverFlow(npkts, job.cfg.transport), src, dst,
                                     job.rank_hosts[src])
+        if len(frame) < frames.ACK_AT + length:   # cut to its headers at a full queue
+            acks = x.r.on_trimmed(seq, now_s)
+            if acks:
+                self._queue_acks(x, flow, acks)
+                self._kick(now)
+            return
         ce = frame[frames.TOS_AT] & frames.ECN_MASK == frames.ECN_CE
         if ce:
             x.ce += 1
@@ -363,7 +369,8 @@ class SimHost:
                                                                peer.ip, x.sport)
         for a in acks:
             self._acks.append(frames.ack_frame(prefix, job.s.job, x.dst, x.src, flow, a.cum,
-                                               a.base, a.sack, a.nack, x.ce, a.ce, a.dup))
+                                               a.base, a.sack, a.nack, x.ce, a.ce, a.dup,
+                                               a.trimmed))
             x.ce = 0
 
     # -- timers ------------------------------------------------------------------------------
@@ -543,7 +550,7 @@ class SimHost:
                 bytes=s.nbytes, packets=s.npkts, packets_sent=s.packets_sent,
                 posted=f.posted * 1e-6, start=s.start, finish=s.finish,
                 retransmissions=s.retransmissions, timeouts=s.timeouts, nacks=s.nacks,
-                acked_packets=s.n_acked, sports=list(f.policy.ports),
+                trim_nacks=s.trim_nacks, acked_packets=s.n_acked, sports=list(f.policy.ports),
                 sport_packets=list(f.policy.uses), **cc_fields(s)))
         for flow, t in self.local_done.items():
             src, snd = job.flows[flow]

@@ -28,6 +28,7 @@ from p4switch import DEFAULT_QUEUE_DEPTH, Pipeline, Program
 from traffic.schedules import Schedule
 
 from .events import EventLoop
+from .frames import ACK_AT
 from .host import HostConfig, Job, SimHost
 from .link import Link
 from .parallel import SplitOutcome, run_split
@@ -104,6 +105,11 @@ class RoutePorts:
         return hit
 
 
+TRIM_BYTES = ACK_AT
+"""What a trimmed packet keeps: Ethernet, IPv4, UDP and the collective header (the sequence
+number the receiver NACKs), as UEC switches keep a packet's headers."""
+
+
 @dataclass(frozen=True)
 class LinkFailure:
     """Link(s) between ``a`` and ``b`` go down at ``at_us``; the fabric routes around them
@@ -130,6 +136,10 @@ class SimConfig:
     seed: int = 0
     record_ingress: bool = False
     """Keep every (switch, time, port, frame) arriving at a switch: for fidelity tests."""
+    trim: bool = False
+    """Packet trimming at every switch queue (p4switch.queues; UEC's, off as in v1model): a
+    full queue cuts a data packet to its headers and forwards it first; the receiver NACKs it
+    and the sender resends it at once."""
     workers: int = 1
     """Processes to split each run over (sim.parallel; results are the same for any number):
     2 on a 2-core machine halves a big run's time; 1 for many small runs side by side."""
@@ -152,7 +162,8 @@ class SimNetwork:
         for name, sw in spec.switches.items():
             pipe = template.new_instance(seed=self.cfg.seed * 100_003 + sw.device_id)
             self.switches[name] = SimSwitch(name, pipe, self.loop, self.cfg.queue_depth,
-                                            self.cfg.fast_path)
+                                            self.cfg.fast_path,
+                                            trim_bytes=TRIM_BYTES if self.cfg.trim else None)
         self.build_s = time.perf_counter() - t0
         self.hosts: dict[str, SimHost] = {n: SimHost(h, self.loop) for n, h in spec.hosts.items()}
         self.ingress_log: list[tuple[str, float, int, bytes]] = []

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
-from traffic.metrics import RankMetrics
+from traffic.metrics import RankMetrics, fct_summary
 
 if TYPE_CHECKING:
     from p4switch import ExactMatch, MatchValue
@@ -48,6 +48,8 @@ class SimResult:
     tail_drops: int
     pipeline_drops: int
     link_losses: int
+    trims: int = 0
+    """Packets the switches' queues cut to their headers (SimConfig.trim)."""
     stats: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -93,6 +95,10 @@ class SimResult:
             "pipeline_drops": self.pipeline_drops, "link_losses": self.link_losses,
             "retransmissions": sum(f.retransmissions for f in net),
             "timeouts": sum(f.timeouts for f in net),
+            "nacks": sum(f.nacks for f in net),
+            "trim_nacks": sum(f.trim_nacks for f in net),
+            "trims": self.trims,
+            **fct_summary([f.fct for f in net]),
             "reordered": int(sum(x.reordered for r in self.ranks for x in r.received)),
             "bytes_sent": int(sum(f.bytes for r in self.ranks for f in r.flows)),
             "bytes_received": int(sum(x.bytes for r in self.ranks for x in r.received)),
@@ -123,6 +129,7 @@ class SimResult:
             tail_drops=sum(s.tail_drops() for s in sws),
             pipeline_drops=sum(s.pipeline_drops for s in sws),
             link_losses=sum(d.lost_packets for pair in net.links for d in pair),
+            trims=sum(s.trims() for s in sws),
             stats={"switches": len(net.switches), "hosts": len(net.hosts),
                    "build_s": round(net.build_s, 3), "install_s": round(net.install_s, 3)})
 

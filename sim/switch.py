@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from p4switch import DEFAULT_QUEUE_DEPTH, Drop, EgressJob, EgressQueue, EgressQueues
+from p4switch import DEFAULT_QUEUE_DEPTH, Drop, EgressJob, EgressQueue, EgressQueues, trim_frame
 
 from .events import EventLoop
 from .link import Link
@@ -43,11 +43,15 @@ class SimSwitch:
 
     def __init__(self, name: str, pipeline: Any, loop: EventLoop,
                  queue_depth: int = DEFAULT_QUEUE_DEPTH, fast_path: bool = True,
-                 uptime_us: float = 1_000_000.0, fused_halves: bool = True) -> None:
+                 uptime_us: float = 1_000_000.0, fused_halves: bool = True,
+                 trim_bytes: int | None = None) -> None:
         self.name = name
         self.pipe = pipeline
         self.loop = loop
-        self.queues = EgressQueues(depth=queue_depth)
+        # trim_bytes: a full queue cuts packets to this many bytes (p4switch.queues) and the
+        # frames egress emits for them are cut likewise
+        self.trim_bytes = trim_bytes
+        self.queues = EgressQueues(depth=queue_depth, trim_bytes=trim_bytes)
         self.fast_path = fast_path and hasattr(pipeline, "process_fast")
         # the slow path's ingress/egress through the fused code (exact: tests/pipeline)
         self.fused_halves = fused_halves and hasattr(pipeline, "ingress_fast")
@@ -178,12 +182,13 @@ class SimSwitch:
             job, int(now + self.uptime_us), qm)
         self.pipeline_drops += len(er.drops)
         out = self._out
+        cut = self.trim_bytes if q.last_trimmed else None
         for o in er.outputs:
             link = out.get(o.port)
             if link is None:
                 self.unconnected += 1
             else:
-                link.send(now, o.data)
+                link.send(now, o.data if cut is None else trim_frame(o.data, cut))
         for j in er.jobs:
             self._enqueue(now, j)
         t = q.next_departure_us()
@@ -201,6 +206,10 @@ class SimSwitch:
     # -- introspection ----------------------------------------------------------------------
     def tail_drops(self) -> int:
         return sum(q.stats.tail_drops for q in self._q.values())
+
+    def trims(self) -> int:
+        """Packets its queues cut to their headers instead of dropping (trimming on)."""
+        return sum(q.stats.trimmed for q in self._q.values())
 
     def queue(self, port: int) -> EgressQueue:
         return self._q[port]

@@ -42,6 +42,9 @@ class FabricConfig:
     """Egress queue depth of every switch port, packets."""
     flowlet_gap_us: float | None = dim(Dim.TIME, None)
     """Default flowlet timeout of ``flowlet`` schemes that state none."""
+    trim: bool = False
+    """Packet trimming at every switch queue (UEC's; off: tail drop, as v1model): the
+    simulator only (sim.network.SimConfig.trim; docs/htsim.md)."""
 
     @property
     def link_bps(self) -> float:

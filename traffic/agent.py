@@ -510,8 +510,11 @@ class HostAgent:
                 self.rx_stale += 1
                 return
             rx = self.rx[key] = ReceiverFlow(npkts, self.cfg.transport)
-        _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now, ce,
-                                bool(flags & F_ACKREQ))
+        if n < HDR.size + length:   # a switch cut it to its headers (trimming): NACK it
+            acks = rx.on_trimmed(seq, now)
+        else:
+            _new, acks = rx.on_data(seq, length, bool(flags & F_RETX), now, ce,
+                                    bool(flags & F_ACKREQ))
         for a in acks:
             self._send_ack(ip, dst, src, flow, a, sport)
 
@@ -745,6 +748,7 @@ class HostAgent:
                 start=self.wall(t.start) if t.start is not None else None,
                 finish=self.wall(t.finish) if t.finish is not None else None,
                 retransmissions=t.retransmissions, timeouts=t.timeouts, nacks=t.nacks,
+                trim_nacks=t.trim_nacks,
                 acked_packets=t.n_acked, sports=list(tf.policy.ports),
                 sport_packets=list(tf.policy.uses), **cc_fields(t)))
         for (src, flow), rx in self.rx.items():

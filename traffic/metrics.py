@@ -35,6 +35,7 @@ class FlowRecord:
     retransmissions: int = 0
     timeouts: int = 0
     nacks: int = 0
+    trim_nacks: int = 0   # NACKs of packets a switch trimmed (in ``nacks``), resent at once
     acked_packets: int = 0
     local: bool = False
     tcp: dict[str, Any] | None = None   # TCP mode: the sender's TCP_INFO, summed over QPs
@@ -235,6 +236,27 @@ def _tcp_cols(tcp: dict[str, Any] | None) -> dict[str, Any]:
     return {f"tcp_{k}": tcp.get(k) for k in _TCP_CSV} if tcp else {}
 
 
+FCT_PERCENTILES = (50, 90, 99)
+
+
+def fct_summary(fcts: list[float | None]) -> dict[str, Any]:
+    """The field's per-flow figures (htsim's validation reports them): flow completion times
+    in µs — minimum, percentiles, the tail (the slowest flow) — and the spread, tail over
+    minimum (1: every flow as fast as the fastest); ``flows_unfinished`` counts the flows
+    without a finish, left out of the rest."""
+    done = sorted(x * 1e6 for x in fcts if x is not None)
+    out: dict[str, Any] = {"flows": len(fcts), "flows_unfinished": len(fcts) - len(done)}
+    if not done:
+        return {**out, "fct_min_us": None, "fct_tail_us": None, "fct_spread": None,
+                **{f"fct_p{p}_us": None for p in FCT_PERCENTILES}}
+    out["fct_min_us"] = round(done[0], 3)
+    for p in FCT_PERCENTILES:   # nearest rank: an FCT some flow really had
+        out[f"fct_p{p}_us"] = round(done[max(0, -(-p * len(done) // 100) - 1)], 3)
+    out["fct_tail_us"] = round(done[-1], 3)
+    out["fct_spread"] = round(done[-1] / done[0], 4) if done[0] > 0 else None
+    return out
+
+
 def summarize(outdir: str | Path) -> dict[str, Any]:
     """Merge every rank<r>.json of a run: job-wide CCT per collective and byte accounting."""
     return merge_ranks([json.loads(p.read_text())
@@ -264,11 +286,22 @@ def merge_ranks(ranks: list[dict[str, Any]]) -> dict[str, Any]:
         "bytes_received": sum(got.values()),
         "flows_mismatched": sorted(f for f in sent if got.get(f) != sent[f]),
         "retransmissions": sum(r["totals"]["retransmissions"] for r in ranks),
+        **_loss_summary(ranks),
         "reordered": sum(r["totals"]["reordered"] for r in ranks),
         **_cc_summary(ranks),
         "path_policy": ranks[0].get("path_policy", "single") if ranks else None,
         **_tcp_summary(ranks),
     }
+
+
+def _loss_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The per-flow figures htsim's validation reports (``fct_summary``) and how losses were
+    recovered: by timeout, by NACK, by the NACK of a trimmed packet."""
+    net = [f for r in ranks for f in r["flows"] if not f.get("local")]
+    return {"timeouts": sum(f.get("timeouts") or 0 for f in net),
+            "nacks": sum(f.get("nacks") or 0 for f in net),
+            "trim_nacks": sum(f.get("trim_nacks") or 0 for f in net),
+            **fct_summary([f.get("fct") for f in net])}
 
 
 def _cc_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:

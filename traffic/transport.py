@@ -30,7 +30,7 @@ from .congestion import (
     cc_params,
     make_cc,
 )
-from .wire import F_ACK, F_ACKREQ, F_DUP, F_LAST, F_NACK, F_RETX
+from .wire import F_ACK, F_ACKREQ, F_DUP, F_LAST, F_NACK, F_RETX, F_TRIM
 
 
 @dataclass(frozen=True)
@@ -96,16 +96,19 @@ class Ack:
     nack: bool = False
     ce: int = 0     # ECN echo, bit i: seq base+i arrived CE-marked (aligned with ``sack``)
     dup: bool = False   # a duplicate arrived since the previous ACK (D-SACK, RFC 2883)
+    trimmed: bool = False   # a NACK of packet ``base``, which a switch trimmed (F_TRIM)
 
     @property
     def flags(self) -> int:
         """The header flags of this ACK on the wire."""
-        return F_ACK | (F_NACK if self.nack else 0) | (F_DUP if self.dup else 0)
+        return F_ACK | (F_NACK if self.nack else 0) | (F_DUP if self.dup else 0) | \
+            (F_TRIM if self.trimmed else 0)
 
     @classmethod
     def parse(cls, flags: int, cum: int, base: int, sack: int, ce: int) -> Ack:
         """The ACK an arriving frame with header ``flags`` and these ACK fields carries."""
-        return cls(cum, base, sack, bool(flags & F_NACK), ce, bool(flags & F_DUP))
+        return cls(cum, base, sack, bool(flags & F_NACK), ce, bool(flags & F_DUP),
+                   bool(flags & F_TRIM))
 
 
 SACK_BITS = 64
@@ -179,6 +182,8 @@ class SenderFlow:
         self.retransmissions = 0
         self.timeouts = 0
         self.nacks = 0
+        self.trim_nacks = 0
+        """NACKs of trimmed packets (F_TRIM; included in ``nacks``): each resent at once."""
         self.ce_acked = 0
         """Packets newly acknowledged whose ECN echo was CE."""
         self._w_sum = 0.0
@@ -348,7 +353,16 @@ class SenderFlow:
             if self._paced:
                 self._r_sum += cc.rate_bps  # type: ignore[operator]  # _paced implies a rate
             self._n_acks += 1
-        if ack.nack and ack.cum < npkts and not acked[ack.cum]:
+        if ack.trimmed:
+            seq = ack.base
+            if ack.nack and seq < npkts and not acked[seq]:
+                # that copy is gone for sure (cut at a full queue): resend at once, no
+                # staleness test — a retransmission trimmed again is NACKed again
+                self.nacks += 1
+                self.trim_nacks += 1
+                self._queue(seq)
+                cc.on_nack(now)
+        elif ack.nack and ack.cum < npkts and not acked[ack.cum]:
             self.nacks += 1
             # a NACK for a packet we resent less than an RTO ago is stale; let the timer act
             if now - sent_at[ack.cum] >= self.rtt.rto / 4:
@@ -488,6 +502,7 @@ def cc_fields(s: SenderFlow) -> CcFields:
 class ReceiverStats:
     packets: int = 0          # arrivals, duplicates included
     duplicates: int = 0
+    trimmed: int = 0          # arrivals cut to their headers by a switch (each NACKed)
     reordered: int = 0        # first transmissions arriving after a higher sequence number
     reorder_distance: dict[int, int] = field(default_factory=dict)  # distance -> count
 
@@ -563,6 +578,19 @@ class ReceiverFlow:
         if len(self._pending) >= self.cfg.ack_every or retx or ack_req:
             return True, self.ack(now)
         return True, []
+
+    def on_trimmed(self, seq: int, now: float) -> list[Ack]:
+        """A packet arrived trimmed to its headers (its payload cut at a full switch queue):
+        a NACK naming it at once (UEC's trimming: the sender resends without waiting for a
+        timeout). Nothing if the packet arrived whole already."""
+        if not 0 <= seq < self.npkts:
+            return []
+        self.stats.trimmed += 1
+        if self.start is None:
+            self.start = now
+        if self.got[seq]:
+            return []
+        return [Ack(self.cum, seq, 0, nack=True, trimmed=True)]
 
     @property
     def ack_pending(self) -> bool:

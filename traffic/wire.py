@@ -18,6 +18,7 @@ import struct
 from model.entropy import ROCEV2_PORT
 
 __all__ = ["ACK", "ACK_AT", "F_ACK", "F_ACKREQ", "F_DUP", "F_LAST", "F_NACK", "F_READY", "F_RETX",
+           "F_TRIM",
            "FLAG_NAMES",
            "HDR", "HDR_AT", "OVERHEAD", "ROCEV2_PORT", "SPORT_AT", "VERSION", "ip4",
            "l2l3_header", "mac6"]
@@ -32,7 +33,10 @@ RoCE's BTH AckReq, UEC's AR), so the receiver's ACK coalescing never waits for i
 F_DUP = 0x40
 """ACK: a duplicate arrived since the previous ACK (D-SACK, RFC 2883): the sender counts one
 spurious retransmission (RFC 3708)."""
-FLAG_NAMES = ["ACK", "NACK", "RETX", "LAST", "READY", "ACKREQ", "DUP"]
+F_TRIM = 0x80
+"""NACK: the packet named by the ACK's ``base`` arrived trimmed to its headers by a switch's
+full queue (p4switch.queues): resend it now, it was not lost to reordering."""
+FLAG_NAMES = ["ACK", "NACK", "RETX", "LAST", "READY", "ACKREQ", "DUP", "TRIM"]
 
 #: version, flags, job, src_rank, dst_rank, step, entropy, flow, seq, npkts, length, reserved
 HDR = struct.Struct("!BBHHHHHIIIHH")

@@ -53,3 +53,34 @@ def test_bad_tm_workloads_are_one_line_errors(tmp_path: Path, text: str,
     with pytest.raises(ConfigError) as e:
         from_dict(_cfg(tm, **extra))
     assert msg in str(e.value) and "\n" not in str(e.value)
+
+
+INCAST = "Nodes 4\nConnections 2\n0->3 id 1 start 0 size 200000\n1->3 id 2 start 0 size 200000\n"
+
+
+def test_trimming_and_the_per_flow_figures_reach_runs_csv(tmp_path: Path) -> None:
+    tm = tmp_path / "incast.cm"
+    tm.write_text(INCAST)
+    rows = {}
+    for trim in (False, True):
+        d = _cfg(tm)
+        d["fabric"].update(queue_packets=4, trim=trim)
+        run = runner.run_experiment(from_dict(d), tmp_path / f"out{trim}", report=False)
+        rows[trim] = pd.read_csv(run.root / "runs.csv").iloc[0]
+    on, off = rows[True], rows[False]
+    assert bool(on["trim"]) and not bool(off["trim"])
+    assert on["trims"] > 0 and on["trims"] == on["trim_nacks"] and on["timeouts"] == 0
+    assert off["trims"] == 0 and off["timeouts"] > 0
+    for r in (on, off):
+        assert r["fct_min_us"] <= r["fct_p50_us"] <= r["fct_tail_us"]
+        assert r["fct_spread"] == pytest.approx(r["fct_tail_us"] / r["fct_min_us"], rel=1e-3)
+
+
+def test_trimming_is_refused_on_mininet(tmp_path: Path) -> None:
+    tm = tmp_path / "incast.cm"
+    tm.write_text(INCAST)
+    d = _cfg(tm)
+    d.update(backend="mininet")
+    d["fabric"]["trim"] = True
+    with pytest.raises(ConfigError, match="fabric.trim: packet trimming runs on the sim"):
+        from_dict(d)
