@@ -21,7 +21,9 @@ hosts, >= 10^7 hops, wall time from nothing to results).
 
 Each size runs twice by default (``--halves both``): the slow path — a packet meeting a busy
 queue or wire — through the general ``Pipeline.ingress``/``egress``, then through the fused
-halves ``ingress_fast``/``egress_fast``; a line gives the ratio. Results are identical.
+halves (``ingress_lean``/``egress_lean``, the fused halves without result objects); a line gives
+the ratio. Results are identical. Each line ends with the process's peak resident memory so far
+(``max_rss``: the largest fabric run so far).
 
 Run: .venv/bin/python bench/sim_bench.py [--k 4 8 16] [--scheme ecmp] [--ranks 64] [--pkts 8]
 [--halves both|fused|general] [--quick] (the defaults: what docs/sim.md reports, and what ``make bench`` runs; ``--quick``:
@@ -32,6 +34,7 @@ is 1,024 ranks and ~1M flows, hours of CPU here.
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import time
 from pathlib import Path
@@ -59,7 +62,8 @@ class Timed:
     def __init__(self, pipe: Pipeline, sample: list | None = None) -> None:
         self.pipe = pipe
         self.sample = sample
-        for name in ("ingress", "egress", "process_fast", "ingress_fast", "egress_fast"):
+        for name in ("ingress", "egress", "process_fast", "ingress_fast", "egress_fast",
+                     "ingress_lean", "egress_lean"):
             setattr(self, name, self._wrap(getattr(pipe, name), name))
 
     def _wrap(self, fn, name: str):  # noqa: ANN001, ANN202
@@ -140,7 +144,8 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
           f"process_fast_alone={alone:7.0f}/cpu-s "
           f"ratio={res.packet_hops / cpu / alone if alone else 0:.2f} "
           f"halves_alone: general={gen_halves:6.0f} fused={fused_halves:6.0f}/cpu-s "
-          f"({fused_halves / gen_halves if gen_halves else 0:.2f}x)",
+          f"({fused_halves / gen_halves if gen_halves else 0:.2f}x) "
+          f"max_rss={max_rss_mb():.0f}MB",
           flush=True)
     tail = sum(sw.tail_drops() for sw in net.switches.values())
     drops = sum(sw.pipeline_drops for sw in net.switches.values())
@@ -148,6 +153,11 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
 
 
 TARGET_HOPS, TARGET_S = 10**7, 600.0
+
+
+def max_rss_mb() -> float:
+    """This process's peak resident memory so far (MB): the largest size run so far."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def main(argv: list[str] | None = None) -> int:

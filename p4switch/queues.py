@@ -266,6 +266,14 @@ class EgressQueue:
     def dequeue(self, now_us: int) -> tuple[EgressJob, QueueingMetadata] | None:
         """Take the next packet if one is due at ``now_us`` (the head of the highest non-empty
         FIFO) and return it with its queueing metadata."""
+        qmeta = QueueingMetadata()
+        job = self.dequeue_into(now_us, qmeta)
+        return None if job is None else (job, qmeta)
+
+    def dequeue_into(self, now_us: int, qmeta: QueueingMetadata) -> EgressJob | None:
+        """``dequeue`` that fills ``qmeta`` (every field) instead of making a new one: for a
+        caller that hands it to egress and is done with it before the next departure (a
+        simulator serves millions of packets)."""
         if self._n_higher:
             fifo, prio = self._head()
         else:
@@ -287,14 +295,12 @@ class EgressQueue:
         else:
             self.last_trimmed = False
         self.stats.dequeued += 1
-        qmeta = QueueingMetadata(
-            enq_timestamp=enq_ts,
-            enq_qdepth=enq_qdepth,
-            deq_timedelta=max(0, now_us - enq_ts),
-            deq_qdepth=len(fifo),
-            qid=prio,
-        )
-        return job, qmeta
+        qmeta.enq_timestamp = enq_ts
+        qmeta.enq_qdepth = enq_qdepth
+        qmeta.deq_timedelta = max(0, now_us - enq_ts)
+        qmeta.deq_qdepth = len(fifo)
+        qmeta.qid = prio
+        return job
 
     def drain(self, now_us: int) -> Iterator[tuple[EgressJob, QueueingMetadata]]:
         """Every job due at ``now_us``, in order."""

@@ -82,10 +82,19 @@ class Link:
             return
         loop = self._loop
         assert loop is not None, "send on a link that was never attached"
+        ticket = loop.ticket()
         if self.outbox is not None:
-            self.outbox.append((self.index, t, loop.ticket(), frame))
+            self.outbox.append((self.index, t, ticket, frame))
             return
-        self.accept(t, loop.ticket(), frame)
+        # accept(), inlined: this runs once per packet-hop
+        wire = self._wire
+        if wire:
+            if t < wire[-1][0]:
+                self.accept(t, ticket, frame)  # raises
+            wire.append((t, ticket, frame))
+        else:
+            wire.append((t, ticket, frame))
+            loop.push(t, ticket, self._deliver)
 
     def accept(self, t: float, ticket: Key, frame: bytes) -> None:
         """Put a frame that arrives at ``t`` on the wire, behind those already on it."""

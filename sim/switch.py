@@ -28,13 +28,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from p4switch import DEFAULT_QUEUE_DEPTH, Drop, EgressJob, EgressQueue, EgressQueues, trim_frame
+from p4switch import (
+    DEFAULT_QUEUE_DEPTH,
+    Drop,
+    EgressJob,
+    EgressQueue,
+    EgressQueues,
+    QueueingMetadata,
+    trim_frame,
+)
 
 from .events import EventLoop
 from .link import Link
 
 Receive = Callable[[float, Any], None]
 _NEVER = float("inf")
+
+
+def _absent(*_: Any) -> Any:
+    raise TypeError("the switch's pipeline has no ingress/egress halves for its slow path")
 
 
 class SimSwitch:
@@ -46,7 +58,10 @@ class SimSwitch:
                  uptime_us: float = 1_000_000.0, fused_halves: bool = True,
                  trim_bytes: int | None = None) -> None:
         self.name = name
-        self.pipe = pipeline
+        self._pipe = pipeline
+        self._fused_halves = False
+        self._ingress: Callable[..., Any] = _absent
+        self._egress: Callable[..., Any] = _absent
         self.loop = loop
         # trim_bytes: a full queue cuts packets to this many bytes (p4switch.queues) and the
         # frames egress emits for them are cut likewise
@@ -55,6 +70,7 @@ class SimSwitch:
         self.fast_path = fast_path and hasattr(pipeline, "process_fast")
         # the slow path's ingress/egress through the fused code (exact: tests/pipeline)
         self.fused_halves = fused_halves and hasattr(pipeline, "ingress_fast")
+        self._qm = QueueingMetadata()  # filled per departure; egress copies what it reads
         self.uptime_us = uptime_us
         self._out: dict[int, Link] = {}
         self._q: dict[int, EgressQueue] = {}
@@ -69,6 +85,37 @@ class SimSwitch:
         self.fast_packets = 0
         self.pipeline_drops = 0
         self.unconnected = 0              # outputs to a port with no link (CPU port, ...)
+
+    # the slow path's halves, bound again whenever the pipeline or the choice changes
+    @property
+    def pipe(self) -> Any:
+        return self._pipe
+
+    @pipe.setter
+    def pipe(self, pipeline: Any) -> None:
+        self._pipe = pipeline
+        self._bind()
+
+    @property
+    def fused_halves(self) -> bool:
+        return self._fused_halves
+
+    @fused_halves.setter
+    def fused_halves(self, on: bool) -> None:
+        self._fused_halves = on
+        self._bind()
+
+    def _bind(self) -> None:
+        """The halves the slow path calls: the fused code's lean ones (a job, ``(port,
+        bytes)`` or a Drop; the full result where there is more to say) or the general
+        ``ingress``/``egress``."""
+        p = self._pipe
+        if self._fused_halves:
+            self._ingress = getattr(p, "ingress_lean", getattr(p, "ingress_fast", _absent))
+            self._egress = getattr(p, "egress_lean", getattr(p, "egress_fast", _absent))
+        else:
+            self._ingress = getattr(p, "ingress", _absent)
+            self._egress = getattr(p, "egress", _absent)
 
     def connect(self, port: int, link: Link, peer_receive: Receive, peer_port: int) -> None:
         link.attach(self.loop, peer_receive, peer_port)
@@ -95,10 +142,15 @@ class SimSwitch:
                 for o in r.outputs:
                     self._pass_through(now, o.port, len(frame), o.data)
             return
-        res = (self.pipe.ingress_fast if self.fused_halves else self.pipe.ingress)(frame, port, ts)
-        self.pipeline_drops += len(res.drops)
-        for job in res.jobs:
-            self._enqueue(now, job)
+        res = self._ingress(frame, port, ts)
+        if res.__class__ is EgressJob:
+            self._enqueue(now, res)
+        elif isinstance(res, Drop):
+            self.pipeline_drops += 1
+        else:  # an IngressResult
+            self.pipeline_drops += len(res.drops)
+            for job in res.jobs:
+                self._enqueue(now, job)
 
     def _idle_for(self, frame: bytes, now: float) -> bool:
         """Every port ``frame`` may leave on has an empty queue and a free wire at ``now``."""
@@ -153,22 +205,21 @@ class SimSwitch:
             self._serve(now, port)
         elif t is not None:
             self._pending.add(port)
-            self.loop.schedule(t, self._serve_event, port)
-
-    def _serve_event(self, now: float, port: int) -> None:
-        self._pending.discard(port)
-        self._serve(now, port)
+            self.loop.schedule(t, self._serve, port)
 
     def _serve(self, now: float, port: int) -> None:
+        """Send the head of ``port``'s queue: called when it is due (by its scheduled
+        event, or at once by ``_enqueue`` when the port was idle)."""
+        self._pending.discard(port)
         q = self._q[port]
-        item = q.dequeue(now)  # type: ignore[arg-type]  # as enqueue
-        if item is None:  # not due after all (cannot happen: scheduled at its departure)
+        qm = self._qm
+        job = q.dequeue_into(now, qm)  # type: ignore[arg-type]  # as enqueue
+        if job is None:  # not due after all (cannot happen: scheduled at its departure)
             t = q.next_departure_us()
             if t is not None:
                 self._pending.add(port)
-                self.loop.schedule(max(t, now), self._serve_event, port)
+                self.loop.schedule(max(t, now), self._serve, port)
             return
-        job, qm = item
         self.backlog -= 1
         busy = now + q.service_time_us(job.packet_length)
         # deq_qdepth: what is left in the FIFO served (len(q) also counts other priorities)
@@ -176,25 +227,34 @@ class SimSwitch:
         if busy > self.busy_until:
             self.busy_until = busy
         # the queue ran on float µs; the pipeline's clock ticks in whole µs
-        qm.enq_timestamp = int(qm.enq_timestamp + self.uptime_us)
+        uptime = self.uptime_us
+        qm.enq_timestamp = int(qm.enq_timestamp + uptime)
         qm.deq_timedelta = int(qm.deq_timedelta)
-        er = (self.pipe.egress_fast if self.fused_halves else self.pipe.egress)(
-            job, int(now + self.uptime_us), qm)
-        self.pipeline_drops += len(er.drops)
+        er = self._egress(job, int(now + uptime), qm)
         out = self._out
         cut = self.trim_bytes if q.last_trimmed else None
-        for o in er.outputs:
-            link = out.get(o.port)
+        if er.__class__ is tuple:
+            link = out.get(er[0])
             if link is None:
                 self.unconnected += 1
             else:
-                link.send(now, o.data if cut is None else trim_frame(o.data, cut))
-        for j in er.jobs:
-            self._enqueue(now, j)
+                link.send(now, er[1] if cut is None else trim_frame(er[1], cut))
+        elif isinstance(er, Drop):
+            self.pipeline_drops += 1
+        else:  # an EgressResult
+            self.pipeline_drops += len(er.drops)
+            for o in er.outputs:
+                link = out.get(o.port)
+                if link is None:
+                    self.unconnected += 1
+                else:
+                    link.send(now, o.data if cut is None else trim_frame(o.data, cut))
+            for j in er.jobs:
+                self._enqueue(now, j)
         t = q.next_departure_us()
         if t is not None and port not in self._pending:
             self._pending.add(port)
-            self.loop.schedule(max(t, now), self._serve_event, port)
+            self.loop.schedule(max(t, now), self._serve, port)
 
     def _transmit(self, now: float, port: int, data: bytes) -> None:
         link = self._out.get(port)

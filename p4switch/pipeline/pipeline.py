@@ -322,6 +322,9 @@ class Pipeline:
             # the two halves around the queue (fused._assemble_halves)
             self.ingress_fast = ns["process_fused_ingress"]  # type: ignore[method-assign]  # as process
             self.egress_fast = ns["process_fused_egress"]  # type: ignore[method-assign]  # as process
+            if "process_fused_ingress_lean" in ns:
+                self.ingress_lean = ns["process_fused_ingress_lean"]  # type: ignore[method-assign]  # as process
+                self.egress_lean = ns["process_fused_egress_lean"]  # type: ignore[method-assign]  # as process
 
         for block, action_fns, bound_fns in code.blocks:
             fns = {k: ns[v] for k, v in action_fns.items()}
@@ -609,6 +612,30 @@ class Pipeline:
     def egress_fast(self, job: EgressJob, now_us: int, qmeta: QueueingMetadata) -> EgressResult:
         """``egress`` of a job ``ingress_fast`` made, through the fused code where it fuses."""
         return self.egress(job, now_us, qmeta)
+
+    def ingress_lean(self, data: bytes, port: int, now_us: int) -> EgressJob | Drop | IngressResult:
+        """``ingress_fast`` without a result object in the common cases: its one job, or the
+        one ``Drop`` of a packet dropped with nothing else to report; otherwise the result."""
+        r = self.ingress_fast(data, port, now_us)
+        if not (r.digests or r.logs):
+            if len(r.jobs) == 1 and not r.drops:
+                return r.jobs[0]
+            if not r.jobs and len(r.drops) == 1:
+                return r.drops[0]
+        return r
+
+    def egress_lean(self, job: EgressJob, now_us: int,
+                    qmeta: QueueingMetadata) -> tuple[int, bytes] | Drop | EgressResult:
+        """``egress_fast`` without a result object in the common cases: ``(port, bytes)`` of
+        its one output, or its one ``Drop``; otherwise the result."""
+        r = self.egress_fast(job, now_us, qmeta)
+        if not (r.digests or r.logs or r.jobs):
+            if len(r.outputs) == 1 and not r.drops:
+                o = r.outputs[0]
+                return (o.port, o.data)
+            if not r.outputs and len(r.drops) == 1:
+                return r.drops[0]
+        return r
 
     def process(self, data: bytes, port: int, now_us: int) -> ProcessResult:
         return self.process_general(data, port, now_us)

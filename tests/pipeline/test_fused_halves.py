@@ -25,14 +25,52 @@ from test_fused import (
 )
 
 from p4switch.pipeline import Pipeline
-from p4switch.pipeline.api import EgressJob, ProcessResult, QueueingMetadata
+from p4switch.pipeline.api import (
+    Drop,
+    EgressJob,
+    EgressResult,
+    IngressResult,
+    Output,
+    ProcessResult,
+    QueueingMetadata,
+)
 from sim.network import CPU_PORT, DROP_PORT, fabric_program
 
 
-def _halves(p: Pipeline, fast: bool, data: bytes, port: int, now: int,
+def _lean_ingress(p: Pipeline) -> Any:
+    """``ingress_lean`` with its answer as the IngressResult ``ingress_fast`` gives."""
+    def ing(data: bytes, port: int, now: int) -> IngressResult:
+        r = p.ingress_lean(data, port, now)
+        if isinstance(r, EgressJob):
+            return IngressResult(jobs=[r])
+        if isinstance(r, Drop):
+            return IngressResult(drops=[r])
+        assert isinstance(r, IngressResult)
+        return r
+    return ing
+
+
+def _lean_egress(p: Pipeline) -> Any:
+    """``egress_lean`` with its answer as the EgressResult ``egress_fast`` gives."""
+    def eg(job: EgressJob, now: int, qm: QueueingMetadata) -> EgressResult:
+        r = p.egress_lean(job, now, qm)
+        if isinstance(r, tuple):
+            return EgressResult(outputs=[Output(*r)])
+        if isinstance(r, Drop):
+            return EgressResult(drops=[r])
+        assert isinstance(r, EgressResult)
+        return r
+    return eg
+
+
+def _halves(p: Pipeline, fast: bool | str, data: bytes, port: int, now: int,
             qms: list[tuple[int, QueueingMetadata]]) -> tuple[list[Any], list[Any]]:
-    """One packet through ingress then, per job, egress at the given (time, metadata)."""
-    ing, eg = (p.ingress_fast, p.egress_fast) if fast else (p.ingress, p.egress)
+    """One packet through ingress then, per job, egress at the given (time, metadata);
+    ``fast``: the fused halves, ``"lean"`` their lean twins (ingress_lean, egress_lean)."""
+    if fast == "lean":
+        ing, eg = _lean_ingress(p), _lean_egress(p)
+    else:
+        ing, eg = (p.ingress_fast, p.egress_fast) if fast else (p.ingress, p.egress)
     r = ing(data, port, now)
     head: list[Any] = [r.drops, r.digests, r.logs,
                        [(j.egress_port, j.instance_type, j.packet_length, j.priority)
@@ -51,15 +89,18 @@ def _halves(p: Pipeline, fast: bool, data: bytes, port: int, now: int,
 
 
 class HalvesPair:
-    """A fused and a general pipeline driven in lock-step through ingress + egress."""
+    """A fused and a general pipeline driven in lock-step through ingress + egress; every
+    other packet takes the fused pipeline's lean halves instead of its full ones."""
 
     def __init__(self, fused: Pipeline, general: Pipeline) -> None:
         self.fused, self.general = fused, general
         self.sent: list[tuple[bytes, int]] = []
+        self.n = 0
 
     def run(self, data: bytes, port: int, now: int,
             qms: list[tuple[int, QueueingMetadata]]) -> list[Any]:
-        a = _halves(self.fused, True, data, port, now, qms)
+        self.n += 1
+        a = _halves(self.fused, "lean" if self.n % 2 else True, data, port, now, qms)
         b = _halves(self.general, False, data, port, now, qms)
         assert a == b, f"fused halves {a} != general {b} for {data.hex()} on port {port}"
         return a[1]
@@ -111,6 +152,8 @@ def test_stf_program_fused_halves_equal_general(prog: Path) -> None:
         assert prog.stem not in GENERAL_ONLY
         assert fused.ingress_fast.__name__ == "process_fused_ingress"
         assert fused.egress_fast.__name__ == "process_fused_egress"
+        assert fused.ingress_lean.__name__ == "process_fused_ingress_lean"
+        assert fused.egress_lean.__name__ == "process_fused_egress_lean"
     assert pair.sent
     rnd = random.Random(prog.stem)
     now = 10_000
@@ -194,3 +237,4 @@ def test_general_halves_are_the_fallback() -> None:
     r = p.ingress_fast(b"\x00" * 60, 1, 0)
     assert all(isinstance(j, EgressJob) for j in r.jobs)
     assert "ingress_fast" not in vars(p)
+    assert "ingress_lean" not in vars(p) and "egress_lean" not in vars(p)
