@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from p4.v1 import p4runtime_pb2
 
-from model.tna import LB_SELECT, ProfileGroup, ProfileMember, SelectorEntry, TnaSwitchEntries
+from model.entries import Entry
+from model.tna import (
+    LB_SELECT,
+    ProfileGroup,
+    ProfileMember,
+    SelectorEntry,
+    TnaDiff,
+    TnaSwitchEntries,
+)
 from p4switch import ExactMatch
 
 from .p4rt_codec import P4Schema, encode
@@ -90,3 +98,24 @@ def install_updates(schema: P4Schema, tna: TnaSwitchEntries) -> list[p4runtime_p
         ups.append(p4runtime_pb2.Update(type=ins, entity=p4runtime_pb2.Entity(
             table_entry=schema.table_entry(e))))
     return ups
+
+
+def _entity(schema: P4Schema, x: Entry | ProfileMember | ProfileGroup | SelectorEntry
+            ) -> p4runtime_pb2.Entity:
+    if isinstance(x, ProfileMember):
+        return p4runtime_pb2.Entity(action_profile_member=member_message(schema, x))
+    if isinstance(x, ProfileGroup):
+        return p4runtime_pb2.Entity(action_profile_group=group_message(schema, x))
+    if isinstance(x, SelectorEntry):
+        return p4runtime_pb2.Entity(table_entry=selector_entry_message(schema, x))
+    return p4runtime_pb2.Entity(table_entry=schema.table_entry(x))
+
+
+_OPS = {"insert": p4runtime_pb2.Update.INSERT, "modify": p4runtime_pb2.Update.MODIFY,
+        "delete": p4runtime_pb2.Update.DELETE}
+
+
+def diff_updates(schema: P4Schema, diff: TnaDiff) -> list[p4runtime_pb2.Update]:
+    """A run-time change (``model.tna.diff_tna``) as updates, in :meth:`TnaDiff.ordered` order."""
+    return [p4runtime_pb2.Update(type=_OPS[op], entity=_entity(schema, x))
+            for op, x in diff.ordered()]

@@ -20,8 +20,9 @@ program's P4Info for every scheme on a k=4 fat-tree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from p4switch import ExactMatch, RangeMatch
 
@@ -37,7 +38,9 @@ from .entries import (
     PORT_SMAC,
     WAM_SLOT,
     Entry,
+    EntryDiff,
     Match,
+    diff_entries,
 )
 from .routing import FabricEntries
 
@@ -324,3 +327,58 @@ def tna_fabric_entries(fabric: FabricEntries,
     maps = port_maps or {}
     return {name: tna_entries(se.entries, name, maps.get(name))
             for name, se in fabric.switches.items()}
+
+
+# ---- changes at run time (failover, re-weighting, a scheme change) ----------------------------
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class TnaDiff:
+    """What turns one switch's TNA state into another, per entity kind: (inserts, modifies,
+    deletes). :meth:`ordered` is an order a target accepts, so nothing ever points at what is
+    not (or no longer) there."""
+
+    entries: EntryDiff
+    members: tuple[tuple[ProfileMember, ...], tuple[ProfileMember, ...], tuple[ProfileMember, ...]]
+    groups: tuple[tuple[ProfileGroup, ...], tuple[ProfileGroup, ...], tuple[ProfileGroup, ...]]
+    selector_entries: tuple[tuple[SelectorEntry, ...], tuple[SelectorEntry, ...],
+                            tuple[SelectorEntry, ...]]
+
+    def __len__(self) -> int:
+        return (len(self.entries) + sum(len(x) for x in self.members)
+                + sum(len(x) for x in self.groups) + sum(len(x) for x in self.selector_entries))
+
+    def ordered(self) -> list[tuple[str, Entry | ProfileMember | ProfileGroup | SelectorEntry]]:
+        """Members in, groups in/changed, entries and selector entries in/changed/out, groups
+        out, members out."""
+        m_ins, m_mod, m_del = self.members
+        g_ins, g_mod, g_del = self.groups
+        s_ins, s_mod, s_del = self.selector_entries
+        out: list[tuple[str, Entry | ProfileMember | ProfileGroup | SelectorEntry]] = []
+        out += [("insert", m) for m in m_ins] + [("modify", m) for m in m_mod]
+        out += [("insert", g) for g in g_ins] + [("modify", g) for g in g_mod]
+        out += [("insert", s) for s in s_ins] + [("modify", s) for s in s_mod]
+        out += list(self.entries.ordered())
+        out += [("delete", s) for s in s_del]
+        out += [("delete", g) for g in g_del] + [("delete", m) for m in m_del]
+        return out
+
+
+def _diff_by(old: Iterable[T], new: Iterable[T], key: Callable[[T], object]
+                ) -> tuple[tuple[T, ...], tuple[T, ...], tuple[T, ...]]:
+    before = {key(x): x for x in old}
+    after = {key(x): x for x in new}
+    return (tuple(x for k, x in after.items() if k not in before),
+            tuple(x for k, x in after.items() if k in before and before[k] != x),
+            tuple(x for k, x in before.items() if k not in after))
+
+
+def diff_tna(old: TnaSwitchEntries, new: TnaSwitchEntries) -> TnaDiff:
+    """The updates from ``old`` to ``new`` (e.g. both from ``tna_entries`` before and after a
+    link failure: the group loses a member, the member is deleted after the group changed)."""
+    return TnaDiff(diff_entries(old.entries, new.entries),
+                   _diff_by(old.members, new.members, lambda m: (m.profile, m.member_id)),
+                   _diff_by(old.groups, new.groups, lambda g: (g.profile, g.group_id)),
+                   _diff_by(old.selector_entries, new.selector_entries,
+                            lambda s: (s.table, s.match)))

@@ -18,7 +18,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 from controller.p4rt_codec import P4Schema
-from controller.tna_codec import install_updates
+from controller.tna_codec import diff_updates, install_updates
 from model import lb as lb_model
 from model import tna
 from model.entries import LB_GROUP, LB_MEMBER, WAM_SLOT, Entry
@@ -263,3 +263,79 @@ def test_updates_write_members_then_groups_then_entries(schema):
                 and u.entity.table_entry.action.WhichOneof("type") == "action_profile_group_id"]
     assert sorted(e.action.action_profile_group_id for e in selected) == sorted(
         g.group_id for g in groups)
+
+
+# ---- run-time changes ----------------------------------------------------------------------------
+class _Switch:
+    """A switch's TNA state with P4Runtime's referential rules: a group names existing members,
+    a selector entry an existing group; what is referenced cannot be deleted."""
+
+    def __init__(self, t: tna.TnaSwitchEntries) -> None:
+        self.entries = {e.key: e for e in t.entries}
+        self.members = {m.member_id: m for m in t.members}
+        self.groups = {g.group_id: g for g in t.groups}
+        self.selected = {s.match: s for s in t.selector_entries}
+
+    def apply(self, op: str, x) -> None:
+        if isinstance(x, tna.ProfileMember):
+            if op == "delete":
+                assert not any(x.member_id == mid for g in self.groups.values()
+                               for mid, _ in g.members), f"member {x.member_id} still in a group"
+                del self.members[x.member_id]
+            else:
+                assert (x.member_id in self.members) == (op == "modify")
+                self.members[x.member_id] = x
+        elif isinstance(x, tna.ProfileGroup):
+            if op == "delete":
+                assert all(s.group_id != x.group_id for s in self.selected.values())
+                del self.groups[x.group_id]
+            else:
+                assert all(mid in self.members for mid, _ in x.members)
+                self.groups[x.group_id] = x
+        elif isinstance(x, tna.SelectorEntry):
+            if op == "delete":
+                del self.selected[x.match]
+            else:
+                assert x.group_id in self.groups
+                self.selected[x.match] = x
+        elif op == "delete":
+            del self.entries[x.key]
+        else:
+            assert (x.key in self.entries) == (op == "modify")
+            self.entries[x.key] = x
+
+    def same_as(self, t: tna.TnaSwitchEntries) -> bool:
+        other = _Switch(t)
+        return (self.entries, self.members, self.groups, self.selected) == (
+            other.entries, other.members, other.groups, other.selected)
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+def test_failover_diff_applies_in_order_and_reaches_the_new_state(schema, scheme):
+    p4schema, _contract = schema
+    spec = fat_tree(4)
+    before = tna.tna_fabric_entries(compute_fabric_entries(spec, scheme))
+    after = tna.tna_fabric_entries(compute_fabric_entries(spec, scheme,
+                                                          failed_links=[frozenset({"edge1", "agg1"})]))
+    changed = 0
+    for name in before:
+        d = tna.diff_tna(before[name], after[name])
+        sw = _Switch(before[name])
+        for op, x in d.ordered():
+            sw.apply(op, x)
+        assert sw.same_as(after[name]), name
+        assert len(diff_updates(p4schema, d)) == len(d)
+        changed += len(d) > 0
+    assert changed  # the failure changed some switch
+
+
+def test_wam_reweight_rewrites_only_slot_entries():
+    spec = fat_tree(4)
+    old = compute_fabric_entries(spec, WhackAMole())
+    gid, _ = _first_group(old, "edge1")
+    ports = old["edge1"].groups[gid].ports
+    new = compute_fabric_entries(spec, WhackAMole(), weights={("edge1", gid): {ports[0]: 0.25}})
+    d = tna.diff_tna(tna.tna_entries(old["edge1"].entries), tna.tna_entries(new["edge1"].entries))
+    assert not d.entries.inserts and not d.entries.deletes
+    assert d.entries.modifies and {e.table for e in d.entries.modifies} == {WAM_SLOT}
+    assert not any(d.members) and not any(d.groups)
