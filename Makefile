@@ -17,7 +17,10 @@ BW     ?=
 SCHEME ?= ecmp
 SW     ?= edge1
 PRIORITY ?=
+TDF    ?=
+LOOPS  ?=
 TOPO_ARGS = --topo $(TOPO) --k $(K) --target $(TARGET) --scheme $(SCHEME) $(if $(BW),--bw $(BW)) \
+            $(if $(TDF),--tdf $(TDF)) $(if $(LOOPS),--loops $(LOOPS)) \
             $(if $(PRIORITY),--switch-priority $(PRIORITY))
 P4TOOLS_PATH := $(if $(wildcard /opt/p4tools/bin),/opt/p4tools/bin:)
 
@@ -34,7 +37,7 @@ help:
 	@echo "make bench   run the benchmarks (prints figures and same-run ratios)"
 	@echo "make bench-target  issue 10's k=16 simulator run (1,024 hosts, 1e7 hops) per scheme, each split over 2 processes: ~35 min"
 	@echo "make fidelity  (root) the same k=4 runs on Mininet and in the simulator: LB counters and CCT ranking compared"
-	@echo "make topo    launch the fabric + controller and open its CLI (TOPO= K= TARGET=p4switch|bmv2|ebpf BW= SCHEME= PRIORITY=realtime|nice|none)"
+	@echo "make topo    launch the fabric + controller and open its CLI (TOPO= K= TARGET=p4switch|bmv2|ebpf SCHEME= TDF=auto|N BW= LOOPS= PRIORITY=realtime|nice|none)"
 	@echo "make topo-check  bring up k=4, ping all host pairs, one-line summary, tear down"
 	@echo "make stop    stop leftover fabric processes/interfaces recorded under /tmp/p4fabric"
 	@echo "make shell SW=edge1   p4runtime-shell on one switch of the running fabric"

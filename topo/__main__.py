@@ -5,6 +5,11 @@ network of P4 switch processes, starts the fabric controller on it (pipeline pus
 load-balancing groups, control loops), then either opens the fabric CLI or, with --check,
 pings every host pair, prints a one-line summary and exits non-zero on any failure. Everything
 it started is stopped on the way out; `make stop` cleans up after a crash.
+
+The fabric is described in its own units (--link-rate 100G, --prop-delay-us, --queue-packets,
+--flowlet-gap-us, --min-rto-us, --control-period-us) and run TDF times slower (--tdf; default
+auto: the factor `make calibrate` found for this machine): link rates ÷ TDF, every timer × TDF,
+and the CLI prints every time and rate back in fabric units (topo/session.py, docs/fabric.md).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from model.schemes import SCHEMES
 from model.spec import FabricSpec, SpecError, fat_tree, leaf_spine
@@ -35,6 +41,56 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _tdf(text: str) -> float | str:
+    if text == "auto":
+        return text
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected auto or a number >= 1, got {text!r}") \
+            from None
+    if not v >= 1:
+        raise argparse.ArgumentTypeError(f"expected auto or a number >= 1, got {text!r}")
+    return v
+
+
+def _rate(text: str) -> str:
+    from model.dilation import format_rate, parse_rate
+
+    try:
+        v = parse_rate(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a rate, e.g. 100G, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"link rate must be > 0, got {text!r}")
+    return format_rate(v)
+
+
+def _us(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected fabric µs, got {text!r}") from None
+    if not v >= 0:
+        raise argparse.ArgumentTypeError(f"expected fabric µs >= 0, got {text!r}")
+    return v
+
+
+def _loops(text: str) -> tuple[str, ...] | None:
+    from controller.loops import LOOP_NAMES
+
+    if text == "auto":
+        return None
+    if text == "none":
+        return ()
+    names = tuple(n for n in text.split(",") if n)
+    bad = [n for n in names if n not in LOOP_NAMES]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown loop(s) {', '.join(bad)} (choose from "
+                                         f"{', '.join(LOOP_NAMES)}, or auto, none)")
+    return names
+
+
 def _mbps(text: str) -> float:
     try:
         v = float(text)
@@ -51,9 +107,10 @@ def parser() -> argparse.ArgumentParser:
                                 usage="%(prog)s [--topo T] [--k K] [--target T] [--check] "
                                 "[options]  (see --help)",
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="CLI commands: lb, counters, links, linkdown, linkup, "
-                                "collective, queues, events (help <command> in the CLI); "
-                                "Mininet's own (h1 ping h2, pingall, ...) work too.")
+                                epilog="CLI commands: fabric, lb, loops, collective, queues, "
+                                "links, counters, linkdown, linkup, events (help <command> in "
+                                "the CLI; times and rates in fabric units); Mininet's own (h1 "
+                                "ping h2, pingall, ...) work too.")
     t = p.add_argument_group("topology")
     t.add_argument("--topo", default="fattree", metavar="fattree|leafspine|FILE.json",
                    help="fat-tree (default), leaf-spine, or a tutorials topology.json")
@@ -63,18 +120,41 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--hosts-per-leaf", type=_positive_int, default=2)
     t.add_argument("--uplinks", type=_positive_int, default=1,
                    help="parallel links between each leaf and spine")
-    t.add_argument("--bw", type=_mbps, default=None, metavar="MBPS",
-                   help="link rate in Mbit/s (switch port rate + host HTB); default: the rate "
-                   "`make calibrate` found for this machine, topology and target (so queueing "
-                   "happens in the P4 egress queues), unlimited when nothing is calibrated")
+    u = p.add_argument_group("the fabric modelled, in its own units")
+    u.add_argument("--link-rate", type=_rate, default="100G", metavar="RATE",
+                   help="every link's rate (default %(default)s)")
+    u.add_argument("--prop-delay-us", type=_us, default=1.0, metavar="US",
+                   help="propagation delay per link, fabric µs (default %(default)s; "
+                   "emulated by p4switch only)")
+    u.add_argument("--queue-packets", type=_positive_int, default=64, metavar="N",
+                   help="egress queue depth of every port, packets (default %(default)s)")
+    u.add_argument("--flowlet-gap-us", type=_us, default=50.0, metavar="US",
+                   help="flowlet timeout of a flowlet scheme that states none (default "
+                   "%(default)s µs)")
+    u.add_argument("--cc", default="dctcp", metavar="ALGO",
+                   help="the hosts' congestion control (default %(default)s)")
+    u.add_argument("--min-rto-us", type=_us, default=200.0, metavar="US",
+                   help="the hosts' minimum retransmission timeout (default %(default)s µs)")
+    u.add_argument("--control-period-us", type=_us, default=20.0, metavar="US",
+                   help="control loops' period (failure probes, Whack-a-Mole), fabric µs "
+                   "(default %(default)s)")
+    u.add_argument("--loops", type=_loops, default=None, metavar="auto|none|L,L",
+                   help="control loops: failure, reconcile, wam (default auto: failure and "
+                   "reconcile, and Whack-a-Mole's whenever a group uses it)")
+    d = p.add_argument_group("how it runs here")
+    d.add_argument("--tdf", type=_tdf, default=None, metavar="auto|N",
+                   help="time-dilation factor: link rates ÷ N and every timer × N on this "
+                   "machine (default auto: the one `make calibrate` found for this machine, "
+                   "topology and target; 100000 when nothing is calibrated)")
+    d.add_argument("--bw", type=_mbps, default=None, metavar="MBPS",
+                   help="the links' rate here in Mbit/s instead of a TDF (TDF = link rate / "
+                   "this)")
     f = p.add_argument_group("fabric")
     f.add_argument("--target", choices=TARGET_NAMES, default=Target.P4SWITCH.value,
                    help="switch implementation (bmv2 needs simple_switch_grpc and p4c-bm2-ss; "
                    "ebpf: p4switch with the program in the kernel, needs clang and libbpf)")
     f.add_argument("--scheme", choices=tuple(SCHEMES), default="ecmp",
                    help="initial load-balancing scheme of every group (default ecmp)")
-    f.add_argument("--control-period", type=float, default=0.5, metavar="S",
-                   help="control loop period in seconds (default 0.5)")
     f.add_argument("--no-controller", action="store_true",
                    help="bring the switches up empty (nothing forwards until programmed)")
     f.add_argument("--run-dir", type=Path, default=None,
@@ -115,15 +195,6 @@ def build_spec(a: argparse.Namespace) -> FabricSpec:
     raise SpecError(f"--topo: expected fattree, leafspine or a .json file, got {a.topo!r}")
 
 
-def _start_controller(a: argparse.Namespace, spec: FabricSpec, run_dir: Path):
-    from controller import FabricController
-
-    ctl = FabricController(spec, target=a.target, control_period=a.control_period)
-    ctl.start(scheme=a.scheme)
-    _keep_p4info(ctl, run_dir)
-    return ctl
-
-
 def _keep_p4info(ctl, run_dir: Path) -> None:
     """Write the pushed P4Info into the run dir (what `make shell` and humans read)."""
     from google.protobuf import text_format
@@ -153,43 +224,61 @@ def calibrated_bw(a: argparse.Namespace) -> tuple[float | None, str]:
                   "on the fabric)")
 
 
+def session_of(a: argparse.Namespace) -> Any:
+    """The FabricSession the arguments describe (not started; ValueError/SpecError on a bad
+    combination)."""
+    from .session import FabricSession
+    from .units import fabric_transport
+
+    if a.bw is not None and a.tdf is not None:
+        raise SpecError("--bw sets the TDF (link rate / bw): give --bw or --tdf, not both")
+    from model.dilation import parse_rate
+
+    tdf = parse_rate(a.link_rate) / (a.bw * 1e6) if a.bw is not None else (a.tdf or "auto")
+    topology: Any = a.topo
+    if a.topo not in ("fattree", "leafspine"):
+        topology = build_spec(argparse.Namespace(**{**vars(a), "bw": None}))
+    return FabricSession(
+        topology, k=a.k, leaves=a.leaves, spines=a.spines, hosts_per_leaf=a.hosts_per_leaf,
+        uplinks=a.uplinks, link_rate=a.link_rate, prop_delay_us=a.prop_delay_us,
+        queue_packets=a.queue_packets, flowlet_gap_us=a.flowlet_gap_us, tdf=tdf,
+        scheme=a.scheme, transport=fabric_transport(a.cc, min_rto_us=a.min_rto_us),
+        loops=a.loops, control_period_us=a.control_period_us, target=a.target,
+        switch_priority=a.switch_priority, lock_timeout_s=a.lock_wait, run_dir=a.run_dir,
+        pcap=a.pcap, log_level=a.log_level)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     a = p.parse_args(argv)
-    units = ""
-    if a.bw is None:
-        a.bw, units = calibrated_bw(a)
     try:
-        spec = build_spec(a)
-    except SpecError as e:
+        build_spec(a)
+        session = session_of(a)
+    except (SpecError, ValueError) as e:
         p.error(str(e))
     if os.geteuid() != 0:
         p.error("needs root (Mininet namespaces and raw sockets); run it with sudo")
     from .lock import FabricBusy
-    from .net import FabricNet
     from .nodes import TopoError
 
     # a plain `kill` tears the fabric down like `exit` does (the finally below runs)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     t0 = time.monotonic()
-    net = FabricNet(spec, target=a.target, run_dir=a.run_dir, pcap=a.pcap,
-                    log_level=a.log_level, lock_timeout=a.lock_wait,
-                    switch_priority=a.switch_priority)
-    ctl = None
     try:
-        net.start()
-        t1 = time.monotonic()
-        if not a.no_controller:
-            ctl = _start_controller(a, spec, net.run_dir)
+        session.start(controller=not a.no_controller)
+        net = session.net
+        if session.ctl is not None:
+            _keep_p4info(session.ctl, net.run_dir)
         t2 = time.monotonic()
+        spec = session.spec
         print(f"{spec.name}: {len(spec.switches)} {a.target} switches, {len(spec.hosts)} hosts "
               f"up in {t2 - t0:.1f} s (network {net.timings['build']:.1f} s, switch processes "
-              f"{net.timings['processes']:.1f} s, controller {t2 - t1:.1f} s); "
+              f"{net.timings['processes']:.1f} s, controller "
+              f"{session.timings.get('install', 0.0):.1f} s); "
               f"switches at {', '.join(f'{k} ({n})' for k, n in net.priority.items())}; "
               f"run dir {net.run_dir}", flush=True)
-        if units:
-            print(f"{spec.name}: {units}", flush=True)
+        print("\n".join(session.describe()), flush=True)
         if a.check:
             from .check import check_reachability
 
@@ -198,20 +287,18 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if res.passed else 1
         from .cli import FabricCLI
 
-        FabricCLI(net, ctl)
+        FabricCLI(session, stdin=sys.stdin)
         return 0
-    except (FabricBusy, TopoError, SpecError, ImportError) as e:
+    except (FabricBusy, TopoError, SpecError, ImportError, ValueError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
     finally:
-        if ctl is not None:
-            try:
-                ctl.stop()
-            except Exception as e:  # tear-down must go on
-                print(f"{PROG}: controller stop: {e}", file=sys.stderr)
-        net.stop()
+        try:
+            session.stop()
+        except Exception as e:  # noqa: BLE001 - tear-down must go on
+            print(f"{PROG}: stop: {e}", file=sys.stderr)
 
 
 if __name__ == "__main__":

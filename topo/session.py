@@ -380,6 +380,8 @@ class FabricSession:
         """Each link's propagation delay as the switches emulate it (wall µs; 0: none)."""
         self.timings: dict[str, float] = {}
         self.last_agent_args: dict[str, Any] = {}
+        self.last_scheme: Any = None
+        """The scheme last written on every group (emulation units)."""
 
     # ---- units ---------------------------------------------------------------------------------
     def _check_scheme(self, name: str, params: dict[str, Any]) -> None:
@@ -397,7 +399,10 @@ class FabricSession:
         from model.schemes import scheme_from_name
 
         p = dilate(_SchemeParams(self._fabric_params(name, dict(params or {}))), self.tdf).params
-        return scheme_from_name(name, **p)
+        # the switches take whole µs
+        return scheme_from_name(name, **{k: round(v) if k.endswith("_us")
+                                         and isinstance(v, float) else v
+                                         for k, v in p.items()})
 
     def fabric_us(self, wall_s: float) -> float:
         """Wall seconds of the emulation -> fabric µs."""
@@ -460,10 +465,25 @@ class FabricSession:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self, scheme: Any = None, *, agents: Sequence[str] = ()) -> FabricSession:
+    @classmethod
+    def over(cls, net: Any, ctl: Any = None, tdf: float = 1.0) -> FabricSession:
+        """A session over a FabricNet (and FabricController) started by hand, in the
+        emulation's own units unless ``tdf`` says by how much their rates are dilated."""
+        s = cls.emulating(net.spec, SessionConfig(fabric=None, transport=TransportSettings()),
+                          tdf, loops=getattr(ctl, "loop_names", ()) if ctl else (),
+                          target=getattr(net, "target", Target.P4SWITCH.value),
+                          switch_priority=SwitchPriority.NONE.value, socket_buffer=None,
+                          lock_timeout_s=0.0)
+        s.net, s.ctl = net, ctl
+        s.priority = dict(getattr(net, "priority", {}))
+        return s
+
+    def start(self, scheme: Any = None, *, agents: Sequence[str] = (),
+              controller: bool = True) -> FabricSession:
         """Bring the fabric up (switches at the session's priority, links at the emulated
-        rate and delay) and the controller with its scheme and loops; ``agents``: hosts whose
-        traffic agents to start now (else at their first collective)."""
+        rate and delay) and the controller with its scheme and loops (``controller=False``:
+        switches left empty); ``agents``: hosts whose traffic agents to start now (else at
+        their first collective)."""
 
         from .net import FabricNet
 
@@ -482,10 +502,11 @@ class FabricSession:
             self.net.start()
             self.priority = dict(self.net.priority)
             self.timings["fabric_up"] = time.perf_counter() - t0
-            built = scheme if scheme is not None else self.emulated_scheme(
-                self.scheme_name, self.scheme_params)
-            self.ctl = self._controller()
-            self._start_controller(built)
+            if controller:
+                built = scheme if scheme is not None else self.emulated_scheme(
+                    self.scheme_name, self.scheme_params)
+                self.ctl = self._controller()
+                self._start_controller(built)
             if agents:
                 t0 = time.perf_counter()
                 self.net.agents.ensure(list(agents))
@@ -506,6 +527,7 @@ class FabricSession:
         t0 = time.perf_counter()
         self.loop_names = self._loops_for(scheme)
         self.ctl.start(scheme=scheme, loops=self.loop_names, reuse_pipeline=reuse_pipeline)
+        self.last_scheme = self.ctl.scheme
         self.timings["install"] = self.timings.get("install", 0.0) + time.perf_counter() - t0
 
     def _loops_for(self, *schemes: Any) -> tuple[str, ...]:
@@ -571,6 +593,8 @@ class FabricSession:
             built = scheme
         t0 = time.perf_counter()
         self.ctl.set_scheme(built, target)
+        if target is None:
+            self.last_scheme = built
         want = self._loops_for(built)
         if want != self.loop_names:
             self.set_loops(want, auto=self.auto_loops)
@@ -579,9 +603,13 @@ class FabricSession:
             time.perf_counter() - t0)
         return built
 
-    def set_loops(self, loops: Sequence[str], auto: bool = False) -> None:
+    def set_loops(self, loops: Sequence[str] | None, auto: bool = False) -> None:
         """Run exactly these control loops from now on (``auto``: keep adding Whack-a-Mole's
-        when a scheme change needs it)."""
+        when a scheme change needs it); None: automatic (failure and reconcile, and
+        Whack-a-Mole's whenever a group uses it)."""
+        if loops is None:
+            self.auto_loops, self.loop_names = True, DEFAULT_LOOPS
+            loops, auto = self._loops_for(), True
         self.ctl.set_loops(tuple(loops))
         self.loop_names, self.auto_loops = tuple(loops), auto
 
@@ -810,21 +838,31 @@ class FabricSession:
                    + (f", flowlet gap {f.flowlet_gap_us:g} µs" if f.flowlet_gap_us else ""))
         t = self.units.transport if self.units else self.emu.transport
         h = self.units.hosts if self.units else self.emu.hosts
-        yield (f"  hosts: {t.label}, RTO {t.min_rto_us:g}-{t.max_rto_us:g} µs (initial "
-               f"{h.rto_ms * 1e3:g} µs), paced at {h.rate or rate}b/s; control loops "
+        yield (f"  hosts: {t.label}, RTO {fmt_us(t.min_rto_us)} to {fmt_us(t.max_rto_us)} "
+               f"(initial {fmt_us(h.rto_ms * 1e3)}), paced at {h.rate or rate}b/s; loops "
                f"{', '.join(self.loop_names) or 'none'}"
                + (" (Whack-a-Mole's joins when a group uses it)" if self.auto_loops else "")
-               + f", every {self.emu.control_period_s / self.tdf * 1e6:g} µs")
+               + f", every {fmt_us(self.emu.control_period_s / self.tdf * 1e6)}")
 
     def applied(self) -> dict[str, Any]:
         """What the emulation runs (wall units): the TDF, the loops and their period, the
-        scheme written, and the hosts' last traffic.run flags (RTO, pacing, timers)."""
-        scheme = self.ctl.scheme if self.ctl is not None else None
+        scheme last written on every group with its parameters, and the hosts' last
+        traffic.run flags (RTO, pacing, timers). The same for the CLI, a script and an
+        experiment that describe the same fabric."""
+        sc = self.last_scheme
         return {"tdf": self.tdf, "loops": tuple(self.loop_names),
                 "control_period_s": self.emu.control_period_s,
-                "scheme": None if scheme is None else dataclasses.asdict(scheme)
-                | {"name": scheme.name},
+                "scheme": None if sc is None else {"name": sc.name, **dataclasses.asdict(sc)},
                 "agent_args": dict(self.last_agent_args)}
+
+
+def fmt_us(us: float | None) -> str:
+    """A duration in µs as people write it: ``200 µs``, ``1.5 ms``, ``0.5 s``."""
+    if us is None:
+        return "?"
+    if us >= 1e6:
+        return f"{us / 1e6:g} s"
+    return f"{us / 1e3:g} ms" if us >= 1e3 else f"{us:g} µs"
 
 
 def _event(e: Any) -> dict[str, Any]:

@@ -236,6 +236,7 @@ def test_collective_runs_on_every_host_and_reports_cct(fabric, tmp_path) -> None
 
 def test_cli_commands_drive_the_controller(fabric, tmp_path, capsys) -> None:
     from topo.cli import FabricCLI
+    from topo.session import FabricSession
 
     net, ctl = fabric
     script = tmp_path / "cli.txt"
@@ -245,7 +246,7 @@ def test_cli_commands_drive_the_controller(fabric, tmp_path, capsys) -> None:
         "counters nosuch", "help collective", "lb ecmp"]) + "\n")
     try:
         with open(os.devnull) as devnull:
-            FabricCLI(net, ctl, script=str(script), stdin=devnull)
+            FabricCLI(FabricSession.over(net, ctl), script=str(script), stdin=devnull)
     finally:
         ctl.set_scheme("ecmp")
     out = capsys.readouterr().out
