@@ -27,6 +27,18 @@ from typing import Any
 from p4switch import ir
 from p4switch.errors import P4CompileError
 
+from .cruntime import (
+    MAIN_HEAD,
+    MAIN_TAIL,
+    PRELUDE,
+    QUEUE,
+    REPL,
+    SHRINK,
+    ZERO_CTX,
+    crc16_table,
+    crc32_table,
+    map_decl,
+)
 from .layout import (
     DIGEST_MAX,
     GROUP_FLAG,
@@ -1150,24 +1162,24 @@ class CGen(ir.Visitor):
         m = tl.map_name
         self.structs[f"{m}_val"] = (f"struct {m}_val {{ __u32 action; __u32 pad; __u64 packets; "
                                     f"__u64 bytes; __u64 d[{tl.n_data}]; }};")
-        self.maps.append(_map(f"{m}_def", "BPF_MAP_TYPE_ARRAY", "__u32", f"struct {m}_val", 1))
+        self.maps.append(map_decl(f"{m}_def", "BPF_MAP_TYPE_ARRAY", "__u32", f"struct {m}_val", 1))
         if tl.selector:  # a group entry's action is GROUP_FLAG | its slot here
             self.structs[f"{m}_grp"] = (f"struct {m}_grp {{ __u32 n; __u32 pad; "
                                         f"struct {m}_val m[{GROUP_MAX}]; }};")
-            self.maps.append(_map(f"{m}_grp", "BPF_MAP_TYPE_ARRAY", "__u32", f"struct {m}_grp",
+            self.maps.append(map_decl(f"{m}_grp", "BPF_MAP_TYPE_ARRAY", "__u32", f"struct {m}_grp",
                                   tl.n_groups))
         if tl.direct_meter:  # the entry's meter: slot ``pad`` (1-based) of this array
-            self.maps.append(_map(f"{m}_dm", "BPF_MAP_TYPE_ARRAY", "__u32", "struct p4_meter",
+            self.maps.append(map_decl(f"{m}_dm", "BPF_MAP_TYPE_ARRAY", "__u32", "struct p4_meter",
                                   tl.size + 1))
         if tl.kind is TableKind.EXACT:
             kb = max(tl.key_bytes, 1)
             self.structs[f"{m}_key"] = f"struct {m}_key {{ __u8 b[{kb}]; }};"
-            self.maps.append(_map(m, "BPF_MAP_TYPE_HASH", f"struct {m}_key", f"struct {m}_val",
+            self.maps.append(map_decl(m, "BPF_MAP_TYPE_HASH", f"struct {m}_key", f"struct {m}_val",
                                   tl.size))
         elif tl.kind is TableKind.LPM:
             self.structs[f"{m}_key"] = (f"struct {m}_key {{ __u32 prefixlen; "
                                         f"__u8 b[{tl.key_bytes}]; }};")
-            self.maps.append(_map(m, "BPF_MAP_TYPE_LPM_TRIE", f"struct {m}_key",
+            self.maps.append(map_decl(m, "BPF_MAP_TYPE_LPM_TRIE", f"struct {m}_key",
                                   f"struct {m}_val", tl.size, "BPF_F_NO_PREALLOC"))
         else:
             n = len(tl.keys)
@@ -1175,8 +1187,8 @@ class CGen(ir.Visitor):
                                         f"__u64 hi[{n}]; __u64 m[{n}]; }};")
             self.structs[f"{m}_scan"] = (f"struct {m}_scan {{ __u64 k[{n}]; "
                                          f"struct {m}_val *v; }};")
-            self.maps.append(_map(m, "BPF_MAP_TYPE_ARRAY", "__u32", f"struct {m}_ent", tl.size))
-            self.maps.append(_map(f"{m}_n", "BPF_MAP_TYPE_ARRAY", "__u32", "__u32", 1))
+            self.maps.append(map_decl(m, "BPF_MAP_TYPE_ARRAY", "__u32", f"struct {m}_ent", tl.size))
+            self.maps.append(map_decl(f"{m}_n", "BPF_MAP_TYPE_ARRAY", "__u32", "__u32", 1))
             conds = " && ".join(
                 f"(e->lo[{i}] <= (s->k[{i}] & e->m[{i}])) && ((s->k[{i}] & e->m[{i}]) <= "
                 f"e->hi[{i}])" for i in range(n)) or "1"
@@ -1304,7 +1316,7 @@ class CGen(ir.Visitor):
         if inst.type_name == "counter" and size is not None:
             name = f"c{len(self.layout.counters)}"
             self.layout.counters[inst.cp_name] = CounterLayout(inst.cp_name, name, size)
-            self.maps.append(_map(name, "BPF_MAP_TYPE_PERCPU_ARRAY", "__u32", "struct p4_cval",
+            self.maps.append(map_decl(name, "BPF_MAP_TYPE_PERCPU_ARRAY", "__u32", "struct p4_cval",
                                   max(size, 1)))
         elif inst.type_name == "register" and size is not None:
             w = _width(inst.type_args[0]) if inst.type_args else 64
@@ -1312,13 +1324,13 @@ class CGen(ir.Visitor):
                 raise self.refuse(f"a register of {w}-bit cells", inst.loc)
             name = f"r{len(self.layout.registers)}"
             self.layout.registers[inst.cp_name] = RegisterLayout(inst.cp_name, name, size, w)
-            self.maps.append(_map(name, "BPF_MAP_TYPE_ARRAY", "__u32", "struct p4_reg",
+            self.maps.append(map_decl(name, "BPF_MAP_TYPE_ARRAY", "__u32", "struct p4_reg",
                                   max(size, 1)))
         elif inst.type_name == "meter" and size is not None:
             name = f"m{len(self.layout.meters)}"
             packets = _enum_member(inst.args[1]) == "packets"
             self.layout.meters[inst.cp_name] = MeterLayout(inst.cp_name, name, size, packets)
-            self.maps.append(_map(name, "BPF_MAP_TYPE_ARRAY", "__u32", "struct p4_meter",
+            self.maps.append(map_decl(name, "BPF_MAP_TYPE_ARRAY", "__u32", "struct p4_meter",
                                   max(size, 1)))
         else:
             raise self.refuse(f"the extern {inst.type_name}", inst.loc)
@@ -1865,7 +1877,7 @@ class CGen(ir.Visitor):
              "(C->sm.f_ingress_global_timestamp + (_start - _now) / 1000) & 0xffffffffffffULL"),
         ) if n in sm_names]
         prio = "(__u32)C->sm.f_priority" if "priority" in sm_names else "0"
-        self.lines += ["    " + ln for ln in _QUEUE.format(
+        self.lines += ["    " + ln for ln in QUEUE.format(
             qmeta="\n            ".join(qmeta), prio=prio).splitlines()]
         self.role = "egress"
         c = p.controls[p.package["egress"]]
@@ -1951,7 +1963,7 @@ class CGen(ir.Visitor):
         self.lines[parsed_at:parsed_at] = snap
         self.keep_fields(meta_t)
         self.layout.replication = True
-        self.helpers.append(_REPL.format(
+        self.helpers.append(REPL.format(
             cpu=self.layout.cpu_port
             if self.layout.cpu_port is not None else -1,
             egress="\n".join(egress), drop=self.layout.drop_port))
@@ -1981,22 +1993,22 @@ class CGen(ir.Visitor):
                 "C->sm.f_ingress_global_timestamp = now_us & 0xffffffffffffULL;"]
         init = [i for i in init if i.split("f_")[1].split(" ")[0] in sm_fields]
         cpu = self.layout.cpu_port
-        out = [_PRELUDE.format(hb=HASH_BUF, xb=max(self.max_hdr, 8), nstats=len(STAT_NAMES),
-                               crc32=_crc32_table(), crc16=_crc16_table())]
+        out = [PRELUDE.format(hb=HASH_BUF, xb=max(self.max_hdr, 8), nstats=len(STAT_NAMES),
+                               crc32=crc32_table(), crc16=crc16_table())]
         out += list(self.structs.values())
         out.append("struct p4ctx {\n    __u32 off;\n    __u32 exiting;\n    __u32 plen;\n    __u16 test;\n    __u16 cut;\n"
                    "    __u64 depart_ns;\n    __u64 now_us;\n    __u64 dm_colour;\n"
                    f"    __u8 hb[{HASH_BUF}];\n    __u8 xb[{max(self.max_hdr, 8)}];\n    __u8 mv[64];\n"
                    + "\n".join(ctx) + "\n};")
-        out.append(_map("p4ctx_map", "BPF_MAP_TYPE_PERCPU_ARRAY", "__u32", "struct p4ctx", 1))
-        out.append(_ZERO_CTX)
-        out.append(_SHRINK)
+        out.append(map_decl("p4ctx_map", "BPF_MAP_TYPE_PERCPU_ARRAY", "__u32", "struct p4ctx", 1))
+        out.append(ZERO_CTX)
+        out.append(SHRINK)
         out += self.maps
         out += self.helpers
-        out.append(_MAIN_HEAD)
+        out.append(MAIN_HEAD)
         out += ["    " + i for i in init]
         out += body
-        out.append(_MAIN_TAIL.format(cpu=cpu if cpu is not None else -1))
+        out.append(MAIN_TAIL.format(cpu=cpu if cpu is not None else -1))
         return "\n\n".join(out) + "\n"
 
 
@@ -2108,403 +2120,6 @@ def _collect_type_locs(program: ir.Program, out: dict[str, ir.SourceLoc]) -> Non
         walk(c.body)
         walk(list(c.tables.values()))
     walk(list(program.actions.values()))
-
-
-def _map(name: str, kind: str, key: str, value: str, size: int, flags: str = "") -> str:
-    fl = f" __uint(map_flags, {flags});" if flags else ""
-    return (f"struct {{ __uint(type, {kind}); __uint(max_entries, {size}); __type(key, {key}); "
-            f"__type(value, {value});{fl} }} {name} SEC(\".maps\");")
-
-
-def _crc32_table() -> str:
-    tab = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
-        tab.append(f"0x{c:08x}")
-    return ", ".join(tab)
-
-
-def _crc16_table() -> str:
-    tab = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0xA001 if c & 1 else c >> 1
-        tab.append(f"0x{c:04x}")
-    return ", ".join(tab)
-
-
-_PRELUDE = r"""/* Generated by p4switch.ebpf from a v1model program; do not edit. */
-#include <linux/bpf.h>
-#include <linux/pkt_cls.h>
-#include <bpf/bpf_helpers.h>
-
-char LICENSE[] SEC("license") = "GPL";
-
-struct p4_cval {{ __u64 packets; __u64 bytes; }};
-/* a varbit value: its current length in bits and its bits (the back end takes up to 64) */
-struct p4_vb {{ __u64 len; __u64 v; }};
-/* n, at most max, in a form the verifier sees right where it is used (the empty asm keeps
- * clang from dropping a comparison it can prove redundant) */
-#define P4_BOUND(n, max) ({{ __u64 _bd = (n); __asm__ __volatile__("" : "+r"(_bd)); \
-    _bd > (max) ? (max) : _bd; }})
-/* the same, at least 1: a length for a helper that takes no empty buffer */
-#define P4_BOUND1(n, max) ({{ __u64 _bd = (n); __asm__ __volatile__("" : "+r"(_bd)); \
-    _bd < 1 ? 1 : _bd > (max) ? (max) : _bd; }})
-/* a register cell: its read-modify-write spans run under the lock (docs/p4switch-ebpf.md) */
-struct p4_reg {{ struct bpf_spin_lock lock; __u32 pad; __u64 v; }};
-struct p4_cfg {{ __u64 t0_ns; __u32 test_mode; __u32 test_pad; __u64 test_now_us; }};
-
-struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 1); __type(key, __u32);
-         __type(value, struct p4_cfg); }} p4cfg SEC(".maps");
-/* ifindex -> port number, port number -> ifindex */
-struct {{ __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 512); __type(key, __u32);
-         __type(value, __u32); }} p4ports_in SEC(".maps");
-struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 512); __type(key, __u32);
-         __type(value, __u32); }} p4ports_out SEC(".maps");
-/* the egress queue of each port, modelled where the program decides: the link is busy until
- * next_ns; a packet departs at max(now, next_ns) and finds (departure - now) / its own
- * transmission time packets ahead of it (the port's HTB qdisc then serves it at that rate) */
-struct p4_port_q {{ struct bpf_spin_lock lock; __u32 pad; __u64 next_ns; __u64 rate_bps;
-                   __u32 depth; __u32 nprio; __u64 enqueued; __u64 tail_drops;
-                   __u64 next_hi_ns; }};
-struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 512); __type(key, __u32);
-         __type(value, struct p4_port_q); }} p4queues SEC(".maps");
-struct {{ __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, {nstats});
-         __type(key, __u32); __type(value, __u64); }} p4stats SEC(".maps");
-
-/* a two-rate three-colour meter (RFC 2698, colour-blind), as the Python target's TrTCM:
- * rates in units/s, bursts in units, tokens in millionths of a unit (exact integers where the
- * Python target uses floats); buckets start full; an unconfigured meter is always GREEN */
-struct p4_meter {{ struct bpf_spin_lock lock; __u32 on; __u64 cir; __u64 cb; __u64 pir;
-                   __u64 pb; __u64 tc; __u64 tp; __u64 last; __u64 has_last; }};
-
-static __always_inline __u64 p4_meter_exec(struct p4_meter *m, __u64 now, __u64 units) {{
-    __u64 c = 0, u = units * 1000000ULL;
-    if (!m->on) return 0;
-    bpf_spin_lock(&m->lock);
-    if (m->has_last && now > m->last) {{
-        __u64 dt = now - m->last, cmax = m->cb * 1000000ULL, pmax = m->pb * 1000000ULL;
-        __u64 tc = m->tc + m->cir * dt, tp = m->tp + m->pir * dt;
-        m->tc = dt >= 1000000000ULL || tc > cmax ? cmax : tc;
-        m->tp = dt >= 1000000000ULL || tp > pmax ? pmax : tp;
-    }}
-    if (!m->has_last || now > m->last) {{ m->last = now; m->has_last = 1; }}
-    if (m->tp < u) c = 2;
-    else if (m->tc < u) {{ m->tp -= u; c = 1; }}
-    else {{ m->tp -= u; m->tc -= u; }}
-    bpf_spin_unlock(&m->lock);
-    return c;
-}}
-
-static const __u32 p4_crc32_tab[256] = {{ {crc32} }};
-static const __u16 p4_crc16_tab[256] = {{ {crc16} }};
-
-static __always_inline void p4_stat(__u32 i) {{
-    __u64 *v = bpf_map_lookup_elem(&p4stats, &i);
-    if (v) *v += 1;
-}}
-
-/* append the w low bits of v (MSB first) at bit position p of b; returns the new position */
-static __always_inline __u32 p4_put_bits(__u8 *b, __u32 p, __u64 v, __u32 w) {{
-    for (int i = 0; i < 64; i++) {{
-        if (i >= w) break;
-        __u32 q = p + i;
-        if (q >= {hb} * 8) break;
-        b[(q >> 3) & ({hb} - 1)] |= (__u8)(((v >> (w - 1 - i)) & 1) << (7 - (q & 7)));
-    }}
-    return p + w;
-}}
-
-static __always_inline __u64 p4_crc32(const __u8 *b, __u32 n) {{
-    __u32 c = 0xffffffff;
-    for (int i = 0; i < {hb}; i++) {{
-        if (i >= n) break;
-        c = p4_crc32_tab[(c ^ b[i]) & 0xff] ^ (c >> 8);
-    }}
-    return c ^ 0xffffffff;
-}}
-
-static __always_inline __u64 p4_crc16(const __u8 *b, __u32 n) {{
-    __u32 c = 0;
-    for (int i = 0; i < {hb}; i++) {{
-        if (i >= n) break;
-        c = p4_crc16_tab[(c ^ b[i]) & 0xff] ^ (c >> 8);
-    }}
-    return c & 0xffff;
-}}
-
-static __always_inline __u64 p4_csum16(const __u8 *b, __u32 n) {{
-    __u64 s = 0;
-    for (int i = 0; i < {hb}; i += 2) {{
-        if (i >= n) break;
-        s += ((__u64)b[i] << 8) | (i + 1 < n ? b[i + 1] : 0);
-    }}
-    while (s >> 16) s = (s & 0xffff) + (s >> 16);
-    return (~s) & 0xffff;
-}}
-
-static __always_inline __u64 p4_xor16(const __u8 *b, __u32 n) {{
-    __u64 s = 0;
-    for (int i = 0; i < {hb}; i += 2) {{
-        if (i >= n) break;
-        s ^= ((__u64)b[i] << 8) | (i + 1 < n ? b[i + 1] : 0);
-    }}
-    return s;
-}}
-
-static __always_inline __u64 p4_identity(const __u8 *b, __u32 n) {{
-    __u64 s = 0;
-    for (int i = 0; i < {hb}; i++) {{
-        if (i >= n) break;
-        s = (s << 8) | b[i];
-    }}
-    return s;
-}}"""
-
-_QUEUE = r"""{{
-    __u32 _ep = C->sm.f_egress_port;
-    struct p4_port_q *_q = bpf_map_lookup_elem(&p4queues, &_ep);
-    if (_q && _q->rate_bps) {{
-        __u64 _now = bpf_ktime_get_ns();
-        __u64 _tx = (__u64)C->sm.f_packet_length * 8000000000ULL / _q->rate_bps;
-        __u64 _start, _ahead;
-        int _drop = 0;
-        __u32 _np = _q->nprio > 1 ? _q->nprio : 1, _band = {prio};
-        if (_band > _np - 1) _band = _np - 1;
-        if (!_tx) _tx = 1;
-        bpf_spin_lock(&_q->lock);
-        if (_band) {{
-            /* strict priority: it waits only for the priority traffic ahead of it, and
-             * pushes the rest of the port's traffic back by its own transmission time */
-            _start = _q->next_hi_ns > _now ? _q->next_hi_ns : _now;
-            _ahead = (_start - _now) / _tx;
-            if (_ahead >= _q->depth) _drop = 1;
-            else {{
-                _q->next_hi_ns = _start + _tx;
-                _q->next_ns = (_q->next_ns > _now ? _q->next_ns : _now) + _tx;
-            }}
-        }} else {{
-            _start = _q->next_ns > _now ? _q->next_ns : _now;
-            _ahead = (_start - _now) / _tx;
-            if (_ahead >= _q->depth) _drop = 1; else _q->next_ns = _start + _tx;
-        }}
-        bpf_spin_unlock(&_q->lock);
-        if (_drop) {{ __sync_fetch_and_add(&_q->tail_drops, 1); p4_stat(8); return TC_ACT_SHOT; }}
-        /* the interface's HTB leaf of this priority (qdisc.py: 1:(0x10 + priority)) */
-        if (_np > 1) skb->priority = 0x00010010U + _band;
-        __sync_fetch_and_add(&_q->enqueued, 1);
-        C->depart_ns = _start;
-        {{
-            {qmeta}
-        }}
-    }}
-}}"""
-
-_REPL = r"""/* replication: multicast groups and clone sessions (P4Runtime's PRE entries), their
- * copies sent by bpf_clone_redirect; a test run puts each copy in the p4tx ring instead */
-#define P4_REPL_MAX 16
-#define P4_TX_MAX 4096
-struct p4_repl {{ __u32 port; __u32 rid; }};
-struct p4_repl_set {{ __u32 n; __u32 pad; struct p4_repl r[P4_REPL_MAX]; }};
-struct {{ __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4096); __type(key, __u32);
-         __type(value, struct p4_repl_set); }} p4mcast SEC(".maps");
-struct {{ __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 1024); __type(key, __u32);
-         __type(value, struct p4_repl_set); }} p4clone SEC(".maps");
-struct p4_txrec {{ __u32 port; __u32 len; __u32 cut; __u32 pad; __u8 data[P4_TX_MAX]; }};
-struct {{ __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 1 << 18); }} p4tx SEC(".maps");
-
-/* send a copy of the frame as it is now to its egress port; the packet goes on */
-static __always_inline void p4_copy_out(struct __sk_buff *skb, struct p4ctx *C,
-                                        struct p4_cfg *cfg) {{
-    __u32 out = C->sm.f_egress_port;
-    if (cfg->test_mode) {{
-        struct p4_txrec *r = bpf_ringbuf_reserve(&p4tx, sizeof(struct p4_txrec), 0);
-        if (!r) {{ p4_stat(4); return; }}
-        __u32 n = skb->len;
-        if (n > P4_TX_MAX) n = P4_TX_MAX;
-        r->port = out; r->len = n; r->cut = C->cut; r->pad = 0;
-        if (n < 1 || bpf_skb_load_bytes(skb, 0, r->data, n)) {{
-            bpf_ringbuf_discard(r, 0); p4_stat(4); return;
-        }}
-        bpf_ringbuf_submit(r, 0);
-        p4_stat(1);
-        return;
-    }}
-    if ((int)out == {cpu}) p4_stat(6);
-    __u32 *ifx = bpf_map_lookup_elem(&p4ports_out, &out);
-    if (!ifx || !*ifx) {{ p4_stat(4); return; }}
-    p4_stat(1);
-    bpf_clone_redirect(skb, *ifx, 0);
-}}
-
-/* global functions (verified once each, not per copy); the traffic manager's queue, egress, compute_checksum and deparser of one copy whose
- * egress_port is set: 0 when the frame is ready to leave, else dropped */
-__attribute__((noinline)) int p4_egress(struct __sk_buff *skb, struct p4ctx *C) {{
-    if (!C) return TC_ACT_SHOT;
-    C->cut = 0;
-{egress}
-    return 0;
-}}
-
-/* the E2E clones egress asked for: the headers as egress left them, metadata reset but the
- * field list, instance_type EGRESS_CLONE, through egress again on each session port */
-__attribute__((noinline)) int p4_e2e(struct __sk_buff *skb, struct p4ctx *C, struct p4_cfg *cfg) {{
-    if (!C || !cfg) return 0;
-    __u32 s = C->e2_sess;
-    C->e2_pending = 0;
-    struct p4_repl_set *g = bpf_map_lookup_elem(&p4clone, &s);
-    if (!g) return 0;
-    C->e2_busy = 1;
-    for (__u32 i = 0; i < P4_REPL_MAX; i++) {{
-        if (i >= g->n) break;
-        C->hdr = C->e2_hdr;
-        p4_keep_fields(C, &C->e2_meta, C->e2_fl);
-        __builtin_memset(&C->sm, 0, sizeof(C->sm));
-        C->sm.f_instance_type = 2;
-        C->sm.f_packet_length = C->e2_plen;
-        C->sm.f_egress_port = g->r[i].port;
-        if (!p4_egress(skb, C)) p4_copy_out(skb, C, cfg);
-    }}
-    C->e2_busy = 0;
-    C->e2_pending = 0;
-    return 0;
-}}
-
-/* I2E clones at the end of ingress: the arriving packet as parsed, metadata reset but the
- * field list, instance_type INGRESS_CLONE; the packet itself then goes on unchanged */
-__attribute__((noinline)) int p4_i2e(struct __sk_buff *skb, struct p4ctx *C, struct p4_cfg *cfg) {{
-    if (!C || !cfg) return 0;
-    __u32 s = C->cl_sess;
-    struct p4_repl_set *g = bpf_map_lookup_elem(&p4clone, &s);
-    if (!g) return 0;
-    C->sv_hdr = C->hdr; C->sv_meta = C->meta; C->sv_sm = C->sm;
-    for (__u32 i = 0; i < P4_REPL_MAX; i++) {{
-        if (i >= g->n) break;
-        C->hdr = C->sv_phdr;
-        p4_keep_fields(C, &C->sv_meta, C->cl_fl);
-        __builtin_memset(&C->sm, 0, sizeof(C->sm));
-        C->sm.f_ingress_port = C->sv_sm.f_ingress_port;
-        C->sm.f_parser_error = C->sv_perr;
-        C->sm.f_instance_type = 1;
-        C->sm.f_packet_length = C->sv_sm.f_packet_length;
-        C->sm.f_ingress_global_timestamp = C->sv_sm.f_ingress_global_timestamp;
-        C->sm.f_egress_port = g->r[i].port;
-        if (!p4_egress(skb, C)) {{
-            p4_copy_out(skb, C, cfg);
-            if (C->e2_pending) p4_e2e(skb, C, cfg);
-        }}
-    }}
-    C->hdr = C->sv_hdr; C->meta = C->sv_meta; C->sm = C->sv_sm;
-    return 0;
-}}
-
-/* multicast: one copy per (port, rid) of the group, instance_type REPLICATION; the packet
- * itself is consumed (a group without replicas drops it) */
-__attribute__((noinline)) int p4_mcast(struct __sk_buff *skb, struct p4ctx *C, struct p4_cfg *cfg) {{
-    if (!C || !cfg) return TC_ACT_SHOT;
-    __u32 grp = C->sm.f_mcast_grp;
-    struct p4_repl_set *g = bpf_map_lookup_elem(&p4mcast, &grp);
-    if (!g || !g->n) {{ p4_stat(2); return TC_ACT_SHOT; }}
-    C->sv_hdr = C->hdr; C->sv_meta = C->meta; C->sv_sm = C->sm;
-    for (__u32 i = 0; i < P4_REPL_MAX; i++) {{
-        if (i >= g->n) break;
-        C->hdr = C->sv_hdr; C->meta = C->sv_meta; C->sm = C->sv_sm;
-        C->sm.f_instance_type = 5;
-        C->sm.f_egress_rid = g->r[i].rid;
-        C->sm.f_egress_port = g->r[i].port;
-        if (!p4_egress(skb, C)) {{
-            p4_copy_out(skb, C, cfg);
-            if (C->e2_pending) p4_e2e(skb, C, cfg);
-        }}
-    }}
-    return TC_ACT_SHOT;
-}}
-"""
-
-_ZERO_CTX = r"""/* zero the per-packet state in 256-byte pieces: clang's BPF back end has no memset call,
- * and merges adjacent memsets into one it cannot inline beyond a size (the barrier keeps them
- * apart) */
-_Static_assert(sizeof(struct p4ctx) <= 64 * 256, "per-packet state larger than 16 KiB");
-static __always_inline void p4_zero_ctx(struct p4ctx *C) {
-#define P4_ZERO(k) if ((k) * 256 < sizeof(*C)) { __builtin_memset((char *)C + (k) * 256, 0, \
-        sizeof(*C) - (k) * 256 < 256 ? sizeof(*C) - (k) * 256 : 256); \
-        __asm__ __volatile__("" ::: "memory"); }
-    P4_ZERO(0) P4_ZERO(1) P4_ZERO(2) P4_ZERO(3) P4_ZERO(4) P4_ZERO(5) P4_ZERO(6) P4_ZERO(7)
-    P4_ZERO(8) P4_ZERO(9) P4_ZERO(10) P4_ZERO(11) P4_ZERO(12) P4_ZERO(13) P4_ZERO(14)
-    P4_ZERO(15) P4_ZERO(16) P4_ZERO(17) P4_ZERO(18) P4_ZERO(19) P4_ZERO(20) P4_ZERO(21)
-    P4_ZERO(22) P4_ZERO(23) P4_ZERO(24) P4_ZERO(25) P4_ZERO(26) P4_ZERO(27) P4_ZERO(28)
-    P4_ZERO(29) P4_ZERO(30) P4_ZERO(31) P4_ZERO(32) P4_ZERO(33) P4_ZERO(34) P4_ZERO(35)
-    P4_ZERO(36) P4_ZERO(37) P4_ZERO(38) P4_ZERO(39) P4_ZERO(40) P4_ZERO(41) P4_ZERO(42)
-    P4_ZERO(43) P4_ZERO(44) P4_ZERO(45) P4_ZERO(46) P4_ZERO(47) P4_ZERO(48) P4_ZERO(49)
-    P4_ZERO(50) P4_ZERO(51) P4_ZERO(52) P4_ZERO(53) P4_ZERO(54) P4_ZERO(55) P4_ZERO(56)
-    P4_ZERO(57) P4_ZERO(58) P4_ZERO(59) P4_ZERO(60) P4_ZERO(61) P4_ZERO(62) P4_ZERO(63)
-#undef P4_ZERO
-}"""
-
-_SHRINK = r"""/* move the bytes from `from` to the end down to `to` (< from), then cut the tail: a frame
- * loses bytes at its head where bpf_skb_adjust_room cannot (non-IP frames) */
-static __always_inline int p4_shrink(struct __sk_buff *skb, struct p4ctx *C, __u32 from,
-                                     __u32 to) {
-    __u32 len = skb->len;
-    if (from > len || to >= from) return -1;
-    __u32 n = len - from, done = 0;
-    for (int i = 0; i < 24; i++) {
-        if (done + 64 > n) break;
-        if (bpf_skb_load_bytes(skb, from + done, C->mv, 64)) return -1;
-        if (bpf_skb_store_bytes(skb, to + done, C->mv, 64, 0)) return -1;
-        done += 64;
-    }
-    for (int i = 0; i < 63; i++) {
-        if (done >= n) break;
-        if (bpf_skb_load_bytes(skb, from + done, C->mv, 1)) return -1;
-        if (bpf_skb_store_bytes(skb, to + done, C->mv, 1, 0)) return -1;
-        done += 1;
-    }
-    if (done < n) return -1;
-    /* the test-run facility keeps an Ethernet header's worth: the bytes beyond the frame's
-     * end are reported (C->cut) and removed by the caller */
-    if (C->test && to + n < 14) { C->cut = 14 - (to + n); return bpf_skb_change_tail(skb, 14, 0); }
-    return bpf_skb_change_tail(skb, to + n, 0);
-}
-"""
-
-_MAIN_HEAD = r"""SEC("tc")
-int p4_ingress(struct __sk_buff *skb) {
-    __u32 zero = 0;
-    struct p4_cfg *cfg = bpf_map_lookup_elem(&p4cfg, &zero);
-    struct p4ctx *C = bpf_map_lookup_elem(&p4ctx_map, &zero);
-    if (!cfg || !C) return TC_ACT_OK;
-    __u32 port;
-    if (cfg->test_mode) {
-        port = skb->mark;
-    } else {
-        __u32 ifx = skb->ifindex;
-        __u32 *pp = bpf_map_lookup_elem(&p4ports_in, &ifx);
-        if (!pp) return TC_ACT_OK;
-        port = *pp;
-    }
-    p4_stat(0);
-    /* the kernel's clock; a test run's is the caller's (an STF's virtual time) */
-    __u64 now_us = cfg->test_mode ? cfg->test_now_us : (bpf_ktime_get_ns() - cfg->t0_ns) / 1000;
-    p4_zero_ctx(C);
-    C->test = cfg->test_mode;
-    C->now_us = now_us;
-    C->plen = skb->len;
-    if (cfg->test_mode && cfg->test_pad <= C->plen) C->plen -= cfg->test_pad;"""
-
-_MAIN_TAIL = r"""    {{
-        __u32 out = C->sm.f_egress_port;
-        if (cfg->test_mode) {{ skb->mark = out | ((__u32)C->cut << 16); p4_stat(1); return TC_ACT_OK; }}
-        if ((int)out == {cpu}) p4_stat(6);
-        __u32 *ifx = bpf_map_lookup_elem(&p4ports_out, &out);
-        if (!ifx || !*ifx) {{ p4_stat(4); return TC_ACT_SHOT; }}
-        p4_stat(1);
-        return bpf_redirect(*ifx, 0);
-    }}
-}}"""
 
 
 def generate(program: ir.Program, *, drop_port: int = 511,
