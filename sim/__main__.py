@@ -25,6 +25,9 @@ from traffic.schedules import GENERATORS, ScheduleError, parse_size
 from traffic.schedules.cm import dump_cm, failed_links, load_cm
 from traffic.transport import WIRE_OVERHEAD
 
+MAX_MTU = 9216
+"""Jumbo frames: the largest host packet the simulator accepts."""
+
 
 def _failure(text: str) -> tuple[str, str, float]:
     try:
@@ -104,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", default="100G", help="link rate (default %(default)s)")
     ap.add_argument("--prop-us", type=float, default=1.0, help="propagation delay per link")
     ap.add_argument("--queue-depth", type=int, default=64)
+    ap.add_argument("--mtu", type=int, default=None, metavar="BYTES",
+                    help="the hosts' packet size on the wire, headers included (default: "
+                         f"{WIRE_OVERHEAD} + the transport's MSS, 1470; htsim's default is "
+                         "4150)")
     ap.add_argument("--cc", default=DEFAULT_CC.value, choices=sorted(REGISTRY),
                     help="congestion control (traffic.congestion; default %(default)s)")
     ap.add_argument("--cc-param", action="append", default=[], metavar="NAME=VALUE",
@@ -190,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         params = dict(_cc_param(x) for x in a.cc_param)
         transport = SIM_TRANSPORT.with_cc(a.cc, params)
+        if a.mtu is not None:
+            if not WIRE_OVERHEAD < a.mtu <= MAX_MTU:
+                raise ValueError(f"--mtu must be in {WIRE_OVERHEAD + 1}..{MAX_MTU}")
+            transport = dataclasses.replace(transport, mss=a.mtu - WIRE_OVERHEAD)
         if a.min_rto_us is not None:
             if a.min_rto_us <= 0:
                 raise ValueError("--min-rto-us must be > 0")
@@ -219,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         with progress_bar(a.scheme) as show:
             res = net.run(sched, until_us=a.until_us, failures=failures, progress=show)
     summary = {"fabric": spec.name, "scheme": a.scheme, "schedule": a.schedule, "size": size,
-               "trim": a.trim,
+               "trim": a.trim, "mtu": transport.mss + WIRE_OVERHEAD,
                **res.summary(), "events_log": net.events}
     if a.json:
         print(json.dumps(summary, indent=1, default=str))

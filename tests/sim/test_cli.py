@@ -29,6 +29,7 @@ def test_tiny_run_checks_counters(capsys: pytest.CaptureFixture[str]) -> None:
     (["--schedule", "ring_allreduce", "--algorithm", "scattered"], "--algorithm is for"),
     (["--algorithm", "fastest"], "invalid choice"),
     (["--workers", "0"], "--workers must be >= 1"),
+    (["--mtu", "70"], "--mtu must be in 71..9216"),
     (["--workers", "2", "--prop-us", "0"], "needs --prop-us > 0"),
 ])
 def test_bad_arguments_are_one_line_errors(args: list[str], msg: str,
