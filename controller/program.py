@@ -62,7 +62,7 @@ def compile_program(target: str = "p4switch", source: str | Path | None = None) 
         return Program(info, bundle.to_bytes(), target, str(src))
     p4c = shutil.which("p4c-bm2-ss")
     if p4c is None:
-        raise RuntimeError("target bmv2 needs p4c-bm2-ss on PATH (see /work/shared/p4tools)")
+        raise RuntimeError("target bmv2 needs p4c-bm2-ss on PATH (p4c's BMv2 back end; or use target p4switch)")
     with tempfile.TemporaryDirectory(prefix="p4fabric-p4c-") as tmp:
         out_json, out_info = Path(tmp, "prog.json"), Path(tmp, "prog.p4info.txtpb")
         res = subprocess.run([p4c, "--p4runtime-files", str(out_info), "-o", str(out_json),

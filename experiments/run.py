@@ -19,6 +19,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from topo.owner import give_back
+
 from . import config as config_mod
 from .config import ConfigError, ExperimentConfig
 from .eta import adaptive_text
@@ -129,6 +131,17 @@ def eta_text(eta: Eta, after_s: float = 0.0) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except PermissionError as e:   # e.g. results/ left to root by a run under sudo
+        where = e.filename or "a file"
+        print(f"experiments.run: cannot write {where}: permission denied (made by another "
+              f"user? a run under sudo: sudo chown -R $USER {where}; or --out DIR)",
+              file=sys.stderr)
+        return 1
+
+
+def _main(argv: list[str] | None = None) -> int:
     p = parser()
     a = p.parse_args(argv)
     try:
@@ -191,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     from .report import load_results, rich_table, summary_table, verdicts, write_report
     if not a.no_report:
         write_report(run.root, a.include_invalid)
+    give_back(run.root, upto=a.out)   # under sudo: the invoking user's, not root's
     table = summary_table(load_results(run.root), a.include_invalid)
     if not table.empty:
         console.print(rich_table(table, title=f"{cfg.name}: CCT per scheme"))

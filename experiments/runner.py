@@ -34,6 +34,7 @@ import pandas as pd
 import yaml
 
 from model.dilation import dilate, knobs, to_fabric_time
+from topo.owner import give_back
 
 from . import metrics, stats
 from .backends import BACKENDS, Backend, RunSamples
@@ -185,6 +186,7 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
     time (``time.time()``) the wall budget and the ETA count from (``make demo``: its own
     start, set-up included); default now."""
     progress = progress or Progress()
+    top = root
     if root is None:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         root = Path(out_root) / cfg.name / stamp
@@ -324,6 +326,7 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
         write_report(root)
         phases["report"] = round(time.perf_counter() - t0, 3)
         _write_meta(run)
+    give_back(root, upto=Path(out_root) if top is None else None)   # sudo: the user's files
     return run
 
 

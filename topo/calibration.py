@@ -15,6 +15,8 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from .owner import give_back
+
 
 def cache_path() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -61,6 +63,7 @@ def store(key: str, entry: dict[str, Any]) -> None:
     tmp = p.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1))
     tmp.replace(p)
+    give_back(p, upto=p.parent)   # a cache in a sudo user's home stays theirs
 
 
 def lookup(topology: str, target: str, fabric_rate: str | None = None) -> dict[str, Any] | None:

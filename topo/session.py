@@ -40,6 +40,7 @@ from model.spec import FabricSpec, fat_tree, leaf_spine
 from model.targets import Target
 from traffic.wire import HDR
 
+from .owner import give_back
 from .priority import SwitchPriority
 from .units import TDF_AUTO, FabricConfig, TransportSettings, fabric_transport, with_flowlet_gap
 
@@ -649,6 +650,8 @@ class FabricSession:
         out = Path(out_dir) if out_dir else (
             self.net.run_dir / f"collective-{schedule}-{time.time():.0f}")
         s = self.run_schedule(sched, names, h, out)
+        if out_dir:
+            give_back(out, upto=Path(out_dir).parent)   # a script under sudo: the user's
         ranks = s.extra.get("ranks", [])
         mtu = h.mss + IP_HEADERS
         v = judge_run(s.extra["measures"], ranks, s.events, self.link_bps, self.tdf, mtu) \

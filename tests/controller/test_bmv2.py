@@ -1,7 +1,7 @@
 """The same controller on BMv2 (simple_switch_grpc + p4c-bm2-ss's P4Info, no ports): entries
 installed and read back by P4Info names, counters, packet-out (fabric.p4 gives it priority 1:
 BMv2 drops it unless started with --priority-queues 2, as the launcher does), scheme change. Skipped with a
-reason when the tools are not on PATH (../shared/p4tools/install.sh puts them in /opt/p4tools)."""
+reason when the tools are not on PATH."""
 
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ from model.spec import PRIORITY_QUEUES, FabricSpec, leaf_spine
 from tests.netutil import free_port, listening
 
 MISSING = [t for t in ("simple_switch_grpc", "p4c-bm2-ss") if shutil.which(t) is None]
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not on PATH "
-                                "(export PATH=/opt/p4tools/bin:$PATH)")
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{' and '.join(MISSING)} not on PATH")
 
 
 def _start_bmv2(spec: FabricSpec, logs: Path, attempts: int = 3,

@@ -41,7 +41,7 @@ def tools_missing() -> str | None:
     """Why BMv2 tests cannot run here, or None when p4c-bm2-ss and simple_switch are on PATH."""
     missing = [t for t in (P4C, SWITCH, CLI) if shutil.which(t) is None]
     if missing:
-        return f"{', '.join(missing)} not on PATH (bash ../shared/p4tools/install.sh)"
+        return f"{', '.join(missing)} not on PATH"
     return None
 
 

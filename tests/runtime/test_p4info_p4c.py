@@ -2,7 +2,7 @@
 include directories aside): entity by entity, and then as text after dropping ``pkg_info``
 (same objects, order, ids, names, widths, annotations and ``type_info``) -- so a controller
 holding either P4Info drives either target. Needs ``p4c-bm2-ss`` on PATH
-(``bash ../shared/p4tools/install.sh; export PATH=/opt/p4tools/bin:$PATH``); skips otherwise.
+(p4c's BMv2 back end, on PATH); skips otherwise.
 
 What is compared: every entity of every kind (matched by name), with all its fields -- ids,
 names, aliases, widths, match kinds, scopes, sizes, default actions, resources -- and the whole
@@ -42,7 +42,7 @@ KINDS = (
 
 P4C = shutil.which("p4c-bm2-ss")
 pytestmark = pytest.mark.skipif(
-    P4C is None, reason="p4c-bm2-ss not on PATH (../shared/p4tools/install.sh)")
+    P4C is None, reason="p4c-bm2-ss not on PATH")
 
 
 def p4c_env(p4c: str) -> dict[str, str]:
