@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from controller.fabric import FabricController  # noqa: E402
+from model.schemes import DEFAULT_SCHEME  # noqa: E402
 from model.spec import FabricSpec, fat_tree, leaf_spine  # noqa: E402
 from tests.netutil import free_port  # noqa: E402
 
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int, default=4, help="fat-tree k (default 4)")
     ap.add_argument("--leaf-spine", metavar="LxS", help="a leaf-spine instead, e.g. 4x2")
-    ap.add_argument("--scheme", default="ecmp")
+    ap.add_argument("--scheme", default=DEFAULT_SCHEME)
     args = ap.parse_args(argv)
     if args.leaf_spine:
         try:

@@ -42,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from model.pipeline_target import install_on_pipeline  # noqa: E402
-from model.schemes import SCHEMES  # noqa: E402
+from model.schemes import DEFAULT_SCHEME, SCHEMES  # noqa: E402
 from model.spec import fat_tree  # noqa: E402
 from p4switch import (
     Pipeline,  # noqa: E402
@@ -163,7 +163,7 @@ def max_rss_mb() -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int, nargs="+", default=[4, 8, 16])
-    ap.add_argument("--scheme", default="ecmp", choices=sorted(SCHEMES))
+    ap.add_argument("--scheme", default=DEFAULT_SCHEME, choices=sorted(SCHEMES))
     ap.add_argument("--pkts", type=int, default=8, help="packets per (src, dst) pair")
     ap.add_argument("--rate", type=float, default=400e9, help="link rate, bits/s")
     ap.add_argument("--ranks", type=int, default=64,

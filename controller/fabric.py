@@ -33,7 +33,7 @@ from model.routing import (
     compute_fabric_entries,
     failed_link_indexes,
 )
-from model.schemes import Scheme, scheme_from_name
+from model.schemes import DEFAULT_SCHEME, Scheme, scheme_from_name
 from model.spec import FabricSpec
 from model.targets import TARGET_NAMES, Target
 from p4switch import ExactMatch, LpmMatch
@@ -99,7 +99,7 @@ class FabricController:
         self._log = log
         self.events: list[ControlEvent] = []
         self.conns: dict[str, SwitchConnection] = {}
-        self.scheme: Scheme = scheme_from_name("ecmp")
+        self.scheme: Scheme = scheme_from_name(DEFAULT_SCHEME)
         self.group_schemes: dict[str | GroupKey, Scheme] = {}
         self.weights: dict[GroupKey, dict[int, float]] = {}
         self.admin_failed: set[frozenset[str]] = set()
@@ -151,7 +151,7 @@ class FabricController:
             raise errors[0]
         return out
 
-    def start(self, scheme: Scheme | str = "ecmp",
+    def start(self, scheme: Scheme | str = DEFAULT_SCHEME,
               loops: Sequence[str] = (ControlLoop.FAILURE.value,
                                       ControlLoop.RECONCILE.value), *,
               reuse_pipeline: bool = False) -> FabricController:

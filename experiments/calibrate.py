@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from model.dilation import dilate
+from model.schemes import scheme_class
 from topo import calibration
 
 from . import metrics
@@ -59,7 +60,6 @@ the 135.5 µs at 100,000) and its demo's ring runs at 50,000 then took 148.8-160
 probe at 50,000 was invalid and its demo at 100,000 ran 1.01-1.02x the simulator's."""
 PROBE_TIMEOUT_S = 40.0
 """Wall-clock bound on one probe run: a run that needs longer is overloaded anyway."""
-SPRAYING = ("random", "wam", "rotate")
 
 
 def cache_key(cfg: ExperimentConfig) -> str:
@@ -115,7 +115,7 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
         raise ConfigError("fabric", "calibration needs a file in fabric units (a fabric block)")
     fabric_bps = cfg.fabric.link_bps
     tdfs = [fabric_bps / (r * 1e6) for r in sorted(rates_mbps, reverse=True)]
-    pick = next((i for i, s in enumerate(cfg.schemes) if s.name in SPRAYING), 0)
+    pick = next((i for i, s in enumerate(cfg.schemes) if scheme_class(s.name).sprays), 0)
     w = cfg.workloads[0]
     spec = cfg.spec()
     hosts = cfg.hosts_of(w, spec)

@@ -35,11 +35,11 @@ from topo.units import (
 )
 from traffic.schedules import GENERATORS, Schedule, ScheduleError, bsp_training, parse_size
 from traffic.schedules.cm import failed_links, load_cm, read_cm
+from traffic.schedules.placement import Placement
 
 BACKENDS = ("mininet", "sim")
 TOPOLOGIES = ("fattree", "leafspine")
 TRANSPORTS = ("udp", "tcp")
-PLACEMENTS = ("block", "random")
 TM_SCHEDULE = "tm"
 """A workload's ``schedule`` when it runs an htsim connection matrix (its ``tm`` file)."""
 _SCHEDULE_OPTIONS = {"algorithm", "skew", "alpha", "hot", "hot_fraction", "tokens", "seed",
@@ -169,9 +169,11 @@ class WorkloadConfig:
     size: int
     hosts: tuple[str, ...] | None = None
     """Host names the ranks are placed on, one rank each (None: every host of the fabric)."""
-    placement: str = "block"
-    """``block``: rank r on the r-th host; ``random``: a seeded shuffle of them, so that a ring's
-    neighbours sit in different pods and its few flows must share the core (low entropy)."""
+    placement: str = Placement.BLOCK
+    """A ``traffic.schedules.placement.Placement``: ``block`` (and ``round_robin``, the same with
+    one rank per host): rank r on the r-th host; ``random``: a seeded shuffle of them, so that a
+    ring's neighbours sit in different pods and its few flows must share the core (low
+    entropy)."""
     options: dict[str, Any] = field(default_factory=dict)
     """Generator options (AllToAll ``algorithm``; MoE ``skew``, ``alpha``, ``hot``, ...)."""
     transport: str = "udp"
@@ -292,7 +294,7 @@ class ExperimentConfig:
         else:
             spec = spec or self.spec()
             hosts = sorted(spec.hosts, key=lambda h: spec.hosts[h].index)
-        if w.placement == "random":
+        if w.placement == Placement.RANDOM:
             rng = random.Random(self.parameters.seed)
             rng.shuffle(hosts)
         return hosts
@@ -544,7 +546,7 @@ def _workload(v: Any, path: str, spec: FabricSpec) -> WorkloadConfig:
                               f"(its options: {', '.join(sorted(accepted)) or 'none'})")
     w = WorkloadConfig(
         name=_str(d, "name", path, sched), schedule=sched, size=size, hosts=hosts,
-        placement=_str(d, "placement", path, "block", PLACEMENTS), options=opts,
+        placement=_str(d, "placement", path, Placement.BLOCK, tuple(Placement)), options=opts,
         transport=_str(d, "transport", path, "udp", TRANSPORTS), rate=_rate(d, path),
         qps=_int(d, "qps", path, 1, 1, 64), mss=_int(d, "mss", path, 1400, 64, 8900),
         window=_int(d, "window", path, 256, 1, 65536),

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from model.schemes import scheme_class
 from sim.results import member_counters
 
 # ---- the same run on the Mininet fabric -----------------------------------------------------
@@ -36,9 +37,6 @@ from sim.results import member_counters
 # timer as well as every 8 packets, retransmissions after timeouts on the loaded machine. The
 # simulator has no barrier and its own ACK clock, so raw counters differ by those packets.
 
-COMPARABLE = ("ecmp", "rotate", "wam")
-"""Schemes whose member counters are a function of the frame multiset (flowlet and random
-spraying depend on time and on the switch's random stream)."""
 
 
 def _peers(spec: Any) -> dict[tuple[str, int], tuple[str, int]]:
@@ -537,8 +535,9 @@ def vs_mininet(cfg: Any, workdir: Path, log: Any = print,
     for scheme in cfg.schemes:
         m, sim = mn[scheme.label][0], sims[scheme.label][0]
         entry: dict[str, Any] = {"mininet": m, "sim": sim, "mininet_runs": mn[scheme.label],
-                                 "sim_runs": sims[scheme.label]}
-        if scheme.name in COMPARABLE:
+                                 "sim_runs": sims[scheme.label],
+                                 "first_hop_only": scheme_class(scheme.name).first_hop_only}
+        if scheme_class(scheme.name).comparable:
             entry["table"] = compare_runs(spec, scheme, m, sim)
         out["schemes"][scheme.label] = entry
     ranges = {side: {lb: CctRange.of(r.cct_s for r in e[f"{side}_runs"])
@@ -559,14 +558,14 @@ def _secs(x: float | None) -> str:
     return f"{x:.4f}" if x is not None else "—"
 
 
-def replay_check(spec: Any, label: str, t: pd.DataFrame) -> str:
+def replay_check(spec: Any, t: pd.DataFrame, first_hop_only: bool = False) -> str:
     """Mininet's counters against the replay of its hosts' frames: exact at the first hop (the
-    frames the hosts sent, nothing lost yet; Whack-a-Mole: only there, see above); behind it
-    the replay counts every frame the fabric lost (tail drops, ...) that Mininet did not, so
-    Mininet may only be lower there."""
+    frames the hosts sent, nothing lost yet; a ``first_hop_only`` scheme: only there, see
+    above); behind it the replay counts every frame the fabric lost (tail drops, ...) that
+    Mininet did not, so Mininet may only be lower there."""
     first = first_hop(spec, t)
     out = f"first hop {_diff(first, 'mininet', 'mininet_replay')}"
-    if label.startswith("wam"):
+    if first_hop_only:
         return out
     rest = t.drop(first.index)
     over = int((rest["mininet"] > rest["mininet_replay"]).sum())
@@ -598,9 +597,9 @@ def report(spec: Any, res: dict[str, Any]) -> str:
         m, s = e["mininet"], e["sim"]
         t = e.get("table")
         if t is not None:
-            data = _diff(t if not label.startswith("wam") else first_hop(spec, t),
-                         "mininet_data1", "sim_data1")
-            rep, raw = replay_check(spec, label, t), _diff(t, "mininet", "sim")
+            first_only = bool(e.get("first_hop_only"))
+            data = _diff(first_hop(spec, t) if first_only else t, "mininet_data1", "sim_data1")
+            rep, raw = replay_check(spec, t, first_only), _diff(t, "mininet", "sim")
         else:
             rep = data = raw = "n/a (timing-dependent scheme)"
         mk, sk = kinds(m.frames), kinds(s.frames)

@@ -20,6 +20,8 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from model.schemes import BASELINE_SCHEME
+
 from . import metrics, plots, stats
 from .metrics import time_unit
 
@@ -194,8 +196,8 @@ def markdown_table(table: pd.DataFrame) -> str:
 
 def verdicts(table: pd.DataFrame) -> list[str]:
     """One sentence per workload: the fastest group (schemes whose 95 % intervals overlap, or
-    whose means are within 5 %, are indistinguishable, experiments.stats), how much slower the slowest is, and ECMP's ratio
-    to the fastest."""
+    whose means are within 5 %, are indistinguishable, experiments.stats), how much slower the
+    slowest is, and the baseline scheme's (ECMP's) ratio to the fastest."""
     out = []
     unit, scale = time_unit(table)
     for w in metrics.winners(table).to_dict("records"):
@@ -212,8 +214,10 @@ def verdicts(table: pd.DataFrame) -> list[str]:
             lead = f"{w['best']} wins ({w['best_s'] * scale:.1f} {unit})"
         line = (f"**{w['workload']}**: {lead}, {w['speedup']:.2f}x faster than the slowest, "
                 f"{w['worst']} ({w['worst_s'] * scale:.1f} {unit})")
-        if "ecmp" in g.index and w["best"] != "ecmp" and pd.notna(g.loc["ecmp", "mean"]):
-            line += f"; ECMP is {g.loc['ecmp', 'mean'] / w['best_s']:.2f}x the fastest's CCT"
+        base = BASELINE_SCHEME
+        if base in g.index and w["best"] != base and pd.notna(g.loc[base, "mean"]):
+            line += (f"; {base.upper()} is {g.loc[base, 'mean'] / w['best_s']:.2f}x the "
+                     "fastest's CCT")
         failed = [str(s) for s, n in g["failed"].items() if n] if "failed" in g else []
         if failed:
             line += f"; did not complete: {', '.join(failed)}"
@@ -398,12 +402,13 @@ def beside_section(r: Results, table: pd.DataFrame) -> list[str]:
                     if same else
                     f"- **{w}**: the two rankings contradict (a pair of schemes both tell "
                     "apart is in opposite order)")
-        if "ecmp" in set(g["scheme"]):
-            e = g.set_index("scheme").loc["ecmp"]
-            best_emu = g[g["scheme"] != "ecmp"]["mean_emu"].min()
-            best_sim = g[g["scheme"] != "ecmp"]["mean_sim"].min()
+        base = BASELINE_SCHEME
+        if base in set(g["scheme"]):
+            e = g.set_index("scheme").loc[base]
+            best_emu = g[g["scheme"] != base]["mean_emu"].min()
+            best_sim = g[g["scheme"] != base]["mean_sim"].min()
             if pd.notna(best_emu) and pd.notna(best_sim):
-                line += (f"; ECMP over the best other scheme: emulated "
+                line += (f"; {base.upper()} over the best other scheme: emulated "
                          f"{e['mean_emu'] / best_emu:.2f}x, simulated "
                          f"{e['mean_sim'] / best_sim:.2f}x")
         md.append(line + ".")

@@ -26,7 +26,7 @@ from .routing import (
     switch_context,
     tiers,
 )
-from .schemes import GroupContext, Reference, Scheme
+from .schemes import DEFAULT_SCHEME, GroupContext, Reference, Scheme
 from .spec import FabricSpec, fat_tree, leaf_spine
 
 Hop = tuple[str, int]
@@ -49,7 +49,7 @@ class PathModel:
     """Paths of UDP packets (proto 17, dport ``dport``) in ``spec`` programmed with ``scheme``
     (a name or controller Scheme; deterministic ones only: ecmp, flowlet with no gaps)."""
 
-    def __init__(self, spec: FabricSpec, scheme: Scheme | str = "ecmp",
+    def __init__(self, spec: FabricSpec, scheme: Scheme | str = DEFAULT_SCHEME,
                  failed_links: Iterable[FailedLink] = (), dport: int = ROCEV2_PORT) -> None:
         self.spec = spec
         self.dport = dport

@@ -26,7 +26,7 @@ from model.spec import FabricSpec, LinkSpec, mac_int
 from p4switch import ExactMatch, LpmMatch
 
 from .entries import ECN_CONFIG, IPV4_LPM, K_DST, K_EGRESS, PORT_SMAC, Entry
-from .schemes import GroupContext, Scheme, SwitchContext, scheme_from_name
+from .schemes import DEFAULT_SCHEME, GroupContext, Scheme, SwitchContext, scheme_from_name
 
 PROBE_IP = "169.254.255.255"
 """The reserved /32 every switch sends to its CPU: the controller's link probes."""
@@ -240,7 +240,7 @@ def _port_rate(spec: FabricSpec, switch: str, port: int,
 
 def compute_fabric_entries(
     spec: FabricSpec,
-    scheme: Scheme | str = "ecmp",
+    scheme: Scheme | str = DEFAULT_SCHEME,
     failed_links: Iterable[FailedLink] = frozenset(),
     *,
     group_schemes: Mapping[str | GroupKey, Scheme] | None = None,

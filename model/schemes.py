@@ -3,9 +3,13 @@
 A scheme owns everything the controller contract (p4src/README.md) says about it: its
 ``lb_group`` action and parameters, how members map to ``lb_member`` indexes (weighted ECMP
 replicates a port), its extra entries (Whack-a-Mole's ball ranges), its per-switch seeds, and its
-reference selection from ``model/lb.py``. Tests, the benchmark, the demo, the routing
-and the controller all install groups through here, so adding a scheme is one P4 action, one
-class below and one parametrised test case (tests/controller/test_schemes.py).
+reference selection from ``model/lb.py``, and its properties the rest of the lab asks about
+(``sprays``, ``comparable``, ``baseline``, ``control_loop``, ``time_params``, ``gap_param``,
+``first_hop_only``): experiments, reports, the session and dilation read them here instead of
+keeping lists of names. Tests, the benchmark, the demo, the routing and the controller all
+install groups through here, so adding a scheme is one P4 action, one class below and one
+parametrised test case (docs/adding-a-scheme.md walks through it; tests/architecture/
+test_scheme_places.py fails on a place missed).
 """
 
 from __future__ import annotations
@@ -83,6 +87,25 @@ class Scheme(ABC):
     name: ClassVar[str]
     action: ClassVar[str]
     """Fully-qualified ``lb_group`` action."""
+    sprays: ClassVar[bool] = False
+    """Chooses a member per packet (a flow's packets take many paths), not per flow."""
+    comparable: ClassVar[bool] = True
+    """Its member counters are a function of the multiset of frames the hosts sent, so the
+    emulated and the simulated fabric must count the same (not so where the choice depends on
+    time or on the switch's random stream)."""
+    first_hop_only: ClassVar[bool] = False
+    """Comparable at the first hop only: the choice depends on the interleaving of packets of
+    different destinations, which decides what the groups behind the first hop receive."""
+    baseline: ClassVar[bool] = False
+    """The scheme the others are measured against in reports (exactly one)."""
+    control_loop: ClassVar[str | None] = None
+    """The controller loop (``controller.loops.ControlLoop`` value) the scheme needs running
+    wherever a group uses it."""
+    time_params: ClassVar[tuple[str, ...]] = ()
+    """Parameters that are durations in fabric time: dilation multiplies them by the TDF (their
+    names end in ``_us``, which is what ``model.dilation`` scales)."""
+    gap_param: ClassVar[str | None] = None
+    """The parameter that takes the fabric's flowlet gap when an experiment states none."""
 
     @abstractmethod
     def params(self, n_slots: int, sw: SwitchContext) -> dict[str, int]:
@@ -155,6 +178,7 @@ class Ecmp(Scheme):
     seed: int | None = None
     name: ClassVar[str] = "ecmp"
     action: ClassVar[str] = "MyIngress.lb_ecmp"
+    baseline: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         _check_u16("seed", self.seed)
@@ -188,6 +212,9 @@ class Flowlet(Scheme):
     seed: int | None = None
     name: ClassVar[str] = "flowlet"
     action: ClassVar[str] = "MyIngress.lb_flowlet"
+    comparable: ClassVar[bool] = False   # a flowlet's end is a time gap
+    time_params: ClassVar[tuple[str, ...]] = ("timeout_us",)
+    gap_param: ClassVar[str | None] = "timeout_us"
 
     def __post_init__(self) -> None:
         _check_u16("seed", self.seed)
@@ -217,6 +244,8 @@ class RandomSpray(Scheme):
 
     name: ClassVar[str] = "random"
     action: ClassVar[str] = "MyIngress.lb_random"
+    sprays: ClassVar[bool] = True
+    comparable: ClassVar[bool] = False   # the switch's random stream
 
     def params(self, n_slots: int, sw: SwitchContext) -> dict[str, int]:
         return {"n_members": n_slots}
@@ -245,6 +274,7 @@ class DstRotation(Scheme):
 
     name: ClassVar[str] = "rotate"
     action: ClassVar[str] = "MyIngress.lb_rotate"
+    sprays: ClassVar[bool] = True
 
     def params(self, n_slots: int, sw: SwitchContext) -> dict[str, int]:
         return {"n_members": n_slots}
@@ -272,6 +302,9 @@ class WhackAMole(Scheme):
     b: int | None = None
     name: ClassVar[str] = "wam"
     action: ClassVar[str] = "MyIngress.lb_wam"
+    sprays: ClassVar[bool] = True
+    first_hop_only: ClassVar[bool] = True   # one counter per group, shared by destinations
+    control_loop: ClassVar[str | None] = "wam"
 
     def __post_init__(self) -> None:
         if not 0 <= self.log2_m <= lb_model.WAM_L_MAX:
@@ -319,14 +352,27 @@ SCHEMES: dict[str, type[Scheme]] = {
     cls.name: cls for cls in (Ecmp, Flowlet, RandomSpray, DstRotation, WhackAMole)
 }
 
+DEFAULT_SCHEME: str = Ecmp.name
+"""The scheme a fabric, a controller, a CLI or a simulation runs when none is named."""
+BASELINE_SCHEME: str = next(c.name for c in SCHEMES.values() if c.baseline)
+"""The scheme reports measure the others against."""
+
+
+def scheme_class(name: str | Scheme) -> type[Scheme]:
+    """The registered class of a scheme name (or of a Scheme); ValueError for an unknown name."""
+    if isinstance(name, Scheme):
+        return type(name)
+    cls = SCHEMES.get(str(name).strip().lower())
+    if cls is None:
+        raise ValueError(f"unknown scheme {name!r} (choose from {', '.join(SCHEMES)})")
+    return cls
+
 
 def scheme_from_name(name: str | Scheme, **params: object) -> Scheme:
     """``scheme_from_name("flowlet", timeout_us=200)``; a Scheme passes through unchanged."""
     if isinstance(name, Scheme):
         return name
-    cls = SCHEMES.get(str(name).strip().lower())
-    if cls is None:
-        raise ValueError(f"unknown scheme {name!r} (choose from {', '.join(SCHEMES)})")
+    cls = scheme_class(name)
     try:
         return cls(**params)
     except TypeError as e:

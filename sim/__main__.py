@@ -85,7 +85,7 @@ def progress_bar(label: str) -> Iterator[Callable[[Any], None]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from model.schemes import SCHEMES
+    from model.schemes import DEFAULT_SCHEME, SCHEMES
 
     ap = argparse.ArgumentParser(prog="python -m sim", description=__doc__.splitlines()[0])
     topo = ap.add_mutually_exclusive_group()
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     topo.add_argument("--leaf-spine", type=_leaf_spine, metavar="LxS",
                       help="leaf-spine with L leaves and S spines instead")
     ap.add_argument("--hosts-per-leaf", type=int, default=2)
-    ap.add_argument("--scheme", default="ecmp", choices=sorted(SCHEMES))
+    ap.add_argument("--scheme", default=DEFAULT_SCHEME, choices=sorted(SCHEMES))
     ap.add_argument("--schedule", default="alltoall", choices=sorted(GENERATORS))
     ap.add_argument("--tm", metavar="FILE",
                     help="run htsim's connection matrix FILE (.cm) instead of --schedule; its "

@@ -23,6 +23,7 @@ from model.entries import diff_entries
 from model.paths import PathModel
 from model.pipeline_target import apply_diff_on_pipeline, install_on_pipeline
 from model.routing import compute_fabric_entries
+from model.schemes import DEFAULT_SCHEME
 from model.spec import CPU_PORT, FabricSpec
 from p4switch import DEFAULT_QUEUE_DEPTH, Pipeline, Program
 from traffic.schedules import Schedule
@@ -148,7 +149,7 @@ class SimConfig:
 class SimNetwork:
     """Build with a spec and a scheme (name or model.schemes.Scheme), then ``run``."""
 
-    def __init__(self, spec: FabricSpec, scheme: Any = "ecmp", config: SimConfig | None = None,
+    def __init__(self, spec: FabricSpec, scheme: Any = DEFAULT_SCHEME, config: SimConfig | None = None,
                  program: Program | None = None) -> None:
         self.spec = spec
         self.scheme = scheme

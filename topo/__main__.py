@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from model.schemes import SCHEMES
+from model.schemes import DEFAULT_SCHEME, SCHEMES
 from model.spec import FabricSpec, SpecError, fat_tree, leaf_spine
 from model.targets import TARGET_NAMES, Target
 
@@ -153,7 +153,7 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--target", choices=TARGET_NAMES, default=Target.P4SWITCH.value,
                    help="switch implementation (bmv2 needs simple_switch_grpc and p4c-bm2-ss; "
                    "ebpf: p4switch with the program in the kernel, needs clang and libbpf)")
-    f.add_argument("--scheme", choices=tuple(SCHEMES), default="ecmp",
+    f.add_argument("--scheme", choices=tuple(SCHEMES), default=DEFAULT_SCHEME,
                    help="initial load-balancing scheme of every group (default ecmp)")
     f.add_argument("--no-controller", action="store_true",
                    help="bring the switches up empty (nothing forwards until programmed)")

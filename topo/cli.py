@@ -138,12 +138,12 @@ class FabricCLI(CLI):
         built = self._run(self.session.set_scheme, pos[0], target, **params)
         if built is self._FAILED:
             return
-        times = {k: v for k, v in vars(built).items() if k.endswith("_us")} \
-            if hasattr(built, "__dict__") else {}
+        times = {k: getattr(built, k) for k in getattr(built, "time_params", ())}
         note = "".join(f"; {k} {v / self.session.tdf:g} µs fabric = {v} µs written"
                        for k, v in times.items())
         print(f"scheme {pos[0]} set on {target or 'every group'}{note}")
-        if "wam" in self.session.loop_names:
+        loop = getattr(built, "control_loop", None)
+        if loop is not None and loop in self.session.loop_names:
             print(f"loops: {', '.join(self.session.loop_names)}")
 
     def do_loops(self, line: str) -> None:

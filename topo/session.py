@@ -36,6 +36,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from model.dilation import Dim, dilate, dim, format_rate, parse_rate
+from model.schemes import DEFAULT_SCHEME, scheme_class
 from model.spec import FabricSpec, fat_tree, leaf_spine
 from model.targets import Target
 from traffic.wire import HDR
@@ -216,17 +217,17 @@ def scheme_time_params(name: str, params: dict[str, Any],
                        flowlet_gap_us: float | None = None) -> dict[str, Any]:
     """A scheme's parameters in fabric units with every time parameter stated: the fabric's
     flowlet gap for a flowlet scheme without a timeout, else the scheme's own default of each
-    ``*_us`` field, so that dilation scales it (a default left implicit would be written
-    undilated: 100 µs of wall time is no gap at all at 1 Mb/s)."""
+    of its ``time_params``, so that dilation scales it (a default left implicit would be
+    written undilated: 100 µs of wall time is no gap at all at 1 Mb/s)."""
     from model.schemes import SCHEMES
 
     out = with_flowlet_gap(name, params, flowlet_gap_us)
     cls = SCHEMES.get(name)
     if cls is not None and dataclasses.is_dataclass(cls):
-        for f in dataclasses.fields(cls):
-            if f.name.endswith("_us") and f.name not in out \
-                    and f.default is not dataclasses.MISSING:
-                out[f.name] = f.default
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        for p in cls.time_params:
+            if p not in out and defaults.get(p, dataclasses.MISSING) is not dataclasses.MISSING:
+                out[p] = defaults[p]
     return out
 
 
@@ -301,7 +302,7 @@ class FabricSession:
                  spines: int = 2, hosts_per_leaf: int = 2, uplinks: int = 1,
                  link_rate: str | float = "100G", prop_delay_us: float = 1.0, mtu: int = 1500,
                  queue_packets: int = 64, flowlet_gap_us: float | None = 50.0,
-                 tdf: float | str = TDF_AUTO, scheme: str = "ecmp",
+                 tdf: float | str = TDF_AUTO, scheme: str = DEFAULT_SCHEME,
                  scheme_params: dict[str, Any] | None = None,
                  transport: TransportSettings | None = None,
                  hosts: HostSettings | None = None,
@@ -350,7 +351,7 @@ class FabricSession:
         :func:`model.dilation.dilate`. Its schemes are built Scheme objects, taken as is."""
         s = cls.__new__(cls)
         s._setup(spec, spec, None, emu, tdf, "given", loops=loops, **kw)
-        s.scheme_name, s.scheme_params = "ecmp", {}
+        s.scheme_name, s.scheme_params = DEFAULT_SCHEME, {}
         return s
 
     def _setup(self, spec: FabricSpec, emu_spec: FabricSpec, units: SessionConfig | None,
@@ -540,8 +541,10 @@ class FabricSession:
         used = {getattr(s, "name", s) for s in schemes}
         if self.ctl is not None:
             used |= {self.ctl.scheme.name, *(s.name for s in self.ctl.group_schemes.values())}
-        if "wam" in used and "wam" not in names:
-            names.append("wam")
+        needed = {scheme_class(u).control_loop for u in used}
+        for loop in sorted(lp for lp in needed if lp is not None):
+            if loop not in names:
+                names.append(loop)
         return tuple(names)
 
     def stop(self) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from model.dilation import Dim, dim, parse_rate
+from model.schemes import SCHEMES
 from model.spec import FabricSpec
 
 
@@ -145,8 +146,10 @@ def fabric_transport(cc: str = "dctcp", params: dict[str, float] | None = None,
 
 
 def with_flowlet_gap(name: str, params: dict[str, Any], gap_us: float | None) -> dict[str, Any]:
-    """A scheme's parameters with the fabric's flowlet gap as the timeout of a ``flowlet``
-    scheme that states none (fabric µs; dilation scales it with the other ``*_us``)."""
-    if name == "flowlet" and gap_us is not None and "timeout_us" not in params:
-        return {**params, "timeout_us": round(gap_us)}
+    """A scheme's parameters with the fabric's flowlet gap as its ``gap_param`` (flowlet's
+    timeout) when it states none (fabric µs; dilation scales it with the other ``*_us``)."""
+    cls = SCHEMES.get(name)
+    gap = cls.gap_param if cls is not None else None   # an unknown name is refused elsewhere
+    if gap is not None and gap_us is not None and gap not in params:
+        return {**params, gap: round(gap_us)}
     return dict(params)
