@@ -1,9 +1,9 @@
 """Real p4c accepts the project's P4 unchanged: every program in p4src/ compiles with the bmv2
 back end (``p4c-bm2-ss --p4runtime-files``, what the BMv2 target and P4Runtime clients use), and
-the Tofino port p4src/tna/fabric.p4 passes p4c's front and mid end with the open TNA includes
-(``p4test --std p4-16 -D__TARGET_TOFINO__=1 -I .../share/p4c/tna``; no Tofino back end exists
-here, so no resource allocation is checked). Needs p4c's tools on PATH; skips with that
-reason otherwise. p4switch's own P4Info is compared with p4c's in tests/runtime/test_p4info_p4c.py.
+the Tofino port p4src/tna/fabric.p4 passes p4c's front and mid end with the open TNA includes,
+for Tofino 1 (tna.p4) and 2 (t2na.p4) (``p4test --std p4-16 -D__TARGET_TOFINO__=N -I DIR``;
+resource allocation is test_tna_contract.py's, with the Tofino compiler). Needs p4c's tools on
+PATH; skips with that reason otherwise. p4switch's own P4Info is compared with p4c's in tests/runtime/test_p4info_p4c.py.
 """
 
 from __future__ import annotations
@@ -73,13 +73,28 @@ def test_p4c_bm2_ss_compiles_unchanged(program, tmp_path):
         assert headers == {"packet_in", "packet_out"}
 
 
+def tna_include_dir(tool: str, header: str) -> Path | None:
+    """Where ``header`` (tna.p4, t2na.p4) is next to this p4test: the p4tools bundle's
+    share/p4c/tna, an installed Tofino compiler's share/p4c/p4include, or a p4c build tree
+    (build/backends/p4test/p4test) whose source has the Tofino back end's p4include."""
+    exe = Path(tool).resolve()
+    for d in (share_dir(tool) / "tna", share_dir(tool) / "p4include",
+              exe.parents[2] / "backends" / "tofino" / "bf-p4c" / "p4include"):
+        if (d / header).is_file():
+            return d
+    return None
+
+
 @pytest.mark.skipif(P4TEST is None, reason=f"p4test not on PATH ({HOW})")
+@pytest.mark.parametrize("chip", [1, 2], ids=["tofino", "tofino2"])
 @pytest.mark.parametrize("program", TNA_PROGRAMS, ids=lambda p: f"tna/{p.name}")
-def test_tna_port_passes_p4test(program):
+def test_tna_port_passes_p4test(program, chip):
     assert P4TEST is not None
-    tna = share_dir(P4TEST) / "tna"
-    if not (tna / "tna.p4").is_file():
-        pytest.skip(f"no TNA includes at {tna} ({HOW})")
-    r = run(P4TEST, "--std", "p4-16", "-D__TARGET_TOFINO__=1", "-I", str(tna), str(program))
+    header = "tna.p4" if chip == 1 else "t2na.p4"
+    inc = tna_include_dir(P4TEST, header)
+    if inc is None:
+        pytest.skip(f"no {header} next to {P4TEST} ({HOW})")
+    r = run(P4TEST, "--std", "p4-16", f"-D__TARGET_TOFINO__={chip}", "-I", str(inc),
+            str(program))
     assert r.returncode == 0, r.stderr
     assert "error" not in r.stderr.lower(), r.stderr
