@@ -35,8 +35,7 @@ from .cruntime import (
     REPL,
     SHRINK,
     ZERO_CTX,
-    crc16_table,
-    crc32_table,
+    crc_table,
     map_decl,
 )
 from .layout import (
@@ -1994,7 +1993,8 @@ class CGen(ir.Visitor):
         init = [i for i in init if i.split("f_")[1].split(" ")[0] in sm_fields]
         cpu = self.layout.cpu_port
         out = [PRELUDE.format(hb=HASH_BUF, xb=max(self.max_hdr, 8), nstats=len(STAT_NAMES),
-                               crc32=crc32_table(), crc16=crc16_table())]
+                               crc32=crc_table(0xEDB88320, 8),
+                               crc16=crc_table(0xA001, 4))]
         out += list(self.structs.values())
         out.append("struct p4ctx {\n    __u32 off;\n    __u32 exiting;\n    __u32 plen;\n    __u16 test;\n    __u16 cut;\n"
                    "    __u64 depart_ns;\n    __u64 now_us;\n    __u64 dm_colour;\n"

@@ -13,23 +13,15 @@ def map_decl(name: str, kind: str, key: str, value: str, size: int, flags: str =
             f"__type(value, {value});{fl} }} {name} SEC(\".maps\");")
 
 
-def crc32_table() -> str:
+def crc_table(poly: int, digits: int) -> str:
+    """The 256 entries of a reflected CRC's lookup table for ``poly`` (reversed), as C hex
+    literals of ``digits`` digits: CRC-32 is (0xEDB88320, 8), CRC-16/ARC (0xA001, 4)."""
     tab = []
     for i in range(256):
         c = i
         for _ in range(8):
-            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
-        tab.append(f"0x{c:08x}")
-    return ", ".join(tab)
-
-
-def crc16_table() -> str:
-    tab = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0xA001 if c & 1 else c >> 1
-        tab.append(f"0x{c:04x}")
+            c = (c >> 1) ^ poly if c & 1 else c >> 1
+        tab.append(f"0x{c:0{digits}x}")
     return ", ".join(tab)
 
 
