@@ -606,11 +606,12 @@ class CGen(ir.Visitor):
         w = _width(t) if not isinstance(t, ir.InfIntType) else 64
         return f"0x{v & ((1 << w) - 1):x}ULL"
 
-    def visit_Var(self, e: ir.Var) -> str:
+    def _as_lvalue(self, e: ir.Expr) -> str:
+        """A variable, field, stack element or property, or lookahead: its C l-value."""
         return self.lval(e)
 
-    visit_Member = visit_StackElem = visit_StackNext = visit_StackLast = visit_Var
-    visit_StackProp = visit_Lookahead = visit_Var
+    visit_Var = visit_Member = visit_StackElem = visit_StackNext = _as_lvalue
+    visit_StackLast = visit_StackProp = visit_Lookahead = _as_lvalue
 
     def visit_IsValid(self, e: ir.IsValid) -> str:
         return f"({self.lval(e.header)}.valid)"
