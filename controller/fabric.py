@@ -29,17 +29,18 @@ from model.routing import (
     DEFAULT_ECN_THRESHOLD,
     EcnThreshold,
     FabricEntries,
+    Group,
     GroupKey,
     compute_fabric_entries,
     failed_link_indexes,
 )
-from model.schemes import DEFAULT_SCHEME, Scheme, scheme_from_name
+from model.schemes import DEFAULT_SCHEME, Scheme, WhackAMole, scheme_from_name
 from model.spec import FabricSpec
 from model.targets import TARGET_NAMES, Target
 from p4switch import ExactMatch, LpmMatch
 
 from .connection import PacketIn, SwitchConnection, SwitchError
-from .loops import LOOP_NAMES, ControlLoop, ControlLoops
+from .loops import LOOP_NAMES, ControlLoop, ControlLoops, ProbeHandler, parse_probe, probe_frame
 from .p4rt_codec import P4Schema
 from .program import Program, compile_program
 
@@ -116,6 +117,7 @@ class FabricController:
         self.loops: ControlLoops | None = None  # once started
         self.loop_names: tuple[str, ...] = ()
         self.packet_in_handlers: list[Callable[[PacketIn], None]] = []
+        self._probe_handler: ProbeHandler | None = None
 
     # ---- events ------------------------------------------------------------------------------
     def event(self, loop: str, switch: str | None, what: str) -> ControlEvent:
@@ -210,10 +212,10 @@ class FabricController:
         return self
 
     def _start_loops(self, loops: Sequence[str]) -> None:
-        if any(n in loops for n in (ControlLoop.FAILURE, ControlLoop.WAM)):
-            self.loops = loops_ = ControlLoops(self, [n for n in loops
-                                                      if n != ControlLoop.RECONCILE])
-            loops_.start()
+        loops_ = ControlLoops(self, loops, miss_periods=self.probe_miss_periods)
+        if loops_.active:
+            self.loops = loops_
+            loops_.start(self.control_period)
 
     def set_loops(self, loops: Sequence[str]) -> None:
         """Run exactly these control loops from now on (the running ones stop first): e.g.
@@ -321,8 +323,79 @@ class FabricController:
             self.event("reconcile", conn.name, f"re-push failed: {e}")
 
     def _on_packet_in(self, pkt: PacketIn) -> None:
+        self._on_probe(pkt)
         for h in list(self.packet_in_handlers):
             h(pkt)
+
+    # ---- what the control loops use (controller.loops.FabricControl) -------------------------
+    def send_probes(self, seq: int) -> None:
+        """Round ``seq`` of failure probes: a packet-out on every switch-switch port."""
+        if self.schema is None:
+            return
+        for name, sw in self.spec.switches.items():
+            conn = self.conns.get(name)
+            if conn is None or not conn.connected:
+                continue
+            for port, (peer, _) in sorted(self.spec.ports(name).items()):
+                if peer not in self.spec.switches:
+                    continue
+                pkt = self.schema.packet_out(probe_frame(sw.device_id, port, seq,
+                                                         sw.port_mac(port)), egress_port=port)
+                try:
+                    conn.packet_out(pkt)
+                except SwitchError:
+                    break
+
+    def listen_probes(self, handler: ProbeHandler | None) -> None:
+        """Hand every probe that comes back as a packet-in to ``handler`` (None: stop)."""
+        self._probe_handler = handler
+
+    def _on_probe(self, pkt: PacketIn) -> None:
+        handler = self._probe_handler
+        probe = parse_probe(pkt.payload)
+        if handler is None or probe is None or self.schema is None:
+            return
+        port = self.schema.packet_in_metadata(pkt.metadata).get("ingress_port")
+        if port is not None:
+            handler(pkt.switch, port, *probe)
+
+    def set_detected_failed(self, links: frozenset[int], loop: str = "failure",
+                            why: str = "reroute") -> int:
+        """Route around exactly these links (the failure loop's verdict), besides the ones
+        failed with ``fail_link``."""
+        with self._mu:
+            self.detected_failed = set(links)
+            return self.apply(loop, why)
+
+    def wam_groups(self) -> list[Group]:
+        """The Whack-a-Mole groups of the connected switches."""
+        with self._mu:
+            entries = self.entries
+        if entries is None:
+            return []
+        return [g for s in entries for gid, g in sorted(entries[s].groups.items())
+                if isinstance(entries[s].scheme[gid], WhackAMole)
+                and (c := self.conns.get(s)) is not None and c.connected]
+
+    def group_weights(self, switch: str, group_id: int) -> dict[int, float]:
+        """The member weights of a group (1.0 = an equal share; by port)."""
+        with self._mu:
+            return dict(self.weights.get((switch, group_id), {}))
+
+    def read_qdepth_max(self, switches: Sequence[str]) -> dict[tuple[str, int], int]:
+        """(switch, port) -> max egress queue depth since the last read; cleared."""
+        q = self.read_queues(clear=True, switches=switches)
+        return {(str(s), int(p)): int(d)
+                for s, p, d in zip(q["switch"], q["port"], q["qdepth_max"], strict=True)}
+
+    def set_group_weights(self, weights: Mapping[GroupKey, Mapping[int, float]],
+                          loop: str = "api", why: str = "weights") -> int:
+        """Several groups' member weights by port, written in one diff (no checks: the
+        loops' way; a script uses ``set_weights``)."""
+        with self._mu:
+            for key, w in weights.items():
+                self.weights[key] = {int(p): float(v) for p, v in w.items()}
+            return self.apply(loop, why)
 
     # ---- the scripting API -------------------------------------------------------------------
     def set_scheme(self, scheme: Scheme | str, group: str | GroupKey | None = None) -> int:

@@ -15,6 +15,12 @@ links by itself, whatever killed them (ip link down, a dead switch, a cut cable)
 Whack-a-Mole: every period read ``port_qdepth_max`` (and clear it) of the member ports of
 every WaM group; :func:`wam_decide` (pure) moves balls off members whose queue stays high, with
 hysteresis, never below a floor share; the new weights rewrite only that group's ranges.
+
+The loops talk to a fabric only through :class:`FabricControl`: read member queue depths,
+write group weights, route around detected links, send probes and hear them, record events.
+``FabricController`` implements it over P4Runtime and runs :class:`ControlLoops` in a thread
+(wall-clock periods); the simulator implements it over its pipelines and ticks the same
+:class:`ControlLoops` from its event loop (virtual time), so both run one implementation.
 """
 
 from __future__ import annotations
@@ -22,22 +28,17 @@ from __future__ import annotations
 import struct
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import networkx as nx
 
 from common.checksum import csum16
-from model.routing import PROBE_IP
-from model.schemes import WhackAMole
-from model.spec import LinkSpec, mac_int
-
-from .connection import PacketIn, SwitchError
-
-if TYPE_CHECKING:
-    from .fabric import FabricController
+from model.routing import PROBE_IP, GroupKey
+from model.routing import Group as LbGroup
+from model.spec import FabricSpec, LinkSpec, mac_int
 
 
 class ControlLoop(StrEnum):
@@ -152,20 +153,106 @@ def wam_decide(weights: Mapping[int, float], qdepth_max: Mapping[int, int],
     return out
 
 
-# ---- the loop thread -------------------------------------------------------------------------
-class ControlLoops:
-    """One thread running the periodic loops of a FabricController."""
+# ---- what the loops need of a fabric ---------------------------------------------------------
+ProbeHandler = Callable[[str, int, int, int, int], None]
+"""Called for each probe heard: (receiving switch, its port, sender device id, sender port,
+round)."""
 
-    def __init__(self, ctl: FabricController, loops: list[str],
-                 policy: WamPolicy | None = None) -> None:
+
+class FabricControl(Protocol):
+    """The public face a fabric shows its control loops (FabricController over P4Runtime,
+    sim.control.SimControl over simulated pipelines). Every call is made from the loops' one
+    driver (a thread, or the simulator's event loop), except the probe handler, which the
+    fabric may call from anywhere."""
+
+    @property
+    def spec(self) -> FabricSpec: ...
+
+    def event(self, loop: str, switch: str | None, what: str) -> object:
+        """Record (and log) one thing a loop did."""
+        ...
+
+    def send_probes(self, seq: int) -> None:
+        """Send round ``seq`` of probes out of every switch-switch port."""
+        ...
+
+    def listen_probes(self, handler: ProbeHandler | None) -> None:
+        """Report every probe heard to ``handler`` from now on (None: stop)."""
+        ...
+
+    def set_detected_failed(self, links: frozenset[int], loop: str, why: str) -> int:
+        """Route around exactly these links (indexes into ``spec.links``) besides any an
+        operator failed; returns the entries changed."""
+        ...
+
+    def wam_groups(self) -> list[LbGroup]:
+        """The Whack-a-Mole groups of the switches the loops can reach now."""
+        ...
+
+    def group_weights(self, switch: str, group_id: int) -> dict[int, float]:
+        """The member weights of a group as installed, by port (1.0 = an equal share)."""
+        ...
+
+    def read_qdepth_max(self, switches: Sequence[str]) -> dict[tuple[str, int], int]:
+        """Each port's max egress queue depth (packets) since the last read, and clear it."""
+        ...
+
+    def set_group_weights(self, weights: Mapping[GroupKey, Mapping[int, float]], loop: str,
+                          why: str) -> int:
+        """Install new member weights of these groups (one write); returns entries changed."""
+        ...
+
+
+# ---- what the loops did, read back from events -----------------------------------------------
+WEIGHTS_EVENT = "group {gid} weights"
+"""How a Whack-a-Mole weight change starts its event text."""
+
+
+@dataclass(frozen=True)
+class LoopActions:
+    """How many times the loops acted in a list of events."""
+
+    weight_changes: int = 0
+    """Groups whose Whack-a-Mole weights changed (one per group and period)."""
+    links_down: int = 0
+    links_up: int = 0
+
+
+def loop_actions(events: Iterable[Mapping[str, Any]]) -> LoopActions:
+    """Count the loops' actions in events as ``FabricController.events`` (or the runner's
+    events.csv) holds them: dicts (or rows) with ``loop`` and ``what``."""
+    wc = down = up = 0
+    for e in events:
+        loop, what = str(e.get("loop")), str(e.get("what"))
+        if loop == ControlLoop.WAM and what.startswith("group ") and " weights " in what:
+            wc += 1
+        elif loop == ControlLoop.FAILURE and what.startswith("link "):
+            down += " down " in what and what.endswith("periods)")
+            up += what.endswith("(probes back)")
+    return LoopActions(wc, down, up)
+
+
+# ---- the loops -------------------------------------------------------------------------------
+class ControlLoops:
+    """The periodic loops over a :class:`FabricControl`. ``tick()`` runs one period; the
+    emulated fabric's controller calls it from a thread (``start``), the simulator from its
+    event loop. ``miss_periods``: probe rounds a link may lag before it is down."""
+
+    def __init__(self, ctl: FabricControl, loops: Sequence[str],
+                 policy: WamPolicy | None = None, *, miss_periods: int = 2) -> None:
+        bad = [n for n in loops if n not in LOOP_NAMES]
+        if bad:
+            raise ValueError(f"unknown loop(s) {bad} (choose from {', '.join(LOOP_NAMES)})")
+        if miss_periods < 1:
+            raise ValueError("miss_periods must be >= 1")
         self.ctl = ctl
-        self.names = loops
+        self.names = [n for n in loops if n != ControlLoop.RECONCILE]  # event-driven, not here
         self.policy = policy or WamPolicy()
-        self.period = ctl.control_period
-        self.miss = ctl.probe_miss_periods
+        self.miss = miss_periods
         self.seq = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._period = 0.0
         self._seen_lock = threading.Lock()
         # (receiving switch, its port) -> round (seq) of the last probe that arrived there.
         # Counting rounds, not seconds: a loop that stalls (a long pipeline push, a loaded
@@ -176,6 +263,8 @@ class ControlLoops:
         self.down: set[int] = set()
         self.wam_state: dict[tuple[str, int], WamGroupState] = {}
         self.periods = 0
+        self.weight_changes = 0
+        """Groups whose weights a period changed, summed over periods."""
         self._dirty = False  # link state changed but not yet written (a failed Write retries)
         spec = ctl.spec
         self.dev_name = {sw.device_id: n for n, sw in spec.switches.items()}
@@ -185,28 +274,44 @@ class ControlLoops:
             self.last_seen[(lk.a, lk.a_port)] = 0
             self.last_seen[(lk.b, lk.b_port)] = 0
 
-    def start(self) -> None:
-        self.ctl.packet_in_handlers.append(self.on_packet_in)
-        self._thread = threading.Thread(target=self._run, name="fabric-loops", daemon=True)
+    @property
+    def active(self) -> bool:
+        """Whether any periodic loop is on (reconcile alone needs no ticks)."""
+        return bool(self.names)
+
+    def attach(self) -> None:
+        """Start hearing probes (before the first tick)."""
+        if ControlLoop.FAILURE in self.names:
+            self.ctl.listen_probes(self.record_probe)
+
+    def detach(self) -> None:
+        if ControlLoop.FAILURE in self.names:
+            self.ctl.listen_probes(None)
+
+    def start(self, period: float) -> None:
+        """Tick every ``period`` wall-clock seconds in a thread of its own."""
+        self.attach()
+        self._period = period
+        self._thread = threading.Thread(target=self._run, args=(period,), name="fabric-loops",
+                                        daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
-        if self.on_packet_in in self.ctl.packet_in_handlers:
-            self.ctl.packet_in_handlers.remove(self.on_packet_in)
+        self.detach()
         if self._thread is not None:
-            self._thread.join(timeout=5 * self.period + 5)
+            self._thread.join(timeout=5 * self._period + 5)
 
-    def _run(self) -> None:
+    def _run(self, period: float) -> None:
         next_t = time.monotonic()
         while not self._stop.is_set():
             try:
                 self.tick()
             except Exception as e:  # a loop must survive a bad period (switch gone, ...)
                 self.ctl.event("loops", None, f"period failed: {type(e).__name__}: {e}")
-            next_t += self.period
+            next_t += period
             self._stop.wait(max(0.0, next_t - time.monotonic()))
-            if time.monotonic() - next_t > self.period:
+            if time.monotonic() - next_t > period:
                 next_t = time.monotonic()  # fell behind: do not burst
 
     def tick(self) -> None:
@@ -219,32 +324,8 @@ class ControlLoops:
 
     # ---- failure -----------------------------------------------------------------------------
     def send_probes(self) -> None:
-        ctl = self.ctl
-        if ctl.schema is None:
-            return
         self.seq += 1
-        for name, sw in ctl.spec.switches.items():
-            conn = ctl.conns.get(name)
-            if conn is None or not conn.connected:
-                continue
-            for port, (peer, _) in sorted(ctl.spec.ports(name).items()):
-                if peer not in ctl.spec.switches:
-                    continue
-                pkt = ctl.schema.packet_out(probe_frame(sw.device_id, port, self.seq,
-                                                        sw.port_mac(port)), egress_port=port)
-                try:
-                    conn.packet_out(pkt)
-                except SwitchError:
-                    break
-
-    def on_packet_in(self, pkt: PacketIn) -> None:
-        probe = parse_probe(pkt.payload)
-        if probe is None or self.ctl.schema is None:
-            return
-        meta = self.ctl.schema.packet_in_metadata(pkt.metadata)
-        port = meta.get("ingress_port")
-        if port is not None:
-            self.record_probe(pkt.switch, port, *probe)
+        self.ctl.send_probes(self.seq)
 
     def record_probe(self, switch: str, port: int, dev: int, src_port: int, seq: int) -> None:
         """A probe (sender device ``dev``, its port, round ``seq``) arrived on switch:port."""
@@ -336,37 +417,30 @@ class ControlLoops:
         if newly_down or newly_up:
             self._dirty = True
         if self._dirty:
-            with self.ctl._mu:
-                self.ctl.detected_failed = set(self.down)
-                self.ctl.apply("failure", "reroute")
+            self.ctl.set_detected_failed(frozenset(self.down), "failure", "reroute")
             self._dirty = False
 
     # ---- Whack-a-Mole ------------------------------------------------------------------------
     def wam_step(self) -> None:
+        """One period of Whack-a-Mole over every WaM group the fabric reaches: read (and
+        clear) its members' max queue depths, decide, write the groups that changed at once."""
         ctl = self.ctl
-        entries = ctl.entries
-        if entries is None:
+        groups = ctl.wam_groups()
+        if not groups:
             return
-        wam_groups = [(s, gid, g) for s in entries for gid, g in entries[s].groups.items()
-                      if isinstance(entries[s].scheme[gid], WhackAMole)]
-        if not wam_groups:
-            return
-        switches = sorted({s for s, _, _ in wam_groups if ctl.conns.get(s) and
-                           ctl.conns[s].connected})
-        q = ctl.read_queues(clear=True, switches=switches)
-        depth = {(r.switch, int(r.port)): int(r.qdepth_max) for r in q.itertuples()}
-        changed = False
-        for s, gid, g in wam_groups:
-            if s not in switches:
-                continue
-            cur = {p: ctl.weights.get((s, gid), {}).get(p, 1.0) for p in g.ports}
+        depth = ctl.read_qdepth_max(sorted({g.switch for g in groups}))
+        new_weights: dict[GroupKey, dict[int, float]] = {}
+        for g in groups:
+            s, gid = g.switch, g.group_id
+            have = ctl.group_weights(s, gid)
+            cur = {p: have.get(p, 1.0) for p in g.ports}
             st = self.wam_state.setdefault((s, gid), WamGroupState())
             new = wam_decide(cur, {p: depth.get((s, p), 0) for p in g.ports}, st, self.policy)
             if new != cur:
-                ctl.weights[(s, gid)] = new
-                changed = True
-                ctl.event("wam", s, f"group {gid} weights "
-                          f"{[round(new[p], 2) for p in g.ports]} (qdepth_max "
+                new_weights[(s, gid)] = new
+                ctl.event("wam", s, WEIGHTS_EVENT.format(gid=gid) +
+                          f" {[round(new[p], 2) for p in g.ports]} (qdepth_max "
                           f"{[depth.get((s, p), 0) for p in g.ports]})")
-        if changed:
-            ctl.apply("wam", "rebalance")
+        if new_weights:
+            self.weight_changes += len(new_weights)
+            ctl.set_group_weights(new_weights, "wam", "rebalance")

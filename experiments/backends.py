@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from controller.loops import ControlLoop
 from model.spec import FabricSpec
 from topo.session import (
     RTO_BOUNDS,
@@ -284,7 +285,14 @@ class _FailureTimer(threading.Thread):
 class SimBackend(Backend):
     """sim.network.SimNetwork: the same fabric.p4 pipelines and entries in virtual time. Each
     run builds a fresh network (the scheme is installed at construction); it samples nothing
-    over time, so only host-side metrics and CCTs reach the report."""
+    over time, so only host-side metrics and CCTs reach the report.
+
+    The controller's periodic loops of ``parameters.loops`` run on it in virtual time, every
+    ``control_period_s`` (sim.control): Whack-a-Mole re-weights, the failure loop finds a cut
+    link by its missing probes and reroutes. Reconcile has nothing to do here (no switch
+    reconnects). Without the failure loop a cut link is routed around only when the workload
+    ``notify``-s the controller (at once), as on the emulated fabric; ``reroute: false``
+    keeps the failure loop off for that workload."""
 
     name = "sim"
     rto_bounds = (200e-6, 0.5)
@@ -333,12 +341,19 @@ class SimBackend(Backend):
                         ecn_threshold=self.ecn_threshold(
                             fabric.get("queue_depth", SimConfig.queue_depth)),
                         **fabric)
+        loops = self.loops_for(w)
+        if loops and cfg.workers > 1:
+            cfg.workers = 1   # the loops touch every switch each period: one process
         net = SimNetwork(self.spec, self.scheme.build(), cfg)
+        net.start_loops(loops, self.cfg.parameters.control_period_s * 1e6)
         failures = []
         if w.failure:
-            no_reroute: dict[str, Any] = {} if w.failure.reroute else {"reroute_after_us": None}
+            if ControlLoop.FAILURE in loops:
+                after: float | None = None   # the failure loop finds it
+            else:
+                after = 0.0 if w.failure.notify else None
             failures.append(LinkFailure(*w.failure.link, at_us=w.failure.at_s * 1e6,
-                                        **no_reroute))
+                                        reroute_after_us=after))
         if schedule.meta.get("cm_failures"):   # htsim's fabric lacks them: down from the start
             from traffic.schedules.cm import failed_links
             failures += [LinkFailure(a, b, 0.0, 0.0) for a, b in
@@ -347,12 +362,24 @@ class SimBackend(Backend):
         for m in res.ranks:
             m.write(out / "traffic")
         s = RunSamples(extra={"collective_ok": res.ok, "cct_s": res.cct_s,
-                              "sim": {**res.summary(), "trim": cfg.trim}})
-        s.events = [{"time": t / 1e6, "loop": "sim", "switch": None, "what": what}
-                    for t, what in net.events]
+                              "sim": {**res.summary(), "trim": cfg.trim}, "loops": loops})
+        # a cut is the link's doing ("link"), a reroute the controller's: the runner times
+        # the reroute from the first controller event naming the link after the cut
+        s.events = [{"time": t / 1e6, "loop": "link" if what.startswith("link ") else "sim",
+                     "switch": None, "what": what} for t, what in net.events]
+        s.events += [{"time": t / 1e6, "loop": loop, "switch": sw, "what": what}
+                     for t, loop, sw, what in net.control_events]
+        s.events.sort(key=lambda e: e["time"])
         if w.failure:
             s.failure_at = w.failure.at_s
         return s
+
+    def loops_for(self, w: WorkloadConfig) -> list[str]:
+        """The periodic loops the simulator runs for workload ``w``."""
+        names = [n for n in self.cfg.parameters.loops if n != ControlLoop.RECONCILE]
+        if w.failure and not w.failure.reroute:
+            names = [n for n in names if n != ControlLoop.FAILURE]
+        return names
 
     def down(self) -> None:
         pass

@@ -157,7 +157,8 @@ class FailureConfig:
     notify: bool = False
     reroute: bool = True
     """sim backend: False = the fabric never routes around the link (the data plane and the
-    hosts must cope alone); True = rerouted 1 ms later, as the controller's failure loop."""
+    hosts must cope alone: the failure loop is off for this workload); True = the
+    controller's failure loop, when ``parameters.loops`` has it, finds it and reroutes."""
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from model.schemes import BASELINE_SCHEME
 from . import metrics, plots, stats
 from .metrics import time_unit
 
-TABLES = ("ccts", "flows", "links", "queues", "ideal", "runs")
+TABLES = ("ccts", "flows", "links", "queues", "ideal", "runs", "events")
 
 
 @dataclass
@@ -40,6 +40,7 @@ class Results:
     queues: pd.DataFrame = field(default_factory=pd.DataFrame)
     ideal: pd.DataFrame = field(default_factory=pd.DataFrame)
     runs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    events: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def load_results(root: str | Path) -> Results:
@@ -415,6 +416,19 @@ def beside_section(r: Results, table: pd.DataFrame) -> list[str]:
     return md + [""]
 
 
+def loops_section(r: Results) -> list[str]:
+    """Which control loops ran on this side (and on the simulator's, ``sim/``), and how many
+    weight changes and reroutes they made (experiments.loop_report)."""
+    from .loop_report import loops_section as section
+
+    sim_root = r.root / "sim"
+    sim = None
+    if (sim_root / "experiment.json").exists():
+        s = load_results(sim_root)
+        sim = (s.meta, s.runs, s.events)
+    return section(r.meta, r.runs, r.events, sim)
+
+
 def write_report(root: str | Path, include_invalid: bool = False) \
         -> tuple[Path, Path, pd.DataFrame]:
     """Build figures, report.md and report.html in ``root``; return their paths and the
@@ -459,6 +473,7 @@ def write_report(root: str | Path, include_invalid: bool = False) \
                "(--include-invalid).", ""]
     md += [f"- {v}" for v in verdicts(table)] if not table.empty else []
     md += [""] + beside_section(r, table)
+    md += loops_section(r)
     md += fidelity_section(r)
     bsp = bsp_table(r)
     if not bsp.empty:

@@ -40,6 +40,7 @@ FABRIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "fabric.p4"
 DROP_PORT = 511
 _HOST_ROOT = 1 << 40      # event keys of what a host schedules when it starts (sim.events)
 _FAILURE_ROOT = 2 << 40   # and of a scheduled link failure
+_LOOPS_ROOT = 3 << 40     # and of the control loops' ticks
 
 
 @functools.cache
@@ -181,10 +182,19 @@ class SimNetwork:
             self.links.append((ab, ba))
         t0 = time.perf_counter()
         self._failed: set[frozenset[str]] = set()
+        self.detected_failed: frozenset[int] = frozenset()
+        """Links the control loops' failure loop routes around (indexes into spec.links)."""
+        self.weights: dict[tuple[str, int], dict[int, float]] = {}
+        """Member weights of LB groups, as Whack-a-Mole's loop set them."""
         self.entries = compute_fabric_entries(spec, scheme, ecn_threshold=self.cfg.ecn_threshold)
         self._install_all()
         self.install_s = time.perf_counter() - t0
         self.events: list[tuple[float, str]] = []
+        self.control_events: list[tuple[float, str, str | None, str]] = []
+        """What the control loops did: (virtual µs, loop, switch, what)."""
+        self.loops: Any = None
+        """controller.loops.ControlLoops ticking in virtual time (``start_loops``)."""
+        self._loop_period_us = 0.0
         self._host_index = {n: i for i, n in enumerate(self.hosts)}
         self._failures = 0
         self.split: SplitOutcome | None = None
@@ -245,16 +255,49 @@ class SimNetwork:
 
     def _reroute(self, now: float, pair: frozenset[str]) -> None:
         self._failed.add(pair)
-        new = compute_fabric_entries(self.spec, self.scheme, self._failed,
-                                     ecn_threshold=self.cfg.ecn_threshold)
+        changed = self.reprogram()
+        self.events.append((now, f"rerouted around {'-'.join(sorted(pair))}: "
+                                 f"{changed} entries changed"))
+
+    def reprogram(self, loop: str = "", why: str = "") -> int:
+        """Recompute every switch's entries (failed links, weights) and apply the difference
+        to the pipelines, as the controller writes its diff; returns the entries changed."""
+        new = compute_fabric_entries(self.spec, self.scheme,
+                                     [*self._failed, *self.detected_failed],
+                                     weights=self.weights, ecn_threshold=self.cfg.ecn_threshold)
         changed = 0
         for name, sw in self.switches.items():
             d = diff_entries(self.entries[name].entries, new[name].entries)
             changed += apply_diff_on_pipeline(sw.pipe, d)
         self.entries = new
         self._set_oracles()
-        self.events.append((now, f"rerouted around {'-'.join(sorted(pair))}: "
-                                 f"{changed} entries changed"))
+        if loop:
+            self.control_events.append((self.loop.now, loop, None,
+                                        f"{why}: {changed} entries changed"))
+        return changed
+
+    # -- control loops ----------------------------------------------------------------------
+    def start_loops(self, names: Iterable[str], period_us: float, miss_periods: int = 2,
+                    policy: Any = None) -> None:
+        """Run the controller's control loops ``names`` (controller.loops) every
+        ``period_us`` of virtual time from ``period_us`` on, over this network's pipelines
+        (sim.control); call before ``run``. Without loops nothing is scheduled: results are
+        those of a fabric whose controller only installed it."""
+        from .control import make_loops
+
+        if period_us <= 0:
+            raise ValueError(f"the control period must be > 0 µs, not {period_us}")
+        loops = make_loops(self, list(names), miss_periods, policy)
+        if not loops.active:
+            return
+        self.loops, self._loop_period_us = loops, period_us
+        with self.loop.root(_LOOPS_ROOT):
+            self.loop.schedule(period_us, self._tick)
+
+    def _tick(self, now: float, _: Any) -> None:
+        self.loops.tick()
+        if len(self.loop):  # something else will still happen: the loops go on
+            self.loop.schedule(now + self._loop_period_us, self._tick)
 
     # -- running ----------------------------------------------------------------------------
     def progress(self, flows_total: int, wall_s: float) -> Progress:
@@ -296,6 +339,9 @@ class SimNetwork:
         workers = self.cfg.workers
         if workers < 1:
             raise ValueError(f"workers must be >= 1, not {workers}")
+        if workers > 1 and self.loops is not None:
+            raise ValueError("control loops read and write every switch each period: a run "
+                             "with loops cannot be split over processes (workers must be 1)")
         # The fabric built so far (pipelines, entries, hosts: ~900k objects at k=16) lives
         # until the run ends; frozen, the cyclic GC's full collections skip it instead of
         # walking it again and again (measured at k=16: GC 14 % of the run's CPU -> 5 %).

@@ -191,25 +191,39 @@ def test_wam_loop_moves_balls_off_a_congested_member() -> None:
 
 
 class _FakeController:
-    """What ControlLoops needs of a FabricController, recording what it is asked to do."""
+    """A FabricControl (controller.loops) that records what the loops ask of it."""
 
     def __init__(self, spec) -> None:
-        import threading
-
         self.spec = spec
-        self.control_period = 0.1
-        self.probe_miss_periods = 3
-        self.packet_in_handlers: list = []
         self.events: list[str] = []
-        self.detected_failed: set[int] = set()
+        self.detected_failed: frozenset[int] = frozenset()
         self.applied = 0
-        self._mu = threading.RLock()
+        self.handler = None
 
     def event(self, loop: str, switch, what: str) -> None:
         self.events.append(what)
 
-    def apply(self, loop: str, why: str) -> int:
+    def send_probes(self, seq: int) -> None:
+        pass
+
+    def listen_probes(self, handler) -> None:
+        self.handler = handler
+
+    def set_detected_failed(self, links: frozenset[int], loop: str, why: str) -> int:
+        self.detected_failed = links
         self.applied += 1
+        return 0
+
+    def wam_groups(self) -> list:
+        return []
+
+    def group_weights(self, switch: str, group_id: int) -> dict[int, float]:
+        return {}
+
+    def read_qdepth_max(self, switches) -> dict:
+        return {}
+
+    def set_group_weights(self, weights, loop: str, why: str) -> int:
         return 0
 
 
@@ -227,7 +241,8 @@ def test_link_liveness_counts_probe_rounds_not_seconds() -> None:
 
     spec = leaf_spine(2, 2, 1)
     ctl = _FakeController(spec)
-    loops = ControlLoops(ctl, ["failure"])  # not started: rounds are driven by hand
+    # not started: rounds are driven by hand
+    loops = ControlLoops(ctl, ["failure"], miss_periods=3)
     cut = frozenset({"leaf1", "spine2"})
     for rnd in range(1, 3):  # two rounds, the cut link silent: not yet down (miss = 3)
         loops.seq = rnd
@@ -261,7 +276,7 @@ def test_probe_from_the_wrong_neighbour_is_ignored() -> None:
 
     spec = leaf_spine(2, 2, 1)
     ctl = _FakeController(spec)
-    loops = ControlLoops(ctl, ["failure"])
+    loops = ControlLoops(ctl, ["failure"], miss_periods=3)
     port = next(p for p, (peer, _) in spec.ports("leaf1").items() if peer == "spine1")
     loops.record_probe("leaf1", port, spec.switches["spine2"].device_id, 1, 9)
     assert loops.last_seen[("leaf1", port)] == 0
@@ -275,7 +290,7 @@ def test_a_switch_whose_packet_ins_lag_keeps_its_links() -> None:
 
     spec = leaf_spine(2, 2, 1)
     ctl = _FakeController(spec)
-    loops = ControlLoops(ctl, ["failure"])
+    loops = ControlLoops(ctl, ["failure"], miss_periods=3)
     late = "spine1"
     for rnd in range(1, 6):  # spine1 hears nothing new after round 1: its stream is backed up
         loops.seq = rnd
@@ -309,7 +324,7 @@ def test_the_last_way_into_a_switch_is_never_taken_out() -> None:
 
     spec = leaf_spine(3, 2, 1)
     ctl = _FakeController(spec)
-    loops = ControlLoops(ctl, ["failure"])
+    loops = ControlLoops(ctl, ["failure"], miss_periods=3)
     silent = frozenset({frozenset({"leaf1", "spine1"}), frozenset({"leaf1", "spine2"})})
     for rnd in range(1, 7):
         loops.seq = rnd
