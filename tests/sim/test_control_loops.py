@@ -13,6 +13,7 @@ import pytest
 
 from model.spec import FabricSpec, fat_tree
 from sim.network import LinkFailure, SimConfig, SimNetwork
+from sim.results import SimResult
 from traffic.schedules import alltoall
 
 PERIOD_US = 20.0
@@ -27,18 +28,17 @@ def degraded() -> FabricSpec:
 
 
 def run(spec: FabricSpec, scheme: str, loops: list[str] | None,
-        failures: tuple[LinkFailure, ...] = ()) -> SimNetwork:
+        failures: tuple[LinkFailure, ...] = ()) -> tuple[SimNetwork, SimResult]:
     net = SimNetwork(spec, scheme, SimConfig(seed=1))
     if loops is not None:
         net.start_loops(loops, PERIOD_US)
     res = net.run(alltoall(16, 16 * 8_000), until_us=1e6, failures=list(failures))
     assert res.ok
-    net.result = res  # type: ignore[attr-defined]
-    return net
+    return net, res
 
 
 def test_wam_moves_balls_off_the_slow_member_and_back() -> None:
-    net = run(degraded(), "wam", ["wam"])
+    net, _ = run(degraded(), "wam", ["wam"])
     changes = [(t, sw, what) for t, loop, sw, what in net.control_events
                if loop == "wam" and sw is not None]
     assert changes, "no weight change on a link at a quarter of the rate"
@@ -54,31 +54,30 @@ def test_wam_moves_balls_off_the_slow_member_and_back() -> None:
 
 
 def test_the_loop_changes_nothing_when_no_member_is_congested() -> None:
-    net = run(fat_tree(4, bw_mbps=10_000), "wam", ["wam"])
+    net, _ = run(fat_tree(4, bw_mbps=10_000), "wam", ["wam"])
     assert net.loops.periods > 0 and net.loops.weight_changes == 0
     assert not net.control_events
 
 
 def test_loops_are_deterministic() -> None:
-    a = run(degraded(), "wam", ["wam", "failure"])
-    b = run(degraded(), "wam", ["wam", "failure"])
-    assert a.control_events == b.control_events
-    assert a.result.cct_s == b.result.cct_s and a.result.packet_hops == b.result.packet_hops
+    (a, ra), (b, rb) = (run(degraded(), "wam", ["wam", "failure"]) for _ in range(2))
+    assert a.control_events == b.control_events and a.control_events
+    assert (ra.cct_s, ra.packet_hops, ra.events) == (rb.cct_s, rb.packet_hops, rb.events)
 
 
 def test_without_loops_nothing_is_scheduled() -> None:
     """No loop (or only reconcile, which needs no ticks): the run is the one of a network
     whose loops were never asked for, event for event."""
-    plain = run(degraded(), "wam", None)
-    off = run(degraded(), "wam", ["reconcile"])
+    _, plain = run(degraded(), "wam", None)
+    off, res = run(degraded(), "wam", ["reconcile"])
     assert off.loops is None and not off.control_events
-    assert (off.result.cct_s, off.result.events, off.result.packet_hops) == (
-        plain.result.cct_s, plain.result.events, plain.result.packet_hops)
+    assert (res.cct_s, res.events, res.packet_hops) == (
+        plain.cct_s, plain.events, plain.packet_hops)
 
 
 def test_failure_loop_finds_the_cut_link_and_reroutes() -> None:
     cut = LinkFailure("agg1", "core1", at_us=30.0, reroute_after_us=None)
-    net = run(fat_tree(4, bw_mbps=10_000), "random", ["failure"], (cut,))
+    net, _ = run(fat_tree(4, bw_mbps=10_000), "random", ["failure"], (cut,))
     down = [(t, what) for t, loop, _, what in net.control_events
             if loop == "failure" and " down " in what]
     assert len(down) == 1 and "agg1" in down[0][1] and "core1" in down[0][1]
