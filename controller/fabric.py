@@ -34,7 +34,7 @@ from model.routing import (
     compute_fabric_entries,
     failed_link_indexes,
 )
-from model.schemes import DEFAULT_SCHEME, Scheme, WhackAMole, scheme_from_name
+from model.schemes import DEFAULT_SCHEME, Scheme, scheme_from_name
 from model.spec import FabricSpec
 from model.targets import TARGET_NAMES, Target
 from p4switch import ExactMatch, LpmMatch
@@ -374,7 +374,7 @@ class FabricController:
         if entries is None:
             return []
         return [g for s in entries for gid, g in sorted(entries[s].groups.items())
-                if isinstance(entries[s].scheme[gid], WhackAMole)
+                if entries[s].scheme[gid].control_loop == ControlLoop.WAM
                 and (c := self.conns.get(s)) is not None and c.connected]
 
     def group_weights(self, switch: str, group_id: int) -> dict[int, float]:

@@ -13,7 +13,6 @@ from typing import Any
 import pandas as pd
 
 from controller.loops import ControlLoop, loop_actions
-from model.schemes import WhackAMole
 
 KEYS = ["workload", "scheme", "repetition"]
 
@@ -60,7 +59,7 @@ def _wam_labels(cfg: Any) -> set[str]:
     """Labels of the file's schemes whose groups the Whack-a-Mole loop re-weights."""
     if cfg is None:
         return set()
-    return {s.label for s in cfg.schemes if isinstance(s.build(), WhackAMole)}
+    return {s.label for s in cfg.schemes if s.build().control_loop == ControlLoop.WAM}
 
 
 def _period(cfg: Any) -> str:

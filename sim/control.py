@@ -20,9 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from controller.fabric import QDEPTH_MAX
-from controller.loops import ControlLoops, ProbeHandler, WamPolicy
+from controller.loops import ControlLoop, ControlLoops, ProbeHandler, WamPolicy
 from model.routing import Group, GroupKey
-from model.schemes import WhackAMole
 from model.spec import FabricSpec
 
 if TYPE_CHECKING:
@@ -66,7 +65,7 @@ class SimControl:
     def wam_groups(self) -> list[Group]:
         entries = self.net.entries
         return [g for s in entries for gid, g in sorted(entries[s].groups.items())
-                if isinstance(entries[s].scheme[gid], WhackAMole)]
+                if entries[s].scheme[gid].control_loop == ControlLoop.WAM]
 
     def group_weights(self, switch: str, group_id: int) -> dict[int, float]:
         return dict(self.net.weights.get((switch, group_id), {}))
