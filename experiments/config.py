@@ -21,7 +21,14 @@ import yaml
 from controller.loops import LOOP_NAMES, ControlLoop
 from model.dilation import Dim, dim, format_rate, parse_rate
 from model.schemes import SCHEMES, Scheme, scheme_from_name
-from model.spec import FabricSpec, SpecError, fat_tree, leaf_spine
+from model.spec import (
+    FabricSpec,
+    SpecError,
+    degrade_links,
+    fat_tree,
+    leaf_spine,
+    random_switch_links,
+)
 from model.targets import TARGET_NAMES, Target
 from topo.priority import SwitchPriority
 from topo.units import (
@@ -66,12 +73,24 @@ class TopologyConfig:
     hosts_per_leaf: int = 2
     uplinks: int = 1
     bw_mbps: float | None = dim(Dim.RATE, 100.0)
+    oversub: float = 1.0
+    """R:1 at the edge (leaf): its uplinks at ``bw_mbps``/R (model.spec.fat_tree)."""
+    degrade_links: int = 0
+    """That many switch links, drawn with ``degrade_seed``, at ``degrade_fraction`` of their
+    rate for the whole experiment (model.spec.degrade_links)."""
+    degrade_fraction: float = 0.25
+    degrade_seed: int = 0
 
     def spec(self) -> FabricSpec:
         if self.kind == "fattree":
-            return fat_tree(self.k, self.bw_mbps)
-        return leaf_spine(self.leaves, self.spines, self.hosts_per_leaf, self.uplinks,
-                          self.bw_mbps)
+            s = fat_tree(self.k, self.bw_mbps, self.oversub)
+        else:
+            s = leaf_spine(self.leaves, self.spines, self.hosts_per_leaf, self.uplinks,
+                           self.bw_mbps, self.oversub)
+        if self.degrade_links:
+            s = degrade_links(s, random_switch_links(s, self.degrade_links, self.degrade_seed),
+                              self.degrade_fraction)
+        return s
 
 
 @dataclass(frozen=True)
@@ -375,10 +394,18 @@ def _list(v: Any, path: str) -> list[Any]:
 def _topology(v: Any) -> TopologyConfig:
     p = "topology"
     d = _obj(v, p)
-    _keys(d, p, {"kind", "k", "leaves", "spines", "hosts_per_leaf", "uplinks", "bw_mbps"},
-          {"kind"})
+    _keys(d, p, {"kind", "k", "leaves", "spines", "hosts_per_leaf", "uplinks", "bw_mbps",
+                 "oversub", "degrade"}, {"kind"})
     kind = _str(d, "kind", p, None, TOPOLOGIES)
     bw = _num(d, "bw_mbps", p, 100.0, positive=True)
+    more: dict[str, Any] = {"oversub": _num(d, "oversub", p, 1.0, lo=1.0) or 1.0}
+    if "degrade" in d:
+        dp = _join(p, "degrade")
+        dg = _obj(d["degrade"], dp)
+        _keys(dg, dp, {"links", "fraction", "seed"}, {"links"})
+        more.update(degrade_links=_int(dg, "links", dp, 0, 0, 1 << 16),
+                    degrade_fraction=_num(dg, "fraction", dp, 0.25, positive=True) or 0.25,
+                    degrade_seed=_int(dg, "seed", dp, 0, 0, 1 << 31))
     if kind == "fattree":
         extra = {"leaves", "spines", "hosts_per_leaf", "uplinks"} & set(d)
         if extra:
@@ -386,14 +413,14 @@ def _topology(v: Any) -> TopologyConfig:
         k = _int(d, "k", p, 4, 2, 16)
         if k % 2:
             raise ConfigError(_join(p, "k"), f"must be even, got {k}")
-        t = TopologyConfig(kind=kind, k=k, bw_mbps=bw)
+        t = TopologyConfig(kind=kind, k=k, bw_mbps=bw, **more)
     else:
         if "k" in d:
             raise ConfigError(_join(p, "k"), "is a fattree field, not leafspine")
         t = TopologyConfig(kind=kind, leaves=_int(d, "leaves", p, 4, 1, 250),
                            spines=_int(d, "spines", p, 2, 1, 250),
                            hosts_per_leaf=_int(d, "hosts_per_leaf", p, 2, 1, 250),
-                           uplinks=_int(d, "uplinks", p, 1, 1, 16), bw_mbps=bw)
+                           uplinks=_int(d, "uplinks", p, 1, 1, 16), bw_mbps=bw, **more)
     try:
         t.spec()
     except SpecError as e:

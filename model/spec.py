@@ -24,8 +24,10 @@ each switch gets its own P4Runtime port ``grpc_base + device_id`` (and Thrift po
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
-from collections.abc import Iterator
+import random
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -265,8 +267,11 @@ def _fields(obj: object) -> dict[str, object]:
 
 
 # ---- generators ---------------------------------------------------------------------------------
-def fat_tree(k: int = 4, bw_mbps: float | None = None) -> FabricSpec:
+def fat_tree(k: int = 4, bw_mbps: float | None = None, oversub: float = 1.0) -> FabricSpec:
     """A k-ary fat-tree (k even, 2..16 so addresses fit): 5k²/4 switches, k³/4 hosts.
+    ``oversub`` R: the edge switches' uplinks run at ``bw_mbps``/R, so an edge takes R times
+    more from its hosts than it can send up (2:1, 4:1, 8:1 as data centres build them; htsim
+    oversubscribes its ToR tier the same way).
 
     Ports: edge ``1..k/2`` hosts, ``k/2+1..k`` aggregation switches of its pod (agg ``a`` on
     ``k/2+1+a``); aggregation ``1..k/2`` edge switches (edge ``e`` on ``e+1``), ``k/2+1..k`` cores
@@ -275,8 +280,10 @@ def fat_tree(k: int = 4, bw_mbps: float | None = None) -> FabricSpec:
     """
     if k < 2 or k % 2 or k > 16:
         raise SpecError(f"fat-tree k must be even and in 2..16, got {k}")
+    up = _uplink_rate(bw_mbps, oversub)
     half = k // 2
-    spec = FabricSpec(name=f"fattree-k{k}", kind="fattree", params={"k": k, "bw_mbps": bw_mbps})
+    spec = FabricSpec(name=f"fattree-k{k}{_os_suffix(oversub)}", kind="fattree",
+                      params={"k": k, "bw_mbps": bw_mbps, **_os_param(oversub)})
     dev = iter(range(1, 5 * k * k // 4 + 1))
     edges: dict[tuple[int, int], SwitchSpec] = {}
     aggs: dict[tuple[int, int], SwitchSpec] = {}
@@ -312,7 +319,7 @@ def fat_tree(k: int = 4, bw_mbps: float | None = None) -> FabricSpec:
         for e in range(half):
             for a in range(half):
                 spec.add_link(LinkSpec(edges[p, e].name, half + 1 + a, aggs[p, a].name, e + 1,
-                                       bw_mbps))
+                                       up))
     for p in range(k):
         for a in range(half):
             for i in range(half):
@@ -322,9 +329,68 @@ def fat_tree(k: int = 4, bw_mbps: float | None = None) -> FabricSpec:
     return spec
 
 
+def _uplink_rate(bw_mbps: float | None, oversub: float) -> float | None:
+    if not (isinstance(oversub, int | float) and 1 <= oversub <= 64):
+        raise SpecError(f"oversubscription must be in 1..64, got {oversub!r}")
+    if oversub == 1:
+        return bw_mbps
+    if bw_mbps is None:
+        raise SpecError("oversubscription needs a link rate (bw_mbps)")
+    return bw_mbps / oversub
+
+
+def _os_suffix(oversub: float) -> str:
+    return "" if oversub == 1 else f"-os{oversub:g}"
+
+
+def _os_param(oversub: float) -> dict[str, object]:
+    return {} if oversub == 1 else {"oversub": oversub}
+
+
+def degrade_links(spec: FabricSpec, pairs: Iterable[tuple[str, str]],
+                  fraction: float) -> FabricSpec:
+    """A copy of ``spec`` whose links between each pair run at ``fraction`` of their rate (a
+    degraded link: a lane down, a bad optic; htsim's ``-failed N`` at 0.25). The links keep
+    their ports, so routing still uses them: only their capacity drops. ``params["degraded"]``
+    maps each degraded link (``a-b``) to the fraction of its rate it keeps."""
+    if not 0 < fraction <= 1:
+        raise SpecError(f"a degraded link runs at a fraction in (0, 1] of its rate, "
+                        f"got {fraction!r}")
+    want = {frozenset(p) for p in pairs}
+    found: set[frozenset[str]] = set()
+    links = []
+    for lk in spec.links:
+        key = frozenset((lk.a, lk.b))
+        if key in want:
+            if lk.bw_mbps is None:
+                raise SpecError(f"link {lk.a}-{lk.b} has no rate to degrade")
+            found.add(key)
+            lk = dataclasses.replace(lk, bw_mbps=lk.bw_mbps * fraction)
+        links.append(lk)
+    missing = want - found
+    if missing:
+        raise SpecError(f"no link {'-'.join(sorted(next(iter(missing))))} in {spec.name}")
+    prev = spec.params.get("degraded")
+    degraded = dict(prev) if isinstance(prev, dict) else {}
+    for p in sorted("-".join(sorted(p)) for p in want):
+        degraded[p] = degraded.get(p, 1.0) * fraction
+    return dataclasses.replace(spec, links=links, params={**spec.params, "degraded": degraded},
+                               switches=dict(spec.switches), hosts=dict(spec.hosts))
+
+
+def random_switch_links(spec: FabricSpec, n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` distinct switch-to-switch links (node pairs) drawn with ``seed``: "N random links
+    degraded or failed", the same draw for the same fabric and seed."""
+    pairs = sorted({tuple(sorted((lk.a, lk.b))) for lk in spec.switch_links()})
+    if not 0 <= n <= len(pairs):
+        raise SpecError(f"{spec.name} has {len(pairs)} switch links, cannot pick {n}")
+    return [(a, b) for a, b in random.Random(seed).sample(pairs, n)]
+
+
 def leaf_spine(leaves: int = 4, spines: int = 2, hosts_per_leaf: int = 2, uplinks: int = 1,
-               bw_mbps: float | None = None) -> FabricSpec:
-    """A two-tier Clos: every leaf has ``uplinks`` parallel links to every spine.
+               bw_mbps: float | None = None, oversub: float = 1.0) -> FabricSpec:
+    """A two-tier Clos: every leaf has ``uplinks`` parallel links to every spine, at
+    ``bw_mbps``/``oversub`` (the host links at ``bw_mbps``).
 
     Ports: leaf ``1..hosts_per_leaf`` hosts, then ``hosts_per_leaf + 1 + s·uplinks + u`` for link
     ``u`` to spine ``s``; spine ``1 + l·uplinks + u`` for link ``u`` to leaf ``l``.
@@ -337,10 +403,12 @@ def leaf_spine(leaves: int = 4, spines: int = 2, hosts_per_leaf: int = 2, uplink
             raise SpecError(f"leaf-spine {what} must be in {lo}..{hi}, got {v}")
     if hosts_per_leaf + spines * uplinks > MAX_PORT - 1 or leaves * uplinks > MAX_PORT - 1:
         raise SpecError("leaf-spine needs more ports than a switch has")
-    spec = FabricSpec(name=f"leafspine-{leaves}x{spines}", kind="leafspine",
+    up = _uplink_rate(bw_mbps, oversub)
+    spec = FabricSpec(name=f"leafspine-{leaves}x{spines}{_os_suffix(oversub)}",
+                      kind="leafspine",
                       params={"leaves": leaves, "spines": spines,
                               "hosts_per_leaf": hosts_per_leaf, "uplinks": uplinks,
-                              "bw_mbps": bw_mbps})
+                              "bw_mbps": bw_mbps, **_os_param(oversub)})
     leaf_sw = [spec.add_switch(SwitchSpec(name=f"leaf{li + 1}", role="leaf", device_id=li + 1,
                                           index=li, ip=f"10.1.{li}.1",
                                           subnet=f"10.1.{li}.0/24"))
@@ -362,6 +430,6 @@ def leaf_spine(leaves: int = 4, spines: int = 2, hosts_per_leaf: int = 2, uplink
         for s, ssw in enumerate(spine_sw):
             for u in range(uplinks):
                 spec.add_link(LinkSpec(lsw.name, hosts_per_leaf + 1 + s * uplinks + u,
-                                       ssw.name, 1 + li * uplinks + u, bw_mbps))
+                                       ssw.name, 1 + li * uplinks + u, up))
     spec.validate()
     return spec

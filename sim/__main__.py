@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from model.spec import SpecError, fat_tree, leaf_spine
+from model.spec import SpecError, degrade_links, fat_tree, leaf_spine, random_switch_links
 from p4switch import parse_bit_rate
 from traffic.congestion import DEFAULT_CC, REGISTRY, fabric_ecn_threshold
 from traffic.schedules import GENERATORS, ScheduleError, parse_size
@@ -36,6 +36,16 @@ def _failure(text: str) -> tuple[str, str, float]:
         return a, b, float(at)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not A-B@MICROSECONDS") from None
+
+
+def _degrade(text: str) -> tuple[str, float]:
+    """``N@FRACTION`` or ``A-B@FRACTION``."""
+    what, _, frac = text.partition("@")
+    try:
+        return what, float(frac)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not N@FRACTION or A-B@FRACTION") \
+            from None
 
 
 def _cc_param(text: str) -> tuple[str, float]:
@@ -93,6 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     topo.add_argument("--leaf-spine", type=_leaf_spine, metavar="LxS",
                       help="leaf-spine with L leaves and S spines instead")
     ap.add_argument("--hosts-per-leaf", type=int, default=2)
+    ap.add_argument("--oversub", type=float, default=1.0, metavar="R",
+                    help="oversubscription R:1 at the edge/leaf: its uplinks at the rate / R "
+                         "(default 1)")
+    ap.add_argument("--degrade", type=_degrade, action="append", default=[],
+                    metavar="N@F|A-B@F",
+                    help="N random switch links (drawn with --seed), or link A-B, at fraction "
+                         "F of their rate for the whole run (htsim's -failed N: 0.25)")
     ap.add_argument("--scheme", default=DEFAULT_SCHEME, choices=sorted(SCHEMES))
     ap.add_argument("--schedule", default="alltoall", choices=sorted(GENERATORS))
     ap.add_argument("--tm", metavar="FILE",
@@ -146,9 +163,17 @@ def main(argv: list[str] | None = None) -> int:
         size = parse_size(a.size)
         if a.leaf_spine:
             spec = leaf_spine(a.leaf_spine[0], a.leaf_spine[1], a.hosts_per_leaf,
-                              bw_mbps=rate / 1e6 or None)
+                              bw_mbps=rate / 1e6 or None, oversub=a.oversub)
         else:
-            spec = fat_tree(a.k, bw_mbps=rate / 1e6 or None)
+            spec = fat_tree(a.k, bw_mbps=rate / 1e6 or None, oversub=a.oversub)
+        for what, frac in a.degrade:
+            if what.isdigit():
+                pairs = random_switch_links(spec, int(what), a.seed)
+            elif what.count("-") == 1:
+                pairs = [(what.split("-")[0], what.split("-")[1])]
+            else:
+                raise ValueError(f"--degrade {what}@{frac:g}: not N@FRACTION or A-B@FRACTION")
+            spec = degrade_links(spec, pairs, frac)
         opts = {}
         if a.algorithm:
             if a.schedule not in ("alltoall", "moe_alltoall"):
@@ -231,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             res = net.run(sched, until_us=a.until_us, failures=failures, progress=show)
     summary = {"fabric": spec.name, "scheme": a.scheme, "schedule": a.schedule, "size": size,
                "trim": a.trim, "mtu": transport.mss + WIRE_OVERHEAD,
+               "oversub": a.oversub, "degraded": spec.params.get("degraded", {}),
                **res.summary(), "events_log": net.events}
     if a.json:
         print(json.dumps(summary, indent=1, default=str))
@@ -248,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
                   "reordered", "link_losses"):
             print(f"  {k}: {summary[k]}")
         print(f"  trimming: {'on' if a.trim else 'off'}")
+        degraded: dict[str, float] = spec.params.get("degraded", {})  # type: ignore[assignment]  # model.spec.degrade_links writes a dict
+        if degraded:
+            print("  degraded links: " + ", ".join(f"{k} at {v:g}" for k, v in degraded.items()))
         for t, what in net.events:
             print(f"  {t:10.1f} µs  {what}")
     if a.counters:

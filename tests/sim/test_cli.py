@@ -30,6 +30,9 @@ def test_tiny_run_checks_counters(capsys: pytest.CaptureFixture[str]) -> None:
     (["--algorithm", "fastest"], "invalid choice"),
     (["--workers", "0"], "--workers must be >= 1"),
     (["--mtu", "70"], "--mtu must be in 71..9216"),
+    (["--degrade", "x@y"], "is not N@FRACTION or A-B@FRACTION"),
+    (["--degrade", "agg1-core9@0.5"], "no link agg1-core9"),
+    (["--oversub", "0.5"], "oversubscription must be in 1..64"),
     (["--workers", "2", "--prop-us", "0"], "needs --prop-us > 0"),
 ])
 def test_bad_arguments_are_one_line_errors(args: list[str], msg: str,
