@@ -1,55 +1,59 @@
-"""The experiment's figures (matplotlib, Agg backend: no display needed), each as PNG and SVG.
+"""The experiment's figures: one function per figure, each taking the tidy tables of
+experiments.metrics and returning a matplotlib ``Figure`` (None when there is no data to draw,
+so a partial run still gets the figures it can support). ``save`` writes one as PNG and SVG.
 
-One function per figure, each taking the tidy tables of experiments.metrics and an output path
-stem; they return the files written (nothing when there is no data to draw, so a partial run
-still gets the figures it can support).
+The figures are built on ``matplotlib.figure.Figure`` directly, not through pyplot: no display
+and no backend is needed to draw or save them, nothing accumulates in pyplot's global state,
+and a notebook shows a returned figure like any other.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from .metrics import cdf, time_unit  # noqa: E402
+from .metrics import cdf, time_unit
 
 FORMATS = ("png", "svg")
 
 
-def _save(fig: plt.Figure, stem: Path) -> list[Path]:
+def save(fig: Figure | None, stem: Path, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Write ``fig`` as ``stem``.png and .svg (``formats``); returns the files written
+    (none for no figure)."""
+    if fig is None:
+        return []
     stem.parent.mkdir(parents=True, exist_ok=True)
     out = []
-    for fmt in FORMATS:
+    for fmt in formats:
         p = stem.with_suffix(f".{fmt}")
         fig.savefig(p, dpi=110, bbox_inches="tight")
         out.append(p)
-    plt.close(fig)
     return out
 
 
-def _grid(n: int, width: float = 5.0, height: float = 3.4) -> tuple[plt.Figure, list]:
+def _grid(n: int, width: float = 5.0, height: float = 3.4) -> tuple[Figure, list[Any]]:
     cols = min(n, 2)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False,
-                             layout="constrained")
+    fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
     flat = list(axes.flat)
     for ax in flat[n:]:
         ax.set_visible(False)
     return fig, flat[:n]
 
 
-def cct_bars(table: pd.DataFrame, stem: Path) -> list[Path]:
+def cct_bars(table: pd.DataFrame) -> Figure | None:
     """Mean job CCT per scheme with 95 % confidence intervals (Student t over repetitions;
     none with one repetition), one panel per workload, in the table's time unit; the dashed
     line is the topology's ideal bound."""
     if table.empty or table["mean"].isna().all():
-        return []
+        return None
     unit, scale = time_unit(table)
     err = table["ci95"] if "ci95" in table else table["std"]
     workloads = list(dict.fromkeys(table["workload"]))
@@ -58,7 +62,7 @@ def cct_bars(table: pd.DataFrame, stem: Path) -> list[Path]:
         g = table[table["workload"] == w]
         x = np.arange(len(g))
         ax.bar(x, g["mean"] * scale, yerr=err[g.index].fillna(0) * scale, capsize=4,
-               color=plt.cm.tab10(x % 10))
+               color=matplotlib.colormaps["tab10"](x % 10))
         ax.set_xticks(x, g["scheme"], rotation=20, ha="right")
         ax.set_ylabel(f"CCT ({unit})")
         ax.set_title(w)
@@ -67,13 +71,13 @@ def cct_bars(table: pd.DataFrame, stem: Path) -> list[Path]:
                        label="ideal bound")
             ax.legend(loc="lower right", fontsize=8)
     fig.suptitle("Collective completion time per scheme (mean ± 95 % CI over repetitions)")
-    return _save(fig, stem)
+    return fig
 
 
-def fct_cdf(flows: pd.DataFrame, stem: Path) -> list[Path]:
+def fct_cdf(flows: pd.DataFrame) -> Figure | None:
     """CDF of flow completion times per scheme, one panel per workload."""
     if flows.empty or "fct" not in flows:
-        return []
+        return None
     workloads = list(dict.fromkeys(flows["workload"]))
     fig, axes = _grid(len(workloads))
     for ax, w in zip(axes, workloads, strict=True):
@@ -87,15 +91,15 @@ def fct_cdf(flows: pd.DataFrame, stem: Path) -> list[Path]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle("Flow completion time CDF")
-    return _save(fig, stem)
+    return fig
 
 
-def uplink_heatmap(util: pd.DataFrame, workload: str, stem: Path) -> list[Path]:
+def uplink_heatmap(util: pd.DataFrame, workload: str) -> Figure | None:
     """Utilisation of every uplink (rows) over time (columns), one panel per scheme: hashing
     shows hot rows next to idle ones, spraying an even band."""
     u = util[(util["workload"] == workload) & util["uplink"]] if not util.empty else util
     if u.empty:
-        return []
+        return None
     schemes = list(dict.fromkeys(u["scheme"]))
     # one colour scale for every panel, up to the busiest link seen (a CPU-bound emulation may
     # never get near line rate; a fixed 0..1 scale would then show nothing)
@@ -120,15 +124,16 @@ def uplink_heatmap(util: pd.DataFrame, workload: str, stem: Path) -> list[Path]:
     if im is not None:
         fig.colorbar(im, ax=axes, label="utilisation (fraction of link rate)", shrink=0.8)
     fig.suptitle(f"{workload}: per-uplink utilisation over time")
-    return _save(fig, stem)
+    return fig
 
 
-def queue_depth(queues: pd.DataFrame, workload: str, stem: Path) -> list[Path]:
+def queue_depth(queues: pd.DataFrame, workload: str) -> Figure | None:
     """The deepest egress queue of the fabric at each sample, per scheme."""
     q = queues[queues["workload"] == workload] if not queues.empty else queues
     if q.empty:
-        return []
-    fig, ax = plt.subplots(figsize=(6, 3.4), layout="constrained")
+        return None
+    fig = Figure(figsize=(6, 3.4), layout="constrained")
+    ax = fig.subplots()
     for s, g in q.groupby("scheme", sort=False):
         if "repetition" in g:
             g = g[g["repetition"] == g["repetition"].min()]
@@ -139,4 +144,33 @@ def queue_depth(queues: pd.DataFrame, workload: str, stem: Path) -> list[Path]:
     ax.set_title(f"{workload}: deepest egress queue over time")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, stem)
+    return fig
+
+
+def sweep_bars(df: pd.DataFrame) -> Figure | None:
+    """A sweep's CCT by scheme (mean and spread over repetitions), one group per grid point x
+    workload (``df``: a sweep's runs.csv, grid parameters in dotted columns)."""
+    skip = {"scheme", "repetition", "task", "cct"}
+    tag_cols = [c for c in df.columns if c in ("workload",) or c.count(".")]
+    tag_cols = [c for c in tag_cols if c not in skip]
+    d = df[df["cct"].notna()].copy() if "cct" in df else pd.DataFrame()
+    if d.empty:
+        return None
+    d["point"] = d[tag_cols].astype(str).agg(" ".join, axis=1) if tag_cols else "all"
+    stats = d.groupby(["point", "scheme"])["cct"].agg(["mean", "std"]).reset_index()
+    points = list(dict.fromkeys(stats["point"]))
+    schemes = list(dict.fromkeys(stats["scheme"]))
+    unit, scale = ("µs", 1e6) if stats["mean"].max() < 1e-3 else ("ms", 1e3)
+    width = 0.8 / max(1, len(schemes))
+    fig = Figure(figsize=(max(6, 1.5 * len(points) * len(schemes) ** 0.5), 4),
+                 layout="constrained")
+    ax = fig.subplots()
+    for i, s in enumerate(schemes):
+        sub = stats[stats["scheme"] == s].set_index("point").reindex(points)
+        ax.bar([p + i * width for p in range(len(points))], sub["mean"] * scale, width,
+               yerr=sub["std"].fillna(0) * scale, label=s, capsize=2)
+    ax.set_xticks([p + width * (len(schemes) - 1) / 2 for p in range(len(points))], points,
+                  rotation=20, ha="right")
+    ax.set_ylabel(f"CCT ({unit})")
+    ax.legend(fontsize="small")
+    return fig

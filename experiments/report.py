@@ -126,19 +126,20 @@ def _spec(r: Results) -> Any:
 
 
 def figures(r: Results, table: pd.DataFrame, out: Path) -> list[Path]:
+    """Draw every figure the tables support and save each under ``out`` (plots.save)."""
     files: list[Path] = []
-    files += plots.cct_bars(table, out / "cct")
+    files += plots.save(plots.cct_bars(table), out / "cct")
     if not r.flows.empty:
-        files += plots.fct_cdf(metrics.fct_table(r.flows), out / "fct_cdf")
+        files += plots.save(plots.fct_cdf(metrics.fct_table(r.flows)), out / "fct_cdf")
     spec = _spec(r)
     workloads = list(dict.fromkeys(r.ccts["workload"])) if not r.ccts.empty else []
     if spec is not None and not r.links.empty:
         util = metrics.link_utilisation(r.links, spec)
         for w in workloads:
-            files += plots.uplink_heatmap(util, w, out / f"uplinks_{w}")
+            files += plots.save(plots.uplink_heatmap(util, w), out / f"uplinks_{w}")
     if not r.queues.empty:
         for w in workloads:
-            files += plots.queue_depth(r.queues, w, out / f"queues_{w}")
+            files += plots.save(plots.queue_depth(r.queues, w), out / f"queues_{w}")
     return files
 
 

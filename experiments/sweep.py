@@ -278,41 +278,10 @@ def run_sweep(sweep: Sweep, out: Path, address: str | None = None, cpus: int | N
                "wall_s": round(time.perf_counter() - t0, 3), "task_dirs": dirs,
                "source": sweep.source}
     if not df.empty:
-        plot(df, out / "sweep.png")
+        from .plots import save, sweep_bars
+        save(sweep_bars(df), out / "sweep", formats=("png",))
     (out / "sweep.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
-
-
-def plot(df: pd.DataFrame, path: Path) -> None:
-    """CCT by scheme (mean and spread over repetitions), one group per grid point x workload."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    skip = {"scheme", "repetition", "task", "cct"}
-    tag_cols = [c for c in df.columns if c in ("workload",) or c.count(".")]
-    tag_cols = [c for c in tag_cols if c not in skip]
-    d = df[df["cct"].notna()].copy()
-    if d.empty:
-        return
-    d["point"] = d[tag_cols].astype(str).agg(" ".join, axis=1) if tag_cols else "all"
-    stats = d.groupby(["point", "scheme"])["cct"].agg(["mean", "std"]).reset_index()
-    points = list(dict.fromkeys(stats["point"]))
-    schemes = list(dict.fromkeys(stats["scheme"]))
-    unit, scale = ("µs", 1e6) if stats["mean"].max() < 1e-3 else ("ms", 1e3)
-    width = 0.8 / max(1, len(schemes))
-    fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(points) * len(schemes) ** 0.5), 4))
-    for i, s in enumerate(schemes):
-        sub = stats[stats["scheme"] == s].set_index("point").reindex(points)
-        ax.bar([p + i * width for p in range(len(points))], sub["mean"] * scale, width,
-               yerr=sub["std"].fillna(0) * scale, label=s, capsize=2)
-    ax.set_xticks([p + width * (len(schemes) - 1) / 2 for p in range(len(points))], points,
-                  rotation=20, ha="right")
-    ax.set_ylabel(f"CCT ({unit})")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:

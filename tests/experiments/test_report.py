@@ -84,8 +84,9 @@ def test_report_and_figures_written(tmp_path: Path) -> None:
 
 
 def test_plots_skip_without_data(tmp_path: Path) -> None:
-    assert plots.cct_bars(pd.DataFrame(), tmp_path / "x") == []
-    assert plots.queue_depth(pd.DataFrame(), "w", tmp_path / "q") == []
+    assert plots.cct_bars(pd.DataFrame()) is None
+    assert plots.queue_depth(pd.DataFrame(), "w") is None
+    assert plots.save(None, tmp_path / "x") == []
     assert not list(tmp_path.iterdir())
 
 
@@ -109,3 +110,17 @@ def test_report_says_whether_the_switches_emulated_the_delay() -> None:
     assert "The switches add each link's propagation delay themselves (100 µs wall" in text
     assert "adds no propagation delay" not in text
     assert "adds no propagation delay" in "\n".join(dilation_section(meta))
+
+
+def test_plots_return_figures_and_saving_is_separate(tmp_path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    table = pd.DataFrame({"workload": ["w", "w"], "scheme": ["ecmp", "wam"],
+                          "mean": [2e-4, 1e-4], "ci95": [1e-5, float("nan")]})
+    fig = plots.cct_bars(table)
+    assert isinstance(fig, Figure) and not list(tmp_path.iterdir())   # drawn, not written
+    assert [p.name for p in plots.save(fig, tmp_path / "cct")] == ["cct.png", "cct.svg"]
+    assert (tmp_path / "cct.png").stat().st_size > 0
+    runs = pd.DataFrame({"workload": ["w"] * 4, "scheme": ["ecmp", "ecmp", "wam", "wam"],
+                         "repetition": [0, 1, 0, 1], "cct": [2e-4, 2.1e-4, 1e-4, 1.1e-4]})
+    assert isinstance(plots.sweep_bars(runs), Figure)
