@@ -37,12 +37,12 @@ def _profile_id(schema: P4Schema, name: str) -> int:
     ``lb_select``: a compiler may list a TNA ActionProfile and its ActionSelector as one profile
     or two under its own names, and P4Runtime writes members and groups of a selector table to
     the table's implementation."""
-    for p in schema.info.action_profiles:
-        if name in (p.preamble.name, p.preamble.alias):
-            return int(p.preamble.id)
-    for t in schema.info.tables:
-        if LB_SELECT in (t.preamble.name, t.preamble.alias) and t.implementation_id:
-            return int(t.implementation_id)
+    profile = schema.index.by_name["action_profiles"].get(name)
+    if profile is not None:
+        return profile.id
+    select = schema.tables.get(LB_SELECT)
+    if select is not None and select.implementation_id:
+        return select.implementation_id
     raise KeyError(f"P4Info has no action profile {name!r}")
 
 
@@ -52,9 +52,9 @@ def member_message(schema: P4Schema, m: ProfileMember) -> p4runtime_pb2.ActionPr
                                             member_id=m.member_id)
     msg.action.action_id = a.id
     for pname, v in m.params:
-        pf = _get(a.params, pname, f"parameter of {a.name}:")
+        pf = _get(a.params_by_name, pname, f"parameter of {a.name}:")
         msg.action.params.add(param_id=pf.id, value=encode(v, pf.bitwidth))
-    missing = set(a.params) - {n for n, _ in m.params}
+    missing = set(a.params_by_name) - {n for n, _ in m.params}
     if missing:
         raise ValueError(f"member {m.member_id}: {a.name} needs {', '.join(sorted(missing))}")
     return msg
@@ -72,7 +72,7 @@ def selector_entry_message(schema: P4Schema, s: SelectorEntry) -> p4runtime_pb2.
     t = _get(schema.tables, s.table, "table")
     te = p4runtime_pb2.TableEntry(table_id=t.id)
     for name, m in s.match:
-        f = _get(t.keys, name, f"key of {t.name}:")
+        f = _get(t.fields_by_name, name, f"key of {t.name}:")
         if not isinstance(m, ExactMatch):
             raise ValueError(f"{s.table}: selector tables take exact keys, not {m}")
         te.match.add(field_id=f.id).exact.value = encode(m.value, f.bitwidth)

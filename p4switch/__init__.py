@@ -7,7 +7,8 @@ import from (``tests/architecture/test_p4switch_face.py`` holds them to it).
 - the egress queues a switch port serves (``EgressQueue``) and bit-rate texts;
 - the control socket's client of a running switch (``ControlClient``);
 - compiling P4 (``compile_file``), the device config a controller pushes (``bundle_from_file``,
-  ``compile_bundle``) and its P4Info (``build_p4info``, ``parse_p4info``);
+  ``compile_bundle``), its P4Info (``build_p4info``, ``parse_p4info``) and the index the
+  switch's P4Runtime server reads a P4Info with (``P4InfoIndex``);
 - an in-process switch (``Switch``, ``MemoryPort``), pcap files and the eBPF toolchain check.
 
 Everything else in the package is its inside and may change. Importing ``p4switch`` loads
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     )
     from p4switch.p4info import build_p4info
     from p4switch.p4info import parse as parse_p4info
+    from p4switch.p4info_index import ActionInfo, P4InfoIndex, TableInfo, canonical_bytes
     from p4switch.pcap import PcapError, PcapWriter, read_pcap
     from p4switch.pipeline.api import (
         Drop,
@@ -84,6 +86,8 @@ _FACE: dict[str, tuple[str, str]] = {
     **{n: ("p4switch.device_config", n) for n in (
         "Bundle", "BundleError", "bundle_from_file", "compile_bundle")},
     "build_p4info": ("p4switch.p4info", "build_p4info"),
+    **{n: ("p4switch.p4info_index", n) for n in (
+        "ActionInfo", "P4InfoIndex", "TableInfo", "canonical_bytes")},
     "parse_p4info": ("p4switch.p4info", "parse"),
     "Switch": ("p4switch.switch", "Switch"),
     "MemoryPort": ("p4switch.ports", "MemoryPort"),
@@ -92,14 +96,15 @@ _FACE: dict[str, tuple[str, str]] = {
 }
 
 __all__ = [
-    "BuildError", "Bundle", "BundleError", "ControlClient", "ControlError", "DEFAULT_QUEUE_DEPTH",
-    "Drop", "EgressJob", "EgressQueue", "EgressQueues", "EgressResult", "ExactMatch",
-    "IngressResult", "LpmMatch", "MatchValue", "MemoryPort", "OptionalMatch", "Output",
-    "P4CompileError", "PcapError", "PcapWriter", "Pipeline", "PipelineAPI", "ProcessResult",
-    "Program", "QueueingMetadata", "RangeMatch", "StateCode", "StateError", "Switch", "TableEntry",
-    "TernaryMatch", "build_p4info", "bundle_from_file", "compile_bundle", "compile_file",
+    "ActionInfo", "BuildError", "Bundle", "BundleError", "ControlClient", "ControlError",
+    "DEFAULT_QUEUE_DEPTH", "Drop", "EgressJob", "EgressQueue", "EgressQueues", "EgressResult",
+    "ExactMatch", "IngressResult", "LpmMatch", "MatchValue", "MemoryPort", "OptionalMatch",
+    "Output", "P4CompileError", "P4InfoIndex", "PcapError", "PcapWriter", "Pipeline",
+    "PipelineAPI", "ProcessResult", "Program", "QueueingMetadata", "RangeMatch", "StateCode",
+    "StateError", "Switch", "TableEntry", "TableInfo", "TernaryMatch", "build_p4info",
+    "bundle_from_file", "canonical_bytes", "compile_bundle", "compile_file",
     "ebpf_unavailable_reason", "format_bit_rate", "parse_bit_rate", "parse_p4info", "read_pcap",
-    "trim_frame",
+    "trim_frame"
 ]
 
 

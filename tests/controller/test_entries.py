@@ -37,8 +37,8 @@ def test_values_are_canonical_and_lpm_values_masked(schema: P4Schema) -> None:
     te = schema.table_entry(e)
     assert te.match[0].lpm.value == bytes([10, 1, 2, 0])
     assert te.match[0].lpm.prefix_len == 24
-    names = schema.actions["MyIngress.set_nhop"].param_names
-    assert {names[p.param_id]: p.value for p in te.action.action.params} == \
+    names = schema.actions["MyIngress.set_nhop"].params
+    assert {names[p.param_id][0]: p.value for p in te.action.action.params} == \
         {"port": b"\x01", "dmac": b"\x0a"}
     assert encode(0, 9) == b"\x00" and decode(b"\x01\x00") == 256
     with pytest.raises(ValueError):
