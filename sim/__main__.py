@@ -20,7 +20,8 @@ from typing import Any
 
 from model.spec import SpecError, degrade_links, fat_tree, leaf_spine, random_switch_links
 from p4switch import parse_bit_rate
-from traffic.congestion import DEFAULT_CC, REGISTRY, fabric_ecn_threshold
+from traffic.congestion import DEFAULT_CC, REGISTRY, base_rtt, fabric_ecn_threshold, host_hops
+from traffic.congestion.nscc import UEC_PRESET
 from traffic.schedules import GENERATORS, ScheduleError, parse_size
 from traffic.schedules.cm import dump_cm, failed_links, load_cm
 from traffic.transport import WIRE_OVERHEAD
@@ -130,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
                          "4150)")
     ap.add_argument("--cc", default=DEFAULT_CC.value, choices=sorted(REGISTRY),
                     help="congestion control (traffic.congestion; default %(default)s)")
+    ap.add_argument("--cc-preset", choices=["uec"],
+                    help="uec: NSCC as htsim's UEC NSCC starts (1.5 BDP window, 0.75 RTT "
+                         "queueing target; traffic.congestion.nscc.UEC_PRESET)")
     ap.add_argument("--cc-param", action="append", default=[], metavar="NAME=VALUE",
                     help="a parameter of --cc, e.g. g=0.0625 (repeatable)")
     ap.add_argument("--min-rto-us", type=float, default=None,
@@ -221,11 +225,18 @@ def main(argv: list[str] | None = None) -> int:
         a.cc = "none"
     try:
         params = dict(_cc_param(x) for x in a.cc_param)
+        if a.cc_preset:
+            if a.cc != "nscc":
+                raise ValueError(f"--cc-preset {a.cc_preset} is for --cc nscc")
+            params = {**UEC_PRESET, **params}
         transport = SIM_TRANSPORT.with_cc(a.cc, params)
         if a.mtu is not None:
             if not WIRE_OVERHEAD < a.mtu <= MAX_MTU:
                 raise ValueError(f"--mtu must be in {WIRE_OVERHEAD + 1}..{MAX_MTU}")
             transport = dataclasses.replace(transport, mss=a.mtu - WIRE_OVERHEAD)
+        if a.cc_preset:   # the preset is in RTTs and BDPs: the fabric's unloaded RTT
+            transport = dataclasses.replace(transport, base_rtt=base_rtt(
+                host_hops(spec), a.prop_us * 1e-6, rate or 1e12, transport.mss + WIRE_OVERHEAD))
         if a.min_rto_us is not None:
             if a.min_rto_us <= 0:
                 raise ValueError("--min-rto-us must be > 0")

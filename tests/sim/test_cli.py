@@ -33,6 +33,7 @@ def test_tiny_run_checks_counters(capsys: pytest.CaptureFixture[str]) -> None:
     (["--degrade", "x@y"], "is not N@FRACTION or A-B@FRACTION"),
     (["--degrade", "agg1-core9@0.5"], "no link agg1-core9"),
     (["--oversub", "0.5"], "oversubscription must be in 1..64"),
+    (["--cc-preset", "uec", "--cc", "dctcp"], "--cc-preset uec is for --cc nscc"),
     (["--workers", "2", "--prop-us", "0"], "needs --prop-us > 0"),
 ])
 def test_bad_arguments_are_one_line_errors(args: list[str], msg: str,

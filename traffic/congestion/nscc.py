@@ -27,7 +27,10 @@ class NsccParams:
     (8: a few µs at 100 Gb/s, like Swift's fabric target); ``ai``: additive increase, packets
     per RTT (Swift: 1); ``pi``: proportional increase gain (UEC NSCC's proportional term,
     0: off); ``beta``: multiplicative-decrease gain (Swift: 0.8); ``max_mdf``: largest cut in
-    one RTT (Swift: 0.5); ``init_cwnd``/``min_cwnd``: packets."""
+    one RTT (Swift: 0.5); ``init_cwnd``/``min_cwnd``: packets. With the fabric's base RTT
+    known (CcContext.base_rtt), ``init_bdp`` > 0 starts at that many bandwidth-delay products
+    instead of ``init_cwnd``, and ``target_qdelay_rtts`` > 0 sets the queueing target to that
+    fraction of the base RTT instead of ``target_qdelay_pkts`` (``UEC_PRESET``)."""
 
     target_qdelay_pkts: float = 8.0
     ai: float = 1.0
@@ -36,11 +39,20 @@ class NsccParams:
     max_mdf: float = 0.5
     init_cwnd: float = 16.0
     min_cwnd: float = 2.0
+    init_bdp: float = 0.0
+    target_qdelay_rtts: float = 0.0
 
     def check(self) -> None:
         if not 0 < self.max_mdf < 1:
             raise ValueError(f"max_mdf: must be in (0, 1), got {self.max_mdf}")
         check_window(self)
+
+
+UEC_PRESET: dict[str, float] = {"init_bdp": 1.5, "target_qdelay_rtts": 0.75}
+"""htsim's UEC NSCC starting point (uet-htsim prints it: a window of 1.5 BDP, a queueing-delay
+target of 0.75 of the fabric's unloaded RTT); ``python -m sim --cc-preset uec``. The rest of
+htsim's NSCC (fast, fair and proportional increase, quick decrease, quick adapt) is not this
+Swift-like window's (docs/htsim.md)."""
 
 
 @register
@@ -55,6 +67,11 @@ class Nscc(WindowControl):
         self._measure_base = not ctx.base_rtt
         self.delay: float | None = None   # the latest RTT sample
         self._qtarget = params.target_qdelay_pkts * ctx.packet_bytes * 8 / ctx.line_rate_bps
+        if ctx.base_rtt and params.target_qdelay_rtts:
+            self._qtarget = params.target_qdelay_rtts * ctx.base_rtt
+        if ctx.base_rtt and params.init_bdp:
+            bdp = ctx.line_rate_bps / 8 * ctx.base_rtt / ctx.packet_bytes
+            self.cwnd = max(self.floor, min(params.init_bdp * bdp, self.cap))
         self._target: float | None = None if self.base_rtt is None else self.base_rtt + self._qtarget
 
     @property

@@ -1,0 +1,23 @@
+"""NSCC's UEC preset: a window of 1.5 BDP and a queueing target of 0.75 RTT once the fabric's
+base RTT is known; without it, or without the preset, the plain defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from traffic.congestion import CcContext, cc_params, make_cc
+from traffic.congestion.nscc import UEC_PRESET
+
+
+def test_the_uec_preset_starts_at_one_and_a_half_bdp() -> None:
+    ctx = CcContext(100e9, 4150, 256, base_rtt=14e-6)
+    cc = make_cc("nscc", ctx, UEC_PRESET)
+    bdp = 100e9 / 8 * 14e-6 / 4150
+    assert cc.window == pytest.approx(1.5 * bdp)
+    assert cc.target == pytest.approx(14e-6 * 1.75)   # type: ignore[attr-defined]  # Nscc's
+
+
+def test_without_a_base_rtt_or_the_preset_the_defaults_hold() -> None:
+    assert make_cc("nscc", CcContext(100e9, 4150, 256), UEC_PRESET).window == 16
+    assert make_cc("nscc", CcContext(100e9, 4150, 256, base_rtt=14e-6), {}).window == 16
+    assert cc_params("nscc", UEC_PRESET).init_bdp == 1.5
