@@ -34,7 +34,7 @@ from model.routing import (
     compute_fabric_entries,
     failed_link_indexes,
 )
-from model.schemes import DEFAULT_SCHEME, Scheme, scheme_from_name
+from model.schemes import DEFAULT_SCHEME, Scheme, scheme_class, scheme_from_name
 from model.spec import FabricSpec
 from model.targets import TARGET_NAMES, Target
 from p4switch import ExactMatch, LpmMatch
@@ -56,6 +56,20 @@ DROP_REASONS = {1: "parser_error", 2: "bad_checksum", 3: "not_ipv4", 4: "ttl_exp
 LB_MAX_MEMBERS = 64
 COUNTER_COLUMNS = ["switch", "counter", "index", "port", "group", "member", "reason", "packets",
                    "bytes"]
+
+
+DEFAULT_LOOPS = (ControlLoop.FAILURE.value, ControlLoop.RECONCILE.value)
+
+
+def auto_loops(*schemes: Scheme | str, have: Sequence[str] = DEFAULT_LOOPS) -> tuple[str, ...]:
+    """The loops ``have`` plus every loop one of ``schemes`` needs (``Scheme.control_loop``:
+    Whack-a-Mole is dynamic only with its loop moving balls off congested members)."""
+    names = list(have)
+    for s in schemes:
+        loop = scheme_class(s).control_loop
+        if loop is not None and loop not in names:
+            names.append(loop)
+    return tuple(names)
 
 
 @dataclass(frozen=True)
@@ -116,6 +130,8 @@ class FabricController:
                                         thread_name_prefix="fabric")
         self.loops: ControlLoops | None = None  # once started
         self.loop_names: tuple[str, ...] = ()
+        self.auto_loops = False
+        """start(loops=None): Whack-a-Mole's loop joins when a group comes to use it."""
         self.packet_in_handlers: list[Callable[[PacketIn], None]] = []
         self._probe_handler: ProbeHandler | None = None
 
@@ -153,21 +169,24 @@ class FabricController:
             raise errors[0]
         return out
 
-    def start(self, scheme: Scheme | str = DEFAULT_SCHEME,
-              loops: Sequence[str] = (ControlLoop.FAILURE.value,
-                                      ControlLoop.RECONCILE.value), *,
-              reuse_pipeline: bool = False) -> FabricController:
+    def start(self, scheme: Scheme | str = DEFAULT_SCHEME, loops: Sequence[str] | None = None,
+              *, reuse_pipeline: bool = False) -> FabricController:
         """Connect, arbitrate, push the pipeline, install everything, start the loops.
 
-        ``reuse_pipeline``: a switch already running this exact program (pipeline cookie)
-        keeps it, with its counters and registers, and gets only the entry diff — fast
-        re-attachment to a running fabric. Off by default: a fresh start is a clean slate."""
+        ``loops``: the control loops to run; None (default): the failure and reconcile loops,
+        and Whack-a-Mole's whenever a group uses it (:func:`auto_loops`; a later
+        ``set_scheme`` that brings it in starts it). ``reuse_pipeline``: a switch already
+        running this exact program (pipeline cookie) keeps it, with its counters and
+        registers, and gets only the entry diff — fast re-attachment to a running fabric. Off
+        by default: a fresh start is a clean slate."""
         if self.conns:
             raise RuntimeError("FabricController already started (stop() first)")
+        self.scheme = scheme_from_name(scheme)
+        self.auto_loops = loops is None
+        loops = auto_loops(self.scheme) if loops is None else tuple(loops)
         bad = [n for n in loops if n not in LOOP_NAMES]
         if bad:
             raise ValueError(f"unknown loop(s) {bad} (choose from {', '.join(LOOP_NAMES)})")
-        self.scheme = scheme_from_name(scheme)
         self.loop_names = tuple(loops)
         t0 = time.perf_counter()
         if self.program is None:
@@ -413,7 +432,13 @@ class FabricController:
             else:
                 self._check_group(*group)
                 self.group_schemes[(group[0], group[1])] = s
-            return self.apply("api", f"scheme {s.name} for {group or 'every group'}")
+            n = self.apply("api", f"scheme {s.name} for {group or 'every group'}")
+        if self.auto_loops and self.conns:   # outside _mu: stopping the loops joins them
+            want = auto_loops(self.scheme, *self.group_schemes.values(), have=self.loop_names)
+            if want != self.loop_names:
+                self.set_loops(want)
+                self.event("loops", None, f"loops {', '.join(want)} ({s.name} needs its own)")
+        return n
 
     def set_weights(self, switch: str, group_id: int,
                     weights: Sequence[float] | Mapping[int, float]) -> int:

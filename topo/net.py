@@ -55,14 +55,17 @@ class FabricNet:
     """``with FabricNet(spec) as net:`` — the fabric, up; ``net.stop()`` tears everything down.
 
     ``timings`` records the bring-up phases (``build``: namespaces, veths, HTB; ``processes``:
-    switch processes until every gRPC port listens) in seconds.
+    switch processes until every gRPC port listens) in seconds. The switches run at real-time
+    priority by default (topo/priority.py), as every entry point runs them: a switch woken by
+    a frame must not wait behind the hosts. Most scripts want topo.session.FabricSession,
+    which also dilates the fabric's units and starts the controller.
     """
 
     def __init__(self, spec: FabricSpec, target: str = "p4switch",
                  run_dir: str | Path | None = None, pcap: bool = False,
                  log_level: str = "warn", lock_timeout: float = 0.0,
                  ready_timeout: float = 60.0, queue_depth: int | None = None,
-                 socket_buffer: int | None = None, switch_priority: str = "none",
+                 socket_buffer: int | None = None, switch_priority: str = "realtime",
                  prop_delay_us: float = 0.0) -> None:
         if target not in TARGETS:
             raise TopoError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")

@@ -35,8 +35,9 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from controller.fabric import DEFAULT_LOOPS
 from model.dilation import Dim, dilate, dim, format_rate, parse_rate
-from model.schemes import DEFAULT_SCHEME, scheme_class
+from model.schemes import DEFAULT_SCHEME
 from model.spec import FabricSpec, fat_tree, leaf_spine
 from model.targets import Target
 from traffic.wire import HDR
@@ -51,10 +52,10 @@ fabric at 1 Mb/s, the slowest rate calibration settles on on a 2-core machine.""
 RTO_BOUNDS = (0.02, 2.0)
 """RFC 6298's clamp of the RTO (s) on the emulation when the transport states none (a file in
 the emulation's own units)."""
+
 LOOPS_AUTO = None
 """``loops=None``: the failure and reconcile loops, and Whack-a-Mole's whenever a group uses
 it (added when a scheme change brings it in)."""
-DEFAULT_LOOPS = ("failure", "reconcile")
 IP_HEADERS = 20 + 8 + HDR.size
 """IPv4 + UDP + the collective header in front of a segment (a data frame's IP length is
 the segment + this)."""
@@ -527,25 +528,23 @@ class FabricSession:
 
     def _start_controller(self, scheme: Any, reuse_pipeline: bool = False) -> None:
         t0 = time.perf_counter()
-        self.loop_names = self._loops_for(scheme)
-        self.ctl.start(scheme=scheme, loops=self.loop_names, reuse_pipeline=reuse_pipeline)
+        # automatic loops: the controller adds Whack-a-Mole's whenever a group uses it
+        self.ctl.start(scheme=scheme, loops=None if self.auto_loops else self.loop_names,
+                       reuse_pipeline=reuse_pipeline)
+        self.loop_names = tuple(self.ctl.loop_names)
         self.last_scheme = self.ctl.scheme
         self.timings["install"] = self.timings.get("install", 0.0) + time.perf_counter() - t0
 
     def _loops_for(self, *schemes: Any) -> tuple[str, ...]:
-        """The loop set: as given, or (automatic) the defaults plus Whack-a-Mole's whenever a
-        group runs it."""
+        """The loop set with ``schemes`` in use: as given, or (automatic) the defaults plus
+        Whack-a-Mole's whenever a group runs it (controller.fabric.auto_loops)."""
+        from controller.fabric import auto_loops
+
         if not self.auto_loops:
             return self.loop_names
-        names = list(self.loop_names)
-        used = {getattr(s, "name", s) for s in schemes}
         if self.ctl is not None:
-            used |= {self.ctl.scheme.name, *(s.name for s in self.ctl.group_schemes.values())}
-        needed = {scheme_class(u).control_loop for u in used}
-        for loop in sorted(lp for lp in needed if lp is not None):
-            if loop not in names:
-                names.append(loop)
-        return tuple(names)
+            schemes = (*schemes, self.ctl.scheme, *self.ctl.group_schemes.values())
+        return auto_loops(*schemes, have=self.loop_names)
 
     def stop(self) -> None:
         """Stop the controller and tear the fabric down (idempotent)."""
@@ -596,12 +595,10 @@ class FabricSession:
         else:
             built = scheme
         t0 = time.perf_counter()
-        self.ctl.set_scheme(built, target)
+        self.ctl.set_scheme(built, target)   # automatic loops: Whack-a-Mole's joins with it
+        self.loop_names = tuple(self.ctl.loop_names)
         if target is None:
             self.last_scheme = built
-        want = self._loops_for(built)
-        if want != self.loop_names:
-            self.set_loops(want, auto=self.auto_loops)
         time.sleep(self.emu.settle_s)
         self.timings["set_scheme"] = self.timings.get("set_scheme", 0.0) + (
             time.perf_counter() - t0)
@@ -615,6 +612,7 @@ class FabricSession:
             self.auto_loops, self.loop_names = True, DEFAULT_LOOPS
             loops, auto = self._loops_for(), True
         self.ctl.set_loops(tuple(loops))
+        self.ctl.auto_loops = auto
         self.loop_names, self.auto_loops = tuple(loops), auto
 
     # ---- runs --------------------------------------------------------------------------------------

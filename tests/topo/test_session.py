@@ -142,25 +142,28 @@ def test_one_collective_three_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     from experiments.config import from_dict
 
     seen: list[dict[str, Any]] = []
-    stop = FabricSession.stop
+    run_schedule = FabricSession.run_schedule
 
-    def recording_stop(self: FabricSession) -> None:
-        if self.last_agent_args:
-            seen.append(self.applied())
-        stop(self)
+    def recording(self: FabricSession, *a: Any, **k: Any) -> Any:
+        out = run_schedule(self, *a, **k)
+        seen.append(self.applied())   # what this run ran with
+        return out
 
-    monkeypatch.setattr(FabricSession, "stop", recording_stop)
+    monkeypatch.setattr(FabricSession, "run_schedule", recording)
 
     # 1. the CLI of `python -m topo`, its commands on stdin
     cmds = tmp_path / "commands.txt"     # Mininet's CLI polls a real file's descriptor
-    cmds.write_text(f"collective ring_allreduce 16KB hosts={','.join(HOSTS)}\nloops\n")
+    cmds.write_text(f"collective ring_allreduce 16KB hosts={','.join(HOSTS)}\nloops\n"
+                    "lb flowlet gap=20us\nlb wam\n")
     monkeypatch.setattr("sys.stdin", cmds.open())
     code = topo_cli.main([*SMALL, "--tdf", str(TDF), "--scheme", "flowlet", "--lock-wait",
                           "600", "--run-dir", str(tmp_path / "cli")])
     out, err = capsys.readouterr()
     assert code == 0, out + err
     assert "fabric time, TDF 2000" in out and ("valid" in out or "INVALID" in out), out
-    assert "loops: failure, reconcile" in out
+    assert "loops: failure, reconcile (auto" in out
+    assert "timeout_us 20 µs fabric = 40000 µs written" in out       # lb flowlet gap=20us
+    assert "loops: failure, reconcile, wam" in out                  # lb wam starts its loop
 
     # 2. a script through the public session API
     with _session(scheme="flowlet", lock_timeout_s=600, run_dir=tmp_path / "script") as s:
@@ -195,3 +198,12 @@ def test_over_wraps_a_fabric_started_by_hand() -> None:
     s = FabricSession.over(Net(), None)
     assert (s.tdf, s.loop_names, s.units) == (1.0, (), None)
     assert s.emulated_scheme("flowlet").timeout_us == 100   # TDF 1: as the scheme states
+
+
+def test_the_controllers_automatic_loops() -> None:
+    from controller.fabric import auto_loops
+
+    assert auto_loops("ecmp") == ("failure", "reconcile")
+    assert auto_loops("ecmp", "wam") == ("failure", "reconcile", "wam")
+    assert auto_loops("wam", have=("reconcile",)) == ("reconcile", "wam")
+    assert auto_loops("wam", have=("reconcile", "wam")) == ("reconcile", "wam")
