@@ -131,7 +131,9 @@ def parser() -> argparse.ArgumentParser:
     u.add_argument("--flowlet-gap-us", type=_us, default=50.0, metavar="US",
                    help="flowlet timeout of a flowlet scheme that states none (default "
                    "%(default)s µs)")
-    u.add_argument("--cc", default="dctcp", metavar="ALGO",
+    from traffic.congestion import REGISTRY
+
+    u.add_argument("--cc", default="dctcp", choices=tuple(REGISTRY),
                    help="the hosts' congestion control (default %(default)s)")
     u.add_argument("--min-rto-us", type=_us, default=200.0, metavar="US",
                    help="the hosts' minimum retransmission timeout (default %(default)s µs)")
