@@ -968,6 +968,9 @@ class Program:
     sources: dict[str, str] = field(default_factory=dict)
     # ``type N = T;`` declarations (newtypes), name -> T, in declaration order
     new_types: dict[str, Type] = field(default_factory=dict)
+    # a newtype's annotations (P4Info lists them; ``@p4runtime_translation`` changes its
+    # P4Runtime width), by name
+    new_type_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def error_code(self, name: str) -> int:
         return self.errors.index(name)

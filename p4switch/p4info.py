@@ -26,8 +26,9 @@ Why this shape:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2, p4types_pb2
@@ -68,6 +69,9 @@ _SCOPES = {
 # left out; @controller_header and a value set's @match are written by their builders; and
 # support_timeout is the front end's note of a table property (idle_timeout_behavior here).
 # Everything else -- @defaultonly, @tableonly, @padding, @noWarn, user annotations -- is kept.
+#: ``@p4runtime_translation("uri", 32 | bit<32> | string)`` as its tokens are written
+_TRANSLATION = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*,\s*(\d+|0[xX][0-9a-fA-F]+|bit\s*<\s*\d+\s*>|string)\s*$')
+
 _STRUCTURAL_ANNOTATIONS = {
     "name", "id", "brief", "description", "hidden", "controller_header", "match",
     "support_timeout",
@@ -292,15 +296,44 @@ class _TypeInfo:
     """Builds ``P4DataTypeSpec``s, registering named types in ``P4TypeInfo`` as p4c does."""
 
     def __init__(self, info: p4types_pb2.P4TypeInfo, errors: Sequence[str] = (),
-                 new_types: dict[str, ir.Type] | None = None) -> None:
+                 new_types: dict[str, ir.Type] | None = None,
+                 annotations: dict[str, dict[str, str]] | None = None) -> None:
         self.info = info
         self.errors = list(errors)
         self.new_types = new_types or {}
+        self.annotations = annotations or {}
+
+    def translation(self, name: str) -> tuple[str, int | None] | None:
+        """``(uri, width)`` of newtype ``name`` if it has ``@p4runtime_translation(uri, w)``
+        (``w``: an int or ``bit<N>``; ``string`` gives width None), else None."""
+        body = self.annotations.get(name, {}).get("p4runtime_translation")
+        if body is None:
+            return None
+        m = _TRANSLATION.match(getattr(body, "source", "") or "")
+        if m is None:
+            raise P4InfoError(f"type {name}: @p4runtime_translation needs a URI string and a "
+                              f"width (an integer, bit<N> or string), not ({body})")
+        uri, width = m.group(1), m.group(2).replace(" ", "")
+        if width == "string":
+            return uri, None
+        return uri, int(width[4:-1] if width.startswith("bit<") else width, 0)
 
     def new_type(self, name: str) -> None:
-        """Register newtype ``name`` (p4c: ``new_types[name].original_type``)."""
+        """Register newtype ``name`` (p4c: ``new_types[name].original_type``, or
+        ``translated_type`` when it has ``@p4runtime_translation``, with its annotations)."""
         if name in self.new_types and name not in self.info.new_types:
-            self.info.new_types[name].original_type.CopyFrom(self.spec(self.new_types[name]))
+            spec = self.info.new_types[name]
+            _annotate(spec, {k: v for k, v in self.annotations.get(name, {}).items()
+                             if k != "p4runtime_translation"})
+            translated = self.translation(name)
+            if translated is None:
+                spec.original_type.CopyFrom(self.spec(self.new_types[name]))
+                return
+            spec.translated_type.uri = translated[0]
+            if translated[1] is None:
+                spec.translated_type.sdn_string.SetInParent()
+            else:
+                spec.translated_type.sdn_bitwidth = translated[1]
 
     def named(self, t: ir.Type, type_name: str) -> p4types_pb2.P4DataTypeSpec:
         """The spec of a member declared with newtype ``type_name`` (or none)."""
@@ -398,9 +431,9 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     # reaches (its actions, its direct counters and meters)
     tables = [
         (c, t)
-        for c in program.controls.values()
+        for c in _control_order(program)
         for t in c.tables.values()
-        if not _is_hidden(t.annotations) and t.name in _applied_tables(c.body)
+        if not _is_hidden(t.annotations) and t.name in _applied_by(c)
     ]
     instances: dict[tuple[str, str], ir.ExternInstance] = {}
     for name, inst in program.instances.items():
@@ -414,7 +447,8 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     p4info.pkg_info.arch = "v1model"
     if program.main_file:
         p4info.pkg_info.name = program.main_file.rsplit("/", 1)[-1].removesuffix(".p4")
-    types = _TypeInfo(p4info.type_info, program.errors, program.new_types)
+    types = _TypeInfo(p4info.type_info, program.errors, program.new_types,
+                      program.new_type_annotations)
     alloc = _IdAllocator()
 
     # ---- actions, as p4c keeps them: those a table can run (its list and default action) and
@@ -426,7 +460,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
             if key not in reached:
                 reached.append(key)
     by_tables = set(reached)
-    for c in program.controls.values():
+    for c in _control_order(program):
         for key in _direct_action_calls(c.body):
             if key not in reached:
                 reached.append(key)
@@ -444,7 +478,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         for inst in program.instances.values():
             if inst.type_name in kinds and not _is_hidden(inst.annotations):
                 out.append((None, inst))
-        for c in program.controls.values():
+        for c in _control_order(program):
             for inst in c.instances.values():
                 if inst.type_name in kinds and not _is_hidden(inst.annotations):
                     out.append((c, inst))
@@ -457,8 +491,9 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         )
 
     # which extern types each section lists is the pipeline's extern registry's to say
-    attached = {(id(c), name) for c, t in tables for name in (t.direct_counter, t.direct_meter)
-                if name is not None}
+    # (a table may name a top-level instance: it is the control's then, as p4c sees it)
+    attached = {(id(c) if name in c.instances else id(None), name) for c, t in tables
+                for name in (t.direct_counter, t.direct_meter) if name is not None}
 
     def direct(insts: list[tuple[ir.Control | None, ir.ExternInstance]]
                ) -> list[tuple[ir.Control | None, ir.ExternInstance]]:
@@ -529,6 +564,8 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
             else:
                 mf.other_match_type = k.match_kind
             _annotate(mf, k.annotations)
+            if "hidden" in k.annotations:  # a key is never left out: p4c lists it as hidden
+                mf.annotations.insert(list(k.annotations).index("hidden"), "@hidden")
             _doc(mf.doc, k.annotations)
             _type_name(types, mf, k.type_name)
         for ref in t.actions:
@@ -595,16 +632,8 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     # ---- action profiles
     for _, inst in profiles:
         ap = p4info.action_profiles.add()
-        _preamble(ap.preamble, profile_ids[inst.cp_name], inst, alias)
+        _action_profile(ap, profile_ids[inst.cp_name], inst, alias)
         ap.table_ids.extend(profile_tables.get(inst.cp_name, []))
-        ap.with_selector = inst.type_name == "action_selector"
-        if ap.with_selector:
-            ap.size = _const_int(inst.args[1] if len(inst.args) > 1 else None)
-        else:
-            ap.size = _const_int(inst.args[0] if inst.args else None)
-        mgs = inst.annotations.get("max_group_size")
-        if mgs is not None:
-            ap.max_group_size = int(str(mgs).strip(), 0)
 
     # ---- counters / direct counters
     for _, inst in counters:
@@ -656,8 +685,9 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         cm.preamble.annotations.append(f'@controller_header("{name}")')
         # p4c lists @padding fields too (annotated, so a client knows to leave them zero);
         # only @hidden ones are left out, and those still hold their position's id.
-        mids = _member_ids([(f.name, f.annotations) for f in h.fields], name)
-        for mid, f in zip(mids, h.fields, strict=True):
+        fields = controller_fields(h)
+        mids = _member_ids([(f.name, f.annotations) for f in fields], name)
+        for mid, f in zip(mids, fields, strict=True):
             if "hidden" in dict(f.annotations):
                 continue
             md = cm.metadata.add(id=mid, name=f.name, bitwidth=ir.type_width(f.type))
@@ -716,8 +746,15 @@ def _writes_type_info(program: ir.Program, p4info: p4info_pb2.P4Info) -> bool:
             "tables", "action_profiles", "counters", "direct_counters", "meters",
             "direct_meters", "controller_packet_metadata", "registers", "digests")):
         return True
+    if any(c.instances for c in program.controls.values()):
+        return True
+    # the actions a control can run (a top-level action no control uses does not count)
+    used = {k for c in program.controls.values() for k in c.actions}
+    used |= {k for c in program.controls.values() for t in c.tables.values()
+             for k in [*(r.action for r in t.actions), t.default_action.action]}
+    used |= {k for c in program.controls.values() for k in _direct_action_calls(c.body)}
     bodies = [c.body for c in program.controls.values()]
-    bodies += [a.body for a in program.actions.values()]
+    bodies += [a.body for k, a in program.actions.items() if k in used]
     stack: list[object] = list(bodies)
     while stack:
         n = stack.pop()
@@ -769,7 +806,28 @@ def _direct_action_calls(node: object) -> list[str]:
         if isinstance(n, list | tuple):
             stack.extend(reversed(n))
         elif isinstance(n, ir.Stmt | ir.ActionCase | ir.ValueCase):
-            stack.extend(reversed([getattr(n, f) for f in n.__dataclass_fields__]))
+            stack.extend(reversed(_live_parts(n)))
+    return out
+
+
+def _live_parts(n: ir.Stmt | ir.Expr | ir.ActionCase | ir.ValueCase) -> list[object]:
+    """The parts of a node that can run: p4c drops the branch an ``if`` on a constant never
+    takes (and what only that branch calls or applies)."""
+    if isinstance(n, ir.If) and isinstance(n.cond, ir.Const):
+        return [n.then if n.cond.value else n.else_]
+    return [getattr(n, f) for f in n.__dataclass_fields__]
+
+
+def _applied_by(control: ir.Control) -> set[str]:
+    """The tables a control applies: from its body, and from the keys of those tables
+    (``key = { t.apply().hit : exact; }`` applies ``t``)."""
+    out = _applied_tables(control.body)
+    todo = list(out)
+    while todo:
+        t = control.tables.get(todo.pop())
+        for name in _applied_tables([k.expr for k in t.keys] if t is not None else []) - out:
+            out.add(name)
+            todo.append(name)
     return out
 
 
@@ -785,7 +843,7 @@ def _applied_tables(node: object) -> set[str]:
         if isinstance(n, list | tuple):
             stack.extend(n)
         elif isinstance(n, ir.Stmt | ir.Expr | ir.ActionCase | ir.ValueCase):
-            stack.extend(getattr(n, f) for f in n.__dataclass_fields__)
+            stack.extend(_live_parts(n))
     return out
 
 
@@ -794,6 +852,9 @@ def _type_name(types: _TypeInfo, msg, name: str) -> None:  # noqa: ANN001 - fiel
     if name and name in types.new_types:
         msg.type_name.name = name
         types.new_type(name)
+        translated = types.translation(name)
+        if translated is not None:  # the controller's width (none for a string)
+            msg.bitwidth = translated[1] or 0
 
 
 def _register_type(types: _TypeInfo, t: ir.Type) -> None:
@@ -817,6 +878,66 @@ def _bitwidth(t: ir.Type) -> int:
         return ir.type_width(t)
     except TypeError:
         return 0
+
+
+def controller_fields(h: ir.HeaderType) -> list[ir.Field]:
+    """A controller header's fields as p4c lists them: a header holding a struct is
+    flattened, its fields named by their path (``s.f``) with the annotations of the field and
+    of the structs around it (the innermost one of each name)."""
+    if not any(isinstance(f.type, ir.StructType) for f in h.fields):
+        return list(h.fields)
+    out: list[ir.Field] = []
+
+    def walk(fields: Sequence[ir.Field], path: list[str], outer: list[tuple]) -> None:
+        for f in fields:
+            annos = [tuple(f.annotations), *outer]
+            if isinstance(f.type, ir.StructType):
+                walk(f.type.fields, [*path, f.name], annos)
+                continue
+            merged: dict[str, str] = {}
+            for level in annos:
+                for k, v in level:
+                    merged.setdefault(k, v)
+            merged.pop("name", None)
+            out.append(replace(f, name=".".join([*path, f.name]),
+                               annotations=tuple(merged.items())))
+
+    walk(h.fields, [], [])
+    return out
+
+
+def _first(annotations: dict[str, str], key: str) -> str | None:
+    """The first ``@key`` of an object, as p4c reads a size annotation (``getAnnotation``)."""
+    body = annotations.get(key)
+    if isinstance(body, ir.AnnotationText) and body.earlier:
+        return body.earlier[0].strip().strip('"')
+    return None if body is None else str(body).strip()
+
+
+def _action_profile(ap: p4info_pb2.ActionProfile, pid: int, inst: ir.ExternInstance,
+                    aliases: dict[str, str]) -> None:
+    """An action profile or selector: p4c reads ``@max_group_size``,
+    ``@selector_size_semantics`` and ``@max_member_weight`` of a selector only (ignoring
+    them, with a warning, on a profile) and lists none of them as annotations."""
+    sizing = ("max_group_size", "selector_size_semantics", "max_member_weight")
+    _preamble(ap.preamble, pid, replace(inst, annotations={
+        k: v for k, v in inst.annotations.items() if k not in sizing}), aliases)
+    ap.with_selector = inst.type_name == "action_selector"
+    size_at = 1 if ap.with_selector else 0
+    ap.size = _const_int(inst.args[size_at] if len(inst.args) > size_at else None)
+    if not ap.with_selector:
+        return
+    mgs = _first(inst.annotations, "max_group_size")
+    if mgs is not None:
+        ap.max_group_size = int(mgs, 0)
+    semantics = (_first(inst.annotations, "selector_size_semantics") or "").upper()
+    if semantics == "SUM_OF_WEIGHTS":
+        ap.sum_of_weights.SetInParent()
+    elif semantics == "SUM_OF_MEMBERS":
+        ap.sum_of_members.SetInParent()
+        mmw = _first(inst.annotations, "max_member_weight")
+        if mmw is not None:
+            ap.sum_of_members.max_member_weight = int(mmw, 0)
 
 
 def _preamble(pre: p4info_pb2.Preamble, pid: int, inst: ir.ExternInstance,

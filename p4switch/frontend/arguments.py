@@ -8,6 +8,7 @@ is discarded).
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from lark import Tree
@@ -83,7 +84,7 @@ class Arguments(Part):
                                     "constant")
         return e
 
-    def with_defaults(self, args: Args, params: list[str], defaults: dict[str, ir.Const],
+    def with_defaults(self, args: Args, params: list[str], defaults: Mapping[str, ir.Expr],
                       what: str, node: object) -> list[Tree | ir.Expr]:
         """The arguments in parameter order; an omitted one is its parameter's default (an
         ir.Const, already elaborated)."""

@@ -31,7 +31,7 @@ class VarB:
 
 @dataclass
 class ConstB:
-    value: ir.Const
+    value: ir.Const | ir.ListExpr  # a list (of constants) for a struct or header constant
 
 
 @dataclass
@@ -108,6 +108,8 @@ class SubInstB:
     params: list[SubParam]
     local_inits: list[tuple[str, ir.Type, ir.Expr | None]]
     applies: int = 0
+    # apply parameters' default values (``in T p = v``), by parameter name
+    defaults: dict[str, ir.Expr] = field(default_factory=dict)
 
 
 @dataclass

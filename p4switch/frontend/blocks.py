@@ -49,12 +49,18 @@ class BlockElaborator(Part):
             return out
         for p in params.children:
             annos, direction, tref, pname, default = p.children
-            if default is not None and defaults is None:
+            if default is not None and defaults is None and kind not in ("parser", "control"):
                 raise self.err(default, unsupported("default parameter value"))
             d = str(direction.children[0]) if direction is not None else ""
             t = self.parts.decls.resolve_type(tref, scope)
-            if default is not None:
-                assert defaults is not None  # refused above
+            if default is not None and defaults is None:
+                # a parser's or control's: its value is read where it is applied as a
+                # sub-block (subblocks.default_value); a V1Switch block gets every argument
+                if d != "in":
+                    raise self.err(default, f"only an 'in' parameter can have a default value "
+                                            f"('{name_text(pname)}' is '{d or 'directionless'}')")
+            elif default is not None:
+                assert defaults is not None
                 if d in ("out", "inout"):
                     raise self.err(default, f"an {d} parameter cannot have a default value")
                 defaults[name_text(pname)] = self.parts.args.param_default(
@@ -125,6 +131,10 @@ class BlockElaborator(Part):
             # references to the new name resolve to the existing one
             del self.env.actions[key]
             scope.names[n] = ActionB(cp)
+            if not toplevel and cp not in ctx.actions and any(
+                    cp in c.actions for c in self.env.controls.values()):
+                # a sub-control's action, inlined here: this control runs it too
+                ctx.actions.append(cp)
             return
         if not toplevel:
             ctx.actions.append(key)

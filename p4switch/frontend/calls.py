@@ -83,6 +83,9 @@ class Calls(Part):
                 if targs:
                     raise self.err(c, "actions take no type arguments")
                 return self.action_call(b.key, fname, arg_trees, c, scope, ctx)
+            if isinstance(b, FuncB) and fname == "static_assert" and b is \
+                    self.env.globals.lookup(fname):
+                return self.static_assert(arg_trees, c, scope, ctx, as_stmt)
             if isinstance(b, FuncB):
                 return self.extern_func_call(fname, b.sigs, targs, arg_trees, c, scope, ctx,
                                              as_stmt)
@@ -158,6 +161,18 @@ class Calls(Part):
                 if len(arg_trees) != 1:
                     raise self.err(c, "extract() takes one header")
                 (hdr,) = self.parts.args.bind(arg_trees, ["hdr"], "extract()")
+                if is_dontcare(hdr):
+                    # extract<T>(_): the header is read (and the packet checked) into a
+                    # variable nothing reads
+                    if len(targs) != 1 or not isinstance(targs[0], ir.HeaderType) or \
+                            targs[0].varbit is not None:
+                        raise self.err(c, "extract(_) needs a fixed-size header type: "
+                                          "extract<T>(_)")
+                    if not as_stmt:
+                        raise self.err(c, "extract() does not return a value")
+                    tmp = ir.Var(ctx.fresh("discarded"), type=targs[0], loc=loc)
+                    return ir.Block([ir.VarDecl(tmp.name, targs[0], loc=loc),
+                                     ir.Extract(tmp, loc=loc)], loc=loc)
                 h = self.parts.exprs.expr(hdr, scope, ctx)
                 if not isinstance(h.type, ir.HeaderType):
                     raise self.err(hdr, f"extract() needs a header, not {h.type}")
@@ -215,6 +230,27 @@ class Calls(Part):
         if isinstance(t, ir.StructType):
             return all(self._emittable(f.type) for f in t.fields)
         return False
+
+    def static_assert(self, arg_trees: Args, c: Tree, scope: Scope, ctx: BlockCtx,
+                      as_stmt: bool) -> ir.Expr | None:
+        """core.p4's ``static_assert(check[, message])``: checked here, at compile time (an
+        error when ``check`` is false); its value is ``true``."""
+        names = ["check", "message"][:len(arg_trees)]
+        if not 1 <= len(arg_trees) <= 2:
+            raise self.err(c, f"static_assert expects 1 or 2 arguments, got {len(arg_trees)}")
+        bound = self.parts.args.bind(arg_trees, names, "static_assert")
+        check = self.parts.exprs.expr_as(bound[0], scope, ctx, ir.BoolType(), "static_assert")
+        if not isinstance(check, ir.Const):
+            raise self.err(bound[0], "static_assert needs a compile-time known condition")
+        message = ""
+        if len(bound) == 2:
+            m = self.parts.exprs.expr(bound[1], scope, ctx)
+            if not (isinstance(m, ir.Const) and isinstance(m.type, ir.StringType)):
+                raise self.err(bound[1], "the message of static_assert must be a string")
+            message = f": {m.value}"
+        if not check.value:
+            raise self.err(c, f"static assertion failed{message}")
+        return None if as_stmt else ir.Const(True, type=ir.BoolType(), loc=self.loc(c))
 
     def action_call(self, key: str, name: str, arg_trees: Args, c: Tree, scope: Scope,
                     ctx: BlockCtx) -> ir.ActionCall:

@@ -156,7 +156,8 @@ class DeclElaborator(Part):
             return value
         if isinstance(c, Token):
             b = scope.lookup(str(c))
-            if isinstance(b, ConstB) and isinstance(b.value.value, int):
+            if isinstance(b, ConstB) and isinstance(b.value, ir.Const) and isinstance(
+                    b.value.value, int):
                 return int(b.value.value)
             raise self.err(c, f"width '{c}' is not a compile-time constant")
         return self.const_int(c, scope, "width")
@@ -188,13 +189,19 @@ class DeclElaborator(Part):
         _annos, tref, name, value = d.children
         t = self.resolve_type(tref, scope)
         e = self.parts.exprs.expr_as(value, scope, ctx, t, "constant initializer")
-        if not isinstance(e, ir.Const):
+
+        def constant(x: ir.Expr) -> bool:
+            return isinstance(x, ir.Const) or (
+                isinstance(x, ir.ListExpr) and all(constant(i) for i in x.items))
+        # a struct or header constant is a list of constants (`const S c = {1, 2};`)
+        if not (isinstance(e, ir.Const) or (isinstance(e, ir.ListExpr) and isinstance(
+                t, ir.StructType | ir.HeaderType) and constant(e))):
             raise self.err(value, f"initializer of constant '{name_text(name)}' is not a "
                                   "compile-time constant")
         self.env.declare(scope, name_text(name), ConstB(e), name)
 
     def decl_typedef_decl(self, d: Tree) -> None:
-        _annos, kw, tref, name = d.children
+        annos, kw, tref, name = d.children
         t = self.resolve_type(tref, self.env.globals)
         if isinstance(t, TypeVar | BlockTypeRef):
             raise self.err(tref, "typedef of this type is not supported")
@@ -202,6 +209,7 @@ class DeclElaborator(Part):
         newtype = name_text(name) if str(kw) == "type" else self.newtype_of(tref, self.env.globals)
         if str(kw) == "type":
             self.env.new_types[newtype] = t
+            self.env.new_type_annotations[newtype] = self.parts.annos.annotations(annos)
         self.env.declare(self.env.globals, name_text(name), TypeB(t, newtype), name)
         if not isinstance(t, ir.ExternType):
             self.env.types[name_text(name)] = t

@@ -76,14 +76,26 @@ class Elaborator:
         for decl in tree.children:
             if isinstance(decl, Tree):
                 self.declaration(decl)
+        dropped: list[str] = []
         for bname in env.sub_used - set(env.package.values()):
             # a type used only as a sub-block exists only inlined into its users (as in p4c,
             # its standalone tables and actions are not part of the program)
             control = env.controls.pop(bname, None)
             if control is not None:
-                for key in control.actions:
-                    env.actions.pop(key, None)
+                dropped.extend(control.actions)
             env.parsers.pop(bname, None)
+        for pname, parser in list(env.parsers.items()):
+            if pname not in env.package.values() and not (parser.params and isinstance(
+                    parser.params[0].type, ir.ExternType)
+                    and parser.params[0].type.name == "packet_in"):
+                del env.parsers[pname]  # a parser without a packet_in no V1Switch can run
+        # ... except the actions an inlined copy resolved to, being the same action under the
+        # same global @name(".x") (their tables refer to them)
+        kept = {k for c in env.controls.values() for t in c.tables.values()
+                for k in [*(r.action for r in t.actions), t.default_action.action]}
+        for key in dropped:
+            if key not in kept:
+                env.actions.pop(key, None)
         if not env.main_seen:
             end = ir.SourceLoc(self.pp.main_file, max(1, len(self.pp.sources.get(
                 self.pp.main_file, "").splitlines())), 1)
@@ -102,4 +114,5 @@ class Elaborator:
             main_file=self.pp.main_file,
             sources=dict(self.pp.sources),
             new_types=env.new_types,
+            new_type_annotations=env.new_type_annotations,
         )

@@ -32,11 +32,11 @@ class TableEntries(Part):
 
     def table_entries(self, p: Tree, scope: Scope, ctx: BlockCtx, table: ir.Table,
                       largest_wins: bool, delta: int) -> None:
-        const_tok = p.children[0]
+        const_tok = p.children[1]  # after the property's annotations (@noWarn: no effect)
         key_types = [k.expr.type for k in table.keys]
         if not table.keys:
             raise self.err(p, f"table '{table.name}' has no keys and cannot have entries")
-        raw = [c for c in p.children[1:] if isinstance(c, Tree)]
+        raw = [c for c in p.children[2:] if isinstance(c, Tree)]
         entries: list[ir.ConstEntry] = []
         given: list[int | None] = []
         for e in raw:

@@ -38,6 +38,7 @@ class Environment:
         self.digests: list[ir.StructType] = []
         self.package: dict[str, str] = {}
         self.new_types: dict[str, ir.Type] = {}
+        self.new_type_annotations: dict[str, dict[str, str]] = {}
         self.action_defaults: dict[str, dict[str, ir.Const]] = {}  # action key -> defaults
         self.reserved: set[str] = set()  # top-level action param/local names
         self.top = BlockCtx("toplevel", "", set())

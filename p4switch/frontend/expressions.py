@@ -5,7 +5,8 @@ literals, casts, unary/binary operators (constant-folded), ?: and implicit conve
 
 from __future__ import annotations
 
-from dataclasses import replace
+import copy
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 from lark import Token, Tree
@@ -30,6 +31,7 @@ from p4switch.frontend.bindings import (
 from p4switch.frontend.errors import unsupported
 from p4switch.frontend.parts import Part
 from p4switch.frontend.trees import (
+    name_text,
     unquote,
 )
 from p4switch.frontend.types import (
@@ -76,6 +78,14 @@ def _fold(op: str, a: int, b: int, t: object) -> int:
     return wrap(v, t) if isinstance(t, ir.BitsType) else v
 
 
+@dataclass
+class NamedList(ir.ListExpr):
+    """Front end only: ``{f = e, ...}`` before a struct or header type gives it its field
+    order (``coerce``); used where no such type is expected, it is a tuple in source order."""
+
+    names: list[str] = field(default_factory=list)
+
+
 class ExprElaborator(Part):
     """Expressions and their typing rules (``parts.exprs``): names, members, slices,
     operators, casts, ``?:``, and ``coerce``, which every part uses to check a value's type."""
@@ -116,7 +126,7 @@ class ExprElaborator(Part):
             if isinstance(b, VarB):
                 return ir.Var(b.ir_name, type=b.type, loc=loc)
             if isinstance(b, ConstB):
-                return replace(b.value, loc=loc)
+                return replace(copy.deepcopy(b.value), loc=loc)
             if isinstance(b, InstanceB | TableB | ActionB | ValueSetB | FuncB | SubInstB):
                 return Named(b, name, t)
             if b is None:
@@ -184,6 +194,16 @@ class ExprElaborator(Part):
             items_t = t.children[0].children if t.children[0] is not None else []
             items = [self.expr(i, scope, ctx) for i in items_t if i is not None]
             return ir.ListExpr(items, type=ir.TupleType(tuple(i.type for i in items)), loc=loc)
+        if d == "struct_expr":
+            # `{f = e, ...}` (spec 8.13): a struct or header value once its type is known
+            kvs = [kv for kv in t.children if kv is not None]
+            names = [name_text(kv.children[0]) for kv in kvs]
+            dup = next((n for i, n in enumerate(names) if n in names[:i]), None)
+            if dup is not None:
+                raise self.err(t, f"field '{dup}' given twice")
+            items = [self.expr(kv.children[1], scope, ctx) for kv in kvs]
+            return NamedList(items, names=names,
+                             type=ir.TupleType(tuple(i.type for i in items)), loc=loc)
         if d == "cast":
             target = self.parts.decls.resolve_type(t.children[0], scope)
             return self.cast(self.expr(t.children[1], scope, ctx), target, t)
@@ -318,6 +338,19 @@ class ExprElaborator(Part):
                 # warns, then wraps it as an explicit cast would)
                 return ir.Const(wrap(int(e.value), t), type=t, loc=e.loc)
             return ir.Cast(e, type=t, loc=e.loc)
+        if isinstance(e, NamedList) and isinstance(t, ir.StructType | ir.HeaderType):
+            fields = [f.name for f in t.fields]
+            if sorted(e.names) != sorted(fields):
+                missing = [f for f in fields if f not in e.names]
+                extra = [n for n in e.names if n not in fields]
+                raise self.err(node, f"{what}: {t} has fields {', '.join(fields)}"
+                                     + (f"; missing {', '.join(missing)}" if missing else "")
+                                     + (f"; no field {', '.join(extra)}" if extra else ""))
+            by_name = dict(zip(e.names, e.items, strict=True))
+            e = ir.ListExpr([by_name[f] for f in fields], type=e.type, loc=e.loc)
+        elif isinstance(e, NamedList):
+            raise self.err(node, f"{what}: expected {t}, got a structure with fields "
+                                 f"{', '.join(e.names)}")
         if isinstance(e, ir.ListExpr) and isinstance(t, ir.StructType | ir.HeaderType):
             if len(e.items) != len(t.fields):
                 raise self.err(node, f"{what}: {t} has {len(t.fields)} fields, the list has "
@@ -332,6 +365,10 @@ class ExprElaborator(Part):
             items = [self.coerce(i, et, node, what) for i, et in zip(e.items, t.elems,
                                                                       strict=True)]
             return ir.ListExpr(items, type=t, loc=e.loc)
+        if (isinstance(e.type, ir.EnumType) and e.type.underlying is not None
+                and e.type.underlying == t and isinstance(node, Tree)):
+            # a serializable enum converts to its underlying type implicitly (spec 8.3)
+            return self.cast(e, t, node)
         if isinstance(t, ir.ExternType) and isinstance(e.type, ir.ExternType) and (
             e.type.name == t.name
         ):
@@ -507,6 +544,13 @@ class ExprElaborator(Part):
             return self.coerce(left, b, lt, f"'{op}'"), right
         if isinstance(right, ir.ListExpr) and isinstance(a, ir.StructType | ir.HeaderType):
             return left, self.coerce(right, a, rt, f"'{op}'")
+        # a serializable enum meets a number: it converts to its underlying type (spec 8.3)
+        if (isinstance(a, ir.EnumType) and a.underlying is not None
+                and isinstance(b, ir.BitsType | ir.InfIntType)):
+            return self.unify(self.cast(left, a.underlying, lt), right, lt, rt, op, node)
+        if (isinstance(b, ir.EnumType) and b.underlying is not None
+                and isinstance(a, ir.BitsType | ir.InfIntType)):
+            return self.unify(left, self.cast(right, b.underlying, rt), lt, rt, op, node)
         raise self.err(node, f"'{op}' needs operands of the same type, got {a} and {b} "
                              "(add a cast)")
 

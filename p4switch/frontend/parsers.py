@@ -69,9 +69,9 @@ class Parsers(Part):
         """A parser's locals and states once its parameters are bound (by a plain
         declaration, or by a specialisation with constructor arguments)."""
         ttree = d.children[0]
-        if not plist or not (isinstance(plist[0].type, ir.ExternType)
-                             and plist[0].type.name == "packet_in"):
-            raise self.err(ttree, f"parser '{name}' must take a packet_in as first parameter")
+        # a parser without a packet_in (p4c allows one) can only be a sub-parser: the V1Switch
+        # check of its parameters refuses it as the package's parser, and the program leaves
+        # it out when nothing applies it
         for item in d.children[2:]:
             if not isinstance(item, Tree) or item.data == "parser_state":
                 continue
@@ -194,6 +194,14 @@ class Parsers(Part):
             elems = ks.children
         else:
             elems = ks.children
+        if (len(elems) == 1 and elems[0].data == "ks_value" and isinstance(
+                elems[0].children[0], Tree) and elems[0].children[0].data == "list_expr"):
+            # `{(a)}` / `{{a, b}}`: a keyset written as one list expression of the key values
+            items = elems[0].children[0].children[0]
+            items = [i for i in (items.children if items is not None else []) if i is not None]
+            if len(items) == len(types) and not any(
+                    isinstance(t, ir.TupleType | ir.StructType) for t in types):
+                elems = [Tree("ks_value", [i], elems[0].meta) for i in items]
         if len(elems) == 1 and elems[0].data == "ks_default" and len(types) != 1:
             return [ir.KeysetDefault() for _ in types]
         if len(elems) == 1 and elems[0].data == "ks_value" and len(types) > 1:

@@ -89,14 +89,18 @@ class SubBlocks(Part):
         # apply parameters: one variable per instance in the enclosing block (control-level,
         # so that the instance's actions and table keys see them)
         params: list[SubParam] = []
+        defaults: dict[str, ir.Expr] = {}
         ptree = ttree.children[3]
         for p in ptree.children if ptree is not None else []:
             _pa, direction, tref, pname, default = p.children
-            if default is not None:
-                raise self.err(default, unsupported("default parameter value"))
             dname = str(direction.children[0]) if direction is not None else ""
             pt = self.parts.decls.resolve_type(tref, iscope)
             n = name_text(pname)
+            if default is not None:
+                if dname != "in":
+                    raise self.err(default, f"only an 'in' parameter can have a default value "
+                                            f"('{n}' is '{dname or 'directionless'}')")
+                defaults[n] = self.default_value(default, pt, iscope, n)
             if isinstance(pt, ir.ExternType):
                 if pt.name not in ("packet_in", "packet_out"):
                     raise self.err(p, unsupported(f"{pt.name} parameters of sub-{b.kind}s"))
@@ -125,7 +129,8 @@ class SubBlocks(Part):
             else:
                 self.parts.blocks.block_local(item, iscope, sub)
         self.env.declare(scope if into is None else into, inst,
-                         SubInstB(b.kind, inst, tree, iscope, sub, params, inits), name)
+                         SubInstB(b.kind, inst, tree, iscope, sub, params, inits,
+                                  defaults=defaults), name)
         self.env.sub_used.add(t.name)
 
     def ctor_args(self, d: Tree, kind: str, tname: str, ctor: Tree | None, args: Tree | None,
@@ -246,21 +251,41 @@ class SubBlocks(Part):
                                   f"'{f'{sp.direction} {sp.type}'.strip()}'")
         self.sub_instance(a, b, BlockTypeRef(bname), cargs, pname, scope, sub, {}, into=iscope)
 
+    def default_value(self, default: Tree, t: ir.Type, scope: Scope, pname: str) -> ir.Expr:
+        """A sub-block parameter's default: a compile-time constant of its type (a list of
+        constants for a struct or header)."""
+        e = self.parts.exprs.expr_as(default, scope, BlockCtx("toplevel", "", set()), t,
+                                     f"default value of '{pname}'")
+
+        def constant(x: ir.Expr) -> bool:
+            return isinstance(x, ir.Const) or (
+                isinstance(x, ir.ListExpr) and all(constant(i) for i in x.items))
+        if not constant(e):
+            raise self.err(default, f"the default value of '{pname}' must be a compile-time "
+                                    "constant")
+        return e
+
     def sub_apply(self, ib: SubInstB, arg_trees: Args, c: Tree, scope: Scope,
                   ctx: BlockCtx) -> ir.Stmt | ParserCall:
         """``c.apply(args)``: copy-in (left to right; ``out`` parameters start at zero), the
         re-initialised locals, the callee's body with ``return`` lowered to a flag, copy-out
         (left to right). For a sub-parser the caller's state is split instead."""
         what = f"{ib.name}.apply()"
-        if len(arg_trees) != len(ib.params):
-            raise self.err(c, f"{what} expects {len(ib.params)} arguments, got "
-                              f"{len(arg_trees)}")
-        bound = self.parts.args.bind(arg_trees, [p.name for p in ib.params], what)
+        bound: list[Tree | ir.Expr]
+        if ib.defaults:  # an omitted argument is its parameter's default value
+            bound = self.parts.args.with_defaults(arg_trees, [p.name for p in ib.params],
+                                                  ib.defaults, what, c)
+        else:
+            if len(arg_trees) != len(ib.params):
+                raise self.err(c, f"{what} expects {len(ib.params)} arguments, got "
+                                  f"{len(arg_trees)}")
+            bound = list(self.parts.args.bind(arg_trees, [p.name for p in ib.params], what))
         pre: list[ir.Stmt] = []
         post: list[ir.Stmt] = []
         loc = self.loc(c)
         for p, a in zip(ib.params, bound, strict=True):
             if not p.ir_name:
+                assert not isinstance(a, ir.Expr)  # packet parameters have no defaults
                 e = self.parts.exprs.expr(a, scope, ctx)
                 # packet_in/packet_out (the parameters without a variable)
                 if not (isinstance(e.type, ir.ExternType) and isinstance(p.type, ir.ExternType)
@@ -269,6 +294,9 @@ class SubBlocks(Part):
                                       f"{e.type}")
                 continue
             var = ir.Var(p.ir_name, type=p.type, loc=loc)
+            if isinstance(a, ir.Expr):  # a default value
+                pre.append(ir.Assign(var, a, loc=loc))
+                continue
             if is_dontcare(a):
                 if p.direction != "out":
                     raise self.err(a, f"'_' can only be passed for an out parameter "

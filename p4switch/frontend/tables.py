@@ -6,6 +6,9 @@ the key's match kind. Entries and their priorities are in ``entries``.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 from lark import Token, Tree
 
 from p4switch import ir
@@ -18,9 +21,9 @@ from p4switch.frontend.bindings import (
     TableB,
 )
 from p4switch.frontend.diagnostics import warn
-from p4switch.frontend.errors import unsupported
+from p4switch.frontend.errors import P4CompileError, unsupported
 from p4switch.frontend.parts import Part
-from p4switch.frontend.trees import expr_text, name_text
+from p4switch.frontend.trees import expr_text, name_text, unquote
 
 #: Whether table actions lists may bind directional action arguments (``ir.ActionRef.args``).
 #: On since both pipeline paths (codegen's general driver, fused) execute them.
@@ -88,7 +91,8 @@ class Tables(Part):
                         value, scope, ctx, table, "direct_meter", pn)
                 elif pn == "implementation":
                     table.implementation = self.table_instance_prop(
-                        value, scope, ctx, table, ("action_profile", "action_selector"), pn)
+                        value, scope, ctx, table, ("action_profile", "action_selector"), pn,
+                        self.parts.annos.annotations(p_annos, scope))
                 elif pn == "largest_priority_wins":
                     e = self.parts.exprs.expr(value, scope, ctx)
                     if not (isinstance(e, ir.Const) and isinstance(e.type, ir.BoolType)):
@@ -148,11 +152,23 @@ class Tables(Part):
         elif not isinstance(t, ir.BitsType | ir.BoolType | ir.EnumType):
             raise self.err(expr_t, f"table key type {t} is not allowed (use bit<W>, int<W>, "
                                    "bool, error or a serializable enum)")
-        name = annos.get("name") or _key_name(expr_t)
+        name = annos.get("name") or _key_name(expr_t, lambda base: self._field_names(
+            base, scope, ctx))
         type_name = ""
         if isinstance(e, ir.Member) and isinstance(e.base.type, ir.StructType | ir.HeaderType):
             type_name = next((f.type_name for f in e.base.type.fields if f.name == e.field), "")
         return ir.TableKey(e, kind, name, annos, type_name)
+
+    def _field_names(self, base: Tree | Token, scope: Scope, ctx: BlockCtx) -> dict[str, str]:
+        """The ``@name``s of the fields of the struct or header ``base`` evaluates to."""
+        try:
+            t = self.parts.exprs.expr(base, scope, ctx).type
+        except P4CompileError:
+            return {}
+        if not isinstance(t, ir.StructType | ir.HeaderType):
+            return {}
+        return {f.name: str(dict(f.annotations)["name"]) for f in t.fields
+                if dict(f.annotations).get("name")}
 
     def action_ref(self, ar: Tree, scope: Scope, ctx: BlockCtx,
                    table: ir.Table) -> ir.ActionRef:
@@ -253,7 +269,11 @@ class Tables(Part):
         return rest
 
     def table_instance_prop(self, value: Tree, scope: Scope, ctx: BlockCtx, table: ir.Table,
-                            kinds: str | tuple[str, ...], prop: str) -> str:
+                            kinds: str | tuple[str, ...], prop: str,
+                            prop_annos: dict[str, str] | None = None) -> str:
+        """The instance a table property names or constructs. A constructed one is named
+        after the table, or as p4c names it by the property's own ``@name`` (the first one,
+        as written: no control prefix), and carries the property's other annotations."""
         kinds = (kinds,) if isinstance(kinds, str) else kinds
         if value.data == "construct":
             tref, args = value.children
@@ -267,7 +287,11 @@ class Tables(Part):
                 annos["name"] = table.annotations["name"]
             inst = self.parts.blocks.make_instance(t, args, value, scope, ctx, local, annos, value)
             inst.cp_name = table.cp_name if local == table.name else f"{table.cp_name}_{prop}"
-            inst.annotations = {}
+            inst.annotations = {k: v for k, v in (prop_annos or {}).items() if k != "name"}
+            if prop_annos and prop_annos.get("name"):
+                first = prop_annos["name"]
+                earlier = getattr(first, "earlier", ())
+                inst.cp_name = (unquote(earlier[0]) if earlier else str(first)).lstrip(".")
             inst.name = local  # the table's IR name already carries ctx.local_prefix
             ctx.instances[local] = inst
             return local
@@ -319,15 +343,53 @@ class Tables(Part):
         raise self.err(node, unsupported(f"const entries for '{kind}' keys"))
 
 
-def _key_name(expr_t: Tree) -> str:
+def _key_name(expr_t: Tree | Token,
+              field_names: Callable[[Tree | Token], dict[str, str]] | None = None) -> str:
     """A key's control-plane name as p4c gives it: the expression's text, except that a
     validity test ``h.isValid()`` is named ``h.$valid$`` (the BMv2 field p4c matches on), so
-    P4Info, P4Runtime requests and STF files written for p4c address the same key."""
-    if (isinstance(expr_t, Tree) and expr_t.data == "call" and not expr_t.children[1]
-            and isinstance(expr_t.children[0], Tree) and expr_t.children[0].data == "member"
-            and str(expr_t.children[0].children[1].children[0]) == "isValid"):
-        return f"{expr_text(expr_t.children[0].children[0])}.$valid$"
+    P4Info, P4Runtime requests and STF files written for p4c address the same key; a field
+    with ``@name("n")`` is named ``n`` (``.n``: ``n`` alone, without what is left of it), and
+    a constant is written in its base without width or leading zeros (``0x0f`` -> ``0xf``).
+    ``field_names(base)``: the ``@name``s of the fields of the struct/header ``base`` is."""
+    if not isinstance(expr_t, Tree):
+        return expr_text(expr_t)
+    d, c = expr_t.data, expr_t.children
+    if (d == "call" and not c[1] and isinstance(c[0], Tree) and c[0].data == "member"
+            and str(c[0].children[1].children[0]) == "isValid"):
+        return f"{_key_name(c[0].children[0], field_names)}.$valid$"
+    if d == "member":
+        field = str(c[1].children[0])
+        renamed = (field_names(c[0]) if field_names else {}).get(field)
+        if renamed is not None and renamed.startswith("."):
+            return renamed[1:]
+        return f"{_key_name(c[0], field_names)}.{renamed or field}"
+    if d == "int_lit":
+        return _constant_text(str(c[0]))
+    if d == "index":
+        return f"{_key_name(c[0], field_names)}[{_key_name(c[1], field_names)}]"
+    if d == "slice":
+        return (f"{_key_name(c[0], field_names)}[{_key_name(c[1], field_names)}:"
+                f"{_key_name(c[2], field_names)}]")
+    if d == "binop" and str(c[1]) == "&":
+        return f"{_key_name(c[0], field_names)} & {_key_name(c[2], field_names)}"
     return expr_text(expr_t)
+
+
+def _constant_text(literal: str) -> str:
+    """An integer literal as p4c names it in a key: its value in its base, no width."""
+    digits = literal.replace("_", "")
+    m = re.fullmatch(r"[0-9]+[ws](-?)(.*)", digits)
+    sign = ""
+    if m is not None:
+        sign, digits = m.group(1), m.group(2)
+    prefix = digits[:2].lower()
+    base = {"0x": 16, "0b": 2, "0o": 8, "0d": 10}.get(prefix)
+    if base is None:
+        return literal if not digits.isdigit() else sign + str(int(digits))
+    value = int(digits[2:], base)
+    text = {16: "x", 2: "b", 8: "o", 10: "d"}[base]
+    body = format(value, text) if base != 10 else str(value)
+    return f"{sign}{'0' + text if base != 10 else ''}{body}"
 
 
 def _prefix_len(mask: int, width: int) -> int | None:

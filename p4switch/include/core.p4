@@ -42,6 +42,10 @@ extern packet_out {
 /* In a parser: when check is false, stop parsing with the given error. */
 extern void verify(in bool check, in error toSignal);
 
+/* At compile time: an error (with the message, if given) when check is false; else true. */
+extern bool static_assert(bool check, string message);
+extern bool static_assert(bool check);
+
 /* The action that does nothing; the implicit default of tables. */
 @noWarn("unused")
 action NoAction() {}

@@ -979,7 +979,7 @@ class BlockGen(ir.Visitor):
             return
         fn = registry.extern_function(s.method)
         if fn is None:
-            raise BuildError(f"unsupported extern function {s.method}")
+            raise BuildError(f"unsupported extern function {s.method}", s.loc)
         fn.general(self, s)
 
     def method_call(self, s: ir.ExternCall) -> None:
@@ -989,7 +989,7 @@ class BlockGen(ir.Visitor):
         kind = registry.extern_object(inst.type_name)
         gen = kind.methods.get(s.method) if kind is not None else None
         if gen is None:
-            raise BuildError(f"unsupported extern method {inst.type_name}.{s.method}")
+            raise BuildError(f"unsupported extern method {inst.type_name}.{s.method}", s.loc)
         gen(self, s, obj, g)
 
     # -- actions and tables ----------------------------------------------------------------

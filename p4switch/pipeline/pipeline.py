@@ -386,7 +386,7 @@ class Pipeline:
         """The run-time state of one extern instance, as the extern registry declares it."""
         kind = registry.extern_object(inst.type_name)
         if kind is None:
-            raise BuildError(f"unsupported extern {inst.type_name} ({inst.cp_name})")
+            raise BuildError(f"unsupported extern {inst.type_name} ({inst.cp_name})", inst.loc)
         obj = kind.make_state(inst)
         if not kind.direct and kind.space is not None:
             self._space(kind.space)[inst.cp_name] = obj

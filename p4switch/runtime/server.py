@@ -25,7 +25,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4data_pb2, p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4switch import bmv2json, device_config, ir, pi_device_config
-from p4switch.p4info import P4InfoError, build_p4info
+from p4switch.p4info import P4InfoError, build_p4info, controller_fields
 from p4switch.pipeline import api
 from p4switch.runtime.entities import Entities, EntityKind, ServerState
 from p4switch.runtime.errors import (
@@ -664,7 +664,7 @@ def _header_fields(cur: PipelineConfig, role: str) -> list[tuple[str, int, int |
         return []
     metas = cur.schema.packet_in if role == "packet_in" else cur.schema.packet_out
     ids = {m.name: m.id for m in metas}
-    return [(f.name, ir.type_width(f.type), ids.get(f.name)) for f in h.fields]
+    return [(f.name, ir.type_width(f.type), ids.get(f.name)) for f in controller_fields(h)]
 
 
 def build_packet_out(cur: PipelineConfig, pkt: p4runtime_pb2.PacketOut) -> bytes:
