@@ -1,10 +1,13 @@
 """Run-time state of v1model extern instances: registers, counters, meters, parser value sets.
 
-The generated code touches these objects directly (``values``, ``packets``/``bytes`` lists,
+The generated code touches these objects directly (``values``, ``packets``/``bytes`` cells:
+lists, or for big arrays memoryviews over lazily zeroed memory, ``zero_cells``;
 ``execute``), so their attributes are part of the code generator's contract.
 """
 
 from __future__ import annotations
+
+import mmap
 
 from p4switch import ir
 
@@ -13,15 +16,35 @@ from .api import ExactMatch, MatchValue, MeterConfig, StateCode, StateError, Ter
 GREEN, YELLOW, RED = 0, 1, 2  # v1model MeterColor encoding (BMv2: green 0, yellow 1, red 2)
 
 
+LAZY_CELLS = 4096
+"""Arrays of at least this many cells live in lazily zeroed memory (``zero_cells``)."""
+
+
+def zero_cells(size: int, signed: bool | None) -> list[int] | memoryview:
+    """``size`` integer cells, all 0, indexed like a list. A big array is a memoryview of
+    64-bit cells (``signed`` or not) over a private anonymous mapping, whose pages the
+    kernel zero-fills on first write: a simulated k=16 fabric's 320 switches hold ~6,400
+    arrays of 16,384 cells, nearly all 0 for the whole run — 190 MB as lists, a few MB
+    this way. Small arrays, and cells that are not 64-bit integers (``signed`` None), are
+    lists. Private, so a forked process (sim.parallel) writes its own copy."""
+    if signed is None or size < LAZY_CELLS:
+        return [0] * size
+    raw = memoryview(mmap.mmap(-1, size * 8, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS))
+    return raw.cast("q") if signed else raw.cast("Q")
+
+
 class RegisterArray:
     """``register<T>(size)``. Out-of-range ``read`` gives 0 and out-of-range ``write`` is
-    ignored (docs/architecture.md; BMv2 instead leaves the read destination unchanged and logs an error)."""
+    ignored (docs/architecture.md; BMv2 instead leaves the read destination unchanged and logs an error).
+    ``numeric``: T is ``bit<W>``/``int<W>`` (then a big array's cells are lazily zeroed
+    64-bit integers where W allows)."""
 
-    def __init__(self, inst: ir.ExternInstance, size: int, width: int) -> None:
+    def __init__(self, inst: ir.ExternInstance, size: int, width: int,
+                 numeric: bool = False) -> None:
         self.inst = inst
         self.size = size
         self.width = width
-        self.values = [0] * size
+        self.values = zero_cells(size, True if numeric and width < 64 else None)
 
 
 class CounterArray:
@@ -32,8 +55,8 @@ class CounterArray:
         self.inst = inst
         self.size = size
         self.kind = kind
-        self.packets = [0] * size
-        self.bytes = [0] * size
+        self.packets = zero_cells(size, False)
+        self.bytes = zero_cells(size, False)
 
 
 class TrTCM:

@@ -356,7 +356,7 @@ class Pipeline:
             new = self._objs[key]
             counterpart[id(old)] = new
             for attr, val in vars(old).items() if hasattr(old, "__dict__") else ():
-                if isinstance(val, list | dict) and hasattr(new, attr):
+                if isinstance(val, list | dict | memoryview) and hasattr(new, attr):
                     counterpart[id(val)] = getattr(new, attr)
         out: dict[str, Any] = {}
         for name, val in globs.items():
@@ -780,8 +780,8 @@ class Pipeline:
         ts = self._table(table)
         if not ts.table.direct_counter:
             raise StateError(StateCode.INVALID_ARGUMENT, f"{ts.table.cp_name} has no direct counter")
-        if packets < 0 or bytes_ < 0:
-            raise StateError(StateCode.INVALID_ARGUMENT, "counter values must be >= 0")
+        if not (0 <= packets < 1 << 64 and 0 <= bytes_ < 1 << 64):
+            raise StateError(StateCode.INVALID_ARGUMENT, "counter values must be 0 .. 2^64-1")
         es = ts.find(match, priority)
         es.packets, es.bytes = packets, bytes_
 
@@ -915,8 +915,8 @@ class Pipeline:
 
     def counter_write(self, counter: str, index: int, packets: int, bytes_: int) -> None:
         c = self._counter(counter, index)
-        if packets < 0 or bytes_ < 0:
-            raise StateError(StateCode.INVALID_ARGUMENT, "counter values must be >= 0")
+        if not (0 <= packets < 1 << 64 and 0 <= bytes_ < 1 << 64):
+            raise StateError(StateCode.INVALID_ARGUMENT, "counter values must be 0 .. 2^64-1")
         c.packets[index], c.bytes[index] = packets, bytes_
 
     def counter_size(self, counter: str) -> int:

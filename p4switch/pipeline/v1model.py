@@ -29,7 +29,8 @@ from .tables import ActionProfileState
 
 def _register_state(inst: ir.ExternInstance) -> RegisterArray:
     width = ir.type_width(inst.type_args[0]) if inst.type_args else 32
-    return RegisterArray(inst, const_int(inst.args[0]), width)
+    numeric = not inst.type_args or isinstance(inst.type_args[0], ir.BitsType)
+    return RegisterArray(inst, const_int(inst.args[0]), width, numeric)
 
 
 def _counter_state(inst: ir.ExternInstance) -> CounterArray:
