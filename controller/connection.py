@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 from google.rpc import code_pb2, status_pb2
@@ -77,9 +78,9 @@ class SwitchConnection:
         self._lock = threading.Lock()
         self._channel: grpc.Channel | None = None
         self._stub: p4runtime_pb2_grpc.P4RuntimeStub | None = None
-        self._out: queue.Queue | None = None
+        self._out: queue.Queue[object] | None = None
         self._reader: threading.Thread | None = None
-        self._arb: queue.Queue = queue.Queue()
+        self._arb: queue.Queue[p4runtime_pb2.MasterArbitrationUpdate | Exception] = queue.Queue()
 
     # ---- connection --------------------------------------------------------------------------
     def connect(self, timeout: float = 10.0) -> None:
@@ -117,7 +118,7 @@ class SwitchConnection:
         except grpc.FutureTimeoutError:
             channel.close()
             raise SwitchError("gRPC channel not ready (is the switch running?)") from None
-        out: queue.Queue = queue.Queue()
+        out: queue.Queue[object] = queue.Queue()
         stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
         stream = stub.StreamChannel(iter(out.get, _CLOSE))
         self._arb = queue.Queue()
@@ -144,7 +145,8 @@ class SwitchConnection:
                               f"{arb.status.message}{why}")
         self.primary.set()
 
-    def _read_stream(self, stream, out: queue.Queue) -> None:
+    def _read_stream(self, stream: Iterable[p4runtime_pb2.StreamMessageResponse],
+                     out: queue.Queue[object]) -> None:
         err: Exception | None = None
         try:
             for msg in stream:
@@ -214,7 +216,7 @@ class SwitchConnection:
             raise SwitchError(f"switch {self.name}: not connected")
         return stub
 
-    def _eid(self, msg) -> None:
+    def _eid(self, msg: Any) -> None:   # any request message with an election_id
         msg.election_id.high, msg.election_id.low = self.election_id
 
     def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes,

@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pandas as pd
 
-from model.entries import Entry, diff_entries
+from model.entries import Entry, EntryKey, diff_entries
 from model.routing import (
     DEFAULT_ECN_THRESHOLD,
     EcnThreshold,
@@ -120,7 +120,7 @@ class FabricController:
         self.admin_failed: set[frozenset[str]] = set()
         self.detected_failed: set[int] = set()
         self.entries: FabricEntries | None = None
-        self.installed: dict[str, dict[tuple, Entry]] = {}
+        self.installed: dict[str, dict[EntryKey, Entry]] = {}
         self.stats: dict[str, float] = {}
         self.reused: set[str] = set()
         """Switches whose running pipeline (same cookie) was kept at the last push."""
@@ -467,7 +467,7 @@ class FabricController:
         if switch not in self.spec.switches:
             raise ValueError(f"unknown switch {switch!r}")
 
-    def _check_group(self, switch: str, group_id: int):
+    def _check_group(self, switch: str, group_id: int) -> Group:
         self._check_switch(switch)
         entries = self.entries or self._compute()
         try:
@@ -522,7 +522,7 @@ class FabricController:
         except KeyError:
             raise SwitchError(f"switch {switch}: not connected (start() first)") from None
 
-    def _read_counters_of(self, name: str) -> list[dict]:
+    def _read_counters_of(self, name: str) -> list[dict[str, Any]]:
         assert self.schema is not None and self.entries is not None
         sch = self.schema
         ports = sorted(self.spec.ports(name))
@@ -621,7 +621,7 @@ class FabricController:
                               f"{len(commands)} register reads")
         return values
 
-    def _queues_of(self, name: str, clear: bool) -> list[dict]:
+    def _queues_of(self, name: str, clear: bool) -> list[dict[str, Any]]:
         ports = sorted(p for p, (peer, _) in self.spec.ports(name).items())
         cells = self._read_register_cells(name, {QDEPTH_MAX: ports, QDEPTH_LAST: ports})
         mx, last = cells[QDEPTH_MAX], cells[QDEPTH_LAST]
@@ -663,7 +663,7 @@ class FabricController:
         return pd.DataFrame(rows, columns=["src", "src_port", "dst", "dst_port", "tx_packets",
                                            "tx_bytes", "up"])
 
-    def _routes_of(self, name: str) -> list[dict]:
+    def _routes_of(self, name: str) -> list[dict[str, Any]]:
         assert self.schema is not None
         ent = self.schema.table_wildcard("MyIngress.ipv4_lpm")
         ent.table_entry.counter_data.SetInParent()  # ask for the direct counter too

@@ -9,6 +9,9 @@ P4Runtime server such as Stratum takes it); docs/tofino.md.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypeVar
+
 from p4.v1 import p4runtime_pb2
 
 from model.entries import Entry
@@ -24,8 +27,10 @@ from p4switch import ExactMatch
 
 from .p4rt_codec import P4Schema, encode
 
+_V = TypeVar("_V")
 
-def _get(d: dict, name: str, what: str):
+
+def _get(d: Mapping[str, _V], name: str, what: str) -> _V:
     try:
         return d[name]
     except KeyError:
@@ -39,7 +44,7 @@ def _profile_id(schema: P4Schema, name: str) -> int:
     the table's implementation."""
     profile = schema.index.by_name["action_profiles"].get(name)
     if profile is not None:
-        return profile.id
+        return int(profile.id)
     select = schema.tables.get(LB_SELECT)
     if select is not None and select.implementation_id:
         return select.implementation_id

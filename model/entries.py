@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from p4switch import ExactMatch, LpmMatch, MatchValue, RangeMatch, TableEntry, TernaryMatch
 
 Match = ExactMatch | LpmMatch | RangeMatch | TernaryMatch
+EntryKey = tuple[str, tuple[tuple[str, Match], ...], int]
+"""What identifies an installed entry (table, match, priority): a P4Runtime write replaces it."""
 
 # fabric.p4's control-plane names, written once
 IPV4_LPM = "MyIngress.ipv4_lpm"
@@ -51,7 +53,7 @@ class Entry:
                    tuple(sorted((params or {}).items())), priority)
 
     @property
-    def key(self) -> tuple[str, tuple[tuple[str, Match], ...], int]:
+    def key(self) -> EntryKey:
         return (self.table, self.match, self.priority)
 
     @property

@@ -17,7 +17,7 @@ failure rewrites only what it changes (see ``entries.diff_entries``).
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -86,7 +86,7 @@ class FabricEntries:
     def __getitem__(self, switch: str) -> SwitchEntries:
         return self.switches[switch]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self.switches)
 
     def total(self) -> int:
