@@ -22,7 +22,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 from model.routing import compute_fabric_entries
-from model.schemes import SCHEMES, scheme_from_name
+from model.schemes import DEFAULT_SCHEME, SCHEMES, scheme_from_name
 from model.spec import FabricSpec, fat_tree, leaf_spine
 from model.tna import tna_entries
 
@@ -57,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--device-id", type=int, default=1)
     p.add_argument("--topo", choices=("fattree", "leafspine"), default="fattree")
     p.add_argument("--k", type=int, default=4, help="fat-tree arity")
-    p.add_argument("--scheme", choices=sorted(SCHEMES), default="ecmp")
+    p.add_argument("--scheme", choices=sorted(SCHEMES), default=DEFAULT_SCHEME)
     p.add_argument("--port-map", type=port_map, default=None,
                    help="spec port -> device port, e.g. 1=128,2=136 (default: the same numbers)")
     p.add_argument("--dry-run", action="store_true", help="compute and encode, do not connect")

@@ -169,3 +169,34 @@ def test_a_control_loop_is_one_the_controller_runs(name: str) -> None:
 
 def test_a_first_hop_only_scheme_is_comparable() -> None:
     assert all(c.comparable for c in SCHEMES.values() if c.first_hop_only)
+
+
+def scheme_literal_defaults(source: str, where: str) -> list[str]:
+    """``file:line`` of every default of a scheme parameter (one whose name says ``scheme``, or
+    argparse's ``--scheme``) that spells a scheme's name instead of naming ``DEFAULT_SCHEME``."""
+    out = []
+    for node in ast.walk(ast.parse(source, where)):
+        pairs: list[tuple[str, ast.expr | None]] = []
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            pos = [*node.args.posonlyargs, *node.args.args]
+            pairs = [(a.arg, d) for a, d in zip(pos[len(pos) - len(node.args.defaults):],
+                                                node.args.defaults, strict=True)]
+            pairs += [(a.arg, d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults,
+                                                 strict=True)]
+        elif isinstance(node, ast.Call):
+            flags = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            pairs = [(" ".join(map(str, flags)), k.value) for k in node.keywords
+                     if k.arg == "default"]
+        out += [f"{where}:{v.lineno}" for name, v in pairs
+                if "scheme" in name and isinstance(v, ast.Constant) and v.value in SCHEMES]
+    return out
+
+
+def test_the_default_scheme_is_named_once() -> None:
+    bad = [hit for pkg in ("model", "controller", "traffic", "topo", "sim", "experiments", "bench")
+           for f in sorted((ROOT / pkg).rglob("*.py"))
+           for hit in scheme_literal_defaults(f.read_text(), str(f.relative_to(ROOT)))]
+    assert not bad, "use model.schemes.DEFAULT_SCHEME as the default:\n" + "\n".join(bad)
+    probe = ('def f(x, scheme="ecmp", *, entropy="random"): ...\n'
+             'ap.add_argument("--scheme", default="wam")\nap.add_argument("--set", default="random")\n')
+    assert scheme_literal_defaults(probe, "p.py") == ["p.py:1", "p.py:2"]
