@@ -135,6 +135,14 @@ def _priority_queues(text: str) -> int:
     return v
 
 
+def _trim_bytes(text: str) -> int:
+    v = _int(text)
+    if not 14 <= v <= 9216:
+        raise argparse.ArgumentTypeError(f"must be 14..9216 bytes (an Ethernet header at "
+                                         f"least), got {v}")
+    return v
+
+
 def _port_number(text: str) -> int:
     v = _int(text)
     if not 0 <= v < 512:
@@ -248,6 +256,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="strict-priority egress queues per port, picked by standard_metadata.priority "
         "(higher is served first; default 1), as BMv2's --priority-queues; each has "
         "--queue-depth packets, all share the port's rate",
+    )
+    p.add_argument(
+        "--trim-bytes",
+        type=_trim_bytes,
+        default=None,
+        metavar="N",
+        help="packet trimming (UEC's; default off, as BMv2 tail-drops): a packet arriving to "
+        "a full egress queue is cut to its first N bytes (its headers; IPv4/UDP lengths "
+        "rewritten) and served before every priority",
     )
     p.add_argument(
         "--queue-rate",
@@ -385,7 +402,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
 
     common = dict(device_id=args.device_id, cpu_port=args.cpu_port, drop_port=args.drop_port,
-                  queue_depth=args.queue_depth, priority_queues=args.priority_queues)
+                  queue_depth=args.queue_depth, priority_queues=args.priority_queues,
+                  trim_bytes=args.trim_bytes)
     sw: Switch
     if ebpf:
         from p4switch.ebpf.switch import EbpfSwitch

@@ -58,7 +58,13 @@ from p4switch.hidden import switch_drop_sites
 from p4switch.pipeline import api
 from p4switch.ports import MIN_FRAME, MemoryPort, PcapNaming, Port, PortStats, RawPort
 from p4switch.propagation import DelayLine
-from p4switch.queues import DEFAULT_QUEUE_DEPTH, EgressQueues, QueueStats, ServiceRate
+from p4switch.queues import (
+    DEFAULT_QUEUE_DEPTH,
+    EgressQueues,
+    QueueStats,
+    ServiceRate,
+    trim_frame,
+)
 
 log = logging.getLogger("p4switch")
 _monotonic_ns = time.monotonic_ns
@@ -162,6 +168,7 @@ class Switch:
         queue_rate: float | None = None,
         port_rate: float | None = None,
         priority_queues: int = 1,
+        trim_bytes: int | None = None,
         pcap_dir: str | Path | None = None,
         pipeline_factory: Callable[..., api.PipelineAPI] | None = None,
         pcap_naming: PcapNaming = PcapNaming.PORT,
@@ -173,7 +180,10 @@ class Switch:
         self.pipeline: api.PipelineAPI | None = None
         self.program: ir.Program | None = None
         self.ports: dict[int, Port] = {}
-        self.queues = EgressQueues(queue_depth, queue_rate, port_rate, priority_queues)
+        # trim_bytes: a full queue cuts packets to this many bytes (queues.py's trimming; off
+        # by default, as BMv2); their frames leave egress cut likewise (queues.trim_frame)
+        self.queues = EgressQueues(queue_depth, queue_rate, port_rate, priority_queues,
+                                   trim_bytes)
         self.counters = SwitchCounters()
         self.egress_delay_us = LogHistogram()
         """Queueing delay of every packet that waited in an egress queue (deq_timedelta);
@@ -864,11 +874,12 @@ class Switch:
                 if item is None:
                     break
                 self.egress_delay_us.add(item[1].deq_timedelta)
-                self._egress(item[0], now, item[1])
+                self._egress(item[0], now, item[1], q.trim_bytes if q.last_trimmed else None)
             if not len(q):
                 queues.backlogged.discard(port)
 
-    def _egress(self, job: api.EgressJob, now: int, qmeta: api.QueueingMetadata) -> None:
+    def _egress(self, job: api.EgressJob, now: int, qmeta: api.QueueingMetadata,
+                cut: int | None = None) -> None:
         pipeline = self.pipeline
         if pipeline is None:  # defensive: a swap flushes queues, so this should not happen
             self.counters.no_program += 1
@@ -880,7 +891,7 @@ class Switch:
             self._log_error(f"pipeline egress raised on a packet for port {job.egress_port}")
             return
         for out in res.outputs:
-            self._transmit(out.port, out.data)
+            self._transmit(out.port, out.data if cut is None else trim_frame(out.data, cut))
         if res.drops or res.digests or res.logs:
             self._result_extras(res, None)  # an egress drop is not counted on any port
         for j in res.jobs:
