@@ -24,6 +24,7 @@ docs/fabric.md is the user's page.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -647,7 +648,13 @@ class FabricSession:
         except TypeError as e:
             raise ValueError(f"collective: {e}") from None
         h = dilate(h_units, self.tdf) if self.units else h_units
-        sched = GENERATORS[schedule](len(names), nbytes, **(options or {}))
+        gen, opts = GENERATORS[schedule], dict(options or {})
+        if "seed" not in opts and "seed" in inspect.signature(gen).parameters:
+            opts["seed"] = seed   # a seeded generator's draws (the MoE's hot experts)
+        try:
+            sched = gen(len(names), nbytes, **opts)
+        except TypeError as e:
+            raise ValueError(f"{schedule}: {e}") from None
         out = Path(out_dir) if out_dir else (
             self.net.run_dir / f"collective-{schedule}-{time.time():.0f}")
         s = self.run_schedule(sched, names, h, out)
