@@ -133,6 +133,9 @@ class FabricController:
         self.auto_loops = False
         """start(loops=None): Whack-a-Mole's loop joins when a group comes to use it."""
         self.packet_in_handlers: list[Callable[[PacketIn], None]] = []
+        self._qmax_lock = threading.Lock()
+        self._qmax_unseen: dict[str, dict[tuple[str, int], int]] = {}
+        """Per reader of port_qdepth_max: maxima other readers cleared since its last read."""
         self._probe_handler: ProbeHandler | None = None
 
     # ---- events ------------------------------------------------------------------------------
@@ -403,7 +406,7 @@ class FabricController:
 
     def read_qdepth_max(self, switches: Sequence[str]) -> dict[tuple[str, int], int]:
         """(switch, port) -> max egress queue depth since the last read; cleared."""
-        q = self.read_queues(clear=True, switches=switches)
+        q = self.read_queues(clear=True, switches=switches, reader="wam")
         return {(str(s), int(p)): int(d)
                 for s, p, d in zip(q["switch"], q["port"], q["qdepth_max"], strict=True)}
 
@@ -621,21 +624,40 @@ class FabricController:
                               f"{len(commands)} register reads")
         return values
 
-    def _queues_of(self, name: str, clear: bool) -> list[dict[str, Any]]:
+    def _queues_of(self, name: str, clear: bool, reader: str = "api") -> list[dict[str, Any]]:
         ports = sorted(p for p, (peer, _) in self.spec.ports(name).items())
         cells = self._read_register_cells(name, {QDEPTH_MAX: ports, QDEPTH_LAST: ports})
         mx, last = cells[QDEPTH_MAX], cells[QDEPTH_LAST]
         if clear:
             self.write_registers(name, QDEPTH_MAX, {p: 0 for p in ports})
+            mx = self._clearing_read(reader, name, ports, mx)
         peers = self.spec.ports(name)
         return [{"switch": name, "port": p, "peer": peers[p][0], "qdepth_max": a,
                  "qdepth_last": b} for p, a, b in zip(ports, mx, last, strict=True)]
 
-    def read_queues(self, clear: bool = False, switches: Iterable[str] | None = None
-                    ) -> pd.DataFrame:
-        """Per switch port: max queue depth since the last clear, and the latest one."""
+    def _clearing_read(self, reader: str, switch: str, ports: Sequence[int],
+                       read: Sequence[int]) -> list[int]:
+        """Each reader that clears ``port_qdepth_max`` (the Whack-a-Mole loop, a run's
+        sampler, a user) sees the maximum since *its own* last read: what the others cleared
+        in between is kept for it here. Without this a sampler clearing at the loop's period
+        hid half of every congestion episode from the loop."""
+        with self._qmax_lock:
+            mine = self._qmax_unseen.setdefault(reader, {})
+            out = [max(int(v), mine.pop((switch, p), 0)) for p, v in zip(ports, read,
+                                                                         strict=True)]
+            for other, unseen in self._qmax_unseen.items():
+                if other != reader:
+                    for p, v in zip(ports, read, strict=True):
+                        if v:
+                            unseen[(switch, p)] = max(unseen.get((switch, p), 0), int(v))
+        return out
+
+    def read_queues(self, clear: bool = False, switches: Iterable[str] | None = None,
+                    reader: str = "api") -> pd.DataFrame:
+        """Per switch port: max queue depth since the last clear (with ``clear``: since this
+        ``reader``'s last clearing read, whoever else cleared meanwhile), and the latest one."""
         names = list(switches) if switches is not None else list(self.spec.switches)
-        per = self._map(lambda n: self._queues_of(n, clear), names)
+        per = self._map(lambda n: self._queues_of(n, clear, reader), names)
         rows = [r for n in names for r in per[n]]
         return pd.DataFrame(rows, columns=["switch", "port", "peer", "qdepth_max",
                                            "qdepth_last"])

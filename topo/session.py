@@ -107,7 +107,7 @@ class Sampler(threading.Thread):
         keeps the sample period near the one asked for (three sequential reads made it
         1-2.5 s)."""
         t = time.time()
-        queues = self._pool.submit(lambda: self.ctl.read_queues(clear=True))
+        queues = self._pool.submit(lambda: self.ctl.read_queues(clear=True, reader="sampler"))
         c = None
         try:
             c = self.ctl.read_counters()

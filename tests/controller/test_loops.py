@@ -339,3 +339,18 @@ def test_the_last_way_into_a_switch_is_never_taken_out() -> None:
         _hear_all(loops, spec, rnd)
         loops.check_links()
     assert loops.down == set()
+
+
+def test_each_reader_of_the_queue_maxima_sees_what_others_cleared() -> None:
+    """The sampler and the Whack-a-Mole loop both clear port_qdepth_max; each sees the
+    maximum since its own last read (FabricController._clearing_read)."""
+    from controller.fabric import FabricController
+    from model.spec import fat_tree
+
+    ctl = FabricController(fat_tree(4))
+    assert ctl._clearing_read("wam", "edge1", [3, 4], [0, 0]) == [0, 0]      # wam registers
+    assert ctl._clearing_read("sampler", "edge1", [3, 4], [20, 1]) == [20, 1]
+    assert ctl._clearing_read("sampler", "edge1", [3, 4], [2, 0]) == [2, 0]
+    assert ctl._clearing_read("wam", "edge1", [3, 4], [5, 0]) == [20, 1]     # sampler's 20 kept
+    assert ctl._clearing_read("wam", "edge1", [3, 4], [0, 0]) == [0, 0]      # seen once
+    assert ctl._clearing_read("sampler", "edge1", [3, 4], [0, 0]) == [5, 0]  # and wam's 5

@@ -23,7 +23,7 @@ class FakeController:
         self.reads += 1
         return pd.DataFrame({"counter": ["port_tx_ctr"], "packets": [self.reads]})
 
-    def read_queues(self, clear: bool = False) -> pd.DataFrame:
+    def read_queues(self, clear: bool = False, reader: str = "api") -> pd.DataFrame:
         return pd.DataFrame({"qdepth": [0]})
 
     def links_from_counters(self, c: pd.DataFrame) -> pd.DataFrame:
