@@ -41,6 +41,19 @@ def time_us(text: str) -> float:
         raise CliError(f"{text!r} is not a time (e.g. 50us, 0.2ms)") from None
 
 
+def _rate(text: str) -> str:
+    """A fabric rate (``50G``) as the session takes it (CliError otherwise)."""
+    from model.dilation import format_rate, parse_rate
+
+    try:
+        v = parse_rate(text)
+    except ValueError:
+        raise CliError(f"{text!r} is not a rate (e.g. 50G)") from None
+    if not v > 0:
+        raise CliError(f"{text!r} is not a rate (e.g. 50G)")
+    return format_rate(v)
+
+
 def _number(text: str) -> int | float:
     try:
         v = float(text)
@@ -237,7 +250,7 @@ class FabricCLI(CLI):
         self._link_cmd(line, up=True)
 
     def do_collective(self, line: str) -> None:
-        """collective <schedule> [size] [hosts=h1,h3,...] [window=N] [rto=50us]: run a
+        """collective <schedule> [size] [hosts=h1,h3,...] [window=N] [rto=50us] [rate=50G]: run a
         collective (ring_allreduce, alltoall, halving_doubling_allreduce, moe_alltoall, ...)
         on the hosts given (default every host; rank i on the i-th) and print its
         completion time in fabric µs and whether the emulation kept up (the fidelity guard:
@@ -245,7 +258,7 @@ class FabricCLI(CLI):
         pos, kw = split_args(line)
         if not pos or len(pos) > 2:
             print("usage: collective <schedule> [size] [hosts=h1,h3,...] [window=N] "
-                  "[rto=50us]   e.g. collective ring_allreduce 720KB hosts=h1,h3,h5,h7")
+                  "[rto=50us] [rate=50G]   e.g. collective ring_allreduce 720KB hosts=h1,h3")
             return
         if not self._need_ctl():
             return
@@ -257,8 +270,11 @@ class FabricCLI(CLI):
                     extra["rto_ms"] = time_us(v) / 1e3
                 elif k in ("window", "mss", "qps"):
                     extra[k] = int(_number(v))
+                elif k == "rate":
+                    extra[k] = _rate(v)
                 else:
-                    raise CliError(f"unknown option {k!r} (hosts, window, mss, qps, rto)")
+                    raise CliError(f"unknown option {k!r} (hosts, window, mss, qps, rto, "
+                                   "rate)")
         except CliError as e:
             print(f"error: {e}")
             return
