@@ -53,7 +53,9 @@ def on_simulator(out: Path) -> None:
 def on_emulated_fabric(tdf: float | str, out: Path) -> None:
     from topo.session import FabricSession
 
-    with FabricSession(k=4, link_rate="100G", prop_delay_us=0.1, tdf=tdf) as s:
+    # lock_timeout_s (wall): wait for another fabric on this machine to finish
+    with FabricSession(k=4, link_rate="100G", prop_delay_us=0.1, tdf=tdf,
+                       lock_timeout_s=600) as s:
         print("\n".join(s.describe()))
         for scheme in SCHEMES:
             s.set_scheme(scheme)                       # rewrites every group, no P4 reload

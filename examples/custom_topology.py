@@ -66,7 +66,9 @@ def on_simulator(spec: FabricSpec) -> None:
 def on_emulated_fabric(spec: FabricSpec, tdf: float | str, out: Path) -> None:
     from topo.session import FabricSession
 
-    with FabricSession(spec, link_rate="100G", prop_delay_us=0.1, tdf=tdf) as s:
+    # lock_timeout_s (wall): wait for another fabric on this machine to finish
+    with FabricSession(spec, link_rate="100G", prop_delay_us=0.1, tdf=tdf,
+                       lock_timeout_s=600) as s:
         print("\n".join(s.describe()))
         for scheme in ("ecmp", "random", "wam"):
             s.set_scheme(scheme)

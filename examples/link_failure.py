@@ -57,7 +57,7 @@ def on_emulated_fabric(tdf: float | str, out: Path) -> None:
     from topo.session import FabricSession
 
     with FabricSession(k=4, link_rate="100G", prop_delay_us=0.1, tdf=tdf,
-                       scheme="random") as s:
+                       scheme="random", lock_timeout_s=600) as s:   # wall: wait for a fabric
         print("\n".join(s.describe()))
         intact = s.collective("ring_allreduce", "256KB", hosts=HOSTS, out_dir=out / "intact")
         print("intact:", intact.summary())

@@ -97,7 +97,7 @@ def test_the_notebook_runs(tmp_path: Path) -> None:
 @pytest.mark.root
 @pytest.mark.mininet
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1800)   # may wait up to 600 s for another fabric to finish
 def test_emulated_examples(script: str, tmp_path: Path) -> None:
-    out = run(script, "--emulated", "--tdf", "100000", "--out", str(tmp_path), timeout=850)
+    out = run(script, "--emulated", "--tdf", "100000", "--out", str(tmp_path), timeout=1700)
     assert "µs (fabric time, TDF 100000" in out
