@@ -144,7 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-ecn", action="store_true",
                     help="no ECN marking and no congestion control (--cc none)")
     ap.add_argument("--fail", type=_failure, action="append", default=[],
-                    metavar="A-B@US", help="link A-B down at US µs (rerouted 1 ms later)")
+                    metavar="A-B@US", help="link A-B down at US µs (rerouted 1 ms later; with "
+                         "--loops failure, when the failure loop finds it)")
+    ap.add_argument("--loops", default="", metavar="LOOP,...",
+                    help="the controller's control loops to run in virtual time (wam, "
+                         "failure; sim.control); with failure, --fail links are found and "
+                         "rerouted by it instead of 1 ms later")
+    ap.add_argument("--control-period-us", type=float, default=20.0,
+                    help="the loops' period (default %(default)s µs)")
     ap.add_argument("--trim", action="store_true",
                     help="packet trimming at the switches' queues (UEC's; off: tail drop, as "
                          "v1model): a full queue cuts a packet to its headers, the receiver "
@@ -195,6 +202,16 @@ def main(argv: list[str] | None = None) -> int:
         else:
             sched = GENERATORS[a.schedule](len(spec.hosts), size, **opts)
             cm_failed = []
+        loops = [n for n in a.loops.split(",") if n]
+        if loops:
+            from controller.loops import LOOP_NAMES
+            bad = [n for n in loops if n not in LOOP_NAMES]
+            if bad:
+                raise ValueError(f"--loops: {bad[0]!r} is not one of {', '.join(LOOP_NAMES)}")
+            if not a.control_period_us > 0:
+                raise ValueError("--control-period-us must be > 0")
+            if a.workers > 1:
+                raise ValueError("--loops runs in one process: not with --workers > 1")
     except (ValueError, SpecError, ScheduleError) as e:
         ap.error(str(e))
     if a.export_cm:
@@ -257,7 +274,10 @@ def main(argv: list[str] | None = None) -> int:
                     host=HostConfig(transport=transport), record_ingress=a.check,
                     ecn_threshold=None if a.no_ecn else k, workers=a.workers, trim=a.trim)
     net = SimNetwork(spec, a.scheme, cfg)
-    failures = [LinkFailure(x, y, at) for x, y, at in a.fail]
+    if loops:
+        net.start_loops(loops, a.control_period_us)
+    found = "failure" in loops   # the failure loop finds the cut links itself
+    failures = [LinkFailure(x, y, at, None if found else 1000.0) for x, y, at in a.fail]
     # htsim builds its fabric without a matrix's failed links: cut and routed around at once
     failures += [LinkFailure(x, y, 0.0, 0.0) for x, y in cm_failed]
     if a.quiet:
@@ -268,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = {"fabric": spec.name, "scheme": a.scheme, "schedule": a.schedule, "size": size,
                "trim": a.trim, "mtu": transport.mss + WIRE_OVERHEAD,
                "oversub": a.oversub, "degraded": spec.params.get("degraded", {}),
-               **res.summary(), "events_log": net.events}
+               **res.summary(), "events_log": net.events,
+               "loop_events": net.control_events}
     if a.json:
         print(json.dumps(summary, indent=1, default=str))
     else:
@@ -290,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
             print("  degraded links: " + ", ".join(f"{k} at {v:g}" for k, v in degraded.items()))
         for t, what in net.events:
             print(f"  {t:10.1f} µs  {what}")
+        for t, loop, _sw, what in net.control_events:
+            print(f"  {t:10.1f} µs  [{loop}] {what}")
     if a.counters:
         print(member_counters(net).to_string(index=False))
     rc = 0 if res.ok else 1

@@ -35,6 +35,9 @@ def test_tiny_run_checks_counters(capsys: pytest.CaptureFixture[str]) -> None:
     (["--oversub", "0.5"], "oversubscription must be in 1..64"),
     (["--cc-preset", "uec", "--cc", "dctcp"], "--cc-preset uec is for --cc nscc"),
     (["--workers", "2", "--prop-us", "0"], "needs --prop-us > 0"),
+    (["--loops", "wam,magic"], "'magic' is not one of failure, reconcile, wam"),
+    (["--loops", "wam", "--control-period-us", "0"], "--control-period-us must be > 0"),
+    (["--loops", "wam", "--workers", "2"], "not with --workers > 1"),
 ])
 def test_bad_arguments_are_one_line_errors(args: list[str], msg: str,
                                            capsys: pytest.CaptureFixture[str]) -> None:
@@ -86,3 +89,14 @@ def test_a_bad_matrix_is_a_one_line_error(tmp_path: Path,
         main(["--k", "4", "--tm", str(cm)])
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == f"python -m sim: error: {cm}:3: size: expected an integer, got 'ten'"
+
+
+def test_loops_run_in_virtual_time(capsys: pytest.CaptureFixture[str]) -> None:
+    """Whack-a-Mole's loop moves balls off a link at a quarter of its rate; the failure loop
+    finds a cut link two missed probe rounds after the cut."""
+    assert main(["--k", "4", "--size", "128KB", "--scheme", "wam", "--quiet", "--loops",
+                 "wam,failure", "--degrade", "agg1-core1@0.25", "--fail", "agg2-core3@30"]) == 0
+    out = capsys.readouterr().out
+    assert "[wam] group 1 weights [0.75, 1.0]" in out
+    assert "30.0 µs  link agg2-core3 down" in out
+    assert "80.0 µs  [failure] link agg2:" in out and "rerouted around" not in out
