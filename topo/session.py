@@ -57,6 +57,8 @@ the emulation's own units)."""
 LOOPS_AUTO = None
 """``loops=None``: the failure and reconcile loops, and Whack-a-Mole's whenever a group uses
 it (added when a scheme change brings it in)."""
+LOOP_EVENTS = frozenset({"failure", "wam", "loops"})
+"""Controller events that are the control loops' doing (not the API's own writes)."""
 IP_HEADERS = 20 + 8 + HDR.size
 """IPv4 + UDP + the collective header in front of a segment (a data frame's IP length is
 the segment + this)."""
@@ -280,6 +282,10 @@ class CollectiveRun:
     guard: dict[str, Any] = field(default_factory=dict)
     agent_args: dict[str, Any] = field(default_factory=dict)
     """The traffic.run flags the hosts ran with (emulation units: dilated)."""
+    qdepth_max: int | None = None
+    """The deepest P4 egress queue the run's samples saw, packets."""
+    loop_events: list[str] = field(default_factory=list)
+    """What the control loops did during the run (Whack-a-Mole's weight changes, reroutes)."""
     errors: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -288,8 +294,10 @@ class CollectiveRun:
             return (f"{head}: FAILED ({'; '.join(self.errors[:3]) or 'no metrics'}); logs in "
                     f"{self.out_dir}")
         state = "ok" if self.ok else "INCOMPLETE"
+        loops = f"; {len(self.loop_events)} control-loop actions" if self.loop_events else ""
         return (f"{head}: CCT {self.cct_us:.1f} µs (fabric time, TDF {self.tdf:g}; {state}; "
-                f"{self.retransmissions} retransmissions)\n"
+                f"{self.retransmissions} retransmissions; deepest queue {self.qdepth_max} "
+                f"packets{loops})\n"
                 + ("valid: the emulation kept up" if self.valid else
                    "INVALID: " + "; ".join(self.reasons)))
 
@@ -673,6 +681,10 @@ class FabricSession:
                              reasons=v.reasons if v else ("the fabric was not measured",),
                              tdf=self.tdf, retransmissions=retx, out_dir=out,
                              guard=v.row if v else {}, agent_args=dict(self.last_agent_args),
+                             qdepth_max=int(s.queues["qdepth_max"].max())
+                             if "qdepth_max" in s.queues else None,
+                             loop_events=[f"{e['loop']} {e['switch'] or ''}: {e['what']}"
+                                          for e in s.events if e.get("loop") in LOOP_EVENTS],
                              errors=s.errors)
 
     def run_schedule(self, schedule: Any, hosts: Sequence[str], h: HostKnobs, out: Path,
