@@ -31,6 +31,7 @@ from typing import Any
 from model.dilation import dilate
 from model.schemes import scheme_class
 from topo import calibration
+from topo.owner import give_back
 
 from . import metrics
 from .config import ConfigError, ExperimentConfig, load
@@ -176,6 +177,8 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
     finally:
         if backend is None:
             be.down()
+        if out.exists():   # under sudo: the invoking user's, like the experiment's results
+            give_back(out, upto=Path("results") if out.is_relative_to("results") else None)
     return result
 
 
