@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from model.entries import diff_entries
 from model.paths import PathModel
@@ -35,6 +35,9 @@ from .link import Link
 from .parallel import SplitOutcome, run_split
 from .results import Progress, SimResult
 from .switch import SimSwitch
+
+if TYPE_CHECKING:
+    from controller.loops import ControlLoops, WamPolicy
 
 FABRIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "fabric.p4"
 DROP_PORT = 511
@@ -192,8 +195,8 @@ class SimNetwork:
         self.events: list[tuple[float, str]] = []
         self.control_events: list[tuple[float, str, str | None, str]] = []
         """What the control loops did: (virtual µs, loop, switch, what)."""
-        self.loops: Any = None
-        """controller.loops.ControlLoops ticking in virtual time (``start_loops``)."""
+        self.loops: ControlLoops | None = None
+        """The controller's loops ticking in virtual time (``start_loops``)."""
         self._loop_period_us = 0.0
         self._host_index = {n: i for i, n in enumerate(self.hosts)}
         self._failures = 0
@@ -278,7 +281,7 @@ class SimNetwork:
 
     # -- control loops ----------------------------------------------------------------------
     def start_loops(self, names: Iterable[str], period_us: float, miss_periods: int = 2,
-                    policy: Any = None) -> None:
+                    policy: WamPolicy | None = None) -> None:
         """Run the controller's control loops ``names`` (controller.loops) every
         ``period_us`` of virtual time from ``period_us`` on, over this network's pipelines
         (sim.control); call before ``run``. Without loops nothing is scheduled: results are
@@ -295,6 +298,7 @@ class SimNetwork:
             self.loop.schedule(period_us, self._tick)
 
     def _tick(self, now: float, _: Any) -> None:
+        assert self.loops is not None
         self.loops.tick()
         if len(self.loop):  # something else will still happen: the loops go on
             self.loop.schedule(now + self._loop_period_us, self._tick)
