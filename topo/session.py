@@ -441,13 +441,18 @@ class FabricSession:
         return self.emu.transport.marking(self.emu_spec, self._prop_s(), self._packet_bytes(),
                                           self._queue_depth() or 64)
 
-    def transport_config(self, base: Any, h: HostKnobs) -> Any:
-        """The hosts' traffic.transport.TransportConfig for host settings ``h`` (dilated)."""
+    def base_rtt_s(self, packet_bytes: int | None = None) -> float:
+        """The unloaded round trip between the farthest hosts, wall seconds of the emulation
+        (propagation and one packet's and one ACK's serialisation per hop)."""
         from traffic.congestion import base_rtt, host_hops
 
         bps = self.link_bps if self.link_bps != float("inf") else 1e12
-        rtt = base_rtt(host_hops(self.emu_spec), self._prop_s(), bps, self._packet_bytes())
-        return self.emu.transport.transport_config(base, h, rtt, RTO_BOUNDS)
+        return base_rtt(host_hops(self.emu_spec), self._prop_s(), bps,
+                        packet_bytes or self._packet_bytes())
+
+    def transport_config(self, base: Any, h: HostKnobs) -> Any:
+        """The hosts' traffic.transport.TransportConfig for host settings ``h`` (dilated)."""
+        return self.emu.transport.transport_config(base, h, self.base_rtt_s(), RTO_BOUNDS)
 
     def agent_args(self, h: HostKnobs, policy_args: dict[str, Any] | None = None) \
             -> dict[str, Any]:
