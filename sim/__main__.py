@@ -161,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=1,
                     help="processes to split the run over (default 1; 2 on a 2-core machine "
                          "for a big fabric: the results are the same for any number)")
+    ap.add_argument("--ray", metavar="ADDRESS",
+                    help="with --workers N: run the parts but the first as Ray tasks on the "
+                         "cluster at ADDRESS (HEAD:6379, or 'local' for a Ray started here); "
+                         "the results are the same")
     ap.add_argument("--counters", action="store_true", help="print per-member LB counters")
     ap.add_argument("--check", action="store_true",
                     help="compare LB counters with the reference models (exit 1 on mismatch)")
@@ -230,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--queue-depth must be >= 1")
     if a.workers < 1:
         ap.error("--workers must be >= 1")
+    if a.ray and a.workers < 2:
+        ap.error("--ray splits the run: give --workers 2 or more")
     if a.workers > 1 and a.prop_us <= 0:
         ap.error("--workers > 1 needs --prop-us > 0 (the split run's lookahead)")
     unknown = [f"{x}-{y}" for x, y, _ in a.fail if not spec.links_between(x, y)]
@@ -272,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
 
     cfg = SimConfig(prop_delay_us=a.prop_us, queue_depth=a.queue_depth, seed=a.seed,
                     host=HostConfig(transport=transport), record_ingress=a.check,
-                    ecn_threshold=None if a.no_ecn else k, workers=a.workers, trim=a.trim)
+                    ecn_threshold=None if a.no_ecn else k, workers=a.workers, trim=a.trim,
+                    ray_address=a.ray)
     net = SimNetwork(spec, a.scheme, cfg)
     if loops:
         net.start_loops(loops, a.control_period_us)
@@ -280,11 +287,17 @@ def main(argv: list[str] | None = None) -> int:
     failures = [LinkFailure(x, y, at, None if found else 1000.0) for x, y, at in a.fail]
     # htsim builds its fabric without a matrix's failed links: cut and routed around at once
     failures += [LinkFailure(x, y, 0.0, 0.0) for x, y in cm_failed]
-    if a.quiet:
-        res = net.run(sched, until_us=a.until_us, failures=failures)
-    else:
-        with progress_bar(a.scheme) as show:
-            res = net.run(sched, until_us=a.until_us, failures=failures, progress=show)
+    try:
+        if a.quiet:
+            res = net.run(sched, until_us=a.until_us, failures=failures)
+        else:
+            with progress_bar(a.scheme) as show:
+                res = net.run(sched, until_us=a.until_us, failures=failures, progress=show)
+    except RuntimeError as e:  # a split run's part failed, or Ray could not be joined
+        if not a.ray:
+            raise
+        print(f"python -m sim: {e}", file=sys.stderr)
+        return 1
     summary = {"fabric": spec.name, "scheme": a.scheme, "schedule": a.schedule, "size": size,
                "trim": a.trim, "mtu": transport.mss + WIRE_OVERHEAD,
                "oversub": a.oversub, "degraded": spec.params.get("degraded", {}),

@@ -11,6 +11,7 @@ entries are recomputed without it and the difference is applied to every switch.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import time
@@ -148,6 +149,29 @@ class SimConfig:
     workers: int = 1
     """Processes to split each run over (sim.parallel; results are the same for any number):
     2 on a 2-core machine halves a big run's time; 1 for many small runs side by side."""
+    ray_address: str | None = None
+    """With ``workers`` > 1: run the parts other than the first as Ray tasks on the cluster at
+    this address ("local": a Ray started here) instead of forked processes (sim.rayparts),
+    so that one run spans machines; the results are the same."""
+
+
+@dataclass(frozen=True)
+class PartRecipe:
+    """What a part of a split run on another machine (sim.rayparts) needs to build its own
+    copy of a network and its job: calling it does (a picklable call)."""
+
+    spec: FabricSpec
+    scheme: Any
+    cfg: SimConfig
+    program: Program | None
+    schedule: Schedule
+    failures: list[LinkFailure]
+
+    def __call__(self) -> tuple[SimNetwork, Job]:
+        net = SimNetwork(self.spec, self.scheme,
+                         dataclasses.replace(self.cfg, workers=1, ray_address=None),
+                         self.program)
+        return net, net.prepare(self.schedule, self.failures)
 
 
 class SimNetwork:
@@ -160,6 +184,7 @@ class SimNetwork:
         self.cfg = config or SimConfig()
         self.loop = EventLoop()
         t0 = time.perf_counter()
+        self._program = program
         prog = program or fabric_program()
         self._program_is_fabric = program is None
         self.switches: dict[str, SimSwitch] = {}
@@ -329,6 +354,23 @@ class SimNetwork:
             with self.loop.root(_HOST_ROOT + self._host_index[h.name]):
                 h.start(0.0)
 
+    def prepare(self, schedule: Schedule, failures: Iterable[LinkFailure] = ()) -> Job:
+        """``schedule``'s job on this network: its ranks placed on their hosts, ``failures``
+        scheduled, the end a propagation delay after its last rank (what ``run`` sets up; a
+        part of a split run on another machine sets up its own copy the same way)."""
+        rank_hosts = self.place(schedule)
+        job = Job(schedule, rank_hosts, self.cfg.host)
+        if self.cfg.host.path_policy.pin:  # hosts pin split subflows with the fabric's hashes
+            job.path_model = PathModel(self.spec, self.scheme)
+        for r, h in enumerate(rank_hosts):
+            h.add_rank(r, job)
+        for f in failures:
+            self.fail_link(f)
+        grace = self.cfg.prop_delay_us
+        self.loop.horizon = float("inf")  # a previous run's end
+        job.on_done = lambda now: self.loop.stop_before(now + grace)
+        return job
+
     def run(self, schedule: Schedule, until_us: float = 10e6,
             failures: Iterable[LinkFailure] = (),
             progress: Callable[[Progress], None] | None = None,
@@ -339,7 +381,8 @@ class SimNetwork:
         ends a propagation delay after the last rank finished (what a split run can tell
         apart), or at ``until_us``. With ``config.workers`` > 1 it is split over that many
         processes (sim.parallel), with the same results."""
-        rank_hosts = self.place(schedule)
+        failures = list(failures)
+        self.place(schedule)  # a bad placement fails before anything is set up
         workers = self.cfg.workers
         if workers < 1:
             raise ValueError(f"workers must be >= 1, not {workers}")
@@ -362,21 +405,18 @@ class SimNetwork:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            job = Job(schedule, rank_hosts, self.cfg.host)
-            if self.cfg.host.path_policy.pin:  # hosts pin split subflows with the fabric's hashes
-                job.path_model = PathModel(self.spec, self.scheme)
-            for r, h in enumerate(rank_hosts):
-                h.add_rank(r, job)
-            for f in failures:
-                self.fail_link(f)
-            grace = self.cfg.prop_delay_us
-            self.loop.horizon = float("inf")  # a previous run's end
-            job.on_done = lambda now: self.loop.stop_before(now + grace)
+            job = self.prepare(schedule, failures)
+            rank_hosts = job.rank_hosts
             t0 = time.perf_counter()
             self.split = None
             if workers > 1:
+                recipe = None
+                if self.cfg.ray_address:  # the other parts build their own copy with this
+                    recipe = PartRecipe(self.spec, self.scheme, self.cfg, self._program,
+                                        schedule, failures)
                 self.split = out = run_split(self, job, workers, until_us, progress,
-                                             job.network_flows(), progress_every)
+                                             job.network_flows(), progress_every,
+                                             recipe=recipe)
                 return SimResult.collect(self, job, out.end_us, time.perf_counter() - t0,
                                          ranks=out.ranks, events=out.events)
             self.start_hosts(dict.fromkeys(rank_hosts))

@@ -26,10 +26,10 @@ import dataclasses
 import multiprocessing as mp
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .partition import partition
 from .results import Progress
@@ -42,6 +42,15 @@ if TYPE_CHECKING:
     from .network import SimNetwork
 
 _INF = float("inf")
+
+
+class Channel(Protocol):
+    """One part's end of its link to another: a multiprocessing Connection between forked
+    parts, a pair of Ray queues between parts on a cluster (sim.rayparts)."""
+
+    def send(self, obj: Any) -> None: ...
+
+    def recv(self) -> Any: ...
 
 
 @dataclass
@@ -78,7 +87,7 @@ class SplitOutcome:
 
 class _Part:
     def __init__(self, net: SimNetwork, job: Job, me: int, part_of: dict[str, int],
-                 peers: dict[int, Connection], until: float) -> None:
+                 peers: dict[int, Channel], until: float) -> None:
         self.net, self.job, self.me, self.part_of = net, job, me, part_of
         self.peers = dict(sorted(peers.items()))
         self.until = until
@@ -178,7 +187,7 @@ def _record_only(now: float) -> None:
     """A part's last rank finished: the windows decide when the run ends."""
 
 
-def _expect(conn: Connection, q: int) -> Any:
+def _expect(conn: Channel, q: int) -> Any:
     """The next message from part ``q``; its failure (or its death) raised here."""
     try:
         kind, body = conn.recv()
@@ -252,6 +261,13 @@ def _child(net: SimNetwork, job: Job, me: int, part_of: dict[str, int],
            peers: dict[int, Connection], until: float, others: list[Connection]) -> None:
     for conn in others:  # the other parts' ends: closed, so a part that dies is an EOF here
         conn.close()
+    run_part(net, job, me, part_of, dict(peers), until)
+
+
+def run_part(net: SimNetwork, job: Job, me: int, part_of: dict[str, int],
+             peers: dict[int, Channel], until: float) -> None:
+    """Part ``me``'s whole life after its start (``me`` > 0): run its windows, then send its
+    results to part 0, or its failure to every peer."""
     try:
         part = _Part(net, job, me, part_of, peers, until)
         net.start_hosts(part.hosts)
@@ -270,12 +286,26 @@ def _child(net: SimNetwork, job: Job, me: int, part_of: dict[str, int],
 
 def run_split(net: SimNetwork, job: Job, parts: int, until: float,
               progress: Callable[[Progress], None] | None = None,
-              flows_total: int = 0, progress_every: int = 1 << 17) -> SplitOutcome:
+              flows_total: int = 0, progress_every: int = 1 << 17,
+              recipe: Callable[[], tuple[SimNetwork, Job]] | None = None) -> SplitOutcome:
     """Run ``job`` on ``net`` in ``parts`` processes (this one is part 0). ``progress`` is
-    called at the end of a window once ``progress_every`` more events ran in all parts."""
+    called at the end of a window once ``progress_every`` more events ran in all parts.
+    ``recipe`` (a picklable call that builds this network and job again): the other parts
+    are Ray tasks on ``net.cfg.ray_address``'s cluster that build their own with it
+    (sim.rayparts) instead of forked processes."""
     if net.cfg.prop_delay_us <= 0:
         raise ValueError("a split run needs a propagation delay > 0 (its lookahead)")
     part_of = partition(net.spec, parts)
+    if recipe is not None:
+        from . import rayparts
+
+        mine, finish = rayparts.start(net.cfg.ray_address or "local", recipe, run_part,
+                                      part_of, parts, until)
+        try:
+            return _run_part0(net, job, part_of, parts, until, mine, progress, flows_total,
+                              progress_every)
+        finally:
+            finish()
     ctx = mp.get_context("fork")
     pipes: dict[tuple[int, int], tuple[Connection, Connection]] = {
         (a, b): ctx.Pipe() for a in range(parts) for b in range(a + 1, parts)}
@@ -299,7 +329,6 @@ def run_split(net: SimNetwork, job: Job, parts: int, until: float,
                                  [c for c in every if id(c) not in keep]))
 
     procs = [process(q) for q in range(1, parts)]
-    t0 = time.perf_counter()
     try:
         for p in procs:
             p.start()
@@ -307,49 +336,58 @@ def run_split(net: SimNetwork, job: Job, parts: int, until: float,
             if a != 0:
                 ca.close()
             cb.close()
-        mine = ends(0)
-        part = _Part(net, job, 0, part_of, mine, until)
-        net.start_hosts(part.hosts)
-        report = None
-        if progress is not None:
-            last = -progress_every
-
-            def report(events: int, hops: int, done: int, now: float) -> None:
-                nonlocal last
-                if events - last >= progress_every:  # as often as one loop's slices
-                    last = events
-                    progress(Progress(now_us=now, events=events, packet_hops=hops,
-                                      flows_done=done, flows_total=flows_total,
-                                      wall_s=time.perf_counter() - t0))
-        end = part.run(report)
-        ranks = [m for h in part.hosts if h.job is not None for m in h.results()]
-        events = net.loop.events_run
-        windows, exchanged = part.windows, part.exchanged
-        finals = [part.end()]
-        for q in range(1, parts):
-            res = _expect(mine[q], q)
-            _load(net, res)
-            net.ingress_log.extend(res["ingress"])
-            ranks.extend(res["ranks"])
-            events += res["events"]
-            exchanged += res["exchanged"]
-            finals.append(res["end"])
-        net.ingress_log.sort(key=lambda e: e[1])  # stable: each switch's stays in order
-        if progress is not None:  # the last report, of the whole run
-            done = sum(1 for m in ranks for f in m.flows if not f.local and f.finish is not None)
-            progress(Progress(now_us=max(t for t, _ in finals), events=events,
-                              packet_hops=sum(s.packets_in for s in net.switches.values()),
-                              flows_done=done, flows_total=flows_total,
-                              wall_s=time.perf_counter() - t0))
-        if end is None:  # ended a lookahead after the last rank: as one loop would end
-            end = until if any(u for _, u in finals) else max(t for t, _ in finals)
-        for p in procs:
-            p.join()
+        return _run_part0(net, job, part_of, parts, until, dict(ends(0)), progress,
+                          flows_total, progress_every, procs)
     finally:
         for p in procs:
             if p.is_alive():
                 p.terminate()
             p.join()
+
+
+def _run_part0(net: SimNetwork, job: Job, part_of: dict[str, int], parts: int, until: float,
+               mine: dict[int, Channel], progress: Callable[[Progress], None] | None,
+               flows_total: int, progress_every: int,
+               procs: Sequence[Any] = ()) -> SplitOutcome:
+    """Part 0: run its windows, gather every other part's results into ``net``."""
+    t0 = time.perf_counter()
+    part = _Part(net, job, 0, part_of, mine, until)
+    net.start_hosts(part.hosts)
+    report = None
+    if progress is not None:
+        last = -progress_every
+
+        def report(events: int, hops: int, done: int, now: float) -> None:
+            nonlocal last
+            if events - last >= progress_every:  # as often as one loop's slices
+                last = events
+                progress(Progress(now_us=now, events=events, packet_hops=hops,
+                                  flows_done=done, flows_total=flows_total,
+                                  wall_s=time.perf_counter() - t0))
+    end = part.run(report)
+    ranks = [m for h in part.hosts if h.job is not None for m in h.results()]
+    events = net.loop.events_run
+    windows, exchanged = part.windows, part.exchanged
+    finals = [part.end()]
+    for q in range(1, parts):
+        res = _expect(mine[q], q)
+        _load(net, res)
+        net.ingress_log.extend(res["ingress"])
+        ranks.extend(res["ranks"])
+        events += res["events"]
+        exchanged += res["exchanged"]
+        finals.append(res["end"])
+    net.ingress_log.sort(key=lambda e: e[1])  # stable: each switch's stays in order
+    if progress is not None:  # the last report, of the whole run
+        done = sum(1 for m in ranks for f in m.flows if not f.local and f.finish is not None)
+        progress(Progress(now_us=max(t for t, _ in finals), events=events,
+                          packet_hops=sum(s.packets_in for s in net.switches.values()),
+                          flows_done=done, flows_total=flows_total,
+                          wall_s=time.perf_counter() - t0))
+    if end is None:  # ended a lookahead after the last rank: as one loop would end
+        end = until if any(u for _, u in finals) else max(t for t, _ in finals)
+    for p in procs:
+        p.join()
     counts = [0] * parts
     for q in part_of.values():
         counts[q] += 1

@@ -51,12 +51,13 @@ def cases() -> dict[str, tuple[str, Any, dict[str, Any], list[LinkFailure]]]:
     return out
 
 
-def run_case(name: str, workers: int = 1) -> dict[str, Any]:
+def run_case(name: str, workers: int = 1, ray_address: str | None = None) -> dict[str, Any]:
     """One case's readable summary plus the digest of everything it produced (the same for
-    any number of ``workers``: sim.parallel)."""
+    any number of ``workers``, forked or Ray tasks: sim.parallel, sim.rayparts)."""
     scheme, sched, cfg, failures = cases()[name]
     net = SimNetwork(fat_tree(4, bw_mbps=10_000), scheme,
-                     SimConfig(record_ingress=True, workers=workers, **cfg))
+                     SimConfig(record_ingress=True, workers=workers, ray_address=ray_address,
+                               **cfg))
     res = net.run(sched, until_us=2e6, failures=failures)
     h = hashlib.sha256()
 

@@ -38,6 +38,7 @@ def test_tiny_run_checks_counters(capsys: pytest.CaptureFixture[str]) -> None:
     (["--loops", "wam,magic"], "'magic' is not one of failure, reconcile, wam"),
     (["--loops", "wam", "--control-period-us", "0"], "--control-period-us must be > 0"),
     (["--loops", "wam", "--workers", "2"], "not with --workers > 1"),
+    (["--ray", "local"], "--ray splits the run: give --workers 2 or more"),
 ])
 def test_bad_arguments_are_one_line_errors(args: list[str], msg: str,
                                            capsys: pytest.CaptureFixture[str]) -> None:

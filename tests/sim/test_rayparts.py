@@ -1,0 +1,62 @@
+"""A split run whose parts are Ray tasks (sim.rayparts) gives the results of one loop: on a
+local Ray cluster (2 CPUs standing in for two machines), the golden k=4 cases and a k=8 run,
+byte for byte; a part that fails fails the run."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+# tests/sim/golden.py, importable as a sibling (see test_sim_fabric.py)
+from golden import run_case  # noqa: E402
+
+from model.spec import fat_tree
+from sim.network import SimConfig, SimNetwork
+from sim.results import member_counters
+from traffic.schedules import alltoall
+
+
+@pytest.fixture(scope="module")
+def local_ray():  # noqa: ANN201 - the ray module
+    """Ray started here on 2 CPUs; skips when Ray is missing or its daemons do not start."""
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed (pip install -e '.[sweep]')")
+    import ray
+
+    why = ""
+    for _attempt in range(3):
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+            break
+        except Exception as e:  # noqa: BLE001 - Ray's own daemons did not come up (load)
+            ray.shutdown()
+            why = f"{type(e).__name__}: {e}"
+    else:
+        pytest.skip(f"local Ray did not start in 3 attempts: {why}")
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["random", "wam-failure", "ecmp-drops"])
+def test_ray_split_equals_one_loop_k4(local_ray, name: str) -> None:  # noqa: ANN001
+    assert run_case(name, workers=2, ray_address="local") == run_case(name, workers=1)
+
+
+@pytest.mark.slow
+def test_ray_split_equals_one_loop_k8(local_ray) -> None:  # noqa: ANN001
+    sched = alltoall(16, 16 * 8_000)
+    sched.placement = [f"h{i * 8 + 1}" for i in range(16)]
+    out = {}
+    for ray_address, w in ((None, 1), ("local", 2)):
+        net = SimNetwork(fat_tree(8, bw_mbps=10_000), "random",
+                         SimConfig(workers=w, ray_address=ray_address, record_ingress=True))
+        res = net.run(sched)
+        assert res.ok
+        timing = dict.fromkeys(("wall_s", "hops_per_s", "build_s", "install_s"), 0)
+        out[w] = (res.summary() | timing, member_counters(net).to_records(index=False).tolist(),
+                  sorted(net.ingress_log, key=lambda e: e[0]))
+    assert out[2] == out[1]
