@@ -193,6 +193,7 @@ class HeaderType:
     name: str
     fields: tuple[Field, ...]
     annotations: tuple[tuple[str, str], ...] = ()
+    loc: SourceLoc | None = field(default=None, compare=False, repr=False)  # its declaration
 
     @property
     def width(self) -> int:

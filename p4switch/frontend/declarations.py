@@ -238,7 +238,8 @@ class DeclElaborator(Part):
         if targs is not None:
             raise self.err(targs, unsupported("generic header"))
         a = self.parts.annos.annotations(annos)
-        h = ir.HeaderType(name_text(name), self.fields(d, self.env.globals, True), tuple(a.items()))
+        h = ir.HeaderType(name_text(name), self.fields(d, self.env.globals, True), tuple(a.items()),
+                          loc=self.loc(name))
         self.parts.varbits.check_varbit_header(h, d)
         # p4c accepts headers of any width; BMv2 needs bytes, so the pipeline checks
         self.env.declare(self.env.globals, h.name, TypeB(h), name)

@@ -93,6 +93,8 @@ class Elaborator:
         # same global @name(".x") (their tables refer to them)
         kept = {k for c in env.controls.values() for t in c.tables.values()
                 for k in [*(r.action for r in t.actions), t.default_action.action]}
+        kept |= _called_actions([c.body for c in env.controls.values()]
+                                + [a.body for k, a in env.actions.items() if k not in dropped])
         for key in dropped:
             if key not in kept:
                 env.actions.pop(key, None)
@@ -116,3 +118,18 @@ class Elaborator:
             new_types=env.new_types,
             new_type_annotations=env.new_type_annotations,
         )
+
+
+def _called_actions(node: object) -> set[str]:
+    """The actions called directly (``a();`` in a control or action body) under ``node``."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.ActionCall):
+            out.add(n.action)
+        if isinstance(n, list | tuple):
+            stack.extend(n)
+        elif isinstance(n, ir.Stmt | ir.Expr | ir.ActionCase | ir.ValueCase):
+            stack.extend(getattr(n, f) for f in n.__dataclass_fields__)
+    return out

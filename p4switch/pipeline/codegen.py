@@ -51,6 +51,9 @@ from .exits import ExitAnalysis
 # --------------------------------------------------------------------------------------------
 
 
+#: ``flatten``'s width of a value that has none (an error, an enum without underlying type)
+NO_WIDTH = -2
+
 class Module:
     """Collects generated source and the globals it needs; ``compile`` execs it once."""
 
@@ -163,7 +166,8 @@ class Module:
             return self._layouts[t]
         w = t.width
         if w % 8:
-            raise BuildError(f"header {t.name} is {w} bits wide, not a whole number of bytes")
+            raise BuildError(f"header {t.name} is {w} bits wide, not a whole number of bytes",
+                             t.loc)
         units: list[tuple[list[int], list[tuple[ir.Field, int, int]]]] = []
         cur: list[tuple[ir.Field, int]] = []
         bits = 0
@@ -734,7 +738,8 @@ class BlockGen(ir.Visitor):
             raise BuildError("extract of something that is not a header")
         w = t.width
         if w % 8:
-            raise BuildError(f"header {t.name} is {w} bits wide, not a whole number of bytes")
+            raise BuildError(f"header {t.name} is {w} bits wide, not a whole number of bytes",
+                             target.loc)
         n = w // 8
         self.w(f"if _pos + {n} > _plen: raise _PErr({self.err('PacketTooShort')})")
         self.extract_target(target)
@@ -824,8 +829,12 @@ class BlockGen(ir.Visitor):
                 out.extend(self.flatten(ir.StackElem(e, ir.Const(idx, type=ir.InfIntType()),
                                                      type=t.elem)))
             return out
-        # a varbit's width is its run-time length: VARBIT marks it (varbit.py)
-        width = varbit.VARBIT if isinstance(t, ir.VarbitType) else ir.type_width(t)
+        # a varbit's width is its run-time length: VARBIT marks it (varbit.py); an error or an
+        # enum without an underlying type has none (NO_WIDTH: log_msg prints it, hash_input
+        # refuses it)
+        width = varbit.VARBIT if isinstance(t, ir.VarbitType) else (
+            NO_WIDTH if isinstance(t, ir.EnumType | ir.ErrorType) and getattr(t, "underlying", None)
+            is None else ir.type_width(t))
         code = self.ex(e)
         if isinstance(t, ir.BitsType) and t.signed:
             code = f"({code} & {mask(width)})"
@@ -901,6 +910,9 @@ class BlockGen(ir.Visitor):
         The common case — every header named in the list is valid — is one ``struct.pack``;
         otherwise the fields of valid headers are shifted into an int."""
         items = self.flatten(data)
+        if any(w == NO_WIDTH for _, w, _ in items):
+            raise BuildError("a hash or checksum input holds a value without a width (an error "
+                             "or an enum without an underlying type)", data.loc)
         b = self.mod.fresh("_hb")
         if not items:
             self.w(f"{b} = {'0' if align == 16 else repr(b'')}")

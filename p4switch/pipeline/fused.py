@@ -479,7 +479,8 @@ class FusedBlockGen(BlockGen):
             raise NotFusable("extract into a header stack")
         w = t.width
         if w % 8:
-            raise BuildError(f"header {t.name} is {w} bits wide, not a whole number of bytes")
+            raise BuildError(f"header {t.name} is {w} bits wide, not a whole number of bytes",
+                             target.loc)
         n = w // 8
         p = self.path(target)
         self.facts.htypes[p] = t

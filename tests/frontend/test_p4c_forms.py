@@ -94,3 +94,56 @@ def test_an_extern_function_p4switch_cannot_run_is_refused_where_it_is_called():
         Pipeline(prog)
     assert "unsupported extern function tally" in str(info.value)
     assert info.value.loc is not None and info.value.loc.line == line_of(text, "tally(meta.m8)")
+
+
+def _pipeline(text: str):
+    from p4switch.pipeline import Pipeline
+
+    return Pipeline(compile_source(text, "t.p4"))
+
+
+def test_sub_control_action_with_a_global_name_called_by_another_action():
+    """switch_p4_16's form: the inlined copy of ``helper`` is the standalone one (same
+    global @name); dropping the standalone control must not drop the action its caller
+    runs."""
+    sub = """
+control Sub(inout headers hdr) {
+    @name(".Sub.helper") action helper(bit<8> v) { }
+    @name(".Sub.run") action run(bit<8> v) { helper(v); hdr.ipv4.ttl = v; }
+    table t { key = { hdr.ipv4.dstAddr : exact; } actions = { run; } }
+    apply { t.apply(); }
+}
+"""
+    _pipeline(ingress_program("Sub() s; apply { s.apply(hdr); }", prelude=sub))
+
+
+def test_log_msg_of_an_enum_and_a_located_refusal_of_its_hash():
+    """issue2201-bmv2's form: log_msg prints an enum without underlying type; hashing one
+    (it has no width) is refused where the hash is."""
+    prelude = "enum Color { Red, Blue }\n"
+    _pipeline(ingress_program(
+        "apply { Color c = Color.Blue; log_msg(\"c={}\", {c}); }", prelude=prelude))
+    text = ingress_program(
+        "apply { Color c = Color.Red; hash(meta.m16, HashAlgorithm.crc16, 16w0, {c}, 16w100); }",
+        prelude=prelude)
+    import pytest
+
+    from p4switch.errors import P4CompileError
+    with pytest.raises(P4CompileError) as info:
+        _pipeline(text)
+    assert "without a width" in str(info.value)
+    assert info.value.loc is not None and info.value.loc.line == line_of(text, "hash(meta.m16")
+
+
+def test_a_header_of_odd_width_is_refused_at_its_declaration():
+    text = HEADERS.replace("struct headers {", "header odd_t { bit<3> x; }\nstruct headers {") \
+        + ingress_program("apply { }")[len(HEADERS):]
+    text = text.replace("struct headers { ethernet_t ethernet;",
+                        "struct headers { odd_t odd; ethernet_t ethernet;")
+    import pytest
+
+    from p4switch.errors import P4CompileError
+    with pytest.raises(P4CompileError) as info:
+        _pipeline(text)
+    assert "header odd_t is 3 bits wide" in str(info.value)
+    assert info.value.loc is not None and info.value.loc.line == line_of(text, "header odd_t")
