@@ -69,7 +69,8 @@ def stf_outcome(program: Path) -> tuple[str, str]:
         return "crash", f"{type(e).__name__}: {e}"
     if r.ok:
         return "pass", ""
-    return ("refused" if r.exit_code == 2 else "fail"), (r.failures[0] if r.failures else "")
+    first = r.failures[0].splitlines()[0] if r.failures else ""
+    return ("refused" if r.exit_code == 2 else "fail"), first
 
 
 def main(argv: list[str] | None = None) -> int:
