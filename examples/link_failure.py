@@ -71,6 +71,9 @@ def on_emulated_fabric(tdf: float | str, out: Path) -> None:
             timer.cancel()
             s.restore(*LINK)
         print("cut:   ", cut.summary())
+        # The guard judges a collective alone: it is not told of this cut, so the frames lost
+        # on the dead link and the failure loop's reroute of it count against the run.
+        # (The experiment runner's `failure:` workloads tell it, and such runs stay valid.)
         for e in s.events():
             if e.loop == "failure":
                 print(f"  [{e.loop}] {e.what}")
