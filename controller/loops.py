@@ -337,6 +337,11 @@ class ControlLoops:
                 self.ctl.event("failure", switch, f"port {port}: probe from {sender}:"
                                f"{src_port}, but the spec says {peer}: ignored (miswired?)")
             return
+        if seq > self.seq:
+            # a round this loop has not sent: a late probe of the loop it replaced (the
+            # controller restarts its loops when Whack-a-Mole joins). Counted, it would put
+            # this switch's freshest round far ahead of its other ports and call them dead.
+            return
         with self._seen_lock:
             key = (switch, port)
             self.last_seen[key] = max(self.last_seen.get(key, 0), seq)

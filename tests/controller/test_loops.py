@@ -354,3 +354,24 @@ def test_each_reader_of_the_queue_maxima_sees_what_others_cleared() -> None:
     assert ctl._clearing_read("wam", "edge1", [3, 4], [5, 0]) == [20, 1]     # sampler's 20 kept
     assert ctl._clearing_read("wam", "edge1", [3, 4], [0, 0]) == [0, 0]      # seen once
     assert ctl._clearing_read("sampler", "edge1", [3, 4], [0, 0]) == [5, 0]  # and wam's 5
+
+
+def test_late_probes_of_a_replaced_loop_are_ignored() -> None:
+    """The controller restarts its loops (Whack-a-Mole joins); probes of the old loop's rounds
+    still in flight reach the new one, whose rounds start again at 1. Counted, a port heard at
+    an old round 40 put its switch's freshest round far ahead of its other ports, and those
+    links were declared down (13 live links on the k=4 fabric)."""
+    from controller.loops import ControlLoops
+
+    spec = leaf_spine(2, 2, 1)
+    ctl = _FakeController(spec)
+    loops = ControlLoops(ctl, ["failure"], miss_periods=2)
+    lk = spec.switch_links()[0]
+    loops.record_probe(lk.b, lk.b_port, spec.switches[lk.a].device_id, lk.a_port, 40)
+    assert loops.last_seen[(lk.b, lk.b_port)] == 0
+    for rnd in range(1, 4):
+        loops.check_links()
+        loops.seq = rnd
+        _hear_all(loops, spec, rnd)
+    loops.check_links()
+    assert loops.down == set() and ctl.applied == 0
