@@ -338,6 +338,7 @@ class SimBackend(Backend):
                                         qps=w.qps, path_policy=self.scheme.policy_spec()),
                         seed=self.cfg.parameters.seed if self.run_seed is None else self.run_seed,
                         workers=self.cfg.parameters.sim_workers,
+                        ray_address=self.cfg.parameters.sim_ray,
                         ecn_threshold=self.ecn_threshold(
                             fabric.get("queue_depth", SimConfig.queue_depth)),
                         **fabric)

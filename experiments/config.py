@@ -265,6 +265,10 @@ class Parameters:
     """sim backend: processes each run is split over (sim.parallel; the results are the same
     for any number). 2 on a 2-core machine for one big run; keep 1 in a sweep, whose runs
     already fill the cores."""
+    sim_ray: str | None = None
+    """sim backend, with ``sim_workers`` > 1: run the parts other than the first as Ray tasks
+    on the cluster at this address ("local": a Ray started here), so that one run spans
+    machines (sim.rayparts; the results are the same). None: forked processes."""
     socket_buffer: int | None = None
     """Bytes of each switch port's AF_PACKET socket buffers (None: p4switch's 8 MiB). Small
     keeps the queueing in the P4 egress queues; the fidelity guard says when it is too small
@@ -685,7 +689,8 @@ def _parameters(v: Any) -> Parameters:
     p = "parameters"
     d = _obj(v, p)
     _keys(d, p, {"target", "sample_period_s", "control_period_s", "loops", "settle_s", "seed",
-                 "lock_timeout_s", "start_margin_s", "sim_workers", "tdf", "socket_buffer",
+                 "lock_timeout_s", "start_margin_s", "sim_workers", "sim_ray", "tdf",
+                 "socket_buffer",
                  "switch_priority", "wall_budget_s"})
     loops = _list(d.get("loops", list(Parameters.loops)), _join(p, "loops"))
     for i, lp in enumerate(loops):
@@ -699,7 +704,9 @@ def _parameters(v: Any) -> Parameters:
                       seed=_int(d, "seed", p, 0, 0),
                       lock_timeout_s=_num(d, "lock_timeout_s", p, 300.0, lo=0.0) or 0.0,
                       start_margin_s=_num(d, "start_margin_s", p, 4.0, lo=0.0) or 0.0,
-                      sim_workers=_int(d, "sim_workers", p, 1, 1, 64), tdf=_tdf(d, p),
+                      sim_workers=_int(d, "sim_workers", p, 1, 1, 64),
+                      sim_ray=_str(d, "sim_ray", p, None) or None if "sim_ray" in d else None,
+                      tdf=_tdf(d, p),
                       socket_buffer=_int(d, "socket_buffer", p, 0, 4096) or None
                       if "socket_buffer" in d else None,
                       switch_priority=_str(d, "switch_priority", p,

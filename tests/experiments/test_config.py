@@ -101,6 +101,7 @@ def test_random_placement_is_a_seeded_permutation() -> None:
     ("parameters", {"loops": ["failure", "magic"]}, "parameters.loops[1]: 'magic' is not one"),
     ("parameters", {"sample_period_s": 0}, "parameters.sample_period_s: must be > 0"),
     ("parameters", {"sim_workers": 0}, "parameters.sim_workers: must be in 1..64"),
+    ("parameters", {"sim_ray": 6379}, "parameters.sim_ray: 6379 is not a string"),
     ("name", "a/b", "name: 'a/b' must be a non-empty word"),
 ])
 def test_bad_field_is_named(path: str, value: object, message: str) -> None:

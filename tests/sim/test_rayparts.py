@@ -1,6 +1,6 @@
 """A split run whose parts are Ray tasks (sim.rayparts) gives the results of one loop: on a
 local Ray cluster (2 CPUs standing in for two machines), the golden k=4 cases and a k=8 run,
-byte for byte; a part that fails fails the run."""
+byte for byte; an experiment's ``parameters.sim_ray`` runs the same."""
 
 from __future__ import annotations
 
@@ -60,3 +60,24 @@ def test_ray_split_equals_one_loop_k8(local_ray) -> None:  # noqa: ANN001
         out[w] = (res.summary() | timing, member_counters(net).to_records(index=False).tolist(),
                   sorted(net.ingress_log, key=lambda e: e[0]))
     assert out[2] == out[1]
+
+
+@pytest.mark.slow
+def test_experiment_sim_ray_gives_the_same_runs(local_ray, tmp_path) -> None:  # noqa: ANN001
+    import pandas as pd
+
+    from experiments import runner
+    from experiments.config import from_dict
+
+    tiny = {"name": "tiny", "backend": "sim",
+            "topology": {"kind": "fattree", "k": 4, "bw_mbps": 10},
+            "schemes": ["ecmp", "random"],
+            "workloads": [{"name": "ring", "schedule": "ring_allreduce", "size": "8KB",
+                           "placement": "random", "timeout_s": 20}]}
+    got = {}
+    for name, params in (("one", {"sim_workers": 1}),
+                         ("ray", {"sim_workers": 2, "sim_ray": "local"})):
+        d = {**tiny, "parameters": {"seed": 1, **params}}
+        root = runner.run_experiment(from_dict(d), tmp_path / name).root
+        got[name] = pd.read_csv(root / "ccts.csv")["cct"].tolist()
+    assert got["ray"] == got["one"] and len(got["one"]) == 2
