@@ -20,8 +20,7 @@ import struct
 
 from common.checksum import csum16_int
 from model.spec import mac_int
-from traffic.packet import ACK, F_ACK, F_DUP, F_NACK, HDR, ROCEV2_PORT, VERSION
-from traffic.wire import F_TRIM
+from traffic.wire import ACK, F_ACK, F_DUP, F_NACK, F_TRIM, HDR, ROCEV2_PORT, VERSION
 
 ETH_IP_UDP = 14 + 20 + 8
 """Bytes before the collective header."""

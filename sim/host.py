@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from model.spec import HostSpec
 from traffic.metrics import FlowRecord, RankMetrics, RecvRecord, StepRecord
-from traffic.packet import ACK, F_ACK, F_ACKREQ, F_RETX, HDR, ROCEV2_PORT
 from traffic.policies import PathPolicy, PolicySpec, feed_ack
 from traffic.schedules import Schedule
 from traffic.transport import (
@@ -32,6 +31,7 @@ from traffic.transport import (
     TransportConfig,
     cc_fields,
 )
+from traffic.wire import ACK, F_ACK, F_ACKREQ, F_RETX, HDR, ROCEV2_PORT
 
 from . import frames
 from .events import EventLoop

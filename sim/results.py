@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-import pandas as pd
-
 from traffic.metrics import RankMetrics, fct_summary
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from p4switch import ExactMatch, MatchValue
 
     from .host import Job
@@ -74,6 +74,8 @@ class SimResult:
                                                  "start", "finish", "retransmissions",
                                                  "timeouts", "nacks", "local")},
                  "fct": f.fct} for r in self.ranks for f in r.flows]
+        import pandas as pd  # only here: a run's process need not load it
+
         return pd.DataFrame(rows)
 
     def received(self) -> pd.DataFrame:
@@ -81,6 +83,8 @@ class SimResult:
                                              "packets_received", "arrivals", "duplicates",
                                              "reordered", "start", "finish")}
                 for r in self.ranks for x in r.received]
+        import pandas as pd  # only here: a run's process need not load it
+
         return pd.DataFrame(rows)
 
     def summary(self) -> dict[str, Any]:
@@ -153,4 +157,6 @@ def member_counters(net: SimNetwork) -> pd.DataFrame:
             pk, by = sw.pipe.counter_read(LB_MEMBER_CTR, gid * LB_MAX_MEMBERS + idx)
             rows.append({"switch": name, "group": gid, "member": idx, "port": port,
                          "packets": pk, "bytes": by})
+    import pandas as pd  # only here: a run's process need not load it
+
     return pd.DataFrame(rows, columns=["switch", "group", "member", "port", "packets", "bytes"])
