@@ -35,8 +35,10 @@ the same full queue as data and are tail-dropped with it; in their own FIFO they
 Packet trimming (UEC's, NDP's; ``trim_bytes``, off by default as v1model has none): a packet
 arriving to a full FIFO is not dropped but cut to its first ``trim_bytes`` bytes (its headers)
 and queued in a trimmed FIFO served before every priority (qid = ``priorities``), so the
-receiver learns of the loss one queueing delay later instead of after a timeout. The trimmed
-FIFO holds at most ``depth`` packets; beyond it a packet is tail-dropped. ``dequeue`` sets
+receiver learns of the loss one queueing delay later instead of after a timeout. A packet of at
+most 2 x ``trim_bytes`` (an ACK, a NACK: headers are all it has) goes into that FIFO whole
+instead: cut, it would be lost, and a lost ACK or NACK costs a timeout. The trimmed FIFO holds
+at most ``depth`` packets; beyond it a packet is tail-dropped. ``dequeue`` sets
 ``last_trimmed`` for the caller, which cuts the frame egress emits with ``trim_frame``.
 
 Nothing here reads a clock or does I/O: time is an argument (docs/architecture.md: the switch owns the clock).
@@ -110,6 +112,9 @@ class QueueStats:
     """Packets that went into a priority FIFO above 0 (included in ``enqueued``)."""
     trimmed: int = 0
     """Packets cut to their headers instead of tail-dropped (included in ``enqueued``)."""
+    promoted: int = 0
+    """Small packets (<= 2 x trim_bytes) that met a full FIFO and went whole into the trimmed
+    one (included in ``enqueued``)."""
 
 
 def _positive(rate: float | None) -> float | None:
@@ -222,11 +227,13 @@ class EgressQueue:
         if qlen >= self.depth:
             trim = self.trim_bytes
             if trim and len(self._trim) < self.depth:
-                if job.packet_length > trim:
+                if job.packet_length > 2 * trim:
                     job.packet_length = trim
+                    st.trimmed += 1
+                else:   # a control packet: promoted whole, not cut
+                    st.promoted += 1
                 self._trim.append((job, now_us, len(self._trim)))
                 self._n_higher += 1
-                st.trimmed += 1
                 st.enqueued += 1
                 return True
             st.tail_drops += 1

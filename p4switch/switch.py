@@ -874,7 +874,9 @@ class Switch:
                 if item is None:
                     break
                 self.egress_delay_us.add(item[1].deq_timedelta)
-                self._egress(item[0], now, item[1], q.trim_bytes if q.last_trimmed else None)
+                cut = q.trim_bytes if q.last_trimmed and item[0].packet_length == q.trim_bytes \
+                    else None   # a promoted control packet leaves whole
+                self._egress(item[0], now, item[1], cut)
             if not len(q):
                 queues.backlogged.discard(port)
 

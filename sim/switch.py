@@ -232,7 +232,8 @@ class SimSwitch:
         qm.deq_timedelta = int(qm.deq_timedelta)
         er = self._egress(job, int(now + uptime), qm)
         out = self._out
-        cut = self.trim_bytes if q.last_trimmed else None
+        cut = self.trim_bytes if q.last_trimmed and job.packet_length == self.trim_bytes \
+            else None
         if er.__class__ is tuple:
             link = out.get(er[0])
             if link is None:

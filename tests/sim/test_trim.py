@@ -84,3 +84,12 @@ def test_two_to_one_incast_trims_instead_of_dropping() -> None:
 def test_the_same_incast_without_trimming_drops_and_times_out() -> None:
     s, _ = _incast(trim=False)
     assert s["trims"] == 0 and s["tail_drops"] > 0 and s["timeouts"] > 0
+
+
+def test_a_small_control_packet_is_promoted_whole_not_cut() -> None:
+    q = EgressQueue(1, depth=1, trim_bytes=70)
+    data, ack = _job(), _job(94)      # an ACK frame is 94 bytes: cut to 70 it would be lost
+    assert q.enqueue(data, 0) and q.enqueue(ack, 0)
+    assert ack.packet_length == 94 and q.stats.promoted == 1 and q.stats.trimmed == 0
+    first = q.dequeue(0)
+    assert first is not None and first[0] is ack and q.last_trimmed
