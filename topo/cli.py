@@ -292,15 +292,18 @@ class FabricCLI(CLI):
                 print(_table(df[df["qdepth_max"] > 0] if "qdepth_max" in df else df))
 
     def do_events(self, line: str) -> None:
-        """events [n]: the last n (default 20) things the control loops did."""
+        """events [n]: the last n (default 20) things the controller and its loops did, each
+        at its fabric time (µs since the fabric came up: wall time ÷ TDF)."""
+        arg = line.strip()
+        if arg and not arg.isdigit():
+            print(f"error: {arg!r} is not a number of events   e.g. events 50")
+            return
         if not self._need_ctl():
             return
-        n = int(line) if line.strip().isdigit() else 20
-        evs = self.session.events(n)
+        evs = self._run(self.session.events, int(arg) if arg else 20)
+        if evs is self._FAILED:
+            return
         if not evs:
             print("(no events)")
         for ev in evs:
-            t = getattr(ev, "time", None)
-            ts = time.strftime("%H:%M:%S", time.localtime(t)) if isinstance(t, float) else t
-            print(f"{ts} {getattr(ev, 'loop', '')} {getattr(ev, 'switch', '')}: "
-                  f"{getattr(ev, 'what', ev)}")
+            print(ev)

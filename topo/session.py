@@ -88,9 +88,13 @@ class Sampler(threading.Thread):
     land during the collective, not only after it. A failing read is recorded, not raised:
     losing one sample must not lose the run."""
 
-    def __init__(self, ctl: Any, period: float, counter_every: int = 4) -> None:
+    def __init__(self, ctl: Any, period: float, counter_every: int = 4,
+                 tdf: float = 1.0) -> None:
         super().__init__(name="experiment-sampler", daemon=True)
         self.ctl = ctl
+        self.tdf = tdf
+        """Errors say when, in fabric µs since the sampler was made (wall time ÷ this)."""
+        self._t0 = time.time()
         self.period = period
         self.counter_every = counter_every
         self.links: list[pd.DataFrame] = []
@@ -120,12 +124,15 @@ class Sampler(threading.Thread):
             if counters:
                 self.counters.append(c.assign(t=t))
         except Exception as e:  # noqa: BLE001 - a sample lost is recorded, the run goes on
-            self.errors.append(f"{t:.3f} read_counters: {e}")
+            self.errors.append(f"read_counters at {self._when(t)}: {e}")
         try:
             self.queues.append(queues.result().assign(t=t))
         except Exception as e:  # noqa: BLE001
-            self.errors.append(f"{t:.3f} read_queues: {e}")
+            self.errors.append(f"read_queues at {self._when(t)}: {e}")
         return c
+
+    def _when(self, t: float) -> str:
+        return f"{(t - self._t0) / self.tdf * 1e6:.1f} µs of the run (fabric time)"
 
     def run(self) -> None:
         while not self._halt.wait(self.period):
@@ -394,6 +401,8 @@ class FabricSession:
         self.last_agent_args: dict[str, Any] = {}
         self.last_scheme: Any = None
         """The scheme last written on every group (emulation units)."""
+        self.t_start = time.time()
+        """When the fabric came up (wall, time.time()): fabric time 0 of :meth:`events`."""
 
     # ---- units ---------------------------------------------------------------------------------
     def _check_scheme(self, name: str, params: dict[str, Any]) -> None:
@@ -505,6 +514,7 @@ class FabricSession:
         from .net import FabricNet
 
         t0 = time.perf_counter()
+        self.t_start = time.time()
         f = self.emu.fabric
         # p4switch emulates each link's propagation delay itself (no netem in this kernel);
         # the other targets cannot, and reports say so
@@ -716,7 +726,7 @@ class FabricSession:
         probe_before = probe.snapshot()
         host_before = self.host_counters(hosts)
         n_events = len(self.ctl.events)
-        sampler = Sampler(self.ctl, self.emu.sample_period_s)
+        sampler = Sampler(self.ctl, self.emu.sample_period_s, tdf=self.tdf)
         # the sampler's first sample is the run's "before" counters (a second Read of every
         # switch, back to back with it, cost ~0.35 s per run on the demo's 20 switches)
         first = sampler.sample()
@@ -826,10 +836,16 @@ class FabricSession:
         return after.assign(d_packets=(m["tx_packets"] - m["tx_packets_prev"]).values,
                             gbps=gbps.round(3).values, util=(gbps / cap).round(3).values)
 
-    def events(self, n: int | None = None) -> list[Any]:
-        """The last ``n`` (default all) things the controller and its loops did."""
+    def fabric_time_us(self, wall: float) -> float:
+        """A wall-clock instant (time.time()) -> fabric µs since the session started."""
+        return self.fabric_us(wall - self.t_start)
+
+    def events(self, n: int | None = None) -> list[FabricEvent]:
+        """The last ``n`` (default all) things the controller and its loops did, each at
+        its fabric time since the session started."""
         evs = list(self.ctl.events)
-        return evs if n is None else evs[-n:]
+        return [FabricEvent(self.fabric_time_us(e.time), e.loop, e.switch, e.what)
+                for e in (evs if n is None else evs[-n:] if n > 0 else [])]
 
     def cut(self, a: str, b: str, notify: bool = False) -> None:
         """Take the a-b link down physically (both interfaces); ``notify``: tell the
@@ -891,6 +907,20 @@ def fmt_us(us: float | None) -> str:
     if us >= 1e6:
         return f"{us / 1e6:g} s"
     return f"{us / 1e3:g} ms" if us >= 1e3 else f"{us:g} µs"
+
+
+@dataclass(frozen=True)
+class FabricEvent:
+    """One thing the controller or a loop did, at ``time_us`` fabric µs since the session
+    started (wall time since then ÷ TDF)."""
+
+    time_us: float
+    loop: str
+    switch: str | None
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.time_us:.1f} µs {self.loop} {self.switch or 'fabric'}: {self.what}"
 
 
 def _event(e: Any) -> dict[str, Any]:

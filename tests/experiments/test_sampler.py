@@ -52,4 +52,5 @@ def test_a_failed_read_is_recorded_and_returns_none() -> None:
     s.start()
     assert s.finish() is None
     assert len(s.errors) == 1 and "switch busy" in s.errors[0]
+    assert "µs of the run (fabric time)" in s.errors[0]   # not a wall-clock stamp
     assert s.tables()[2]["packets"].tolist() == [1]   # the kept sample only
