@@ -40,6 +40,9 @@ class Backend(ABC):
     default_prop_delay_us = 0.0
     tdf = 1.0
     """The time-dilation factor ``cfg`` is dilated by (the runner sets it)."""
+    retunable = False
+    """Its fabric can change rate between runs (:meth:`adopt`): the runner may then step an
+    experiment's TDF back when its runs turn invalid (experiments/stepback.py)."""
 
     def __init__(self, cfg: ExperimentConfig, spec: FabricSpec) -> None:
         self.cfg = cfg
@@ -90,6 +93,11 @@ class Backend(ABC):
     @abstractmethod
     def down(self) -> None: ...
 
+    def adopt(self, cfg: ExperimentConfig, scheme: SchemeConfig, tdf: float | None = None) -> None:
+        """Run as ``cfg`` (dilated by ``tdf``) from now on, under ``scheme``, without a new
+        fabric (only backends that are ``retunable``)."""
+        raise NotImplementedError(f"the {self.name} backend cannot change its rates")
+
     def seed_data_plane(self, seed: int) -> None:
         """Restart the switches' random() from ``seed`` before a run (the runner passes the
         repetition's seed, so repetition i draws the same choices in every invocation).
@@ -108,6 +116,7 @@ class MininetBackend(Backend):
 
     name = "mininet"
     rto_bounds = RTO_BOUNDS
+    retunable = True
 
     def __init__(self, cfg: ExperimentConfig, spec: FabricSpec, tdf: float = 1.0) -> None:
         super().__init__(cfg, spec)

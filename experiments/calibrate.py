@@ -86,6 +86,12 @@ class Calibration:
     ramp: list[dict[str, Any]] = field(default_factory=list)
 
 
+def ramp_tdfs(fabric_bps: float, rates_mbps: tuple[float, ...] = RAMP_MBPS) -> list[float]:
+    """The ramp's TDFs for links of ``fabric_bps``, fastest rate first (the runner steps back
+    along the same list: experiments/stepback.py)."""
+    return [fabric_bps / (r * 1e6) for r in sorted(rates_mbps, reverse=True)]
+
+
 def ramp_config(cfg: ExperimentConfig, tdf: float) -> ExperimentConfig:
     """``cfg`` as a probe runs it at ``tdf``: dilated, without control loops (a probe measures
     the data path; the loops' periods are the experiment's business)."""
@@ -115,7 +121,7 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
     if cfg.fabric is None:
         raise ConfigError("fabric", "calibration needs a file in fabric units (a fabric block)")
     fabric_bps = cfg.fabric.link_bps
-    tdfs = [fabric_bps / (r * 1e6) for r in sorted(rates_mbps, reverse=True)]
+    tdfs = ramp_tdfs(fabric_bps, rates_mbps)
     pick = next((i for i, s in enumerate(cfg.schemes) if scheme_class(s.name).sprays), 0)
     w = cfg.workloads[0]
     spec = cfg.spec()

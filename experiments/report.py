@@ -263,6 +263,8 @@ FIDELITY_COLUMNS = [("workload", "workload", "{}"), ("scheme", "scheme", "{}"),
                     ("switch_cpu_max", "switch CPU max", "{:.0%}"),
                     ("machine_steal", "CPU steal", "{:.0%}"),
                     ("invalid_reason", "why invalid", "{}")]
+STEP_COLUMNS = [("tdf", "TDF", "{:g}"), ("rerun_of", "re-run of rep", "{:.0f}")]
+"""Columns the fidelity table adds when the runner stepped the TDF back (experiments/stepback)."""
 
 
 def fidelity_section(r: Results) -> list[str]:
@@ -277,6 +279,8 @@ def fidelity_section(r: Results) -> list[str]:
           "CPU). Invalid runs are left out of the summary and the rankings "
           "(`python -m experiments.report DIR --include-invalid` keeps them).", ""]
     cols = [c for c in FIDELITY_COLUMNS if c[0] in runs.columns]
+    if tdf_steps(r.meta):
+        cols[4:4] = [c for c in STEP_COLUMNS if c[0] in runs.columns]
     md += ["| " + " | ".join(c[1] for c in cols) + " |", "|" + "---|" * len(cols)]
     for rec in runs.to_dict("records"):
         md.append("| " + " | ".join(_fmt(rec[c[0]], c[2]) for c in cols) + " |")
@@ -329,6 +333,38 @@ def _drop_totals(runs: pd.DataFrame, sites: list[str]) -> str:
     return line + "."
 
 
+def tdf_steps(meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runner's steps back of the TDF (experiment.json ``step_back``), oldest first."""
+    return list((meta.get("step_back") or {}).get("steps") or [])
+
+
+def tdf_text(meta: dict[str, Any]) -> str:
+    """The TDF, and every TDF it stepped back to ("50,000 → 100,000")."""
+    return " → ".join(f"{t:g}" for t in [meta.get("tdf", 1.0),
+                                          *(s["to_tdf"] for s in tdf_steps(meta))])
+
+
+def step_back_lines(meta: dict[str, Any]) -> list[str]:
+    """What the runner's step-back did (experiments/stepback.py), for the dilation section."""
+    sb = meta.get("step_back") or {}
+    md = []
+    for s in tdf_steps(meta):
+        again = ", ".join(f"{x['workload']}/{x['scheme']} rep {x['repetition']} as rep "
+                          f"{x['as']}" for x in s["rerun"])
+        md.append(f"- after run {s['after_runs']} ({s['workload']} · {s['scheme']} · rep "
+                  f"{s['repetition']}): TDF {s['from_tdf']:g} → **{s['to_tdf']:g}**, "
+                  f"{s['reason']}; ran again: {again or 'none'}")
+    if md:
+        md = [f"The runs turned invalid at the calibrated rate ({sb.get('invalid')} of "
+              f"{sb.get('window')} repetitions for the machine's capacity), so the runner "
+              "stepped the rate back along calibration's ramp for the rest of the experiment "
+              "and ran the invalid repetitions again (experiments/stepback.py):", "", *md, ""]
+    if sb.get("stuck"):
+        md += [f"Runs still turned invalid at TDF {tdf_text(meta).split(' → ')[-1]}, the "
+               f"slowest rate of the ramp ({sb['stuck']}): no further step.", ""]
+    return md
+
+
 def dilation_section(meta: dict[str, Any]) -> list[str]:
     """The fabric the experiment models and the factor the emulation ran it slowed by."""
     fabric, tdf = meta.get("fabric"), meta.get("tdf", 1.0)
@@ -354,7 +390,8 @@ def dilation_section(meta: dict[str, Any]) -> list[str]:
     if dil and tdf != 1:
         md += ["", "| knob | fabric | emulated |", "|---|---|---|"]
         md += [f"| {k} | {v[0]} | {v[1]} |" for k, v in dil.items()]
-    return md + [""]
+    steps = step_back_lines(meta)
+    return md + ([""] + steps if steps else [""])
 
 
 def beside_table(emu: pd.DataFrame, sim: pd.DataFrame) -> pd.DataFrame:
@@ -449,7 +486,7 @@ def write_report(root: str | Path, include_invalid: bool = False) \
     target = (f", switches on the {cfg.get('parameters', {}).get('target', 'p4switch')} target"
               if backend == "mininet" else "")
     md += [f"Topology: {topo}; backend {backend}{target}; "
-           f"repetitions {cfg.get('repetitions', 1)}; TDF {r.meta.get('tdf', 1):g}; "
+           f"repetitions {cfg.get('repetitions', 1)}; TDF {tdf_text(r.meta)}; "
            f"git {r.meta.get('versions', {}).get('git', '?')}.",
            ""]
     if r.meta.get("interrupted"):

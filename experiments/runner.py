@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 import yaml
@@ -42,6 +42,7 @@ from .config import TDF_AUTO, ExperimentConfig, SchemeConfig, WorkloadConfig
 from .eta import RunPlan
 from .lbbsp import rebalance, speed_factors
 from .runs import load_ranks, merge_ranks, verdict
+from .stepback import StepBack, capacity_reason
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("numpy", "pandas", "matplotlib", "networkx", "scapy", "grpcio", "protobuf",
@@ -256,8 +257,15 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
         plan = RunPlan(priors, {w.name: len(cfg.schemes) * cfg.repetitions
                                 * (w.bsp.iterations if w.bsp else 1) for w in cfg.workloads},
                        tail_s=be.timings.get("teardown", 3.0) if cfg.backend != "sim" else 0.0)
+        reps = {w.name: dict.fromkeys((s.label for s in cfg.schemes), cfg.repetitions)
+                for w in cfg.workloads}   # the next repetition index of each
         ctx = _Ctx(run, be, rec, spec, progress, plan, t_since, budget,
-                   adaptive=(cfg.max_repetitions or 0) > cfg.repetitions)
+                   adaptive=(cfg.max_repetitions or 0) > cfg.repetitions, emu=emu, tdf=tdf,
+                   total=total, reps=reps, policy=step_back_policy(cfg, be, tdf))
+        if ctx.policy is not None:
+            run.meta["step_back"] = {"ladder": list(ctx.policy.ladder),
+                                     "invalid": ctx.policy.invalid,
+                                     "window": ctx.policy.window, "steps": []}
         progress.start(f"fabric up ({cfg.backend})")
         if calibrated:
             from .backends import MininetBackend
@@ -269,38 +277,34 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
         priority = getattr(be, "priority", None)   # the Mininet backend's switch scheduling
         if priority:
             run.meta["switch_priority"] = priority
-        first = True
         # every workload's repetitions first, then the adaptive ones: the budget can then be
         # shared between workloads with every due run measured
-        for w, w_emu in zip(cfg.workloads, emu.workloads, strict=True):
-            for scheme, s_emu in zip(cfg.schemes, emu.schemes, strict=True):
-                if not first:
-                    be.set_scheme(s_emu)
-                first = False
+        for wi in range(len(cfg.workloads)):
+            for si in range(len(cfg.schemes)):
                 for rep in range(cfg.repetitions):
-                    _timed_run(ctx, w, w_emu, scheme, rep, tdf)
-        reps = {w.name: dict.fromkeys((s.label for s in cfg.schemes), cfg.repetitions)
-                for w in cfg.workloads}
-        open_ws = [(w, w_emu) for w, w_emu in zip(cfg.workloads, emu.workloads, strict=True)
-                   if not w.bsp]
+                    _counted_run(ctx, wi, si, rep)
+        labels = [s.label for s in cfg.schemes]
+        open_ws = [wi for wi, w in enumerate(cfg.workloads) if not w.bsp]
         while open_ws:   # one round of close calls per workload in turn
-            for w, w_emu in list(open_ws):
-                more = _settle_close_calls(run, cfg, w, reps[w.name], adaptive["beyond_cap"])
+            for wi in list(open_ws):
+                w = cfg.workloads[wi]
+                counted = {lb: n - ctx.reruns.get((w.name, lb), 0)   # re-runs replace runs
+                           for lb, n in reps[w.name].items()}
+                more = _settle_close_calls(run, cfg, w, counted, adaptive["beyond_cap"])
                 fit = plan.extra_runs_fitting(w.name, len(more),
                                               time.perf_counter() - t_since, budget)
                 if fit < len(more):
                     adaptive["left_by_budget"][w.name] = more[fit:]
                 if fit == 0:
-                    open_ws.remove((w, w_emu))
+                    open_ws.remove(wi)
                     continue
                 adaptive["left_by_budget"].pop(w.name, None)
-                total += fit
-                progress.total(total)
+                ctx.total += fit
+                progress.total(ctx.total)
                 for label in more[:fit]:
-                    i = [s.label for s in cfg.schemes].index(label)
-                    be.set_scheme(emu.schemes[i])
-                    _timed_run(ctx, w, w_emu, cfg.schemes[i], reps[w.name][label], tdf)
+                    rep = reps[w.name][label]
                     reps[w.name][label] += 1
+                    _counted_run(ctx, wi, labels.index(label), rep)
                     added = adaptive["added"].setdefault(w.name, {})
                     added[label] = added.get(label, 0) + 1
     except (KeyboardInterrupt, Interrupted) as e:
@@ -344,18 +348,96 @@ class _Ctx:
     """perf_counter() at the budget's start (``since``; else the runner's)."""
     budget: float | None
     adaptive: bool
+    emu: ExperimentConfig
+    """The experiment dilated by ``tdf``: what the backend runs now."""
+    tdf: float
+    total: int = 0
+    """Runs announced to the progress bar."""
+    reps: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per workload and scheme label: the next repetition index."""
+    reruns: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Repetitions run again after a step back, per (workload, scheme label)."""
+    policy: StepBack | None = None
+    scheme_i: int = 0
+    """The index of the scheme the fabric runs."""
+
+
+def step_back_policy(cfg: ExperimentConfig, be: Backend, tdf: float) -> StepBack | None:
+    """The step-back policy of an experiment whose TDF is calibration's (``tdf: auto``) on a
+    backend that can change rates: along calibration's ramp. A TDF the file states is
+    the rate asked for and is kept (its invalid runs are only reported)."""
+    if cfg.parameters.tdf != TDF_AUTO or cfg.fabric is None or not be.retunable:
+        return None
+    from .calibrate import ramp_tdfs
+    return StepBack(ramp_tdfs(cfg.fabric.link_bps), tdf)
+
+
+def _counted_run(ctx: _Ctx, wi: int, si: int, rep: int) -> None:
+    """Repetition ``rep`` of workload ``wi`` under scheme ``si``, judged by the step-back
+    policy: when it steps, the fabric takes the next slower rate of the ramp and the
+    invalid repetitions of the policy's window run again there, each as a new repetition
+    (``rerun_of``: the one it replaces, which stays on record as invalid)."""
+    cfg = ctx.run.cfg
+    todo: list[tuple[int, int, int, int | None]] = [(wi, si, rep, None)]
+    while todo:
+        wi, si, rep, of = todo.pop(0)
+        if si != ctx.scheme_i:
+            ctx.be.set_scheme(ctx.emu.schemes[si])
+            ctx.scheme_i = si
+        rows = _timed_run(ctx, cfg.workloads[wi], ctx.emu.workloads[wi], cfg.schemes[si], rep,
+                          ctx.tdf, of)
+        if ctx.policy is None:
+            continue
+        reason = next((r for r in map(capacity_reason, rows) if r), None)
+        stuck = ctx.policy.stuck
+        step = ctx.policy.add((wi, si, rep), reason)
+        if ctx.policy.stuck and not stuck:
+            ctx.progress.log(f"runs invalid at TDF {ctx.tdf:g} ({ctx.policy.stuck}), the "
+                             "slowest rate of calibration's ramp: not stepping back further")
+            ctx.run.meta["step_back"]["stuck"] = ctx.policy.stuck
+        if step is None:
+            continue
+        ctx.tdf = step.to_tdf
+        ctx.emu = dilate(cfg, ctx.tdf)
+        ctx.be.adopt(ctx.emu, ctx.emu.schemes[ctx.scheme_i], ctx.tdf)
+        again = []
+        for key in step.rerun:
+            kw, ks, kr = cast(tuple[int, int, int], key)   # as added above
+            w, label = cfg.workloads[kw], cfg.schemes[ks].label
+            new = ctx.reps[w.name][label]
+            ctx.reps[w.name][label] = new + 1
+            ctx.reruns[(w.name, label)] = ctx.reruns.get((w.name, label), 0) + 1
+            todo.append((kw, ks, new, kr))
+            iters = w.bsp.iterations if w.bsp else 1
+            ctx.plan.pending[w.name] = ctx.plan.pending.get(w.name, 0) + iters
+            ctx.total += iters
+            again.append({"workload": w.name, "scheme": label, "repetition": kr,
+                          "as": new})
+        ctx.run.meta["step_back"]["steps"].append({
+            "after_runs": len(ctx.run.runs), "workload": cfg.workloads[wi].name,
+            "scheme": cfg.schemes[si].label, "repetition": rep, "from_tdf": step.from_tdf,
+            "to_tdf": step.to_tdf, "reason": step.reason, "rerun": again})
+        _write_meta(ctx.run)
+        ctx.progress.total(ctx.total)
+        ctx.progress.tdf(ctx.tdf)
+        ctx.progress.log(f"{len(again)} of the last {ctx.policy.window} repetitions invalid at "
+                         f"TDF {step.from_tdf:g} ({step.reason}): stepping back to TDF "
+                         f"{step.to_tdf:g} for the rest of the experiment and running them "
+                         "again")
 
 
 def _timed_run(ctx: _Ctx, w: WorkloadConfig, w_emu: WorkloadConfig, scheme: SchemeConfig,
-               rep: int, tdf: float) -> None:
-    """One repetition, its wall time in the phases and the plan, its tables on disk."""
+               rep: int, tdf: float, rerun_of: int | None = None) -> list[dict[str, Any]]:
+    """One repetition, its wall time in the phases and the plan, its tables on disk; its
+    rows (one per BSP iteration)."""
     phases = ctx.run.meta["phases"]
     key = f"traffic {w.name} {scheme.label}"
     t0 = time.perf_counter()
-    _run_workload(ctx.run, ctx.be, ctx.rec, ctx.spec, w, scheme, rep, ctx.progress, w_emu,
-                  tdf, ctx)
+    rows = _run_workload(ctx.run, ctx.be, ctx.rec, ctx.spec, w, scheme, rep, ctx.progress,
+                         w_emu, tdf, ctx, rerun_of)
     ctx.rec.flush()
     phases[key] = phases.get(key, 0.0) + time.perf_counter() - t0
+    return rows
 
 
 def needs_calibration(cfg: ExperimentConfig) -> bool:
@@ -437,10 +519,13 @@ def fabric_samples(s: RunSamples, tdf: float) -> RunSamples:
 def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
                   w: WorkloadConfig, scheme: SchemeConfig, rep: int,
                   progress: Progress, w_emu: WorkloadConfig | None = None,
-                  tdf: float = 1.0, ctx: _Ctx | None = None) -> None:
+                  tdf: float = 1.0, ctx: _Ctx | None = None,
+                  rerun_of: int | None = None) -> list[dict[str, Any]]:
     """One repetition of a workload under a scheme; BSP workloads run iteration by iteration
     so that LB-BSP can re-size the batches between them. ``w_emu``: the workload as the
-    backend runs it (dilated); everything recorded is in fabric units (times ÷ ``tdf``)."""
+    backend runs it (dilated); everything recorded is in fabric units (times ÷ ``tdf``).
+    ``rerun_of``: the repetition this one replaces after a step back. Returns its rows."""
+    out_rows: list[dict[str, Any]] = []
     w_emu = w_emu or w
     cfg = run.cfg
     hosts = cfg.hosts_of(w, spec)
@@ -468,8 +553,11 @@ def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
                       samples, wall, str(rel), tdf)
         row["batch_shares"] = json.dumps([round(s, 4) for s in shares]) if w.bsp else None
         row["tdf"] = tdf
+        if rerun_of is not None:
+            row["rerun_of"] = rerun_of
         rec.add("runs", [row])
         run.runs.append(row)
+        out_rows.append(row)
         eta = Eta(0.0, 0.0)
         if ctx is not None:
             ctx.plan.done(w.name, time.perf_counter() - t_it)
@@ -478,6 +566,7 @@ def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
         progress.done(what, row, eta)
         if w.bsp and w.bsp.lb_bsp:
             shares = rebalance(shares, compute_times(ranks, n))
+    return out_rows
 
 
 def _safe(label: str) -> str:
