@@ -250,15 +250,19 @@ class FabricCLI(CLI):
         self._link_cmd(line, up=True)
 
     def do_collective(self, line: str) -> None:
-        """collective <schedule> [size] [hosts=h1,h3,...] [window=N] [rto=50us] [rate=50G]: run a
-        collective (ring_allreduce, alltoall, halving_doubling_allreduce, moe_alltoall, ...)
-        on the hosts given (default every host; rank i on the i-th) and print its
-        completion time in fabric µs and whether the emulation kept up (the fidelity guard:
-        valid, or why not). The hosts run the session's transport dilated by its TDF."""
+        """collective <schedule> [size] [hosts=h1,h3,...] [window=N] [mss=B] [qps=N] [rto=50us]
+        [rate=50G] [seed=N]: run a collective (ring_allreduce, alltoall,
+        halving_doubling_allreduce, moe_alltoall, ...; size default 64KB) on the hosts given
+        (default every host; rank i on the i-th) and print its completion time in fabric µs
+        and whether the emulation kept up (the fidelity guard: valid, or why not). rto (the
+        initial RTO) and rate (pacing) are the fabric's, run dilated by the TDF; seed (default
+        0) draws the schedule's random choices and the switches' random(), as an experiment's
+        run with that seed does."""
         pos, kw = split_args(line)
         if not pos or len(pos) > 2:
-            print("usage: collective <schedule> [size] [hosts=h1,h3,...] [window=N] "
-                  "[rto=50us] [rate=50G]   e.g. collective ring_allreduce 720KB hosts=h1,h3")
+            print("usage: collective <schedule> [size] [hosts=h1,h3,...] [window=N] [mss=B] "
+                  "[qps=N] [rto=50us] [rate=50G] [seed=N]   e.g. collective ring_allreduce "
+                  "720KB hosts=h1,h3")
             return
         if not self._need_ctl():
             return
@@ -272,9 +276,11 @@ class FabricCLI(CLI):
                     extra[k] = int(_number(v))
                 elif k == "rate":
                     extra[k] = _rate(v)
+                elif k == "seed":
+                    extra[k] = _number(v)
                 else:
                     raise CliError(f"unknown option {k!r} (hosts, window, mss, qps, rto, "
-                                   "rate)")
+                                   "rate, seed)")
         except CliError as e:
             print(f"error: {e}")
             return

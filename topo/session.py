@@ -647,6 +647,9 @@ class FabricSession:
         """Run one collective (a traffic/schedules generator) on ``hosts`` (default: all, in
         spec order; rank i on hosts[i]) and judge it. ``host_settings`` override the session's
         :class:`HostSettings` for this run, in fabric units (``rto_ms=0.05``, ``window=64``).
+        ``seed`` draws the schedule's random choices (the MoE's hot experts) and restarts
+        every p4switch's random() before the run (:meth:`seed_data_plane`), as the experiment
+        runner does per run: the same seed, the same choices from a script and the runner.
         Returns the CCT in fabric µs and the guard's verdict."""
         from traffic.schedules import GENERATORS, parse_size
 
@@ -664,6 +667,8 @@ class FabricSession:
             raise ValueError(f"unknown host(s): {', '.join(unknown)}")
         if len(names) < 2 or len(set(names)) != len(names):
             raise ValueError("a collective needs at least 2 distinct hosts")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
         nbytes = parse_size(size)
         base = self.units.hosts if self.units else self.emu.hosts
         try:
@@ -680,6 +685,7 @@ class FabricSession:
             raise ValueError(f"{schedule}: {e}") from None
         out = Path(out_dir) if out_dir else (
             self.net.run_dir / f"collective-{schedule}-{time.time():.0f}")
+        self.seed_data_plane(seed)
         s = self.run_schedule(sched, names, h, out)
         if out_dir:
             give_back(out, upto=Path(out_dir).parent)   # a script under sudo: the user's
@@ -786,7 +792,9 @@ class FabricSession:
 
     def seed_data_plane(self, seed: int) -> None:
         """Each p4switch's random() from ``seed`` and its device id, over its control socket
-        (other targets keep their own; a switch that does not answer is left as it was)."""
+        (other targets keep their own; a switch that does not answer is left as it was).
+        :meth:`collective` calls it, and the experiment runner (through its Mininet backend)
+        before every run."""
         from p4switch import ControlClient, ControlError
 
         for sw in self.net.switches:

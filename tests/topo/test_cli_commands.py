@@ -5,6 +5,7 @@ the fabric came up, ÷ TDF), and a bad command line is one line of error, never 
 from __future__ import annotations
 
 import cmd
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -66,3 +67,64 @@ def test_events_are_in_fabric_time_since_the_fabric_came_up(
     lines = run(cli_of(session), "events", capsys)
     assert lines == ["250.0 µs wam leaf1: weights 1:3", "1000.0 µs failure fabric: leaf1-spine2 down"]
     assert run(cli_of(session), "events 1", capsys) == lines[1:]
+
+
+# ---- a collective's seed: the schedule's draws and the switches' random(), as the runner's ----
+def test_a_collective_seeds_the_data_plane_before_it_runs(
+        session: FabricSession, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        capsys: pytest.CaptureFixture) -> None:
+    from topo.session import RunSamples
+
+    calls: list[tuple[str, Any]] = []
+    monkeypatch.setattr(session, "seed_data_plane", lambda seed: calls.append(("seed", seed)))
+    monkeypatch.setattr(session, "run_schedule",
+                        lambda sched, *a, **k: calls.append(("run", sched)) or RunSamples())
+    session.collective("moe_alltoall", "16KB", seed=7, out_dir=tmp_path / "a")
+    assert [c[0] for c in calls] == ["seed", "run"] and calls[0][1] == 7
+    # the schedule drawn from the same seed as the runner's (WorkloadConfig.schedule_for)
+    from experiments.config import WorkloadConfig
+    from traffic.schedules import parse_size
+
+    w = WorkloadConfig(name="moe", schedule="moe_alltoall", size=parse_size("16KB"))
+    assert calls[1][1].programs == w.schedule_for(4, seed=7).programs
+    assert calls[1][1].programs != w.schedule_for(4, seed=8).programs   # the seed does draw
+    session.net = type("Net", (), {"run_dir": tmp_path})()
+    cli_of(session).onecmd("collective ring_allreduce 16KB seed=3")
+    assert calls[2] == ("seed", 3), capsys.readouterr().out
+    with pytest.raises(ValueError, match="seed must be a whole number"):
+        session.collective("ring_allreduce", "16KB", seed=-1)
+
+
+def test_seed_data_plane_seeds_every_p4switch_from_the_seed_and_its_device_id(
+        session: FabricSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    import p4switch
+
+    seeded: dict[str, int] = {}
+
+    class P4Switch:   # the name the session looks for; other targets have no seedable random
+        def __init__(self, name: str, device_id: int) -> None:
+            self.control_socket = f"/run/{name}.sock"
+            self.spec = type("Spec", (), {"device_id": device_id})()
+
+    class Client:
+        def __init__(self, sock: str) -> None:
+            self.sock = sock
+
+        def __enter__(self) -> Client:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def seed_random(self, seed: int) -> bool:
+            seeded[self.sock] = seed
+            return True
+
+    class Other:
+        control_socket = "/run/bmv2.sock"
+
+    monkeypatch.setattr(p4switch, "ControlClient", Client)
+    session.net = type("Net", (), {"switches": [P4Switch("s1", 1), P4Switch("s2", 2),
+                                                Other()]})()
+    session.seed_data_plane(5)
+    assert seeded == {"/run/s1.sock": 5001, "/run/s2.sock": 5002}
