@@ -376,7 +376,8 @@ def _counted_run(ctx: _Ctx, wi: int, si: int, rep: int) -> None:
     """Repetition ``rep`` of workload ``wi`` under scheme ``si``, judged by the step-back
     policy: when it steps, the fabric takes the next slower rate of the ramp and the
     invalid repetitions of the policy's window run again there, each as a new repetition
-    (``rerun_of``: the one it replaces, which stays on record as invalid)."""
+    with the seeds of the one it replaces (``rerun_of``; that one stays on record as
+    invalid)."""
     cfg = ctx.run.cfg
     todo: list[tuple[int, int, int, int | None]] = [(wi, si, rep, None)]
     while todo:
@@ -419,11 +420,11 @@ def _counted_run(ctx: _Ctx, wi: int, si: int, rep: int) -> None:
             "to_tdf": step.to_tdf, "reason": step.reason, "rerun": again})
         _write_meta(ctx.run)
         ctx.progress.total(ctx.total)
-        ctx.progress.tdf(ctx.tdf)
         ctx.progress.log(f"{len(again)} of the last {ctx.policy.window} repetitions invalid at "
                          f"TDF {step.from_tdf:g} ({step.reason}): stepping back to TDF "
                          f"{step.to_tdf:g} for the rest of the experiment and running them "
                          "again")
+        ctx.progress.tdf(ctx.tdf)
 
 
 def _timed_run(ctx: _Ctx, w: WorkloadConfig, w_emu: WorkloadConfig, scheme: SchemeConfig,
@@ -524,13 +525,14 @@ def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
     """One repetition of a workload under a scheme; BSP workloads run iteration by iteration
     so that LB-BSP can re-size the batches between them. ``w_emu``: the workload as the
     backend runs it (dilated); everything recorded is in fabric units (times ÷ ``tdf``).
-    ``rerun_of``: the repetition this one replaces after a step back. Returns its rows."""
+    ``rerun_of``: the repetition this one replaces after a step back (its seeds are taken:
+    the same schedule and random draws, as the simulator beside it runs). Returns its rows."""
     out_rows: list[dict[str, Any]] = []
     w_emu = w_emu or w
     cfg = run.cfg
     hosts = cfg.hosts_of(w, spec)
     n = len(hosts)
-    seed = cfg.parameters.seed + 1000 * rep
+    seed = cfg.parameters.seed + 1000 * (rep if rerun_of is None else rerun_of)
     iters = w.bsp.iterations if w.bsp else 1
     shares = [1.0 / n] * n
     base = Path("runs") / w.name / _safe(scheme.label) / f"rep{rep}"

@@ -96,6 +96,7 @@ class Slow(Backend):
                  keeps_up_at: float = 100_000) -> None:
         super().__init__(cfg, spec)
         self.calls: list[str] = []
+        self.seeds: list[int] = []
         self.scheme, self.lagging, self.keeps_up_at = "", scheme, keeps_up_at
 
     def up(self, scheme) -> None:  # noqa: ANN001
@@ -118,6 +119,9 @@ class Slow(Backend):
         else:
             lag.add_many([2_000] * 100)
         return RunSamples(extra={"measures": Measures(send_lag_us=lag)})
+
+    def seed_data_plane(self, seed: int) -> None:
+        self.seeds.append(seed)
 
     def down(self) -> None:
         self.calls.append("down")
@@ -143,8 +147,11 @@ def test_invalid_runs_step_the_rate_back_and_run_again(tmp_path: Path,
                         "set random", "run random 50000", "run random 50000",
                         "adopt 100000 random 1", "run random 100000", "run random 100000",
                         "run random 100000", "down"]
+    # a re-run draws what the repetition it replaces drew (parameters.seed 1 + 1000·rep)
+    assert be.seeds == [1, 1001, 2001, 1, 1001, 1, 1001, 2001]
     runs = pd.read_csv(run.root / "runs.csv")
     rnd = runs[runs["scheme"] == "random"]
+    assert list(rnd["dir"]) == [f"runs/ring/random/rep{k}" for k in (0, 1, 3, 4, 2)]
     assert list(rnd["repetition"]) == [0, 1, 3, 4, 2]
     assert list(rnd["tdf"]) == [50_000, 50_000, 100_000, 100_000, 100_000]
     assert list(rnd["valid"]) == [False, False, True, True, True]
