@@ -243,6 +243,7 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
     try:
         _write_meta(run)
         priors: dict[str, float] = {}
+        ideals: dict[str, float] = {}   # fabric seconds of one run, for the ETA's priors
         for w in cfg.workloads:
             hosts = cfg.hosts_of(w, spec)
             ideal = metrics.ideal_bounds(spec, w.schedule_for(len(hosts),
@@ -250,8 +251,8 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                                          hosts, w.mss,
                                          BACKENDS[cfg.backend].prop_delay_s(cfg))
             rec.add("ideal", ideal, workload=w.name)
-            priors[w.name] = RunPlan.prior(float(ideal["ideal_s"].sum()) if not ideal.empty else 0.0, tdf,
-                                           cfg.parameters.start_margin_s) \
+            ideals[w.name] = float(ideal["ideal_s"].sum()) if not ideal.empty else 0.0
+            priors[w.name] = RunPlan.prior(ideals[w.name], tdf, cfg.parameters.start_margin_s) \
                 * (w.bsp.iterations if w.bsp else 1)
         rec.flush()
         plan = RunPlan(priors, {w.name: len(cfg.schemes) * cfg.repetitions
@@ -261,7 +262,8 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                 for w in cfg.workloads}   # the next repetition index of each
         ctx = _Ctx(run, be, rec, spec, progress, plan, t_since, budget,
                    adaptive=(cfg.max_repetitions or 0) > cfg.repetitions, emu=emu, tdf=tdf,
-                   total=total, reps=reps, policy=step_back_policy(cfg, be, tdf))
+                   total=total, reps=reps, policy=step_back_policy(cfg, be, tdf),
+                   ideals=ideals)
         if ctx.policy is not None:
             run.meta["step_back"] = {"ladder": list(ctx.policy.ladder),
                                      "invalid": ctx.policy.invalid,
@@ -360,6 +362,8 @@ class _Ctx:
     policy: StepBack | None = None
     scheme_i: int = 0
     """The index of the scheme the fabric runs."""
+    ideals: dict[str, float] = field(default_factory=dict)
+    """Per workload: one run's ideal bound (fabric s), the ETA's prior at a new TDF."""
 
 
 def step_back_policy(cfg: ExperimentConfig, be: Backend, tdf: float) -> StepBack | None:
@@ -401,6 +405,11 @@ def _counted_run(ctx: _Ctx, wi: int, si: int, rep: int) -> None:
         ctx.tdf = step.to_tdf
         ctx.emu = dilate(cfg, ctx.tdf)
         ctx.be.adopt(ctx.emu, ctx.emu.schemes[ctx.scheme_i], ctx.tdf)
+        for w in cfg.workloads:   # the runs so far took the faster rate's time: estimate anew
+            ctx.plan.walls.pop(w.name, None)
+            ctx.plan.prior_s[w.name] = RunPlan.prior(
+                ctx.ideals.get(w.name, 0.0), ctx.tdf, cfg.parameters.start_margin_s) \
+                * (w.bsp.iterations if w.bsp else 1)
         again = []
         for key in step.rerun:
             kw, ks, kr = cast(tuple[int, int, int], key)   # as added above
