@@ -123,7 +123,8 @@ def parser() -> argparse.ArgumentParser:
                    help="parallel links between each leaf and spine")
     u = p.add_argument_group("the fabric modelled, in its own units")
     u.add_argument("--link-rate", type=_rate, default="100G", metavar="RATE",
-                   help="every link's rate (default %(default)s)")
+                   help="every link's rate in the fabric modelled, e.g. 100G, 400G (default "
+                   "%(default)s); its links run here at this ÷ TDF")
     u.add_argument("--prop-delay-us", type=_us, default=1.0, metavar="US",
                    help="propagation delay per link, fabric µs (default %(default)s; "
                    "emulated by p4switch only)")

@@ -7,6 +7,7 @@ print is the modelled fabric's (µs, Gb/s), dilated by the session's TDF on the 
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
 from typing import Any
@@ -36,9 +37,12 @@ def time_us(text: str) -> float:
     """``50us``, ``0.05ms``, ``50`` (µs) -> µs (CliError otherwise)."""
     m = _TIME.match(text.strip())
     try:
-        return float(m.group(1)) * _UNITS_US[m.group(2)] if m else float(text)
+        v = float(m.group(1)) * _UNITS_US[m.group(2)] if m else float(text)
     except ValueError:
         raise CliError(f"{text!r} is not a time (e.g. 50us, 0.2ms)") from None
+    if not 0 <= v < float("inf"):
+        raise CliError(f"{text!r} is not a time >= 0 (e.g. 50us, 0.2ms)")
+    return v
 
 
 def _rate(text: str) -> str:
@@ -60,6 +64,13 @@ def _number(text: str) -> int | float:
     except ValueError:
         raise CliError(f"{text!r} is not a number") from None
     return int(v) if v.is_integer() else v
+
+
+def _count(name: str, text: str) -> int:
+    v = _number(text)
+    if not isinstance(v, int) or v < 1:
+        raise CliError(f"{name} must be a whole number >= 1, got {text!r}")
+    return v
 
 
 def scheme_params(pairs: list[str]) -> dict[str, Any]:
@@ -85,6 +96,16 @@ def split_args(line: str) -> tuple[list[str], dict[str, str]]:
         else:
             pos.append(w)
     return pos, kw
+
+
+FABRIC_COMMANDS = ("fabric", "lb", "loops", "collective", "queues", "links", "counters",
+                   "linkdown", "linkup", "events")
+FABRIC_HELP = f"""\
+p4fabric's commands: {', '.join(FABRIC_COMMANDS)} (help <command>).
+They take and print the modelled fabric's times and rates (µs, Gb/s), not this machine's:
+the fabric runs here TDF times slower (`fabric` shows the TDF), so what you give is dilated
+on the way in (times x TDF, rates / TDF) and what they print is fabric time (wall time / TDF).
+Mininet's own commands (ping, iperf, time, ...) measure wall time on the slowed fabric."""
 
 
 class FabricCLI(CLI):
@@ -116,6 +137,16 @@ class FabricCLI(CLI):
             return self._FAILED
 
     # ---- commands -----------------------------------------------------------------------------
+    def do_help(self, line: str) -> None:
+        """help [command]: the commands, or what one does (fabric units explained in both)."""
+        arg = line.strip()
+        if arg in FABRIC_COMMANDS:
+            print(inspect.cleandoc(getattr(self, f"do_{arg}").__doc__ or arg))
+            return
+        super().do_help(line)
+        if not arg:
+            print(FABRIC_HELP)
+
     def do_fabric(self, _line: str) -> None:
         """fabric: the fabric this session models and how it runs here (TDF, rates, loops)."""
         print("\n".join(self.session.describe()))
@@ -272,8 +303,10 @@ class FabricCLI(CLI):
             for k, v in kw.items():
                 if k in ("rto", "rto_us"):
                     extra["rto_ms"] = time_us(v) / 1e3
+                    if not extra["rto_ms"] > 0:
+                        raise CliError(f"rto must be > 0, got {v!r}")
                 elif k in ("window", "mss", "qps"):
-                    extra[k] = int(_number(v))
+                    extra[k] = _count(k, v)
                 elif k == "rate":
                     extra[k] = _rate(v)
                 elif k == "seed":

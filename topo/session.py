@@ -50,6 +50,9 @@ from .units import TDF_AUTO, FabricConfig, TransportSettings, fabric_transport, 
 DEFAULT_TDF = 100_000.0
 """The TDF of a session asked for ``auto`` on a machine with nothing calibrated: a 100 Gb/s
 fabric at 1 Mb/s, the slowest rate calibration settles on on a 2-core machine."""
+MIN_EMULATED_BPS = 10e3
+"""The slowest emulated link (b/s of wall time) a session builds: a 1500-byte frame takes
+1.2 s on it; below, the kernel's shaping and the agents' timers break down."""
 RTO_BOUNDS = (0.02, 2.0)
 """RFC 6298's clamp of the RTO (s) on the emulation when the transport states none (a file in
 the emulation's own units)."""
@@ -349,6 +352,11 @@ class FabricSession:
             raise ValueError(f"topology: expected fattree, leafspine or a FabricSpec, got "
                              f"{topology!r}")
         factor, source = resolve_tdf(tdf, key, target, fabric.link_rate)
+        if bps / factor < MIN_EMULATED_BPS:
+            raise ValueError(f"links of {fabric.link_rate}b/s at TDF {factor:g} would run at "
+                             f"{format_rate(bps / factor)}b/s here, below the "
+                             f"{format_rate(MIN_EMULATED_BPS)}b/s a switch can emulate: lower "
+                             "the TDF")
         units = SessionConfig(fabric=fabric, transport=transport or fabric_transport(),
                               hosts=hosts or HostSettings(),
                               control_period_s=control_period_us * 1e-6,

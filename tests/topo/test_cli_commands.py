@@ -69,6 +69,70 @@ def test_events_are_in_fabric_time_since_the_fabric_came_up(
     assert run(cli_of(session), "events 1", capsys) == lines[1:]
 
 
+
+@pytest.mark.parametrize("line, message", [
+    ("lb nosuch", "unknown scheme 'nosuch'"),
+    ("lb flowlet gap=abc", "'abc' is not a time"),
+    ("lb flowlet gap=-5us", "'-5us' is not a time"),
+    ("lb flowlet =5", "expected name=value"),
+    ("lb ecmp seed=abc", "'abc' is not a number"),
+    ("lb ecmp leaf9", "no switch 'leaf9'"),
+    ("lb ecmp leaf1 x", "group must be a number"),
+    ("loops bogus", "unknown loop(s) bogus"),
+    ("collective nosuch", "unknown schedule 'nosuch'"),
+    ("collective ring_allreduce 12XB", "bad size '12XB'"),
+    ("collective ring_allreduce 64KB hosts=h99", "unknown host(s): h99"),
+    ("collective ring_allreduce 64KB hosts=h1", "at least 2 distinct hosts"),
+    ("collective ring_allreduce 64KB window=x", "'x' is not a number"),
+    ("collective ring_allreduce 64KB window=0", "window must be a whole number >= 1"),
+    ("collective ring_allreduce 64KB mss=1.5", "mss must be a whole number >= 1"),
+    ("collective ring_allreduce 64KB rto=soon", "'soon' is not a time"),
+    ("collective ring_allreduce 64KB rto=0", "rto must be > 0"),
+    ("collective ring_allreduce 64KB rate=fast", "'fast' is not a rate"),
+    ("collective ring_allreduce 64KB seed=x", "'x' is not a number"),
+    ("collective ring_allreduce 64KB foo=1", "unknown option 'foo'"),
+    ("events x", "'x' is not a number of events"),
+    ("counters nosuch", "no switch 'nosuch'"),
+])
+def test_a_bad_command_is_one_line(session: FabricSession, capsys: pytest.CaptureFixture,
+                                   line: str, message: str) -> None:
+    out = run(cli_of(session), line, capsys)
+    assert len(out) == 1 and out[0].startswith("error: ") and message in out[0], out
+
+
+def test_lb_writes_the_gap_dilated_and_says_so(session: FabricSession,
+                                               capsys: pytest.CaptureFixture) -> None:
+    out = run(cli_of(session), "lb flowlet gap=20us", capsys)
+    assert session.ctl.scheme.timeout_us == 20 * TDF
+    assert out == [f"scheme flowlet set on every group; timeout_us 20 µs fabric = "
+                   f"{20 * TDF:g} µs written"]
+
+
+@pytest.mark.parametrize("command, words", [
+    ("collective", ["fabric µs", "hosts=", "window=", "mss=", "rto=", "rate=", "seed="]),
+    ("lb", ["fabric units", "gap=50us", "dilated"]),
+    ("events", ["fabric time", "TDF"]),
+    ("queues", ["fabric µs"]),
+    ("links", ["fabric units"]),
+    ("loops", ["failure, reconcile, wam"]),
+    ("fabric", ["TDF"]),
+])
+def test_help_explains_the_fabric_units(session: FabricSession, capsys: pytest.CaptureFixture,
+                                        command: str, words: list[str]) -> None:
+    out = run(cli_of(session), f"help {command}", capsys)
+    assert out[0].startswith(command) and not any(x.startswith(" ") for x in out), out
+    text = " ".join(out)
+    for w in words:
+        assert w in text, (w, text)
+
+
+def test_help_lists_the_fabric_commands_and_their_units(
+        session: FabricSession, capsys: pytest.CaptureFixture) -> None:
+    text = "\n".join(run(cli_of(session), "help", capsys))
+    assert "collective" in text and "events" in text and "pingall" in text   # Mininet's too
+    assert "fabric time (wall time / TDF)" in text and "times x TDF" in text
+
+
 # ---- a collective's seed: the schedule's draws and the switches' random(), as the runner's ----
 def test_a_collective_seeds_the_data_plane_before_it_runs(
         session: FabricSession, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,

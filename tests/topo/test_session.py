@@ -78,6 +78,7 @@ def test_tdf_auto_is_the_calibrated_one_or_a_stated_default(tmp_path: Path,
     (["--loops", "bogus"], "argument --loops: unknown loop(s) bogus"),
     (["--link-rate", "fast"], "argument --link-rate: expected a rate"),
     (["--bw", "2", "--tdf", "10"], "give --bw or --tdf, not both"),
+    (["--link-rate", "1K", "--tdf", "100000"], "below the 10Kb/s a switch can emulate"),
 ])
 def test_bad_fabric_arguments_are_one_line(capsys: pytest.CaptureFixture, args: list[str],
                                            message: str) -> None:
