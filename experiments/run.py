@@ -201,7 +201,15 @@ def _main(argv: list[str] | None = None) -> int:
                 done=lambda what, row, eta: done(f"sim: {what}", row, Eta(0.0, 0.0)),
                 tdf=lambda tdf: None)
             run_experiment(sim, progress=more, report=False, root=run.root / "sim")
-    from .report import load_results, rich_table, summary_table, verdicts, write_report
+    from .report import (
+        load_results,
+        rich_table,
+        summary_table,
+        tdf_steps,
+        tdf_text,
+        verdicts,
+        write_report,
+    )
     if not a.no_report:
         write_report(run.root, a.include_invalid)
     give_back(run.root, upto=a.out)   # under sudo: the invoking user's, not root's
@@ -215,6 +223,9 @@ def _main(argv: list[str] | None = None) -> int:
     line = adaptive_text(run.meta.get("adaptive") or {})
     if line:
         console.print(line)
+    if tdf_steps(run.meta):
+        console.print(f"TDF stepped back, runs invalid at the calibrated rate: "
+                      f"{tdf_text(run.meta)} (experiment.json step_back)", markup=False)
     if run.meta.get("interrupted"):
         console.print(f"[red]stopped early: {run.meta['interrupted']}[/red] "
                       f"(what was measured is in {run.root})")

@@ -198,3 +198,21 @@ def test_at_the_slowest_rate_the_runner_says_so(tmp_path: Path,
     assert run.meta["step_back"]["stuck"].startswith("hosts cannot pace")
     assert any("not stepping back further" in line for line in said)
     assert "the slowest rate of the ramp" in (run.root / "report.md").read_text()
+
+
+def test_the_cli_says_the_rate_stepped_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture) -> None:
+    from experiments import run as run_cli
+
+    cfg = from_dict(CFG)
+    be = Slow(runner.dilate(cfg, 50_000.0), cfg.spec())
+    monkeypatch.setattr(runner, "emulation_tdf", lambda c: 50_000.0)
+    monkeypatch.setattr(run_cli, "check_root", lambda backend: None)
+    monkeypatch.setattr(run_cli, "run_experiment",
+                        lambda c, out, **kw: runner.run_experiment(c, out, backend=be, **kw))
+    f = tmp_path / "steps.yaml"
+    f.write_text(json.dumps(CFG))
+    run_cli.main([str(f), "--out", str(tmp_path / "out"), "--quiet"])
+    out = capsys.readouterr().out
+    assert "stepping back to TDF 100000" in out
+    assert "TDF stepped back, runs invalid at the calibrated rate: 50000 → 100000" in out
