@@ -277,8 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         t2 = time.monotonic()
         spec = session.spec
         print(f"{spec.name}: {len(spec.switches)} {a.target} switches, {len(spec.hosts)} hosts "
-              f"up in {t2 - t0:.1f} s (network {net.timings['build']:.1f} s, switch processes "
-              f"{net.timings['processes']:.1f} s, controller "
+              f"up in {t2 - t0:.1f} s of wall time (network {net.timings['build']:.1f} s, "
+              f"switch processes {net.timings['processes']:.1f} s, controller "
               f"{session.timings.get('install', 0.0):.1f} s); "
               f"switches at {', '.join(f'{k} ({n})' for k, n in net.priority.items())}; "
               f"run dir {net.run_dir}", flush=True)

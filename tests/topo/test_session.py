@@ -5,6 +5,7 @@ each ran the same dilated flowlet gap, RTO, pacing, loops and TDF and reported f
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -151,11 +152,19 @@ def test_one_collective_three_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         return out
 
     monkeypatch.setattr(FabricSession, "run_schedule", recording)
+    seeds: list[int] = []
+    seed_data_plane = FabricSession.seed_data_plane
+
+    def seeding(self: FabricSession, seed: int) -> None:
+        seeds.append(seed)
+        seed_data_plane(self, seed)
+
+    monkeypatch.setattr(FabricSession, "seed_data_plane", seeding)
 
     # 1. the CLI of `python -m topo`, its commands on stdin
     cmds = tmp_path / "commands.txt"     # Mininet's CLI polls a real file's descriptor
     cmds.write_text(f"collective ring_allreduce 16KB hosts={','.join(HOSTS)}\nloops\n"
-                    "lb flowlet gap=20us\nlb wam\n")
+                    "lb flowlet gap=20us\nlb wam\nevents 3\n")
     monkeypatch.setattr("sys.stdin", cmds.open())
     code = topo_cli.main([*SMALL, "--tdf", str(TDF), "--scheme", "flowlet", "--lock-wait",
                           "600", "--run-dir", str(tmp_path / "cli")])
@@ -165,6 +174,7 @@ def test_one_collective_three_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert "loops: failure, reconcile (auto" in out
     assert "timeout_us 20 µs fabric = 40000 µs written" in out       # lb flowlet gap=20us
     assert "loops: failure, reconcile, wam" in out                  # lb wam starts its loop
+    assert re.search(r"^[0-9.]+ µs \w+ ", out, re.M), out            # events at fabric µs
 
     # 2. a script through the public session API
     with _session(scheme="flowlet", lock_timeout_s=600, run_dir=tmp_path / "script") as s:
@@ -183,6 +193,7 @@ def test_one_collective_three_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert 0 < runs["cct"].iloc[0] * 1e6 < 1e5       # fabric µs (wall would be ~TDF x more)
 
     assert len(seen) == 3, seen
+    assert seeds == [0, 0, 0]     # the runner's seed 0 run and the default collective's
     cli, script, exp = (_same(x) for x in seen)
     assert cli == script == exp, (cli, script, exp)
     assert cli["scheme"]["timeout_us"] == 50 * TDF
