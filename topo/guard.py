@@ -193,6 +193,11 @@ def frame_time_us(link_bps: float, mtu: int = 1500) -> float:
     return (mtu + 14) * 8 / link_bps * 1e6
 
 
+def _fab(wall_us: float, tdf: float) -> str:
+    """Wall µs of the emulation as the fabric's time, for a reason a user reads."""
+    return f"{wall_us / tdf:.3g} µs"
+
+
 def _marginal(value: float, threshold: float) -> str:
     """A note when a quantile is within the histogram's resolution of its threshold."""
     return " (marginal: within the histogram's resolution)" \
@@ -226,16 +231,16 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
     egress99 = m.egress_delay_us.quantile(0.99)
     allowed = max(LAG_RATIO * headroom * egress99, LAG_FLOOR_FRAMES * frame)
     if m.ingress_lag_us.n and lag99 > allowed:
-        reasons.append(f"hidden queue: ingress lag p99 {lag99 / 1e3:.2f} ms > "
-                       f"{allowed / 1e3:.2f} ms (P4 egress delay p99 {egress99 / 1e3:.2f} ms)"
-                       + _marginal(lag99, allowed))
+        reasons.append(f"hidden queue: ingress lag p99 {_fab(lag99, tdf)} > "
+                       f"{_fab(allowed, tdf)} (fabric time; P4 egress delay p99 "
+                       f"{_fab(egress99, tdf)})" + _marginal(lag99, allowed))
     send_lag = m.send_lag_us
     send99 = send_lag.quantile(0.99) if send_lag is not None else None
     if send_lag is not None and send99 is not None and send_lag.n \
             and send99 > SEND_LAG_FRAMES * frame:
-        reasons.append(f"hosts cannot pace: send lag p99 {send99 / 1e3:.2f} ms > "
-                       f"{SEND_LAG_FRAMES:g} frame times ({SEND_LAG_FRAMES * frame / 1e3:.2f} ms)"
-                       + _marginal(send99, SEND_LAG_FRAMES * frame))
+        reasons.append(f"hosts cannot pace: send lag p99 {_fab(send99, tdf)} > "
+                       f"{SEND_LAG_FRAMES:g} frame times ({_fab(SEND_LAG_FRAMES * frame, tdf)} "
+                       "fabric time)" + _marginal(send99, SEND_LAG_FRAMES * frame))
     cpu_max = SWITCH_CPU_MAX * headroom
     hot = {s: c for s, c in m.switch_cpu.items() if c > cpu_max}
     if hot:

@@ -275,3 +275,12 @@ def test_false_link_downs_are_the_loops_downs_of_links_the_run_did_not_cut() -> 
     assert false_link_downs(ev) == ["agg5-core2", "agg1-edge1"]
     assert false_link_downs(ev, ("agg1", "edge1")) == ["agg5-core2"]
     assert false_link_downs([]) == []
+
+
+def test_timed_reasons_are_in_fabric_time() -> None:
+    # 100 ms of wall send lag at TDF 1000 is 100 µs of the fabric's; frames of 1.21 ms wall
+    v = judge(Measures(send_lag_us=_hist([100_000] * 100)), MBPS10, tdf=1000)
+    assert not v.valid and " ms" not in v.reasons[0], v.reasons
+    lag = float(v.reasons[0].split("send lag p99 ")[1].split(" µs")[0])
+    assert lag == pytest.approx(100, rel=0.04)            # within the histogram's resolution
+    assert "> 4 frame times (4.84 µs fabric time)" in v.reasons[0], v.reasons
