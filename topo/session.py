@@ -510,6 +510,8 @@ class FabricSession:
                           lock_timeout_s=0.0)
         s.net, s.ctl = net, ctl
         s.priority = dict(getattr(net, "priority", {}))
+        # fabric time 0 of events(): the controller's first event (its start), not this call
+        s.t_start = min([e.time for e in getattr(ctl, "events", [])], default=s.t_start)
         return s
 
     def start(self, scheme: Any = None, *, agents: Sequence[str] = (),

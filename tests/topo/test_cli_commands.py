@@ -192,3 +192,12 @@ def test_seed_data_plane_seeds_every_p4switch_from_the_seed_and_its_device_id(
                                                 Other()]})()
     session.seed_data_plane(5)
     assert seeded == {"/run/s1.sock": 5001, "/run/s2.sock": 5002}
+
+
+def test_a_session_over_a_running_fabric_counts_from_the_controllers_start(
+        session: FabricSession) -> None:
+    ctl = FakeController()
+    ctl.events += [ControlEvent(1000.0, "controller", None, "start"),
+                   ControlEvent(1001.0, "wam", "leaf1", "weights 1:3")]
+    s = FabricSession.over(type("Net", (), {"spec": session.emu_spec})(), ctl, tdf=TDF)
+    assert [e.time_us for e in s.events()] == [0.0, 1.0 / TDF * 1e6]
