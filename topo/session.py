@@ -305,9 +305,10 @@ class CollectiveRun:
                     f"{self.out_dir}")
         state = "ok" if self.ok else "INCOMPLETE"
         loops = f"; {len(self.loop_events)} control-loop actions" if self.loop_events else ""
+        queue = "" if self.qdepth_max is None else \
+            f"; deepest queue {self.qdepth_max} packets"
         return (f"{head}: CCT {self.cct_us:.1f} µs (fabric time, TDF {self.tdf:g}; {state}; "
-                f"{self.retransmissions} retransmissions; deepest queue {self.qdepth_max} "
-                f"packets{loops})\n"
+                f"{self.retransmissions} retransmissions{queue}{loops})\n"
                 + ("valid: the emulation kept up" if self.valid else
                    "INVALID: " + "; ".join(self.reasons)))
 

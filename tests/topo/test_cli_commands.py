@@ -201,3 +201,14 @@ def test_a_session_over_a_running_fabric_counts_from_the_controllers_start(
                    ControlEvent(1001.0, "wam", "leaf1", "weights 1:3")]
     s = FabricSession.over(type("Net", (), {"spec": session.emu_spec})(), ctl, tdf=TDF)
     assert [e.time_us for e in s.events()] == [0.0, 1.0 / TDF * 1e6]
+
+
+def test_a_runs_summary_states_only_what_was_measured(tmp_path: Path) -> None:
+    from topo.session import CollectiveRun
+
+    r = CollectiveRun("ring_allreduce", "64KB", ["h1", "h2"], ok=True, cct_us=812.5,
+                      valid=True, reasons=(), tdf=TDF, retransmissions=0, out_dir=tmp_path)
+    assert r.summary() == ("ring_allreduce 64KB on 2 hosts: CCT 812.5 µs (fabric time, TDF "
+                           "2000; ok; 0 retransmissions)\nvalid: the emulation kept up")
+    r.qdepth_max = 12
+    assert "; 0 retransmissions; deepest queue 12 packets)" in r.summary()
