@@ -26,7 +26,7 @@ the ratio. Results are identical. Each line ends with the process's peak residen
 (``max_rss``: the largest fabric run so far).
 
 Run: .venv/bin/python bench/sim_bench.py [--k 4 8 16] [--scheme ecmp] [--ranks 64] [--pkts 8]
-[--halves both|fused|general] [--quick] (the defaults: what docs/sim.md reports, and what ``make bench`` runs; ``--quick``:
+[--halves both|fused|general] [--quick] (the defaults: what docs/results/simulator.md reports, and what ``make bench`` runs; ``--quick``:
 k = 4 and 8, 16 ranks, 4 packets per pair, seconds). ``--ranks 0`` is every host: at k=16 that
 is 1,024 ranks and ~1M flows, hours of CPU here.
 """
