@@ -4,12 +4,11 @@ byte for byte; an experiment's ``parameters.sim_ray`` runs the same."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 # tests/sim/golden.py, importable as a sibling (see test_sim_fabric.py)
 from golden import run_case  # noqa: E402
+from raylocal import local_ray_cluster  # noqa: E402
 
 from model.spec import fat_tree
 from sim.network import SimConfig, SimNetwork
@@ -19,25 +18,9 @@ from traffic.schedules import alltoall
 
 @pytest.fixture(scope="module")
 def local_ray():  # noqa: ANN201 - the ray module
-    """Ray started here on 2 CPUs; skips when Ray is missing or its daemons do not start."""
-    if importlib.util.find_spec("ray") is None:
-        pytest.skip("ray is not installed (pip install -e '.[sweep]')")
-    import ray
-
-    why = ""
-    for _attempt in range(3):
-        try:
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-            break
-        except Exception as e:  # noqa: BLE001 - Ray's own daemons did not come up (load)
-            ray.shutdown()
-            why = f"{type(e).__name__}: {e}"
-    else:
-        pytest.skip(f"local Ray did not start in 3 attempts: {why}")
-    try:
+    """Ray started here on 2 CPUs, standing in for two machines."""
+    with local_ray_cluster() as ray:
         yield ray
-    finally:
-        ray.shutdown()
 
 
 @pytest.mark.slow

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from raylocal import local_ray_cluster
 
-from experiments.sweep import SweepError, init_ray, load_sweep, main, run_sweep
+from experiments.sweep import SweepError, load_sweep, main, run_sweep
 
 EXPERIMENT = """\
 name: tiny
@@ -62,29 +62,10 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 @pytest.fixture
-def local_ray():
-    """Ray in local mode on 2 CPUs, no dashboard; always shut down, also when the test fails.
-    Skips when Ray is not installed or its daemons cannot start (say so: CI installs Ray)."""
-    if importlib.util.find_spec("ray") is None:
-        pytest.skip("ray is not installed (pip install -e '.[sweep]')")
-    import ray
-
-    # Ray gives its raylet a fixed 30 s to register; on the loaded CI machine the first start
-    # can miss that while the second, with Ray's files in the page cache, does not
-    why = ""
-    for _attempt in range(3):
-        try:
-            init_ray(cpus=2)
-            break
-        except Exception as e:  # noqa: BLE001 - Ray's own daemons did not come up (load)
-            ray.shutdown()
-            why = f"{type(e).__name__}: {e}"
-    else:
-        pytest.skip(f"local Ray did not start in 3 attempts: {why}")
-    try:
+def local_ray():  # noqa: ANN201 - the ray module
+    """A local Ray on 2 CPUs for one test, always shut down, also when the test fails."""
+    with local_ray_cluster() as ray:
         yield ray
-    finally:
-        ray.shutdown()
 
 
 @pytest.mark.slow
