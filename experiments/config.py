@@ -632,7 +632,8 @@ def _transport(v: Any, has_fabric: bool) -> TransportSettings:
 
     p = "transport"
     d = _obj(v, p)
-    _keys(d, p, {"cc", "params", "min_rto_us", "max_rto_us", "ecn_threshold", "ack_delay_us",
+    _keys(d, p, {"cc", "params", "min_rto_us", "max_rto_us", "ecn_threshold", "ecn_kmin",
+                 "ack_delay_us",
                  "tick_us", "pace_credit_us"})
     cc = _str(d, "cc", p, "dctcp", tuple(REGISTRY))
     params = dict(_obj(d.get("params", {}), _join(p, "params")))
@@ -651,13 +652,22 @@ def _transport(v: Any, has_fabric: bool) -> TransportSettings:
     k = d.get("ecn_threshold")
     if k is not None:
         k = _int(d, "ecn_threshold", p, 0, 0, 1 << 19)
+    kmin = d.get("ecn_kmin")
+    if kmin is not None:
+        kmin = _int(d, "ecn_kmin", p, 0, 0, (1 << 19) - 1)
+        if k == 0:
+            raise ConfigError(_join(p, "ecn_kmin"), "a ramp needs marking (ecn_threshold 0 "
+                              "turns it off)")
+        if k is not None and kmin > k:
+            raise ConfigError(_join(p, "ecn_kmin"), f"must be <= ecn_threshold ({k}), got "
+                              f"{kmin}")
     timers = {"ack_delay_us": _num(d, "ack_delay_us", p, None, positive=True),
               "tick_us": _num(d, "tick_us", p, None, positive=True),
               "pace_credit_us": _num(d, "pace_credit_us", p, None, lo=0.0)}
     if has_fabric:   # the fabric's defaults fill in what the file leaves out
-        return fabric_transport(cc, params, lo, hi, k, **timers)
+        return fabric_transport(cc, params, lo, hi, k, ecn_kmin=kmin, **timers)
     return TransportSettings(cc=cc, params=params, min_rto_us=lo, max_rto_us=hi,
-                             ecn_threshold=k, **timers)
+                             ecn_threshold=k, ecn_kmin=kmin, **timers)
 
 
 def _tdf(d: dict[str, Any], p: str) -> float | str:

@@ -225,7 +225,41 @@ def _peer_mac(spec: FabricSpec, node: str, port: int) -> int:
     return mac_int(spec.hosts[node].mac)
 
 
-EcnThreshold = int | Callable[[float | None], int | None] | None
+EcnMark = int | tuple[int, int]
+"""One port's CE marking: a step threshold K, or a ramp (K_min, K_max), in packets."""
+EcnThreshold = EcnMark | Callable[[float | None], EcnMark | None] | None
+
+
+@dataclass(frozen=True)
+class EcnRamp:
+    """A marking ramp under a threshold: CE with probability (qdepth - kmin) / (K - kmin)
+    between ``kmin`` and K, always from K up (fabric.p4's ``set_ecn_ramp``; htsim's
+    ``-ecn LOW HIGH``). ``kmax`` is K: packets or a function of a port's rate, as
+    ``EcnThreshold``; a port whose K is at most ``kmin`` gets the step at K. A class, not a
+    closure, so that configs holding it pickle (split runs, Ray)."""
+
+    kmin: int
+    kmax: EcnMark | Callable[[float | None], EcnMark | None]
+
+    def __call__(self, rate_bps: float | None) -> EcnMark | None:
+        k = self.kmax(rate_bps) if callable(self.kmax) else self.kmax
+        if k is None:
+            return None
+        high = k[1] if isinstance(k, tuple) else k
+        return (min(self.kmin, high), high)
+
+
+def ecn_entry(port: int, mark: EcnMark) -> Entry:
+    """``ecn_config``'s entry for ``port``: the step action when K_min = K_max (the entry a
+    step threshold always had), the ramp action otherwise."""
+    kmin, kmax = mark if isinstance(mark, tuple) else (mark, mark)
+    if not 0 <= kmin <= kmax < 1 << 19:
+        raise ValueError(f"ECN marking ({kmin}, {kmax}): need 0 <= K_min <= K_max < 2**19")
+    if kmin == kmax:
+        return Entry.make(ECN_CONFIG, {K_EGRESS: ExactMatch(port)},
+                          "MyEgress.set_ecn_threshold", {"qdepth": kmax})
+    return Entry.make(ECN_CONFIG, {K_EGRESS: ExactMatch(port)},
+                      "MyEgress.set_ecn_ramp", {"kmin": kmin, "kmax": kmax})
 
 
 def _port_rate(spec: FabricSpec, switch: str, port: int,
@@ -252,7 +286,7 @@ def compute_fabric_entries(
     ``group_schemes`` overrides the scheme of a switch (by name) or one group ((switch, id));
     ``weights`` gives per-port member weights of a group ({(switch, id): {port: w}}, default 1;
     ports not in the group are ignored); ``ecn_threshold`` is the CE-marking threshold in
-    packets of every port, or a function of a port's link rate (bits/s, None: unrated) to it,
+    packets of every port (or a (K_min, K_max) ramp, see ``EcnRamp``), or a function of a port's link rate (bits/s, None: unrated) to it,
     as a congestion control sizes it (traffic.congestion.marking); None, or a function
     returning None for a port, installs no ECN marking there.
     """
@@ -311,8 +345,7 @@ def compute_fabric_entries(
             k = ecn_threshold(_port_rate(spec, name, port, port_map)) \
                 if callable(ecn_threshold) else ecn_threshold
             if k is not None:
-                se.entries.append(Entry.make(ECN_CONFIG, {K_EGRESS: ExactMatch(port)},
-                                             "MyEgress.set_ecn_threshold", {"qdepth": k}))
+                se.entries.append(ecn_entry(port, k))
         out[name] = se
     return FabricEntries(out, failed)
 

@@ -59,6 +59,7 @@ TIMEOUT_NS_MAX = (1 << 32) - 1
 
 SET_MEMBER = "MyIngress.set_member"
 WAM_SET_MEMBER = "MyIngress.wam_set_member"
+ECN_RAMP = "MyEgress.set_ecn_ramp"
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,10 @@ DIFFERENCES: tuple[ContractDifference, ...] = (
     ContractDifference(
         "table-keys", "MyEgress.port_smac", "standard_metadata.egress_port:exact:9",
         "eg_intr_md.egress_port:exact:9", "key renamed"),
+    ContractDifference(
+        "action", "MyEgress.set_ecn_ramp", "kmin:19, kmax:19", "kmin:19, kmax:19, mask:19",
+        "Tofino draws from a power-of-two range: mask = 2**ceil(log2(kmax - kmin)) - 1 and "
+        "kmax is raised to kmin + mask + 1 (the ramp is as steep or less)"),
     ContractDifference(
         "table-keys", "MyEgress.ecn_config", "standard_metadata.egress_port:exact:9",
         "eg_intr_md.egress_port:exact:9", "key renamed"),
@@ -226,6 +231,15 @@ def map_ports(entries: Iterable[Entry], port_map: Mapping[int, int]) -> list[Ent
     return out
 
 
+def ecn_ramp_params(kmin: int, kmax: int) -> dict[str, int]:
+    """The TNA ``set_ecn_ramp`` parameters for fabric.p4's (K_min, K_max): the span rounded up
+    to a power of two (Tofino's Random is uniform over one)."""
+    mask = (1 << max(kmax - kmin - 1, 0).bit_length()) - 1
+    if kmin + mask + 1 >= 1 << 19:
+        raise ValueError(f"ECN ramp ({kmin}, {kmax}): K_max rounds past the TNA's 19 bits")
+    return {"kmin": kmin, "kmax": kmin + mask + 1, "mask": mask}
+
+
 def tna_entries(entries: Iterable[Entry], switch: str = "sw",
                 port_map: Mapping[int, int] | None = None) -> TnaSwitchEntries:
     """One switch's fabric.p4 entries, as the TNA program takes them; ``port_map`` (spec port ->
@@ -255,7 +269,10 @@ def tna_entries(entries: Iterable[Entry], switch: str = "sw",
             out.entries.append(e)
         elif e.table in (PORT_SMAC, ECN_CONFIG):
             match = {K_EGRESS_TNA if k == K_EGRESS else k: v for k, v in e.match}
-            out.entries.append(Entry.make(e.table, match, e.action, e.params_dict, e.priority))
+            params = e.params_dict
+            if e.action == ECN_RAMP:
+                params = ecn_ramp_params(params["kmin"], params["kmax"])
+            out.entries.append(Entry.make(e.table, match, e.action, params, e.priority))
         elif e.table == LB_GROUP:
             gid_m = e.match_dict[K_GROUP]
             assert isinstance(gid_m, ExactMatch)

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from model.routing import EcnRamp, EcnThreshold
 from model.spec import SpecError, degrade_links, fat_tree, leaf_spine, random_switch_links
 from p4switch import parse_bit_rate
 from traffic.congestion import DEFAULT_CC, REGISTRY, base_rtt, fabric_ecn_threshold, host_hops
@@ -141,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ecn-k", type=int, default=None,
                     help="switches' CE-marking threshold, packets (default: from --cc, the "
                          "link rate and the fabric's base RTT)")
+    ap.add_argument("--ecn-kmin", type=int, default=None, metavar="K",
+                    help="the low end of a marking ramp, packets: CE with probability rising "
+                         "linearly from K to the threshold (--ecn-k or its default), always "
+                         "above it (RED-style, htsim's -ecn LOW HIGH; default: a step at the "
+                         "threshold)")
     ap.add_argument("--no-ecn", action="store_true",
                     help="no ECN marking and no congestion control (--cc none)")
     ap.add_argument("--fail", type=_failure, action="append", default=[],
@@ -268,8 +274,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--cc-param: {e}" if "--" not in str(e) else str(e))
     if a.ecn_k is not None and a.ecn_k < 1:
         ap.error("--ecn-k must be >= 1")
+    if a.ecn_kmin is not None and a.ecn_kmin < 0:
+        ap.error("--ecn-kmin must be >= 0")
     k = a.ecn_k or fabric_ecn_threshold(spec, a.cc, rate or None, a.prop_us * 1e-6,
                                         transport.mss + WIRE_OVERHEAD, a.queue_depth, params)
+    marking: EcnThreshold = k if a.ecn_kmin is None else EcnRamp(a.ecn_kmin, k)
 
     from .host import HostConfig
     from .network import LinkFailure, SimConfig, SimNetwork
@@ -278,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
 
     cfg = SimConfig(prop_delay_us=a.prop_us, queue_depth=a.queue_depth, seed=a.seed,
                     host=HostConfig(transport=transport), record_ingress=a.check,
-                    ecn_threshold=None if a.no_ecn else k, workers=a.workers, trim=a.trim,
+                    ecn_threshold=None if a.no_ecn else marking, workers=a.workers, trim=a.trim,
                     ray_address=a.ray)
     net = SimNetwork(spec, a.scheme, cfg)
     if loops:
@@ -300,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     summary = {"fabric": spec.name, "scheme": a.scheme, "schedule": a.schedule, "size": size,
                "trim": a.trim, "mtu": transport.mss + WIRE_OVERHEAD,
+               "ecn": None if a.no_ecn else marking(rate or None) if callable(marking) else marking,
                "oversub": a.oversub, "degraded": spec.params.get("degraded", {}),
                **res.summary(), "events_log": net.events,
                "loop_events": net.control_events}
@@ -319,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
                   "reordered", "link_losses"):
             print(f"  {k}: {summary[k]}")
         print(f"  trimming: {'on' if a.trim else 'off'}")
+        ecn = summary["ecn"]
+        print("  ECN: " + ("off" if ecn is None else f"ramp {ecn[0]}..{ecn[1]} packets"
+                           if isinstance(ecn, tuple) else f"step at {ecn} packets"))
         degraded: dict[str, float] = spec.params.get("degraded", {})  # type: ignore[assignment]  # model.spec.degrade_links writes a dict
         if degraded:
             print("  degraded links: " + ", ".join(f"{k} at {v:g}" for k, v in degraded.items()))

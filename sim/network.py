@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from model.entries import diff_entries
 from model.paths import PathModel
 from model.pipeline_target import apply_diff_on_pipeline, install_on_pipeline
-from model.routing import compute_fabric_entries
+from model.routing import EcnThreshold, compute_fabric_entries
 from model.schemes import DEFAULT_SCHEME
 from model.spec import CPU_PORT, FabricSpec
 from p4switch import DEFAULT_QUEUE_DEPTH, Pipeline, Program
@@ -135,8 +135,9 @@ class SimConfig:
     rate_bps: float | None = None
     prop_delay_us: float = 1.0
     queue_depth: int = DEFAULT_QUEUE_DEPTH
-    ecn_threshold: int | Callable[[float | None], int | None] | None = 20
-    """Packets, or a function of a port's rate to them (model.routing.EcnThreshold)."""
+    ecn_threshold: EcnThreshold = 20
+    """Packets (a step), a (K_min, K_max) ramp, or a function of a port's rate to either
+    (model.routing.EcnThreshold, EcnRamp)."""
     host: HostConfig = field(default_factory=HostConfig)
     fast_path: bool = True
     seed: int = 0

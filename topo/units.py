@@ -69,7 +69,8 @@ class TransportSettings:
     200 µs to 0.5 s, the emulation's 20 ms to 2 s, or 200 µs to 0.5 s in a file with a
     fabric block); ``ecn_threshold``: the switches' CE-marking threshold in packets (None:
     from the algorithm, the link rate and the fabric's base RTT, traffic.congestion.marking;
-    0: no marking). The workload's ``rto_ms`` is the RTO before the first RTT sample.
+    0: no marking); ``ecn_kmin``: the low end of a marking ramp in packets (None: a step at
+    the threshold; model.routing.EcnRamp). The workload's ``rto_ms`` is the RTO before the first RTT sample.
     The transport's own timers (None: the backend's default; a file with a fabric block
     states them in fabric µs, as every other time): ``ack_delay_us`` the receivers'
     delayed-ACK timer (the simulator's 50 µs, but at most a quarter of ``min_rto_us``: an ACK
@@ -87,6 +88,7 @@ class TransportSettings:
     min_rto_us: float | None = dim(Dim.TIME, None)
     max_rto_us: float | None = dim(Dim.TIME, None)
     ecn_threshold: int | None = None
+    ecn_kmin: int | None = None
     ack_delay_us: float | None = dim(Dim.TIME, None)
     tick_us: float | None = dim(Dim.TIME, None)
     pace_credit_us: float | None = dim(Dim.TIME, None)
@@ -112,13 +114,21 @@ class TransportSettings:
     def marking(self, spec: FabricSpec, prop_delay_s: float, packet_bytes: int,
                 queue_depth: int) -> Any:
         """The switches' ECN threshold: this block's packets, None (no marking), or a
-        function of each port's rate (traffic.congestion.PortMarking) for the controller."""
+        function of each port's rate (traffic.congestion.PortMarking) for the controller;
+        under ``ecn_kmin``, a ramp up to it (model.routing.EcnRamp)."""
+        k: Any
         if self.ecn_threshold is not None:
-            return self.ecn_threshold or None
-        from traffic.congestion import fabric_marking
+            k = self.ecn_threshold or None
+        else:
+            from traffic.congestion import fabric_marking
 
-        return fabric_marking(spec, self.cc, prop_delay_s, packet_bytes, queue_depth,
-                              self.params)
+            k = fabric_marking(spec, self.cc, prop_delay_s, packet_bytes, queue_depth,
+                               self.params)
+        if k is None or self.ecn_kmin is None:
+            return k
+        from model.routing import EcnRamp
+
+        return EcnRamp(self.ecn_kmin, k)
 
 
 FABRIC_TRANSPORT = {"min_rto_us": 200.0, "max_rto_us": 500e3, "pace_credit_us": 1.0}
@@ -130,6 +140,7 @@ floor (:func:`fabric_transport`)."""
 def fabric_transport(cc: str = "dctcp", params: dict[str, float] | None = None,
                      min_rto_us: float | None = None, max_rto_us: float | None = None,
                      ecn_threshold: int | None = None, ack_delay_us: float | None = None,
+                     ecn_kmin: int | None = None,
                      tick_us: float | None = None,
                      pace_credit_us: float | None = None) -> TransportSettings:
     """A transport block in fabric units with the fabric defaults filled in where a value is
@@ -138,7 +149,7 @@ def fabric_transport(cc: str = "dctcp", params: dict[str, float] | None = None,
     hi = FABRIC_TRANSPORT["max_rto_us"] if max_rto_us is None else max_rto_us
     return TransportSettings(
         cc=cc, params=dict(params or {}), min_rto_us=lo, max_rto_us=hi,
-        ecn_threshold=ecn_threshold,
+        ecn_threshold=ecn_threshold, ecn_kmin=ecn_kmin,
         ack_delay_us=min(50.0, lo / 4) if ack_delay_us is None else ack_delay_us,
         tick_us=lo / 10 if tick_us is None else tick_us,
         pace_credit_us=FABRIC_TRANSPORT["pace_credit_us"] if pace_credit_us is None

@@ -37,10 +37,19 @@ control MyEgress(inout headers_t hdr,
         size = PORT_COUNT;
     }
 
-    /* ECN: ECT packets leaving a port whose queue depth (deq_qdepth, in
-     * packets) is >= the threshold are marked CE.  No entry: no marking. */
+    /* ECN on deq_qdepth (packets), for ECT packets: CE at or above K_max; above
+     * K_min, CE with probability (qdepth - K_min) / (K_max - K_min) (a RED-style
+     * ramp, as htsim's UEC queues mark); never at or below K_min.
+     * set_ecn_threshold(K) is the step K_min = K_max = K and draws no random
+     * number.  No entry: no marking. */
     action set_ecn_threshold(bit<19> qdepth) {
         meta.ecn_threshold = (bit<32>)qdepth;
+        meta.ecn_kmin = (bit<32>)qdepth;
+    }
+
+    action set_ecn_ramp(bit<19> kmin, bit<19> kmax) {
+        meta.ecn_kmin = (bit<32>)kmin;
+        meta.ecn_threshold = (bit<32>)kmax;
     }
 
     table ecn_config {
@@ -49,6 +58,7 @@ control MyEgress(inout headers_t hdr,
         }
         actions = {
             set_ecn_threshold;
+            set_ecn_ramp;
             NoAction;
         }
         default_action = NoAction();
@@ -77,6 +87,14 @@ control MyEgress(inout headers_t hdr,
                 if (ecn_config.apply().hit) {
                     if (qdepth >= meta.ecn_threshold) {
                         hdr.ipv4.ecn = ECN_CE;
+                    } else if (qdepth > meta.ecn_kmin) {
+                        /* uniform in [0, K_max - K_min): below qdepth - K_min
+                         * with the ramp's probability */
+                        bit<32> draw;
+                        random(draw, 32w0, meta.ecn_threshold - meta.ecn_kmin - 1);
+                        if (draw < qdepth - meta.ecn_kmin) {
+                            hdr.ipv4.ecn = ECN_CE;
+                        }
                     }
                 }
             }

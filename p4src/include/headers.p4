@@ -105,6 +105,7 @@ struct metadata_t {
     bit<16>   l4_dst;       /* TCP/UDP destination port, 0 if none          */
     bit<8>    drop_reason;  /* DROP_*; non-zero => dropped at ingress end   */
     bit<32>   ecn_threshold;/* egress: CE-mark when deq_qdepth >= this      */
+    bit<32>   ecn_kmin;     /* egress: the ramp's low end (= threshold: step) */
     bit<1>    packet_out;   /* controller packet-out: egress and the checksum
                              * update leave it unchanged (v1model carries user
                              * metadata from ingress to egress)             */

@@ -118,7 +118,10 @@ struct ig_metadata_t {
 }
 
 struct eg_metadata_t {
-    bit<32> ecn_threshold;
+    bit<32> ecn_threshold;    /* K_max: CE at or above                   */
+    bit<32> ecn_kmin;         /* K_min: the ramp's low end               */
+    bit<32> ecn_mask;         /* the draw's range - 1 (0: step)          */
+    bit<32> ecn_draw;
     bool    packet_out;       /* came from CPU_PORT: leaves unchanged */
 }
 
@@ -470,6 +473,9 @@ parser FabricEgressParser(packet_in pkt,
         pkt.extract(eg_intr_md);
         pkt.extract(hdr.bridged);
         eg_md.ecn_threshold = 0;
+        eg_md.ecn_kmin = 0;
+        eg_md.ecn_mask = 0;
+        eg_md.ecn_draw = 0;
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.etherType) {
             ETHERTYPE_IPV4: parse_ipv4;
@@ -517,12 +523,24 @@ control MyEgress(inout headers_t hdr,
         size = PORT_COUNT;
     }
 
+    /* The ramp draws from a power-of-two range: the controller gives
+     * mask = 2^ceil(log2(K_max - K_min)) - 1 and raises K_max to
+     * K_min + mask + 1 (model/tna.py DIFFERENCES). */
+    Random<bit<32>>() ecn_rng;
+
     action set_ecn_threshold(bit<19> qdepth) {
         eg_md.ecn_threshold = (bit<32>)qdepth;
+        eg_md.ecn_kmin = (bit<32>)qdepth;
+        eg_md.ecn_mask = 0;
+    }
+    action set_ecn_ramp(bit<19> kmin, bit<19> kmax, bit<19> mask) {
+        eg_md.ecn_kmin = (bit<32>)kmin;
+        eg_md.ecn_threshold = (bit<32>)kmax;
+        eg_md.ecn_mask = (bit<32>)mask;
     }
     table ecn_config {
         key = { eg_intr_md.egress_port: exact; }
-        actions = { set_ecn_threshold; NoAction; }
+        actions = { set_ecn_threshold; set_ecn_ramp; NoAction; }
         default_action = NoAction();
         size = PORT_COUNT;
     }
@@ -547,6 +565,15 @@ control MyEgress(inout headers_t hdr,
                     eg_md.ecn_threshold = eg_md.ecn_threshold |-| (bit<32>)eg_intr_md.deq_qdepth;
                     if (eg_md.ecn_threshold == 0) {
                         hdr.ipv4.ecn = ECN_CE;
+                    } else {
+                        /* below K_max: CE when draw < qdepth - K_min, i.e.
+                         * (qdepth |-| K_min) |-| draw != 0 (never for a step) */
+                        eg_md.ecn_kmin = (bit<32>)eg_intr_md.deq_qdepth |-| eg_md.ecn_kmin;
+                        eg_md.ecn_draw = ecn_rng.get() & eg_md.ecn_mask;
+                        eg_md.ecn_kmin = eg_md.ecn_kmin |-| eg_md.ecn_draw;
+                        if (eg_md.ecn_kmin != 0) {
+                            hdr.ipv4.ecn = ECN_CE;
+                        }
                     }
                 }
             }

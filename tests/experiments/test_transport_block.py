@@ -47,6 +47,8 @@ def test_default_is_dctcp_with_the_backends_timers() -> None:
     ({"min_rto_us": 0}, "transport.min_rto_us", "must be > 0"),
     ({"min_rto_us": 500, "max_rto_us": 100}, "transport.max_rto_us", "must be >= min_rto_us"),
     ({"ecn_threshold": -1}, "transport.ecn_threshold", "must be in"),
+    ({"ecn_threshold": 8, "ecn_kmin": 9}, "transport.ecn_kmin", "must be <= ecn_threshold"),
+    ({"ecn_threshold": 0, "ecn_kmin": 2}, "transport.ecn_kmin", "a ramp needs marking"),
     ({"window": 4}, "transport.window", "unknown field"),
     ("dctcp", "transport", "expected a mapping"),
 ])
@@ -133,3 +135,17 @@ def test_the_controller_sizes_each_ports_threshold_by_its_link_rate() -> None:
     assert others == {marking(100e9)}
     assert not [e for se in compute_fabric_entries(spec, "ecmp", ecn_threshold=None)
                 .switches.values() for e in se.entries if e.table == ECN_CONFIG]
+
+
+def test_ecn_kmin_makes_a_ramp_under_the_threshold_on_either_backend() -> None:
+    """``ecn_kmin`` turns the step into a ramp up to the threshold, a given one or the one the
+    algorithm sizes per port; without it the marking is the step as before."""
+    from model.routing import EcnRamp
+
+    fixed = _cfg({"ecn_threshold": 16, "ecn_kmin": 4})
+    assert SimBackend(fixed, fixed.spec()).ecn_threshold(64)(None) == (4, 16)
+    sized = _cfg({"cc": "dctcp", "ecn_kmin": 2})
+    ramp = SimBackend(sized, sized.spec()).ecn_threshold(64)
+    step = SimBackend(_cfg({"cc": "dctcp"}), sized.spec()).ecn_threshold(64)
+    assert isinstance(ramp, EcnRamp) and ramp(100e9) == (2, step(100e9))
+    assert _cfg({"ecn_threshold": 9}).transport.marking(fixed.spec(), 1e-6, 1500, 64) == 9

@@ -21,6 +21,7 @@ from scapy.layers.l2 import Ether
 from common.checksum import csum16
 from model.entries import Entry
 from model.pipeline_target import install_on_pipeline
+from model.routing import ecn_entry
 from model.schemes import (
     DstRotation,
     Ecmp,
@@ -201,6 +202,10 @@ class Fabric:
         self.p.table_add("MyEgress.ecn_config", TableEntry(
             match={"standard_metadata.egress_port": ExactMatch(port)},
             action="MyEgress.set_ecn_threshold", params={"qdepth": qdepth}))
+
+    def ecn_ramp(self, port: int, kmin: int, kmax: int) -> None:
+        """The controller's ``ecn_config`` entry for a (K_min, K_max) marking."""
+        install_on_pipeline(self.p, [ecn_entry(port, (kmin, kmax))])
 
     # ---- packets -----------------------------------------------------------------------------
     def send(self, data: bytes, port: int = IN_PORT, now: int | None = None) -> ProcessResult:

@@ -4,6 +4,8 @@ ingress()/egress() with the queue's metadata."""
 
 from __future__ import annotations
 
+import math
+
 from fabric_harness import MEMBER_PORT0, Fabric, fast_pkt, ip_int, member_mac, udp_pkt
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
@@ -134,3 +136,31 @@ def test_no_ecn_entry_means_no_marking() -> None:
     f.ecn_threshold(8, 1)  # another port
     out = f.through_queue(udp_pkt(dst="10.2.0.1", tos=2), 1000)[0]
     assert _ecn(out) == 2 and _checksum_ok(out)
+
+
+def test_ecn_ramp_marks_with_probability_rising_from_kmin_to_kmax() -> None:
+    """K_min 4, K_max 12: never at or below 4, always from 12, (depth - 4) / 8 between; 400
+    packets per depth on a seeded pipeline, each fraction within 4 binomial sigmas."""
+    f = _egress_fabric()
+    f.ecn_ramp(7, 4, 12)
+    pkt = udp_pkt(dst="10.2.0.1", tos=2)
+    n = 400
+    for depth in range(0, 16):
+        marked = sum(_ecn(f.through_queue(pkt, depth)[0]) == 3 for _ in range(n))
+        p = min(max((depth - 4) / 8, 0.0), 1.0)
+        if p in (0.0, 1.0):
+            assert marked == p * n, (depth, marked)
+        else:
+            assert abs(marked / n - p) <= 4 * math.sqrt(p * (1 - p) / n), (depth, marked)
+
+
+def test_ecn_step_and_equal_ramp_ends_draw_no_random_number() -> None:
+    """K_min = K_max installs the step action, which leaves random() alone: a run with the
+    ramp off keeps every other random draw (spraying) where it was."""
+    f = _egress_fabric()
+    f.ecn_ramp(7, 9, 9)
+    assert f.p.table_entries("MyEgress.ecn_config")[0].action == "MyEgress.set_ecn_threshold"
+    state = f.p.rng.getstate()
+    pkt = udp_pkt(dst="10.2.0.1", tos=2)
+    assert [_ecn(f.through_queue(pkt, d)[0]) for d in (0, 8, 9, 30)] == [2, 2, 3, 3]
+    assert f.p.rng.getstate() == state

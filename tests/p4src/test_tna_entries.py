@@ -339,3 +339,16 @@ def test_wam_reweight_rewrites_only_slot_entries():
     assert not d.entries.inserts and not d.entries.deletes
     assert d.entries.modifies and {e.table for e in d.entries.modifies} == {WAM_SLOT}
     assert not any(d.members) and not any(d.groups)
+
+
+def test_ecn_ramp_rounds_its_span_to_a_power_of_two() -> None:
+    """Tofino's Random is uniform over a power of two: K_max moves up to K_min + 2^s."""
+    from model.routing import ecn_entry
+
+    assert tna.ecn_ramp_params(4, 12) == {"kmin": 4, "kmax": 12, "mask": 7}
+    assert tna.ecn_ramp_params(4, 13) == {"kmin": 4, "kmax": 20, "mask": 15}
+    assert tna.ecn_ramp_params(4, 5) == {"kmin": 4, "kmax": 5, "mask": 0}
+    out = tna.tna_entries([ecn_entry(3, (4, 13)), ecn_entry(4, 9)])
+    assert [(e.action, e.params_dict) for e in out.entries] == [
+        ("MyEgress.set_ecn_ramp", {"kmin": 4, "kmax": 20, "mask": 15}),
+        ("MyEgress.set_ecn_threshold", {"qdepth": 9})]

@@ -29,6 +29,7 @@ def test_tiny_run_checks_counters(capsys: pytest.CaptureFixture[str]) -> None:
     (["--schedule", "ring_allreduce", "--algorithm", "scattered"], "--algorithm is for"),
     (["--algorithm", "fastest"], "invalid choice"),
     (["--workers", "0"], "--workers must be >= 1"),
+    (["--ecn-kmin", "-1"], "--ecn-kmin must be >= 0"),
     (["--mtu", "70"], "--mtu must be in 71..9216"),
     (["--degrade", "x@y"], "is not N@FRACTION or A-B@FRACTION"),
     (["--degrade", "agg1-core9@0.5"], "no link agg1-core9"),
