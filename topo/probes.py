@@ -128,7 +128,7 @@ class FabricProbe:
                 if ticks is not None:
                     snap.cpu_ticks[sw.name] = ticks
             sock = getattr(sw, "control_socket", None)
-            if sock is None or type(sw).__name__ != "P4Switch":
+            if sock is None or type(sw).__name__ not in ("P4Switch", "EbpfP4Switch"):
                 continue
             try:
                 with ControlClient(str(sock)) as c:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.histogram import BUCKETS
 from p4switch import ir
 from p4switch.errors import P4CompileError
 
@@ -1416,7 +1417,7 @@ class CGen(ir.Visitor):
             self.w(f"{{ __u64 _lo = {self.ex(rlo)}, _hi = {self.ex(rhi)}; {self.lval(rout)} = "
                    f"_hi > _lo ? _lo + (__u64)bpf_get_prandom_u32() % (_hi - _lo + 1) : _lo; }}")
         elif fn in ("assert", "assume"):
-            self.w(f"if (!({self.ex(a[0])})) return TC_ACT_SHOT;")
+            self.w(f"if (!({self.ex(a[0])})) {{ p4_stat(9); return TC_ACT_SHOT; }}")
         elif fn == "verify":
             self.w(f"if (!({self.ex(a[0])})) {{ C->sm.f_parser_error = {self.ex(a[1])}; "
                    f"goto parser_reject; }}")
@@ -1929,7 +1930,7 @@ class CGen(ir.Visitor):
         plen = "skb->len - (cfg->test_mode ? cfg->test_pad : 0)" if flag == "rc" else "C->plen"
         self.w(f"if (C->{flag}_on) {{")
         self.ind += 1
-        self.w(f"if (_pass >= {PASSES}) {{ p4_stat(2); return TC_ACT_SHOT; }}")
+        self.w(f"if (_pass >= {PASSES}) {{ p4_stat(11); return TC_ACT_SHOT; }}")
         self.w("_pass++;")
         self.w(f"__u32 _fl = C->{flag}_fl;")
         self.w("C->rs_meta = C->meta;")
@@ -1993,7 +1994,7 @@ class CGen(ir.Visitor):
                 "C->sm.f_ingress_global_timestamp = now_us & 0xffffffffffffULL;"]
         init = [i for i in init if i.split("f_")[1].split(" ")[0] in sm_fields]
         cpu = self.layout.cpu_port
-        out = [PRELUDE.format(hb=HASH_BUF, xb=max(self.max_hdr, 8), nstats=len(STAT_NAMES),
+        out = [PRELUDE.format(hb=HASH_BUF, xb=max(self.max_hdr, 8), nstats=len(STAT_NAMES), hbuckets=BUCKETS,
                                crc32=crc_table(0xEDB88320, 8),
                                crc16=crc_table(0xA001, 4))]
         out += list(self.structs.values())

@@ -58,11 +58,44 @@ struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 512); __type(key
  * transmission time packets ahead of it (the port's HTB qdisc then serves it at that rate) */
 struct p4_port_q {{ struct bpf_spin_lock lock; __u32 pad; __u64 next_ns; __u64 rate_bps;
                    __u32 depth; __u32 nprio; __u64 enqueued; __u64 tail_drops;
-                   __u64 next_hi_ns; }};
+                   __u64 next_hi_ns; __u64 max_depth; }};
 struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 512); __type(key, __u32);
          __type(value, struct p4_port_q); }} p4queues SEC(".maps");
 struct {{ __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, {nstats});
          __type(key, __u32); __type(value, __u64); }} p4stats SEC(".maps");
+/* what the guard reads (p4switch/hidden.py): two LogHistograms of µs (common/histogram.py's
+ * buckets), P4_H_LAG the ingress lag (a frame's arrival after the time its last bit was due
+ * from the sending switch's queue model, carried in skb->mark), P4_H_EGRESS every queued
+ * packet's wait in the egress queue model */
+#define P4_HB {hbuckets}
+#define P4_H_LAG 0
+#define P4_H_EGRESS P4_HB
+#define P4_LAG_TAG 0x80000000U
+#define P4_LAG_MASK 0x3fffffffU
+struct {{ __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, 2 * P4_HB);
+         __type(key, __u32); __type(value, __u64); }} p4hist SEC(".maps");
+
+/* common/histogram.py's bucket_of: exact below 32 µs, 16 buckets per octave above */
+static __always_inline __u32 p4_bucket(__u64 v) {{
+    if (v > 0xffffffffULL) v = 0xffffffffULL;
+    if (v < 32) return (__u32)v;
+    __u64 x = v;
+    __u32 b = 0;
+    if (x >> 16) {{ b += 16; x >>= 16; }}
+    if (x >> 8) {{ b += 8; x >>= 8; }}
+    if (x >> 4) {{ b += 4; x >>= 4; }}
+    if (x >> 2) {{ b += 2; x >>= 2; }}
+    if (x >> 1) {{ b += 1; }}
+    __u32 shift = b - 4;   /* bit_length - SUB_BITS - 1 */
+    return shift * 16 + (__u32)(v >> shift);
+}}
+
+static __always_inline void p4_hist(__u32 base, __u64 us) {{
+    __u32 i = base + p4_bucket(us);
+    if (i >= 2 * P4_HB) return;
+    __u64 *c = bpf_map_lookup_elem(&p4hist, &i);
+    if (c) *c += 1;
+}}
 
 /* a two-rate three-colour meter (RFC 2698, colour-blind), as the Python target's TrTCM:
  * rates in units/s, bursts in units, tokens in millionths of a unit (exact integers where the
@@ -180,12 +213,17 @@ QUEUE = r"""{{
             _ahead = (_start - _now) / _tx;
             if (_ahead >= _q->depth) _drop = 1; else _q->next_ns = _start + _tx;
         }}
+        if (!_drop && _ahead + 1 > _q->max_depth) _q->max_depth = _ahead + 1;
         bpf_spin_unlock(&_q->lock);
         if (_drop) {{ __sync_fetch_and_add(&_q->tail_drops, 1); p4_stat(8); return TC_ACT_SHOT; }}
         /* the interface's HTB leaf of this priority (qdisc.py: 1:(0x10 + priority)) */
         if (_np > 1) skb->priority = 0x00010010U + _band;
         __sync_fetch_and_add(&_q->enqueued, 1);
         C->depart_ns = _start;
+        p4_hist(P4_H_EGRESS, (_start - _now) / 1000);
+        /* when its last bit is due at the next switch (no effect in a test run, whose mark
+         * the tail sets; cleared on the way into a host's namespace) */
+        skb->mark = P4_LAG_TAG | (__u32)(((_start + _tx) / 1000) & P4_LAG_MASK);
         {{
             {qmeta}
         }}
@@ -296,7 +334,7 @@ __attribute__((noinline)) int p4_mcast(struct __sk_buff *skb, struct p4ctx *C, s
     if (!C || !cfg) return TC_ACT_SHOT;
     __u32 grp = C->sm.f_mcast_grp;
     struct p4_repl_set *g = bpf_map_lookup_elem(&p4mcast, &grp);
-    if (!g || !g->n) {{ p4_stat(2); return TC_ACT_SHOT; }}
+    if (!g || !g->n) {{ p4_stat(10); return TC_ACT_SHOT; }}
     C->sv_hdr = C->hdr; C->sv_meta = C->meta; C->sv_sm = C->sm;
     for (__u32 i = 0; i < P4_REPL_MAX; i++) {{
         if (i >= g->n) break;
@@ -376,6 +414,18 @@ int p4_ingress(struct __sk_buff *skb) {
         port = *pp;
     }
     p4_stat(0);
+    if (!cfg->test_mode) {
+        /* a frame from another switch carries when its last bit was due here (QUEUE):
+         * how much later it arrived is the hidden queue (HTB and the CPU's backlog) */
+        __u32 mk = skb->mark;
+        if ((mk & ~P4_LAG_MASK) == P4_LAG_TAG) {
+            __u32 due = mk & P4_LAG_MASK;
+            __u32 at = (__u32)((bpf_ktime_get_ns() / 1000) & P4_LAG_MASK);
+            __u32 late = (at - due) & P4_LAG_MASK;
+            p4_hist(P4_H_LAG, late < (P4_LAG_MASK >> 1) ? late : 0);
+        }
+        skb->mark = 0;
+    }
     /* the kernel's clock; a test run's is the caller's (an STF's virtual time) */
     __u64 now_us = cfg->test_mode ? cfg->test_now_us : (bpf_ktime_get_ns() - cfg->t0_ns) / 1000;
     p4_zero_ctx(C);

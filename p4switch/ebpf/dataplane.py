@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common.histogram import BUCKETS, LogHistogram
 from p4switch import ir
 from p4switch.pipeline.api import (
     ActionProfileGroup,
@@ -141,6 +142,7 @@ class EbpfPipeline(Pipeline):
         self._ports_out = self.obj.map("p4ports_out", 4, 4)
         self._stats = self.obj.map("p4stats", 4, 8, percpu=True)
         self._queues = self.obj.map("p4queues", 4, PORT_QUEUE.size)
+        self._hist = self.obj.map("p4hist", 4, 8, percpu=True)
         self._tmaps: dict[str, tuple[bpf.Map, bpf.Map, bpf.Map | None]] = {}
         self._synced: dict[str, dict[bytes, tuple[Any, bytes]]] = {}
         self._dm: dict[str, _DirectMeters] = {}
@@ -230,20 +232,32 @@ class EbpfPipeline(Pipeline):
         tail drop beyond ``depth`` packets in each of ``priorities`` strict-priority queues.
         Its counters and busy-until times are kept."""
         raw = self._queues.lookup(_U32.pack(port))
-        _, _, nxt, _, _, _, enq, drops, nxt_hi = PORT_QUEUE.unpack(
-            raw[:PORT_QUEUE.size]) if raw else (0,) * 9
+        _, _, nxt, _, _, _, enq, drops, nxt_hi, most = PORT_QUEUE.unpack(
+            raw[:PORT_QUEUE.size]) if raw else (0,) * 10
         self._queues.update(_U32.pack(port), PORT_QUEUE.pack(
-            0, 0, nxt, int(rate_bps or 0), depth, priorities, enq, drops, nxt_hi))
+            0, 0, nxt, int(rate_bps or 0), depth, priorities, enq, drops, nxt_hi, most))
 
     def port_queue(self, port: int) -> dict[str, int]:
         """The queue model's state: ``backlog_ns`` (time until the link is free),
-        ``enqueued``, ``tail_drops``, ``rate_bps``, ``depth``."""
+        ``enqueued``, ``tail_drops``, ``max_depth`` (packets, itself included), ``rate_bps``,
+        ``depth``."""
         raw = self._queues.lookup(_U32.pack(port))
         if raw is None:
             return {}
-        _, _, nxt, rate, depth, _, enq, drops, _ = PORT_QUEUE.unpack(raw[:PORT_QUEUE.size])
+        _, _, nxt, rate, depth, _, enq, drops, _, most = PORT_QUEUE.unpack(
+            raw[:PORT_QUEUE.size])
         return {"backlog_ns": max(0, nxt - time.monotonic_ns()), "enqueued": enq,
-                "tail_drops": drops, "rate_bps": rate, "depth": depth}
+                "tail_drops": drops, "max_depth": most, "rate_bps": rate, "depth": depth}
+
+    def histograms(self) -> tuple[LogHistogram, LogHistogram]:
+        """(ingress lag, egress queueing delay) in µs as the program recorded them (cruntime's
+        ``p4hist``), summed over CPUs."""
+        lag, egress = LogHistogram(), LogHistogram()
+        for i in range(2 * BUCKETS):
+            n = sum(struct.unpack("<Q", v)[0] for v in self._hist.percpu_values(_U32.pack(i)))
+            if n:
+                (lag if i < BUCKETS else egress).counts[i % BUCKETS] += n
+        return lag, egress
 
     def stats(self) -> dict[str, int]:
         """Packet-path statistics summed over CPUs (layout.STAT_NAMES)."""

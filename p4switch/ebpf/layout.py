@@ -184,13 +184,24 @@ def pack_replicas(replicas: list[tuple[int, int]]) -> bytes:
 
 
 STAT_NAMES = ("rx", "tx", "drop", "parser_error", "no_port", "deparse_error", "cpu",
-              "unsupported", "tail_drop")
-"""Per-CPU packet-path statistics of the program, by index into the ``p4stats`` map."""
+              "unsupported", "tail_drop", "assert", "no_egress", "pass_limit")
+"""Per-CPU packet-path statistics of the program, by index into the ``p4stats`` map: frames
+received, sent; dropped by the program (mark_to_drop: egress_spec the drop port), unused,
+sent to a port with no interface, deparser failures, sent to the CPU port, dropped where this
+target cannot do what the program says (docs/p4switch-ebpf.md), tail-dropped by the queue
+model, failed assert/assume, an empty multicast group, too many resubmit/recirculate
+passes."""
+
+PIPELINE_REASONS = {"drop": "mark_to_drop", "assert": "assert", "no_egress": "no_egress",
+                    "deparse_error": "error", "pass_limit": "error"}
+"""The statistics that are the Python target's pipeline drop reasons (api.Drop.reason), for
+``hidden_stats``'s drop sites."""
 
 
-PORT_QUEUE = struct.Struct("<IIQQIIQQQ")
+PORT_QUEUE = struct.Struct("<IIQQIIQQQQ")
 """``p4queues`` value per port: spin lock, pad, next free ns, rate b/s, depth, priority queues,
-enqueued, tail drops, next free ns of the priority traffic (cgen's ``struct p4_port_q``)."""
+enqueued, tail drops, next free ns of the priority traffic, the most packets it held (the
+packet itself included) (cgen's ``struct p4_port_q``)."""
 
 
 @dataclass

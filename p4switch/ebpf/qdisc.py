@@ -9,6 +9,7 @@ command sets it up (iproute2 is a dependency already)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 HTB_QUANTUM = 1514
@@ -56,3 +57,14 @@ def serve_at(ifname: str, rate_bps: float, depth: int, priorities: int = 1) -> N
 def clear(ifname: str) -> None:
     subprocess.run(["tc", "qdisc", "del", "dev", ifname, "root"], capture_output=True,
                    check=False)
+
+
+def drops(ifname: str) -> int:
+    """Frames the interface's root qdisc dropped (its leaves' included: HTB counts them at the
+    root); 0 when it has none or tc cannot say."""
+    r = subprocess.run(["tc", "-s", "-j", "qdisc", "show", "dev", ifname, "root"],
+                       capture_output=True, text=True, check=False)
+    try:
+        return sum(int(q.get("drops", 0)) for q in json.loads(r.stdout or "[]"))
+    except (ValueError, TypeError, AttributeError):
+        return 0

@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from p4switch import ir
+from p4switch.hidden import SwitchDropSites
 from p4switch.switch import Switch
 
 from . import qdisc
 from .dataplane import EbpfPipeline
+from .layout import PIPELINE_REASONS
 
 log = logging.getLogger("p4switch")
 ETH_P_ALL = 0x0003
@@ -78,6 +80,8 @@ class EbpfSwitch(Switch):
         self._reading = False
         self._qdiscs: set[str] = set()
         self._applied: dict[int, tuple[float | None, int, int]] = {}  # (bps, depth, prios)
+        self._qdisc_drops_before = 0
+        """Drops of the qdiscs this switch replaced or removed (theirs are gone with them)."""
         if self.cpu_port is not None:
             _remove_stale_cpu_veths()
             kern, user = cpu_veth_names(os.getpid())
@@ -209,6 +213,8 @@ class EbpfSwitch(Switch):
         prios = self.queues.priorities
         want = (rate.bps, self.queues.depth(port), prios)
         if self._applied.get(port) != want:  # other ports' queues are left alone
+            if ifname in self._qdiscs:
+                self._qdisc_drops_before += qdisc.drops(ifname)
             if rate.bps:
                 qdisc.serve_at(ifname, rate.bps, want[1], prios)
                 self._qdiscs.add(ifname)
@@ -244,7 +250,9 @@ class EbpfSwitch(Switch):
             mtu_ns = 1514 * 8e9 / rate.bps if rate.bps else 0
             d: dict[str, Any] = {"oper_state": state, "oper_up": int(state in ("up", "unknown")),
                                  "queue_enqueued": q.get("enqueued", 0),
+                                 "queue_dequeued": q.get("enqueued", 0),
                                  "tail_drops": q.get("tail_drops", 0),
+                                 "queue_max_depth": q.get("max_depth", 0),
                                  "queue_backlog_us": q.get("backlog_ns", 0) // 1000,
                                  "queue_depth_now": int(q.get("backlog_ns", 0) / mtu_ns)
                                  if mtu_ns else 0,
@@ -257,3 +265,33 @@ class EbpfSwitch(Switch):
                     d[k] = 0
             out[n] = d
         return out
+
+    def hidden_stats(self) -> dict[str, Any]:
+        """``Switch.hidden_stats`` from the program's maps: the frames it received (one
+        entry, ``kernel``: no socket queues in front of it, so nothing is dropped there), the
+        ingress lag (a frame from another switch arriving after its last bit was due by that
+        switch's queue model: the HTB and CPU backlog the program cannot see) and the egress
+        queueing delay (the model's waits); and the drop sites under the Python target's
+        names (cgen's statistics, layout.PIPELINE_REASONS), with the egress HTB qdiscs'
+        drops and what this target cannot do (``unsupported``) among the discards."""
+        pl = self._current
+        if pl is None:
+            return super().hidden_stats()
+        st = pl.stats()
+        lag, egress = pl.histograms()
+        queues = [pl.port_queue(n) for n in self.interfaces]
+        pipeline: dict[str, int] = {}
+        for stat, reason in PIPELINE_REASONS.items():
+            if st.get(stat):
+                pipeline[reason] = pipeline.get(reason, 0) + st[stat]
+        qdrops = self._qdisc_drops_before + sum(qdisc.drops(i) for i in sorted(self._qdiscs))
+        discards = {"rx_too_short": 0, "rx_oversized": 0, "no_program": 0,
+                    "pipeline_errors": 0, "tx_no_port": st.get("no_port", 0), "flushed": 0,
+                    "packet_out_dropped": self.counters.packet_out_dropped,
+                    "unsupported": st.get("unsupported", 0), "egress_qdisc": qdrops}
+        sites = SwitchDropSites(tail_drops=sum(q.get("tail_drops", 0) for q in queues),
+                                pipeline=pipeline, discards=discards)
+        return {"ports": {"kernel": {"kernel_packets": st.get("rx", 0), "kernel_drops": 0,
+                                     "tx_errors": 0, "ingress_lag_us": lag.sparse()}},
+                "egress_delay_us": egress.sparse(), "dequeued": egress.n,
+                "drop_sites": sites.as_dict()}
