@@ -36,13 +36,15 @@ from model.routing import (
 )
 from model.schemes import DEFAULT_SCHEME, Scheme, scheme_class, scheme_from_name
 from model.spec import FabricSpec
-from model.targets import TARGET_NAMES, Target
+from model.targets import TARGET_NAMES, HardwareTarget, Target
+from model.tna import TnaSwitchEntries
 from p4switch import ExactMatch, LpmMatch
 
 from .connection import PacketIn, SwitchConnection, SwitchError
 from .loops import LOOP_NAMES, ControlLoop, ControlLoops, ProbeHandler, parse_probe, probe_frame
 from .p4rt_codec import P4Schema
 from .program import Program, compile_program
+from .tna_fabric import SwitchDevice, TnaDriver, load_tofino_program
 
 _T = TypeVar("_T")
 PORT_COUNTERS = ("MyIngress.port_rx_ctr", "MyEgress.port_tx_ctr")
@@ -90,15 +92,31 @@ class FabricController:
                  log: logging.Logger | Callable[[ControlEvent], None] | None = None, *,
                  ecn_threshold: EcnThreshold = DEFAULT_ECN_THRESHOLD,
                  election_id: tuple[int, int] | None = None, connect_timeout: float = 10.0,
-                 probe_miss_periods: int = 2) -> None:
-        if target not in TARGET_NAMES:
-            raise ValueError(f"unknown target {target!r} (choose from {', '.join(TARGET_NAMES)})")
+                 probe_miss_periods: int = 2,
+                 devices: Mapping[str, SwitchDevice] | None = None) -> None:
+        """``target``: one of TARGET_NAMES, or "tofino" (switches running p4src/tna/fabric.p4;
+        ``program`` is then the Tofino compiler's P4Info or ``make tofino``'s output directory,
+        see controller/tna_fabric.py and docs/tofino.md). ``devices``: where switches really
+        are (address, device id, spec port -> device port), for a fabric of real switches;
+        by default the spec's 127.0.0.1 ports, device ids and port numbers."""
+        targets = (*TARGET_NAMES, HardwareTarget.TOFINO.value)
+        if target not in targets:
+            raise ValueError(f"unknown target {target!r} (choose from {', '.join(targets)})")
+        unknown = sorted(set(devices or {}) - set(spec.switches))
+        if unknown:
+            raise ValueError(f"devices names switches not in the fabric: {', '.join(unknown)}")
         if control_period <= 0:
             raise ValueError("control_period must be > 0 seconds")
         if probe_miss_periods < 1:
             raise ValueError("probe_miss_periods must be >= 1")
         self.spec = spec
         self.target = target
+        self.devices: dict[str, SwitchDevice] = dict(devices or {})
+        self._to_dev = {s: dict(d.port_map) for s, d in self.devices.items() if d.port_map}
+        self._from_dev = {s: {v: k for k, v in m.items()} for s, m in self._to_dev.items()}
+        self._tna: TnaDriver | None = None
+        """Set at start() for target tofino: the TNA program's per-switch state."""
+        self._tna_want: dict[str, TnaSwitchEntries] = {}
         self._program_source = None if isinstance(program, Program) else program
         self.program: Program | None = program if isinstance(program, Program) else None
         self.schema: P4Schema | None = None
@@ -193,15 +211,22 @@ class FabricController:
         self.loop_names = tuple(loops)
         t0 = time.perf_counter()
         if self.program is None:
-            self.program = compile_program(self.target, self._program_source)
+            self.program = (load_tofino_program(self._program_source)
+                            if self.target == HardwareTarget.TOFINO
+                            else compile_program(self.target, self._program_source))
         self.schema = P4Schema(self.program.p4info)
+        if self.target == HardwareTarget.TOFINO:
+            self._tna = TnaDriver(self.schema, self._to_dev)
         t1 = time.perf_counter()
         self.entries = self._compute()
+        self._translate(self.entries)  # what the TNA program cannot take fails before connecting
         t2 = time.perf_counter()
         for name, sw in self.spec.switches.items():
+            dev = self.devices.get(name)
             self.conns[name] = SwitchConnection(
-                name, sw.grpc_addr, sw.device_id, self.election_id,
-                on_packet_in=self._on_packet_in, on_reconnect=self._on_reconnect)
+                name, dev.addr if dev else sw.grpc_addr, dev.device_id if dev else sw.device_id,
+                self.election_id, on_packet_in=self._on_packet_in,
+                on_reconnect=self._on_reconnect)
         phase: dict[str, dict[str, float]] = {}
 
         def bring_up(name: str) -> None:
@@ -218,7 +243,8 @@ class FabricController:
             self.stop()
             raise
         t3 = time.perf_counter()
-        n = self.entries.total()
+        n = (self.entries.total() if self._tna is None
+             else sum(len(t) for t in self._tna.installed.values()))
         self.stats = {"compile_s": t1 - t0, "routing_s": t2 - t1, "bring_up_s": t3 - t2,
                       "entries": n, "entries_per_s": n / (t3 - t2) if t3 > t2 else 0.0,
                       "max_connect_s": max(p["connect"] for p in phase.values()),
@@ -270,6 +296,14 @@ class FabricController:
                                       group_schemes=self.group_schemes, weights=self.weights,
                                       ecn_threshold=self.ecn_threshold)
 
+    def _translate(self, entries: FabricEntries) -> None:
+        """For a Tofino fabric: every switch's TNA state (kept for the writes that follow);
+        ValueError, with nothing written, for what the TNA program cannot take."""
+        if self._tna is not None:
+            tna = self._tna
+            self._tna_want = {s: tna.translate(s, list(entries[s].entries))
+                              for s in self.spec.switches}
+
     def _push_switch(self, name: str, reuse: bool = True) -> tuple[float, float]:
         """Bring one switch to the desired state; returns (pipeline s, write s).
 
@@ -281,6 +315,11 @@ class FabricController:
         with self._sw_locks[name]:
             conn = self.conns[name]
             entries = list(self.entries[name].entries)
+            if self._tna is not None:
+                pipe_s, write_s, kept = self._tna.push(conn, name, entries, self.program, reuse)
+                self.installed[name] = {e.key: e for e in self._tna.installed[name].entries}
+                (self.reused.add if kept else self.reused.discard)(name)
+                return pipe_s, write_s
             t0 = time.perf_counter()
             if reuse and conn.get_cookie() == self.program.cookie:
                 try:
@@ -306,6 +345,10 @@ class FabricController:
     def _apply_switch(self, name: str) -> int:
         assert self.schema is not None and self.entries is not None
         with self._sw_locks[name]:
+            if self._tna is not None:
+                n = self._tna.apply(self.conns[name], name, self._tna_want[name])
+                self.installed[name] = {e.key: e for e in self._tna.installed[name].entries}
+                return n
             new = self.entries[name].entries
             diff = diff_entries(self.installed.get(name, {}).values(), new)
             if len(diff):
@@ -314,9 +357,13 @@ class FabricController:
             return len(diff)
 
     def apply(self, loop: str = "api", why: str = "") -> int:
-        """Recompute the desired entries and write the diff to every switch that changed."""
+        """Recompute the desired entries and write the diff to every switch that changed.
+        On a Tofino fabric, ValueError (nothing written, nothing changed) for a state the TNA
+        program cannot take."""
         with self._mu:
-            self.entries = self._compute()
+            entries = self._compute()
+            self._translate(entries)
+            self.entries = entries
             if not self.conns:
                 return 0
             counts = self._map(self._apply_switch, [s for s in self.spec.switches
@@ -362,7 +409,8 @@ class FabricController:
                 if peer not in self.spec.switches:
                     continue
                 pkt = self.schema.packet_out(probe_frame(sw.device_id, port, seq,
-                                                         sw.port_mac(port)), egress_port=port)
+                                                         sw.port_mac(port)),
+                                             egress_port=self.dev_port(name, port))
                 try:
                     conn.packet_out(pkt)
                 except SwitchError:
@@ -379,7 +427,7 @@ class FabricController:
             return
         port = self.schema.packet_in_metadata(pkt.metadata).get("ingress_port")
         if port is not None:
-            handler(pkt.switch, port, *probe)
+            handler(pkt.switch, self.spec_port(pkt.switch, port), *probe)
 
     def set_detected_failed(self, links: frozenset[int], loop: str = "failure",
                             why: str = "reroute") -> int:
@@ -424,6 +472,7 @@ class FabricController:
         """Scheme of every group (None), of one switch's groups, or of (switch, group_id)."""
         s = scheme_from_name(scheme)
         with self._mu:
+            before = (self.scheme, dict(self.group_schemes))
             if group is None:
                 self.scheme = s
                 self.group_schemes.clear()
@@ -435,7 +484,11 @@ class FabricController:
             else:
                 self._check_group(*group)
                 self.group_schemes[(group[0], group[1])] = s
-            n = self.apply("api", f"scheme {s.name} for {group or 'every group'}")
+            try:
+                n = self.apply("api", f"scheme {s.name} for {group or 'every group'}")
+            except ValueError:  # the target cannot take it (tofino): nothing was written
+                self.scheme, self.group_schemes = before
+                raise
         if self.auto_loops and self.conns:   # outside _mu: stopping the loops joins them
             want = auto_loops(self.scheme, *self.group_schemes.values(), have=self.loop_names)
             if want != self.loop_names:
@@ -518,6 +571,15 @@ class FabricController:
                 out[pair] = out.get(pair, True) and i not in failed
         return out
 
+    # ---- ports: the fabric spec's numbers and a real switch's ----------------------------------
+    def dev_port(self, switch: str, port: int) -> int:
+        """The switch's own number for spec port ``port`` (``devices``' port map)."""
+        return self._to_dev.get(switch, {}).get(port, port)
+
+    def spec_port(self, switch: str, dev_port: int) -> int:
+        """The spec's number of the switch's port ``dev_port``."""
+        return self._from_dev.get(switch, {}).get(dev_port, dev_port)
+
     # ---- reads -------------------------------------------------------------------------------
     def _conn(self, switch: str) -> SwitchConnection:
         try:
@@ -529,7 +591,8 @@ class FabricController:
         assert self.schema is not None and self.entries is not None
         sch = self.schema
         ports = sorted(self.spec.ports(name))
-        ents = [sch.counter_entity(c, p) for c in PORT_COUNTERS for p in ports]
+        ents = [sch.counter_entity(c, self.dev_port(name, p)) for c in PORT_COUNTERS
+                for p in ports]
         ents += [sch.counter_entity(DROP_CTR, r) for r in DROP_REASONS]
         slots: dict[int, tuple[int, int, int]] = {}
         for e in self.installed.get(name, {}).values():
@@ -538,7 +601,8 @@ class FabricController:
                 g, i = m["meta.lb.group_id"], m["meta.lb.member_idx"]
                 assert isinstance(g, ExactMatch) and isinstance(i, ExactMatch)
                 gid, idx = g.value, i.value
-                slots[gid * LB_MAX_MEMBERS + idx] = (gid, idx, e.params_dict["port"])
+                slots[gid * LB_MAX_MEMBERS + idx] = (gid, idx,
+                                                     self.spec_port(name, e.params_dict["port"]))
         ents += [sch.counter_entity(MEMBER_CTR, i) for i in sorted(slots)]
         rows = []
         for ent in self._conn(name).read(ents):
@@ -548,7 +612,7 @@ class FabricController:
             row = {"switch": name, "counter": cname.split(".")[-1], "index": idx,
                    "packets": ce.data.packet_count, "bytes": ce.data.byte_count}
             if cname in PORT_COUNTERS:
-                row["port"] = idx
+                row["port"] = self.spec_port(name, idx)
             elif cname == DROP_CTR:
                 row["reason"] = DROP_REASONS.get(idx, str(idx))
             elif cname == MEMBER_CTR and idx in slots:
@@ -626,10 +690,11 @@ class FabricController:
 
     def _queues_of(self, name: str, clear: bool, reader: str = "api") -> list[dict[str, Any]]:
         ports = sorted(p for p, (peer, _) in self.spec.ports(name).items())
-        cells = self._read_register_cells(name, {QDEPTH_MAX: ports, QDEPTH_LAST: ports})
+        dev = [self.dev_port(name, p) for p in ports]
+        cells = self._read_register_cells(name, {QDEPTH_MAX: dev, QDEPTH_LAST: dev})
         mx, last = cells[QDEPTH_MAX], cells[QDEPTH_LAST]
         if clear:
-            self.write_registers(name, QDEPTH_MAX, {p: 0 for p in ports})
+            self.write_registers(name, QDEPTH_MAX, {p: 0 for p in dev})
             mx = self._clearing_read(reader, name, ports, mx)
         peers = self.spec.ports(name)
         return [{"switch": name, "port": p, "peer": peers[p][0], "qdepth_max": a,
@@ -697,8 +762,10 @@ class FabricController:
             prefix = (f"{ipaddress.IPv4Address(m.value)}/{m.prefix_len}"
                       if isinstance(m, LpmMatch) else "0.0.0.0/0")
             p = entry.params_dict
+            port = p.get("port")
             rows.append({"switch": name, "prefix": prefix, "action": entry.action.split(".")[-1],
-                         "group": p.get("group_id"), "port": p.get("port"),
+                         "group": p.get("group_id"),
+                         "port": None if port is None else self.spec_port(name, port),
                          "packets": te.counter_data.packet_count,
                          "bytes": te.counter_data.byte_count})
         return rows
@@ -716,7 +783,17 @@ class FabricController:
         return df
 
     def read_entries(self, switch: str, table: str | None = None) -> list[Entry]:
-        """What the switch really holds (a P4Runtime wildcard read), decoded."""
+        """What the switch really holds (a P4Runtime wildcard read), decoded, in the switch's
+        own port numbers. On a Tofino the entries that point at an action-profile group are
+        left out: :meth:`read_tna_state` has them."""
         assert self.schema is not None
         ents = self._conn(switch).read([self.schema.table_wildcard(table)])
-        return [self.schema.entry_of(e.table_entry) for e in ents]
+        return [self.schema.entry_of(e.table_entry) for e in ents
+                if e.table_entry.action.WhichOneof("type") in ("action", None)]
+
+    def read_tna_state(self, switch: str) -> TnaSwitchEntries:
+        """A Tofino switch's whole state as the TNA entities: table entries, ``lb_select``
+        entries, and the selector's members and groups (``model.tna``'s types)."""
+        if self._tna is None:
+            raise ValueError(f"read_tna_state is for target tofino (this fabric is {self.target})")
+        return self._tna.read_state(self._conn(switch), switch)

@@ -37,7 +37,7 @@ def _get(d: Mapping[str, _V], name: str, what: str) -> _V:
         raise KeyError(f"P4Info has no {what} {name!r}") from None
 
 
-def _profile_id(schema: P4Schema, name: str) -> int:
+def profile_id(schema: P4Schema, name: str) -> int:
     """The id of action profile ``name``, or else that of the profile implementing
     ``lb_select``: a compiler may list a TNA ActionProfile and its ActionSelector as one profile
     or two under its own names, and P4Runtime writes members and groups of a selector table to
@@ -53,7 +53,7 @@ def _profile_id(schema: P4Schema, name: str) -> int:
 
 def member_message(schema: P4Schema, m: ProfileMember) -> p4runtime_pb2.ActionProfileMember:
     a = _get(schema.actions, m.action, "action")
-    msg = p4runtime_pb2.ActionProfileMember(action_profile_id=_profile_id(schema, m.profile),
+    msg = p4runtime_pb2.ActionProfileMember(action_profile_id=profile_id(schema, m.profile),
                                             member_id=m.member_id)
     msg.action.action_id = a.id
     for pname, v in m.params:
@@ -66,7 +66,7 @@ def member_message(schema: P4Schema, m: ProfileMember) -> p4runtime_pb2.ActionPr
 
 
 def group_message(schema: P4Schema, g: ProfileGroup) -> p4runtime_pb2.ActionProfileGroup:
-    msg = p4runtime_pb2.ActionProfileGroup(action_profile_id=_profile_id(schema, g.profile),
+    msg = p4runtime_pb2.ActionProfileGroup(action_profile_id=profile_id(schema, g.profile),
                                            group_id=g.group_id, max_size=g.max_size)
     for mid, weight in g.members:
         msg.members.add(member_id=mid, weight=weight)

@@ -61,7 +61,8 @@ def _eid(e: p4runtime_pb2.Uint128) -> tuple[int, int]:
 class PipelineConfig:
     """A verified forwarding pipeline config (committed, or saved by VERIFY_AND_SAVE)."""
 
-    program: ir.Program
+    program: ir.Program | None
+    """None on a schema-only server (runtime/schema_only.py): a P4Info and no program."""
     p4info: p4info_pb2.P4Info
     schema: Schema
     device_config: bytes
@@ -214,7 +215,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             dev = unwrapped.data
         else:  # P4Info only: describe the program the switch already runs
             cur = self._current()
-            if cur is None:
+            if cur is None or cur.program is None:
                 raise invalid("the config has no p4_device_config and no program is loaded "
                               "(see docs/device-config.md)")
             program, dev = cur.program, cur.device_config
@@ -659,7 +660,7 @@ def _one(write, upd) -> P4RTError | None:
 
 def _header_fields(cur: PipelineConfig, role: str) -> list[tuple[str, int, int | None]]:
     """(field name, width, P4Info metadata id or None for padding) of the controller header."""
-    h = cur.program.controller_headers.get(role)
+    h = cur.program.controller_headers.get(role) if cur.program is not None else None
     if h is None:
         return []
     metas = cur.schema.packet_in if role == "packet_in" else cur.schema.packet_out
@@ -745,9 +746,11 @@ def digest_data(cur: PipelineConfig, did: int, values: dict[str, int]) -> p4data
 
 
 def start_server(switch, address: str = "127.0.0.1:9559", *, max_workers: int = 16,
-                 compiler=None) -> grpc.Server:
+                 compiler=None, service_class: type[P4RuntimeService] = P4RuntimeService
+                 ) -> grpc.Server:
     """Start the P4Runtime service for ``switch`` on ``address`` (non-blocking). The returned
     server's ``p4runtime`` attribute is the service; stop it with ``stop_server``.
+    ``service_class``: a subclass for another kind of switch (runtime/schema_only.py).
 
     OSError if the address is taken. gRPC's default SO_REUSEPORT is off here: with it, a
     second switch started on a busy port binds too, and the kernel splits the controller's
@@ -755,7 +758,7 @@ def start_server(switch, address: str = "127.0.0.1:9559", *, max_workers: int = 
     ("unknown device id")."""
     from concurrent import futures
 
-    service = P4RuntimeService(switch, compiler)
+    service = service_class(switch, compiler)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
                                                     thread_name_prefix="p4rt"),
                          options=[("grpc.max_receive_message_length", 256 << 20),

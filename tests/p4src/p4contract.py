@@ -61,6 +61,8 @@ class Contract:
     """name -> table."""
     profiles: dict[str, int] = field(default_factory=dict)
     """action profiles / selectors: name -> size."""
+    selectors: dict[str, int] = field(default_factory=dict)
+    """the profiles that are action selectors: name -> max group size (0: not stated)."""
     packet_metadata: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
     constants: dict[str, int] = field(default_factory=dict)
 
@@ -85,6 +87,8 @@ def from_p4info(info: p4info_pb2.P4Info, pipe_prefix: str = "") -> Contract:
     profile_names = {x.preamble.id: nm(x) for x in p.action_profiles}
     for x in p.action_profiles:
         c.profiles[nm(x)] = x.size
+        if x.with_selector:
+            c.selectors[nm(x)] = x.max_group_size
     direct = {d.preamble.id: d for d in p.direct_counters}
     table_names = {t.preamble.id: nm(t) for t in p.tables}
     for t in p.tables:
@@ -273,8 +277,12 @@ def from_tna_source(path: Path) -> Contract:
             c.counters[f"{control}.{km.group(3)}"] = _int(km.group(2), defines)
         for pm in re.finditer(r"\bActionProfile\s*\(\s*(\w+)\s*\)\s*(\w+)\s*;", body):
             c.profiles[f"{control}.{pm.group(2)}"] = _int(pm.group(1), defines)
-        for sm in re.finditer(r"\bActionSelector\s*\(\s*(\w+)\s*,[^;]*?\)\s*(\w+)\s*;", body):
-            c.profiles[f"{control}.{sm.group(2)}"] = c.profiles.get(f"{control}.{sm.group(1)}", 0)
+        for sm in re.finditer(r"\bActionSelector\s*\(\s*(\w+)\s*,([^;]*?)\)\s*(\w+)\s*;", body):
+            name = f"{control}.{sm.group(3)}"
+            c.profiles[name] = c.profiles.get(f"{control}.{sm.group(1)}", 0)
+            # (profile, hash, mode, max_group_size, num_groups)
+            args = [a.strip() for a in sm.group(2).split(",")]
+            c.selectors[name] = _int(args[2], defines) if len(args) >= 3 else 0
     # only actions some table lists are part of the contract (as in a P4Info)
     used = {a for t in c.tables.values() for a in t.actions}
     c.actions = {n: a for n, a in c.actions.items() if n in used}
@@ -350,6 +358,9 @@ def to_p4info(c: Contract) -> p4info_pb2.P4Info:
     for i, (name, size) in enumerate(sorted(c.profiles.items()), 1):
         pp = info.action_profiles.add()
         pp.preamble.id, pp.preamble.name, pp.size = (0x11 << 24) | i, name, size
+        if name in c.selectors:
+            pp.with_selector = True
+            pp.max_group_size = c.selectors[name]
         profile_ids[name] = pp.preamble.id
     table_ids = {}
     for i, (name, t) in enumerate(sorted(c.tables.items()), 1):
