@@ -9,7 +9,9 @@ import from (``tests/architecture/test_p4switch_face.py`` holds them to it).
 - compiling P4 (``compile_file``), the device config a controller pushes (``bundle_from_file``,
   ``compile_bundle``), its P4Info (``build_p4info``, ``parse_p4info``) and the index the
   switch's P4Runtime server reads a P4Info with (``P4InfoIndex``);
-- an in-process switch (``Switch``, ``MemoryPort``), pcap files and the eBPF toolchain check.
+- an in-process switch (``Switch``, ``MemoryPort``), pcap files and the eBPF toolchain check;
+- a schema-only P4Runtime server for a program p4switch cannot run, e.g. the Tofino port
+  (``start_schema_server``, its state ``SchemaPipeline``).
 
 Everything else in the package is its inside and may change. Importing ``p4switch`` loads
 none of it: each name loads its module on first use, so the fabric's pure models, which need
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
         parse_bit_rate,
         trim_frame,
     )
+    from p4switch.runtime.schema_only import SchemaPipeline, start_schema_server
     from p4switch.switch import Switch
 
 # public name -> (module, name in it)
@@ -93,6 +96,8 @@ _FACE: dict[str, tuple[str, str]] = {
     "MemoryPort": ("p4switch.ports", "MemoryPort"),
     **{n: ("p4switch.pcap", n) for n in ("PcapError", "PcapWriter", "read_pcap")},
     "ebpf_unavailable_reason": ("p4switch.ebpf.toolchain", "unavailable_reason"),
+    **{n: ("p4switch.runtime.schema_only", n) for n in (
+        "SchemaPipeline", "start_schema_server")},
 }
 
 __all__ = [
@@ -100,11 +105,11 @@ __all__ = [
     "DEFAULT_QUEUE_DEPTH", "Drop", "EgressJob", "EgressQueue", "EgressQueues", "EgressResult",
     "ExactMatch", "IngressResult", "LpmMatch", "MatchValue", "MemoryPort", "OptionalMatch",
     "Output", "P4CompileError", "P4InfoIndex", "PcapError", "PcapWriter", "Pipeline",
-    "PipelineAPI", "ProcessResult", "Program", "QueueingMetadata", "RangeMatch", "StateCode",
-    "StateError", "Switch", "TableEntry", "TableInfo", "TernaryMatch", "build_p4info",
+    "PipelineAPI", "ProcessResult", "Program", "QueueingMetadata", "RangeMatch",
+    "SchemaPipeline", "StateCode", "StateError", "Switch", "TableEntry", "TableInfo", "TernaryMatch", "build_p4info",
     "bundle_from_file", "canonical_bytes", "compile_bundle", "compile_file",
     "ebpf_unavailable_reason", "format_bit_rate", "parse_bit_rate", "parse_p4info", "read_pcap",
-    "trim_frame"
+    "start_schema_server", "trim_frame"
 ]
 
 

@@ -28,8 +28,7 @@ from model import tna
 from model.routing import compute_fabric_entries
 from model.schemes import SCHEMES, Flowlet, WhackAMole
 from model.spec import fat_tree
-from p4switch.runtime import stop_server
-from p4switch.runtime.schema_only import SchemaPipeline, start_schema_server
+from p4switch import SchemaPipeline, start_schema_server
 from tests.netutil import free_port
 from tests.p4src import p4contract as pc
 
@@ -81,7 +80,7 @@ def fabric(build) -> Iterator[tuple[dict[str, SwitchDevice], dict[str, object]]]
         yield devices, servers
     finally:
         for srv in servers.values():
-            stop_server(srv, 0)
+            srv.stop(0).wait()
 
 
 def _expected(**kw) -> dict[str, tna.TnaSwitchEntries]:
