@@ -165,6 +165,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(omit and pass --no-p4 to wait for SetForwardingPipelineConfig)",
     )
     p.add_argument(
+        "--schema-only",
+        metavar="P4INFO",
+        help="serve P4Runtime for a program p4switch cannot run (e.g. the Tofino port's P4Info "
+        "from make tofino): every write is checked against this P4Info (text format) and kept, "
+        "reads return it; no packets (see docs/tofino.md)",
+    )
+    p.add_argument(
         "--no-p4",
         action="store_true",
         help="start without a program; packets are counted and dropped until a controller "
@@ -343,9 +350,41 @@ def _fail(msg: str) -> int:
     return 2
 
 
+def _serve_schema_only(args: argparse.Namespace) -> int:
+    """``--schema-only``: a P4Runtime server over a P4Info alone, until SIGINT/SIGTERM."""
+    from google.protobuf import text_format
+
+    from p4switch.p4info import parse as parse_p4info
+    from p4switch.runtime.schema_only import start_schema_server
+
+    _setup_logging(args.log_level)
+    try:
+        info = parse_p4info(Path(args.schema_only).read_bytes())
+    except (OSError, UnicodeDecodeError, text_format.ParseError) as e:
+        return _fail(f"cannot read P4Info {args.schema_only}: {e}")
+    try:
+        server = start_schema_server(info, args.grpc_server_addr, args.device_id)
+    except OSError as e:
+        return _fail(f"cannot start the P4Runtime server on {args.grpc_server_addr}: {e}")
+    log.info("schema-only P4Runtime server for %s on %s (device %d)", args.schema_only,
+             args.grpc_server_addr, args.device_id)
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    while not stop.wait(0.5):
+        pass
+    server.stop(0.5).wait(2.0)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.schema_only:
+        if args.program or args.no_p4 or args.interfaces or args.entries:
+            parser.error("--schema-only takes no program, --no-p4, ports or --entries: it "
+                         "has no packet path")
+        return _serve_schema_only(args)
     if args.program and args.no_p4:
         parser.error("give either a program or --no-p4, not both")
     if not args.program and not args.no_p4:
