@@ -146,14 +146,14 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
             ranks = load_ranks(d / "traffic")
             summ = merge_ranks(ranks, sched.ranks)
             guard = verdict(samples, spec, w, tdf, ranks, headroom=HEADROOM)
-            ok = bool(summ["completed"])
+            ok = summ.completed
             row = {"tdf": tdf, "emulated_mbps": fabric_bps / tdf / 1e6, "completed": ok,
                    "wall_s": round(time.time() - t0, 2), **guard}
             if not ok:
                 row["valid"] = False
                 row["invalid_reason"] = "; ".join(
                     x for x in ("did not complete", guard.get("invalid_reason")) if x)
-            cct = metrics.job_cct(summ["collectives"]) if ok else None
+            cct = metrics.job_cct(summ.collectives) if ok else None
             row["cct_us"] = None if cct is None else cct / tdf * 1e6
             log(f"  TDF {tdf:g} ({row['emulated_mbps']:g} Mb/s)"
                 + (f", probe {n + 1}" if n else "") + ": "

@@ -290,7 +290,7 @@ def run_mininet_side(cfg: Any, workdir: Path, repetitions: int = 1,
                 summ = merge_ranks(load_ranks(d / "traffic"), sched.ranks)
                 run = SideRun(s.extra.get("cct_s"), bool(s.extra.get("collective_ok")), ctr,
                               cap.frames() if rep == 0 else [],
-                              int(summ.get("retransmissions") or 0), list(s.errors))
+                              summ.retransmissions, list(s.errors))
                 if rep == 0 and cap.dropped():
                     run.notes.append(f"tcpdump lost {cap.dropped()} frames: replay incomplete")
                 out[scheme.label].append(run)

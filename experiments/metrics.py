@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from model.spec import FabricSpec
+from traffic.metrics import CollectiveTime
 from traffic.schedules import Schedule
 
 from .critical_path import Framing, critical_path
@@ -61,13 +62,13 @@ def cct_stats(ccts: pd.DataFrame, by: Sequence[str] = ("workload", "scheme", "na
     return pd.DataFrame(rows)
 
 
-def job_cct(collectives: Sequence[dict[str, Any]]) -> float | None:
+def job_cct(collectives: Sequence[CollectiveTime]) -> float | None:
     """THE CCT of a job (one definition for the progress line, the table and the plots): its
     collectives' completion times summed, each from the first rank's start to the last rank's
     finish (compute phases between collectives excluded). None: nothing completed."""
     if not collectives:
         return None
-    return float(sum(c["finish"] - c["start"] for c in collectives))
+    return float(sum(c.finish - c.start for c in collectives))
 
 
 def scheme_table(ccts: pd.DataFrame, ideal: pd.DataFrame | None = None,
@@ -342,17 +343,6 @@ def data_wire_bytes(schedule: Schedule, hosts: Sequence[str], mss: int = 1400) -
     """Wire bytes of every data message that leaves its host once (no retransmission)."""
     return sum(wire_bytes(s.bytes, mss) for r, _, s in schedule.sends()
                if hosts[r] != hosts[s.dst])
-
-
-def transport_stats(summary: dict[str, Any]) -> dict[str, Any]:
-    """The host side of a run (traffic.metrics.summarize): completion, bytes, retransmissions,
-    reordering (and TCP's own counters in TCP mode)."""
-    keys = ("completed", "bytes_sent", "bytes_received", "retransmissions", "reordered",
-            "tcp_total_retrans", "tcp_reord_seen", "tcp_dsack_dups", "tcp_rcv_ooopack")
-    out = {k: summary.get(k) for k in keys if k in summary}
-    out["bytes_conserved"] = (summary.get("bytes_sent") == summary.get("bytes_received")
-                              and not summary.get("flows_mismatched"))
-    return out
 
 
 def fct_table(flows: pd.DataFrame) -> pd.DataFrame:

@@ -35,6 +35,7 @@ import yaml
 
 from model.dilation import dilate, knobs, to_fabric_time
 from topo.owner import give_back
+from traffic.metrics import JobSummary, RankMetrics
 
 from . import metrics, stats
 from .backends import BACKENDS, Backend, RunSamples
@@ -156,24 +157,24 @@ class ExperimentRun:
     runs: list[dict[str, Any]] = field(default_factory=list)
 
 
-def compute_times(ranks: list[dict[str, Any]], n: int) -> list[float]:
+def compute_times(ranks: list[RankMetrics], n: int) -> list[float]:
     """Each rank's compute seconds in a run (its steps' compute_start -> start)."""
     out = [0.0] * n
     for r in ranks:
-        out[r["rank"]] = sum(max(0.0, s["start"] - s["compute_start"]) for s in r["steps"])
+        out[r.rank] = sum(max(0.0, s.start - s.compute_start) for s in r.steps)
     return out
 
 
-def iteration_times(ranks: list[dict[str, Any]]) -> dict[int, float]:
+def iteration_times(ranks: list[RankMetrics]) -> dict[int, float]:
     """Per collective: first compute start to last finish over ranks (a BSP iteration's wall
     time, compute included; CCT excludes the compute)."""
     lo: dict[int, float] = {}
     hi: dict[int, float] = {}
     for r in ranks:
-        for s in r["steps"]:
-            c = s["collective"]
-            lo[c] = min(lo.get(c, s["compute_start"]), s["compute_start"])
-            hi[c] = max(hi.get(c, s["finish"]), s["finish"])
+        for s in r.steps:
+            c = s.collective
+            lo[c] = min(lo.get(c, s.compute_start), s.compute_start)
+            hi[c] = max(hi.get(c, s.finish), s.finish)
     return {c: hi[c] - lo[c] for c in lo}
 
 
@@ -559,7 +560,7 @@ def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
         t0 = time.time()
         samples = fabric_samples(be.run(sched, hosts, w_emu, out), tdf)
         wall = time.time() - t0
-        ranks = to_fabric_time(load_ranks(out / "traffic"), tdf)
+        ranks = load_ranks(out / "traffic", tdf)
         row = _record(rec, spec, w, scheme, rep, it if w.bsp else None, sched, hosts, ranks,
                       samples, wall, str(rel), tdf)
         row["batch_shares"] = json.dumps([round(s, 4) for s in shares]) if w.bsp else None
@@ -585,7 +586,7 @@ def _safe(label: str) -> str:
 
 
 def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, rep: int,
-            iteration: int | None, sched: Any, hosts: list[str], ranks: list[dict[str, Any]],
+            iteration: int | None, sched: Any, hosts: list[str], ranks: list[RankMetrics],
             s: RunSamples, wall: float, rel: str, tdf: float = 1.0) -> dict[str, Any]:
     tags = {"workload": w.name, "scheme": scheme.label, "repetition": rep}
     if iteration is not None:
@@ -593,22 +594,23 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
     summ = merge_ranks(ranks, sched.ranks)
     it_times = iteration_times(ranks)
     rows = []
-    for c in summ["collectives"]:
-        name = c["name"] if iteration is None else f"{c['name'].split('[')[0]}[{iteration}]"
-        rows.append({"collective": c["collective"] if iteration is None else iteration,
-                     "name": name, "start": c["start"], "finish": c["finish"],
-                     "cct": c["cct"], "iteration_s": it_times.get(c["collective"]),
-                     "ok": summ["completed"]})
+    for c in summ.collectives:
+        name = c.name if iteration is None else f"{c.name.split('[')[0]}[{iteration}]"
+        rows.append({"collective": c.collective if iteration is None else iteration,
+                     "name": name, "start": c.start, "finish": c.finish,
+                     "cct": c.cct, "iteration_s": it_times.get(c.collective),
+                     "ok": summ.completed})
     rec.add("ccts", rows, **tags)
     for r in ranks:
-        flows = [{"rank": r["rank"], "direction": "local" if f["local"] else "send",
-                  **{k: f.get(k) for k in ("flow", "src", "dst", "bytes", "packets", "fct",
-                                           "retransmissions", "timeouts")}}
-                 for f in r["flows"]]
-        flows += [{"rank": r["rank"], "direction": "recv",
-                   **{k: x.get(k) for k in ("flow", "src", "dst", "bytes", "packets",
-                                            "reordered", "duplicates")}}
-                  for x in r["received"]]
+        flows = [{"rank": r.rank, "direction": "local" if f.local else "send",
+                  "flow": f.flow, "src": f.src, "dst": f.dst, "bytes": f.bytes,
+                  "packets": f.packets, "fct": f.fct, "retransmissions": f.retransmissions,
+                  "timeouts": f.timeouts}
+                 for f in r.flows]
+        flows += [{"rank": r.rank, "direction": "recv", "flow": x.flow, "src": x.src,
+                   "dst": x.dst, "bytes": x.bytes, "packets": x.packets,
+                   "reordered": x.reordered, "duplicates": x.duplicates}
+                  for x in r.received]
         rec.add("flows", flows, **tags)
     rec.add("links", s.links, **tags)
     rec.add("queues", s.queues, **tags)
@@ -635,29 +637,38 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
                  and e.get("loop") in ("failure", "sim")
                  and a in str(e.get("what")) and b in str(e.get("what"))]
         reroute = (min(later) - s.failure_at) if later else None
-    tr = metrics.transport_stats(summ)
-    cct = metrics.job_cct(summ["collectives"])
-    return {**tags, "ok": summ["completed"], "cct": cct, "wall_s": round(wall, 3),
+    cct = metrics.job_cct(summ.collectives)
+    tcp = summ.tcp
+    return {**tags, "ok": summ.completed, "cct": cct, "wall_s": round(wall, 3),
             **verdict(s, spec, w, tdf, ranks),
-            "bytes_sent": summ["bytes_sent"], "bytes_received": summ["bytes_received"],
-            "bytes_conserved": tr["bytes_conserved"],
-            "packets_sent": summ["packets_sent"],
-            "retransmissions": summ["retransmissions"], "reordered": summ["reordered"],
-            **{k: summ.get(k) for k in LOSS_COLUMNS},
+            "bytes_sent": summ.bytes_sent, "bytes_received": summ.bytes_received,
+            "bytes_conserved": summ.bytes_conserved,
+            "packets_sent": summ.packets_sent,
+            "retransmissions": summ.retransmissions, "reordered": summ.reordered,
+            **loss_columns(summ),
             "trims": (s.extra.get("sim") or {}).get("trims"),
             "trim": (s.extra.get("sim") or {}).get("trim", False),
-            **{k: summ.get(k) for k in TRANSPORT_COLUMNS},
-            "tcp_total_retrans": summ["tcp_total_retrans"],
-            "tcp_reord_seen": summ["tcp_reord_seen"], "drops": drops, "qdepth_max": qmax,
+            **{k: getattr(summ, k) for k in TRANSPORT_COLUMNS},
+            "tcp_total_retrans": tcp.total_retrans if tcp else None,
+            "tcp_reord_seen": tcp.reord_seen if tcp else None, "drops": drops,
+            "qdepth_max": qmax,
             "uplink_bytes": up_bytes, "inter_edge_wire_bytes": need,
             "counter_ratio": (up_bytes / need) if up_bytes is not None and need else None,
             "host_data_wire_bytes": metrics.data_wire_bytes(sched, hosts, w.mss),
             "switch_host_rx_bytes": host_rx, "host_tx_bytes": s.extra.get("host_tx_bytes"),
             "drop_reasons": json.dumps(drop_reasons) if drop_reasons else None,
             "failure_at": s.failure_at, "reroute_s": reroute,
-            "failure_after_start_s": (s.failure_at - min(c["start"] for c in summ["collectives"]))
-            if s.failure_at is not None and summ["collectives"] else None,
-            "errors": "; ".join([*summ["errors"], *s.errors])[:2000] or None, "dir": rel}
+            "failure_after_start_s": (s.failure_at - min(c.start for c in summ.collectives))
+            if s.failure_at is not None and summ.collectives else None,
+            "errors": "; ".join([*summ.errors, *s.errors])[:2000] or None, "dir": rel}
+
+
+def loss_columns(summ: JobSummary) -> dict[str, Any]:
+    """The run's ``LOSS_COLUMNS`` from its summary."""
+    f = summ.fct
+    return {"timeouts": summ.timeouts, "nacks": summ.nacks, "trim_nacks": summ.trim_nacks,
+            "fct_min_us": f.min_us, "fct_p50_us": f.p50_us, "fct_p99_us": f.p99_us,
+            "fct_tail_us": f.tail_us, "fct_spread": f.spread}
 
 
 def check_root(backend: str) -> str | None:

@@ -4,43 +4,37 @@ ramp and the fidelity experiment (so that none of them imports another for it)."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
+from model.dilation import to_fabric_time
 from topo.guard import judge_run
 from traffic import metrics as traffic_metrics
+from traffic.metrics import JobSummary, RankMetrics
 
 from . import metrics
 from .backends import RunSamples
 from .config import WorkloadConfig
 
 
-def load_ranks(out: Path) -> list[dict[str, Any]]:
-    """Every rank<r>.json under a run's traffic directory (one per rank)."""
-    return [json.loads(p.read_text()) for p in sorted(out.rglob("rank*.json"))]
+def load_ranks(out: Path, tdf: float = 1.0) -> list[RankMetrics]:
+    """Every rank<r>.json under a run's traffic directory (one per rank), its times in fabric
+    seconds (÷ ``tdf``, applied to the file's seconds before they are typed)."""
+    return [RankMetrics.from_json(to_fabric_time(json.loads(p.read_text()), tdf), str(p))
+            for p in sorted(out.rglob("rank*.json"))]
 
 
-def merge_ranks(ranks: list[dict[str, Any]], expected: int) -> dict[str, Any]:
-    """traffic.metrics.merge_ranks over ranks from many host directories, plus what a run of
-    the runner needs: completion against the expected rank count, agents' errors, packets."""
+def merge_ranks(ranks: list[RankMetrics], expected: int) -> JobSummary:
+    """traffic.metrics.merge_ranks over ranks from many host directories; completed only
+    when all ``expected`` ranks reported."""
     summ = traffic_metrics.merge_ranks(ranks)
-    summ.update(
-        completed=len(ranks) == expected and summ["completed"],
-        errors=[f"rank {r['rank']}: {r['error']}" for r in ranks if r.get("error")],
-        packets_sent=sum(r["totals"].get("packets_sent", 0) for r in ranks),
-        tcp_total_retrans=_tcp_sum(ranks, "tcp_total_retrans"),
-        tcp_reord_seen=_tcp_sum(ranks, "tcp_reord_seen"))
-    return summ
-
-
-def _tcp_sum(ranks: list[dict[str, Any]], key: str) -> int | None:
-    vals = [r["totals"][key] for r in ranks if r["totals"].get(key) is not None]
-    return sum(vals) if vals else None
+    return dataclasses.replace(summ, completed=len(ranks) == expected and summ.completed)
 
 
 def verdict(s: RunSamples, spec: Any, w: WorkloadConfig, tdf: float,
-            ranks: list[dict[str, Any]], headroom: float = 1.0) -> dict[str, Any]:
+            ranks: list[RankMetrics], headroom: float = 1.0) -> dict[str, Any]:
     """The fidelity guard's columns of a run (topo/guard.py); a backend that measures
     nothing hidden (the simulator: nothing is) gives a valid run."""
     m = s.extra.get("measures")

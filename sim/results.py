@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from traffic.metrics import RankMetrics, fct_summary
+from traffic.metrics import CollectiveTime, RankMetrics, fct_summary, job_collectives
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,8 +37,8 @@ class Progress:
 @dataclass
 class SimResult:
     ranks: list[RankMetrics]
-    collectives: list[dict[str, Any]]
-    """One per collective: id, name, start, finish, cct (seconds, job-wide)."""
+    collectives: list[CollectiveTime]
+    """One per collective, job-wide."""
     end_us: float
     wall_s: float
     packet_hops: int
@@ -61,8 +61,7 @@ class SimResult:
         """Completion time of the whole job: first step start to last step finish."""
         if not self.collectives:
             return None
-        return max(c["finish"] for c in self.collectives) - min(c["start"]
-                                                                for c in self.collectives)
+        return max(c.finish for c in self.collectives) - min(c.start for c in self.collectives)
 
     @property
     def hops_per_s(self) -> float:
@@ -102,7 +101,7 @@ class SimResult:
             "nacks": sum(f.nacks for f in net),
             "trim_nacks": sum(f.trim_nacks for f in net),
             "trims": self.trims,
-            **fct_summary([f.fct for f in net]),
+            **fct_summary([f.fct for f in net]).to_dict(),
             "reordered": int(sum(x.reordered for r in self.ranks for x in r.received)),
             "bytes_sent": int(sum(f.bytes for r in self.ranks for f in r.flows)),
             "bytes_received": int(sum(x.bytes for r in self.ranks for x in r.received)),
@@ -116,17 +115,10 @@ class SimResult:
         if ranks is None:
             ranks = [m for h in dict.fromkeys(job.rank_hosts) for m in h.results()]
         ranks.sort(key=lambda m: m.rank)
-        colls: dict[int, dict[str, Any]] = {}
-        for m in ranks:
-            for c in m.collectives:
-                x = colls.setdefault(c["collective"], dict(c))
-                x["start"] = min(x["start"], c["start"])
-                x["finish"] = max(x["finish"], c["finish"])
-        for c in colls.values():
-            c["cct"] = c["finish"] - c["start"]
         sws = net.switches.values()
         return cls(
-            ranks=ranks, collectives=[colls[k] for k in sorted(colls)], end_us=end_us,
+            ranks=ranks, collectives=job_collectives(c for m in ranks for c in m.collectives),
+            end_us=end_us,
             wall_s=wall_s, packet_hops=sum(s.packets_in for s in sws),
             fast_hops=sum(s.fast_packets for s in sws),
             events=net.loop.events_run if events is None else events,

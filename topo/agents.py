@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from traffic.agentd import AgentClient, AgentGone
+from traffic.metrics import RankMetrics
 
 from .rundir import RunDir, kill_recorded, proc_start_time
 
@@ -36,7 +37,7 @@ class AgentReply:
     host: str
     rc: int | None
     log: str = ""
-    ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    ranks: dict[int, RankMetrics] = field(default_factory=dict)
     error: str | None = None
 
 
@@ -193,6 +194,11 @@ class HostAgents:
 def _reply(host: str, r: dict[str, Any]) -> AgentReply:
     if not r.get("ok"):
         return AgentReply(host, None, error=f"agent refused the request: {r.get('error')}")
-    ranks = {int(k): v for k, v in (r.get("ranks") or {}).items()}
+    try:
+        ranks = {int(k): RankMetrics.from_json(v, f"{host}: rank {k}")
+                 for k, v in (r.get("ranks") or {}).items()}
+    except (ValueError, AttributeError) as e:   # RecordError is a ValueError
+        return AgentReply(host, None, str(r.get("log", "")),
+                          error=f"agent sent a bad rank record: {e}")
     rc = r.get("rc")
     return AgentReply(host, rc if isinstance(rc, int) else None, str(r.get("log", "")), ranks)

@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from traffic.metrics import RankMetrics
+
 
 @dataclass
 class CollectiveResult:
@@ -31,7 +33,7 @@ class CollectiveResult:
     ok: bool
     cct_s: float | None
     rank_cct_s: dict[int, float] = field(default_factory=dict)
-    metrics: dict[int, dict[str, Any]] = field(default_factory=dict)
+    metrics: dict[int, RankMetrics] = field(default_factory=dict)
     flows: pd.DataFrame = field(default_factory=pd.DataFrame)
     returncodes: dict[str, int | None] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -41,7 +43,7 @@ class CollectiveResult:
             return (f"{self.schedule} {self.size} on {len(self.hosts)} hosts: FAILED "
                     f"({'; '.join(self.errors[:3]) or 'no metrics'}); logs in {self.out_dir}")
         state = "ok" if self.ok else "INCOMPLETE"
-        retx = sum(m.get("totals", {}).get("retransmissions", 0) for m in self.metrics.values())
+        retx = sum(m.totals().retransmissions for m in self.metrics.values())
         return (f"{self.schedule} {self.size} on {len(self.hosts)} hosts: CCT "
                 f"{self.cct_s * 1e3:.2f} ms ({state}; {retx} retransmissions; {self.out_dir})")
 
@@ -90,19 +92,23 @@ def run_collective(net, schedule: str = "ring_allreduce", size: str = "64KB",
 
 def collect(schedule: str, size: str, hosts: list[str], out: Path,
             returncodes: dict[str, int | None], agent_errors: dict[str, str] | None = None,
-            ranks: dict[int, dict[str, Any]] | None = None) -> CollectiveResult:
+            ranks: dict[int, RankMetrics] | None = None) -> CollectiveResult:
     """Merge one run's per-host results: the ranks' metrics as the agents sent them back
     (``ranks``; else each host's rank<r>.json), the flows from the hosts' CSVs, and what
     went wrong (``agent_errors``: an agent that died or did not answer)."""
-    metrics: dict[int, dict[str, Any]] = dict(ranks or {})
+    metrics: dict[int, RankMetrics] = dict(ranks or {})
     frames = []
     errors = [f"{h}: {e}" for h, e in (agent_errors or {}).items()]
     for h in hosts:
         d = out / h
         if ranks is None:
             for jp in sorted(d.glob("rank*.json")):
-                m = json.loads(jp.read_text())
-                metrics[m["rank"]] = m
+                try:
+                    m = RankMetrics.from_json(json.loads(jp.read_text()), str(jp))
+                except ValueError as e:   # a RecordError, or not JSON
+                    errors.append(f"{h}: {e}")
+                    continue
+                metrics[m.rank] = m
         for cp in sorted(d.glob("rank*_flows.csv")):
             df = pd.read_csv(cp)
             df.insert(0, "rank", int(cp.stem.removeprefix("rank").removesuffix("_flows")))
@@ -111,12 +117,12 @@ def collect(schedule: str, size: str, hosts: list[str], out: Path,
         if returncodes.get(h) not in (0, None) and not list(d.glob("rank*.json")):
             tail = (out / f"{h}.log").read_text(errors="replace").strip().splitlines()[-1:]
             errors.append(f"{h}: exit {returncodes[h]}: {' '.join(tail)}")
-    errors += [f"rank {r} ({m.get('host')}): {m['error']}" for r, m in sorted(metrics.items())
-               if m.get("error")]
-    colls = [c for m in metrics.values() for c in m.get("collectives", [])]
-    cct = (max(c["finish"] for c in colls) - min(c["start"] for c in colls)) if colls else None
-    rank_cct = {r: sum(c["cct"] for c in m.get("collectives", [])) for r, m in metrics.items()}
-    ok = (len(metrics) == len(hosts) and all(m.get("completed") for m in metrics.values())
+    errors += [f"rank {r} ({m.host}): {m.error}" for r, m in sorted(metrics.items())
+               if m.error]
+    colls = [c for m in metrics.values() for c in m.collectives]
+    cct = (max(c.finish for c in colls) - min(c.start for c in colls)) if colls else None
+    rank_cct = {r: sum(c.cct for c in m.collectives) for r, m in metrics.items()}
+    ok = (len(metrics) == len(hosts) and all(m.completed for m in metrics.values())
           and all(rc == 0 for rc in returncodes.values()))
     return CollectiveResult(schedule=schedule, size=size, hosts=hosts, out_dir=out, ok=ok,
                             cct_s=cct, rank_cct_s=rank_cct, metrics=metrics,

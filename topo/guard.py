@@ -57,10 +57,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.histogram import RELATIVE_ERROR, LogHistogram
+
+if TYPE_CHECKING:
+    from traffic.metrics import RankMetrics
 
 HIDDEN_DROP_FRACTION = 0.001
 LAG_RATIO = 0.25
@@ -283,14 +287,14 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
     return Verdict(not reasons, tuple(reasons), row)
 
 
-def judge_run(m: Measures, ranks: list[dict[str, Any]], events: list[dict[str, Any]],
+def judge_run(m: Measures, ranks: Sequence[RankMetrics], events: list[dict[str, Any]],
               link_bps: float, tdf: float = 1.0, mtu: int = 1500,
               cut_link: tuple[str, str] | None = None, headroom: float = 1.0) -> Verdict:
     """:func:`judge` on one run: ``m`` (the fabric's probes) completed with what the hosts'
     agents reported in their rank records (pacing lag, own drops, frames sent and arrived)
     and the failure loop's events (a live link declared down); ``link_bps`` is the emulated
     link rate, ``cut_link`` the link the run cut on purpose."""
-    lags = [r["send_lag_us"] for r in ranks if r.get("send_lag_us")]
+    lags = [r.send_lag_us for r in ranks if r.send_lag_us]
     if lags:
         m.send_lag_us = LogHistogram()
         for h in lags:
@@ -318,11 +322,11 @@ def false_link_downs(events: list[dict[str, Any]],
     return out
 
 
-def account_agents(m: Any, ranks: list[dict[str, Any]]) -> None:
+def account_agents(m: Any, ranks: Sequence[RankMetrics]) -> None:
     """The agents' side of a run's drop accounting into ``m`` (guard.Measures): their own
     drop counts, and (UDP transport) the data frames they sent over the network and those
     that arrived."""
-    agents = [r["agent_drops"] for r in ranks if r.get("agent_drops")]
+    agents = [r.agent_drops for r in ranks if r.agent_drops]
     if agents:
         m.agent_drops = {}
         for a in agents:
@@ -331,7 +335,6 @@ def account_agents(m: Any, ranks: list[dict[str, Any]]) -> None:
                     m.agent_drops[k] = m.agent_drops.get(k, 0) + int(v)
     # the agent's own transport only: TCP's segment counts come from the kernel's TCP_INFO,
     # and its stack's own drops (TcpExt) are not among the sites
-    if ranks and all(r.get("transport", "udp") == "udp" and
-                     all("arrivals" in x for x in r["received"]) for r in ranks):
-        m.data_sent = sum(f["packets_sent"] for r in ranks for f in r["flows"] if not f["local"])
-        m.data_arrived = sum(x["arrivals"] for r in ranks for x in r["received"])
+    if ranks and all(r.transport == "udp" for r in ranks):
+        m.data_sent = sum(f.packets_sent for r in ranks for f in r.flows if not f.local)
+        m.data_arrived = sum(x.arrivals for r in ranks for x in r.received)

@@ -705,7 +705,7 @@ class FabricSession:
         v = judge_run(s.extra["measures"], ranks, s.events, self.link_bps, self.tdf, mtu) \
             if "measures" in s.extra else None
         cct = s.extra.get("cct_s")
-        retx = sum(r.get("totals", {}).get("retransmissions", 0) for r in ranks)
+        retx = sum(r.totals().retransmissions for r in ranks)
         return CollectiveRun(schedule=schedule, size=str(size), hosts=names,
                              ok=bool(s.extra.get("collective_ok")),
                              cct_us=None if cct is None else self.fabric_us(cct),

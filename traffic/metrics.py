@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from .schedules import Schedule
+
+TcpCounters = dict[str, float | None]
+"""TCP mode: TCP_INFO counters by kernel field name (traffic.tcpinfo.aggregate, summed over a
+flow's connections, or one connection's ``TcpInfo.to_dict``); None: not returned."""
+
+
+class RecordError(ValueError):
+    """A rank record (rank<r>.json, an agent's reply) that does not parse: one line saying
+    where and what."""
 
 
 @dataclass
@@ -38,8 +48,8 @@ class FlowRecord:
     trim_nacks: int = 0   # NACKs of packets a switch trimmed (in ``nacks``), resent at once
     acked_packets: int = 0
     local: bool = False
-    tcp: dict[str, Any] | None = None   # TCP mode: the sender's TCP_INFO, summed over QPs
-    connections: list[dict[str, Any]] = field(default_factory=list)  # TCP mode, per QP
+    tcp: TcpCounters | None = None   # TCP mode: the sender's TCP_INFO, summed over QPs
+    connections: list[TcpCounters] = field(default_factory=list)  # TCP mode, per QP
     sports: list[int] = field(default_factory=list)         # the path policy's entropy set
     sport_packets: list[int] = field(default_factory=list)  # packets sent on each of them
     ce_acked: int = 0   # acknowledged packets whose ECN echo was CE
@@ -74,8 +84,8 @@ class RecvRecord:
     reorder_distance: dict[int, int]
     start: float | None
     finish: float | None
-    tcp: dict[str, Any] | None = None   # TCP mode: the receiver's TCP_INFO, summed over QPs
-    connections: list[dict[str, Any]] = field(default_factory=list)  # TCP mode, per QP
+    tcp: TcpCounters | None = None   # TCP mode: the receiver's TCP_INFO, summed over QPs
+    connections: list[TcpCounters] = field(default_factory=list)  # TCP mode, per QP
 
 
 @dataclass
@@ -93,6 +103,85 @@ class StepRecord:
         return self.finish - self.start
 
 
+@dataclass(slots=True)
+class CollectiveTime:
+    """One collective's span in seconds: a rank's own (its first step's start, compute
+    excluded, to its last step's finish) or the job's (first rank's start to last rank's
+    finish, :func:`job_collectives`); ``cct`` = finish - start."""
+
+    collective: int
+    name: str
+    start: float
+    finish: float
+    cct: float
+
+
+def job_collectives(spans: Iterable[CollectiveTime]) -> list[CollectiveTime]:
+    """Per collective id, in id order, the span over all of ``spans`` (the ranks' own): the
+    first start and the last finish (the name of the first seen)."""
+    out: dict[int, CollectiveTime] = {}
+    for c in spans:
+        m = out.get(c.collective)
+        out[c.collective] = replace(c) if m is None else CollectiveTime(
+            c.collective, m.name, min(m.start, c.start), max(m.finish, c.finish), 0.0)
+    return [CollectiveTime(c.collective, c.name, c.start, c.finish, c.finish - c.start)
+            for c in (out[k] for k in sorted(out))]
+
+
+@dataclass(frozen=True, slots=True)
+class TcpTotals:
+    """TCP mode: TCP_INFO counters summed over connections (a rank's, or the job's over its
+    ranks); ``reordering_max`` is the largest reordering degree; None: no connection said."""
+
+    total_retrans: int | None
+    reord_seen: int | None
+    dsack_dups: int | None
+    total_rto: int | None
+    reordering_max: int | None
+    rcv_ooopack: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``tcp_``-prefixed columns of a rank's totals (rank<r>.json)."""
+        return {f"tcp_{f.name}": getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def over(cls, parts: list[TcpTotals]) -> TcpTotals:
+        """The sums (and the largest reordering degree) over ``parts``."""
+        def total(key: str) -> int | None:
+            vals = [getattr(p, key) for p in parts if getattr(p, key) is not None]
+            return sum(vals) if vals else None
+        reo = [p.reordering_max for p in parts if p.reordering_max is not None]
+        return cls(total("total_retrans"), total("reord_seen"), total("dsack_dups"),
+                   total("total_rto"), max(reo) if reo else None, total("rcv_ooopack"))
+
+
+@dataclass(frozen=True, slots=True)
+class RankTotals:
+    """A rank's sums over its flows (``totals`` in rank<r>.json): bytes both ways, its network
+    flows' packets, retransmissions, timeouts, ACKs (CE-marked among them), spurious
+    retransmissions its senders detected, mean window and rate; its received flows'
+    reordering and duplicates; ``tcp`` in TCP mode only."""
+
+    bytes_sent: int
+    bytes_received: int
+    packets_sent: int
+    retransmissions: int
+    timeouts: int
+    reordered: int
+    duplicates: int
+    acked_packets: int
+    ce_acked: int
+    spurious_sender: int
+    mean_window: float | None
+    mean_rate: float | None
+    duration: float | None
+    tcp: TcpTotals | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "tcp"}
+        return {**d, **(self.tcp.to_dict() if self.tcp else {})}
+
+
 @dataclass
 class RankMetrics:
     rank: int
@@ -108,7 +197,7 @@ class RankMetrics:
     flows: list[FlowRecord] = field(default_factory=list)
     received: list[RecvRecord] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
-    collectives: list[dict[str, Any]] = field(default_factory=list)
+    collectives: list[CollectiveTime] = field(default_factory=list)
     send_lag_us: list[int] | None = None
     """Log-linear histogram (common.histogram.LogHistogram counts) of how late the agent's loop
     woke for paced sends and timers; None where not measured (TCP mode, the simulator)."""
@@ -121,62 +210,50 @@ class RankMetrics:
     """CPU seconds (user + system) the agent's process spent in its event loop, for all its
     local ranks together: bench/agent_bench.py's per-packet cost. None where not measured."""
 
-    def collective_times(self, s: Schedule) -> list[dict[str, Any]]:
+    def collective_times(self, s: Schedule) -> list[CollectiveTime]:
         """This rank's view of each collective: from its first step's start (compute excluded)
         to its last step's finish."""
         names = {c.id: c.name for c in s.collectives}
-        out: dict[int, dict[str, Any]] = {}
-        for st in self.steps:
-            c = out.setdefault(st.collective, {"collective": st.collective,
-                                               "name": names.get(st.collective, ""),
-                                               "start": st.start, "finish": st.finish})
-            c["start"] = min(c["start"], st.start)
-            c["finish"] = max(c["finish"], st.finish)
-        for c in out.values():
-            c["cct"] = c["finish"] - c["start"]
-        return [out[k] for k in sorted(out)]
+        return job_collectives(
+            CollectiveTime(st.collective, names.get(st.collective, ""), st.start, st.finish, 0.0)
+            for st in self.steps)
 
-    def totals(self) -> dict[str, Any]:
+    def totals(self) -> RankTotals:
         net = [f for f in self.flows if not f.local]
-        return {
-            "bytes_sent": sum(f.bytes for f in self.flows),
-            "bytes_received": sum(r.bytes for r in self.received),
-            "packets_sent": sum(f.packets_sent for f in net),
-            "retransmissions": sum(f.retransmissions for f in net),
-            "timeouts": sum(f.timeouts for f in net),
-            "reordered": sum(r.reordered for r in self.received),
-            "duplicates": sum(r.duplicates for r in self.received),
-            "acked_packets": sum(f.acked_packets for f in net),
-            "ce_acked": sum(f.ce_acked for f in net),
-            "spurious_sender": sum(f.spurious for f in net),
-            "mean_window": _mean(f.mean_window for f in net),
-            "mean_rate": _mean(f.mean_rate for f in net),
-            "duration": (self.finish - self.start) if self.finish and self.start else None,
-            **self.tcp_totals(),
-        }
+        return RankTotals(
+            bytes_sent=sum(f.bytes for f in self.flows),
+            bytes_received=sum(r.bytes for r in self.received),
+            packets_sent=sum(f.packets_sent for f in net),
+            retransmissions=sum(f.retransmissions for f in net),
+            timeouts=sum(f.timeouts for f in net),
+            reordered=sum(r.reordered for r in self.received),
+            duplicates=sum(r.duplicates for r in self.received),
+            acked_packets=sum(f.acked_packets for f in net),
+            ce_acked=sum(f.ce_acked for f in net),
+            spurious_sender=sum(f.spurious for f in net),
+            mean_window=_mean(f.mean_window for f in net),
+            mean_rate=_mean(f.mean_rate for f in net),
+            duration=(self.finish - self.start) if self.finish and self.start else None,
+            tcp=self.tcp_totals())
 
-    def tcp_totals(self) -> dict[str, Any]:
-        """TCP mode: TCP_INFO counters summed over this rank's connections ({} in UDP mode).
+    def tcp_totals(self) -> TcpTotals | None:
+        """TCP mode: TCP_INFO counters summed over this rank's connections (None in UDP mode).
         Sender side: retransmissions, reordering events, D-SACKs, timeouts, the largest
         reordering degree; receiver side: out-of-order segments queued."""
         sent = [f.tcp for f in self.flows if f.tcp]
         got = [r.tcp for r in self.received if r.tcp]
         if not sent and not got:
-            return {}
+            return None
 
-        def total(recs: list[dict[str, Any]], key: str) -> int | None:
-            vals = [x[key] for x in recs if x.get(key) is not None]
+        def total(recs: list[TcpCounters], key: str) -> int | None:
+            vals = [int(v) for x in recs if (v := x.get(key)) is not None]
             return sum(vals) if vals else None
 
-        reo = [x["reordering_max"] for x in sent if x.get("reordering_max") is not None]
-        return {
-            "tcp_total_retrans": total(sent, "total_retrans"),
-            "tcp_reord_seen": total(sent, "reord_seen"),
-            "tcp_dsack_dups": total(sent, "dsack_dups"),
-            "tcp_total_rto": total(sent, "total_rto"),
-            "tcp_reordering_max": max(reo) if reo else None,
-            "tcp_rcv_ooopack": total(got, "rcv_ooopack"),
-        }
+        reo = [int(v) for x in sent if (v := x.get("reordering_max")) is not None]
+        return TcpTotals(
+            total_retrans=total(sent, "total_retrans"), reord_seen=total(sent, "reord_seen"),
+            dsack_dups=total(sent, "dsack_dups"), total_rto=total(sent, "total_rto"),
+            reordering_max=max(reo) if reo else None, rcv_ooopack=total(got, "rcv_ooopack"))
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -190,8 +267,32 @@ class RankMetrics:
             r["reorder_distance_max"] = max(dist, default=0)
             r["reorder_distance_mean"] = (sum(k * v for k, v in dist.items()) / n) if n else 0.0
             r["reorder_distance"] = {str(k): v for k, v in dist.items()}
-        d["totals"] = self.totals()
+        d["totals"] = self.totals().to_dict()
         return d
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "rank record") -> RankMetrics:
+        """A rank record as :meth:`to_json` wrote it (rank<r>.json, an agent's reply), typed
+        again; its derived figures (fct, duration, totals, ...) are recomputed from the
+        records. :class:`RecordError` names what is wrong."""
+        if not isinstance(d, Mapping):
+            raise RecordError(f"{where}: expected an object, got {type(d).__name__}")
+
+        def items(key: str) -> list[Any]:
+            v = d.get(key, [])
+            if not isinstance(v, list):
+                raise RecordError(f"{where}: {key} is not a list")
+            return v
+
+        return _build(cls, d, where,
+                      flows=[_build(FlowRecord, x, f"{where}: flows[{i}]")
+                             for i, x in enumerate(items("flows"))],
+                      received=[_recv(x, f"{where}: received[{i}]")
+                                for i, x in enumerate(items("received"))],
+                      steps=[_build(StepRecord, x, f"{where}: steps[{i}]")
+                             for i, x in enumerate(items("steps"))],
+                      collectives=[_build(CollectiveTime, x, f"{where}: collectives[{i}]")
+                                   for i, x in enumerate(items("collectives"))])
 
     def write(self, outdir: str | Path) -> tuple[Path, Path]:
         """rank<r>.json (everything) and rank<r>_flows.csv (one row per flow, both ways)."""
@@ -223,6 +324,34 @@ class RankMetrics:
         return jp, cp
 
 
+def _build(cls: Any, d: Any, where: str, **parsed: Any) -> Any:
+    """The dataclass ``cls`` from the JSON object ``d``: each field from its key (``parsed``
+    first); keys that are no field (derived figures) are ignored, a missing field with a
+    default takes it, one without raises :class:`RecordError`."""
+    if not isinstance(d, Mapping):
+        raise RecordError(f"{where}: expected an object, got {type(d).__name__}")
+    kw: dict[str, object] = {}
+    for f in fields(cls):
+        if f.name in parsed:
+            kw[f.name] = parsed[f.name]
+        elif f.name in d:
+            kw[f.name] = d[f.name]
+        elif f.default is MISSING and f.default_factory is MISSING:
+            raise RecordError(f"{where}: no {f.name!r}")
+    return cls(**kw)
+
+
+def _recv(d: Any, where: str) -> RecvRecord:
+    """A received flow; its reorder histogram's keys are strings in JSON."""
+    dist = d.get("reorder_distance") if isinstance(d, Mapping) else None
+    try:
+        hist = {int(k): int(v) for k, v in (dist or {}).items()}
+    except (AttributeError, TypeError, ValueError):
+        raise RecordError(f"{where}: reorder_distance is not a histogram") from None
+    rec: RecvRecord = _build(RecvRecord, d, where, reorder_distance=hist)
+    return rec
+
+
 def _mean(values: Any) -> float | None:
     v = [x for x in values if x is not None]
     return sum(v) / len(v) if v else None
@@ -232,107 +361,131 @@ _TCP_CSV = ("total_retrans", "reordering_max", "reord_seen", "dsack_dups", "rcv_
             "rtt_max")
 
 
-def _tcp_cols(tcp: dict[str, Any] | None) -> dict[str, Any]:
+def _tcp_cols(tcp: TcpCounters | None) -> dict[str, float | None]:
     return {f"tcp_{k}": tcp.get(k) for k in _TCP_CSV} if tcp else {}
 
 
 FCT_PERCENTILES = (50, 90, 99)
+"""The percentiles :class:`FctSummary` reports (its ``p50_us`` ... fields)."""
 
 
-def fct_summary(fcts: list[float | None]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class FctSummary:
     """The field's per-flow figures (htsim's validation reports them): flow completion times
     in µs — minimum, percentiles, the tail (the slowest flow) — and the spread, tail over
     minimum (1: every flow as fast as the fastest); ``flows_unfinished`` counts the flows
-    without a finish, left out of the rest."""
+    without a finish, left out of the rest (all None when no flow finished)."""
+
+    flows: int
+    flows_unfinished: int
+    min_us: float | None = None
+    p50_us: float | None = None
+    p90_us: float | None = None
+    p99_us: float | None = None
+    tail_us: float | None = None
+    spread: float | None = None
+
+    def percentile_us(self, p: int) -> float | None:
+        value: float | None = getattr(self, f"p{p}_us")
+        return value
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``fct_*`` columns (the simulator's summary JSON, in its order)."""
+        head = {"flows": self.flows, "flows_unfinished": self.flows_unfinished,
+                "fct_min_us": self.min_us}
+        pct = {f"fct_p{p}_us": self.percentile_us(p) for p in FCT_PERCENTILES}
+        tail = {"fct_tail_us": self.tail_us, "fct_spread": self.spread}
+        return {**head, **tail, **pct} if self.min_us is None else {**head, **pct, **tail}
+
+
+def fct_summary(fcts: list[float | None]) -> FctSummary:
+    """:class:`FctSummary` of flows' completion times (seconds; None: unfinished)."""
     done = sorted(x * 1e6 for x in fcts if x is not None)
-    out: dict[str, Any] = {"flows": len(fcts), "flows_unfinished": len(fcts) - len(done)}
     if not done:
-        return {**out, "fct_min_us": None, "fct_tail_us": None, "fct_spread": None,
-                **{f"fct_p{p}_us": None for p in FCT_PERCENTILES}}
-    out["fct_min_us"] = round(done[0], 3)
-    for p in FCT_PERCENTILES:   # nearest rank: an FCT some flow really had
-        out[f"fct_p{p}_us"] = round(done[max(0, -(-p * len(done) // 100) - 1)], 3)
-    out["fct_tail_us"] = round(done[-1], 3)
-    out["fct_spread"] = round(done[-1] / done[0], 4) if done[0] > 0 else None
-    return out
+        return FctSummary(len(fcts), len(fcts))
+    pct = {f"p{p}_us": round(done[max(0, -(-p * len(done) // 100) - 1)], 3)
+           for p in FCT_PERCENTILES}   # nearest rank: an FCT some flow really had
+    return FctSummary(len(fcts), len(fcts) - len(done), min_us=round(done[0], 3),
+                      tail_us=round(done[-1], 3),
+                      spread=round(done[-1] / done[0], 4) if done[0] > 0 else None, **pct)
 
 
-def summarize(outdir: str | Path) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class JobSummary:
+    """Job-wide view of a run's rank records (:func:`merge_ranks`): per collective the first
+    start and last finish, byte accounting, loss recovery and per-flow completion, the
+    congestion control's figures, TCP's counters in TCP mode."""
+
+    ranks: int
+    completed: bool
+    """Every rank record says it completed (the runner also wants every rank to be there:
+    experiments.runs.merge_ranks)."""
+    collectives: list[CollectiveTime]
+    bytes_sent: int
+    bytes_received: int
+    flows_mismatched: list[int]
+    """Flows whose bytes received differ from the bytes sent."""
+    retransmissions: int
+    timeouts: int
+    nacks: int
+    trim_nacks: int
+    fct: FctSummary
+    reordered: int
+    spurious: int
+    """Copies that arrived at a receiver which already had the packet."""
+    spurious_sender: int
+    """The same counted by the senders from the receivers' D-SACK echoes."""
+    ce_fraction: float | None
+    mean_window: float | None
+    mean_rate: float | None
+    cc: str | None
+    path_policy: str | None
+    errors: list[str]
+    """``rank <r>: <error>`` of each rank that reported one."""
+    packets_sent: int
+    tcp: TcpTotals | None = None
+
+    @property
+    def bytes_conserved(self) -> bool:
+        """Every byte sent was received, flow by flow."""
+        return self.bytes_sent == self.bytes_received and not self.flows_mismatched
+
+
+def summarize(outdir: str | Path) -> JobSummary:
     """Merge every rank<r>.json of a run: job-wide CCT per collective and byte accounting."""
-    return merge_ranks([json.loads(p.read_text())
+    return merge_ranks([RankMetrics.from_json(json.loads(p.read_text()), str(p))
                         for p in sorted(Path(outdir).glob("rank*.json"))])
 
 
-def merge_ranks(ranks: list[dict[str, Any]]) -> dict[str, Any]:
-    """Job-wide view of loaded rank metrics (from one directory or many hosts' directories):
-    per collective the first start and last finish, byte accounting, retransmissions."""
-    colls: dict[int, dict[str, Any]] = {}
-    for r in ranks:
-        for c in r["collectives"]:
-            m = colls.setdefault(c["collective"], {"collective": c["collective"],
-                                                   "name": c["name"], "start": c["start"],
-                                                   "finish": c["finish"]})
-            m["start"] = min(m["start"], c["start"])
-            m["finish"] = max(m["finish"], c["finish"])
-    for c in colls.values():
-        c["cct"] = c["finish"] - c["start"]
-    sent = {(f["flow"]): f["bytes"] for r in ranks for f in r["flows"] if not f["local"]}
-    got = {(f["flow"]): f["bytes"] for r in ranks for f in r["received"]}
-    return {
-        "ranks": len(ranks),
-        "completed": all(r["completed"] for r in ranks),
-        "collectives": [colls[k] for k in sorted(colls)],
-        "bytes_sent": sum(sent.values()),
-        "bytes_received": sum(got.values()),
-        "flows_mismatched": sorted(f for f in sent if got.get(f) != sent[f]),
-        "retransmissions": sum(r["totals"]["retransmissions"] for r in ranks),
-        **_loss_summary(ranks),
-        "reordered": sum(r["totals"]["reordered"] for r in ranks),
-        **_cc_summary(ranks),
-        "path_policy": ranks[0].get("path_policy", "single") if ranks else None,
-        **_tcp_summary(ranks),
-    }
-
-
-def _loss_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
-    """The per-flow figures htsim's validation reports (``fct_summary``) and how losses were
-    recovered: by timeout, by NACK, by the NACK of a trimmed packet."""
-    net = [f for r in ranks for f in r["flows"] if not f.get("local")]
-    return {"timeouts": sum(f.get("timeouts") or 0 for f in net),
-            "nacks": sum(f.get("nacks") or 0 for f in net),
-            "trim_nacks": sum(f.get("trim_nacks") or 0 for f in net),
-            **fct_summary([f.get("fct") for f in net])}
-
-
-def _cc_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
-    """Congestion control job-wide: spurious retransmissions (copies that arrived at a
-    receiver which already had the packet: the retransmission was not needed; and the same
-    counted by the senders from the receivers' D-SACK echoes, ``spurious_sender``), the fraction
-    of acknowledged packets that came back CE-marked, the window and rate averaged over the
-    flows (each flow's own average over its ACKs)."""
-    tot = [r["totals"] for r in ranks]
-    acked = sum(t.get("acked_packets", 0) for t in tot)
-    flows = [f for r in ranks for f in r["flows"] if not f["local"]]
-    ccs = sorted({f.get("cc") for f in flows if f.get("cc")})
-    return {"spurious": sum(t.get("duplicates", 0) for t in tot),
-            "spurious_sender": sum(t.get("spurious_sender", 0) for t in tot),
-            "ce_fraction": sum(t.get("ce_acked", 0) for t in tot) / acked if acked else None,
-            "mean_window": _mean(f.get("mean_window") for f in flows),
-            "mean_rate": _mean(f.get("mean_rate") for f in flows),
-            "cc": ",".join(ccs) or None}
-
-
-def _tcp_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
-    """Job-wide sums of the TCP mode's TCP_INFO counters (nothing for UDP runs)."""
-    keys = ("tcp_total_retrans", "tcp_reord_seen", "tcp_dsack_dups", "tcp_total_rto",
-            "tcp_rcv_ooopack")
-    tcp = [r["totals"] for r in ranks if "tcp_total_retrans" in r["totals"]]
-    if not tcp:
-        return {}
-    out: dict[str, Any] = {"transport": "tcp"}
-    for k in keys:
-        vals = [t[k] for t in tcp if t.get(k) is not None]
-        out[k] = sum(vals) if vals else None
-    reo = [t["tcp_reordering_max"] for t in tcp if t.get("tcp_reordering_max") is not None]
-    out["tcp_reordering_max"] = max(reo) if reo else None
-    return out
+def merge_ranks(ranks: list[RankMetrics]) -> JobSummary:
+    """Job-wide view of rank records (from one directory or many hosts' directories): per
+    collective the first start and last finish, byte accounting, retransmissions, how losses
+    were recovered (by timeout, NACK, the NACK of a trimmed packet), the per-flow figures
+    (:func:`fct_summary`) and the congestion control's: spurious retransmissions, the
+    fraction of acknowledged packets that came back CE-marked, the window and rate averaged
+    over the flows (each flow's own average over its ACKs)."""
+    sent = {f.flow: f.bytes for r in ranks for f in r.flows if not f.local}
+    got = {f.flow: f.bytes for r in ranks for f in r.received}
+    tot = [r.totals() for r in ranks]
+    net = [f for r in ranks for f in r.flows if not f.local]
+    acked = sum(t.acked_packets for t in tot)
+    tcp = [t.tcp for t in tot if t.tcp is not None]
+    return JobSummary(
+        ranks=len(ranks), completed=all(r.completed for r in ranks),
+        collectives=job_collectives(c for r in ranks for c in r.collectives),
+        bytes_sent=sum(sent.values()), bytes_received=sum(got.values()),
+        flows_mismatched=sorted(f for f in sent if got.get(f) != sent[f]),
+        retransmissions=sum(t.retransmissions for t in tot),
+        timeouts=sum(f.timeouts for f in net), nacks=sum(f.nacks for f in net),
+        trim_nacks=sum(f.trim_nacks for f in net), fct=fct_summary([f.fct for f in net]),
+        reordered=sum(t.reordered for t in tot),
+        spurious=sum(t.duplicates for t in tot),
+        spurious_sender=sum(t.spurious_sender for t in tot),
+        ce_fraction=sum(t.ce_acked for t in tot) / acked if acked else None,
+        mean_window=_mean(f.mean_window for f in net),
+        mean_rate=_mean(f.mean_rate for f in net),
+        cc=",".join(sorted({f.cc for f in net if f.cc})) or None,
+        path_policy=ranks[0].path_policy if ranks else None,
+        errors=[f"rank {r.rank}: {r.error}" for r in ranks if r.error],
+        packets_sent=sum(t.packets_sent for t in tot),
+        tcp=TcpTotals.over(tcp) if tcp else None)

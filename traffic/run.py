@@ -345,16 +345,17 @@ def execute(argv: list[str] | None = None) -> tuple[int, dict[int, RankMetrics]]
     for r, m in sorted(results.items()):
         m.write(a.out)
         ok &= m.completed
-        colls = ", ".join(f"{c['name']} {c['cct'] * 1e3:.2f} ms" for c in m.collectives)
+        colls = ", ".join(f"{c.name} {c.cct * 1e3:.2f} ms" for c in m.collectives)
         tot = m.totals()
+        tcp = tot.tcp
         if m.transport == "tcp":
-            seen = (f"tcp retrans {tot.get('tcp_total_retrans')}, reord_seen "
-                    f"{tot.get('tcp_reord_seen')}, dsack {tot.get('tcp_dsack_dups')}, "
-                    f"ooo segs in {tot.get('tcp_rcv_ooopack')}")
+            seen = (f"tcp retrans {tcp and tcp.total_retrans}, reord_seen "
+                    f"{tcp and tcp.reord_seen}, dsack {tcp and tcp.dsack_dups}, "
+                    f"ooo segs in {tcp and tcp.rcv_ooopack}")
         else:
-            seen = f"retx {tot['retransmissions']}, reordered {tot['reordered']}"
-        print(f"rank {r}: {'done' if m.completed else m.error}; sent {tot['bytes_sent']} B, "
-              f"received {tot['bytes_received']} B, {seen}; {colls}")
+            seen = f"retx {tot.retransmissions}, reordered {tot.reordered}"
+        print(f"rank {r}: {'done' if m.completed else m.error}; sent {tot.bytes_sent} B, "
+              f"received {tot.bytes_received} B, {seen}; {colls}")
     if agent.exit_reason:
         print(f"left: {agent.exit_reason}")
     print(json.dumps({"out": str(a.out), "ranks": local}))

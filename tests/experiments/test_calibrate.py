@@ -5,6 +5,7 @@ the calibrated one and says so in fabric units."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -189,8 +190,8 @@ def test_the_ramp_probes_each_candidate_twice(monkeypatch: pytest.MonkeyPatch,
     be = Backend()
     monkeypatch.setattr("experiments.runs.load_ranks", lambda d: [])
     monkeypatch.setattr("experiments.runs.merge_ranks",
-                        lambda ranks, n: {"completed": be.cct is not None,
-                                          "collectives": [be.cct]})
+                        lambda ranks, n: SimpleNamespace(completed=be.cct is not None,
+                                                         collectives=[be.cct]))
     monkeypatch.setattr("experiments.runs.verdict",
                         lambda *a, **k: {"valid": be.cct is not None and be.cct < 200,
                                          "invalid_reason": None})

@@ -144,7 +144,8 @@ class Recording(Backend):
         d.mkdir(parents=True, exist_ok=True)
         for r in range(schedule.ranks):
             (d / f"rank{r}.json").write_text(json.dumps({
-                "rank": r, "completed": True, "error": None, "flows": [], "received": [],
+                "rank": r, "host": f"h{r}", "job": 0, "schedule": schedule.name,
+                "completed": True, "error": None, "flows": [], "received": [],
                 "steps": [], "collectives": [{"collective": 0, "name": "c", "start": 100.0,
                                                "finish": 102.0, "cct": 2.0}],
                 "totals": {"retransmissions": 0, "reordered": 0, "packets_sent": 0}}))

@@ -14,6 +14,7 @@ import pytest
 from common.histogram import RELATIVE_ERROR, LogHistogram, bucket_of
 from topo import guard, probes
 from topo.guard import Measures, frame_time_us, judge
+from traffic.metrics import FlowRecord, RankMetrics, RecvRecord
 
 MBPS10 = 10e6   # frame time 1.21 ms
 
@@ -189,17 +190,24 @@ def test_probe_reads_the_stack_counters_and_the_switch_drop_sites() -> None:
 def test_agents_counts_and_the_data_frames_join_the_account() -> None:
     from topo.guard import account_agents
 
-    def rank(sent: int, arrived: int, drops: dict | None) -> dict:
-        return {"flows": [{"local": False, "packets_sent": sent},
-                          {"local": True, "packets_sent": 0}],
-                "received": [{"arrivals": arrived}], "agent_drops": drops}
+    def rank(sent: int, arrived: int, drops: dict | None, transport: str = "udp") \
+            -> RankMetrics:
+        def flow(n: int, local: bool) -> FlowRecord:
+            return FlowRecord(flow=0, src=0, dst=1, step=0, collective=0, bytes=0, packets=n,
+                              packets_sent=n, posted=0.0, start=None, finish=None, local=local)
+        recv = RecvRecord(flow=0, src=1, dst=0, bytes=0, packets=arrived,
+                          packets_received=arrived, arrivals=arrived, duplicates=0,
+                          reordered=0, reorder_distance={}, start=None, finish=None)
+        return RankMetrics(rank=0, host="h1", job=0, schedule="s", transport=transport,
+                           flows=[flow(sent, False), flow(0, True)], received=[recv],
+                           agent_drops=drops)
     m = Measures()
     account_agents(m, [rank(100, 90, {"tx_refused": 1, "udp_socket_drops": None}),
                        rank(50, 55, {"tx_refused": 2, "udp_socket_drops": 0})])
     assert m.agent_drops == {"tx_refused": 3, "udp_socket_drops": 0}
     assert (m.data_sent, m.data_arrived) == (150, 145)
     tcp = Measures()
-    account_agents(tcp, [{**rank(10, 10, None), "transport": "tcp"}])
+    account_agents(tcp, [rank(10, 10, None, "tcp")])
     assert tcp.agent_drops is None and tcp.data_sent is None and tcp.uncounted is None
 
 

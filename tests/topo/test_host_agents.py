@@ -44,7 +44,7 @@ def test_agents_start_once_report_a_death_and_stop_with_the_fabric(tmp_path) -> 
                                 out_dir=tmp_path / "c2", rate="50M")
         assert second.ok, second.summary()
         assert net.agents.pids() == pids and net.agents.started == 2   # the same processes
-        assert second.metrics[0]["schedule"] != first.metrics[0]["schedule"]
+        assert second.metrics[0].schedule != first.metrics[0].schedule
 
         # h2's agent dies while the job runs: reported for h2, the call returns (h1 gives up
         # at its own timeout), nothing hangs

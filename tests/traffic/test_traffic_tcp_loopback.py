@@ -69,11 +69,11 @@ def test_ring_allreduce_over_loopback_tcp(tmp_path):
     ms = run_agents(s, [[r] for r in range(n)], qps=qps)
     check_agreement(s, ms)
     for m in ms.values():
-        assert m.totals()["bytes_sent"] == 2 * (n - 1) * size // n
+        assert m.totals().bytes_sent == 2 * (n - 1) * size // n
         assert [st.step for st in m.steps] == list(range(2 * (n - 1)))
         for a, b in zip(m.steps, m.steps[1:], strict=False):
             assert b.start >= a.finish          # a step waits for its receives
-        assert [c["name"] for c in m.collectives] == ["ring_allreduce"]
+        assert [c.name for c in m.collectives] == ["ring_allreduce"]
         for f in m.flows:
             assert f.fct is not None and f.fct > 0 and f.finish >= f.start >= f.posted
             assert len(f.connections) == qps
@@ -85,9 +85,9 @@ def test_ring_allreduce_over_loopback_tcp(tmp_path):
             assert len(x.connections) == qps and x.finish >= x.start
         m.write(tmp_path)
     summ = summarize(tmp_path)
-    assert summ["completed"] and summ["flows_mismatched"] == []
-    assert summ["transport"] == "tcp" and summ["tcp_total_retrans"] == 0  # loopback: no loss
-    assert summ["collectives"][0]["cct"] > 0
+    assert summ.completed and summ.flows_mismatched == []
+    assert summ.tcp is not None and summ.tcp.total_retrans == 0  # loopback: no loss
+    assert summ.collectives[0].cct > 0
     row = (tmp_path / "rank0_flows.csv").read_text().splitlines()
     assert "tcp_total_retrans" in row[0] and "tcp_reord_seen" in row[0]
     assert json.loads((tmp_path / "rank0.json").read_text())["flows"][0]["tcp"]
@@ -164,4 +164,4 @@ def test_cli_transport_tcp(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "tcp retrans 0" in out
     summ = summarize(tmp_path)
-    assert summ["completed"] and summ["bytes_sent"] == summ["bytes_received"] == 2 * 65536
+    assert summ.completed and summ.bytes_sent == summ.bytes_received == 2 * 65536

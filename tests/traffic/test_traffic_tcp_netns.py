@@ -43,7 +43,7 @@ def test_tcp_ring_allreduce_across_bridge(bridged_hosts, tmp_path):  # noqa: F81
         assert {f["flow"]: f["bytes"] for f in m["flows"]} == \
             {f["flow"]: f["bytes"] for f in nxt["received"] if f["src"] == r}
     summ = summarize(tmp_path)
-    assert summ["completed"] and summ["flows_mismatched"] == []
-    assert summ["bytes_sent"] == summ["bytes_received"] == HOSTS * per_rank
-    assert summ["transport"] == "tcp" and summ["tcp_total_retrans"] is not None
-    print(json.dumps(summ, indent=1))
+    assert summ.completed and summ.flows_mismatched == []
+    assert summ.bytes_sent == summ.bytes_received == HOSTS * per_rank
+    assert summ.tcp is not None and summ.tcp.total_retrans is not None
+    print(summ)
