@@ -154,8 +154,17 @@ class MininetBackend(Backend):
 
     @property
     def prop_delay_us(self) -> float:
-        """Each link's propagation delay as the switches emulate it (wall µs; 0: none)."""
-        return self.session.prop_delay_us
+        """Each link's propagation delay as the emulation adds it (wall µs; 0: none), by the
+        switches or at the hosts (:attr:`prop_placement`)."""
+        return self.session.prop_delay_us or self.session.host_prop_delay_us
+
+    @property
+    def prop_placement(self) -> str | None:
+        """Where the emulation adds the propagation delay: ``links`` (p4switch's ports),
+        ``hosts`` (the receiving agents, path links × delay: the eBPF target), None."""
+        if self.session.prop_delay_us:
+            return "links"
+        return "hosts" if self.session.host_prop_delay_us else None
 
     def ecn_threshold(self, queue_depth: int) -> Any:
         return self.session.ecn_threshold()
@@ -340,6 +349,7 @@ class SimBackend(Backend):
         if self.cfg.fabric is not None:   # a file in fabric units: its timers, delay, queues
             base = dataclasses.replace(base, rto=w.rto_ms / 1e3)
             fabric = {"prop_delay_us": self.cfg.fabric.prop_delay_us,
+                      "prop_at_hosts": self.cfg.parameters.sim_prop_at_hosts,
                       "queue_depth": self.cfg.fabric.queue_packets,
                       "trim": self.cfg.fabric.trim}
         transport = self.transport_config(base, w)
@@ -352,7 +362,7 @@ class SimBackend(Backend):
                             fabric.get("queue_depth", SimConfig.queue_depth)),
                         **fabric)
         loops = self.loops_for(w)
-        if loops and cfg.workers > 1:
+        if (loops or cfg.prop_at_hosts) and cfg.workers > 1:
             cfg.workers = 1   # the loops touch every switch each period: one process
         net = SimNetwork(self.spec, self.scheme.build(), cfg)
         net.start_loops(loops, self.cfg.parameters.control_period_s * 1e6)

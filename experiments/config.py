@@ -269,6 +269,11 @@ class Parameters:
     """sim backend, with ``sim_workers`` > 1: run the parts other than the first as Ray tasks
     on the cluster at this address ("local": a Ray started here), so that one run spans
     machines (sim.rayparts; the results are the same). None: forked processes."""
+    sim_prop_at_hosts: bool = False
+    """sim backend: add the propagation delay at the receiving host (path links × delay)
+    instead of on each link, where the eBPF target's emulation adds it (sim.network's
+    ``prop_at_hosts``; traffic/delayline.py), so the two sides compare. Default: true when
+    ``target`` is ebpf."""
     socket_buffer: int | None = None
     """Bytes of each switch port's AF_PACKET socket buffers (None: p4switch's 8 MiB). Small
     keeps the queueing in the P4 egress queues; the fidelity guard says when it is too small
@@ -700,14 +705,17 @@ def _parameters(v: Any) -> Parameters:
     d = _obj(v, p)
     _keys(d, p, {"target", "sample_period_s", "control_period_s", "loops", "settle_s", "seed",
                  "lock_timeout_s", "start_margin_s", "sim_workers", "sim_ray", "tdf",
-                 "socket_buffer",
+                 "socket_buffer", "sim_prop_at_hosts",
                  "switch_priority", "wall_budget_s"})
     loops = _list(d.get("loops", list(Parameters.loops)), _join(p, "loops"))
     for i, lp in enumerate(loops):
         if lp not in LOOP_NAMES:
             raise ConfigError(f"{p}.loops[{i}]", f"{lp!r} is not one of "
                               f"{', '.join(LOOP_NAMES)}")
-    return Parameters(target=_str(d, "target", p, Target.P4SWITCH.value, TARGET_NAMES),
+    target = _str(d, "target", p, Target.P4SWITCH.value, TARGET_NAMES)
+    return Parameters(target=target,
+                      sim_prop_at_hosts=_bool(d, "sim_prop_at_hosts", p,
+                                              target == Target.EBPF.value),
                       sample_period_s=_num(d, "sample_period_s", p, 0.25, positive=True) or 0.25,
                       control_period_s=_num(d, "control_period_s", p, 0.5, positive=True) or 0.5,
                       loops=tuple(loops), settle_s=_num(d, "settle_s", p, 0.3, lo=0.0) or 0.0,

@@ -379,7 +379,12 @@ def dilation_section(meta: dict[str, Any]) -> list[str]:
           f"{format_rate(link / tdf)}b/s, every timer and period × {tdf:g}; every time in "
           "this report is in fabric units (measured ÷ TDF)."]
     emulated = meta.get("prop_delay_emulated_us")
-    if tdf != 1 and emulated:
+    if tdf != 1 and emulated and meta.get("prop_delay_placement") == "hosts":
+        md += [f"The receiving hosts add the propagation delay ({emulated:g} µs wall per link "
+               "× the links of the path, traffic/delayline.py): the eBPF target's fabric "
+               "cannot delay frames itself, so frames meet the queues on their path without "
+               "it (`sim_prop_at_hosts: true` models the same placement)."]
+    elif tdf != 1 and emulated:
         md += [f"The switches add each link's propagation delay themselves ({emulated:g} µs "
                "wall per link, p4switch `--port-delay`; a host's link is delayed on the switch "
                "side, twice towards the host), on top of their own per-hop latency."]

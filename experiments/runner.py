@@ -277,6 +277,9 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
         else:
             be.up(emu.schemes[0])
         run.meta["prop_delay_emulated_us"] = getattr(be, "prop_delay_us", None)  # wall µs
+        run.meta["prop_delay_placement"] = getattr(be, "prop_placement", None) \
+            if cfg.backend != "sim" else ("hosts" if cfg.parameters.sim_prop_at_hosts
+                                          else "links")
         priority = getattr(be, "priority", None)   # the Mininet backend's switch scheduling
         if priority:
             run.meta["switch_priority"] = priority

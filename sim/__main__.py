@@ -125,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="AllToAll / MoE AllToAll algorithm (traffic.schedules; default direct)")
     ap.add_argument("--rate", default="100G", help="link rate (default %(default)s)")
     ap.add_argument("--prop-us", type=float, default=1.0, help="propagation delay per link")
+    ap.add_argument("--prop-at-hosts", action="store_true",
+                    help="add the propagation delay at the receiving host (path links x "
+                         "--prop-us), where the eBPF emulation adds it, not on each link")
     ap.add_argument("--queue-depth", type=int, default=64)
     ap.add_argument("--mtu", type=int, default=None, metavar="BYTES",
                     help="the hosts' packet size on the wire, headers included (default: "
@@ -244,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--ray splits the run: give --workers 2 or more")
     if a.workers > 1 and a.prop_us <= 0:
         ap.error("--workers > 1 needs --prop-us > 0 (the split run's lookahead)")
+    if a.workers > 1 and a.prop_at_hosts:
+        ap.error("--workers > 1 cannot split a run with --prop-at-hosts (no link delay to "
+                 "look ahead by)")
     unknown = [f"{x}-{y}" for x, y, _ in a.fail if not spec.links_between(x, y)]
     if unknown:
         ap.error(f"--fail: no link {unknown[0]} in {spec.name}")
@@ -285,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     from .refcheck import compare_counters
     from .results import member_counters
 
-    cfg = SimConfig(prop_delay_us=a.prop_us, queue_depth=a.queue_depth, seed=a.seed,
+    cfg = SimConfig(prop_delay_us=a.prop_us, prop_at_hosts=a.prop_at_hosts,
+                    queue_depth=a.queue_depth, seed=a.seed,
                     host=HostConfig(transport=transport), record_ingress=a.check,
                     ecn_threshold=None if a.no_ecn else marking, workers=a.workers, trim=a.trim,
                     ray_address=a.ray)

@@ -164,6 +164,9 @@ class SimHost:
         self.bytes_sent = 0
         self.frames_received = 0
         self.bad_frames = 0
+        self.hold_us: dict[bytes, float] = {}
+        """Propagation delay added on arrival, by source IPv4 address (4 bytes):
+        SimConfig.prop_at_hosts."""
 
     @property
     def flows_done(self) -> int:
@@ -286,6 +289,13 @@ class SimHost:
 
     # -- receive path ------------------------------------------------------------------------
     def receive(self, now: float, arg: tuple[int, bytes]) -> None:
+        hold = self.hold_us.get(arg[1][26:30]) if self.hold_us else None  # IPv4 source
+        if hold:
+            self.loop.schedule(now + hold, self._arrive, arg)
+            return
+        self._arrive(now, arg)
+
+    def _arrive(self, now: float, arg: tuple[int, bytes]) -> None:
         frame = arg[1]
         self.frames_received += 1
         job = self.job

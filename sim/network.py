@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
+import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -154,6 +155,13 @@ class SimConfig:
     """With ``workers`` > 1: run the parts other than the first as Ray tasks on the cluster at
     this address ("local": a Ray started here) instead of forked processes (sim.rayparts),
     so that one run spans machines; the results are the same."""
+    prop_at_hosts: bool = False
+    """Add the propagation delay where the eBPF emulation can (no netem in its kernel): at
+    the receiving host, the path's links × ``prop_delay_us`` (the fabric's shortest path
+    between the two hosts, as traffic.delayline counts it), and none on the links. The
+    frames then reach every queue on their path earlier than on a fabric with delay on each
+    link; this models the same placement as the emulation, so the two compare. One process
+    only (a split run's lookahead is the links' delay)."""
 
 
 @dataclass(frozen=True)
@@ -202,10 +210,19 @@ class SimNetwork:
             for ssw in self.switches.values():
                 ssw.receive = self._recorder(ssw)  # type: ignore[method-assign]  # records, then receives
         self.links: list[tuple[Link, Link]] = []
+        link_prop = 0.0 if self.cfg.prop_at_hosts else self.cfg.prop_delay_us
+        if self.cfg.prop_at_hosts and self.cfg.prop_delay_us > 0:
+            from traffic.delayline import path_links
+
+            ips = {h.ip: n for n, h in spec.hosts.items()}
+            for n, host in self.hosts.items():
+                host.hold_us = {socket.inet_aton(ip): links * self.cfg.prop_delay_us
+                                for ip, links in path_links(spec, host.ip).items()
+                                if ips[ip] != n}
         for lk in spec.links:
             rate = self.cfg.rate_bps or (lk.bw_mbps * 1e6 if lk.bw_mbps else None)
-            ab = Link(lk.a, lk.a_port, lk.b, lk.b_port, rate, self.cfg.prop_delay_us)
-            ba = Link(lk.b, lk.b_port, lk.a, lk.a_port, rate, self.cfg.prop_delay_us)
+            ab = Link(lk.a, lk.a_port, lk.b, lk.b_port, rate, link_prop)
+            ba = Link(lk.b, lk.b_port, lk.a, lk.a_port, rate, link_prop)
             self._attach(ab)
             self._attach(ba)
             self.links.append((ab, ba))
@@ -387,6 +404,9 @@ class SimNetwork:
         workers = self.cfg.workers
         if workers < 1:
             raise ValueError(f"workers must be >= 1, not {workers}")
+        if workers > 1 and self.cfg.prop_at_hosts:
+            raise ValueError("a run with the propagation delay at the hosts cannot be split "
+                             "over processes (workers must be 1)")
         if workers > 1 and self.loops is not None:
             raise ValueError("control loops read and write every switch each period: a run "
                              "with loops cannot be split over processes (workers must be 1)")

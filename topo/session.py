@@ -406,6 +406,10 @@ class FabricSession:
         """How the switch processes are scheduled: {what was applied: switches}."""
         self.prop_delay_us = 0.0
         """Each link's propagation delay as the switches emulate it (wall µs; 0: none)."""
+        self.host_prop_delay_us = 0.0
+        """Each link's propagation delay as the hosts' agents add it on arrival, path links ×
+        this (wall µs; 0: none): the eBPF target's fabric cannot delay frames itself
+        (traffic/delayline.py)."""
         self.timings: dict[str, float] = {}
         self.last_agent_args: dict[str, Any] = {}
         self.last_scheme: Any = None
@@ -528,8 +532,10 @@ class FabricSession:
         self.t_start = time.time()
         f = self.emu.fabric
         # p4switch emulates each link's propagation delay itself (no netem in this kernel);
-        # the other targets cannot, and reports say so
+        # on the eBPF target the receiving hosts add it (traffic/delayline.py); BMv2 cannot,
+        # and reports say so
         self.prop_delay_us = f.prop_delay_us if f and self.target == Target.P4SWITCH else 0.0
+        self.host_prop_delay_us = f.prop_delay_us if f and self.target == Target.EBPF else 0.0
         self.net = FabricNet(self.emu_spec, target=self.target, run_dir=self.run_dir,
                              pcap=self.pcap, log_level=self.log_level,
                              lock_timeout=self.lock_timeout_s, queue_depth=self._queue_depth(),
@@ -603,6 +609,8 @@ class FabricSession:
         if self.prop_delay_us and emu.fabric and emu.fabric.prop_delay_us != self.prop_delay_us:
             self.net.set_prop_delay(emu.fabric.prop_delay_us)
             self.prop_delay_us = emu.fabric.prop_delay_us
+        if self.host_prop_delay_us and emu.fabric:
+            self.host_prop_delay_us = emu.fabric.prop_delay_us
         self.emu_spec, self.emu, self.tdf = spec, emu, tdf
         if self.units is None:
             self.spec = spec
@@ -754,6 +762,12 @@ class FabricSession:
         try:
             with ctx:
                 kw = self.agent_args(h, policy_args)
+                if self.host_prop_delay_us and h.transport == "udp":
+                    from traffic.delayline import write_path_links
+
+                    kw["prop_delay_us"] = self.host_prop_delay_us
+                    kw["path_links"] = str(write_path_links(self.emu_spec,
+                                                            out / "path_links.json"))
                 self.last_agent_args = dict(kw)
                 t_coll = time.perf_counter()
                 result = run_collective(self.net, schedule=str(sched_file), hosts=hosts,
@@ -896,6 +910,8 @@ class FabricSession:
         if f:
             yield (f"  propagation {f.prop_delay_us:g} µs per link"
                    + ("" if self.prop_delay_us or not f.prop_delay_us else
+                      " (added at the receiving hosts, path links × delay)"
+                      if self.host_prop_delay_us else
                       f" (not emulated by target {self.target})")
                    + f", MTU {f.mtu}, queues {f.queue_packets} packets"
                    + (f", flowlet gap {f.flowlet_gap_us:g} µs" if f.flowlet_gap_us else ""))

@@ -27,6 +27,7 @@ from model.dims import Dim, dim
 from model.entropy import entropy_port
 
 from . import batchio
+from .delayline import DelayLine
 from .frames import FlowHeader, FrameCache
 from .metrics import FlowRecord, RankMetrics, RecvRecord, StepRecord
 from .nexthop import Route, resolve
@@ -130,6 +131,11 @@ class AgentConfig:
     each arriving packet's TOS to echo CE per packet."""
     fabric: object | None = None
     """model.spec.FabricSpec the hosts run in: needed by pinned split (pathmodel.py)."""
+    prop_delay: float = dim(Dim.TIME, 0.0)
+    """Propagation delay per link, s, that this host adds to what arrives (traffic.delayline:
+    the eBPF target's fabric cannot delay frames itself); 0: none."""
+    path_links: dict[str, int] = field(default_factory=dict)
+    """Links on the path from each peer (by address) to this host, for ``prop_delay``."""
 
 
 @dataclass
@@ -212,6 +218,8 @@ class HostAgent:
         """Per-peer congestion and RTT state: a step's new flow continues the last one's."""
         self._held_until: float | None = None
         """Earliest time a flow the pacer holds may send (rate-based congestion control)."""
+        self.delayline = DelayLine.of(cfg.prop_delay, cfg.path_links)
+        """Arrivals held for their propagation delay (None: the fabric adds its own)."""
         self._path_model = None
         if cfg.path_policy.pin:
             from model.paths import PathModel
@@ -284,6 +292,9 @@ class HostAgent:
         cpu = time.process_time()
         try:
             self._loop()
+            if self.delayline is not None:   # on their way when the run ended: arrived now
+                self._deliver_held(time.monotonic(), self.delayline.pop_all())
+                self._flush()
         finally:
             self.close()
             for m in self.metrics.values():
@@ -333,6 +344,8 @@ class HostAgent:
                 self.exit_reason = "timeout"
                 break
             self._receive(buf, now)
+            if self.delayline is not None:
+                self._deliver_held(now, self.delayline.pop_due(now))
             self._flush()
             if not started:
                 # start barrier: every peer agent must be listening, or our first packets
@@ -393,6 +406,8 @@ class HostAgent:
                                      self._last_data + cfg.linger_rtos * cfg.transport.rto)
                            - now)
             wait = max(0.0, wait)
+            if self.delayline is not None and (due := self.delayline.next_due()) is not None:
+                wait = min(wait, max(0.0, due - now))
             if self.active:
                 # blocked, the NIC's schedule is no reason to wake (it is due already: waking
                 # for it spun the loop at 100% CPU until an ACK came, the whole time a window
@@ -406,6 +421,16 @@ class HostAgent:
                 ready, _, _ = select.select([self.udp], [], [], wait)
                 if not ready:   # woke for a paced send or a timer: how late (CPU lag)?
                     self.send_lag_us.add(int((time.monotonic() - now - wait) * 1e6))
+
+    def _deliver_held(self, now: float, held: list[tuple[float, bytes, str, int, bool]]
+                      ) -> None:
+        """Handle datagrams whose propagation delay has passed (traffic.delayline)."""
+        line, self.delayline = self.delayline, None   # _datagram must not hold them again
+        try:
+            for _due, data, ip, sport, ce in held:
+                self._datagram(data, 0, len(data), ip, sport, ce, now)
+        finally:
+            self.delayline = line
 
     def _next_ready(self) -> float:
         """When the earliest rank waiting for time (idle or computing) may go on (inf: none)."""
@@ -461,9 +486,12 @@ class HostAgent:
                 return
             self._datagram(buf, 0, n, addr[0], addr[1], ce, now)
 
-    def _datagram(self, buf: bytearray, off: int, n: int, ip: str, sport: int, ce: bool,
-                  now: float) -> None:
+    def _datagram(self, buf: bytearray | bytes, off: int, n: int, ip: str, sport: int,
+                  ce: bool, now: float) -> None:
         """One datagram from ``ip``:``sport``, ``n`` bytes at ``buf[off:]``."""
+        if self.delayline is not None and \
+                self.delayline.hold(now, bytes(buf[off:off + n]), ip, sport, ce):
+            return
         if n < HDR.size:
             self.rx_malformed += 1
             return

@@ -147,6 +147,11 @@ def parser() -> argparse.ArgumentParser:
                         "control's) may fall behind and catch up in a burst (default "
                         "%(default)s)")
     t.add_argument("--next-hop-mac", help="override the neighbour-table next-hop MAC")
+    t.add_argument("--prop-delay-us", type=float, default=0.0,
+                   help="propagation delay per link, µs, that this host adds to what arrives "
+                        "(traffic.delayline; a fabric that cannot delay frames itself)")
+    t.add_argument("--path-links", type=Path,
+                   help="with --prop-delay-us: JSON {ip: {peer ip: links}} (delayline)")
     q = p.add_argument_group("path policy (host-based load balancing, udp transport)")
     q.add_argument("--path-policy", type=_policy, default=PolicySpec(),
                    help="single | split(K) | entropy-spray(N) | reps(N) | ecn-adaptive(N)")
@@ -280,6 +285,16 @@ def agent_config(a: argparse.Namespace, policy: PolicySpec | None = None,
             base_rtt=a.base_rtt_us * 1e-6)
     except ValueError as e:
         raise ValueError(f"--cc-params: {e}") from None
+    if not a.prop_delay_us >= 0 or a.prop_delay_us == float("inf"):
+        raise ValueError(f"--prop-delay-us must be >= 0, got {a.prop_delay_us}")
+    links: dict[str, int] = {}
+    if a.prop_delay_us:
+        if a.path_links is None:
+            raise ValueError("--prop-delay-us needs --path-links (each peer's path length)")
+        from .delayline import read_path_links
+        from .nexthop import local_addresses
+
+        links = read_path_links(a.path_links, local_addresses())
     start_at = a.start_at if a.start_at is not None else (
         time.time() + a.start_in if a.start_in is not None else None)
     return AgentConfig(rate_bps=a.rate or 1e9, qps=a.qps, timeout=a.timeout, linger=a.linger,
@@ -288,6 +303,7 @@ def agent_config(a: argparse.Namespace, policy: PolicySpec | None = None,
                        tcp_port=a.tcp_port, tcp_rate_bps=a.rate,
                        path_policy=policy or PolicySpec(),
                        fabric=fabric, transport=transport,
+                       prop_delay=a.prop_delay_us * 1e-6, path_links=links,
                        pace_credit=a.pace_credit_ms / 1000, beacon_gap=a.beacon_gap_ms / 1000,
                        beacon_gap_max=max(a.beacon_gap_max_ms, a.beacon_gap_ms) / 1000)
 
