@@ -37,7 +37,7 @@ from model.routing import (
 from model.schemes import DEFAULT_SCHEME, Scheme, scheme_class, scheme_from_name
 from model.spec import FabricSpec
 from model.targets import TARGET_NAMES, HardwareTarget, Target
-from model.tna import TnaSwitchEntries
+from model.tna import TnaSwitchEntries, cells_per_packet
 from p4switch import ExactMatch, LpmMatch
 
 from .connection import PacketIn, SwitchConnection, SwitchError
@@ -114,6 +114,10 @@ class FabricController:
         self.devices: dict[str, SwitchDevice] = dict(devices or {})
         self._to_dev = {s: dict(d.port_map) for s, d in self.devices.items() if d.port_map}
         self._from_dev = {s: {v: k for k, v in m.items()} for s, m in self._to_dev.items()}
+        unit = cells_per_packet("tofino") if target == HardwareTarget.TOFINO else 1
+        self._qscale = {s: (d.qdepth_scale if d and d.qdepth_scale else unit)
+                        for s in spec.switches for d in [self.devices.get(s)]}
+        """Queue-depth units a packet is, per switch (cells on a Tofino: SwitchDevice)."""
         self._tna: TnaDriver | None = None
         """Set at start() for target tofino: the TNA program's per-switch state."""
         self._tna_want: dict[str, TnaSwitchEntries] = {}
@@ -216,7 +220,7 @@ class FabricController:
                             else compile_program(self.target, self._program_source))
         self.schema = P4Schema(self.program.p4info)
         if self.target == HardwareTarget.TOFINO:
-            self._tna = TnaDriver(self.schema, self._to_dev)
+            self._tna = TnaDriver(self.schema, self._to_dev, self._qscale)
         t1 = time.perf_counter()
         self.entries = self._compute()
         self._translate(self.entries)  # what the TNA program cannot take fails before connecting
@@ -692,7 +696,9 @@ class FabricController:
         ports = sorted(p for p, (peer, _) in self.spec.ports(name).items())
         dev = [self.dev_port(name, p) for p in ports]
         cells = self._read_register_cells(name, {QDEPTH_MAX: dev, QDEPTH_LAST: dev})
-        mx, last = cells[QDEPTH_MAX], cells[QDEPTH_LAST]
+        scale = self._qscale[name]
+        mx = [-(-v // scale) for v in cells[QDEPTH_MAX]]  # in packets, a non-empty queue > 0
+        last = [-(-v // scale) for v in cells[QDEPTH_LAST]]
         if clear:
             self.write_registers(name, QDEPTH_MAX, {p: 0 for p in dev})
             mx = self._clearing_read(reader, name, ports, mx)
@@ -720,7 +726,8 @@ class FabricController:
     def read_queues(self, clear: bool = False, switches: Iterable[str] | None = None,
                     reader: str = "api") -> pd.DataFrame:
         """Per switch port: max queue depth since the last clear (with ``clear``: since this
-        ``reader``'s last clearing read, whoever else cleared meanwhile), and the latest one."""
+        ``reader``'s last clearing read, whoever else cleared meanwhile), and the latest one;
+        in packets (a Tofino's cells ÷ its ``SwitchDevice.qdepth_scale``, rounded up)."""
         names = list(switches) if switches is not None else list(self.spec.switches)
         per = self._map(lambda n: self._queues_of(n, clear, reader), names)
         rows = [r for n in names for r in per[n]]

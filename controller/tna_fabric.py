@@ -59,6 +59,10 @@ class SwitchDevice:
     device_id: int = 1
     port_map: Mapping[int, int] | None = field(default=None, hash=False)
     """Fabric spec port -> device port (``dev_port`` on a Tofino); None: the same numbers."""
+    qdepth_scale: int | None = None
+    """Queue-depth units one fabric packet is: a Tofino counts 80-byte cells (176 on Tofino 2),
+    so ECN thresholds are written ×scale and queue registers read ÷scale. None: the target's
+    (``model.tna.cells_per_packet("tofino")`` = 19 for target tofino, else 1)."""
 
 
 def load_tofino_program(source: str | Path | None, device_config: str | Path | None = None
@@ -94,17 +98,19 @@ def _ids(info: p4info_pb2.P4Info) -> set[tuple[str, str, int]]:
 class TnaDriver:
     """Per-switch TNA state of a fabric: what was written, and how to write what changed."""
 
-    def __init__(self, schema: P4Schema, port_maps: Mapping[str, Mapping[int, int] | None]
-                 ) -> None:
+    def __init__(self, schema: P4Schema, port_maps: Mapping[str, Mapping[int, int] | None],
+                 qdepth_scales: Mapping[str, int] | None = None) -> None:
         self.schema = schema
         self.port_maps = dict(port_maps)
+        self.qdepth_scales = dict(qdepth_scales or {})
         self.installed: dict[str, TnaSwitchEntries] = {}
         self._selector_profile = profile_id(schema, LB_SELECTOR)
 
     def translate(self, name: str, entries: list[Entry]) -> TnaSwitchEntries:
         """One switch's entries for the TNA program; ValueError (one line) for what it cannot
         take (e.g. a flowlet timeout beyond its 32-bit ns, too many slot entries)."""
-        return tna_entries(entries, name, self.port_maps.get(name))
+        return tna_entries(entries, name, self.port_maps.get(name),
+                           self.qdepth_scales.get(name, 1))
 
     # ---- writing ---------------------------------------------------------------------------
     def push(self, conn: SwitchConnection, name: str, entries: list[Entry], program: Program,

@@ -24,7 +24,7 @@ from p4.config.v1 import p4info_pb2
 from model.routing import compute_fabric_entries
 from model.schemes import DEFAULT_SCHEME, SCHEMES, scheme_from_name
 from model.spec import FabricSpec, fat_tree, leaf_spine
-from model.tna import tna_entries
+from model.tna import CELL_BYTES, cells_per_packet, tna_entries
 
 from .connection import SwitchConnection, SwitchError
 from .p4rt_codec import P4Schema
@@ -60,6 +60,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scheme", choices=sorted(SCHEMES), default=DEFAULT_SCHEME)
     p.add_argument("--port-map", type=port_map, default=None,
                    help="spec port -> device port, e.g. 1=128,2=136 (default: the same numbers)")
+    p.add_argument("--chip", choices=sorted(CELL_BYTES), default="tofino",
+                   help="Tofino 1 or 2: ECN thresholds are written in its queue cells (80 or "
+                   "176 bytes; one MTU frame = 19 or 9 cells)")
     p.add_argument("--dry-run", action="store_true", help="compute and encode, do not connect")
     return p
 
@@ -83,7 +86,8 @@ def run(args: argparse.Namespace,
         raise ValueError(f"no switch {args.switch!r} in {spec.name} "
                          f"(e.g. {', '.join(list(spec.switches)[:3])})")
     fabric = compute_fabric_entries(spec, scheme_from_name(args.scheme))
-    tna = tna_entries(fabric[args.switch].entries, args.switch, args.port_map)
+    tna = tna_entries(fabric[args.switch].entries, args.switch, args.port_map,
+                      cells_per_packet(args.chip))
     updates = install_updates(P4Schema(load_p4info(args.p4info)), tna)
     kinds = Counter(u.entity.WhichOneof("entity") for u in updates)
     what = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))

@@ -57,6 +57,11 @@ RANDOM_LOG2_M = 8
 NS_PER_US = 1000
 TIMEOUT_NS_MAX = (1 << 32) - 1
 
+CELL_BYTES = {"tofino": 80, "tofino2": 176}
+"""Bytes of one queue-depth unit: a Tofino's ``deq_qdepth`` counts buffer cells, not packets."""
+MTU_FRAME_BYTES = 1518
+ECN_STEP = "MyEgress.set_ecn_threshold"
+
 SET_MEMBER = "MyIngress.set_member"
 WAM_SET_MEMBER = "MyIngress.wam_set_member"
 ECN_RAMP = "MyEgress.set_ecn_ramp"
@@ -240,11 +245,35 @@ def ecn_ramp_params(kmin: int, kmax: int) -> dict[str, int]:
     return {"kmin": kmin, "kmax": kmin + mask + 1, "mask": mask}
 
 
+def cells_per_packet(chip: str = "tofino", frame_bytes: int = MTU_FRAME_BYTES) -> int:
+    """Queue-depth cells one ``frame_bytes`` frame fills on ``chip`` (19 for a 1518-byte frame
+    on Tofino 1, 9 on Tofino 2): the factor between fabric.p4's packets and a Tofino's cells."""
+    try:
+        cell = CELL_BYTES[chip]
+    except KeyError:
+        raise ValueError(f"unknown chip {chip!r} (choose from {', '.join(CELL_BYTES)})") from None
+    return -(-frame_bytes // cell)
+
+
+def _scaled_ecn(action: str, params: dict[str, int], scale: int) -> dict[str, int]:
+    """ECN thresholds from packets into queue-depth cells (``scale`` cells a packet)."""
+    if action not in (ECN_STEP, ECN_RAMP) or scale == 1:
+        return params
+    out = {k: v * scale for k, v in params.items()}
+    if max(out.values()) >= 1 << 19:
+        raise ValueError(f"ECN threshold {params} x {scale} cells a packet does not fit the "
+                         f"TNA's 19 bits")
+    return out
+
+
 def tna_entries(entries: Iterable[Entry], switch: str = "sw",
-                port_map: Mapping[int, int] | None = None) -> TnaSwitchEntries:
+                port_map: Mapping[int, int] | None = None, qdepth_scale: int = 1
+                ) -> TnaSwitchEntries:
     """One switch's fabric.p4 entries, as the TNA program takes them; ``port_map`` (spec port ->
-    device port) renumbers ports for a real switch. ValueError (one line) for an entry the TNA
-    contract has no place for."""
+    device port) renumbers ports for a real switch; ``qdepth_scale`` multiplies the ECN
+    thresholds (packets in fabric.p4) into what the switch's queue depth counts
+    (:func:`cells_per_packet` on a Tofino). ValueError (one line) for an entry the TNA contract
+    has no place for."""
     entries = map_ports(entries, port_map) if port_map is not None else list(entries)
     members_of: dict[int, dict[int, tuple[int, int]]] = {}
     ranges_of: dict[int, list[tuple[int, int, int]]] = {}
@@ -269,7 +298,7 @@ def tna_entries(entries: Iterable[Entry], switch: str = "sw",
             out.entries.append(e)
         elif e.table in (PORT_SMAC, ECN_CONFIG):
             match = {K_EGRESS_TNA if k == K_EGRESS else k: v for k, v in e.match}
-            params = e.params_dict
+            params = _scaled_ecn(e.action, e.params_dict, qdepth_scale)
             if e.action == ECN_RAMP:
                 params = ecn_ramp_params(params["kmin"], params["kmax"])
             out.entries.append(Entry.make(e.table, match, e.action, params, e.priority))
@@ -336,13 +365,13 @@ def _group(out: TnaSwitchEntries, gid: int, e: Entry, indexes: dict[int, tuple[i
 
 
 def tna_fabric_entries(fabric: FabricEntries,
-                       port_maps: Mapping[str, Mapping[int, int]] | None = None
-                       ) -> dict[str, TnaSwitchEntries]:
+                       port_maps: Mapping[str, Mapping[int, int]] | None = None,
+                       qdepth_scale: int = 1) -> dict[str, TnaSwitchEntries]:
     """Every switch of a fabric (``routing.compute_fabric_entries``' result) for the TNA program;
     ``port_maps`` gives a switch's spec port -> device port map (switches without one keep the
-    spec's numbers)."""
+    spec's numbers); ``qdepth_scale`` as in :func:`tna_entries`."""
     maps = port_maps or {}
-    return {name: tna_entries(se.entries, name, maps.get(name))
+    return {name: tna_entries(se.entries, name, maps.get(name), qdepth_scale)
             for name, se in fabric.switches.items()}
 
 

@@ -25,7 +25,7 @@ from controller import FabricController
 from controller.connection import SwitchError
 from controller.tna_fabric import SwitchDevice, load_tofino_program
 from model import tna
-from model.routing import compute_fabric_entries
+from model.routing import DEFAULT_ECN_THRESHOLD, compute_fabric_entries
 from model.schemes import SCHEMES, Flowlet, WhackAMole
 from model.spec import fat_tree
 from p4switch import SchemaPipeline, start_schema_server
@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TNA_SRC = ROOT / "p4src" / "tna" / "fabric.p4"
 SPEC = fat_tree(4)
 EDGE1_PORTS = {p: 128 + 8 * (p - 1) for p in SPEC.ports("edge1")}  # e.g. 1/0, 2/0, ...
+CELLS = tna.cells_per_packet("tofino")  # queue depth unit: 19 cells an MTU frame on Tofino 1
 LOOPS = ["reconcile"]  # no probes: a schema-only switch has no data plane to answer them
 
 
@@ -85,7 +86,7 @@ def fabric(build) -> Iterator[tuple[dict[str, SwitchDevice], dict[str, object]]]
 
 def _expected(**kw) -> dict[str, tna.TnaSwitchEntries]:
     return tna.tna_fabric_entries(compute_fabric_entries(SPEC, kw.pop("scheme", "ecmp"), **kw),
-                                  {"edge1": EDGE1_PORTS})
+                                  {"edge1": EDGE1_PORTS}, CELLS)
 
 
 def _norm(t: tna.TnaSwitchEntries) -> tuple:
@@ -165,7 +166,7 @@ def test_counters_queues_and_routes_in_fabric_ports(build, fabric):
         edge1 = _store(servers, "edge1")
         up = next(p for p, (peer, _) in SPEC.ports("edge1").items() if peer.startswith("agg"))
         edge1.counter_write("MyEgress.port_tx_ctr", EDGE1_PORTS[up], 7, 700)
-        edge1.register_write("MyEgress.port_qdepth_max", EDGE1_PORTS[up], 42)
+        edge1.register_write("MyEgress.port_qdepth_max", EDGE1_PORTS[up], 42 * CELLS - 3)
         c = ctl.read_counters(["edge1"])
         tx = c[(c["counter"] == "port_tx_ctr") & (c["packets"] > 0)]
         assert list(zip(tx["port"], tx["packets"], strict=True)) == [(up, 7)]
@@ -174,6 +175,8 @@ def test_counters_queues_and_routes_in_fabric_ports(build, fabric):
         q = ctl.read_queues(clear=True, switches=["edge1"])
         assert dict(zip(q["port"], q["qdepth_max"], strict=True))[up] == 42
         assert edge1.register_read("MyEgress.port_qdepth_max", EDGE1_PORTS[up]) == 0
+        ecn = [e for e in ctl.read_entries("edge1") if e.table == "MyEgress.ecn_config"]
+        assert ecn and {e.params_dict["qdepth"] for e in ecn} == {DEFAULT_ECN_THRESHOLD * CELLS}
         routes = ctl.read_routes(["edge1"])
         assert set(routes["port"].dropna()) <= set(SPEC.ports("edge1"))
     finally:

@@ -352,3 +352,16 @@ def test_ecn_ramp_rounds_its_span_to_a_power_of_two() -> None:
     assert [(e.action, e.params_dict) for e in out.entries] == [
         ("MyEgress.set_ecn_ramp", {"kmin": 4, "kmax": 20, "mask": 15}),
         ("MyEgress.set_ecn_threshold", {"qdepth": 9})]
+
+
+def test_ecn_thresholds_go_from_packets_to_queue_cells():
+    assert (tna.cells_per_packet("tofino"), tna.cells_per_packet("tofino2")) == (19, 9)
+    with pytest.raises(ValueError, match="unknown chip"):
+        tna.cells_per_packet("tofino9")
+    fabric = compute_fabric_entries(fat_tree(4), "ecmp", ecn_threshold=(10, 30))
+    t = tna.tna_entries(fabric["edge1"].entries, "edge1", qdepth_scale=19)
+    ramp = {e.params_dict["kmin"] for e in t.entries if e.action == tna.ECN_RAMP}
+    assert ramp == {190}
+    with pytest.raises(ValueError, match="19 bits"):
+        tna.tna_entries(compute_fabric_entries(fat_tree(4), "ecmp", ecn_threshold=40_000)
+                        ["edge1"].entries, "edge1", qdepth_scale=19)
