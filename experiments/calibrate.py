@@ -31,6 +31,7 @@ from typing import Any
 from model.dilation import dilate
 from model.schemes import scheme_class
 from topo import calibration
+from topo.calibration import CalibrationEntry
 from topo.owner import give_back
 
 from . import metrics
@@ -71,8 +72,8 @@ def cache_key(cfg: ExperimentConfig) -> str:
                                  t.uplinks), cfg.parameters.target, link)
 
 
-def cached(cfg: ExperimentConfig) -> dict[str, Any] | None:
-    return calibration.read_cache().get(cache_key(cfg))
+def cached(cfg: ExperimentConfig) -> CalibrationEntry | None:
+    return calibration.entry(cache_key(cfg))
 
 
 class CalibrationError(RuntimeError):
@@ -288,12 +289,10 @@ def calibrated_tdf(cfg: ExperimentConfig, force: bool = False, log: Any = print,
                 f" using TDF {tdf:g}, the slowest that completed: expect invalid runs")
         fabric = cfg.fabric
         assert fabric is not None, "run_ramp refuses a file without a fabric block"
-        entry = {"tdf": tdf, "valid": valid, "fabric_rate": fabric.link_rate,
-                 "emulated_mbps": fabric.link_bps / tdf / 1e6,
-                 "measured": time.time(), "load": os.getloadavg(),
-                 "workload": cfg.workloads[0].name, "ramp": cal.ramp}
+        entry = CalibrationEntry(tdf, valid, fabric.link_rate, fabric.link_bps / tdf / 1e6,
+                                 time.time(), os.getloadavg(), cfg.workloads[0].name, cal.ramp)
         calibration.store(cache_key(cfg), entry)
-    return float(entry["tdf"])
+    return entry.tdf
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -312,7 +311,8 @@ def main(argv: list[str] | None = None) -> int:
                 "emulation's own units)")
     if a.show:
         entry = cached(cfg)
-        print(json.dumps(entry, indent=1) if entry else f"nothing cached for {cache_key(cfg)}")
+        print(json.dumps(entry.to_dict(), indent=1) if entry
+              else f"nothing cached for {cache_key(cfg)}")
         return 0 if entry else 1
     if os.geteuid() != 0:
         print("experiments.calibrate: the ramp runs the Mininet fabric: run it as root "

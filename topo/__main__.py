@@ -218,13 +218,13 @@ def calibrated_bw(a: argparse.Namespace) -> tuple[float | None, str]:
         return None, ""
     key = topology_key(a.topo, a.k, a.leaves, a.spines, a.hosts_per_leaf, a.uplinks)
     e = lookup(key, a.target)
-    if not e or not e.get("emulated_mbps"):
+    if e is None or not e.emulated_mbps:
         return None, ("links unlimited (nothing calibrated: sudo make calibrate, or --bw); "
                       "congestion then happens in CPU and socket buffers, not in P4 queues")
-    mbps = float(e["emulated_mbps"])
-    return mbps, (f"links at {mbps:g} Mb/s = a {e.get('fabric_rate', '?')}b/s fabric at TDF "
-                  f"{float(e['tdf']):g} (calibrated; fabric time = wall time / "
-                  f"{float(e['tdf']):g}, so a 1 ms CCT here is {1e3 / float(e['tdf']):.3g} µs "
+    mbps = e.emulated_mbps
+    return mbps, (f"links at {mbps:g} Mb/s = a {e.fabric_rate or '?'}b/s fabric at TDF "
+                  f"{e.tdf:g} (calibrated; fabric time = wall time / "
+                  f"{e.tdf:g}, so a 1 ms CCT here is {1e3 / e.tdf:.3g} µs "
                   "on the fabric)")
 
 

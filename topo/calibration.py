@@ -12,10 +12,56 @@ from __future__ import annotations
 import json
 import os
 import platform
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from .owner import give_back
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationEntry:
+    """One cached calibration: the TDF that keeps a fabric of ``fabric_rate`` link-bound here
+    (``valid`` False: no rate gave a valid run; the slowest that completed, expect invalid
+    runs), the links' emulated rate, when (``measured``, time.time()), the load average then,
+    the workload probed and the ramp's probe rows (the guard's columns, as runs.csv has them)."""
+
+    tdf: float
+    valid: bool = True
+    fabric_rate: str | None = None
+    emulated_mbps: float | None = None
+    measured: float = 0.0
+    load: tuple[float, ...] | None = None
+    workload: str | None = None
+    ramp: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: object, where: str = "calibration entry") -> CalibrationEntry:
+        """An entry as :meth:`to_dict` stored it; ValueError (one line) when it is not one."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"{where}: expected an object, got {type(d).__name__}")
+        unknown = set(d) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        tdf = d.get("tdf")
+        if isinstance(tdf, bool) or not isinstance(tdf, int | float) or not tdf >= 1:
+            raise ValueError(f"{where}: tdf must be a number >= 1, got {tdf!r}")
+        load = d.get("load")
+        ramp = d.get("ramp", [])
+        if not isinstance(ramp, list):
+            raise ValueError(f"{where}: ramp is not a list")
+        try:
+            return cls(float(tdf), bool(d.get("valid", True)), d.get("fabric_rate"),
+                       None if d.get("emulated_mbps") is None else float(d["emulated_mbps"]),
+                       float(d.get("measured", 0.0)),
+                       None if load is None else tuple(float(x) for x in load),
+                       d.get("workload"), ramp)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: a number that is not one") from None
 
 
 def cache_path() -> Path:
@@ -48,6 +94,7 @@ def cache_key(topology: str, target: str, fabric_rate: str) -> str:
 
 
 def read_cache() -> dict[str, Any]:
+    """The cache file as stored (key -> entry, not yet parsed); {} when absent or unreadable."""
     try:
         data = json.loads(cache_path().read_text())
     except (OSError, ValueError):
@@ -55,23 +102,33 @@ def read_cache() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def store(key: str, entry: dict[str, Any]) -> None:
+def store(key: str, entry: CalibrationEntry) -> None:
     p = cache_path()
     p.parent.mkdir(parents=True, exist_ok=True)
     data = read_cache()
-    data[key] = entry
+    data[key] = entry.to_dict()
     tmp = p.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1))
     tmp.replace(p)
     give_back(p, upto=p.parent)   # a cache in a sudo user's home stays theirs
 
 
-def lookup(topology: str, target: str, fabric_rate: str | None = None) -> dict[str, Any] | None:
+def entry(key: str) -> CalibrationEntry | None:
+    """The cached entry under ``key``; None when there is none or it does not parse (an
+    entry of another version: calibrating again replaces it)."""
+    d = read_cache().get(key)
+    try:
+        return None if d is None else CalibrationEntry.from_dict(d, key)
+    except ValueError:
+        return None
+
+
+def lookup(topology: str, target: str, fabric_rate: str | None = None) \
+        -> CalibrationEntry | None:
     """This machine's entry for a topology and target (any fabric rate when None: the most
     recently measured one)."""
     prefix = f"{machine_id()}|{topology}|{target}|"
-    data = read_cache()
     if fabric_rate is not None:
-        return data.get(prefix + fabric_rate)
-    mine = [e for k, e in data.items() if k.startswith(prefix) and isinstance(e, dict)]
-    return max(mine, key=lambda e: e.get("measured", 0), default=None)
+        return entry(prefix + fabric_rate)
+    mine = [e for k in read_cache() if k.startswith(prefix) and (e := entry(k)) is not None]
+    return max(mine, key=lambda e: e.measured, default=None)

@@ -260,8 +260,8 @@ def resolve_tdf(tdf: float | str, topology_key: str, target: str,
     from .calibration import lookup
 
     e = lookup(topology_key, target, link_rate)
-    if e and e.get("tdf"):
-        return float(e["tdf"]), "calibrated"
+    if e is not None:
+        return e.tdf, "calibrated"
     return DEFAULT_TDF, "nothing calibrated (sudo make calibrate): default"
 
 

@@ -4,6 +4,7 @@ the calibrated one and says so in fabric units."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,6 +14,7 @@ from experiments import calibrate, runner
 from experiments.config import from_dict, load
 from topo import __main__ as topo_cli
 from topo import calibration
+from topo.calibration import CalibrationEntry
 
 CFG = {"name": "cal", "backend": "mininet",
        "fabric": {"link_rate": "100G"}, "topology": {"kind": "fattree", "k": 4},
@@ -31,8 +33,8 @@ def test_auto_tdf_uses_the_cached_entry_without_a_ramp(monkeypatch: pytest.Monke
         -> None:
     cfg = from_dict(CFG)
     monkeypatch.setattr(calibrate, "run_ramp", lambda *a, **k: pytest.fail("ramp ran"))
-    calibration.store(calibrate.cache_key(cfg), {"tdf": 25_000.0, "emulated_mbps": 4.0,
-                                                 "fabric_rate": "100G", "measured": 1.0})
+    calibration.store(calibrate.cache_key(cfg), CalibrationEntry(
+        25_000.0, emulated_mbps=4.0, fabric_rate="100G", measured=1.0))
     assert runner.emulation_tdf(cfg) == 25_000.0
     key = calibrate.cache_key(cfg)
     assert key.startswith(calibration.machine_id()) and key.endswith("|fattree-k4|p4switch|100G")
@@ -57,7 +59,7 @@ def test_a_missing_entry_runs_the_ramp_once_and_caches_it(monkeypatch: pytest.Mo
     assert calibrate.calibrated_tdf(cfg, log=lambda *_: None) == 50_000.0
     assert calls == ["cal"]
     e = calibrate.cached(cfg)
-    assert e["emulated_mbps"] == pytest.approx(2.0) and len(e["ramp"]) == 2
+    assert e is not None and e.emulated_mbps == pytest.approx(2.0) and len(e.ramp) == 2
     monkeypatch.setattr(calibrate, "run_ramp",
                         lambda *a, **k: calibrate.Calibration(None, [{"invalid_reason": "x"}]))
     with pytest.raises(RuntimeError, match="no emulated rate"):
@@ -69,7 +71,8 @@ def test_a_missing_entry_runs_the_ramp_once_and_caches_it(monkeypatch: pytest.Mo
     monkeypatch.setattr(calibrate, "run_ramp",
                         lambda *a, **k: calibrate.Calibration(None, ramp))
     assert calibrate.calibrated_tdf(cfg, force=True, log=lambda *_: None) == 50_000.0
-    assert calibrate.cached(cfg)["valid"] is False
+    e = calibrate.cached(cfg)
+    assert e is not None and e.valid is False
 
 
 def test_topo_defaults_to_the_calibrated_rate_in_fabric_units() -> None:
@@ -77,8 +80,8 @@ def test_topo_defaults_to_the_calibrated_rate_in_fabric_units() -> None:
     bw, words = topo_cli.calibrated_bw(a)
     assert bw is None and "nothing calibrated" in words
     calibration.store(calibration.cache_key("fattree-k4", "p4switch", "100G"),
-                      {"tdf": 20_000.0, "emulated_mbps": 5.0, "fabric_rate": "100G",
-                       "measured": 2.0})
+                      CalibrationEntry(20_000.0, emulated_mbps=5.0, fabric_rate="100G",
+                                       measured=2.0))
     bw, words = topo_cli.calibrated_bw(a)
     assert bw == 5.0 and "a 100Gb/s fabric at TDF 20000" in words
     assert topo_cli.build_spec(topo_cli.parser().parse_args(["--bw", "5"])).links[0].bw_mbps == 5
@@ -201,3 +204,18 @@ def test_the_ramp_probes_each_candidate_twice(monkeypatch: pytest.MonkeyPatch,
     assert probed == [12_500, 25_000, 50_000, 50_000, 100_000, 100_000, 200_000]
     assert cal.tdf == 100_000
     assert [r["tdf"] for r in cal.ramp] == [12_500, 25_000, 50_000, 100_000, 200_000]
+
+
+def test_a_cache_entry_reads_back_and_a_bad_one_is_not_used(tmp_path: Path) -> None:
+    e = CalibrationEntry(50_000.0, False, "100G", 2.0, 3.0, (1.0, 0.5, 0.25), "a2a",
+                         [{"tdf": 50_000.0, "valid": False}])
+    assert CalibrationEntry.from_dict(json.loads(json.dumps(e.to_dict()))) == e
+    with pytest.raises(ValueError, match="^k: tdf must be a number >= 1, got 'x'$"):
+        CalibrationEntry.from_dict({"tdf": "x"}, "k")
+    with pytest.raises(ValueError, match="unknown key"):
+        CalibrationEntry.from_dict({"tdf": 2.0, "rate": 1}, "k")
+    key = calibration.cache_key("fattree-k4", "p4switch", "100G")
+    calibration.store(key, e)
+    p = calibration.cache_path()
+    p.write_text(p.read_text().replace('"tdf": 50000.0', '"tdf": "fast"'))
+    assert calibration.entry(key) is None and calibration.lookup("fattree-k4", "p4switch") is None

@@ -65,7 +65,7 @@ def test_tdf_auto_is_the_calibrated_one_or_a_stated_default(tmp_path: Path,
     s = FabricSession(k=4, tdf="auto")
     assert s.tdf == 100_000 and "nothing calibrated" in s.tdf_source
     calibration.store(calibration.cache_key("fattree-k4", "p4switch", "100G"),
-                      {"tdf": 20_000.0, "measured": 1.0})
+                      calibration.CalibrationEntry(20_000.0, measured=1.0))
     s = FabricSession(k=4, tdf="auto")
     assert (s.tdf, s.tdf_source) == (20_000.0, "calibrated")
     assert "TDF 20000" in next(s.describe())
