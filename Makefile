@@ -13,6 +13,8 @@ PYTEST_ARGS ?=
 TOPO   ?= fattree
 K      ?= 4
 TARGET ?= p4switch
+# experiment/calibrate: --target only when TARGET is given (else the file's parameters.target)
+TARGET_ARG = $(if $(filter command line environment,$(origin TARGET)),--target $(TARGET))
 BW     ?=
 SCHEME ?= ecmp
 SW     ?= edge1
@@ -69,13 +71,13 @@ demo:
 # (cached in ~/.cache/p4fabric; make demo calibrates by itself when nothing is cached)
 calibrate: setup
 	$(if $(filter 0,$(shell id -u)),,$(error make calibrate needs root (it runs the Mininet fabric): sudo make calibrate))
-	@$(PY) -m experiments.calibrate $(CONFIG) $(if $(FORCE),--force)
+	@$(PY) -m experiments.calibrate $(CONFIG) $(if $(FORCE),--force) $(TARGET_ARG)
 
 demo-batch: setup
 	@$(PY) -m experiments.demo
 
 experiment: setup
-	@PATH=$(P4TOOLS_PATH)$$PATH $(PY) -m experiments.run $(CONFIG)
+	@PATH=$(P4TOOLS_PATH)$$PATH $(PY) -m experiments.run $(CONFIG) $(TARGET_ARG)
 
 test: setup-dev
 	$(VENV)/bin/ruff check .

@@ -35,7 +35,7 @@ from topo.calibration import CalibrationEntry
 from topo.owner import give_back
 
 from . import metrics
-from .config import ConfigError, ExperimentConfig, load
+from .config import ConfigError, ExperimentConfig, load, with_target
 
 RAMP_MBPS = (8.0, 4.0, 2.0, 1.0, 0.5)
 """Emulated link rates tried, fastest first (each step halves the rate: doubles the TDF)."""
@@ -301,10 +301,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("config", type=Path, help="experiment file in fabric units")
     p.add_argument("--force", action="store_true", help="measure again, ignore the cache")
     p.add_argument("--show", action="store_true", help="print the cached entry and exit")
+    p.add_argument("--target", help="override the file's switch target (p4switch, bmv2, ebpf)")
     a = p.parse_args(argv)
     try:
         cfg = load(a.config)
-    except ConfigError as e:
+        if a.target:
+            cfg = with_target(cfg, a.target)
+    except (ConfigError, ValueError) as e:
         p.error(str(e))
     if cfg.fabric is None:
         p.error(f"{a.config}: no fabric block: nothing to calibrate (the file is in the "

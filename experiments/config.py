@@ -733,6 +733,18 @@ def _parameters(v: Any) -> Parameters:
                       wall_budget_s=_num(d, "wall_budget_s", p, None, positive=True))
 
 
+def with_target(cfg: ExperimentConfig, target: str) -> ExperimentConfig:
+    """``cfg`` on switch target ``target`` (a command line's ``--target``): the simulator's
+    side then places the propagation delay as that target does (``sim_prop_at_hosts`` on for
+    ebpf). ValueError naming the choices for an unknown target."""
+    if target not in TARGET_NAMES:
+        raise ValueError(f"--target: {target!r} is not one of {', '.join(TARGET_NAMES)}")
+    p = cfg.parameters
+    return dataclasses.replace(cfg, parameters=dataclasses.replace(
+        p, target=target,
+        sim_prop_at_hosts=p.sim_prop_at_hosts or target == Target.EBPF.value))
+
+
 def from_dict(d: Any) -> ExperimentConfig:
     """Validate a parsed experiment file; raises ConfigError naming the bad field."""
     d = _obj(d, "")

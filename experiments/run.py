@@ -34,6 +34,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("config", type=Path, help="experiment YAML file (experiments/configs/)")
     p.add_argument("--out", type=Path, default=Path("results"), help="results root")
     p.add_argument("--backend", choices=config_mod.BACKENDS, help="override the file's backend")
+    p.add_argument("--target", help="override the file's switch target (p4switch, bmv2, ebpf)")
     p.add_argument("--schemes", help="run only these schemes (comma-separated names)")
     p.add_argument("--workloads", help="run only these workloads (comma-separated names)")
     p.add_argument("--repetitions", type=int, help="override the file's repetitions")
@@ -56,6 +57,11 @@ def narrow(cfg: ExperimentConfig, a: argparse.Namespace, p: argparse.ArgumentPar
         -> ExperimentConfig:
     """Apply the command line's overrides; an unknown name is a one-line error."""
     changes: dict[str, Any] = {}
+    if a.target:
+        try:
+            cfg = config_mod.with_target(cfg, a.target)
+        except ValueError as e:
+            p.error(str(e))
     if a.backend:
         changes["backend"] = a.backend
     if a.repetitions is not None:

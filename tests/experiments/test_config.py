@@ -154,3 +154,22 @@ def test_repetitions_sample_the_moe_not_one_instance_of_it() -> None:
     assert _received(w.schedule_for(16, seed=1)) == _received(w.schedule_for(16, seed=1001))
     assert [st.sends for p in ring.schedule_for(16, seed=1).programs for st in p] == \
         [st.sends for p in ring.schedule_for(16, seed=1001).programs for st in p]
+
+
+def test_a_target_override_places_the_simulators_delay_as_the_target_does() -> None:
+    from experiments.config import with_target
+
+    base = {"name": "t", "topology": {"kind": "fattree", "k": 4}, "schemes": ["ecmp"],
+            "workloads": [{"name": "w", "schedule": "ring_allreduce", "size": "64KB"}]}
+    cfg = config.from_dict(base)
+    assert cfg.parameters.target == "p4switch" and not cfg.parameters.sim_prop_at_hosts
+    ebpf = config.from_dict({**base, "parameters": {"target": "ebpf"}})
+    assert ebpf.parameters.sim_prop_at_hosts            # the default for ebpf
+    assert not config.from_dict({**base, "parameters": {"target": "ebpf", "sim_prop_at_hosts": False}}
+                         ).parameters.sim_prop_at_hosts
+    moved = with_target(cfg, "ebpf")
+    assert moved.parameters.target == "ebpf" and moved.parameters.sim_prop_at_hosts
+    with pytest.raises(ValueError, match="--target: 'tofino' is not one of"):
+        with_target(cfg, "tofino")
+    with pytest.raises(ConfigError, match="sim_prop_at_hosts"):
+        config.from_dict({**base, "parameters": {"sim_prop_at_hosts": "yes"}})

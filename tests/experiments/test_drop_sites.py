@@ -23,9 +23,9 @@ from experiments.config import from_dict
 from topo.guard import FAULT_SITES, SITES
 
 
-def _cfg(backend: str, tdf: float) -> dict[str, Any]:
+def _cfg(backend: str, tdf: float, target: str = "p4switch") -> dict[str, Any]:
     return {
-        "name": f"drops_{backend}", "backend": backend,
+        "name": f"drops_{backend}_{target}", "backend": backend,
         "fabric": {"link_rate": "100G", "queue_packets": 4},
         "topology": {"kind": "leafspine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2},
         "schemes": ["random"],
@@ -33,12 +33,13 @@ def _cfg(backend: str, tdf: float) -> dict[str, Any]:
                        "options": {"skew": "zipf", "alpha": 1.2}, "window": 64,
                        "rto_ms": 300 / tdf, "timeout_s": 90}],
         "transport": {"cc": "dctcp", "min_rto_us": 3e5 / tdf, "max_rto_us": 2e6 / tdf},
-        "parameters": {"tdf": tdf, "loops": [], "sample_period_s": 0.5 / tdf,
+        "parameters": {"target": target, "tdf": tdf, "loops": [],
+                       "sample_period_s": 0.5 / tdf,
                        "socket_buffer": 8 << 20, "lock_timeout_s": 600}}
 
 
-def _run(tmp_path: Path, backend: str, tdf: float) -> pd.Series:
-    run = runner.run_experiment(from_dict(_cfg(backend, tdf)), tmp_path, report=False)
+def _run(tmp_path: Path, backend: str, tdf: float, target: str = "p4switch") -> pd.Series:
+    run = runner.run_experiment(from_dict(_cfg(backend, tdf, target)), tmp_path, report=False)
     assert run.meta["interrupted"] is None, run.meta["interrupted"]
     return pd.read_csv(run.root / "runs.csv").iloc[0]
 
@@ -54,8 +55,15 @@ def test_the_simulators_tail_drops_reach_runs_csv(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mnexec") is None,
                     reason="needs root and Mininet")
-def test_every_frame_the_emulated_fabric_lost_is_counted_at_a_site(tmp_path: Path) -> None:
-    row = _run(tmp_path, "mininet", 100_000)      # 1 Mb/s links
+@pytest.mark.parametrize("target", ["p4switch", "ebpf"])
+def test_every_frame_the_emulated_fabric_lost_is_counted_at_a_site(tmp_path: Path,
+                                                                   target: str) -> None:
+    if target == "ebpf":
+        from p4switch.ebpf import toolchain
+
+        if (why := toolchain.unavailable_reason()) is not None:
+            pytest.skip(why)
+    row = _run(tmp_path, "mininet", 100_000, target)      # 1 Mb/s links
     assert row["ok"], row["errors"]
     lost = row["data_frames_sent"] - row["data_frames_arrived"]
     counted = sum(int(row[f"drops_{k}"]) for k in SITES)
