@@ -8,5 +8,6 @@ package is the part that talks to switches (gRPC) and runs loops (threads, clock
 from __future__ import annotations
 
 from .fabric import ControlEvent, FabricController
+from .tna_fabric import SwitchDevice
 
-__all__ = ["ControlEvent", "FabricController"]
+__all__ = ["ControlEvent", "FabricController", "SwitchDevice"]

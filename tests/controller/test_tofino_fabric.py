@@ -14,6 +14,7 @@ port numbers, as real switches would."""
 from __future__ import annotations
 
 import importlib.util
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from p4.config.v1 import p4info_pb2
 
 from controller import FabricController
 from controller.connection import SwitchError
+from controller.loops import ControlLoops, WamPolicy
 from controller.tna_fabric import SwitchDevice, load_tofino_program
 from model import tna
 from model.routing import DEFAULT_ECN_THRESHOLD, compute_fabric_entries
@@ -230,3 +232,47 @@ def test_bad_arguments_are_one_line_errors(build):
         FabricController(SPEC, target="tofino3")
     with pytest.raises(ValueError, match="for target tofino"):
         FabricController(SPEC).read_tna_state("edge1")
+
+
+def test_wam_loop_moves_balls_off_a_congested_member(build, fabric):
+    """A member port whose queue register shows a full queue (in cells) loses balls in one
+    period of the Whack-a-Mole loop, and the switch's slot table is rewritten to match."""
+    devices, servers = fabric
+    ctl = FabricController(SPEC, target="tofino", program=build, devices=devices)
+    ctl.start("wam", loops=LOOPS)
+    try:
+        gid = sorted(ctl.entries["edge1"].groups)[0]
+        ports = ctl.entries["edge1"].groups[gid].ports
+        full = WamPolicy().full
+        _store(servers, "edge1").register_write("MyEgress.port_qdepth_max",
+                                               EDGE1_PORTS[ports[0]], full * CELLS)
+        loops = ControlLoops(ctl, ["wam"])
+        loops.tick()
+        w = ctl.group_weights("edge1", gid)
+        assert w[ports[0]] < w[ports[1]]
+        assert _store(servers, "edge1").register_read(
+            "MyEgress.port_qdepth_max", EDGE1_PORTS[ports[0]]) == 0  # read and cleared
+        _check(ctl, _expected(scheme="wam", weights={("edge1", gid): w}))
+    finally:
+        ctl.stop()
+
+
+def test_probes_are_valid_packet_outs_on_device_ports(build, fabric):
+    """The failure loop's probes: one packet-out per switch-switch port, each accepted by the
+    switch's P4Info (its ``packet_out`` header, the device port number)."""
+    devices, servers = fabric
+    ctl = FabricController(SPEC, target="tofino", program=build, devices=devices)
+    ctl.start("ecmp", loops=LOOPS)
+    try:
+        ctl.send_probes(1)
+        want = {n: sum(peer in SPEC.switches for peer, _ in SPEC.ports(n).values())
+                for n in SPEC.switches}
+        deadline = time.monotonic() + 60  # the stream delivers them asynchronously
+        while time.monotonic() < deadline:
+            got = {n: servers[n].p4runtime.switch.packets_out for n in SPEC.switches}
+            if got == want:
+                break
+            time.sleep(0.05)
+        assert got == want
+    finally:
+        ctl.stop()
