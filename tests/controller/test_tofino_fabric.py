@@ -107,6 +107,7 @@ def _store(servers, name: str) -> SchemaPipeline:
     return pipe
 
 
+@pytest.mark.slow
 def test_programs_every_scheme_and_reroutes(build, fabric):
     devices, servers = fabric
     ctl = FabricController(SPEC, target="tofino", program=build, devices=devices)
@@ -274,5 +275,34 @@ def test_probes_are_valid_packet_outs_on_device_ports(build, fabric):
                 break
             time.sleep(0.05)
         assert got == want
+    finally:
+        ctl.stop()
+
+
+def test_a_restarted_switch_is_reprogrammed(build, fabric):
+    """The reconcile loop: a switch whose P4Runtime server comes back empty (a reboot) gets the
+    pipeline and its whole state again, through the controller's reconnecting stream."""
+    devices, servers = fabric
+    ctl = FabricController(SPEC, target="tofino", program=build, devices=devices)
+    ctl.start("flowlet", loops=LOOPS)
+    try:
+        addr = devices["edge1"].addr
+        servers["edge1"].stop(0).wait()
+        for _ in range(50):  # the old server's port is free again once it has closed
+            try:
+                servers["edge1"] = start_schema_server(load_tofino_program(build).p4info,
+                                                       addr, device_id=1, max_workers=4)
+                break
+            except OSError:
+                time.sleep(0.1)
+        want = _expected(scheme="flowlet")["edge1"]
+        deadline = time.monotonic() + 60  # the connection retries with backoff
+        while time.monotonic() < deadline:
+            if any(e.what.startswith("reconnected") for e in ctl.events
+                   if e.switch == "edge1"):
+                break
+            time.sleep(0.05)
+        assert _norm(ctl.read_tna_state("edge1")) == _norm(want)
+        assert "edge1" not in ctl.reused  # an empty switch gets the pipeline pushed
     finally:
         ctl.stop()
