@@ -59,12 +59,16 @@ def clear(ifname: str) -> None:
                    check=False)
 
 
-def drops(ifname: str) -> int:
-    """Frames the interface's root qdisc dropped (its leaves' included: HTB counts them at the
-    root); 0 when it has none or tc cannot say."""
-    r = subprocess.run(["tc", "-s", "-j", "qdisc", "show", "dev", ifname, "root"],
-                       capture_output=True, text=True, check=False)
+def drops(ifnames: set[str] | frozenset[str]) -> int:
+    """Frames the root qdiscs of ``ifnames`` dropped (their leaves' included: HTB counts them
+    at the root), from one ``tc`` call; 0 for an interface without one or when tc cannot
+    say."""
+    if not ifnames:
+        return 0
+    r = subprocess.run(["tc", "-s", "-j", "qdisc", "show"], capture_output=True, text=True,
+                       check=False)
     try:
-        return sum(int(q.get("drops", 0)) for q in json.loads(r.stdout or "[]"))
+        return sum(int(q.get("drops", 0)) for q in json.loads(r.stdout or "[]")
+                   if q.get("root") and q.get("dev") in ifnames)
     except (ValueError, TypeError, AttributeError):
         return 0

@@ -214,7 +214,7 @@ class EbpfSwitch(Switch):
         want = (rate.bps, self.queues.depth(port), prios)
         if self._applied.get(port) != want:  # other ports' queues are left alone
             if ifname in self._qdiscs:
-                self._qdisc_drops_before += qdisc.drops(ifname)
+                self._qdisc_drops_before += qdisc.drops({ifname})
             if rate.bps:
                 qdisc.serve_at(ifname, rate.bps, want[1], prios)
                 self._qdiscs.add(ifname)
@@ -284,7 +284,7 @@ class EbpfSwitch(Switch):
         for stat, reason in PIPELINE_REASONS.items():
             if st.get(stat):
                 pipeline[reason] = pipeline.get(reason, 0) + st[stat]
-        qdrops = self._qdisc_drops_before + sum(qdisc.drops(i) for i in sorted(self._qdiscs))
+        qdrops = self._qdisc_drops_before + qdisc.drops(self._qdiscs)
         discards = {"rx_too_short": 0, "rx_oversized": 0, "no_program": 0,
                     "pipeline_errors": 0, "tx_no_port": st.get("no_port", 0), "flushed": 0,
                     "packet_out_dropped": self.counters.packet_out_dropped,

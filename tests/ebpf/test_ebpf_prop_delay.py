@@ -3,7 +3,8 @@ hosts (traffic/delayline.py; this kernel has no netem, fq or etf qdisc). A colle
 two hosts four links apart on a small leaf-spine whose switches are all in the kernel: every
 flow's smoothed RTT carries the modelled delay of both directions (a floor: the behaviour), and
 stays within the stated tolerance of the fabric's base RTT (the modelled delay plus one frame's
-and one ACK's serialisation per link)."""
+and one ACK's serialisation per link). The switches measured the ingress lag the guard judges
+(frames between switches carry when they were due)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ window of packets and the agents' own lateness on a loaded 2-core machine."""
 
 
 def test_a_round_trip_carries_the_delay_of_every_link_both_ways(tmp_path: Path) -> None:
+    from common.histogram import LogHistogram
+    from p4switch import ControlClient
     from topo.session import FabricSession
 
     with FabricSession("leafspine", leaves=2, spines=1, hosts_per_leaf=1, link_rate="10G",
@@ -39,7 +42,12 @@ def test_a_round_trip_carries_the_delay_of_every_link_both_ways(tmp_path: Path) 
         base = s.base_rtt_s()
         hosts = sorted(s.spec.hosts, key=lambda h: s.spec.hosts[h].index)
         r = s.collective("ring_allreduce", "32KB", hosts=hosts, out_dir=tmp_path / "c")
+        # the spine's frames all come from the leaves' queue models, stamped with when
+        # their last bit was due: the guard's ingress lag was measured on them
+        with ControlClient(str(s.net.get("spine1").control_socket)) as c:
+            lag = LogHistogram.of(c.hidden_stats()["ports"]["kernel"]["ingress_lag_us"])
     assert r.ok, r.summary()
+    assert lag.n > 0
     assert r.agent_args["prop_delay_us"] == PROP_US * TDF
     floor = 2 * LINKS * PROP_US * TDF * 1e-6        # wall seconds
     assert floor < base
