@@ -264,7 +264,7 @@ class _FailureTimer(threading.Thread):
         while self.sampler.link_bytes_since_first() < self.started_bytes:
             if self._end.wait(0.05):
                 return
-        self.res.extra["failure_armed_at"] = time.time()
+        self.res.failure_armed_at = time.time()
         if self._end.wait(self.f.at_s):
             return
         self.res.failure_at = time.time()
@@ -381,8 +381,8 @@ class SimBackend(Backend):
         res = net.run(schedule, until_us=w.timeout_s * 1e6, failures=failures)
         for m in res.ranks:
             m.write(out / "traffic")
-        s = RunSamples(extra={"collective_ok": res.ok, "cct_s": res.cct_s,
-                              "sim": {**res.summary(), "trim": cfg.trim}, "loops": loops})
+        s = RunSamples(collective_ok=res.ok, cct_s=res.cct_s, tail_drops=res.tail_drops,
+                       trims=res.trims, trim=cfg.trim)
         # a cut is the link's doing ("link"), a reroute the controller's: the runner times
         # the reroute from the first controller event naming the link after the cut
         s.events = [{"time": t / 1e6, "loop": "link" if what.startswith("link ") else "sim",

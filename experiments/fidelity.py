@@ -288,7 +288,7 @@ def run_mininet_side(cfg: Any, workdir: Path, repetitions: int = 1,
                                     "member": lb["member"].astype(int),
                                     "packets": lb["packets"].astype(int)})
                 summ = merge_ranks(load_ranks(d / "traffic"), sched.ranks)
-                run = SideRun(s.extra.get("cct_s"), bool(s.extra.get("collective_ok")), ctr,
+                run = SideRun(s.cct_s, s.collective_ok, ctr,
                               cap.frames() if rep == 0 else [],
                               summ.retransmissions, list(s.errors))
                 if rep == 0 and cap.dropped():

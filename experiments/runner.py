@@ -649,8 +649,7 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
             "packets_sent": summ.packets_sent,
             "retransmissions": summ.retransmissions, "reordered": summ.reordered,
             **loss_columns(summ),
-            "trims": (s.extra.get("sim") or {}).get("trims"),
-            "trim": (s.extra.get("sim") or {}).get("trim", False),
+            "trims": s.trims, "trim": s.trim,
             **{k: getattr(summ, k) for k in TRANSPORT_COLUMNS},
             "tcp_total_retrans": tcp.total_retrans if tcp else None,
             "tcp_reord_seen": tcp.reord_seen if tcp else None, "drops": drops,
@@ -658,7 +657,7 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
             "uplink_bytes": up_bytes, "inter_edge_wire_bytes": need,
             "counter_ratio": (up_bytes / need) if up_bytes is not None and need else None,
             "host_data_wire_bytes": metrics.data_wire_bytes(sched, hosts, w.mss),
-            "switch_host_rx_bytes": host_rx, "host_tx_bytes": s.extra.get("host_tx_bytes"),
+            "switch_host_rx_bytes": host_rx, "host_tx_bytes": s.host_tx_bytes,
             "drop_reasons": json.dumps(drop_reasons) if drop_reasons else None,
             "failure_at": s.failure_at, "reroute_s": reroute,
             "failure_after_start_s": (s.failure_at - min(c.start for c in summ.collectives))

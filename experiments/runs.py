@@ -37,11 +37,10 @@ def verdict(s: RunSamples, spec: Any, w: WorkloadConfig, tdf: float,
             ranks: list[RankMetrics], headroom: float = 1.0) -> dict[str, Any]:
     """The fidelity guard's columns of a run (topo/guard.py); a backend that measures
     nothing hidden (the simulator: nothing is) gives a valid run."""
-    m = s.extra.get("measures")
+    m = s.measures
     if m is None:   # the simulator hides nothing; its queues' tail drops are still a result
-        sim = s.extra.get("sim") or {}
         return {"valid": True, "invalid_reason": None,
-                **({"drops_p4_queue": sim["tail_drops"]} if "tail_drops" in sim else {})}
+                **({"drops_p4_queue": s.tail_drops} if s.tail_drops is not None else {})}
     rates = [lk.bw_mbps for lk in spec.links if lk.bw_mbps]
     link_bps = (min(rates) * 1e6 / tdf) if rates else float("inf")
     return judge_run(m, ranks, s.events, link_bps, tdf,

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
 
@@ -46,6 +46,11 @@ from traffic.wire import HDR
 from .owner import give_back
 from .priority import SwitchPriority
 from .units import TDF_AUTO, FabricConfig, TransportSettings, fabric_transport, with_flowlet_gap
+
+if TYPE_CHECKING:
+    from traffic.metrics import RankMetrics
+
+    from .guard import Measures
 
 DEFAULT_TDF = 100_000.0
 """The TDF of a session asked for ``auto`` on a machine with nothing calibrated: a 100 Gb/s
@@ -82,7 +87,25 @@ class RunSamples:
     failure_at: float | None = None
     restore_at: float | None = None
     errors: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
+    measures: Measures | None = None
+    """The guard's probes of the fabric around the run (None: a backend with nothing hidden
+    to measure, the simulator)."""
+    collective_ok: bool = False
+    cct_s: float | None = None
+    """The job's CCT in the backend's seconds (wall on Mininet: the caller converts)."""
+    ranks: list[RankMetrics] = field(default_factory=list)
+    """The ranks' records as their agents reported them."""
+    host_tx_bytes: int | None = None
+    """What the hosts' interfaces sent (kernel counters), to check the switches' against."""
+    host_tx_packets: int | None = None
+    failure_armed_at: float | None = None
+    """When the runner's link failure started counting its ``at_s`` (time.time())."""
+    tail_drops: int | None = None
+    """The egress queues' tail drops as the backend counted them itself (the simulator)."""
+    trims: int | None = None
+    """Packets the queues trimmed to their headers (the simulator)."""
+    trim: bool = False
+    """The queues trim instead of dropping (the simulator's ``trim``)."""
 
 
 class Sampler(threading.Thread):
@@ -708,14 +731,14 @@ class FabricSession:
         s = self.run_schedule(sched, names, h, out)
         if out_dir:
             give_back(out, upto=Path(out_dir).parent)   # a script under sudo: the user's
-        ranks = s.extra.get("ranks", [])
+        ranks = s.ranks
         mtu = h.mss + IP_HEADERS
-        v = judge_run(s.extra["measures"], ranks, s.events, self.link_bps, self.tdf, mtu) \
-            if "measures" in s.extra else None
-        cct = s.extra.get("cct_s")
+        v = judge_run(s.measures, ranks, s.events, self.link_bps, self.tdf, mtu) \
+            if s.measures is not None else None
+        cct = s.cct_s
         retx = sum(r.totals().retransmissions for r in ranks)
         return CollectiveRun(schedule=schedule, size=str(size), hosts=names,
-                             ok=bool(s.extra.get("collective_ok")),
+                             ok=s.collective_ok,
                              cct_us=None if cct is None else self.fabric_us(cct),
                              valid=v.valid if v else False,
                              reasons=v.reasons if v else ("the fabric was not measured",),
@@ -777,12 +800,12 @@ class FabricSession:
                 t_probe = time.perf_counter()
                 probe_after = probe.snapshot()
                 self._add_time("run: probes and counters", t_probe)
-            res.extra["measures"] = measures(probe_before, probe_after)
+            res.measures = measures(probe_before, probe_after)
             res.errors += probe_before.errors + probe_after.errors
             res.errors += list(getattr(result, "errors", []))   # e.g. an agent that crashed
-            res.extra["collective_ok"] = bool(getattr(result, "ok", False))
-            res.extra["cct_s"] = getattr(result, "cct_s", None)
-            res.extra["ranks"] = [result.metrics[r] for r in sorted(result.metrics)]
+            res.collective_ok = bool(getattr(result, "ok", False))
+            res.cct_s = getattr(result, "cct_s", None)
+            res.ranks = [result.metrics[r] for r in sorted(result.metrics)]
         finally:
             t_after = time.perf_counter()
             last = sampler.finish()             # its last sample: the "after" counters
@@ -791,9 +814,9 @@ class FabricSession:
             try:
                 res.counters_after = last if last is not None else self.ctl.read_counters()
                 after = self.host_counters(hosts)
-                res.extra["host_tx_bytes"] = sum(after[x]["tx_bytes"] - host_before[x]["tx_bytes"]
-                                                 for x in hosts)
-                res.extra["host_tx_packets"] = sum(
+                res.host_tx_bytes = sum(after[x]["tx_bytes"] - host_before[x]["tx_bytes"]
+                                        for x in hosts)
+                res.host_tx_packets = sum(
                     after[x]["tx_packets"] - host_before[x]["tx_packets"] for x in hosts)
             except Exception as e:  # noqa: BLE001
                 res.errors.append(f"counters after the run: {e}")

@@ -118,7 +118,7 @@ class Slow(Backend):
             lag.add_many([500_000] * 100)
         else:
             lag.add_many([2_000] * 100)
-        return RunSamples(extra={"measures": Measures(send_lag_us=lag)})
+        return RunSamples(measures=Measures(send_lag_us=lag))
 
     def seed_data_plane(self, seed: int) -> None:
         self.seeds.append(seed)
