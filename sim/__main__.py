@@ -174,6 +174,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --workers N: run the parts but the first as Ray tasks on the "
                          "cluster at ADDRESS (HEAD:6379, or 'local' for a Ray started here); "
                          "the results are the same")
+    ap.add_argument("--pipeline", choices=["python", "native"], default="python",
+                    help="what executes fabric.p4 per hop: the pipeline's generated Python or "
+                         "the same program compiled to C (built once per machine; the results "
+                         "are the same)")
     ap.add_argument("--counters", action="store_true", help="print per-member LB counters")
     ap.add_argument("--check", action="store_true",
                     help="compare LB counters with the reference models (exit 1 on mismatch)")
@@ -295,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
                     queue_depth=a.queue_depth, seed=a.seed,
                     host=HostConfig(transport=transport), record_ingress=a.check,
                     ecn_threshold=None if a.no_ecn else marking, workers=a.workers, trim=a.trim,
-                    ray_address=a.ray)
+                    ray_address=a.ray, pipeline=a.pipeline)
     net = SimNetwork(spec, a.scheme, cfg)
     if loops:
         net.start_loops(loops, a.control_period_us)

@@ -36,7 +36,7 @@ from .host import HostConfig, Job, SimHost
 from .link import Link
 from .parallel import SplitOutcome, run_split
 from .results import Progress, SimResult
-from .switch import SimSwitch
+from .switch import SimSwitch, choose_pipeline
 
 if TYPE_CHECKING:
     from controller.loops import ControlLoops, WamPolicy
@@ -162,6 +162,10 @@ class SimConfig:
     frames then reach every queue on their path earlier than on a fabric with delay on each
     link; this models the same placement as the emulation, so the two compare. One process
     only (a split run's lookahead is the links' delay)."""
+    pipeline: str = "python"
+    """Which code executes the P4 program per hop: "python" (the pipeline's generated
+    Python) or "native" (the same program compiled to C, p4switch.native; the same results,
+    falling back to Python with one line on stderr where the program or machine cannot)."""
 
 
 @dataclass(frozen=True)
@@ -199,7 +203,8 @@ class SimNetwork:
         self.switches: dict[str, SimSwitch] = {}
         template = pipeline_template(prog)
         for name, sw in spec.switches.items():
-            pipe = template.new_instance(seed=self.cfg.seed * 100_003 + sw.device_id)
+            pipe = choose_pipeline(template.new_instance(seed=self.cfg.seed * 100_003
+                                                         + sw.device_id), self.cfg.pipeline)
             self.switches[name] = SimSwitch(name, pipe, self.loop, self.cfg.queue_depth,
                                             self.cfg.fast_path,
                                             trim_bytes=TRIM_BYTES if self.cfg.trim else None)

@@ -25,6 +25,7 @@ attribute) runs the general halves instead — bench/sim_bench.py compares the t
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +44,30 @@ from .link import Link
 
 Receive = Callable[[float, Any], None]
 _NEVER = float("inf")
+
+
+_REFUSED: set[str] = set()  # why the native pipeline was not used: said once per process
+
+
+def choose_pipeline(pipe: Any, kind: str) -> Any:
+    """The pipeline a simulated switch runs: ``pipe`` itself for "python"; for "native" its
+    packet path compiled to C (p4switch.native.NativePipeline: the same results, the Python
+    pipeline still its face and its tables' source of truth) or, where the program or the
+    machine cannot have it, ``pipe`` with one line on stderr saying why."""
+    if kind == "python":
+        return pipe
+    if kind != "native":
+        raise ValueError(f"pipeline {kind!r}: 'python' or 'native'")
+    from p4switch.native import NativePipeline, NativeUnavailable, NativeUnsupported
+
+    try:
+        return NativePipeline(pipe)
+    except (NativeUnsupported, NativeUnavailable) as exc:
+        why = str(exc).splitlines()[0]
+        if why not in _REFUSED:
+            _REFUSED.add(why)
+            print(f"sim: the Python pipeline runs the program ({why})", file=sys.stderr)
+        return pipe
 
 
 def _absent(*_: Any) -> Any:

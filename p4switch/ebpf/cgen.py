@@ -448,7 +448,16 @@ class _Scope:
 
 
 class CGen(ir.Visitor):
-    """Generates the C source for one program (``generate`` below is the entry point)."""
+    """Generates the C source for one program (``generate`` below is the entry point).
+
+    The native back end (p4switch.native) subclasses it: it keeps the translation of
+    expressions, statements, actions and the parser, and overrides what touches the kernel
+    (packet loads, maps, the deparser's frame edits); ``unsupported``/``backend`` name its
+    refusals."""
+
+    unsupported: type[P4CompileError] = EbpfUnsupported
+    backend = "the eBPF back end"
+    for_max = FOR_MAX
 
     def __init__(self, program: ir.Program, *, drop_port: int = 511,
                  cpu_port: int | None = None) -> None:
@@ -488,7 +497,7 @@ class CGen(ir.Visitor):
             _collect_type_locs(self.p, self._type_locs)
         return self._type_locs.get(str(t))
 
-    def refuse(self, what: str, loc: ir.SourceLoc | None = None) -> EbpfUnsupported:
+    def refuse(self, what: str, loc: ir.SourceLoc | None = None) -> P4CompileError:
         loc = loc or self.loc
         line = None
         if loc is not None:
@@ -503,7 +512,12 @@ class CGen(ir.Visitor):
                 lines = text.splitlines()
                 if 0 < loc.line <= len(lines):
                     line = lines[loc.line - 1]
-        return EbpfUnsupported(loc, f"{what} is not supported by the eBPF back end", line)
+        return self.unsupported(loc, f"{what} is not supported by {self.backend}", line)
+
+    def load_bytes(self, n: str) -> str:
+        """C that copies ``n`` packet bytes from the parser's offset into ``C->xb``: non-zero
+        on failure."""
+        return f"bpf_skb_load_bytes(skb, C->off, C->xb, {n})"
 
     # -- output helpers --------------------------------------------------------------------
     def w(self, s: str) -> None:
@@ -676,7 +690,7 @@ class CGen(ir.Visitor):
             nb = (w + 7) // 8
         self.max_hdr = max(self.max_hdr, nb)
         err = self.p.error_code("PacketTooShort")
-        self.w(f"if (C->off + {nb} > C->plen || bpf_skb_load_bytes(skb, C->off, C->xb, {nb})) "
+        self.w(f"if (C->off + {nb} > C->plen || {self.load_bytes(str(nb))}) "
                f"{{ C->sm.f_parser_error = {err}; goto parser_reject; }}")
         if isinstance(t, ir.HeaderType):
             scratch = f"LA_{_cid(t.name)}"
@@ -1040,7 +1054,7 @@ class CGen(ir.Visitor):
         self.w(f"for (__u32 {it} = 0; ; {it}++) {{")
         self.ind += 1
         self.w(f"if (!({self.ex(s.cond)})) break;")
-        self.w(f"if ({it} >= {FOR_MAX}) {{ p4_stat(7); return TC_ACT_SHOT; }}")
+        self.w(f"if ({it} >= {self.for_max}) {{ p4_stat(7); return TC_ACT_SHOT; }}")
         self._loops.append((brk, cont))
         try:
             self.block(s.body)
@@ -1622,7 +1636,7 @@ class CGen(ir.Visitor):
         name = self.header_codecs(t)
         nb = t.width // 8
         err = self.p.error_code("PacketTooShort")
-        self.w(f"if (C->off + {nb} > C->plen || bpf_skb_load_bytes(skb, C->off, C->xb, {nb})) "
+        self.w(f"if (C->off + {nb} > C->plen || {self.load_bytes(str(nb))}) "
                f"{{ C->sm.f_parser_error = {err}; goto parser_reject; }}")
         self.w(f"unpack_{name}(&{self.lval(s.header)}, C->xb);")
         nxt = s.header.base if isinstance(s.header, ir.Member) else s.header  # us.next.a
@@ -1650,8 +1664,8 @@ class CGen(ir.Visitor):
                f"{err('HeaderTooShort')}; goto parser_reject; }}")
         self.w(f"  __u32 {nb} = {t.min_width // 8} + (__u32)({vn} >> 3);")
         self.w(f"  {nb} = P4_BOUND({nb}, {_max_bytes(t)});")
-        self.w(f"  if (C->off + {nb} > C->plen || ({nb} && bpf_skb_load_bytes(skb, C->off, "
-               f"C->xb, P4_BOUND1({nb}, {_max_bytes(t)})))) {{ C->sm.f_parser_error = "
+        self.w(f"  if (C->off + {nb} > C->plen || ({nb} && "
+               f"{self.load_bytes(f'P4_BOUND1({nb}, {_max_bytes(t)})')})) {{ C->sm.f_parser_error = "
                f"{err('PacketTooShort')}; goto parser_reject; }}")
         self.w(f"  unpack_{name}(&{self.lval(s.header)}, C->xb, (__u32)({vn} >> 3));")
         nxt = s.header.base if isinstance(s.header, ir.Member) else s.header

@@ -51,13 +51,15 @@ def cases() -> dict[str, tuple[str, Any, dict[str, Any], list[LinkFailure]]]:
     return out
 
 
-def run_case(name: str, workers: int = 1, ray_address: str | None = None) -> dict[str, Any]:
+def run_case(name: str, workers: int = 1, ray_address: str | None = None,
+             pipeline: str = "python") -> dict[str, Any]:
     """One case's readable summary plus the digest of everything it produced (the same for
-    any number of ``workers``, forked or Ray tasks: sim.parallel, sim.rayparts)."""
+    any number of ``workers``, forked or Ray tasks: sim.parallel, sim.rayparts, and with
+    either ``pipeline``: p4switch.native)."""
     scheme, sched, cfg, failures = cases()[name]
     net = SimNetwork(fat_tree(4, bw_mbps=10_000), scheme,
                      SimConfig(record_ingress=True, workers=workers, ray_address=ray_address,
-                               **cfg))
+                              pipeline=pipeline, **cfg))
     res = net.run(sched, until_us=2e6, failures=failures)
     h = hashlib.sha256()
 
@@ -84,15 +86,16 @@ def run_case(name: str, workers: int = 1, ray_address: str | None = None) -> dic
             "link_losses": res.link_losses, "digest": h.hexdigest()}
 
 
-def fingerprint() -> dict[str, dict[str, Any]]:
-    return {name: run_case(name) for name in cases()}
+def fingerprint(pipeline: str = "python") -> dict[str, dict[str, Any]]:
+    return {name: run_case(name, pipeline=pipeline) for name in cases()}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help=f"(re)write {GOLDEN.name}")
+    ap.add_argument("--pipeline", choices=["python", "native"], default="python")
     args = ap.parse_args(argv)
-    fp = fingerprint()
+    fp = fingerprint(args.pipeline)
     if args.write:
         GOLDEN.write_text(json.dumps(fp, indent=1, sort_keys=True) + "\n")
         print(f"wrote {GOLDEN}")

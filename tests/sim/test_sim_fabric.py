@@ -7,6 +7,7 @@ Small messages and 10 Gb/s links keep each run well under a second of wall time.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pytest
 
@@ -160,22 +161,46 @@ def test_link_failure_is_routed_around_and_every_flow_still_completes() -> None:
     assert all(not d.up for d in agg1_core1) and sent_before > 0
 
 
-def test_k4_results_equal_the_golden_fingerprints() -> None:
+@pytest.mark.parametrize("pipeline", ["python", "native"])
+def test_k4_results_equal_the_golden_fingerprints(pipeline: str) -> None:
     """Same seed, same results as the simulator had before its speed work (tests/sim/golden.py
-    says what is hashed and how to regenerate golden_k4.json after an intended change)."""
+    says what is hashed and how to regenerate golden_k4.json after an intended change) —
+    with fabric.p4 run by the pipeline's Python or compiled to C (p4switch.native)."""
     import json
 
     # tests/sim/golden.py, importable as a sibling like tests/frontend/fe_helpers.py: the
     # package path tests.sim broke in a fresh checkout's full run (ModuleNotFoundError)
     from golden import GOLDEN, fingerprint
 
+    if pipeline == "native":  # the switches do run the C code (no silent fallback)
+        from p4switch.native import NativePipeline
+
+        net = SimNetwork(k4(), "random", SimConfig(pipeline="native"))
+        assert all(isinstance(s.pipe, NativePipeline) for s in net.switches.values())
     want = json.loads(GOLDEN.read_text())
-    got = fingerprint()
+    got = fingerprint(pipeline)
     assert set(got) == set(want)
     for name in got:
         assert got[name] == want[name], (
             f"{name}: {got[name]} != golden {want[name]} (if the change is meant to alter "
             "results: .venv/bin/python tests/sim/golden.py --write)")
+
+
+def test_native_pipeline_falls_back_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """A program the native back end refuses runs on the Python pipeline, said once."""
+    from p4switch.pipeline import Pipeline
+    from p4switch.stf.runner import load_program
+    from sim.switch import choose_pipeline
+
+    prog = load_program(Path(__file__).resolve().parents[1] / "stf" / "programs" / "meters.p4")
+    py = Pipeline(prog)
+    assert choose_pipeline(py, "native") is py
+    assert choose_pipeline(py, "native") is py
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "meters.p4:" in err[0] and "native back end" in err[0], err
+    assert choose_pipeline(py, "python") is py
+    with pytest.raises(ValueError):
+        choose_pipeline(py, "fortran")
 
 
 def test_progress_reports_change_nothing_and_end_complete() -> None:
