@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from p4switch import ir
 from p4switch.ebpf.cgen import HASH_BUF, CGen, _mask, _Scope, _width
 from p4switch.ebpf.cruntime import CRC_TABLES, HASH_FNS, crc_table
+from p4switch.ebpf.layout import STAT_NAMES
 from p4switch.errors import P4CompileError
 
 from .cruntime import HEAD, PIPE, TABLES
@@ -311,6 +312,7 @@ class NativeGen(CGen):
             ("ingress_port", "port"), ("packet_length", "len"),
             ("ingress_global_timestamp", "now")) if n in sm]
         out = [HEAD,
+               f"#define P4N_STAT_ASSERT {STAT_NAMES.index('assert')}\n"
                f"#define NT_NK {self.nk}\n#define NT_ND {self.nd}\n"
                f"#define NT_NT {max(len(self.out.tables), 1)}\n"
                f"#define NT_NR {max(len(self.out.registers), 1)}\n"
