@@ -10,6 +10,9 @@ import from (``tests/architecture/test_p4switch_face.py`` holds them to it).
   ``compile_bundle``), its P4Info (``build_p4info``, ``parse_p4info``) and the index the
   switch's P4Runtime server reads a P4Info with (``P4InfoIndex``);
 - an in-process switch (``Switch``, ``MemoryPort``), pcap files and the eBPF toolchain check;
+- the pipeline's packet path compiled to C for the simulator (``NativePipeline``; it raises
+  ``NativeUnsupported`` for a program it cannot express, ``NativeUnavailable`` without a C
+  compiler);
 - a schema-only P4Runtime server for a program p4switch cannot run, e.g. the Tofino port
   (``start_schema_server``, its state ``SchemaPipeline``).
 
@@ -38,6 +41,9 @@ if TYPE_CHECKING:
         RangeMatch,
         TernaryMatch,
     )
+    from p4switch.native.build import NativeUnavailable
+    from p4switch.native.cgen import NativeUnsupported
+    from p4switch.native.pipeline import NativePipeline
     from p4switch.p4info import build_p4info
     from p4switch.p4info import parse as parse_p4info
     from p4switch.p4info_index import ActionInfo, P4InfoIndex, TableInfo, canonical_bytes
@@ -77,6 +83,9 @@ _FACE: dict[str, tuple[str, str]] = {
         "Drop", "EgressJob", "EgressResult", "IngressResult", "Output", "PipelineAPI",
         "ProcessResult", "QueueingMetadata", "StateCode", "StateError", "TableEntry")},
     "Pipeline": ("p4switch.pipeline.pipeline", "Pipeline"),
+    "NativePipeline": ("p4switch.native.pipeline", "NativePipeline"),
+    "NativeUnavailable": ("p4switch.native.build", "NativeUnavailable"),
+    "NativeUnsupported": ("p4switch.native.cgen", "NativeUnsupported"),
     "BuildError": ("p4switch.pipeline.emit", "BuildError"),
     **{n: ("p4switch.queues", n) for n in (
         "DEFAULT_QUEUE_DEPTH", "EgressQueue", "EgressQueues", "format_bit_rate",
@@ -103,7 +112,8 @@ _FACE: dict[str, tuple[str, str]] = {
 __all__ = [
     "ActionInfo", "BuildError", "Bundle", "BundleError", "ControlClient", "ControlError",
     "DEFAULT_QUEUE_DEPTH", "Drop", "EgressJob", "EgressQueue", "EgressQueues", "EgressResult",
-    "ExactMatch", "IngressResult", "LpmMatch", "MatchValue", "MemoryPort", "OptionalMatch",
+    "ExactMatch", "IngressResult", "LpmMatch", "MatchValue", "MemoryPort", "NativePipeline",
+    "NativeUnavailable", "NativeUnsupported", "OptionalMatch",
     "Output", "P4CompileError", "P4InfoIndex", "PcapError", "PcapWriter", "Pipeline",
     "PipelineAPI", "ProcessResult", "Program", "QueueingMetadata", "RangeMatch",
     "SchemaPipeline", "StateCode", "StateError", "Switch", "TableEntry", "TableInfo", "TernaryMatch", "build_p4info",

@@ -58,7 +58,7 @@ def choose_pipeline(pipe: Any, kind: str) -> Any:
         return pipe
     if kind != "native":
         raise ValueError(f"pipeline {kind!r}: 'python' or 'native'")
-    from p4switch.native import NativePipeline, NativeUnavailable, NativeUnsupported
+    from p4switch import NativePipeline, NativeUnavailable, NativeUnsupported
 
     try:
         return NativePipeline(pipe)

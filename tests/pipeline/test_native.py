@@ -174,6 +174,22 @@ def test_no_compiler_gives_one_line_and_python_keeps_working(tmp_path: Path) -> 
     assert not r.stderr.strip(), r.stderr
 
 
+def test_native_pipeline_falls_back_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """A program the native back end refuses runs on the Python pipeline, said once."""
+    from p4switch.stf.runner import load_program
+    from sim.switch import choose_pipeline
+
+    prog = load_program(ROOT / "tests" / "stf" / "programs" / "meters.p4")
+    py = Pipeline(prog)
+    assert choose_pipeline(py, "native") is py
+    assert choose_pipeline(py, "native") is py
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "meters.p4:" in err[0] and "native back end" in err[0], err
+    assert choose_pipeline(py, "python") is py
+    with pytest.raises(ValueError):
+        choose_pipeline(py, "fortran")
+
+
 def test_build_cache_is_keyed_by_the_source() -> None:
     assert build.module_name("a") != build.module_name("b")
     assert build.module_name("a") == build.module_name("a")
