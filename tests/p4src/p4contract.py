@@ -41,6 +41,8 @@ class Table:
     size: int
     implementation: str | None = None
     direct_counter: str | None = None
+    default_only: frozenset[str] = frozenset()
+    """The actions listed ``@defaultonly`` (P4Info: ActionRef scope DEFAULT_ONLY)."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,9 @@ def from_p4info(info: p4info_pb2.P4Info, pipe_prefix: str = "") -> Contract:
         acts = tuple(action_names[r.id] for r in t.action_refs)
         impl = profile_names.get(t.implementation_id)
         dc = next((nm(direct[i]) for i in t.direct_resource_ids if i in direct), None)
-        c.tables[nm(t)] = Table(nm(t), keys, acts, t.size, impl, dc)
+        dflt = frozenset(action_names[r.id] for r in t.action_refs
+                         if r.scope == p4info_pb2.ActionRef.DEFAULT_ONLY)
+        c.tables[nm(t)] = Table(nm(t), keys, acts, t.size, impl, dc, dflt)
     for r in p.registers:
         c.registers[nm(r)] = (r.type_spec.bitstring.bit.bitwidth, r.size)
     for k in p.counters:
@@ -223,17 +227,20 @@ def _table(name: str, body: str, control: str, params: dict[str, str], types: _T
     am = re.search(r"\bactions\s*=\s*\{(.*?)\}", body, flags=re.S)
     if not am:
         raise ContractParseError(f"table {name} has no actions")
-    acts = []
+    acts, default_only = [], set()
     for a in filter(None, (s.strip() for s in am.group(1).split(";"))):
+        only_default = "@defaultonly" in a
         a = re.sub(r"@\w+(\([^)]*\))?\s*", "", a).strip()
         acts.append(a if a == "NoAction" else f"{control}.{a}")
+        if only_default:
+            default_only.add(acts[-1])
     sm = re.search(r"\bsize\s*=\s*(\w+)\s*;", body)
     im = re.search(r"\bimplementation\s*=\s*(\w+)\s*;", body)
     cm = re.search(r"\bcounters\s*=\s*(\w+)\s*;", body)
     return Table(f"{control}.{name}", tuple(keys), tuple(acts),
                  _int(sm.group(1), defines) if sm else 0,
                  f"{control}.{im.group(1)}" if im else None,
-                 f"{control}.{cm.group(1)}" if cm else None)
+                 f"{control}.{cm.group(1)}" if cm else None, frozenset(default_only))
 
 
 def from_tna_source(path: Path) -> Contract:
@@ -370,7 +377,9 @@ def to_p4info(c: Contract) -> p4info_pb2.P4Info:
         for j, k in enumerate(t.keys, 1):
             pt.match_fields.add(id=j, name=k.name, bitwidth=k.width, match_type=kinds[k.match])
         for a in t.actions:
-            pt.action_refs.add(id=action_ids[a])
+            ref = pt.action_refs.add(id=action_ids[a])
+            if a in t.default_only:
+                ref.scope = p4info_pb2.ActionRef.DEFAULT_ONLY
         if t.implementation:
             pt.implementation_id = profile_ids[t.implementation]
             for pp in info.action_profiles:

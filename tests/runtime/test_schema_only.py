@@ -98,6 +98,7 @@ def test_action_profile_semantics_with_the_specs_codes(server, info):
     ids = Ids(info)
     assert write_codes(client, member(ids, 1, port=b"\x02\x00")) == [C.INVALID_ARGUMENT]  # 512
     assert write_codes(client, member(ids, 1, action="set_nhop")) == [C.INVALID_ARGUMENT]
+    assert write_codes(client, member(ids, 1, action="lb_member_miss")) == [C.INVALID_ARGUMENT]
     assert write_codes(client, group(ids, 1, [1])) == [C.NOT_FOUND]
     assert write_codes(client, select(ids, 1)) == [C.NOT_FOUND]
     assert write_codes(client, member(ids, 1), member(ids, 2), group(ids, 1, [1, 2]),
@@ -142,6 +143,11 @@ def test_tables_counters_and_registers(server, info):
 
     assert write_codes(client, *(lb_group(g) for g in range(256))) == [C.OK] * 256
     assert write_codes(client, lb_group(256)) == [C.RESOURCE_EXHAUSTED]  # size 256
+    miss = lb_group(0)
+    miss.type = U.MODIFY
+    del miss.entity.table_entry.action.action.params[:]
+    miss.entity.table_entry.action.action.action_id = ids.action("lb_group_miss")
+    assert write_codes(client, miss) == [C.PERMISSION_DENIED]  # @defaultonly
     bad = lb_group(300)
     bad.entity.table_entry.table_id = 0x02FFFFFF
     assert write_codes(client, bad) == [C.NOT_FOUND]
