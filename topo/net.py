@@ -73,9 +73,11 @@ class FabricNet:
         if not 0 <= prop_delay_us < float("inf"):
             raise TopoError(f"propagation delay must be >= 0 µs, got {prop_delay_us!r}")
         if prop_delay_us and target != Target.P4SWITCH:
-            raise TopoError(f"target {target} emulates no propagation delay (this kernel has "
-                            "no netem; p4switch delays frames itself): use target p4switch "
-                            "or a delay of 0")
+            raise TopoError(f"target {target} emulates no propagation delay in its switches "
+                            "(this kernel has no netem; p4switch delays frames itself): use "
+                            "target p4switch, a delay of 0"
+                            + (", or topo.session.FabricSession, whose hosts add it"
+                               if target == Target.EBPF else ""))
         if target == Target.BMV2 and (missing := BMv2Switch.missing_tools()):
             raise TopoError(f"target bmv2 needs {' and '.join(missing)} on PATH "
                             "(build p4c and BMv2, or use target p4switch)")
