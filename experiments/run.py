@@ -26,6 +26,7 @@ from .config import ConfigError, ExperimentConfig
 from .eta import adaptive_text
 from .runner import Eta, check_root, run_experiment
 from .runner import Progress as Hooks
+from .runs import RunRow
 
 
 def parser() -> argparse.ArgumentParser:
@@ -168,15 +169,15 @@ def _main(argv: list[str] | None = None) -> int:
 
     after_s = tail_estimate_s(cfg, a.beside_sim, a.no_report)
 
-    def done(what: str, row: dict[str, Any], eta: Eta) -> None:
+    def done(what: str, row: RunRow, eta: Eta) -> None:
         bar.advance(task)
-        cct = format_time(row["cct"]) if row.get("cct") is not None else "no CCT"
-        state = "ok" if row.get("ok") else "[red]INCOMPLETE[/red]"
-        if row.get("valid") is False:
-            state += f", [red]INVALID[/red]: {row.get('invalid_reason')}"
+        cct = format_time(row.cct) if row.cct is not None else "no CCT"
+        state = "ok" if row.ok else "[red]INCOMPLETE[/red]"
+        if not row.valid:
+            state += f", [red]INVALID[/red]: {row.invalid_reason}"
         t = bar.tasks[0]
         bar.console.print(f"  [{t.completed:g}/{t.total or 0:g}] {what}: CCT {cct} ({state}, "
-                          f"retx {row.get('retransmissions')}, wall {row.get('wall_s')} s)"
+                          f"retx {row.retransmissions}, wall {row.wall_s} s)"
                           + (f"; {eta_text(eta, after_s)}" if eta.elapsed_s else ""))
 
     def tdf_known(tdf: float) -> None:
@@ -237,7 +238,7 @@ def _main(argv: list[str] | None = None) -> int:
                       f"(what was measured is in {run.root})")
     console.print(f"results: {run.root}" + ("" if a.no_report else
                                             f"  (report: {run.root / 'report.md'})"))
-    ok = not run.meta.get("interrupted") and all(r.get("ok") for r in run.runs)
+    ok = not run.meta.get("interrupted") and all(r.ok for r in run.runs)
     return 0 if ok else 1
 
 

@@ -35,14 +35,14 @@ import yaml
 
 from model.dilation import dilate, knobs, to_fabric_time
 from topo.owner import give_back
-from traffic.metrics import JobSummary, RankMetrics
+from traffic.metrics import RankMetrics
 
 from . import metrics, stats
 from .backends import BACKENDS, Backend, RunSamples
 from .config import TDF_AUTO, ExperimentConfig, SchemeConfig, WorkloadConfig
 from .eta import RunPlan
 from .lbbsp import rebalance, speed_factors
-from .runs import load_ranks, merge_ranks, verdict
+from .runs import RunRow, load_ranks, merge_ranks, verdict
 from .stepback import StepBack, capacity_reason
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,16 +53,6 @@ TABLES = ("ccts", "flows", "links", "queues", "counters", "ideal", "runs", "even
 
 class Interrupted(Exception):
     """SIGTERM (or SIGINT) arrived: stop after tearing down, keep what was measured."""
-
-
-LOSS_COLUMNS = ("timeouts", "nacks", "trim_nacks", "fct_min_us", "fct_p50_us", "fct_p99_us",
-                "fct_tail_us", "fct_spread")
-"""Per-flow completion (htsim's validation figures: tail, spread = tail / minimum) and loss
-recovery by timeout, NACK and trimmed-packet NACK (traffic.metrics.merge_ranks)."""
-TRANSPORT_COLUMNS = ("cc", "spurious", "ce_fraction", "mean_window", "mean_rate")
-"""The congestion control's figures of a run (traffic.metrics.merge_ranks): its name,
-spurious retransmissions, the CE-marked fraction of acknowledged packets, the mean window
-(packets) and the mean pacing rate over the line rate (rate-based algorithms)."""
 
 
 def versions() -> dict[str, Any]:
@@ -122,7 +112,7 @@ class Progress:
 
     total: Callable[[int], None] = lambda n: None
     start: Callable[[str], None] = lambda what: None
-    done: Callable[[str, dict[str, Any], Eta], None] = lambda what, row, eta: None
+    done: Callable[[str, RunRow, Eta], None] = lambda what, row, eta: None
     log: Callable[[str], None] = lambda line: None
     tdf: Callable[[float], None] = lambda tdf: None
 
@@ -154,7 +144,7 @@ class ExperimentRun:
     cfg: ExperimentConfig
     root: Path
     meta: dict[str, Any] = field(default_factory=dict)
-    runs: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[RunRow] = field(default_factory=list)
 
 
 def compute_times(ranks: list[RankMetrics], n: int) -> list[float]:
@@ -397,7 +387,8 @@ def _counted_run(ctx: _Ctx, wi: int, si: int, rep: int) -> None:
                           ctx.tdf, of)
         if ctx.policy is None:
             continue
-        reason = next((r for r in map(capacity_reason, rows) if r), None)
+        reason = next((r for r in (capacity_reason(x.valid, x.invalid_reason) for x in rows)
+                       if r), None)
         stuck = ctx.policy.stuck
         step = ctx.policy.add((wi, si, rep), reason)
         if ctx.policy.stuck and not stuck:
@@ -441,7 +432,7 @@ def _counted_run(ctx: _Ctx, wi: int, si: int, rep: int) -> None:
 
 
 def _timed_run(ctx: _Ctx, w: WorkloadConfig, w_emu: WorkloadConfig, scheme: SchemeConfig,
-               rep: int, tdf: float, rerun_of: int | None = None) -> list[dict[str, Any]]:
+               rep: int, tdf: float, rerun_of: int | None = None) -> list[RunRow]:
     """One repetition, its wall time in the phases and the plan, its tables on disk; its
     rows (one per BSP iteration)."""
     phases = ctx.run.meta["phases"]
@@ -475,8 +466,8 @@ def _settle_close_calls(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadCo
     call the workload settled."""
     cap = cfg.max_repetitions or cfg.repetitions
     ivs = [(s.label, stats.t_interval(
-        r["cct"] for r in run.runs if r["workload"] == w.name and r["scheme"] == s.label
-        and r.get("ok") and r.get("valid", True) is not False and r.get("cct") is not None))
+        r.cct for r in run.runs if r.workload == w.name and r.scheme == s.label
+        and r.ok and r.valid and r.cct is not None))
         for s in cfg.schemes]
     out: list[str] = []
     notes: list[str] = []
@@ -534,13 +525,13 @@ def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
                   w: WorkloadConfig, scheme: SchemeConfig, rep: int,
                   progress: Progress, w_emu: WorkloadConfig | None = None,
                   tdf: float = 1.0, ctx: _Ctx | None = None,
-                  rerun_of: int | None = None) -> list[dict[str, Any]]:
+                  rerun_of: int | None = None) -> list[RunRow]:
     """One repetition of a workload under a scheme; BSP workloads run iteration by iteration
     so that LB-BSP can re-size the batches between them. ``w_emu``: the workload as the
     backend runs it (dilated); everything recorded is in fabric units (times ÷ ``tdf``).
     ``rerun_of``: the repetition this one replaces after a step back (its seeds are taken:
     the same schedule and random draws, as the simulator beside it runs). Returns its rows."""
-    out_rows: list[dict[str, Any]] = []
+    out_rows: list[RunRow] = []
     w_emu = w_emu or w
     cfg = run.cfg
     hosts = cfg.hosts_of(w, spec)
@@ -566,11 +557,10 @@ def _run_workload(run: ExperimentRun, be: Backend, rec: Recorder, spec: Any,
         ranks = load_ranks(out / "traffic", tdf)
         row = _record(rec, spec, w, scheme, rep, it if w.bsp else None, sched, hosts, ranks,
                       samples, wall, str(rel), tdf)
-        row["batch_shares"] = json.dumps([round(s, 4) for s in shares]) if w.bsp else None
-        row["tdf"] = tdf
-        if rerun_of is not None:
-            row["rerun_of"] = rerun_of
-        rec.add("runs", [row])
+        row.batch_shares = json.dumps([round(s, 4) for s in shares]) if w.bsp else None
+        row.tdf = tdf
+        row.rerun_of = rerun_of
+        rec.add("runs", [row.to_dict()])
         run.runs.append(row)
         out_rows.append(row)
         eta = Eta(0.0, 0.0)
@@ -590,7 +580,7 @@ def _safe(label: str) -> str:
 
 def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, rep: int,
             iteration: int | None, sched: Any, hosts: list[str], ranks: list[RankMetrics],
-            s: RunSamples, wall: float, rel: str, tdf: float = 1.0) -> dict[str, Any]:
+            s: RunSamples, wall: float, rel: str, tdf: float = 1.0) -> RunRow:
     tags = {"workload": w.name, "scheme": scheme.label, "repetition": rep}
     if iteration is not None:
         tags["iteration"] = iteration
@@ -640,37 +630,31 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
                  and e.get("loop") in ("failure", "sim")
                  and a in str(e.get("what")) and b in str(e.get("what"))]
         reroute = (min(later) - s.failure_at) if later else None
-    cct = metrics.job_cct(summ.collectives)
-    tcp = summ.tcp
-    return {**tags, "ok": summ.completed, "cct": cct, "wall_s": round(wall, 3),
-            **verdict(s, spec, w, tdf, ranks),
-            "bytes_sent": summ.bytes_sent, "bytes_received": summ.bytes_received,
-            "bytes_conserved": summ.bytes_conserved,
-            "packets_sent": summ.packets_sent,
-            "retransmissions": summ.retransmissions, "reordered": summ.reordered,
-            **loss_columns(summ),
-            "trims": s.trims, "trim": s.trim,
-            **{k: getattr(summ, k) for k in TRANSPORT_COLUMNS},
-            "tcp_total_retrans": tcp.total_retrans if tcp else None,
-            "tcp_reord_seen": tcp.reord_seen if tcp else None, "drops": drops,
-            "qdepth_max": qmax,
-            "uplink_bytes": up_bytes, "inter_edge_wire_bytes": need,
-            "counter_ratio": (up_bytes / need) if up_bytes is not None and need else None,
-            "host_data_wire_bytes": metrics.data_wire_bytes(sched, hosts, w.mss),
-            "switch_host_rx_bytes": host_rx, "host_tx_bytes": s.host_tx_bytes,
-            "drop_reasons": json.dumps(drop_reasons) if drop_reasons else None,
-            "failure_at": s.failure_at, "reroute_s": reroute,
-            "failure_after_start_s": (s.failure_at - min(c.start for c in summ.collectives))
-            if s.failure_at is not None and summ.collectives else None,
-            "errors": "; ".join([*summ.errors, *s.errors])[:2000] or None, "dir": rel}
-
-
-def loss_columns(summ: JobSummary) -> dict[str, Any]:
-    """The run's ``LOSS_COLUMNS`` from its summary."""
-    f = summ.fct
-    return {"timeouts": summ.timeouts, "nacks": summ.nacks, "trim_nacks": summ.trim_nacks,
-            "fct_min_us": f.min_us, "fct_p50_us": f.p50_us, "fct_p99_us": f.p99_us,
-            "fct_tail_us": f.tail_us, "fct_spread": f.spread}
+    v = dict(verdict(s, spec, w, tdf, ranks))
+    tcp, fct = summ.tcp, summ.fct
+    return RunRow(
+        workload=w.name, scheme=scheme.label, repetition=rep, iteration=iteration,
+        ok=summ.completed, cct=metrics.job_cct(summ.collectives), wall_s=round(wall, 3),
+        valid=v.pop("valid"), invalid_reason=v.pop("invalid_reason"), guard=v,
+        bytes_sent=summ.bytes_sent, bytes_received=summ.bytes_received,
+        bytes_conserved=summ.bytes_conserved, packets_sent=summ.packets_sent,
+        retransmissions=summ.retransmissions, reordered=summ.reordered,
+        timeouts=summ.timeouts, nacks=summ.nacks, trim_nacks=summ.trim_nacks,
+        fct_min_us=fct.min_us, fct_p50_us=fct.p50_us, fct_p99_us=fct.p99_us,
+        fct_tail_us=fct.tail_us, fct_spread=fct.spread, trims=s.trims, trim=s.trim,
+        cc=summ.cc, spurious=summ.spurious, ce_fraction=summ.ce_fraction,
+        mean_window=summ.mean_window, mean_rate=summ.mean_rate,
+        tcp_total_retrans=tcp.total_retrans if tcp else None,
+        tcp_reord_seen=tcp.reord_seen if tcp else None, drops=drops, qdepth_max=qmax,
+        uplink_bytes=up_bytes, inter_edge_wire_bytes=need,
+        counter_ratio=(up_bytes / need) if up_bytes is not None and need else None,
+        host_data_wire_bytes=metrics.data_wire_bytes(sched, hosts, w.mss),
+        switch_host_rx_bytes=host_rx, host_tx_bytes=s.host_tx_bytes,
+        drop_reasons=json.dumps(drop_reasons) if drop_reasons else None,
+        failure_at=s.failure_at, reroute_s=reroute,
+        failure_after_start_s=(s.failure_at - min(c.start for c in summ.collectives))
+        if s.failure_at is not None and summ.collectives else None,
+        errors="; ".join([*summ.errors, *s.errors])[:2000] or None, dir=rel)
 
 
 def check_root(backend: str) -> str | None:

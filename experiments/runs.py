@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from model.dilation import to_fabric_time
 from topo.guard import judge_run
@@ -17,6 +18,88 @@ from traffic.metrics import JobSummary, RankMetrics
 from . import metrics
 from .backends import RunSamples
 from .config import WorkloadConfig
+
+
+@dataclass(slots=True)
+class RunRow:
+    """One run's row of runs.csv (docs/experiments.md): what it ran, whether it completed and
+    its CCT, the fidelity guard's verdict and figures, the hosts' accounting (traffic.metrics
+    JobSummary), the switches' counters against what the schedule needed, the link failure's
+    timing; fabric units. ``to_dict`` gives the CSV's columns in their order."""
+
+    workload: str
+    scheme: str
+    repetition: int
+    iteration: int | None
+    """The BSP iteration (no column for a workload without iterations)."""
+    ok: bool
+    cct: float | None
+    wall_s: float
+    valid: bool
+    invalid_reason: str | None
+    guard: dict[str, Any]
+    """The guard's other columns, named by topo/guard.judge (a backend with nothing hidden
+    to measure has none, or only its queues' tail drops)."""
+    bytes_sent: int
+    bytes_received: int
+    bytes_conserved: bool
+    packets_sent: int
+    retransmissions: int
+    reordered: int
+    timeouts: int
+    nacks: int
+    trim_nacks: int
+    fct_min_us: float | None
+    fct_p50_us: float | None
+    fct_p99_us: float | None
+    fct_tail_us: float | None
+    fct_spread: float | None
+    """Per-flow completion (htsim's validation figures: tail, spread = tail / minimum) and
+    loss recovery by timeout, NACK and trimmed-packet NACK (traffic.metrics.merge_ranks)."""
+    trims: int | None
+    trim: bool
+    cc: str | None
+    spurious: int
+    ce_fraction: float | None
+    mean_window: float | None
+    mean_rate: float | None
+    """The congestion control's figures: its name, spurious retransmissions, the CE-marked
+    fraction of acknowledged packets, the mean window (packets) and the mean pacing rate over
+    the line rate (rate-based algorithms)."""
+    tcp_total_retrans: int | None
+    tcp_reord_seen: int | None
+    drops: int | None
+    qdepth_max: int | None
+    uplink_bytes: int | None
+    inter_edge_wire_bytes: int
+    counter_ratio: float | None
+    host_data_wire_bytes: int
+    switch_host_rx_bytes: int | None
+    host_tx_bytes: int | None
+    drop_reasons: str | None
+    failure_at: float | None
+    reroute_s: float | None
+    failure_after_start_s: float | None
+    errors: str | None
+    dir: str
+    batch_shares: str | None = None
+    tdf: float = 1.0
+    rerun_of: int | None = None
+    """The repetition this one ran again after a step back (no column otherwise)."""
+
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"iteration", "rerun_of"})
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "guard":
+                out.update(v)
+            elif f.name in self.OPTIONAL and v is None:
+                continue
+            else:
+                out[f.name] = v
+        return out
 
 
 def load_ranks(out: Path, tdf: float = 1.0) -> list[RankMetrics]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 CAPACITY_REASONS = ("hosts cannot pace", "hidden queue", "CPU-bound",
                     "dropped at a host's receive socket", "dropped outside the P4 pipeline",
@@ -30,11 +29,11 @@ reason: one such run on a shared machine can be a neighbour's burst (it is left 
 ranking like any invalid run); two close together say the rate does not hold."""
 
 
-def capacity_reason(row: dict[str, Any]) -> str | None:
-    """The guard's reason of an invalid run row when it is the machine's capacity, else None."""
-    if row.get("valid") is not False:
+def capacity_reason(valid: bool, invalid_reason: str | None) -> str | None:
+    """The guard's reason of an invalid run when it is the machine's capacity, else None."""
+    if valid:
         return None
-    why = str(row.get("invalid_reason") or "")
+    why = invalid_reason or ""
     return why if any(f in why for f in CAPACITY_REASONS) else None
 
 

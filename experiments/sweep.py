@@ -194,7 +194,7 @@ def run_task(task: Task, out_root: str) -> dict[str, Any]:
     why = run.meta.get("interrupted")
     if why:
         raise TaskFailed(f"task {task.index} ({task.label}): {why}")
-    rows = [{**r, **task.tags, "task": task.index} for r in run.runs]
+    rows = [{**r.to_dict(), **task.tags, "task": task.index} for r in run.runs]
     return {"rows": rows, "dir": str(run.root), "node": socket.gethostname()}
 
 

@@ -3,6 +3,7 @@ scripted backend, and the CLI's one-line errors."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -14,6 +15,7 @@ from experiments import run as run_cli
 from experiments import runner
 from experiments.backends import Backend, RunSamples
 from experiments.config import from_dict
+from experiments.runs import RunRow
 
 TINY = {"name": "tiny", "backend": "sim", "topology": {"kind": "fattree", "k": 4, "bw_mbps": 10},
         "schemes": ["ecmp", "random"],
@@ -154,8 +156,10 @@ def test_a_close_call_gets_more_repetitions_up_to_the_cap(tmp_path: Path) -> Non
     w = cfg.workloads[0]
     a, b = (s.label for s in cfg.schemes[:2])
 
-    def rows(ccts: dict[str, list[float]]) -> list[dict]:
-        return [{"workload": w.name, "scheme": s, "ok": True, "valid": True, "cct": c}
+    def rows(ccts: dict[str, list[float]]) -> list[RunRow]:
+        blank = {f.name: None for f in dataclasses.fields(RunRow)}
+        return [RunRow(**{**blank, "workload": w.name, "scheme": s, "ok": True, "valid": True,
+                          "cct": c, "guard": {}})
                 for s, cs in ccts.items() for c in cs]
 
     run = runner.ExperimentRun(cfg, tmp_path)
@@ -167,7 +171,7 @@ def test_a_close_call_gets_more_repetitions_up_to_the_cap(tmp_path: Path) -> Non
     assert runner._settle_close_calls(run, cfg, w, {a: 3, b: 3}) == []     # robust
     # invalid runs do not count: b's one valid run has no interval, so no close call
     run.runs = rows({a: [100.0, 101.0, 99.0], b: [106.0, 107.0, 105.0]})
-    run.runs[-1]["valid"] = run.runs[-2]["valid"] = False
+    run.runs[-1].valid = run.runs[-2].valid = False
     assert runner._settle_close_calls(run, cfg, w, {a: 3, b: 3}) == []
     # an unresolved overlap (means 12 % apart, wide intervals) gets runs; one whose estimate
     # needs far more than the cap does not

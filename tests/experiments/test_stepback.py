@@ -43,13 +43,12 @@ def test_capacity_reasons_are_the_guards_own() -> None:
     for name, m in cases.items():
         row = judge(m, link).row
         assert row["valid"] is False, name
-        assert capacity_reason(row) == row["invalid_reason"], name
+        assert capacity_reason(row["valid"], row["invalid_reason"]) == row["invalid_reason"], name
     # loss that no counter saw is a gap in the accounting, not the rate's doing
     row = judge(Measures(data_sent=1000, data_arrived=900), link).row
-    assert row["valid"] is False and capacity_reason(row) is None
-    assert capacity_reason({"valid": True, "invalid_reason": None}) is None
-    assert capacity_reason({"ok": False, "valid": False, "invalid_reason": "did not complete"}) \
-        is None
+    assert row["valid"] is False and capacity_reason(False, row["invalid_reason"]) is None
+    assert capacity_reason(True, None) is None
+    assert capacity_reason(False, "did not complete") is None
 
 
 def test_the_policy_steps_on_k_of_the_last_n_along_the_ladder() -> None:
