@@ -25,4 +25,6 @@ class HardwareTarget(StrEnum):
 
     TOFINO = "tofino"
     """Intel Tofino 1/2 running p4src/tna/fabric.p4: ``model.tna`` turns the fabric's entries
-    into the TNA program's (action-profile groups, the slot table, ns timeouts); docs/tofino.md."""
+    into the TNA program's (action-profile groups, the slot table, ns timeouts, queue depths in
+    cells) and ``FabricController(target="tofino")`` writes and maintains them
+    (controller/tna_fabric.py); docs/tofino.md."""
