@@ -59,9 +59,9 @@ def test_the_simulators_tail_drops_reach_runs_csv(tmp_path: Path) -> None:
 def test_every_frame_the_emulated_fabric_lost_is_counted_at_a_site(tmp_path: Path,
                                                                    target: str) -> None:
     if target == "ebpf":
-        from p4switch.ebpf import toolchain
+        from p4switch import ebpf_unavailable_reason
 
-        if (why := toolchain.unavailable_reason()) is not None:
+        if (why := ebpf_unavailable_reason()) is not None:
             pytest.skip(why)
     row = _run(tmp_path, "mininet", 100_000, target)      # 1 Mb/s links
     assert row["ok"], row["errors"]
