@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from traffic.agentd import AgentClient, AgentGone
 from traffic.metrics import RankMetrics
 
+from .priority import SwitchPriority, prioritise_agent
 from .rundir import RunDir, kill_recorded, proc_start_time
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,8 +60,13 @@ class _Agent:
 class HostAgents:
     """Agent servers on a fabric's hosts; ``get_host(name)`` returns the Mininet host."""
 
-    def __init__(self, run: RunDir, get_host: Any, start_timeout: float = 60.0) -> None:
+    def __init__(self, run: RunDir, get_host: Any, start_timeout: float = 60.0,
+                 priority: SwitchPriority | str = SwitchPriority.NONE) -> None:
         self.rundir = run
+        self.priority = SwitchPriority(priority)
+        """How each agent is scheduled once it answers (topo/priority.py: the switches' way,
+        with a safety valve); ``applied`` says what each got."""
+        self.applied: dict[str, str] = {}
         self.get_host = get_host
         self.start_timeout = start_timeout
         self.dir = run.path / "agents"
@@ -89,6 +95,9 @@ class HostAgents:
             try:
                 a.client.connect(max(0.1, deadline - time.monotonic()), alive=a.alive)
                 a.client.request({"op": "ping"}, max(0.1, deadline - time.monotonic()))
+                # imports done (agentd preloads before it listens): from now on it sleeps
+                # between paced sends, and a woken agent must not wait behind the machine
+                self.applied[a.host] = prioritise_agent(a.proc.pid, self.priority)
             except AgentGone as e:
                 failed[a.host] = f"{e} ({a.exit_text()}; log {self.dir / (a.host + '.log')})"
                 self._stop_one(a)

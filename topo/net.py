@@ -174,7 +174,7 @@ class FabricNet:
         if self.run is None or self.net is None:
             raise TopoError("fabric not started")
         if self._agents is None:
-            self._agents = HostAgents(self.run, self.get)
+            self._agents = HostAgents(self.run, self.get, priority=self.switch_priority)
         return self._agents
 
     def stop(self) -> None:

@@ -38,6 +38,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from .realtime import install_valve
+
 MAX_LINE = 64 << 20
 """Longest request or reply accepted (a reply carries every local rank's metrics)."""
 
@@ -118,6 +120,7 @@ def serve(path: Path, parent: int | None = None) -> int:
     """Accept one caller at a time on ``path`` and answer its requests until ``quit``, or
     until process ``parent`` (the fabric's launcher) is gone."""
     _preload()
+    install_valve()   # before the launcher may raise us to real-time priority (on our ping)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

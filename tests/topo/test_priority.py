@@ -73,3 +73,49 @@ def test_topo_check_says_its_switches_ran_at_real_time() -> None:
                        timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"switches at SCHED_RR {RT_PRIORITY} (3)" in p.stdout, p.stdout
+
+
+_VALVE_CHILD = ("import signal, sys, time\n"
+                "from traffic import realtime\n"
+                "realtime.install_valve()\n"
+                "print('up', flush=True)\n"
+                "sys.stdin.readline()\n"            # the test raised us and set the limit
+                "t = time.process_time()\n"
+                "while not realtime.demoted and time.process_time() - t < 20:\n"
+                "    pass\n"                        # a runaway loop: never blocks
+                "print(realtime.policy(), realtime.demoted, flush=True)\n")
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (real-time scheduling)")
+def test_a_runaway_agent_leaves_real_time_instead_of_holding_a_core(monkeypatch) -> None:
+    """RLIMIT_RTTIME's soft limit sends SIGXCPU; the agent's valve (traffic/realtime.py)
+    demotes the process to the normal scheduler and it goes on living."""
+    from topo import priority
+
+    monkeypatch.setattr(priority, "AGENT_RTTIME_US", (50_000, 5_000_000))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p = subprocess.Popen([sys.executable, "-c", _VALVE_CHILD], cwd=root, text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert p.stdout is not None and p.stdin is not None
+        assert p.stdout.readline().strip() == "up"
+        assert priority.prioritise_agent(p.pid, "realtime") == \
+            f"SCHED_RR {priority.AGENT_RT_PRIORITY}"
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        assert p.stdout.readline().split() == ["normal", "True"]
+        assert p.wait(timeout=30) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_agents_follow_the_switches_unless_told_otherwise(child: int, monkeypatch) -> None:
+    from topo import priority
+
+    assert priority.prioritise_agent(child, "none") == "none"
+    monkeypatch.setattr(priority, "AGENTS_LIKE_SWITCHES", False)
+    assert priority.prioritise_agent(child, "realtime") == "none"
+    assert all(os.sched_getscheduler(t) == os.SCHED_OTHER for t in threads(child))

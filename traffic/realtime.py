@@ -1,0 +1,55 @@
+"""The host agent's safety valve when it runs at real-time priority.
+
+The launcher (topo/priority.py, ``prioritise_agent``) may put an agent's process under
+SCHED_RR so that a woken agent does not queue behind the machine's other work, and sets its
+RLIMIT_RTTIME: the CPU time it may use at that priority without blocking. A loop that never
+sleeps would otherwise hold a core until the kernel's real-time throttling (5 % of each second
+left to everything else). At the soft limit the kernel sends SIGXCPU; :func:`install_valve`'s
+handler then moves every thread of the process back to the normal scheduler and says so on
+stderr (the agent's log). Under the normal scheduler the signal never comes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from types import FrameType
+
+demoted = False
+"""The valve opened: this process left real-time scheduling (for the rest of its life)."""
+
+
+def to_normal() -> None:
+    """Every thread of this process under SCHED_OTHER (what a real-time overrun gets)."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
+        except (OSError, ValueError):
+            pass
+
+
+def _overrun(_sig: int, _frame: FrameType | None) -> None:
+    global demoted
+    if not demoted:
+        demoted = True
+        to_normal()
+        print("traffic agent: real-time CPU budget exceeded without blocking (RLIMIT_RTTIME): "
+              "back to the normal scheduler", file=sys.stderr, flush=True)
+
+
+def install_valve() -> None:
+    """Catch SIGXCPU (RLIMIT_RTTIME's soft limit) and demote instead of dying."""
+    if hasattr(signal, "SIGXCPU"):
+        signal.signal(signal.SIGXCPU, _overrun)
+
+
+def policy() -> str:
+    """This process's scheduling (``SCHED_RR 1``, ``normal``): for the agent's log."""
+    try:
+        pol = os.sched_getscheduler(0)
+        prio = os.sched_getparam(0).sched_priority
+    except OSError:
+        return "unknown"
+    return {os.SCHED_RR: f"SCHED_RR {prio}", os.SCHED_FIFO: f"SCHED_FIFO {prio}"}.get(
+        pol, "normal")
