@@ -100,6 +100,12 @@ def ramp_config(cfg: ExperimentConfig, tdf: float) -> ExperimentConfig:
     return dataclasses.replace(emu, parameters=dataclasses.replace(emu.parameters, loops=()))
 
 
+def probe_scheme(cfg: ExperimentConfig) -> int:
+    """Index of the scheme the probes run: the first that sprays (the most packets per
+    second through the most switches), else the first."""
+    return next((i for i, s in enumerate(cfg.schemes) if scheme_class(s.name).sprays), 0)
+
+
 def ramp_backend(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS) -> Any:
     """A Mininet backend for the ramp (not yet up), at its first (fastest) rate: pass it to
     :func:`run_ramp` (or :func:`calibrated_tdf`) and the experiment can go on running on the
@@ -117,16 +123,11 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
     """The ramp on the Mininet fabric (root): one fabric, one probe run per rate. With
     ``backend`` (from :func:`ramp_backend`, up or not) the ramp runs on it and leaves it up;
     otherwise it brings its own fabric up and down."""
-    from .runs import load_ranks, merge_ranks, verdict
-
     if cfg.fabric is None:
         raise ConfigError("fabric", "calibration needs a file in fabric units (a fabric block)")
-    fabric_bps = cfg.fabric.link_bps
-    tdfs = ramp_tdfs(fabric_bps, rates_mbps)
-    pick = next((i for i, s in enumerate(cfg.schemes) if scheme_class(s.name).sprays), 0)
-    w = cfg.workloads[0]
-    spec = cfg.spec()
-    hosts = cfg.hosts_of(w, spec)
+    tdfs = ramp_tdfs(cfg.fabric.link_bps, rates_mbps)
+    pick = probe_scheme(cfg)
+    hosts = cfg.hosts_of(cfg.workloads[0], cfg.spec())
     out = out or Path("results") / "calibration" / time.strftime("%Y%m%dT%H%M%SZ",
                                                                   time.gmtime())
     be = backend if backend is not None else ramp_backend(cfg, rates_mbps)
@@ -135,47 +136,21 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
     try:
         if be.net is None:
             be.up(be.cfg.schemes[pick])
-        def probe(tdf: float, emu: ExperimentConfig, n: int) -> dict[str, Any]:
-            """Probe ``n`` (0: the first) at ``tdf`` (``emu``: the file dilated by it): one
-            run of the workload, judged."""
-            w_emu = dataclasses.replace(emu.workloads[0],
-                                        timeout_s=min(w.timeout_s, PROBE_TIMEOUT_S))
-            sched = w_emu.schedule_for(len(hosts), seed=cfg.parameters.seed)
-            d = out / f"tdf{tdf:g}" / f"probe{n}" if n else out / f"tdf{tdf:g}"
-            t0 = time.time()
-            samples = be.run(sched, hosts, w_emu, d)
-            ranks = load_ranks(d / "traffic")
-            summ = merge_ranks(ranks, sched.ranks)
-            guard = verdict(samples, spec, w, tdf, ranks, headroom=HEADROOM)
-            ok = summ.completed
-            row = {"tdf": tdf, "emulated_mbps": fabric_bps / tdf / 1e6, "completed": ok,
-                   "wall_s": round(time.time() - t0, 2), **guard}
-            if not ok:
-                row["valid"] = False
-                row["invalid_reason"] = "; ".join(
-                    x for x in ("did not complete", guard.get("invalid_reason")) if x)
-            cct = metrics.job_cct(summ.collectives) if ok else None
-            row["cct_us"] = None if cct is None else cct / tdf * 1e6
-            log(f"  TDF {tdf:g} ({row['emulated_mbps']:g} Mb/s)"
-                + (f", probe {n + 1}" if n else "") + ": "
-                + (f"valid with thresholds x{HEADROOM:g}" if row["valid"]
-                   else f"invalid (thresholds x{HEADROOM:g}): {row['invalid_reason']}")
-                + (f", CCT {row['cct_us']:.1f} fabric µs" if row["cct_us"] else "")
-                + f" (wall {row['wall_s']} s)")
-            return row
 
         for tdf in tdfs:
             emu = ramp_config(cfg, tdf)
             be.tdf = tdf
             be.retune(emu)
             be.set_scheme(emu.schemes[pick])
-            row = probe(tdf, emu, 0)
+            row = probe_run(be, cfg, emu, 0, hosts, tdf, out / f"tdf{tdf:g}", log=log)
             result.ramp.append(row)
             for line in decision.add(row):
                 log("  " + line)
             n = 1
             while decision.candidate is row and n < CANDIDATE_PROBES:
-                row = decision.repeat(probe(tdf, emu, n))
+                row = decision.repeat(probe_run(be, cfg, emu, 0, hosts, tdf,
+                                                out / f"tdf{tdf:g}" / f"probe{n}", log=log,
+                                                n=n))
                 result.ramp[-1] = row
                 n += 1
             if decision.done:
@@ -187,6 +162,46 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
         if out.exists():   # under sudo: the invoking user's, like the experiment's results
             give_back(out, upto=Path("results") if out.is_relative_to("results") else None)
     return result
+
+
+def probe_run(be: Any, cfg: ExperimentConfig, emu: ExperimentConfig, wi: int,
+              hosts: list[str], tdf: float, d: Path, headroom: float = HEADROOM,
+              log: Any = None, n: int = 0) -> dict[str, Any]:
+    """One probe: workload ``wi`` of ``cfg`` run once on ``be`` (up, retuned to ``tdf``;
+    ``emu``: ``cfg`` dilated by it) into ``d``, judged by the guard with ``headroom``
+    (``valid_calibration``: with the ramp's ``HEADROOM``), and said with ``log`` (``n``: the
+    probe's number at this rate, 0 the first). The ramp's unit, and bench/capacity.py's (so
+    the two agree)."""
+    from .runs import load_ranks, merge_ranks, verdict
+
+    w = cfg.workloads[wi]
+    w_emu = dataclasses.replace(emu.workloads[wi], timeout_s=min(w.timeout_s, PROBE_TIMEOUT_S))
+    sched = w_emu.schedule_for(len(hosts), seed=cfg.parameters.seed)
+    t0 = time.time()
+    samples = be.run(sched, hosts, w_emu, d)
+    ranks = load_ranks(d / "traffic")
+    summ = merge_ranks(ranks, sched.ranks)
+    guard = verdict(samples, cfg.spec(), w, tdf, ranks, headroom=headroom)
+    ok = summ.completed
+    fabric_bps = cfg.fabric.link_bps if cfg.fabric else 0.0
+    row = {"tdf": tdf, "emulated_mbps": fabric_bps / tdf / 1e6, "completed": ok,
+           "wall_s": round(time.time() - t0, 2), **guard}
+    if not ok:
+        row["valid"] = False
+        row["invalid_reason"] = "; ".join(
+            x for x in ("did not complete", guard.get("invalid_reason")) if x)
+    row["valid_calibration"] = row["valid"] if headroom == HEADROOM else \
+        ok and verdict(samples, cfg.spec(), w, tdf, ranks, headroom=HEADROOM)["valid"]
+    cct = metrics.job_cct(summ.collectives) if ok else None
+    row["cct_us"] = None if cct is None else cct / tdf * 1e6
+    if log is not None:
+        log(f"  TDF {tdf:g} ({row['emulated_mbps']:g} Mb/s)"
+            + (f", probe {n + 1}" if n else "") + ": "
+            + (f"valid with thresholds x{headroom:g}" if row["valid"]
+               else f"invalid (thresholds x{headroom:g}): {row['invalid_reason']}")
+            + (f", CCT {row['cct_us']:.1f} fabric µs" if row["cct_us"] else "")
+            + f" (wall {row['wall_s']} s)")
+    return row
 
 
 def link_bound(fast: dict[str, Any], slow: dict[str, Any]) -> bool:
