@@ -213,9 +213,12 @@ class MininetBackend(Backend):
             return _FailureTimer(self, w, res, sampler,
                                  inter_edge_wire_bytes(self.spec, schedule, hosts, w.mss) // 10)
 
-        return self.session.run_schedule(schedule, hosts, w, out,
-                                         policy_args=self.scheme.traffic_args(self.cfg.topology),
-                                         during=failure)
+        res = self.session.run_schedule(schedule, hosts, w, out,
+                                        policy_args=self.scheme.traffic_args(self.cfg.topology),
+                                        during=failure)
+        res.trim = bool(self.cfg.fabric and self.cfg.fabric.trim)
+        res.trims = res.measures.trims if res.measures is not None else None
+        return res
 
     def seed_data_plane(self, seed: int) -> None:
         self.session.seed_data_plane(seed)

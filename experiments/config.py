@@ -793,8 +793,10 @@ def from_dict(d: Any) -> ExperimentConfig:
         raise ConfigError("parameters.tdf", "time dilation needs a fabric block (the file's "
                           "times are otherwise the emulation's own)")
     backend = _str(d, "backend", "", "mininet", BACKENDS)
-    if fabric is not None and fabric.trim and backend != "sim":
-        raise ConfigError("fabric.trim", "packet trimming runs on the sim backend only")
+    if fabric is not None and fabric.trim and backend != "sim" \
+            and params.target != Target.P4SWITCH:
+        raise ConfigError("fabric.trim", f"target {params.target} does not trim packets "
+                          "(BMv2 and the eBPF target's qdiscs tail-drop): use target p4switch")
     for i, w in enumerate(workloads):
         if w.tm is not None and read_cm(w.tm).failures:
             if backend != "sim" or topo.kind != "fattree":

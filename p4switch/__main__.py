@@ -419,6 +419,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--target ebpf takes Linux interfaces only (no pcap ports)")
         if args.pcap:
             parser.error("--pcap needs --target python (eBPF frames never reach this process)")
+        if args.trim_bytes is not None:
+            parser.error("--trim-bytes needs --target python (the eBPF target's queues are "
+                         "the kernel's qdiscs, which tail-drop)")
     _setup_logging(args.log_level)
 
     from p4switch.ports import PcapFilePort, RawPort

@@ -93,6 +93,7 @@ class HiddenStats:
 
 class _QueueCounts(Protocol):
     tail_drops: int
+    trimmed: int
 
 
 class _PortCounts(Protocol):
@@ -119,9 +120,11 @@ class SwitchDropSites:
     same queues would drop too). ``pipeline``: drops the P4 program decided (mark_to_drop) or
     the pipeline reported (parser/run-time error, no egress port), by reason. ``discards``:
     frames the switch dropped around the program — a fidelity fault or a bug, never a
-    property of the scheme."""
+    property of the scheme. ``trimmed``: packets a full queue cut to their headers (trimming,
+    ``--trim-bytes``): delivered, not lost, and a result like ``tail_drops``."""
 
     tail_drops: int = 0
+    trimmed: int = 0
     pipeline: dict[str, int] = field(default_factory=dict)
     discards: dict[str, int] = field(default_factory=dict)
 
@@ -141,6 +144,8 @@ def switch_drop_sites(queues: Iterable[_QueueCounts], ports: Iterable[_PortCount
                 "no_program": counters.no_program, "pipeline_errors": counters.pipeline_errors,
                 "tx_no_port": counters.tx_no_port, "flushed": counters.flushed,
                 "packet_out_dropped": counters.packet_out_dropped}
+    queues = list(queues)
     return SwitchDropSites(tail_drops=sum(q.tail_drops for q in queues),
+                           trimmed=sum(q.trimmed for q in queues),
                            pipeline={k: v for k, v in counters.drops.items() if v},
                            discards=discards)

@@ -130,6 +130,9 @@ def parser() -> argparse.ArgumentParser:
                    "emulated by p4switch only)")
     u.add_argument("--queue-packets", type=_positive_int, default=64, metavar="N",
                    help="egress queue depth of every port, packets (default %(default)s)")
+    u.add_argument("--trim", action="store_true",
+                   help="packet trimming (UEC's; target p4switch): a full queue cuts a packet "
+                        "to its headers, the receiver NACKs it (default: tail drop)")
     u.add_argument("--flowlet-gap-us", type=_us, default=50.0, metavar="US",
                    help="flowlet timeout of a flowlet scheme that states none (default "
                    "%(default)s µs)")
@@ -249,7 +252,7 @@ def session_of(a: argparse.Namespace) -> Any:
         scheme=a.scheme, transport=fabric_transport(a.cc, min_rto_us=a.min_rto_us),
         loops=a.loops, control_period_us=a.control_period_us, target=a.target,
         switch_priority=a.switch_priority, lock_timeout_s=a.lock_wait, run_dir=a.run_dir,
-        pcap=a.pcap, log_level=a.log_level)
+        pcap=a.pcap, log_level=a.log_level, trim=a.trim)
 
 
 def main(argv: list[str] | None = None) -> int:

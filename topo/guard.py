@@ -91,6 +91,9 @@ class Measures:
     egress_delay_us: LogHistogram = field(default_factory=LogHistogram)
     tail_drops: int = 0
     """Packets the P4 egress queues tail-dropped (full): congestion, a result of the run."""
+    trims: int = 0
+    """Packets the P4 egress queues trimmed to their headers (full, ``fabric.trim``): a
+    result of the run, as tail drops; the receivers NACK them, nothing is lost."""
     pipeline_drops: dict[str, int] = field(default_factory=dict)
     """Drops the P4 pipeline reported, by reason (mark_to_drop, parser_error, ...): the
     program's decisions, a result."""
@@ -158,11 +161,13 @@ class Measures:
     @property
     def uncounted(self) -> int | None:
         """Data frames lost beyond every drop counted anywhere (ACKs and beacons that died are
-        among the counted drops, so a closed account has 0); None: not measured."""
+        among the counted drops, so a closed account has 0); None: not measured. A frame a
+        switch trimmed reaches its receiver as headers only, which NACKs it rather than count
+        it as an arrival: accounted by ``trims``."""
         if self.data_sent is None or self.data_arrived is None:
             return None
         lost = self.data_sent - self.data_arrived
-        return max(0, lost - sum(self.sites().values()))
+        return max(0, lost - self.trims - sum(self.sites().values()))
 
 
 SITES = {"p4_queue": "P4 egress queue full (tail drop): congestion",
@@ -275,7 +280,7 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
            "qdisc_drops": m.qdisc_drops, "veth_drops": m.veth_drops,
            **{f"drops_{k}": v for k, v in sites.items()},
            "data_frames_sent": m.data_sent, "data_frames_arrived": m.data_arrived,
-           "data_frames_uncounted": uncounted,
+           "data_frames_uncounted": uncounted, "trims": m.trims,
            "drops_detail": json.dumps(detail, sort_keys=True) if detail else None,
            "frames_switched": m.frames_switched,
            "ingress_lag_p50_us": fab(m.ingress_lag_us.quantile(0.5)),

@@ -66,7 +66,7 @@ class FabricNet:
                  log_level: str = "warn", lock_timeout: float = 0.0,
                  ready_timeout: float = 60.0, queue_depth: int | None = None,
                  socket_buffer: int | None = None, switch_priority: str = "realtime",
-                 prop_delay_us: float = 0.0) -> None:
+                 prop_delay_us: float = 0.0, trim_bytes: int | None = None) -> None:
         if target not in TARGETS:
             raise TopoError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
         # the arguments first: a wrong combination is wrong whatever is installed
@@ -78,6 +78,9 @@ class FabricNet:
                             "target p4switch, a delay of 0"
                             + (", or topo.session.FabricSession, whose hosts add it"
                                if target == Target.EBPF else ""))
+        if trim_bytes is not None and target != Target.P4SWITCH:
+            raise TopoError(f"target {target} does not trim packets (BMv2 and the eBPF "
+                            "target's qdiscs tail-drop): use target p4switch, or no trimming")
         if target == Target.BMV2 and (missing := BMv2Switch.missing_tools()):
             raise TopoError(f"target bmv2 needs {' and '.join(missing)} on PATH "
                             "(build p4c and BMv2, or use target p4switch)")
@@ -94,7 +97,8 @@ class FabricNet:
         self.log_level = log_level
         self.ready_timeout = ready_timeout
         self.switch_opts: dict[str, Any] = {"queue_depth": queue_depth,
-                                            "socket_buffer": socket_buffer}
+                                            "socket_buffer": socket_buffer,
+                                            "trim_bytes": trim_bytes}
         """p4switch options of every switch (None: its default)."""
         self.switch_priority = SwitchPriority(switch_priority)
         """How every switch process is scheduled (topo/priority.py): ``python -m topo`` and

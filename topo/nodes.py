@@ -55,7 +55,8 @@ class P4Switch(Switch):
                  log_level: str = "warn", queue_depth: int | None = None,
                  socket_buffer: int | None = None,
                  port_delays: dict[int, float] | None = None,
-                 host_ports: set[int] | None = None, **params) -> None:
+                 host_ports: set[int] | None = None, trim_bytes: int | None = None,
+                 **params) -> None:
         if spec is None:
             raise TopoError(f"switch {name}: no SwitchSpec (build the net from a FabricSpec)")
         params.setdefault("dpid", f"{spec.device_id:016x}")
@@ -72,6 +73,8 @@ class P4Switch(Switch):
         self.log_level = log_level
         self.queue_depth = queue_depth
         self.socket_buffer = socket_buffer
+        self.trim_bytes = trim_bytes
+        """Packet trimming at the egress queues (``--trim-bytes``; None: tail drop)."""
         self.proc: subprocess.Popen | None = None
 
     # ---- paths --------------------------------------------------------------------------------
@@ -112,6 +115,8 @@ class P4Switch(Switch):
             cmd += ["--queue-depth", str(self.queue_depth)]
         if self.socket_buffer:
             cmd += ["--socket-buffer", str(self.socket_buffer)]
+        if self.trim_bytes:
+            cmd += ["--trim-bytes", str(self.trim_bytes)]
         if self.pcap:
             cmd += ["--pcap", str(self.pcap_dir)]
         return cmd

@@ -171,6 +171,7 @@ def measures(before: Snapshot, after: Snapshot) -> Measures:
         sa, sb = a.get("drop_sites"), b.get("drop_sites") or {}
         if sa is not None:
             m.tail_drops += sa["tail_drops"] - sb.get("tail_drops", 0)
+            m.trims += sa.get("trimmed", 0) - sb.get("trimmed", 0)
             _add_diff(m.pipeline_drops, sa["pipeline"], sb.get("pipeline", {}))
             _add_diff(m.switch_discards, sa["discards"], sb.get("discards", {}))
         delay = _diff(a["egress_delay_us"], b.get("egress_delay_us"))

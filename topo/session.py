@@ -41,7 +41,7 @@ from model.dilation import Dim, dilate, dim, format_rate, parse_rate
 from model.schemes import DEFAULT_SCHEME
 from model.spec import FabricSpec, fat_tree, leaf_spine
 from model.targets import Target
-from traffic.wire import HDR
+from traffic.wire import HDR, TRIM_BYTES
 
 from .owner import give_back
 from .priority import SwitchPriority
@@ -103,9 +103,10 @@ class RunSamples:
     tail_drops: int | None = None
     """The egress queues' tail drops as the backend counted them itself (the simulator)."""
     trims: int | None = None
-    """Packets the queues trimmed to their headers (the simulator)."""
+    """Packets the queues trimmed to their headers (the simulator's, or the p4switch queues'
+    as the guard's probes read them)."""
     trim: bool = False
-    """The queues trim instead of dropping (the simulator's ``trim``)."""
+    """The queues trim instead of dropping (``fabric.trim``)."""
 
 
 class Sampler(threading.Thread):
@@ -330,6 +331,8 @@ class CollectiveRun:
         loops = f"; {len(self.loop_events)} control-loop actions" if self.loop_events else ""
         queue = "" if self.qdepth_max is None else \
             f"; deepest queue {self.qdepth_max} packets"
+        if self.guard.get("trims"):
+            queue += f"; {self.guard['trims']} packets trimmed"
         return (f"{head}: CCT {self.cct_us:.1f} µs (fabric time, TDF {self.tdf:g}; {state}; "
                 f"{self.retransmissions} retransmissions{queue}{loops})\n"
                 + ("valid: the emulation kept up" if self.valid else
@@ -356,14 +359,15 @@ class FabricSession:
                  switch_priority: str = SwitchPriority.REALTIME.value,
                  socket_buffer: int | None = 262144, lock_timeout_s: float = 0.0,
                  run_dir: str | Path | None = None, pcap: bool = False,
-                 log_level: str = "warn") -> None:
+                 log_level: str = "warn", trim: bool = False) -> None:
         from .calibration import topology_key
 
         bps = parse_rate(link_rate)
         if not bps > 0:
             raise ValueError(f"link_rate must be > 0, got {link_rate!r}")
         fabric = FabricConfig(link_rate=format_rate(bps), prop_delay_us=prop_delay_us, mtu=mtu,
-                              queue_packets=queue_packets, flowlet_gap_us=flowlet_gap_us)
+                              queue_packets=queue_packets, flowlet_gap_us=flowlet_gap_us,
+                              trim=trim)
         if isinstance(topology, FabricSpec):
             spec, key = topology, topology.name
         elif topology == "fattree":
@@ -564,7 +568,8 @@ class FabricSession:
                              lock_timeout=self.lock_timeout_s, queue_depth=self._queue_depth(),
                              socket_buffer=self.socket_buffer,
                              switch_priority=self.switch_priority,
-                             prop_delay_us=self.prop_delay_us)
+                             prop_delay_us=self.prop_delay_us,
+                             trim_bytes=TRIM_BYTES if f and f.trim else None)
         try:
             self.net.start()
             self.priority = dict(self.net.priority)

@@ -45,7 +45,8 @@ class FabricConfig:
     """Default flowlet timeout of ``flowlet`` schemes that state none."""
     trim: bool = False
     """Packet trimming at every switch queue (UEC's; off: tail drop, as v1model): the
-    simulator only (sim.network.SimConfig.trim; docs/htsim.md)."""
+    simulator's queues (sim.network.SimConfig.trim) or p4switch's (``--trim-bytes``, target
+    p4switch only); docs/htsim.md."""
 
     @property
     def link_bps(self) -> float:

@@ -599,7 +599,7 @@ class HostAgent:
             if rt is not None:
                 self._sender(rt.dev).send(self.frames.ack(ip, sport, self.s.job, me, peer,
                                                           flow, a.cum, a.base, a.sack, a.nack,
-                                                          a.ce, a.dup))
+                                                          a.ce, a.dup, a.trimmed))
                 return
             msg = HDR.pack(VERSION, a.flags, self.s.job, me, peer, 0, 0, flow, a.cum, 0, 0, 0) \
                 + ACK.pack(a.cum, a.base, a.sack, a.ce)

@@ -24,6 +24,7 @@ from .wire import (
     F_ACK,
     F_DUP,
     F_NACK,
+    F_TRIM,
     HDR,
     HDR_AT,
     OVERHEAD,
@@ -118,10 +119,12 @@ class FrameCache:
         return f
 
     def ack(self, dst_ip: str, sport: int, job: int, me: int, peer: int, flow: int, cum: int,
-            base: int, sack: int, nack: bool, ce: int, dup: bool = False) -> bytearray:
+            base: int, sack: int, nack: bool, ce: int, dup: bool = False,
+            trimmed: bool = False) -> bytearray:
         """The ACK frame from rank ``me`` to ``peer`` for ``flow`` with UDP source port
         ``sport``: the entropy of the data it answers, so ACKs spread over the ECMP paths
         like the data (UEC ACKs echo the entropy value) instead of all sharing one path from
-        port 4791."""
+        port 4791. ``trimmed``: a NACK of a packet a switch trimmed (F_TRIM)."""
         return self.control(dst_ip, sport, F_ACK | (F_NACK if nack else 0) |
-                            (F_DUP if dup else 0), job, me, peer, flow, cum, base, sack, ce)
+                            (F_DUP if dup else 0) | (F_TRIM if trimmed else 0), job, me, peer,
+                            flow, cum, base, sack, ce)

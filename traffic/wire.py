@@ -20,7 +20,7 @@ from model.entropy import ROCEV2_PORT
 __all__ = ["ACK", "ACK_AT", "F_ACK", "F_ACKREQ", "F_DUP", "F_LAST", "F_NACK", "F_READY", "F_RETX",
            "F_TRIM",
            "FLAG_NAMES",
-           "HDR", "HDR_AT", "OVERHEAD", "ROCEV2_PORT", "SPORT_AT", "VERSION", "ip4",
+           "HDR", "HDR_AT", "OVERHEAD", "ROCEV2_PORT", "SPORT_AT", "TRIM_BYTES", "VERSION", "ip4",
            "l2l3_header", "mac6"]
 
 VERSION = 2
@@ -48,6 +48,9 @@ SPORT_AT = 14 + 20           # UDP source port inside a frame
 HDR_AT = 14 + 20 + 8         # collective header inside a frame
 OVERHEAD = HDR_AT + HDR.size  # bytes on the wire besides payload (no FCS/preamble)
 ACK_AT = HDR_AT + HDR.size   # the ACK fields inside an ACK frame
+TRIM_BYTES = ACK_AT
+"""What a switch that trims keeps of a data frame (p4switch ``--trim-bytes``): Ethernet, IPv4,
+UDP and the collective header, whose sequence number the receiver NACKs."""
 
 _ETH = struct.Struct("!6s6sH")
 _IP = struct.Struct("!BBHHHBBHII")

@@ -76,11 +76,15 @@ def test_trimming_and_the_per_flow_figures_reach_runs_csv(tmp_path: Path) -> Non
         assert r["fct_spread"] == pytest.approx(r["fct_tail_us"] / r["fct_min_us"], rel=1e-3)
 
 
-def test_trimming_is_refused_on_mininet(tmp_path: Path) -> None:
+def test_trimming_on_mininet_needs_the_p4switch_target(tmp_path: Path) -> None:
+    """p4switch trims (``--trim-bytes``); BMv2 and the eBPF target's qdiscs tail-drop."""
     tm = tmp_path / "incast.cm"
     tm.write_text(INCAST)
     d = _cfg(tm)
     d.update(backend="mininet")
     d["fabric"]["trim"] = True
-    with pytest.raises(ConfigError, match="fabric.trim: packet trimming runs on the sim"):
-        from_dict(d)
+    assert from_dict(d).fabric.trim
+    for target in ("bmv2", "ebpf"):
+        d["parameters"] = {"loops": [], "target": target}
+        with pytest.raises(ConfigError, match=f"fabric.trim: target {target} does not trim"):
+            from_dict(d)

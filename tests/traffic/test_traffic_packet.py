@@ -59,3 +59,21 @@ def test_entropy_ports_spread_a_flow():
     assert len(ports) == 8
     assert all(49152 <= p <= 65535 for p in ports)
     assert entropy_port(1, 0, 42, 3) == entropy_port(1, 0, 42, 3)
+
+
+def test_a_trimmed_packets_nack_keeps_its_trim_flag_on_the_wire():
+    """The agent's raw ACK frames carry every flag of the ACK: a NACK of a trimmed packet
+    must say so (F_TRIM), or its sender takes it for a reordering NACK and waits for a
+    timeout."""
+    from traffic.transport import Ack
+    from traffic.wire import ACK_AT, HDR_AT
+
+    route = Route("eth0", "10.0.0.1", "02:00:00:00:00:01", "10.0.0.254", "02:00:00:00:00:fe")
+    cache = FrameCache()
+    cache.prebuild_ack(route, "10.0.1.9")
+    sent = Ack(3, 7, 0, nack=True, trimmed=True)
+    f = bytes(cache.ack("10.0.1.9", 50000, 1, 0, 1, 77, sent.cum, sent.base, sent.sack,
+                        sent.nack, sent.ce, sent.dup, sent.trimmed))
+    flags = HDR.unpack_from(f, HDR_AT)[1]
+    assert flags == sent.flags
+    assert Ack.parse(flags, *ACK.unpack_from(f, ACK_AT)) == sent
