@@ -22,7 +22,7 @@ from model.routing import EcnRamp, EcnThreshold
 from model.spec import SpecError, degrade_links, fat_tree, leaf_spine, random_switch_links
 from p4switch import parse_bit_rate
 from traffic.congestion import DEFAULT_CC, REGISTRY, base_rtt, fabric_ecn_threshold, host_hops
-from traffic.congestion.nscc import UEC_PRESET
+from traffic.congestion.nscc import uec_preset
 from traffic.schedules import GENERATORS, ScheduleError, parse_size
 from traffic.schedules.cm import dump_cm, failed_links, load_cm
 from traffic.transport import WIRE_OVERHEAD
@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="congestion control (traffic.congestion; default %(default)s)")
     ap.add_argument("--cc-preset", choices=["uec"],
                     help="uec: NSCC as htsim's UEC NSCC starts (1.5 BDP window, 0.75 RTT "
-                         "queueing target; traffic.congestion.nscc.UEC_PRESET)")
+                         "queueing target with --trim, 1 RTT without, as htsim's; "
+                         "traffic.congestion.nscc.uec_preset)")
     ap.add_argument("--cc-param", action="append", default=[], metavar="NAME=VALUE",
                     help="a parameter of --cc, e.g. g=0.0625 (repeatable)")
     ap.add_argument("--min-rto-us", type=float, default=None,
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.cc_preset:
             if a.cc != "nscc":
                 raise ValueError(f"--cc-preset {a.cc_preset} is for --cc nscc")
-            params = {**UEC_PRESET, **params}
+            params = {**uec_preset(a.trim), **params}
         transport = SIM_TRANSPORT.with_cc(a.cc, params)
         if a.mtu is not None:
             if not WIRE_OVERHEAD < a.mtu <= MAX_MTU:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from traffic.congestion import CcContext, cc_params, make_cc
-from traffic.congestion.nscc import UEC_PRESET
+from traffic.congestion.nscc import UEC_PRESET, uec_preset
 
 
 def test_the_uec_preset_starts_at_one_and_a_half_bdp() -> None:
@@ -21,3 +21,11 @@ def test_without_a_base_rtt_or_the_preset_the_defaults_hold() -> None:
     assert make_cc("nscc", CcContext(100e9, 4150, 256), UEC_PRESET).window == 16
     assert make_cc("nscc", CcContext(100e9, 4150, 256, base_rtt=14e-6), {}).window == 16
     assert cc_params("nscc", UEC_PRESET).init_bdp == 1.5
+
+
+def test_without_trimming_the_preset_aims_at_one_rtt_as_htsim() -> None:
+    """htsim's initNsccParams: target 0.75 RTT when trimming, the whole RTT under -disable_trim."""
+    assert uec_preset(True) == UEC_PRESET
+    assert uec_preset(False) == {"init_bdp": 1.5, "target_qdelay_rtts": 1.0}
+    cc = make_cc("nscc", CcContext(100e9, 4150, 256, base_rtt=14e-6), uec_preset(False))
+    assert cc.target == pytest.approx(14e-6 * 2.0)   # type: ignore[attr-defined]  # Nscc's

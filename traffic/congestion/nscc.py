@@ -49,10 +49,16 @@ class NsccParams:
 
 
 UEC_PRESET: dict[str, float] = {"init_bdp": 1.5, "target_qdelay_rtts": 0.75}
-"""htsim's UEC NSCC starting point (uet-htsim prints it: a window of 1.5 BDP, a queueing-delay
-target of 0.75 of the fabric's unloaded RTT); ``python -m sim --cc-preset uec``. The rest of
-htsim's NSCC (fast, fair and proportional increase, quick decrease, quick adapt) is not this
-Swift-like window's (docs/htsim.md)."""
+"""htsim's UEC NSCC starting point with trimming on (uet-htsim's uec.cpp: a window of 1.5 BDP,
+a queueing-delay target of 0.75 of the fabric's unloaded RTT); ``uec_preset`` for either case,
+``python -m sim --cc-preset uec``. The rest of htsim's NSCC (fast, fair and proportional
+increase, quick decrease, quick adapt) is not this Swift-like window's (docs/htsim.md)."""
+
+
+def uec_preset(trimming: bool = True) -> dict[str, float]:
+    """``UEC_PRESET`` for a fabric with or without trimming: htsim aims at 0.75 of the RTT when
+    its switches trim and at the whole RTT when they drop (``-disable_trim``)."""
+    return {**UEC_PRESET, "target_qdelay_rtts": 0.75 if trimming else 1.0}
 
 
 @register
