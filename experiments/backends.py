@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from controller.fabric import ControlEvent
 from controller.loops import ControlLoop
 from model.spec import FabricSpec
 from topo.session import (
@@ -388,11 +389,11 @@ class SimBackend(Backend):
                        trims=res.trims, trim=cfg.trim)
         # a cut is the link's doing ("link"), a reroute the controller's: the runner times
         # the reroute from the first controller event naming the link after the cut
-        s.events = [{"time": t / 1e6, "loop": "link" if what.startswith("link ") else "sim",
-                     "switch": None, "what": what} for t, what in net.events]
-        s.events += [{"time": t / 1e6, "loop": loop, "switch": sw, "what": what}
+        s.events = [ControlEvent(t / 1e6, "link" if what.startswith("link ") else "sim", None,
+                                 what) for t, what in net.events]
+        s.events += [ControlEvent(t / 1e6, loop, sw, what)
                      for t, loop, sw, what in net.control_events]
-        s.events.sort(key=lambda e: e["time"])
+        s.events.sort(key=lambda e: e.time)
         if w.failure:
             s.failure_at = w.failure.at_s
         return s

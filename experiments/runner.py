@@ -33,7 +33,7 @@ from typing import Any, cast
 import pandas as pd
 import yaml
 
-from model.dilation import dilate, knobs, to_fabric_time
+from model.dilation import dilate, knobs
 from topo.owner import give_back
 from traffic.metrics import RankMetrics
 
@@ -516,7 +516,7 @@ def fabric_samples(s: RunSamples, tdf: float) -> RunSamples:
         return df.assign(**scaled)
     return dataclasses.replace(
         s, links=frame(s.links), queues=frame(s.queues), counters=frame(s.counters),
-        events=to_fabric_time(s.events, tdf),
+        events=[dataclasses.replace(e, time=e.time / tdf) for e in s.events],
         failure_at=None if s.failure_at is None else s.failure_at / tdf,
         restore_at=None if s.restore_at is None else s.restore_at / tdf)
 
@@ -608,7 +608,7 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
     rec.add("links", s.links, **tags)
     rec.add("queues", s.queues, **tags)
     rec.add("counters", s.counters, **tags)
-    rec.add("events", s.events, **tags)
+    rec.add("events", [dataclasses.asdict(e) for e in s.events], **tags)
     util = metrics.link_utilisation(s.links.assign(**tags), spec) if not s.links.empty \
         else pd.DataFrame()
     up_bytes = int(util.loc[util["tier"].isin(["edge->agg", "leaf->spine"]), "bytes"].sum()) \
@@ -625,10 +625,9 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
     reroute = None
     if s.failure_at is not None:
         a, b = w.failure.link if w.failure else ("", "")
-        later = [e["time"] for e in s.events   # the loop's detection of THIS link going down
-                 if e.get("time") is not None and e["time"] >= s.failure_at
-                 and e.get("loop") in ("failure", "sim")
-                 and a in str(e.get("what")) and b in str(e.get("what"))]
+        later = [e.time for e in s.events   # the loop's detection of THIS link going down
+                 if e.time >= s.failure_at and e.loop in ("failure", "sim")
+                 and a in e.what and b in e.what]
         reroute = (min(later) - s.failure_at) if later else None
     v = dict(verdict(s, spec, w, tdf, ranks))
     tcp, fct = summ.tcp, summ.fct

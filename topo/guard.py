@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any
 from common.histogram import RELATIVE_ERROR, LogHistogram
 
 if TYPE_CHECKING:
+    from controller.fabric import ControlEvent
     from traffic.metrics import RankMetrics
 
 HIDDEN_DROP_FRACTION = 0.001
@@ -292,7 +293,7 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
     return Verdict(not reasons, tuple(reasons), row)
 
 
-def judge_run(m: Measures, ranks: Sequence[RankMetrics], events: list[dict[str, Any]],
+def judge_run(m: Measures, ranks: Sequence[RankMetrics], events: Sequence[ControlEvent],
               link_bps: float, tdf: float = 1.0, mtu: int = 1500,
               cut_link: tuple[str, str] | None = None, headroom: float = 1.0) -> Verdict:
     """:func:`judge` on one run: ``m`` (the fabric's probes) completed with what the hosts'
@@ -312,16 +313,16 @@ def judge_run(m: Measures, ranks: Sequence[RankMetrics], events: list[dict[str, 
 _DOWN = re.compile(r"^link (\S+?):\d+-(\S+?):\d+ down\b")
 
 
-def false_link_downs(events: list[dict[str, Any]],
+def false_link_downs(events: Sequence[ControlEvent],
                      cut_link: tuple[str, str] | None = None) -> list[str]:
     """The links (``a-b``, sorted names) the failure loop declared down in a run's events
     other than the one the run cuts (``cut_link``; none when it cuts nothing)."""
     cut = frozenset(cut_link) if cut_link is not None else None
     out = []
     for e in events:
-        if e.get("loop") != "failure":
+        if e.loop != "failure":
             continue
-        mt = _DOWN.match(str(e.get("what") or ""))
+        mt = _DOWN.match(e.what)
         if mt and frozenset(mt.groups()) != cut:
             out.append("-".join(sorted(mt.groups())))
     return out

@@ -48,6 +48,7 @@ from .priority import SwitchPriority
 from .units import TDF_AUTO, FabricConfig, TransportSettings, fabric_transport, with_flowlet_gap
 
 if TYPE_CHECKING:
+    from controller.fabric import ControlEvent
     from traffic.metrics import RankMetrics
 
     from .guard import Measures
@@ -83,7 +84,8 @@ class RunSamples:
     counters: pd.DataFrame = field(default_factory=pd.DataFrame)
     counters_before: pd.DataFrame = field(default_factory=pd.DataFrame)
     counters_after: pd.DataFrame = field(default_factory=pd.DataFrame)
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[ControlEvent] = field(default_factory=list)
+    """What the controller and its loops did during the run (events.csv)."""
     failure_at: float | None = None
     restore_at: float | None = None
     errors: list[str] = field(default_factory=list)
@@ -751,8 +753,8 @@ class FabricSession:
                              guard=v.row if v else {}, agent_args=dict(self.last_agent_args),
                              qdepth_max=int(s.queues["qdepth_max"].max())
                              if "qdepth_max" in s.queues else None,
-                             loop_events=[f"{e['loop']} {e['switch'] or ''}: {e['what']}"
-                                          for e in s.events if e.get("loop") in LOOP_EVENTS],
+                             loop_events=[f"{e.loop} {e.switch or ''}: {e.what}"
+                                          for e in s.events if e.loop in LOOP_EVENTS],
                              errors=s.errors)
 
     def run_schedule(self, schedule: Any, hosts: Sequence[str], h: HostKnobs, out: Path,
@@ -825,7 +827,7 @@ class FabricSession:
                     after[x]["tx_packets"] - host_before[x]["tx_packets"] for x in hosts)
             except Exception as e:  # noqa: BLE001
                 res.errors.append(f"counters after the run: {e}")
-            res.events = [_event(e) for e in self.ctl.events[n_events:]]
+            res.events = list(self.ctl.events[n_events:])
             self._add_time("run: probes and counters", t_after)
         return res
 
@@ -984,12 +986,6 @@ class FabricEvent:
 
     def __str__(self) -> str:
         return f"{self.time_us:.1f} µs {self.loop} {self.switch or 'fabric'}: {self.what}"
-
-
-def _event(e: Any) -> dict[str, Any]:
-    if isinstance(e, dict):
-        return e
-    return {k: getattr(e, k, None) for k in ("time", "loop", "switch", "what")}
 
 
 def transport_args(t: Any) -> dict[str, Any]:

@@ -270,16 +270,18 @@ def test_headroom_scales_every_threshold() -> None:
 
 
 def test_false_link_downs_are_the_loops_downs_of_links_the_run_did_not_cut() -> None:
+    from controller.fabric import ControlEvent
     from topo.guard import false_link_downs
 
-    ev = [{"loop": "failure", "switch": "agg5", "what": "link agg5:4-core2:3 down (no probe "
-           "for 2 periods)"},
-          {"loop": "failure", "switch": "agg5", "what": "link agg5:4-core2:3 up (probes back)"},
-          {"loop": "failure", "switch": "edge1", "what": "link edge1:3-agg1:1 down (no probe "
-           "for 2 periods)"},
-          {"loop": "failure", "switch": "agg6", "what": "link agg6:3-core3:3 silent for 2 "
-           "periods but kept: without it edge5 would be cut off (rerouting cannot help)"},
-          {"loop": "wam", "switch": "edge1", "what": "group 3 weights [1.0, 0.75]"}]
+    ev = [ControlEvent(0.0, "failure", "agg5", "link agg5:4-core2:3 down (no probe "
+                       "for 2 periods)"),
+          ControlEvent(1.0, "failure", "agg5", "link agg5:4-core2:3 up (probes back)"),
+          ControlEvent(2.0, "failure", "edge1", "link edge1:3-agg1:1 down (no probe "
+                       "for 2 periods)"),
+          ControlEvent(3.0, "failure", "agg6", "link agg6:3-core3:3 silent for 2 "
+                       "periods but kept: without it edge5 would be cut off (rerouting cannot "
+                       "help)"),
+          ControlEvent(4.0, "wam", "edge1", "group 3 weights [1.0, 0.75]")]
     assert false_link_downs(ev) == ["agg5-core2", "agg1-edge1"]
     assert false_link_downs(ev, ("agg1", "edge1")) == ["agg5-core2"]
     assert false_link_downs([]) == []
