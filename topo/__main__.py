@@ -127,7 +127,8 @@ def parser() -> argparse.ArgumentParser:
                    "%(default)s); its links run here at this ÷ TDF")
     u.add_argument("--prop-delay-us", type=_us, default=1.0, metavar="US",
                    help="propagation delay per link, fabric µs (default %(default)s; "
-                   "emulated by p4switch only)")
+                   "emulated by p4switch's ports, by the receiving hosts on ebpf, not on "
+                   "bmv2)")
     u.add_argument("--queue-packets", type=_positive_int, default=64, metavar="N",
                    help="egress queue depth of every port, packets (default %(default)s)")
     u.add_argument("--trim", action="store_true",
