@@ -369,3 +369,33 @@ def test_digests_reach_the_switchs_listeners(topo: Topo) -> None:
         assert sw.counters.digests == 10
     finally:
         sw.stop(log_stats=False)
+
+
+def test_the_egress_qdiscs_drops_are_read_for_the_guard(topo: Topo) -> None:
+    """``qdisc.drops``, which ``hidden_stats`` reports as the ``egress_qdisc`` discards (what a
+    port's HTB qdisc dropped: the model should never let it), reads the root qdisc's drops: a
+    burst written straight into a 100 kb/s port's qdisc, bypassing the program; each frame the
+    kernel refused is one drop."""
+    import errno
+
+    from p4switch.ebpf import qdisc
+
+    ifname = topo.hosts[0].sw_ifname
+    qdisc.serve_at(ifname, 1e5, 1)                 # pfifo of 4 * 1 + 64 frames
+    try:
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        s.bind((ifname, 0))
+        refused = 0
+        try:
+            for _ in range(200):
+                try:
+                    s.send(udp("10.0.1.1", payload=b"x" * 1000))
+                except OSError as e:
+                    assert e.errno == errno.ENOBUFS, e
+                    refused += 1
+        finally:
+            s.close()
+        assert refused > 0 and qdisc.drops({ifname}) == refused
+        assert qdisc.drops({"p4ft-none"}) == 0 and qdisc.drops(set()) == 0
+    finally:
+        qdisc.clear(ifname)
