@@ -26,7 +26,7 @@ the ratio. Results are identical. Each line ends with the process's peak residen
 (``max_rss``: the largest fabric run so far).
 
 Run: .venv/bin/python bench/sim_bench.py [--k 4 8 16] [--scheme ecmp] [--ranks 64] [--pkts 8]
-[--halves both|fused|general] [--quick] (the defaults: what docs/results/simulator.md reports, and what ``make bench`` runs; ``--quick``:
+[--halves both|fused|general] [--pipeline python|native|both] [--quick] (the defaults: what docs/results/simulator.md reports, and what ``make bench`` runs; ``--quick``:
 k = 4 and 8, 16 ranks, 4 packets per pair, seconds). ``--ranks 0`` is every host: at k=16 that
 is 1,024 ranks and ~1M flows, hours of CPU here.
 """
@@ -49,6 +49,7 @@ from p4switch import (
     QueueingMetadata,  # noqa: E402
 )
 from sim.network import CPU_PORT, DROP_PORT, SimConfig, SimNetwork, fabric_program  # noqa: E402
+from sim.switch import choose_pipeline  # noqa: E402
 from traffic.schedules import alltoall  # noqa: E402
 
 SAMPLE = 20_000
@@ -84,12 +85,14 @@ class Timed:
         return getattr(self.pipe, name)
 
 
-def pipeline_alone(net: SimNetwork, sample: list) -> tuple[float, float, float]:
+def pipeline_alone(net: SimNetwork, sample: list, pipeline: str = "python"
+                   ) -> tuple[float, float, float]:
     """Per CPU second over ``sample`` on a fresh pipeline with edge1's entries: packets through
     ``process_fast``; through ``ingress`` + ``egress`` (the general halves); through
     ``ingress_fast`` + ``egress_fast`` (the fused halves). Best of 3, the three interleaved."""
     pipe = Pipeline(fabric_program(), drop_port=DROP_PORT, cpu_port=CPU_PORT, seed=1)
     install_on_pipeline(pipe, net.entries["edge1"])
+    pipe = choose_pipeline(pipe, pipeline)
     fast = pipe.process_fast
 
     def halves(ing, eg) -> None:  # noqa: ANN001
@@ -110,7 +113,7 @@ def pipeline_alone(net: SimNetwork, sample: list) -> tuple[float, float, float]:
 
 
 def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
-        halves: bool = True) -> tuple[float, tuple]:
+        halves: bool = True, pipeline: str = "python") -> tuple[float, tuple]:
     """One size; returns packet-hops per CPU second. ``halves``: the slow path (queue or wire
     busy) through the fused ingress/egress halves, else through the general ones. Also returns
     what the run's results must agree on either way (CCT, hops, fast-path hops, drops)."""
@@ -119,7 +122,7 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
     n = min(ranks or len(hosts), len(hosts))
     stride = len(hosts) // n
     c0 = time.process_time()
-    net = SimNetwork(spec, scheme, SimConfig())
+    net = SimNetwork(spec, scheme, SimConfig(pipeline=pipeline))
     build_cpu = time.process_time() - c0
     sample: list = []
     for name, sw in net.switches.items():
@@ -132,8 +135,10 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
     res = net.run(sched, until_us=60e6)
     cpu = time.process_time() - c0
     pipe_s = Timed.total
-    alone, gen_halves, fused_halves = pipeline_alone(net, sample) if sample else (0.0, 0.0, 0.0)
-    print(f"k={k:2d} {scheme:7s} halves={'fused' if halves else 'general':7s} switches={len(net.switches):3d} ranks={n:4d} "
+    alone, gen_halves, fused_halves = (pipeline_alone(net, sample, pipeline) if sample
+                                       else (0.0, 0.0, 0.0))
+    print(f"k={k:2d} {scheme:7s} {pipeline:6s} halves={'fused' if halves else 'general':7s} "
+          f"switches={len(net.switches):3d} ranks={n:4d} "
           f"build={build_cpu:5.2f}cpu-s (pipelines {net.build_s:5.2f}s, entries "
           f"{net.install_s:5.2f}s wall) ok={res.ok} "
           f"cct={res.cct_s * 1e6 if res.cct_s else 0:9.1f}us "
@@ -171,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--halves", default="both", choices=("both", "fused", "general"),
                     help="the slow path's ingress/egress: the fused halves, the general ones, "
                          "or both, one after the other (default)")
+    ap.add_argument("--pipeline", default="python", choices=("python", "native", "both"),
+                    help="what runs fabric.p4 per hop: the pipeline's Python, the program "
+                         "compiled to C (p4switch.native), or both one after the other (with "
+                         "the fused halves; a line gives the ratio and compares the results)")
     ap.add_argument("--quick", action="store_true",
                     help="a cheap look: k = 4 and 8 only, 16 ranks, 4 packets per pair")
     args = ap.parse_args(argv)
@@ -183,6 +192,17 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--k {k}: a fat-tree k must be even and in 2..16")
     rates = {}
     for k in args.k:
+        if args.pipeline != "python":
+            kinds = ["python", "native"] if args.pipeline == "both" else ["native"]
+            got = [run(k, args.scheme, args.pkts, args.rate, args.ranks or None, pipeline=kind)
+                   for kind in kinds]
+            rates[k] = got[-1][0]
+            if len(got) == 2:
+                print(f"k={k:2d} native / python pipeline: {got[1][0] / got[0][0]:.2f}x hops per "
+                      f"CPU second; results (cct, hops, fast hops, tail drops, pipeline drops) "
+                      f"{'identical' if got[1][1] == got[0][1] else f'DIFFER: {got[0][1]} vs {got[1][1]}'}",
+                      flush=True)
+            continue
         old = None
         if args.halves in ("both", "general"):
             old = run(k, args.scheme, args.pkts, args.rate, args.ranks or None, halves=False)

@@ -28,7 +28,7 @@ from p4switch.ebpf.cruntime import CRC_TABLES, HASH_FNS, crc_table
 from p4switch.ebpf.layout import STAT_NAMES
 from p4switch.errors import P4CompileError
 
-from .cruntime import HEAD, PIPE, TABLES
+from .cruntime import ENTRIES, HEAD, PIPE, TABLES
 
 _REFUSED_FUNCTIONS = ("clone", "clone_preserving_field_list", "digest", "log_msg", "resubmit",
                       "resubmit_preserving_field_list", "recirculate",
@@ -328,23 +328,19 @@ class NativeGen(CGen):
                    f"    __u64 dm_colour;\n    const __u8 *pkt;\n    __u8 hb[{HASH_BUF}];\n"
                    f"    __u8 xb[{xb}];\n    __u8 mv[64];\n" + "\n".join(ctx) + "\n};")
         out += self.helpers
-        out.append("int p4n_ingress(struct p4pipe *P, struct p4ctx *C, const __u8 *pkt, "
-                   "__u32 len, __u32 port, __u64 now) {\n"
+        out.append("static int p4n_ingress_body(struct p4pipe *P, struct p4ctx *C, "
+                   "const __u8 *pkt, __u32 len, __u32 port, __u64 now) {\n"
                    "    memset(C, 0, sizeof(*C));\n    C->pkt = pkt;\n    C->plen = len;\n"
                    "    C->now_us = now;\n"
                    + "".join(f"    {i}\n" for i in init)
                    + "\n".join(ingress) + "\n    return P4N_OK;\n}")
-        out.append("int p4n_egress(struct p4pipe *P, struct p4ctx *C, const __u8 *pkt, "
-                   "__u32 len, __u64 now, __u64 enq_ts, __u64 enq_qdepth, __u64 deq_timedelta, "
-                   "__u64 deq_qdepth, __u64 qid, __u8 *out, __u32 *olen) {\n"
+        out.append("static int p4n_egress_body(struct p4pipe *P, struct p4ctx *C, "
+                   "const __u8 *pkt, __u32 len, __u64 now, __u64 enq_ts, __u64 enq_qdepth, "
+                   "__u64 deq_timedelta, __u64 deq_qdepth, __u64 qid, __u8 *out, "
+                   "__u32 *olen) {\n"
                    "    C->pkt = pkt;\n    C->plen = len;\n    C->now_us = now;\n"
                    + "\n".join(egress) + "\n    return P4N_OK;\n}")
-        out.append("int p4n_process(struct p4pipe *P, struct p4ctx *C, const __u8 *pkt, "
-                   "__u32 len, __u32 port, __u64 now, __u8 *out, __u32 *olen) {\n"
-                   "    int rc = p4n_ingress(P, C, pkt, len, port, now);\n"
-                   "    if (rc) return rc;\n"
-                   "    rc = p4n_egress(P, C, pkt, len, now, now, 0, 0, 0, 0, out, olen);\n"
-                   "    return rc ? rc + 16 : 0;\n}")
+        out.append(ENTRIES)
         return "\n\n".join(out) + "\n"
 
 

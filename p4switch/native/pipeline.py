@@ -6,8 +6,8 @@ hook on the table's ``_install_lookup``, which every write path ends with, marks
 stale; the next packet copies the changed tables). Registers and counters are not copied but
 shared: their cells become 64-bit memoryviews the C code writes in place, and the Python
 pipeline's generated code is re-pointed at them, so reads through either side agree. Direct
-counters count in C and are folded into the Python entries before any call through this
-object (``flush``). ``random()`` continues the Python pipeline's generator from its state at
+counters count in C and are folded into the Python entries before a call through this object
+that reads or rewrites them (``flush``; a caller holding the Python pipeline itself calls it). ``random()`` continues the Python pipeline's generator from its state at
 wrapping (``sync_rng`` hands the state back).
 
 Packet path: ``process``/``process_fast`` (one C call, empty queue), ``ingress_lean`` /
@@ -70,14 +70,19 @@ class _Shared:
         self.slack = max_hdr + 64
         self.cap = _OUT_SLACK
         self.out = ffi.new("uint8_t[]", self.cap + self.slack)
-        self.olen = ffi.new("uint32_t *")
+        self.out_c = ffi.cast("char *", self.out)  # ffi.unpack of a char * gives bytes
 
     def grow(self, n: int) -> None:
         self.cap = max(n, 2 * self.cap)
         self.out = self.ffi.new("uint8_t[]", self.cap + self.slack)
+        self.out_c = self.ffi.cast("char *", self.out)
 
 
 _SHARED: dict[int, _Shared] = {}
+
+# the control-plane calls that read or rewrite direct counters: C's counts are folded in first
+_READS_DIRECT = frozenset({"table_entries", "table_get", "table_modify", "table_delete",
+                           "table_batch", "table_clear", "direct_counter_write"})
 
 
 class NativePipeline:
@@ -110,7 +115,8 @@ class NativePipeline:
         self._ingress = lib.p4n_ingress
         self._egress = lib.p4n_egress
         self._new_ctx = lambda: ffi.new("struct p4ctx *")
-        self._buffer = ffi.buffer
+        self._unpack = ffi.unpack
+        self._pool: list[Any] = []  # contexts of jobs that left egress, for the next ones
 
     # -- state -----------------------------------------------------------------------------
     def _bind_tables(self) -> None:
@@ -137,13 +143,17 @@ class NativePipeline:
         def shared(cells: Any, fmt: Literal["q", "Q"]) -> tuple[Any, Any]:
             """C-owned cells with ``cells``' values, and a memoryview of them for Python."""
             n = len(cells)
-            ptr = ffi.gc(lib.p4n_cells_new(n), lib.p4n_cells_free)
+            raw_ptr = lib.p4n_cells_new(n)
+            if raw_ptr == ffi.NULL:
+                raise MemoryError(f"native cells ({n})")
+            ptr = ffi.gc(raw_ptr, lambda p, n=n: lib.p4n_cells_free(p, n))
             raw = memoryview(ffi.buffer(ptr, 8 * max(n, 1)))
             mv = raw.cast(fmt)[:n]
             if isinstance(cells, memoryview) and cells.itemsize == 8:
                 src = cells.cast("B")
-                if src.tobytes().strip(b"\0"):  # untouched pages stay untouched
-                    raw[:8 * n] = src
+                for i in range(0, 8 * n, 1 << 15):  # untouched pages stay untouched
+                    if src[i:i + (1 << 15)].tobytes().strip(b"\0"):
+                        raw[i:i + (1 << 15)] = src[i:i + (1 << 15)]
             else:
                 for i, v in enumerate(cells):
                     if v:
@@ -268,13 +278,12 @@ class NativePipeline:
         if name.startswith("_") or not callable(attr):
             return attr
 
+        if name not in _READS_DIRECT:
+            return attr  # a write marks the tables stale (the hook); the next packet copies
+
         def call(*args: Any, **kw: Any) -> Any:
             self.flush()
-            try:
-                return attr(*args, **kw)
-            finally:
-                if self._dirty:
-                    self._sync()
+            return attr(*args, **kw)
 
         return call
 
@@ -292,10 +301,10 @@ class NativePipeline:
         sh = self._sh
         if n > sh.cap:
             sh.grow(n)
-        rc = self._process(self._P, sh.ctx, data, n, port, now_us, sh.out, sh.olen)
-        if rc:
-            return _drop(rc & 15, "egress" if rc & 16 else "ingress")
-        return (sh.ctx.j_port, self._buffer(sh.out, sh.olen[0])[:])
+        r = self._process(self._P, sh.ctx, data, n, port, now_us, sh.out)
+        if r < 0:
+            return _drop(-r & 15, "egress" if -r & 16 else "ingress")
+        return (r >> 32, self._unpack(sh.out_c, r & 0xFFFFFFFF))
 
     def process(self, data: bytes, port: int, now_us: int) -> ProcessResult:
         r = self.process_fast(data, port, now_us)
@@ -308,27 +317,31 @@ class NativePipeline:
             self._sync()
         if data.__class__ is not bytes:
             data = bytes(data)
-        c = self._new_ctx()
-        rc = self._ingress(self._P, c, data, len(data), port, now_us)
-        if rc:
-            return _drop(rc, "ingress")
-        return EgressJob(c.j_port, 0, c.j_plen, (c, data), c.j_prio)
+        pool = self._pool
+        c = pool.pop() if pool else self._new_ctx()
+        r = self._ingress(self._P, c, data, len(data), port, now_us)
+        if r < 0:
+            pool.append(c)
+            return _drop(-r, "ingress")
+        return EgressJob(r & 0xFFFF, 0, r >> 24, (c, data), (r >> 16) & 0xFF)
 
     def egress_lean(self, job: EgressJob, now_us: int, qm: QueueingMetadata) -> Any:
         if self._dirty:
             self._sync()
         c, data = job.state
-        c.j_port = job.egress_port
-        c.j_plen = job.packet_length
         n = len(data)
         sh = self._sh
         if n > sh.cap:
             sh.grow(n)
-        rc = self._egress(self._P, c, data, n, now_us, qm.enq_timestamp, qm.enq_qdepth,
-                          qm.deq_timedelta, qm.deq_qdepth, qm.qid, sh.out, sh.olen)
-        if rc:
-            return _drop(rc, "egress")
-        return (job.egress_port, self._buffer(sh.out, sh.olen[0])[:])
+        r = self._egress(self._P, c, data, n, job.egress_port, job.packet_length, now_us,
+                         qm.enq_timestamp, qm.enq_qdepth, qm.deq_timedelta, qm.deq_qdepth,
+                         qm.qid, sh.out)
+        pool = self._pool
+        if len(pool) < 64:
+            pool.append(c)  # a job goes through egress once: its context is free again
+        if r < 0:
+            return _drop(-r, "egress")
+        return (job.egress_port, self._unpack(sh.out_c, r))
 
     def ingress_fast(self, data: bytes, port: int, now_us: int) -> IngressResult:
         r = self.ingress_lean(data, port, now_us)
