@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 import statistics
+import subprocess
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pandas as pd
 
@@ -108,12 +109,10 @@ class HostCapture:
 
     def __init__(self, net: Any, hosts: list[str], workdir: Path) -> None:
         self.net, self.hosts, self.dir = net, hosts, workdir
-        self.procs: dict[str, Any] = {}
-        self.files: dict[str, Any] = {}
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.files: dict[str, tuple[IO[bytes], IO[bytes]]] = {}
 
     def __enter__(self) -> HostCapture:
-        import subprocess
-
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
             for h in self.hosts:
@@ -248,7 +247,7 @@ def run_sim_side(cfg: Any, w: Any, scheme: Any, seed: int | None = None) -> Side
     sent = [(attach[(sw, port)], f) for sw, _t, port, f in net.ingress_log
             if (sw, port) in attach]
     return SideRun(res.cct_s, res.ok, member_counters(net), sent,
-                   int(res.summary()["retransmissions"]))
+                   sum(f.retransmissions for r in res.ranks for f in r.flows if not f.local))
 
 
 def run_mininet_side(cfg: Any, workdir: Path, repetitions: int = 1,
@@ -498,8 +497,40 @@ FIDELITY_EXPERIMENT: dict[str, Any] = {
 packets), control loops off (no probes, no Whack-a-Mole reweighting: static entries)."""
 
 
+@dataclass(slots=True)
+class SchemeSides:
+    """One scheme on both sides: the first repetition's runs (frames, counters), every
+    repetition's, whether only its first hop can match (``first_hop_only``: the scheme's
+    choices downstream depend on timing), and the per-member counter table (schemes whose
+    choices both sides make alike: ``comparable``; None otherwise)."""
+
+    mininet: SideRun
+    sim: SideRun
+    mininet_runs: list[SideRun]
+    sim_runs: list[SideRun]
+    first_hop_only: bool
+    table: pd.DataFrame | None = None
+
+
+@dataclass(slots=True)
+class FidelityResult:
+    """The comparison :func:`vs_mininet` made: per scheme label both sides' runs, each side's
+    CCT ranges (side -> scheme label -> range) and median ranking, their agreement; the
+    schedule's flows by path class, the hosts the ranks ran on, the ideal bound (s)."""
+
+    repetitions: int
+    schemes: dict[str, SchemeSides]
+    ranges: dict[str, dict[str, CctRange]]
+    rank_mininet: list[str]
+    rank_sim: list[str]
+    agreement: RankAgreement
+    paths: dict[str, int] | None = None
+    hosts: list[str] | None = None
+    ideal_s: float | None = None
+
+
 def vs_mininet(cfg: Any, workdir: Path, log: Any = print,
-               repetitions: int | None = None) -> dict[str, Any]:
+               repetitions: int | None = None) -> FidelityResult:
     """Run ``cfg``'s first workload under each scheme ``repetitions`` times (default the
     config's) on Mininet and in the simulator (seed = the config's + i in repetition i); return
     per scheme the first repetition's side runs and counter table and every repetition's runs,
@@ -514,11 +545,8 @@ def vs_mininet(cfg: Any, workdir: Path, log: Any = print,
     sched = w.schedule_for(len(hosts), seed=cfg.parameters.seed)
     from experiments.metrics import ideal_bounds
 
-    out: dict[str, Any] = {"schemes": {}, "repetitions": n,
-                           "paths": path_classes(spec, sched, hosts), "hosts": hosts,
-                           "ideal_s": float(ideal_bounds(spec, sched, hosts, w.mss)
-                                            ["ideal_s"].sum())}
-    log(f"{w.name}: {len(sched.sends())} flows, by path: {out['paths']}; ranks on {hosts}")
+    paths = path_classes(spec, sched, hosts)
+    log(f"{w.name}: {len(sched.sends())} flows, by path: {paths}; ranks on {hosts}")
     workdir.mkdir(parents=True, exist_ok=True)
     sims: dict[str, list[SideRun]] = {}
     for scheme in cfg.schemes:
@@ -532,21 +560,20 @@ def vs_mininet(cfg: Any, workdir: Path, log: Any = print,
     log(f"mininet: {n} x {len(cfg.schemes)} runs of {w.name} on {spec.name} (fabric lock "
         f"{cfg.parameters.lock_timeout_s:g} s)")
     mn = run_mininet_side(cfg, workdir, n, log)
+    schemes: dict[str, SchemeSides] = {}
     for scheme in cfg.schemes:
         m, sim = mn[scheme.label][0], sims[scheme.label][0]
-        entry: dict[str, Any] = {"mininet": m, "sim": sim, "mininet_runs": mn[scheme.label],
-                                 "sim_runs": sims[scheme.label],
-                                 "first_hop_only": scheme_class(scheme.name).first_hop_only}
-        if scheme_class(scheme.name).comparable:
-            entry["table"] = compare_runs(spec, scheme, m, sim)
-        out["schemes"][scheme.label] = entry
-    ranges = {side: {lb: CctRange.of(r.cct_s for r in e[f"{side}_runs"])
-                     for lb, e in out["schemes"].items()} for side in ("mininet", "sim")}
-    out["ranges"] = ranges
-    out["rank_mininet"] = rank_by_median(ranges["mininet"])
-    out["rank_sim"] = rank_by_median(ranges["sim"])
-    out["agreement"] = compare_rankings(ranges["mininet"], ranges["sim"])
-    return out
+        sc = scheme_class(scheme.name)
+        schemes[scheme.label] = SchemeSides(
+            m, sim, mn[scheme.label], sims[scheme.label], sc.first_hop_only,
+            compare_runs(spec, scheme, m, sim) if sc.comparable else None)
+    ranges = {"mininet": {lb: CctRange.of(r.cct_s for r in e.mininet_runs)
+                          for lb, e in schemes.items()},
+              "sim": {lb: CctRange.of(r.cct_s for r in e.sim_runs) for lb, e in schemes.items()}}
+    return FidelityResult(
+        n, schemes, ranges, rank_by_median(ranges["mininet"]), rank_by_median(ranges["sim"]),
+        compare_rankings(ranges["mininet"], ranges["sim"]), paths, hosts,
+        float(ideal_bounds(spec, sched, hosts, w.mss)["ideal_s"].sum()))
 
 
 def _diff(t: pd.DataFrame, a: str, b: str) -> str:
@@ -575,7 +602,7 @@ def replay_check(spec: Any, t: pd.DataFrame, first_hop_only: bool = False) -> st
     return out + (f", {over} rows where Mininet counted MORE" if over else "")
 
 
-def report(spec: Any, res: dict[str, Any]) -> str:
+def report(spec: Any, res: FidelityResult) -> str:
     """The comparison as Markdown: one summary row per scheme and both CCT rankings."""
     from traffic.packet import F_ACK, F_READY, F_RETX
 
@@ -593,11 +620,11 @@ def report(spec: Any, res: dict[str, Any]) -> str:
             n[3 if fl & F_READY else 2 if fl & F_ACK else 1 if fl & F_RETX else 0] += 1
         return n
 
-    for label, e in res["schemes"].items():
-        m, s = e["mininet"], e["sim"]
-        t = e.get("table")
+    for label, e in res.schemes.items():
+        m, s = e.mininet, e.sim
+        t = e.table
         if t is not None:
-            first_only = bool(e.get("first_hop_only"))
+            first_only = e.first_hop_only
             data = _diff(first_hop(spec, t) if first_only else t, "mininet_data1", "sim_data1")
             rep, raw = replay_check(spec, t, first_only), _diff(t, "mininet", "sim")
         else:
@@ -609,8 +636,8 @@ def report(spec: Any, res: dict[str, Any]) -> str:
     lines[0] = lines[0].replace("CCT mininet (s) | CCT sim (s)",
                                 "CCT mininet, rep 1 (s) | CCT sim, rep 1 (s)")
     lines += ["", *rank_report(res)]
-    for label, e in res["schemes"].items():
-        for n in e["mininet"].notes:
+    for label, e in res.schemes.items():
+        for n in e.mininet.notes:
             lines.append(f"note ({label}, mininet): {n}")
     return "\n".join(lines)
 
@@ -619,17 +646,17 @@ def _pairs(pairs: list[tuple[str, str]], sep: str = " < ") -> str:
     return ", ".join(f"{a}{sep}{b}" for a, b in pairs) or "none"
 
 
-def rank_report(res: dict[str, Any]) -> list[str]:
+def rank_report(res: FidelityResult) -> list[str]:
     """CCT median and range per scheme and side over the repetitions, both median rankings,
     which pairs each side separates and whether the rankings agree, Kendall's tau."""
-    n = res["repetitions"]
-    ranges: dict[str, dict[str, CctRange]] = res["ranges"]
-    ag: RankAgreement = res["agreement"]
+    n = res.repetitions
+    ranges = res.ranges
+    ag = res.agreement
     lines = [f"CCT over {n} repetition(s) per scheme and side, s: median [min, max]"
              " (sim repetition i: seed + i)", "",
              "| scheme | Mininet median | Mininet range | sim median | sim range | sim runs |",
              "| --- | --- | --- | --- | --- | --- |"]
-    for label in res["schemes"]:
+    for label in ranges["mininet"]:
         m, s = ranges["mininet"][label], ranges["sim"][label]
         same = "identical (deterministic)" if n > 1 and len(set(s.ccts)) == 1 else \
             ", ".join(_secs(c) for c in s.ccts)
@@ -644,8 +671,8 @@ def rank_report(res: dict[str, Any]) -> list[str]:
         verdict = f"AGREE on all {both} pairs separated on both sides"
     else:
         verdict = "no pair is separated on both sides: nothing to agree on (vacuous)"
-    lines += ["", f"ranking by median CCT, Mininet: {' < '.join(res['rank_mininet'])}",
-              f"ranking by median CCT, sim:     {' < '.join(res['rank_sim'])}",
+    lines += ["", f"ranking by median CCT, Mininet: {' < '.join(res.rank_mininet)}",
+              f"ranking by median CCT, sim:     {' < '.join(res.rank_sim)}",
               f"Kendall's tau-b of the median rankings: {tau}",
               f"rankings: {verdict}",
               f"separated on both sides, same order: {_pairs(ag.both)}",
@@ -654,11 +681,11 @@ def rank_report(res: dict[str, Any]) -> list[str]:
               f"separated on Mininet only: {_pairs(ag.mininet_only)}",
               f"separated in the sim only: {_pairs(ag.sim_only)}",
               f"separated on neither side: {len(ag.neither)} pair(s)"]
-    if "paths" in res:
-        lines.append(f"flows by path (rank r on the r-th listed host): {res['paths']}")
-    if "ideal_s" in res:
+    if res.paths is not None:
+        lines.append(f"flows by path (rank r on the r-th listed host): {res.paths}")
+    if res.ideal_s is not None:
         lines.append(f"ideal bound (busiest NIC or bisection, no step dependencies, "
-                     f"experiments.metrics.ideal_bounds): {res['ideal_s']:.3f} s")
+                     f"experiments.metrics.ideal_bounds): {res.ideal_s:.3f} s")
     return lines
 
 
@@ -707,9 +734,9 @@ def main(argv: list[str] | None = None) -> int:
         f"\n\ncommand: python -m experiments.fidelity {' '.join(sys.argv[1:] if argv is None else argv)}"
         f"\nwall time {time.monotonic() - t0:.0f} s; load average (1, 5, 15 min) at the start "
         f"{' '.join(f'{x:.1f}' for x in load0)}, at the end {' '.join(f'{x:.1f}' for x in load1)}")
-    for label, outcome in res["schemes"].items():
-        if "table" in outcome:
-            outcome["table"].to_csv(root / f"counters_{_label_dir(label)}.csv", index=False)
+    for label, outcome in res.schemes.items():
+        if outcome.table is not None:
+            outcome.table.to_csv(root / f"counters_{_label_dir(label)}.csv", index=False)
     (root / "report.md").write_text(text + "\n")
     print(text)
     print(f"-> {root}")

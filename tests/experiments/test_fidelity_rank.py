@@ -120,18 +120,16 @@ def test_both_sides_must_have_run_the_same_schemes() -> None:
 
 
 def test_rank_report_says_what_was_found() -> None:
-    schemes = ["ecmp", "rotate"]
-    res = {"repetitions": 3, "schemes": dict.fromkeys(schemes),
-           "ranges": {"mininet": {"ecmp": R(9, 10, 11), "rotate": R(5, 6, 7)},
-                      "sim": {"ecmp": R(7.2, 7.2, 7.2), "rotate": R(5.0, 5.0, 5.0)}}}
-    res["agreement"] = F.compare_rankings(res["ranges"]["mininet"], res["ranges"]["sim"])
-    res["rank_mininet"] = F.rank_by_median(res["ranges"]["mininet"])
-    res["rank_sim"] = F.rank_by_median(res["ranges"]["sim"])
+    ranges = {"mininet": {"ecmp": R(9, 10, 11), "rotate": R(5, 6, 7)},
+              "sim": {"ecmp": R(7.2, 7.2, 7.2), "rotate": R(5.0, 5.0, 5.0)}}
+    res = F.FidelityResult(3, {}, ranges, F.rank_by_median(ranges["mininet"]),
+                           F.rank_by_median(ranges["sim"]),
+                           F.compare_rankings(ranges["mininet"], ranges["sim"]))
     text = "\n".join(F.rank_report(res))
     assert "| ecmp | 10.0000 | [9.0000, 11.0000] | 7.2000 | [7.2000, 7.2000] | identical" in text
     assert "AGREE on all 1 pairs" in text and "rotate < ecmp" in text
-    res["ranges"]["sim"] = {"ecmp": R(4, 4.5, 5), "rotate": R(6, 6, 6)}
-    res["agreement"] = F.compare_rankings(res["ranges"]["mininet"], res["ranges"]["sim"])
+    res.ranges["sim"] = {"ecmp": R(4, 4.5, 5), "rotate": R(6, 6, 6)}
+    res.agreement = F.compare_rankings(res.ranges["mininet"], res.ranges["sim"])
     text = "\n".join(F.rank_report(res))
     assert "DISAGREE: 1 of the 1 pairs" in text and "rotate vs ecmp" in text
 
@@ -187,20 +185,20 @@ def test_vs_mininet_repeats_each_side_and_reseeds_only_the_sim(
 
     monkeypatch.setattr(F, "run_mininet_side", mininet_side)
     res = F.vs_mininet(cfg, tmp_path / "out", log=lambda *_: None, repetitions=2)
-    assert calls == [2] and res["repetitions"] == 2
-    ecmp, rnd = res["schemes"]["ecmp"], res["schemes"]["random"]
-    assert len(ecmp["sim_runs"]) == len(rnd["mininet_runs"]) == 2
-    assert ecmp["sim"] is ecmp["sim_runs"][0] and "table" in ecmp and "table" not in rnd
-    assert ecmp["sim_runs"][0].frames and not ecmp["sim_runs"][1].frames  # kept for rep 1
+    assert calls == [2] and res.repetitions == 2
+    ecmp, rnd = res.schemes["ecmp"], res.schemes["random"]
+    assert len(ecmp.sim_runs) == len(rnd.mininet_runs) == 2
+    assert ecmp.sim is ecmp.sim_runs[0] and ecmp.table is not None and rnd.table is None
+    assert ecmp.sim_runs[0].frames and not ecmp.sim_runs[1].frames  # kept for rep 1
 
     def same(a: F.SideRun, b: F.SideRun) -> bool:
         return a.counters.reset_index(drop=True).equals(b.counters.reset_index(drop=True))
 
-    assert same(*ecmp["sim_runs"])           # the seed does not touch ECMP
-    assert not same(*rnd["sim_runs"])        # ... and does change random spraying's choices
-    assert res["ranges"]["sim"]["ecmp"].ccts == tuple(r.cct_s for r in ecmp["sim_runs"])
-    assert sorted(res["rank_sim"]) == ["ecmp", "random"]
-    assert isinstance(res["agreement"], F.RankAgreement)
+    assert same(*ecmp.sim_runs)           # the seed does not touch ECMP
+    assert not same(*rnd.sim_runs)        # ... and does change random spraying's choices
+    assert res.ranges["sim"]["ecmp"].ccts == tuple(r.cct_s for r in ecmp.sim_runs)
+    assert sorted(res.rank_sim) == ["ecmp", "random"]
+    assert isinstance(res.agreement, F.RankAgreement)
     text = F.report(cfg.spec(), res)
     assert "CCT over 2 repetition(s)" in text and "rankings: " in text
 

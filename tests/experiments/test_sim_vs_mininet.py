@@ -62,8 +62,9 @@ def test_mininet_and_sim_count_the_same(tmp_path: Path) -> None:
     res = F.vs_mininet(cfg, tmp_path)
     print("\n" + F.report(spec, res))
     edges = {sw for sw, _p in F.host_attachment(spec).values()}
-    for label, e in res["schemes"].items():
-        mn, sim, t = e["mininet"], e["sim"], e["table"]
+    for label, e in res.schemes.items():
+        mn, sim, t = e.mininet, e.sim, e.table
+        assert t is not None
         assert mn.ok and sim.ok, (label, mn.notes)
         assert not [n for n in mn.notes if "tcpdump" in n], (label, mn.notes)
         assert len(F.first_data(mn.frames)) == 16 * 15  # every data packet seen once
