@@ -30,6 +30,7 @@ from typing import Any
 
 from model.dilation import dilate
 from model.schemes import scheme_class
+from model.targets import Target
 from topo import calibration
 from topo.calibration import CalibrationEntry
 from topo.owner import give_back
@@ -38,7 +39,16 @@ from . import metrics
 from .config import ConfigError, ExperimentConfig, load, with_target
 
 RAMP_MBPS = (8.0, 4.0, 2.0, 1.0, 0.5)
-"""Emulated link rates tried, fastest first (each step halves the rate: doubles the TDF)."""
+"""Emulated link rates tried, fastest first (each step halves the rate: doubles the TDF), on
+the Python switch target: its switches cost 200-400 µs of CPU per frame and hop
+(bench/capacity.py), so the demo's ring needs 8-16 CPU-s on 20 switches and is CPU-bound
+beyond ~4 Mb/s on 2 cores whatever the hosts do; faster probes would only cost time."""
+KERNEL_RAMP_MBPS = (40.0, 20.0, 10.0, 5.0, 2.0, 1.0, 0.5)
+"""The ramp of a target whose data plane runs in the kernel (ebpf): no switch process per
+frame, the hosts' agents are what limits it. bench/capacity.py on the 2-core machine (load
+average ~20, agents at real-time priority): valid with calibration's margin at 10 Mb/s (send
+lag p99 0.08-0.14 fabric µs against 0.24), not at 20 (0.24-0.37), and at 50 the hosts cannot
+pace (0.8-1.3 µs)."""
 HEADROOM = 0.5
 """A rate is accepted only if its probe run is valid with every guard threshold halved
 (guard.judge's ``headroom``): one probe is one sample of a noisy machine, and the experiment's
@@ -87,6 +97,11 @@ class Calibration:
     ramp: list[dict[str, Any]] = field(default_factory=list)
 
 
+def ramp_rates(target: str) -> tuple[float, ...]:
+    """The emulated link rates calibration tries on switch target ``target``."""
+    return KERNEL_RAMP_MBPS if target == Target.EBPF else RAMP_MBPS
+
+
 def ramp_tdfs(fabric_bps: float, rates_mbps: tuple[float, ...] = RAMP_MBPS) -> list[float]:
     """The ramp's TDFs for links of ``fabric_bps``, fastest rate first (the runner steps back
     along the same list: experiments/stepback.py)."""
@@ -106,7 +121,7 @@ def probe_scheme(cfg: ExperimentConfig) -> int:
     return next((i for i, s in enumerate(cfg.schemes) if scheme_class(s.name).sprays), 0)
 
 
-def ramp_backend(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS) -> Any:
+def ramp_backend(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] | None = None) -> Any:
     """A Mininet backend for the ramp (not yet up), at its first (fastest) rate: pass it to
     :func:`run_ramp` (or :func:`calibrated_tdf`) and the experiment can go on running on the
     same fabric afterwards (MininetBackend.adopt) instead of starting another."""
@@ -114,17 +129,19 @@ def ramp_backend(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBP
 
     if cfg.fabric is None:
         raise ConfigError("fabric", "calibration needs a file in fabric units (a fabric block)")
-    emu0 = ramp_config(cfg, cfg.fabric.link_bps / (max(rates_mbps) * 1e6))
+    rates = rates_mbps or ramp_rates(cfg.parameters.target)
+    emu0 = ramp_config(cfg, cfg.fabric.link_bps / (max(rates) * 1e6))
     return MininetBackend(emu0, emu0.spec())
 
 
-def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] = RAMP_MBPS,
+def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] | None = None,
              out: Path | None = None, log: Any = print, backend: Any = None) -> Calibration:
     """The ramp on the Mininet fabric (root): one fabric, one probe run per rate. With
     ``backend`` (from :func:`ramp_backend`, up or not) the ramp runs on it and leaves it up;
     otherwise it brings its own fabric up and down."""
     if cfg.fabric is None:
         raise ConfigError("fabric", "calibration needs a file in fabric units (a fabric block)")
+    rates_mbps = rates_mbps or ramp_rates(cfg.parameters.target)
     tdfs = ramp_tdfs(cfg.fabric.link_bps, rates_mbps)
     pick = probe_scheme(cfg)
     hosts = cfg.hosts_of(cfg.workloads[0], cfg.spec())
@@ -297,7 +314,7 @@ def calibrated_tdf(cfg: ExperimentConfig, force: bool = False, log: Any = print,
             done = [r for r in cal.ramp if r.get("completed")]
             if not done:
                 raise CalibrationError("calibration: no emulated rate down to "
-                                   f"{min(RAMP_MBPS)} Mb/s completed a run on this machine: "
+                                   f"{min(ramp_rates(cfg.parameters.target))} Mb/s completed a run on this machine: "
                                    + (cal.ramp[-1]["invalid_reason"] if cal.ramp else "no run"))
             tdf = cal.tdf = max(r["tdf"] for r in done)
             log(f"calibration: no rate gave a valid run (last: {cal.ramp[-1]['invalid_reason']});"

@@ -366,8 +366,8 @@ def step_back_policy(cfg: ExperimentConfig, be: Backend, tdf: float) -> StepBack
     the rate asked for and is kept (its invalid runs are only reported)."""
     if cfg.parameters.tdf != TDF_AUTO or cfg.fabric is None or not be.retunable:
         return None
-    from .calibrate import ramp_tdfs
-    return StepBack(ramp_tdfs(cfg.fabric.link_bps), tdf)
+    from .calibrate import ramp_rates, ramp_tdfs
+    return StepBack(ramp_tdfs(cfg.fabric.link_bps, ramp_rates(cfg.parameters.target)), tdf)
 
 
 def _counted_run(ctx: _Ctx, wi: int, si: int, rep: int) -> None:

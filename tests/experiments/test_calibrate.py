@@ -219,3 +219,17 @@ def test_a_cache_entry_reads_back_and_a_bad_one_is_not_used(tmp_path: Path) -> N
     p = calibration.cache_path()
     p.write_text(p.read_text().replace('"tdf": 50000.0', '"tdf": "fast"'))
     assert calibration.entry(key) is None and calibration.lookup("fattree-k4", "p4switch") is None
+
+
+def test_the_kernel_target_ramp_reaches_issue_33s_rate_and_the_runner_steps_along_it() -> None:
+    """On the eBPF target calibration may pick TDF 10,000 (10 Mb/s for 100 Gb/s links); the
+    Python target's ramp starts where its switches can still keep up; the runner's step-back
+    ladder is the target's own ramp."""
+    assert 10_000 in calibrate.ramp_tdfs(100e9, calibrate.ramp_rates("ebpf"))
+    assert calibrate.ramp_rates("p4switch") == calibrate.RAMP_MBPS
+    cfg = load(Path(__file__).resolve().parents[2] / "experiments/configs/demo.yaml")
+    ebpf = calibrate.with_target(cfg, "ebpf")
+    be = SimpleNamespace(retunable=True)
+    policy = runner.step_back_policy(ebpf, be, 10_000)   # type: ignore[arg-type]
+    assert policy is not None and policy.ladder == calibrate.ramp_tdfs(
+        100e9, calibrate.KERNEL_RAMP_MBPS)
