@@ -170,7 +170,7 @@ class _Part:
         """This part's time reached and whether its loop stopped at ``until``."""
         return self.loop.now, self.loop.reached_until
 
-    def results(self) -> dict[str, Any]:
+    def results(self) -> PartResult:
         """This part's share of the results, to be written into part 0's network."""
         ranks = [m for h in self.hosts if h.job is not None for m in h.results()]
         switches = {s.name: _switch_state(s) for s in self.switches}
@@ -178,9 +178,38 @@ class _Part:
                  for h in self.hosts}
         links = {d.index: (d.tx_packets, d.tx_bytes, d.lost_packets) for d in self.links
                  if self.part_of[d.src] == self.me}
-        return {"ranks": ranks, "switches": switches, "hosts": hosts, "links": links,
-                "ingress": self.net.ingress_log,
-                "events": self.loop.events_run, "exchanged": self.exchanged, "end": self.end()}
+        return PartResult(ranks, switches, hosts, links, self.net.ingress_log,
+                          self.loop.events_run, self.exchanged, self.end())
+
+
+@dataclass(slots=True)
+class SwitchState:
+    """What a part's run changed in one switch, for part 0's copy of it: its packet counts
+    (in, fast path, pipeline drops, unconnected), its queues' statistics, the non-zero cells
+    of its counters (packets, bytes) and registers, and its direct counters' entries."""
+
+    counts: tuple[int, int, int, int]
+    queues: dict[int, Any]
+    counters: dict[str, tuple[list[tuple[int, int]], list[tuple[int, int]]]]
+    registers: dict[str, list[tuple[int, int]]]
+    direct: dict[str, list[tuple[Any, int, int, int]]]
+
+
+@dataclass(slots=True)
+class PartResult:
+    """A part's share of a split run, sent to part 0 (pickled): its ranks' records, its
+    switches' state, its hosts' frame counts (sent frames and bytes, received, bad) and its
+    links' (packets, bytes, lost) by link index, the frames its switches took in, its loop's
+    event count, the frames it exchanged with other parts, and its end (time, reached until)."""
+
+    ranks: list[RankMetrics]
+    switches: dict[str, SwitchState]
+    hosts: dict[str, tuple[int, int, int, int]]
+    links: dict[int, tuple[int, int, int]]
+    ingress: list[tuple[str, float, int, bytes]]
+    events: int
+    exchanged: int
+    end: tuple[float, bool]
 
 
 def _record_only(now: float) -> None:
@@ -199,19 +228,18 @@ def _expect(conn: Channel, q: int) -> Any:
     return body
 
 
-def _switch_state(sw: Any) -> dict[str, Any]:
+def _switch_state(sw: Any) -> SwitchState:
     pipe = sw.pipe
     direct = {}
     for table in set(pipe.direct_counters.values()):
         direct[table] = [(e.match, e.priority, e.packets, e.bytes)
                          for e in pipe.table_entries(table)]
-    return {
-        "counts": (sw.packets_in, sw.fast_packets, sw.pipeline_drops, sw.unconnected),
-        "queues": {p: q.stats for p, q in sw._q.items()},
-        "counters": {n: (_sparse(c.packets), _sparse(c.bytes)) for n, c in pipe.counters.items()},
-        "registers": {n: _sparse(r.values) for n, r in pipe.registers.items()},
-        "direct": direct,
-    }
+    return SwitchState(
+        counts=(sw.packets_in, sw.fast_packets, sw.pipeline_drops, sw.unconnected),
+        queues={p: q.stats for p, q in sw._q.items()},
+        counters={n: (_sparse(c.packets), _sparse(c.bytes)) for n, c in pipe.counters.items()},
+        registers={n: _sparse(r.values) for n, r in pipe.registers.items()},
+        direct=direct)
 
 
 def _sparse(values: list[int] | memoryview) -> list[tuple[int, int]]:
@@ -221,30 +249,30 @@ def _sparse(values: list[int] | memoryview) -> list[tuple[int, int]]:
     return [(i, v) for i, v in enumerate(values) if v]
 
 
-def _load(net: SimNetwork, res: dict[str, Any]) -> None:
+def _load(net: SimNetwork, res: PartResult) -> None:
     """Write a part's results into this process's copies of its switches, hosts and links."""
-    for name, st in res["switches"].items():
+    for name, st in res.switches.items():
         sw = net.switches[name]
-        sw.packets_in, sw.fast_packets, sw.pipeline_drops, sw.unconnected = st["counts"]
-        for p, stats in st["queues"].items():
+        sw.packets_in, sw.fast_packets, sw.pipeline_drops, sw.unconnected = st.counts
+        for p, stats in st.queues.items():
             sw.queue(p).stats = stats
         pipe = sw.pipe
-        for n, (pk, by) in st["counters"].items():
+        for n, (pk, by) in st.counters.items():
             c = pipe.counters[n]
             _unsparse(c.packets, pk)
             _unsparse(c.bytes, by)
-        for n, vals in st["registers"].items():
+        for n, vals in st.registers.items():
             _unsparse(pipe.registers[n].values, vals)
-        for table, rows in st["direct"].items():
-            for match, prio, pk, by in rows:
-                pipe.direct_counter_write(table, match, prio, pk, by)
-    for name, counts in res["hosts"].items():
+        for table, rows in st.direct.items():
+            for match, prio, n_pk, n_by in rows:
+                pipe.direct_counter_write(table, match, prio, n_pk, n_by)
+    for name, counts in res.hosts.items():
         h = net.hosts[name]
         h.frames_sent, h.bytes_sent, h.frames_received, h.bad_frames = counts
     links = [d for pair in net.links for d in pair]
-    for idx, (pk, by, lost) in res["links"].items():
+    for idx, (tx_pk, tx_by, lost) in res.links.items():
         d = links[idx]
-        d.tx_packets, d.tx_bytes, d.lost_packets = pk, by, lost
+        d.tx_packets, d.tx_bytes, d.lost_packets = tx_pk, tx_by, lost
 
 
 def _unsparse(into: list[int] | memoryview, cells: list[tuple[int, int]]) -> None:
@@ -372,11 +400,11 @@ def _run_part0(net: SimNetwork, job: Job, part_of: dict[str, int], parts: int, u
     for q in range(1, parts):
         res = _expect(mine[q], q)
         _load(net, res)
-        net.ingress_log.extend(res["ingress"])
-        ranks.extend(res["ranks"])
-        events += res["events"]
-        exchanged += res["exchanged"]
-        finals.append(res["end"])
+        net.ingress_log.extend(res.ingress)
+        ranks.extend(res.ranks)
+        events += res.events
+        exchanged += res.exchanged
+        finals.append(res.end)
     net.ingress_log.sort(key=lambda e: e[1])  # stable: each switch's stays in order
     if progress is not None:  # the last report, of the whole run
         done = sum(1 for m in ranks for f in m.flows if not f.local and f.finish is not None)
