@@ -3,5 +3,6 @@
 - ``histogram``: the log-linear microsecond histogram the switch, the hosts, the simulator and
   the experiments' guard share;
 - ``checksum``: the Internet checksum (RFC 1071) of the headers hosts, probes and the
-  simulator build.
+  simulator build;
+- ``jsontypes``: the JSON value types records serialize to at a file or wire edge.
 """

@@ -24,6 +24,7 @@ from model.schemes import BASELINE_SCHEME
 
 from . import metrics, plots, stats
 from .metrics import time_unit
+from .stepback import StepBackLog, StepTaken
 
 TABLES = ("ccts", "flows", "links", "queues", "ideal", "runs", "events")
 
@@ -333,35 +334,44 @@ def _drop_totals(runs: pd.DataFrame, sites: list[str]) -> str:
     return line + "."
 
 
-def tdf_steps(meta: dict[str, Any]) -> list[dict[str, Any]]:
+def step_back_log(d: object) -> StepBackLog | None:
+    """What the runner's step-back policy did (``d``: experiment.json's ``step_back``; None:
+    no policy ran)."""
+    return None if d is None else StepBackLog.from_dict(d)
+
+
+def tdf_steps(meta: dict[str, Any]) -> list[StepTaken]:
     """The runner's steps back of the TDF (experiment.json ``step_back``), oldest first."""
-    return list((meta.get("step_back") or {}).get("steps") or [])
+    log = step_back_log(meta.get("step_back"))
+    return [] if log is None else log.steps
 
 
 def tdf_text(meta: dict[str, Any]) -> str:
     """The TDF, and every TDF it stepped back to ("50,000 → 100,000")."""
     return " → ".join(f"{t:g}" for t in [meta.get("tdf", 1.0),
-                                          *(s["to_tdf"] for s in tdf_steps(meta))])
+                                          *(s.to_tdf for s in tdf_steps(meta))])
 
 
 def step_back_lines(meta: dict[str, Any]) -> list[str]:
     """What the runner's step-back did (experiments/stepback.py), for the dilation section."""
-    sb = meta.get("step_back") or {}
+    sb = step_back_log(meta.get("step_back"))
+    if sb is None:
+        return []
     md = []
-    for s in tdf_steps(meta):
-        again = ", ".join(f"{x['workload']}/{x['scheme']} rep {x['repetition']} as rep "
-                          f"{x['as']}" for x in s["rerun"])
-        md.append(f"- after run {s['after_runs']} ({s['workload']} · {s['scheme']} · rep "
-                  f"{s['repetition']}): TDF {s['from_tdf']:g} → **{s['to_tdf']:g}**, "
-                  f"{s['reason']}; ran again: {again or 'none'}")
+    for s in sb.steps:
+        again = ", ".join(f"{x.workload}/{x.scheme} rep {x.repetition} as rep {x.as_rep}"
+                          for x in s.rerun)
+        md.append(f"- after run {s.after_runs} ({s.workload} · {s.scheme} · rep "
+                  f"{s.repetition}): TDF {s.from_tdf:g} → **{s.to_tdf:g}**, "
+                  f"{s.reason}; ran again: {again or 'none'}")
     if md:
-        md = [f"The runs turned invalid at the calibrated rate ({sb.get('invalid')} of "
-              f"{sb.get('window')} repetitions for the machine's capacity), so the runner "
+        md = [f"The runs turned invalid at the calibrated rate ({sb.invalid} of "
+              f"{sb.window} repetitions for the machine's capacity), so the runner "
               "stepped the rate back along calibration's ramp for the rest of the experiment "
               "and ran the invalid repetitions again (experiments/stepback.py):", "", *md, ""]
-    if sb.get("stuck"):
+    if sb.stuck:
         md += [f"Runs still turned invalid at TDF {tdf_text(meta).split(' → ')[-1]}, the "
-               f"slowest rate of the ramp ({sb['stuck']}): no further step.", ""]
+               f"slowest rate of the ramp ({sb.stuck}): no further step.", ""]
     return md
 
 

@@ -43,7 +43,7 @@ from .config import TDF_AUTO, ExperimentConfig, SchemeConfig, WorkloadConfig
 from .eta import RunPlan
 from .lbbsp import rebalance, speed_factors
 from .runs import RunRow, load_ranks, merge_ranks, verdict
-from .stepback import StepBack, capacity_reason
+from .stepback import Rerun, StepBack, StepBackLog, StepTaken, capacity_reason
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("numpy", "pandas", "matplotlib", "networkx", "scapy", "grpcio", "protobuf",
@@ -256,9 +256,9 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                    total=total, reps=reps, policy=step_back_policy(cfg, be, tdf),
                    ideals=ideals)
         if ctx.policy is not None:
-            run.meta["step_back"] = {"ladder": list(ctx.policy.ladder),
-                                     "invalid": ctx.policy.invalid,
-                                     "window": ctx.policy.window, "steps": []}
+            ctx.log = StepBackLog(list(ctx.policy.ladder), ctx.policy.invalid,
+                                  ctx.policy.window)
+            run.meta["step_back"] = ctx.log.to_dict()
         progress.start(f"fabric up ({cfg.backend})")
         if calibrated:
             from .backends import MininetBackend
@@ -354,6 +354,8 @@ class _Ctx:
     reruns: dict[tuple[str, str], int] = field(default_factory=dict)
     """Repetitions run again after a step back, per (workload, scheme label)."""
     policy: StepBack | None = None
+    log: StepBackLog | None = None
+    """What the policy did, experiment.json's ``step_back``."""
     scheme_i: int = 0
     """The index of the scheme the fabric runs."""
     ideals: dict[str, float] = field(default_factory=dict)
@@ -394,7 +396,9 @@ def _counted_run(ctx: _Ctx, wi: int, si: int, rep: int) -> None:
         if ctx.policy.stuck and not stuck:
             ctx.progress.log(f"runs invalid at TDF {ctx.tdf:g} ({ctx.policy.stuck}), the "
                              "slowest rate of calibration's ramp: not stepping back further")
-            ctx.run.meta["step_back"]["stuck"] = ctx.policy.stuck
+            assert ctx.log is not None, "made with the policy"
+            ctx.log.stuck = ctx.policy.stuck
+            ctx.run.meta["step_back"] = ctx.log.to_dict()
         if step is None:
             continue
         ctx.tdf = step.to_tdf
@@ -416,12 +420,12 @@ def _counted_run(ctx: _Ctx, wi: int, si: int, rep: int) -> None:
             iters = w.bsp.iterations if w.bsp else 1
             ctx.plan.pending[w.name] = ctx.plan.pending.get(w.name, 0) + iters
             ctx.total += iters
-            again.append({"workload": w.name, "scheme": label, "repetition": kr,
-                          "as": new})
-        ctx.run.meta["step_back"]["steps"].append({
-            "after_runs": len(ctx.run.runs), "workload": cfg.workloads[wi].name,
-            "scheme": cfg.schemes[si].label, "repetition": rep, "from_tdf": step.from_tdf,
-            "to_tdf": step.to_tdf, "reason": step.reason, "rerun": again})
+            again.append(Rerun(w.name, label, kr, new))
+        assert ctx.log is not None, "made with the policy"
+        ctx.log.steps.append(StepTaken(len(ctx.run.runs), cfg.workloads[wi].name,
+                                       cfg.schemes[si].label, rep, step.from_tdf, step.to_tdf,
+                                       step.reason, tuple(again)))
+        ctx.run.meta["step_back"] = ctx.log.to_dict()
         _write_meta(ctx.run)
         ctx.progress.total(ctx.total)
         ctx.progress.log(f"{len(again)} of the last {ctx.policy.window} repetitions invalid at "

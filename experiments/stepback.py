@@ -13,8 +13,10 @@ repetition); the runner applies it (experiments/runner.py).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from common.jsontypes import JsonObject
 
 CAPACITY_REASONS = ("hosts cannot pace", "hidden queue", "CPU-bound",
                     "dropped at a host's receive socket", "dropped outside the P4 pipeline",
@@ -83,3 +85,76 @@ class StepBack:
         self.tdf = to
         self.recent.clear()
         return step
+
+
+@dataclass(frozen=True, slots=True)
+class Rerun:
+    """A repetition run again after a step back: ``repetition`` of (workload, scheme) ran
+    again as repetition ``as_rep`` (``as`` in experiment.json)."""
+
+    workload: str
+    scheme: str
+    repetition: int
+    as_rep: int
+
+    def to_dict(self) -> JsonObject:
+        return {"workload": self.workload, "scheme": self.scheme,
+                "repetition": self.repetition, "as": self.as_rep}
+
+
+@dataclass(frozen=True, slots=True)
+class StepTaken:
+    """One step back as the runner took it: after how many runs, the repetition whose
+    verdict decided it, from and to which TDF, why, and the repetitions run again."""
+
+    after_runs: int
+    workload: str
+    scheme: str
+    repetition: int
+    from_tdf: float
+    to_tdf: float
+    reason: str
+    rerun: tuple[Rerun, ...]
+
+    def to_dict(self) -> JsonObject:
+        return {"after_runs": self.after_runs, "workload": self.workload,
+                "scheme": self.scheme, "repetition": self.repetition,
+                "from_tdf": self.from_tdf, "to_tdf": self.to_tdf, "reason": self.reason,
+                "rerun": [r.to_dict() for r in self.rerun]}
+
+
+@dataclass(slots=True)
+class StepBackLog:
+    """What the step-back policy did in an experiment (experiment.json ``step_back``): its
+    ladder and thresholds, the steps taken, and ``stuck`` (the reason runs stayed invalid at
+    the ladder's slowest rate; None: they did not)."""
+
+    ladder: list[float]
+    invalid: int
+    window: int
+    steps: list[StepTaken] = field(default_factory=list)
+    stuck: str | None = None
+
+    def to_dict(self) -> JsonObject:
+        d: JsonObject = {"ladder": list(self.ladder), "invalid": self.invalid,
+                         "window": self.window, "steps": [s.to_dict() for s in self.steps]}
+        return d if self.stuck is None else {**d, "stuck": self.stuck}
+
+    @classmethod
+    def from_dict(cls, d: object) -> StepBackLog:
+        """The log as :meth:`to_dict` wrote it; ValueError (one line) when it is not one."""
+        try:
+            if not isinstance(d, Mapping):
+                raise TypeError(f"not an object but {type(d).__name__}")
+            steps = [StepTaken(int(s["after_runs"]), str(s["workload"]), str(s["scheme"]),
+                               int(s["repetition"]), float(s["from_tdf"]), float(s["to_tdf"]),
+                               str(s["reason"]),
+                               tuple(Rerun(str(r["workload"]), str(r["scheme"]),
+                                           int(r["repetition"]), int(r["as"]))
+                                     for r in s["rerun"]))
+                     for s in d.get("steps") or []]
+            stuck = d.get("stuck")
+            return cls([float(t) for t in d.get("ladder") or []], int(d.get("invalid", 0)),
+                       int(d.get("window", 0)), steps, None if stuck is None else str(stuck))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"experiment.json step_back: {type(e).__name__}: {e}") from None

@@ -230,6 +230,6 @@ def test_the_kernel_target_ramp_reaches_issue_33s_rate_and_the_runner_steps_alon
     cfg = load(Path(__file__).resolve().parents[2] / "experiments/configs/demo.yaml")
     ebpf = calibrate.with_target(cfg, "ebpf")
     be = SimpleNamespace(retunable=True)
-    policy = runner.step_back_policy(ebpf, be, 10_000)   # type: ignore[arg-type]
+    policy = runner.step_back_policy(ebpf, be, 10_000)   # type: ignore[arg-type]  # a stand-in: only retunable is read
     assert policy is not None and policy.ladder == calibrate.ramp_tdfs(
         100e9, calibrate.KERNEL_RAMP_MBPS)
