@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from common.jsontypes import JsonObject
 from model.dilation import to_fabric_time
 from topo.guard import judge_run
 from traffic import metrics as traffic_metrics
@@ -89,8 +90,8 @@ class RunRow:
 
     OPTIONAL: ClassVar[frozenset[str]] = frozenset({"iteration", "rerun_of"})
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {}
         for f in fields(self):
             v = getattr(self, f.name)
             if f.name == "guard":

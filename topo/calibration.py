@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from common.jsontypes import JsonObject
+
 from .owner import give_back
 
 
@@ -36,7 +38,7 @@ class CalibrationEntry:
     workload: str | None = None
     ramp: list[dict[str, Any]] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod

@@ -14,6 +14,8 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from common.jsontypes import JsonObject
+
 from .schedules import Schedule
 
 TcpCounters = dict[str, float | None]
@@ -140,7 +142,7 @@ class TcpTotals:
     reordering_max: int | None
     rcv_ooopack: int | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The ``tcp_``-prefixed columns of a rank's totals (rank<r>.json)."""
         return {f"tcp_{f.name}": getattr(self, f.name) for f in fields(self)}
 
@@ -177,7 +179,7 @@ class RankTotals:
     duration: float | None
     tcp: TcpTotals | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "tcp"}
         return {**d, **(self.tcp.to_dict() if self.tcp else {})}
 
@@ -255,7 +257,7 @@ class RankMetrics:
             dsack_dups=total(sent, "dsack_dups"), total_rto=total(sent, "total_rto"),
             reordering_max=max(reo) if reo else None, rcv_ooopack=total(got, "rcv_ooopack"))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         d = asdict(self)
         for f, rec in zip(d["flows"], self.flows, strict=True):
             f["fct"] = rec.fct
@@ -389,7 +391,7 @@ class FctSummary:
         value: float | None = getattr(self, f"p{p}_us")
         return value
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The ``fct_*`` columns (the simulator's summary JSON, in its order)."""
         head = {"flows": self.flows, "flows_unfinished": self.flows_unfinished,
                 "fct_min_us": self.min_us}
