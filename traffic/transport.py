@@ -361,7 +361,7 @@ class SenderFlow:
                 self.nacks += 1
                 self.trim_nacks += 1
                 self._queue(seq)
-                cc.on_nack(now)
+                cc.on_trim_nack(now)
         elif ack.nack and ack.cum < npkts and not acked[ack.cum]:
             self.nacks += 1
             # a NACK for a packet we resent less than an RTO ago is stale; let the timer act

@@ -29,3 +29,17 @@ def test_without_trimming_the_preset_aims_at_one_rtt_as_htsim() -> None:
     assert uec_preset(False) == {"init_bdp": 1.5, "target_qdelay_rtts": 1.0}
     cc = make_cc("nscc", CcContext(100e9, 4150, 256, base_rtt=14e-6), uec_preset(False))
     assert cc.target == pytest.approx(14e-6 * 2.0)   # type: ignore[attr-defined]  # Nscc's
+
+
+def test_each_trim_nack_takes_one_packet_off_the_window_without_a_hold() -> None:
+    """UEC NSCC's NACK decrease: a burst of trims shrinks the window by one packet each, where
+    an ordinary NACK cuts once per window (the rest of the burst is held)."""
+    ctx = CcContext(100e9, 4150, 256, base_rtt=14e-6)
+    cc = make_cc("nscc", ctx, {"init_cwnd": 64})
+    for _ in range(10):
+        cc.on_trim_nack(0.0)
+    assert cc.window == 54
+    lossy = make_cc("nscc", ctx, {"init_cwnd": 64})
+    for _ in range(10):
+        lossy.on_nack(0.0)
+    assert lossy.window == 32

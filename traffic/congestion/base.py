@@ -85,6 +85,11 @@ class CongestionControl(ABC):
     def on_nack(self, now: float) -> None:  # noqa: B027 - optional hook
         """The receiver reported a hole (a loss)."""
 
+    def on_trim_nack(self, now: float) -> None:
+        """The receiver NACKed a packet a switch trimmed (a full queue on the path, for
+        sure): by default a NACK like any other."""
+        self.on_nack(now)
+
     def on_timeout(self, now: float) -> None:  # noqa: B027 - optional hook
         """The retransmission timer fired for at least one packet."""
 

@@ -113,5 +113,12 @@ class Nscc(WindowControl):
     def on_nack(self, now: float) -> None:
         self._cut(1 - self.p.max_mdf)
 
+    def on_trim_nack(self, now: float) -> None:
+        """UEC NSCC's NACK decrease (uet-htsim's ``updateCwndOnNack_NSCC``): every trimmed
+        packet takes one packet off the window, no cut held. A once-per-window cut left an
+        incast's windows where they were until its first window was acknowledged, which under
+        trimming took hundreds of µs, trimming all the while."""
+        self.cwnd = max(self.floor, self.cwnd - 1)
+
     def on_timeout(self, now: float) -> None:
         self._collapse()
