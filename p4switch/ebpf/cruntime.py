@@ -61,6 +61,15 @@ struct p4_port_q {{ struct bpf_spin_lock lock; __u32 pad; __u64 next_ns; __u64 r
                    __u64 next_hi_ns; __u64 max_depth; }};
 struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 512); __type(key, __u32);
          __type(value, struct p4_port_q); }} p4queues SEC(".maps");
+/* the start times of the priority-0 packets the model let in, oldest first (a FIFO of
+ * P4_QRING; head and tail count packets): the packets ahead of a new one are those not yet
+ * started, counted exactly whatever their sizes (a small ACK behind full-size frames finds
+ * the frames, not the time they take over its own transmission time) */
+#define P4_QRING 256
+#define P4_QRING_BITS 8
+struct p4_qring {{ __u32 head; __u32 tail; __u64 start[P4_QRING]; }};
+struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 512); __type(key, __u32);
+         __type(value, struct p4_qring); }} p4qring SEC(".maps");
 struct {{ __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, {nstats});
          __type(key, __u32); __type(value, __u64); }} p4stats SEC(".maps");
 /* what the guard reads (p4switch/hidden.py): two LogHistograms of µs (common/histogram.py's
@@ -199,6 +208,7 @@ PRELUDE = _BPF_HEAD + CRC_TABLES + _P4_STAT + HASH_FNS
 QUEUE = r"""{{
     __u32 _ep = C->sm.f_egress_port;
     struct p4_port_q *_q = bpf_map_lookup_elem(&p4queues, &_ep);
+    struct p4_qring *_r = bpf_map_lookup_elem(&p4qring, &_ep);
     if (_q && _q->rate_bps) {{
         __u64 _now = bpf_ktime_get_ns();
         __u64 _tx = (__u64)C->sm.f_packet_length * 8000000000ULL / _q->rate_bps;
@@ -220,8 +230,35 @@ QUEUE = r"""{{
             }}
         }} else {{
             _start = _q->next_ns > _now ? _q->next_ns : _now;
-            _ahead = (_start - _now) / _tx;
-            if (_ahead >= _q->depth) _drop = 1; else _q->next_ns = _start + _tx;
+            if (_r && _q->depth <= P4_QRING) {{
+                /* forget the started ones: the first not started, by bisection without a
+                 * branch (so the verifier walks the rest of the program once, not once per
+                 * outcome). At most depth + 1 <= P4_QRING are kept: every admission prunes */
+                __u64 _n = _r->tail - _r->head, _lo = 0, _hi = _n, _base = _r->tail - _n;
+                for (int _i = 0; _i <= P4_QRING_BITS; _i++) {{
+                    __u64 _mid = _lo + ((_hi - _lo) >> 1);
+                    __u64 _s = _r->start[(_base + _mid) & (P4_QRING - 1)];
+                    __u64 _le = 1 - ((_now - _s) >> 63);     /* started: _s <= _now */
+                    __u64 _act = (_lo - _hi) >> 63;           /* _lo < _hi: still searching */
+                    __asm__ __volatile__("" : "+r"(_le), "+r"(_act));
+                    __u64 _up = -(_le & _act), _down = -((1 - _le) & _act);
+                    _lo = (_lo & ~_up) | ((_mid + 1) & _up);
+                    _hi = (_hi & ~_down) | (_mid & _down);
+                }}
+                _r->head = (__u32)(_base + _lo);
+                _ahead = _n - _lo;
+            }} else {{
+                _ahead = (_start - _now) / _tx;
+                if (_r) _r->head = _r->tail;
+            }}
+            if (_ahead >= _q->depth) _drop = 1;
+            else {{
+                _q->next_ns = _start + _tx;
+                if (_r && _q->depth <= P4_QRING) {{
+                    _r->start[_r->tail & (P4_QRING - 1)] = _start;
+                    _r->tail++;
+                }}
+            }}
         }}
         if (!_drop && _ahead + 1 > _q->max_depth) _q->max_depth = _ahead + 1;
         bpf_spin_unlock(&_q->lock);

@@ -399,3 +399,33 @@ def test_the_egress_qdiscs_drops_are_read_for_the_guard(topo: Topo) -> None:
         assert qdisc.drops({"p4ft-none"}) == 0 and qdisc.drops(set()) == 0
     finally:
         qdisc.clear(ifname)
+
+
+def test_a_small_frame_behind_full_ones_finds_them_not_their_time(topo: Topo) -> None:
+    """The queue model counts the packets ahead, whatever their sizes, as the Python target's
+    queue does: small frames (ACK-sized) behind five 1000-byte frames in a port of depth 8 are
+    let in and see fewer than 8 ahead (their transmission time is a twentieth of a full frame's,
+    so the backlog over it would have tail-dropped them)."""
+    from p4switch.ebpf.switch import EbpfSwitch
+
+    h1, h2 = topo.hosts
+    sw = EbpfSwitch({1: h1.sw_ifname, 2: h2.sw_ifname}, queue_depth=8)
+    try:
+        _start_recording(sw, IPV4_P4, 1e5, h2.sw_ifname)  # 83 ms a full frame
+        s1, s2 = topo.host_socket(1), topo.host_socket(2)
+        try:
+            for i in range(5):
+                s1.send(udp("10.0.2.1", sport=2000 + i, payload=b"x" * 1000))
+            for i in range(2):
+                s1.send(udp("10.0.2.1", sport=3000 + i, payload=b"ack"))
+            got = recv_all(s2, timeout=1.0, accept=_ours)
+            st = sw.port_stats()[2]
+        finally:
+            s1.close()
+            s2.close()
+        assert st["tail_drops"] == 0 and len(got) == 7, st
+        small = [int.from_bytes(f[18:20], "big") for f in got if len(f) < 100]
+        assert len(small) == 2 and all(d < 8 for d in small), small   # deq_qdepth
+        assert st["queue_max_depth"] <= 7
+    finally:
+        sw.stop(log_stats=False)
