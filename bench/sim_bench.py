@@ -19,8 +19,12 @@ line says whether the issue's target (10^7 packet-hops in 10 minutes: 16,667 hop
 met at the k=16 rate measured (an extrapolation; bench/sim_target.py makes the real run: 1,024
 hosts, >= 10^7 hops, wall time from nothing to results).
 
+fabric.p4 runs as the simulator runs it by default, compiled to C (``--pipeline native``,
+p4switch.native); ``--pipeline python`` runs the pipeline's generated Python, ``both`` runs each
+size with both and prints the ratio and whether the results are identical.
+
 Each size runs twice by default (``--halves both``): the slow path — a packet meeting a busy
-queue or wire — through the general ``Pipeline.ingress``/``egress``, then through the fused
+queue or wire — through the Python pipeline's general ``Pipeline.ingress``/``egress``, then through the fused
 halves (``ingress_lean``/``egress_lean``, the fused halves without result objects); a line gives
 the ratio. Results are identical. Each line ends with the process's peak resident memory so far
 (``max_rss``: the largest fabric run so far).
@@ -113,7 +117,7 @@ def pipeline_alone(net: SimNetwork, sample: list, pipeline: str = "python"
 
 
 def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
-        halves: bool = True, pipeline: str = "python") -> tuple[float, tuple]:
+        halves: bool = True, pipeline: str = "native") -> tuple[float, tuple]:
     """One size; returns packet-hops per CPU second. ``halves``: the slow path (queue or wire
     busy) through the fused ingress/egress halves, else through the general ones. Also returns
     what the run's results must agree on either way (CCT, hops, fast-path hops, drops)."""
@@ -176,10 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--halves", default="both", choices=("both", "fused", "general"),
                     help="the slow path's ingress/egress: the fused halves, the general ones, "
                          "or both, one after the other (default)")
-    ap.add_argument("--pipeline", default="python", choices=("python", "native", "both"),
-                    help="what runs fabric.p4 per hop: the pipeline's Python, the program "
-                         "compiled to C (p4switch.native), or both one after the other (with "
-                         "the fused halves; a line gives the ratio and compares the results)")
+    ap.add_argument("--pipeline", default="native", choices=("python", "native", "both"),
+                    help="what runs fabric.p4 per hop: the program compiled to C "
+                         "(p4switch.native, the simulator's default; the general halves of "
+                         "--halves both/general are the Python pipeline's), the pipeline's "
+                         "Python, or both one after the other (a line gives the ratio and "
+                         "compares the results)")
     ap.add_argument("--quick", action="store_true",
                     help="a cheap look: k = 4 and 8 only, 16 ranks, 4 packets per pair")
     args = ap.parse_args(argv)
@@ -192,26 +198,27 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--k {k}: a fat-tree k must be even and in 2..16")
     rates = {}
     for k in args.k:
-        if args.pipeline != "python":
-            kinds = ["python", "native"] if args.pipeline == "both" else ["native"]
+        if args.pipeline == "both":  # the Python pipeline's fused halves against the C code
             got = [run(k, args.scheme, args.pkts, args.rate, args.ranks or None, pipeline=kind)
-                   for kind in kinds]
+                   for kind in ("python", "native")]
             rates[k] = got[-1][0]
-            if len(got) == 2:
-                print(f"k={k:2d} native / python pipeline: {got[1][0] / got[0][0]:.2f}x hops per "
-                      f"CPU second; results (cct, hops, fast hops, tail drops, pipeline drops) "
-                      f"{'identical' if got[1][1] == got[0][1] else f'DIFFER: {got[0][1]} vs {got[1][1]}'}",
-                      flush=True)
+            print(f"k={k:2d} native / python pipeline: {got[1][0] / got[0][0]:.2f}x hops per "
+                  f"CPU second; results (cct, hops, fast hops, tail drops, pipeline drops) "
+                  f"{'identical' if got[1][1] == got[0][1] else f'DIFFER: {got[0][1]} vs {got[1][1]}'}",
+                  flush=True)
             continue
         old = None
-        if args.halves in ("both", "general"):
-            old = run(k, args.scheme, args.pkts, args.rate, args.ranks or None, halves=False)
+        if args.halves in ("both", "general"):  # the general halves: the Python pipeline's
+            old = run(k, args.scheme, args.pkts, args.rate, args.ranks or None, halves=False,
+                      pipeline="python")
             rates[k] = old[0]
         if args.halves in ("both", "fused"):
-            new = run(k, args.scheme, args.pkts, args.rate, args.ranks or None)
+            new = run(k, args.scheme, args.pkts, args.rate, args.ranks or None,
+                      pipeline=args.pipeline)
             rates[k] = new[0]
             if old:
-                print(f"k={k:2d} fused halves / general halves: {new[0] / old[0]:.2f}x hops per "
+                print(f"k={k:2d} {args.pipeline} fused halves / general halves: "
+                      f"{new[0] / old[0]:.2f}x hops per "
                       f"CPU second; results (cct, hops, fast hops, tail drops, pipeline drops) "
                       f"{'identical' if new[1] == old[1] else f'DIFFER: {old[1]} vs {new[1]}'}",
                       flush=True)

@@ -25,6 +25,7 @@ and exits 0 (p4fabric never requires it). Each htsim run happens in a temporary 
 Run: .venv/bin/python bench/vs_htsim.py [--workload perm incast alltoall allreduce]
 [--tm FILE ...]
 [--k 4] [--size 2MB] [--variants spray 1path spray+trim 1path+trim] [--workers 1]
+[--pipeline python|native|both]
 """
 
 from __future__ import annotations
@@ -176,13 +177,14 @@ def run_htsim(exe: str, cm: Path, nodes: int, variant: str, mtu: int, queue: int
 
 
 def run_p4fabric(cm: Path, k: int, variant: str, mtu: int, queue: int, end_us: float,
-                 seed: int, workers: int) -> Outcome:
+                 seed: int, workers: int, pipeline: str = "native") -> Outcome:
     args = [sys.executable, "-m", "sim", "--k", str(k), "--tm", str(cm), "--quiet", "--json",
             "--scheme", "ecmp" if variant.startswith("1path") else "random",
             "--rate", f"{RATE_BPS:g}", "--prop-us", f"{HOP_US:g}", "--mtu", str(mtu),
             "--queue-depth", str(queue), "--cc", "nscc",
             "--cc-param", f"init_cwnd={init_cwnd_pkts(mtu, k)}",
-            "--until-us", f"{end_us:g}", "--seed", str(seed), "--workers", str(workers)]
+            "--until-us", f"{end_us:g}", "--seed", str(seed), "--workers", str(workers),
+            "--pipeline", pipeline]
     if "trim" in variant:
         args.append("--trim")
     c0 = cpu_children()
@@ -220,7 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--end-us", type=float, default=100_000.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=1, help="p4fabric's processes (sim)")
+    ap.add_argument("--pipeline", default="native", choices=["python", "native", "both"],
+                    help="what runs fabric.p4 in p4fabric's simulator (python -m sim "
+                         "--pipeline); both: a line for each, against the same htsim run")
     a = ap.parse_args(argv)
+    kinds = ["python", "native"] if a.pipeline == "both" else [a.pipeline]
     exe, why = htsim_path()
     if exe is None:
         print(f"skipped: {why}")
@@ -254,23 +260,30 @@ def main(argv: list[str] | None = None) -> int:
                     h = Outcome(error=HTSIM_RECV_DONE)
                 else:
                     h = run_htsim(exe, cm, k ** 3 // 4, v, a.mtu, a.queue, a.end_us, a.seed)
-                f = run_p4fabric(cm, k, v, a.mtu, a.queue, a.end_us, a.seed, a.workers)
-                for side, o in (("htsim", h), ("p4fabric", f)):
-                    if o.error:
-                        print(f"{label:<18} {v:<11} {side}: {o.error}")
-                    elif o.finished < o.flows:
-                        print(f"{label:<18} {v:<11} {side}: {o.finished}/{o.flows} flows "
-                              f"finished by {a.end_us:g} µs (tail of the finished ones)")
-                ratio = f.cpu_s / h.cpu_s if h.cpu_s > 0 else None
-                print(f"{label:<18} {v:<11} "
-                      f"{_f(h.tail_us):>9}/{_f(f.tail_us):<9} "
-                      f"{_f(h.spread, '{:.2f}'):>8}/{_f(f.spread, '{:.2f}'):<8} "
-                      f"{_f(h.retx, '{}'):>7}/{_f(f.retx, '{}'):<7} "
-                      f"{_f(h.nacks, '{}'):>7}/{_f(f.nacks, '{}'):<7} {_f(f.trims, '{}'):>6} "
-                      f"{_f(f.timeouts, '{}'):>5} "
-                      f"{h.cpu_s:>7.2f}/{f.cpu_s:<8.2f} {_f(ratio, '{:.0f}x'):>7}", flush=True)
+                for kind in kinds:
+                    f = run_p4fabric(cm, k, v, a.mtu, a.queue, a.end_us, a.seed, a.workers,
+                                     kind)
+                    _print_row(label, v if a.pipeline != "both" else f"{v}/{kind}", h, f,
+                               a.end_us)
     return 0
 
+
+def _print_row(label: str, v: str, h: Outcome, f: Outcome, end_us: float) -> None:
+    """One workload and variant: htsim's figures and p4fabric's side by side."""
+    for side, o in (("htsim", h), ("p4fabric", f)):
+        if o.error:
+            print(f"{label:<18} {v:<11} {side}: {o.error}")
+        elif o.finished < o.flows:
+            print(f"{label:<18} {v:<11} {side}: {o.finished}/{o.flows} flows "
+                  f"finished by {end_us:g} µs (tail of the finished ones)")
+    ratio = f.cpu_s / h.cpu_s if h.cpu_s > 0 else None
+    print(f"{label:<18} {v:<11} "
+          f"{_f(h.tail_us):>9}/{_f(f.tail_us):<9} "
+          f"{_f(h.spread, '{:.2f}'):>8}/{_f(f.spread, '{:.2f}'):<8} "
+          f"{_f(h.retx, '{}'):>7}/{_f(f.retx, '{}'):<7} "
+          f"{_f(h.nacks, '{}'):>7}/{_f(f.nacks, '{}'):<7} {_f(f.trims, '{}'):>6} "
+          f"{_f(f.timeouts, '{}'):>5} "
+          f"{h.cpu_s:>7.2f}/{f.cpu_s:<8.2f} {_f(ratio, '{:.0f}x'):>7}", flush=True)
 
 if __name__ == "__main__":
     sys.exit(main())

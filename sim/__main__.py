@@ -175,10 +175,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --workers N: run the parts but the first as Ray tasks on the "
                          "cluster at ADDRESS (HEAD:6379, or 'local' for a Ray started here); "
                          "the results are the same")
-    ap.add_argument("--pipeline", choices=["python", "native"], default="python",
-                    help="what executes fabric.p4 per hop: the pipeline's generated Python or "
-                         "the same program compiled to C (built once per machine; the results "
-                         "are the same)")
+    ap.add_argument("--pipeline", choices=["python", "native"], default="native",
+                    help="what executes fabric.p4 per hop: the program compiled to C (the "
+                         "default; built once per machine) or the pipeline's generated Python; "
+                         "the results are the same")
     ap.add_argument("--counters", action="store_true", help="print per-member LB counters")
     ap.add_argument("--check", action="store_true",
                     help="compare LB counters with the reference models (exit 1 on mismatch)")
