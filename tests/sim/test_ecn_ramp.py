@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from model.pipeline_target import install_on_pipeline
 from model.routing import EcnRamp, ecn_entry, route_nhop
 from model.spec import fat_tree
@@ -14,7 +16,7 @@ from sim.events import EventLoop
 from sim.frames import ECN_ECT0, l2l3_header
 from sim.link import Link
 from sim.network import DROP_PORT, SimConfig, SimNetwork, fabric_program
-from sim.switch import SimSwitch
+from sim.switch import SimSwitch, choose_pipeline
 
 KMIN, KMAX = 4, 12
 BURST = 20       # packets arriving together: the first leaves at once (depth 0), the next
@@ -26,12 +28,15 @@ def _ramp(depth: int) -> float:
     return min(max((depth - KMIN) / (KMAX - KMIN), 0.0), 1.0)
 
 
-def test_marking_fraction_follows_the_ramp_by_queue_depth() -> None:
+@pytest.mark.parametrize("kind", ["python", "native"])
+def test_marking_fraction_follows_the_ramp_by_queue_depth(kind: str) -> None:
+    """On the pipeline's Python and on its native code (which falls back to Python where the
+    machine cannot compile it)."""
     pipe = Pipeline(fabric_program(), drop_port=DROP_PORT, cpu_port=255, seed=7)
     install_on_pipeline(pipe, [route_nhop("10.2.0.0/16", 2, 0x0A0000000002),
                                ecn_entry(2, (KMIN, KMAX))])
     loop = EventLoop()
-    sw = SimSwitch("s1", pipe, loop, uptime_us=0.0)
+    sw = SimSwitch("s1", choose_pipeline(pipe, kind), loop, uptime_us=0.0)
     got: list[bytes] = []
     sw.connect(2, Link("s1", 2, "sink", 0, rate_bps=1e9, prop_us=1.0),
                lambda _t, arg: got.append(arg[1]), 0)
