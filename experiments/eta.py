@@ -12,8 +12,10 @@ per-run costs on top; the first measured run replaces it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from common.jsontypes import JsonObject
 
 PRIOR_OVERSHOOT = 1.3
 """A run's CCT over the ideal bound before anything was measured: the demo's spraying schemes
@@ -71,25 +73,68 @@ class RunPlan:
         return max(0, min(wanted, int(free // per)))
 
 
-def adaptive_text(adaptive: dict[str, Any]) -> str:
+@dataclass(slots=True)
+class AdaptiveLog:
+    """What the adaptive repetitions did in an experiment (experiment.json ``adaptive``): the
+    cap and the wall budget, per workload the runs added per scheme, the close calls the
+    budget left unsettled and those too far from settling to try, and the seconds spent
+    before the runner started (the budget counts them)."""
+
+    max_repetitions: int | None = None
+    wall_budget_s: float | None = None
+    added: dict[str, dict[str, int]] = field(default_factory=dict)
+    left_by_budget: dict[str, list[str]] = field(default_factory=dict)
+    beyond_cap: dict[str, list[str]] = field(default_factory=dict)
+    before_runner_s: float = 0.0
+
+    def to_dict(self) -> JsonObject:
+        added: JsonObject = {w: dict(d) for w, d in self.added.items()}
+        left: JsonObject = {w: list(v) for w, v in self.left_by_budget.items()}
+        beyond: JsonObject = {w: list(v) for w, v in self.beyond_cap.items()}
+        return {"max_repetitions": self.max_repetitions, "wall_budget_s": self.wall_budget_s,
+                "added": added, "left_by_budget": left, "beyond_cap": beyond,
+                "before_runner_s": self.before_runner_s}
+
+    @classmethod
+    def from_dict(cls, d: object) -> AdaptiveLog:
+        """The log as :meth:`to_dict` wrote it (missing parts empty); ValueError (one line)
+        when it is not one."""
+        try:
+            if not isinstance(d, Mapping):
+                raise TypeError(f"not an object but {type(d).__name__}")
+            cap, budget = d.get("max_repetitions"), d.get("wall_budget_s")
+            return cls(None if cap is None else int(cap),
+                       None if budget is None else float(budget),
+                       {str(w): {str(k): int(v) for k, v in a.items()}
+                        for w, a in (d.get("added") or {}).items()},
+                       {str(w): [str(x) for x in v]
+                        for w, v in (d.get("left_by_budget") or {}).items()},
+                       {str(w): [str(x) for x in v]
+                        for w, v in (d.get("beyond_cap") or {}).items()},
+                       float(d.get("before_runner_s") or 0.0))
+        except (AttributeError, TypeError, ValueError) as e:
+            raise ValueError(f"experiment.json adaptive: {type(e).__name__}: {e}") from None
+
+
+def adaptive_text(adaptive: AdaptiveLog | None) -> str:
     """What the adaptive repetitions did: runs added per workload, close calls the wall
     budget left unsettled and those too far from settling to try (empty without
     max_repetitions)."""
-    if not adaptive.get("max_repetitions"):
+    if adaptive is None or not adaptive.max_repetitions:
         return ""
-    added = adaptive.get("added") or {}
-    left = adaptive.get("left_by_budget") or {}
-    beyond = {w: v for w, v in (adaptive.get("beyond_cap") or {}).items() if v}
-    budget = adaptive.get("wall_budget_s")
+    added = adaptive.added
+    left = adaptive.left_by_budget
+    beyond = {w: v for w, v in adaptive.beyond_cap.items() if v}
+    budget = adaptive.wall_budget_s
     parts = [f"{w} +{sum(d.values())} ({', '.join(f'{k} {v}' for k, v in d.items())})"
              for w, d in added.items()] or ["none added" if left or beyond else "none needed"]
-    text = (f"adaptive repetitions (up to {adaptive['max_repetitions']} per scheme"
+    text = (f"adaptive repetitions (up to {adaptive.max_repetitions} per scheme"
             + (f", wall budget {budget:g} s" if budget else "") + "): " + "; ".join(parts))
     if left:
         text += ("; the budget left close calls unsettled: "
                  + "; ".join(f"{w}: {', '.join(v)}" for w, v in left.items()))
     if beyond:
-        text += (f"; close calls that need more than twice {adaptive['max_repetitions']}, "
+        text += (f"; close calls that need more than twice {adaptive.max_repetitions}, "
                  "left unsettled: " + "; ".join(f"{w}: {', '.join(v)}"
                                                 for w, v in beyond.items()))
     return text

@@ -507,8 +507,9 @@ def write_report(root: str | Path, include_invalid: bool = False) \
     if r.meta.get("interrupted"):
         md += [f"**Incomplete run**: {r.meta['interrupted']}. The tables hold what was "
                "measured before it stopped.", ""]
-    from .eta import adaptive_text
-    if line := adaptive_text(r.meta.get("adaptive") or {}):
+    from .eta import AdaptiveLog, adaptive_text
+    d = r.meta.get("adaptive")
+    if line := adaptive_text(AdaptiveLog.from_dict(d) if d else None):
         md += [line[0].upper() + line[1:] + ".", ""]
     md += dilation_section(r.meta)
     md += ["## Summary", ""]

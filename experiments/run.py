@@ -227,7 +227,7 @@ def _main(argv: list[str] | None = None) -> int:
             console.print("  " + v.replace("**", ""))
     phases = run.meta.get("phases", {})
     console.print("phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()))
-    line = adaptive_text(run.meta.get("adaptive") or {})
+    line = adaptive_text(run.adaptive)
     if line:
         console.print(line)
     if tdf_steps(run.meta):

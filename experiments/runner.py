@@ -40,7 +40,7 @@ from traffic.metrics import RankMetrics
 from . import metrics, stats
 from .backends import BACKENDS, Backend, RunSamples
 from .config import TDF_AUTO, ExperimentConfig, SchemeConfig, WorkloadConfig
-from .eta import RunPlan
+from .eta import AdaptiveLog, RunPlan
 from .lbbsp import rebalance, speed_factors
 from .runs import RunRow, load_ranks, merge_ranks, verdict
 from .stepback import Rerun, StepBack, StepBackLog, StepTaken, capacity_reason
@@ -145,6 +145,8 @@ class ExperimentRun:
     root: Path
     meta: dict[str, Any] = field(default_factory=dict)
     runs: list[RunRow] = field(default_factory=list)
+    adaptive: AdaptiveLog | None = None
+    """What the adaptive repetitions did (written into ``meta`` as experiment.json's)."""
 
 
 def compute_times(ranks: list[RankMetrics], n: int) -> list[float]:
@@ -226,10 +228,9 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
     if calibrated:
         phases["calibration"] = round(t_cal, 3)
     budget = cfg.parameters.wall_budget_s
-    adaptive: dict[str, Any] = {"max_repetitions": cfg.max_repetitions,
-                                "wall_budget_s": budget, "added": {}, "left_by_budget": {},
-                                "beyond_cap": {}, "before_runner_s": round(t_all - t_since, 3)}
-    run.meta["adaptive"] = adaptive
+    adaptive = run.adaptive = AdaptiveLog(cfg.max_repetitions, budget,
+                                          before_runner_s=round(t_all - t_since, 3))
+    run.meta["adaptive"] = adaptive.to_dict()
     old = _install_sigterm()
     try:
         _write_meta(run)
@@ -286,22 +287,22 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                 w = cfg.workloads[wi]
                 counted = {lb: n - ctx.reruns.get((w.name, lb), 0)   # re-runs replace runs
                            for lb, n in reps[w.name].items()}
-                more = _settle_close_calls(run, cfg, w, counted, adaptive["beyond_cap"])
+                more = _settle_close_calls(run, cfg, w, counted, adaptive.beyond_cap)
                 fit = plan.extra_runs_fitting(w.name, len(more),
                                               time.perf_counter() - t_since, budget)
                 if fit < len(more):
-                    adaptive["left_by_budget"][w.name] = more[fit:]
+                    adaptive.left_by_budget[w.name] = more[fit:]
                 if fit == 0:
                     open_ws.remove(wi)
                     continue
-                adaptive["left_by_budget"].pop(w.name, None)
+                adaptive.left_by_budget.pop(w.name, None)
                 ctx.total += fit
                 progress.total(ctx.total)
                 for label in more[:fit]:
                     rep = reps[w.name][label]
                     reps[w.name][label] += 1
                     _counted_run(ctx, wi, labels.index(label), rep)
-                    added = adaptive["added"].setdefault(w.name, {})
+                    added = adaptive.added.setdefault(w.name, {})
                     added[label] = added.get(label, 0) + 1
     except (KeyboardInterrupt, Interrupted) as e:
         run.meta["interrupted"] = f"interrupted ({type(e).__name__})"
@@ -488,6 +489,8 @@ def _settle_close_calls(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadCo
 
 
 def _write_meta(run: ExperimentRun) -> None:
+    if run.adaptive is not None:
+        run.meta["adaptive"] = run.adaptive.to_dict()
     (run.root / "experiment.json").write_text(json.dumps(run.meta, indent=1, default=str))
 
 

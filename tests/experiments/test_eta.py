@@ -4,10 +4,12 @@ admits, and the progress line's ETA text."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from experiments import run as run_cli
-from experiments.eta import PRIOR_FIXED_S, PRIOR_OVERSHOOT, RunPlan, adaptive_text
+from experiments.eta import PRIOR_FIXED_S, PRIOR_OVERSHOOT, AdaptiveLog, RunPlan, adaptive_text
 from experiments.runner import Eta
 
 
@@ -44,20 +46,20 @@ def test_the_eta_line_says_what_is_due_and_what_the_budget_allows() -> None:
                                           "at most 6:50 in all: budget 8:30)")
     assert Eta(600.0, 10.0, 510.0, adaptive=True).at_most_s == 10.0   # past the budget
     assert Eta(1.0, 10.0, None, adaptive=True).at_most_s is None
-    assert adaptive_text({"max_repetitions": None}) == ""
-    assert adaptive_text({"max_repetitions": 6, "wall_budget_s": 510.0,
-                          "added": {"ring": {"wam": 2, "rotate": 1}},
-                          "left_by_budget": {"ring": ["wam", "rotate"]}}) == (
+    assert adaptive_text(AdaptiveLog()) == "" and adaptive_text(None) == ""
+    assert adaptive_text(AdaptiveLog(6, 510.0, added={"ring": {"wam": 2, "rotate": 1}},
+                                     left_by_budget={"ring": ["wam", "rotate"]})) == (
         "adaptive repetitions (up to 6 per scheme, wall budget 510 s): ring +3 (wam 2, "
         "rotate 1); the budget left close calls unsettled: ring: wam, rotate")
-    assert adaptive_text({"max_repetitions": 6, "added": {}, "left_by_budget": {}}) == (
+    assert adaptive_text(AdaptiveLog(6)) == (
         "adaptive repetitions (up to 6 per scheme): none needed")
-    assert adaptive_text({"max_repetitions": 6, "wall_budget_s": 9.0, "added": {},
-                          "left_by_budget": {"moe": ["ecmp", "wam"]}}).endswith(
+    assert adaptive_text(AdaptiveLog(6, 9.0, left_by_budget={"moe": ["ecmp", "wam"]})).endswith(
         "none added; the budget left close calls unsettled: moe: ecmp, wam")
     # a close call too far from settling is not "none needed" (the report calls it unresolved)
-    assert adaptive_text({"max_repetitions": 6, "added": {}, "left_by_budget": {},
-                          "beyond_cap": {"ring": ["random vs rotate (~19 each)"],
-                                         "moe": []}}) == (
+    beyond = AdaptiveLog(6, beyond_cap={"ring": ["random vs rotate (~19 each)"], "moe": []})
+    assert AdaptiveLog.from_dict(json.loads(json.dumps(beyond.to_dict()))) == beyond
+    with pytest.raises(ValueError, match="^experiment.json adaptive: "):
+        AdaptiveLog.from_dict({"added": {"ring": {"wam": "two"}}})
+    assert adaptive_text(beyond) == (
         "adaptive repetitions (up to 6 per scheme): none added; close calls that need more "
         "than twice 6, left unsettled: ring: random vs rotate (~19 each)")
