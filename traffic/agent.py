@@ -218,7 +218,7 @@ class HostAgent:
         """Per-peer congestion and RTT state: a step's new flow continues the last one's."""
         self._held_until: float | None = None
         """Earliest time a flow the pacer holds may send (rate-based congestion control)."""
-        self.delayline = DelayLine.of(cfg.prop_delay, cfg.path_links)
+        self.delayline = DelayLine.of(cfg.prop_delay, cfg.path_links, cfg.rate_bps)
         """Arrivals held for their propagation delay (None: the fabric adds its own)."""
         self._path_model = None
         if cfg.path_policy.pin:

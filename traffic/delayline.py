@@ -3,9 +3,13 @@
 The kernel data plane (p4switch --target ebpf) forwards every frame inside the kernel, and this
 kernel has no netem, fq or etf qdisc to hold a frame for a while on its way; the Python target
 delays frames on its own ports instead (p4switch/propagation.py). So the hosts do it: the
-receiving agent holds each datagram that arrives from a peer until ``links × delay`` after it
-read it, where ``links`` is the number of links on the fabric's shortest path between the two
-hosts (:func:`path_links`) — the path every route the controller installs takes in a fat-tree
+receiving agent holds each datagram that arrives from a peer until ``links × (delay +
+serialisation)`` after it read it, where ``links`` is the number of links on the fabric's
+shortest path between the two hosts (:func:`path_links`) and the serialisation is the frame's
+at the link rate. That term is store-and-forward: the kernel's switches hand a frame to the
+next hop when their HTB releases it, at the start of its transmission, so without it every
+hop would be cut-through (as the Python target's ports add it with their delay,
+p4switch/propagation.py; the simulator's links serialise every hop) — the path every route the controller installs takes in a fat-tree
 or a leaf-spine, whose ECMP paths are all equally long (a reroute around a failed link onto a
 longer path would be under-delayed). Data, ACKs and the start barrier's beacons alike, so a
 round trip carries the delay of both directions. What this leaves out: the frames meet every
@@ -23,6 +27,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .wire import HDR_AT
 
 Held = tuple[float, bytes, str, int, bool]
 """A held datagram: (when it is due, its bytes, source IP, source port, CE-marked)."""
@@ -65,11 +71,13 @@ def read_path_links(path: str | Path, local: set[str]) -> dict[str, int]:
 class DelayLine:
     """Datagrams held until their propagation delay has passed. ``delay_s``: the delay of
     each source address (links × the per-link delay); a source not in it is not held.
-    One FIFO per distinct delay: datagrams with the same delay leave in the order they
-    came, so a source's datagrams are never reordered here."""
+    ``s_per_byte``: each source's store-and-forward time per frame byte (links × 8 / link
+    rate; none: 0). One FIFO per source: its datagrams leave in the order they came (a small
+    one behind a big one waits for it, as on a link)."""
 
     delay_s: dict[str, float]
-    _fifos: dict[float, deque[Held]] = field(default_factory=dict, repr=False)
+    s_per_byte: dict[str, float] = field(default_factory=dict)
+    _fifos: dict[str, deque[Held]] = field(default_factory=dict, repr=False)
     held: int = 0
     """Datagrams held so far."""
     max_held: int = 0
@@ -77,12 +85,15 @@ class DelayLine:
     _n: int = field(default=0, repr=False)
 
     @classmethod
-    def of(cls, per_link_s: float, links: dict[str, int]) -> DelayLine | None:
-        """The line for a per-link delay and the path lengths from each peer (None: no
-        delay to add)."""
+    def of(cls, per_link_s: float, links: dict[str, int],
+           link_bps: float | None = None) -> DelayLine | None:
+        """The line for a per-link delay, the path lengths from each peer and the links'
+        rate (None: no serialisation term); None: no delay to add."""
         if not per_link_s > 0:
             return None
-        return cls({ip: n * per_link_s for ip, n in links.items() if n > 0})
+        near = {ip: n for ip, n in links.items() if n > 0}
+        spb = {ip: n * 8.0 / link_bps for ip, n in near.items()} if link_bps else {}
+        return cls({ip: n * per_link_s for ip, n in near.items()}, spb)
 
     def hold(self, now: float, data: bytes, ip: str, sport: int, ce: bool) -> bool:
         """Hold a datagram that arrived at ``now`` from ``ip``; False: it has no delay (the
@@ -90,10 +101,13 @@ class DelayLine:
         d = self.delay_s.get(ip)
         if not d:
             return False
-        fifo = self._fifos.get(d)
+        due = now + d + (len(data) + HDR_AT) * self.s_per_byte.get(ip, 0.0)
+        fifo = self._fifos.get(ip)
         if fifo is None:
-            fifo = self._fifos[d] = deque()
-        fifo.append((now + d, data, ip, sport, ce))
+            fifo = self._fifos[ip] = deque()
+        elif fifo and fifo[-1][0] > due:
+            due = fifo[-1][0]
+        fifo.append((due, data, ip, sport, ce))
         self.held += 1
         self._n += 1
         if self._n > self.max_held:

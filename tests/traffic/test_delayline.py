@@ -1,6 +1,6 @@
 """Propagation delay at the receiving host (traffic/delayline.py): path lengths from the
-fabric's graph, a line that releases each datagram links × delay after it came, in order per
-delay; and in the simulator (``SimConfig.prop_at_hosts``) the same placement: an unloaded
+fabric's graph, a line that releases each datagram links × (delay + serialisation) after it
+came, in order per peer; and in the simulator (``SimConfig.prop_at_hosts``) the same placement: an unloaded
 collective's flows finish as on a fabric with the delay on every link."""
 
 from __future__ import annotations
@@ -62,6 +62,20 @@ def test_a_datagram_leaves_the_line_links_times_delay_after_it_came() -> None:
         [(b"far1", "10.0.0.2", 10, False)]
     assert [d for _t, d, *_ in line.pop_all()] == [b"far2"]
     assert line.held == 3 and line.max_held == 3 and line.next_due() is None
+
+
+def test_each_link_also_takes_the_frames_serialisation_in_order() -> None:
+    """With the link rate the line adds store-and-forward: links × the frame's wire bytes
+    (the datagram and its 42 bytes of Ethernet, IPv4 and UDP headers) at that rate; a small
+    datagram behind a big one from the same peer leaves after it, as on a link."""
+    line = DelayLine.of(0.001, {"10.0.0.1": 2}, 8e6)      # 1 µs a byte on each link
+    assert line is not None
+    line.hold(0.0, bytes(58), "10.0.0.1", 1, False)       # 100 wire bytes
+    line.hold(0.0, bytes(8), "10.0.0.1", 2, False)        # 50: due earlier, but behind it
+    assert line.next_due() == pytest.approx(0.002 + 2 * 100e-6)
+    got = line.pop_due(0.0022 + 1e-9)
+    assert [sport for _t, _d, _ip, sport, _ce in got] == [1, 2]
+    assert got[1][0] == pytest.approx(got[0][0])
 
 
 def _sim_cct(prop_at_hosts: bool) -> float:
