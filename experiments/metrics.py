@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
@@ -163,6 +163,17 @@ def wire_bytes(payload: int, mss: int = 1400) -> int:
     return framing(mss).wire_bytes(payload)
 
 
+@dataclass(slots=True)
+class _Load:
+    """One collective's wire bytes across the bisection (each way) and per host (sent,
+    received), for :func:`ideal_bounds`."""
+
+    ab: int = 0
+    ba: int = 0
+    sent: dict[str, int] = field(default_factory=dict)
+    recv: dict[str, int] = field(default_factory=dict)
+
+
 def ideal_bounds(spec: FabricSpec, schedule: Schedule, hosts: Sequence[str],
                  mss: int = 1400, prop_delay_s: float = 0.0) -> pd.DataFrame:
     """Per collective, lower bounds on its CCT that no load balancing can beat.
@@ -184,28 +195,31 @@ def ideal_bounds(spec: FabricSpec, schedule: Schedule, hosts: Sequence[str],
     nic_bps = {h.name: (lk.bw_mbps or math.inf) * 1e6
                for h in spec.hosts.values() for lk in spec.node_links(h.name)}
     names = {c.id: c.name for c in schedule.collectives}
-    acc: dict[int, dict[str, Any]] = {}
+    acc: dict[int, _Load] = {}
     for r, prog in enumerate(schedule.programs):
         for st in prog:
-            c = acc.setdefault(st.collective, {"ab": 0, "ba": 0, "sent": {}, "recv": {}})
+            c = acc.setdefault(st.collective, _Load())
             for s in st.sends:
                 src, dst = hosts[r], hosts[s.dst]
                 if src == dst:
                     continue
                 wb = wire_bytes(s.bytes, mss)
-                c["sent"][src] = c["sent"].get(src, 0) + wb
-                c["recv"][dst] = c["recv"].get(dst, 0) + wb
+                c.sent[src] = c.sent.get(src, 0) + wb
+                c.recv[dst] = c.recv.get(dst, 0) + wb
                 if (src in half_a) != (dst in half_a):
-                    c["ab" if src in half_a else "ba"] += wb
+                    if src in half_a:
+                        c.ab += wb
+                    else:
+                        c.ba += wb
     rows = []
     for cid in sorted(acc):
         c = acc[cid]
-        bis = max(c["ab"] * 8 / cap_ab, c["ba"] * 8 / cap_ba)
-        nic = max([b * 8 / nic_bps[h] for h, b in (*c["sent"].items(), *c["recv"].items())],
+        bis = max(c.ab * 8 / cap_ab, c.ba * 8 / cap_ba)
+        nic = max([b * 8 / nic_bps[h] for h, b in (*c.sent.items(), *c.recv.items())],
                   default=0.0)
         path = paths.get(cid, 0.0)
         rows.append({"collective": cid, "name": names.get(cid, ""),
-                     "bisection_bytes": max(c["ab"], c["ba"]), "bisection_bps": cap_ab,
+                     "bisection_bytes": max(c.ab, c.ba), "bisection_bps": cap_ab,
                      "bisection_bound_s": bis, "nic_bound_s": nic, "ideal_s": max(bis, nic),
                      "path_bound_s": path, "unloaded_s": max(bis, nic, path)})
     return pd.DataFrame(rows)

@@ -37,6 +37,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from common.jsontypes import JsonObject
+
 from .config import ConfigError, from_dict
 
 
@@ -185,7 +187,52 @@ def expand(exp: dict[str, Any], grid: dict[str, list[Any]]) -> list[Task]:
 
 
 # ---- running -----------------------------------------------------------------------------------
-def run_task(task: Task, out_root: str) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class TaskResult:
+    """What a task sends back from its node: its runs.csv rows tagged with the task's grid
+    values and index, its results directory and the node's name."""
+
+    rows: list[JsonObject]
+    dir: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFailure:
+    """A task that failed after its retries, and the last line of why."""
+
+    task: int
+    label: str
+    error: str
+
+    def to_dict(self) -> JsonObject:
+        return {"task": self.task, "label": self.label, "error": self.error}
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSummary:
+    """A sweep's outcome (sweep.json): tasks run and succeeded, the failures, the retries
+    allowed, where it ran, its wall time, each task's node:directory and the sweep file."""
+
+    name: str
+    tasks: int
+    succeeded: int
+    failed: list[TaskFailure]
+    retries: int
+    address: str
+    wall_s: float
+    task_dirs: dict[int, str]
+    source: dict[str, Any]
+
+    def to_dict(self) -> JsonObject:
+        return {"name": self.name, "tasks": self.tasks, "succeeded": self.succeeded,
+                "failed": [f.to_dict() for f in self.failed], "retries": self.retries,
+                "address": self.address, "wall_s": self.wall_s,
+                "task_dirs": {str(k): v for k, v in self.task_dirs.items()},
+                "source": self.source}
+
+
+def run_task(task: Task, out_root: str) -> TaskResult:
     """One task, on whichever node Ray picked: run the experiment, return its run rows."""
     from .runner import run_experiment
 
@@ -194,8 +241,9 @@ def run_task(task: Task, out_root: str) -> dict[str, Any]:
     why = run.meta.get("interrupted")
     if why:
         raise TaskFailed(f"task {task.index} ({task.label}): {why}")
-    rows = [{**r.to_dict(), **task.tags, "task": task.index} for r in run.runs]
-    return {"rows": rows, "dir": str(run.root), "node": socket.gethostname()}
+    rows: list[JsonObject] = [{**r.to_dict(), **task.tags, "task": task.index}
+                              for r in run.runs]
+    return TaskResult(rows, str(run.root), socket.gethostname())
 
 
 def _progress() -> Any:
@@ -226,7 +274,7 @@ def init_ray(address: str | None = None, cpus: int | None = None,
 
 def run_sweep(sweep: Sweep, out: Path, address: str | None = None, cpus: int | None = None,
               retries: int | None = None, working_dir: str | None = None,
-              show_progress: bool = True) -> dict[str, Any]:
+              show_progress: bool = True) -> SweepSummary:
     """Run every task as a Ray task; merge what came back under ``out``; returns the summary."""
     import ray
 
@@ -239,8 +287,8 @@ def run_sweep(sweep: Sweep, out: Path, address: str | None = None, cpus: int | N
     window = 1 if sweep.backend == "mininet" else len(sweep.tasks)
     out.mkdir(parents=True, exist_ok=True)
     task_root = str((out / "tasks").resolve())
-    rows: list[dict[str, Any]] = []
-    failed: list[dict[str, Any]] = []
+    rows: list[JsonObject] = []
+    failed: list[TaskFailure] = []
     dirs: dict[int, str] = {}
     t0 = time.perf_counter()
     queue = list(sweep.tasks)
@@ -258,12 +306,12 @@ def run_sweep(sweep: Sweep, out: Path, address: str | None = None, cpus: int | N
             ref = done[0]
             t = pending.pop(ref)
             try:
-                res = ray.get(ref)
-                rows.extend(res["rows"])
-                dirs[t.index] = f"{res['node']}:{res['dir']}"
+                res: TaskResult = ray.get(ref)
+                rows.extend(res.rows)
+                dirs[t.index] = f"{res.node}:{res.dir}"
             except Exception as e:  # noqa: BLE001 - a task that failed after its retries
-                failed.append({"task": t.index, "label": t.label,
-                               "error": str(e).strip().splitlines()[-1][:500]})
+                failed.append(TaskFailure(t.index, t.label,
+                                          str(e).strip().splitlines()[-1][:500]))
             if bar:
                 bar.update(bid, advance=1, description=f"{sweep.name}: {t.label}")
     finally:
@@ -273,14 +321,13 @@ def run_sweep(sweep: Sweep, out: Path, address: str | None = None, cpus: int | N
             ray.shutdown()
     df = pd.DataFrame(rows)
     df.to_csv(out / "runs.csv", index=False)
-    summary = {"name": sweep.name, "tasks": len(sweep.tasks), "succeeded": len(dirs),
-               "failed": failed, "retries": retries, "address": address or "local",
-               "wall_s": round(time.perf_counter() - t0, 3), "task_dirs": dirs,
-               "source": sweep.source}
+    summary = SweepSummary(sweep.name, len(sweep.tasks), len(dirs), failed, retries,
+                           address or "local", round(time.perf_counter() - t0, 3), dirs,
+                           sweep.source)
     if not df.empty:
         from .plots import save, sweep_bars
         save(sweep_bars(df), out / "sweep", formats=("png",))
-    (out / "sweep.json").write_text(json.dumps(summary, indent=1, default=str))
+    (out / "sweep.json").write_text(json.dumps(summary.to_dict(), indent=1, default=str))
     return summary
 
 
@@ -316,10 +363,10 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = Path(a.out) / sweep.name / stamp
     s = run_sweep(sweep, out, a.address, a.cpus, a.retries, a.working_dir)
-    print(f"{s['succeeded']}/{s['tasks']} tasks ok in {s['wall_s']:.1f}s -> {out}")
-    for f in s["failed"]:
-        print(f"FAILED task {f['task']} ({f['label']}): {f['error']}", file=sys.stderr)
-    return 0 if not s["failed"] else 1
+    print(f"{s.succeeded}/{s.tasks} tasks ok in {s.wall_s:.1f}s -> {out}")
+    for f in s.failed:
+        print(f"FAILED task {f.task} ({f.label}): {f.error}", file=sys.stderr)
+    return 0 if not s.failed else 1
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ def test_two_tiny_sim_runs_on_local_ray(tmp_path: Path, local_ray) -> None:
     out = tmp_path / "out"
     s = run_sweep(sweep, out, show_progress=False)
     assert local_ray.is_initialized()  # the caller's Ray: run_sweep leaves it running
-    assert s["succeeded"] == 2 and s["failed"] == [], s["failed"]
+    assert s.succeeded == 2 and s.failed == [], s.failed
     runs = pd.read_csv(out / "runs.csv")
     assert sorted(runs["scheme"]) == ["ecmp", "wam"]
     assert runs["ok"].all() and runs["bytes_conserved"].all()
