@@ -4,8 +4,9 @@ the switches' LB member counters (as the controller reads them on Mininet) and r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
+from common.jsontypes import JsonObject
 from traffic.metrics import CollectiveTime, RankMetrics, fct_summary, job_collectives
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ class SimResult:
     link_losses: int
     trims: int = 0
     """Packets the switches' queues cut to their headers (SimConfig.trim)."""
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: dict[str, float] = field(default_factory=dict)
+    """Run statistics by name (switches, hosts, build and install seconds)."""
 
     @property
     def ok(self) -> bool:
@@ -86,7 +88,7 @@ class SimResult:
 
         return pd.DataFrame(rows)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JsonObject:
         # plain sums, not a DataFrame of every flow: a k=16 AllToAll has a million of them
         net = [f for r in self.ranks for f in r.flows if not f.local]
         return {
