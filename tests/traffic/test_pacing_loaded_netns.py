@@ -121,8 +121,8 @@ def test_send_lag_under_cpu_hogs(shaped_pair, cpu_hogs, tmp_path):
         r = replies[ns]
         assert r.error is None and r.rc == 0, f"{ns}: {r.error or r.log}"
         for m in r.ranks.values():
-            assert m["completed"], m["error"]
-            lag.merge(LogHistogram.of(m["send_lag_us"]))
+            assert m.completed, m.error
+            lag.merge(LogHistogram.of(m.send_lag_us))
     assert lag.n > 100, f"only {lag.n} paced wake-ups measured"
     threshold = SEND_LAG_FRAMES * frame_time_us(mbps * 1e6)
     p99 = lag.quantile(0.99)
