@@ -35,6 +35,7 @@ from .policies import PathPolicy, PolicySpec, feed_ack
 from .schedules import Schedule, Send, Step
 from .transport import (
     PACE_SLACK,
+    WIRE_OVERHEAD,
     Ack,
     Connections,
     ReceiverFlow,
@@ -116,6 +117,12 @@ class AgentConfig:
     this long at ``rate_bps``); a longer lag — the loop woke late, or nothing was to send — is
     forgotten: no credit for idle time, no bursts. A fabric time: dilated, the burst is the
     same number of packets at any TDF."""
+    pace_lead_frames: float = dim(Dim.COUNT, 2.0)
+    """How many MTU frame times ahead of its schedule the NIC pacer hands frames to the kernel:
+    the host's qdisc (HTB at the link rate, as the fabric shapes every host link) paces them
+    onto the wire, so a loop that wakes up to this late still leaves the wire busy. The send
+    lag counts only what is later than that (the wire went idle). A count of frames: the same
+    at any TDF."""
     beacon_gap: float = dim(Dim.WALL, 0.005)
     """First gap between READY rounds of the start barrier (doubling up to
     ``beacon_gap_max``): the barrier waits for interpreters to start, before anything is
@@ -336,6 +343,7 @@ class HostAgent:
         next_tick = now
         finished_at: float | None = None
         gap_per_byte = 8.0 / cfg.rate_bps
+        lead = cfg.pace_lead_frames * (cfg.transport.mss + WIRE_OVERHEAD) * gap_per_byte
         tick = cfg.transport.tick
         buf = bytearray(65536)
         while True:
@@ -379,7 +387,7 @@ class HostAgent:
             # paced transmission, round-robin over flows with something to send
             sent = 0
             blocked = False     # every flow held by its window, pacer or nothing to resend
-            while self.active and next_tx <= now and sent < 64:
+            while self.active and next_tx <= now + lead and sent < 64:
                 n = self._send_one(now)
                 if n == 0:
                     blocked = True
@@ -408,19 +416,21 @@ class HostAgent:
             wait = max(0.0, wait)
             if self.delayline is not None and (due := self.delayline.next_due()) is not None:
                 wait = min(wait, max(0.0, due - now))
+            slack = 0.0   # how late the wake may be before the wire idles
             if self.active:
                 # blocked, the NIC's schedule is no reason to wake (it is due already: waking
                 # for it spun the loop at 100% CPU until an ACK came, the whole time a window
                 # was full); what unblocks a flow is an ACK (the socket wakes select), a timer
                 # (the tick) or its pacer
-                if not blocked:
-                    wait = min(wait, max(0.0, next_tx - now))
-                if self._held_until is not None:  # a paced flow's next send time
-                    wait = min(wait, max(0.0, self._held_until - now))
+                if not blocked and next_tx - lead - now < wait:
+                    wait, slack = max(0.0, next_tx - lead - now), lead
+                if self._held_until is not None and self._held_until - now < wait:
+                    wait, slack = max(0.0, self._held_until - now), 0.0  # a flow's own pacer
             if wait > 0:
                 ready, _, _ = select.select([self.udp], [], [], wait)
                 if not ready:   # woke for a paced send or a timer: how late (CPU lag)?
-                    self.send_lag_us.add(int((time.monotonic() - now - wait) * 1e6))
+                    late = time.monotonic() - now - wait - slack
+                    self.send_lag_us.add(max(0, int(late * 1e6)))
 
     def _deliver_held(self, now: float, held: list[tuple[float, bytes, str, int, bool]]
                       ) -> None:
