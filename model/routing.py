@@ -16,13 +16,14 @@ failure rewrites only what it changes (see ``entries.diff_entries``).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
 
-from model.spec import FabricSpec, LinkSpec, mac_int
+from model.spec import FabricSpec, HostSpec, LinkSpec, mac_int
 from p4switch import ExactMatch, LpmMatch
 
 from .entries import ECN_CONFIG, IPV4_LPM, K_DST, K_EGRESS, PORT_SMAC, Entry
@@ -157,6 +158,7 @@ def destinations(spec: FabricSpec) -> list[Destination]:
     return out
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _lpm(prefix: str) -> LpmMatch:
     net = ipaddress.IPv4Network(prefix)
     return LpmMatch(int(net.network_address), net.prefixlen)
@@ -181,30 +183,38 @@ def next_hops(spec: FabricSpec, failed: frozenset[int] = frozenset()
     """switch -> destination -> sorted ((port, peer switch), ...) on shortest paths.
 
     A destination unreachable from a switch (partitioned by failures) is left out for it: its
-    packets then miss the route (counted, drop reason 5) rather than loop."""
+    packets then miss the route (counted, drop reason 5) rather than loop. Equal hop sets are
+    one tuple object (a k=32 fat tree has 650k (switch, destination) pairs and a few thousand
+    distinct sets)."""
     g = switch_graph(spec, failed)
     dests = destinations(spec)
     out: dict[str, dict[Destination, tuple[tuple[int, str], ...]]] = {s: {} for s in spec.switches}
+    # each switch's (port, peer) over its links that are up, once, as plain tuples
+    adj = {s: sorted((e["link"].port_of(s), peer) for peer, edges in g[s].items()
+                     for e in edges.values())
+           for s in spec.switches}
+    same: dict[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]] = {}
     dist_cache: dict[str, dict[str, int]] = {}
     for d in dests:
         if d.switch not in dist_cache:
             dist_cache[d.switch] = nx.single_source_shortest_path_length(g, d.switch)
         dist = dist_cache[d.switch]
-        for s in spec.switches:
-            if s == d.switch or s not in dist:
+        for s, ds in dist.items():
+            if s == d.switch:
                 continue
-            hops = sorted((lk.port_of(s), peer) for peer, edges in g[s].items()
-                          for lk in (e["link"] for e in edges.values())
-                          if dist.get(peer, -1) == dist[s] - 1)
-            out[s][d] = tuple(hops)
+            hops = tuple(h for h in adj[s] if dist.get(h[1], -1) == ds - 1)
+            out[s][d] = same.setdefault(hops, hops)
     return out
 
 
-def _group_ids(spec: FabricSpec, port_sets: Mapping[str, Iterable[tuple[int, ...]]]
-               ) -> dict[str, dict[tuple[int, ...], int]]:
-    """Stable ids: the intact fabric's sets first (sorted), then new sets get the next ids."""
-    base = {s: sorted({ps for ps in (tuple(p for p, _ in h) for h in per.values()) if len(ps) > 1})
-            for s, per in next_hops(spec).items()}
+def _group_ids(spec: FabricSpec, port_sets: Mapping[str, Iterable[tuple[int, ...]]],
+               intact: Mapping[str, Mapping[Destination, tuple[tuple[int, str], ...]]]
+               | None = None) -> dict[str, dict[tuple[int, ...], int]]:
+    """Stable ids: the intact fabric's sets first (sorted), then new sets get the next ids.
+    ``intact``: ``next_hops(spec)`` when the caller has it."""
+    base = {s: sorted({ps for ps in (tuple(p for p, _ in h) for h in set(per.values()))
+                       if len(ps) > 1})
+            for s, per in (intact if intact is not None else next_hops(spec)).items()}
     ids: dict[str, dict[tuple[int, ...], int]] = {}
     for s, sets in port_sets.items():
         table = {ps: i + 1 for i, ps in enumerate(base.get(s, []))}
@@ -296,8 +306,8 @@ def compute_fabric_entries(
     failed = failed_link_indexes(spec, failed_links)
     hops = next_hops(spec, failed)
     tier_of = tiers(spec)
-    ids = _group_ids(spec, {s: [tuple(p for p, _ in h) for h in per.values() if len(h) > 1]
-                            for s, per in hops.items()})
+    ids = _group_ids(spec, {s: {tuple(p for p, _ in h) for h in set(per.values()) if len(h) > 1}
+                            for s, per in hops.items()}, None if failed else hops)
     dst_index = {d: i for i, d in enumerate(destinations(spec))}
     if len(dst_index) > ROT_SLOTS:
         raise ValueError(f"{len(dst_index)} destinations exceed the {ROT_SLOTS} rotation slots")
@@ -307,6 +317,12 @@ def compute_fabric_entries(
         peer, peer_port = port_map[switch][port]
         return _peer_mac(spec, peer, peer_port)
 
+    hosts_of: dict[str, list[HostSpec]] = {}
+    for host in spec.hosts.values():
+        hosts_of.setdefault(host.switch, []).append(host)
+    # equal entries of different switches are one object (a route to a pod over the same
+    # uplink group is the same on every edge switch): a k=32 fabric has 770k entries
+    same: dict[Entry, Entry] = {}
     out: dict[str, SwitchEntries] = {}
     for name, sw in spec.switches.items():
         se = SwitchEntries(name)
@@ -334,10 +350,9 @@ def compute_fabric_entries(
             gctx = GroupContext(gid, g.ports, g.dmacs, tuple(float(w.get(p, 1.0))
                                                              for p in g.ports), ctx)
             se.entries.extend(sch.entries(gctx))
-        for host in spec.hosts.values():
-            if host.switch == name:
-                se.entries.append(route_nhop(f"{host.ip}/32", host.switch_port,
-                                             mac_int(host.mac)))
+        for host in hosts_of.get(name, ()):
+            se.entries.append(route_nhop(f"{host.ip}/32", host.switch_port,
+                                         mac_int(host.mac)))
         se.entries.append(route_cpu(f"{PROBE_IP}/32"))
         for port in sorted(port_map[name]):
             se.entries.append(Entry.make(PORT_SMAC, {K_EGRESS: ExactMatch(port)},
@@ -346,6 +361,7 @@ def compute_fabric_entries(
                 if callable(ecn_threshold) else ecn_threshold
             if k is not None:
                 se.entries.append(ecn_entry(port, k))
+        se.entries = [same.setdefault(e, e) for e in se.entries]
         out[name] = se
     return FabricEntries(out, failed)
 

@@ -162,10 +162,38 @@ class LinkSpec:
         return (self.a, self.a_port, self.b, self.b_port)
 
 
+class _LinkIndex:
+    """Where each node's links are in a ``links`` list: positions, so that a link replaced in
+    place by one with the same ends (another rate) is read fresh. Built when a query finds the
+    list replaced or grown behind ``add_link``'s back; a position whose link no longer has the
+    node it is filed under rebuilds it (``FabricSpec._at``)."""
+
+    __slots__ = ("of", "n", "by_node")
+
+    def __init__(self, links: list[LinkSpec]) -> None:
+        self.of = links
+        self.n = 0
+        self.by_node: dict[str, list[int]] = {}
+        for lk in links:
+            self.add(lk)
+
+    def add(self, lk: LinkSpec) -> None:
+        i = self.n
+        self.n += 1
+        self.by_node.setdefault(lk.a, []).append(i)
+        if lk.b != lk.a:
+            self.by_node.setdefault(lk.b, []).append(i)
+
+
 @dataclass
 class FabricSpec:
     """A whole fabric. ``kind`` is ``fattree``, ``leafspine`` or ``custom``; ``params`` holds the
-    generator's arguments (e.g. ``{"k": 4}``) for reports."""
+    generator's arguments (e.g. ``{"k": 4}``) for reports.
+
+    Lookups by node, port and address go through indexes built on first use, so building and
+    querying a k=32 fat tree (24,576 links) is linear, not quadratic. They follow the public
+    fields: a list or dict assigned anew, or grown, is indexed again; a link replaced in place
+    must keep its ends (``dataclasses.replace(lk, bw_mbps=...)``)."""
 
     name: str
     kind: str = "custom"
@@ -173,6 +201,35 @@ class FabricSpec:
     hosts: dict[str, HostSpec] = field(default_factory=dict)
     links: list[LinkSpec] = field(default_factory=list)
     params: dict[str, object] = field(default_factory=dict)
+    _lix: _LinkIndex | None = field(default=None, init=False, repr=False, compare=False)
+    _ips: tuple[dict[str, HostSpec], int, dict[str, str]] | None = field(
+        default=None, init=False, repr=False, compare=False)
+
+    # ---- indexes ------------------------------------------------------------------------------
+    def _links_index(self, fresh: bool = False) -> _LinkIndex:
+        ix = self._lix
+        if fresh or ix is None or ix.of is not self.links or ix.n != len(self.links):
+            ix = self._lix = _LinkIndex(self.links)
+        return ix
+
+    def _at(self, node: str) -> list[LinkSpec]:
+        """``node``'s links, in list order."""
+        for fresh in (False, True):
+            links = self.links
+            out = [links[i] for i in self._links_index(fresh).by_node.get(node, ())]
+            if all(node == lk.a or node == lk.b for lk in out):
+                return out
+        raise AssertionError("unreachable: a fresh index files every link under its ends")
+
+    def _ip_index(self) -> dict[str, str]:
+        """IPv4 address -> host name."""
+        got = self._ips
+        if got is None or got[0] is not self.hosts or got[1] != len(self.hosts):
+            ips: dict[str, str] = {}
+            for h in self.hosts.values():
+                ips.setdefault(h.ip, h.name)
+            got = self._ips = (self.hosts, len(self.hosts), ips)
+        return got[2]
 
     # ---- building -----------------------------------------------------------------------------
     def add_switch(self, sw: SwitchSpec) -> SwitchSpec:
@@ -186,9 +243,13 @@ class FabricSpec:
     def add_host(self, h: HostSpec) -> HostSpec:
         if h.name in self.switches or h.name in self.hosts:
             raise SpecError(f"duplicate node name {h.name!r}")
-        if any(o.ip == h.ip for o in self.hosts.values()):
+        ips = self._ip_index()
+        other = self.hosts.get(ips.get(h.ip, ""))
+        if other is not None and other.ip == h.ip:
             raise SpecError(f"host {h.name}: duplicate IPv4 address {h.ip}")
         self.hosts[h.name] = h
+        ips[h.ip] = h.name
+        self._ips = (self.hosts, len(self.hosts), ips)
         return h
 
     def add_link(self, link: LinkSpec) -> LinkSpec:
@@ -201,26 +262,32 @@ class FabricSpec:
                 raise SpecError(f"link {link.a}-{link.b}: port {port} of {node} already used")
         if link.bw_mbps is not None and link.bw_mbps <= 0:
             raise SpecError(f"link {link.a}-{link.b}: bandwidth must be > 0 Mbps")
+        ix = self._links_index()
         self.links.append(link)
+        ix.add(link)
         return link
 
     def _port_used(self, node: str, port: int) -> bool:
         return any((lk.a == node and lk.a_port == port) or (lk.b == node and lk.b_port == port)
-                   for lk in self.links)
+                   for lk in self._at(node))
 
     # ---- queries ------------------------------------------------------------------------------
     def node_links(self, node: str) -> Iterator[LinkSpec]:
-        return (lk for lk in self.links if node in (lk.a, lk.b))
+        return iter(self._at(node))
 
     def ports(self, switch: str) -> dict[int, tuple[str, int]]:
         """port -> (peer node, peer port) of one switch."""
-        return {lk.port_of(switch): lk.other(switch) for lk in self.node_links(switch)}
+        return {lk.port_of(switch): lk.other(switch) for lk in self._at(switch)}
 
     def links_between(self, a: str, b: str) -> list[LinkSpec]:
-        return [lk for lk in self.links if {lk.a, lk.b} == {a, b}]
+        return [lk for lk in self._at(a) if {lk.a, lk.b} == {a, b}]
 
     def host_of_ip(self, ip: str) -> HostSpec:
-        for h in self.hosts.values():
+        name = self._ip_index().get(ip)
+        h = self.hosts.get(name) if name is not None else None
+        if h is not None and h.ip == ip:
+            return h
+        for h in self.hosts.values():  # a host replaced in place under another address
             if h.ip == ip:
                 return h
         raise KeyError(ip)
@@ -267,8 +334,15 @@ def _fields(obj: object) -> dict[str, object]:
 
 
 # ---- generators ---------------------------------------------------------------------------------
+MAX_FAT_TREE_K = 32
+"""The largest fat tree built: k=32, 1,280 switches and 8,192 hosts (the simulator runs it,
+bench/sim_scale.py; Mininet stops at topo.topos.MININET_MAX_K). The address plan and
+fabric.p4's table sizes would fit more (a switch's ipv4_lpm holds k²/2 + k/2 + 1 routes of
+IPV4_LPM_SIZE 4,096; an address byte holds a pod, an edge, k/2 + 2 host numbers)."""
+
+
 def fat_tree(k: int = 4, bw_mbps: float | None = None, oversub: float = 1.0) -> FabricSpec:
-    """A k-ary fat-tree (k even, 2..16 so addresses fit): 5k²/4 switches, k³/4 hosts.
+    """A k-ary fat-tree (k even, 2..MAX_FAT_TREE_K): 5k²/4 switches, k³/4 hosts.
     ``oversub`` R: the edge switches' uplinks run at ``bw_mbps``/R, so an edge takes R times
     more from its hosts than it can send up (2:1, 4:1, 8:1 as data centres build them; htsim
     oversubscribes its ToR tier the same way).
@@ -278,8 +352,8 @@ def fat_tree(k: int = 4, bw_mbps: float | None = None, oversub: float = 1.0) -> 
     (core ``a·k/2+i`` on ``k/2+1+i``); core ``1..k`` pods (pod ``p`` on ``p+1``).
     Names: ``h1..`` hosts, ``edge1..``, ``agg1..``, ``core1..`` (1-based, pod-major).
     """
-    if k < 2 or k % 2 or k > 16:
-        raise SpecError(f"fat-tree k must be even and in 2..16, got {k}")
+    if k < 2 or k % 2 or k > MAX_FAT_TREE_K:
+        raise SpecError(f"fat-tree k must be even and in 2..{MAX_FAT_TREE_K}, got {k}")
     up = _uplink_rate(bw_mbps, oversub)
     half = k // 2
     spec = FabricSpec(name=f"fattree-k{k}{_os_suffix(oversub)}", kind="fattree",

@@ -74,9 +74,15 @@ class RoutePorts:
     """The ports a packet may leave one fabric.p4 switch on, from its installed entries: the
     longest-prefix ``ipv4_lpm`` route's ``set_nhop`` port, every ``lb_member`` port of its
     ``set_lb_group`` group, none for a drop or CPU route. Cached per destination address.
-    ``ports(frame)`` is None for what it cannot tell (not IPv4)."""
+    ``ports(frame)`` is None for what it cannot tell (not IPv4).
 
-    def __init__(self, entries: Iterable[Any]) -> None:
+    Each route is kept resolved, as (mask, prefix, ports); ``shared`` (one dict for every
+    switch of a network) makes equal ones one tuple: a k=16 fabric's switches hold 41k routes
+    and far fewer distinct ones."""
+
+    def __init__(self, entries: Iterable[Any],
+                 shared: dict[tuple[int, int, tuple[int, ...]],
+                              tuple[int, int, tuple[int, ...]]] | None = None) -> None:
         routes = []
         members: dict[int, set[int]] = {}
         for e in entries:
@@ -87,19 +93,25 @@ class RoutePorts:
                 members.setdefault(e.match_dict["meta.lb.group_id"].value, set()).add(
                     e.params_dict["port"])
         routes.sort(key=lambda r: -r[0])
-        self._routes = routes
-        self._members = {g: tuple(sorted(p)) for g, p in members.items()}
+        groups = {g: tuple(sorted(p)) for g, p in members.items()}
+        same = {} if shared is None else shared
+        self._routes: list[tuple[int, int, tuple[int, ...]]] = []
+        for plen, value, action, params in routes:
+            mask = ((1 << plen) - 1) << (32 - plen) if plen else 0
+            if action == "MyIngress.set_nhop":
+                ports: tuple[int, ...] = (params["port"],)
+            elif action == "MyIngress.set_lb_group":
+                ports = groups.get(params["group_id"], ())
+            else:
+                ports = ()
+            r = (mask, value & mask, ports)
+            self._routes.append(same.setdefault(r, r))
         self._cache: dict[bytes, tuple[int, ...]] = {}
 
     def _lookup(self, dst: int) -> tuple[int, ...]:
-        for plen, value, action, params in self._routes:
-            mask = ((1 << plen) - 1) << (32 - plen) if plen else 0
-            if dst & mask == value & mask:
-                if action == "MyIngress.set_nhop":
-                    return (params["port"],)
-                if action == "MyIngress.set_lb_group":
-                    return self._members.get(params["group_id"], ())
-                return ()
+        for mask, prefix, ports in self._routes:
+            if dst & mask == prefix:
+                return ports
         return ()
 
     def ports(self, frame: bytes) -> tuple[int, ...] | None:
@@ -282,8 +294,9 @@ class SimNetwork:
         """Give each switch the egress-port candidates of its routes (for the fast path);
         only for the controller's fabric.p4 contract, whose tables they are read from."""
         if self._program_is_fabric:
+            shared: dict[Any, Any] = {}
             for name, sw in self.switches.items():
-                sw.port_oracle = RoutePorts(self.entries[name].entries).ports
+                sw.port_oracle = RoutePorts(self.entries[name].entries, shared).ports
 
     # -- failures ---------------------------------------------------------------------------
     def fail_link(self, failure: LinkFailure) -> None:

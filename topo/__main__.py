@@ -188,7 +188,11 @@ def parser() -> argparse.ArgumentParser:
 def build_spec(a: argparse.Namespace) -> FabricSpec:
     """The FabricSpec the arguments describe (SpecError on a bad one)."""
     if a.topo == "fattree":
-        return fat_tree(a.k, a.bw)
+        from .topos import check_mininet_size
+
+        spec = fat_tree(a.k, a.bw)
+        check_mininet_size(spec)
+        return spec
     if a.topo == "leafspine":
         return leaf_spine(a.leaves, a.spines, a.hosts_per_leaf, a.uplinks, a.bw)
     if a.topo.endswith(".json") or Path(a.topo).exists():

@@ -10,15 +10,30 @@ from __future__ import annotations
 
 from mininet.topo import Topo
 
-from model.spec import FabricSpec, fat_tree, leaf_spine
+from model.spec import FabricSpec, SpecError, fat_tree, leaf_spine
+
+MININET_MAX_K = 16
+"""The largest fat tree Mininet is given: k=16 is already 320 switch processes and 1,024 host
+namespaces; model.spec builds up to k=32 for the simulator (``python -m sim``), whose fabric
+lives in one or a few processes."""
+
+
+def check_mininet_size(spec: FabricSpec) -> None:
+    """SpecError (one line) for a fabric too big to emulate with Mininet."""
+    k = spec.params.get("k")
+    if spec.kind == "fattree" and isinstance(k, int) and k > MININET_MAX_K:
+        raise SpecError(f"a k={k} fat tree ({len(spec.switches)} switches, {len(spec.hosts)} "
+                        f"hosts) is too big for Mininet: k <= {MININET_MAX_K} here (the "
+                        "simulator, python -m sim, runs it)")
 
 
 class SpecTopo(Topo):
     """Every node and link of ``spec``; links carry ``bw`` (Mbps) for the host-side shaper.
     ``prop_delay_us`` > 0: every link's propagation delay, emulated by the switches
-    (``port_delays``)."""
+    (``port_delays``). A fabric Mininet cannot run is refused (``check_mininet_size``)."""
 
     def __init__(self, spec: FabricSpec, prop_delay_us: float = 0.0, **opts) -> None:
+        check_mininet_size(spec)
         self.spec = spec
         self.prop_delay_us = prop_delay_us
         super().__init__(**opts)

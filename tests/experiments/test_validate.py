@@ -34,7 +34,7 @@ def test_a_broken_target_fails_the_plan(tmp_path: Path,
     assert out[0].startswith("FAIL incast without trimming: timeouts ")
     assert "!= 0" in out[0] and "fct_tail_us" in out[0]
     assert out[1] == "FAIL no such fabric: the run failed: python -m sim: error: fat-tree k " \
-                     "must be even and in 2..16, got 5"
+                     "must be even and in 2..32, got 5"
     assert out[2] == "broken: 0/2 passed"
 
 

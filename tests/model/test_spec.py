@@ -8,7 +8,17 @@ import itertools
 import networkx as nx
 import pytest
 
-from model.spec import FabricSpec, LinkSpec, SpecError, SwitchSpec, fat_tree, leaf_spine
+from model.routing import destinations
+from model.spec import (
+    MAX_FAT_TREE_K,
+    FabricSpec,
+    HostSpec,
+    LinkSpec,
+    SpecError,
+    SwitchSpec,
+    fat_tree,
+    leaf_spine,
+)
 
 
 @pytest.mark.parametrize("k", [4, 6, 8])
@@ -59,7 +69,7 @@ def test_fat_tree_host_gateway_is_its_edge_port() -> None:
     assert spec.ports("core1")[1] == ("agg1", 3)
 
 
-@pytest.mark.parametrize("k", [0, 3, 18])
+@pytest.mark.parametrize("k", [0, 3, 34])
 def test_fat_tree_bad_k(k: int) -> None:
     with pytest.raises(SpecError, match="even"):
         fat_tree(k)
@@ -83,3 +93,59 @@ def test_duplicate_port_refused() -> None:
         spec.add_link(LinkSpec("s1", 1, "s2", 2))
     with pytest.raises(SpecError, match="bad port"):
         spec.add_link(LinkSpec("s1", 255, "s2", 3))
+
+
+@pytest.fixture(scope="module")
+def k32() -> FabricSpec:
+    return fat_tree(MAX_FAT_TREE_K, bw_mbps=100_000)
+
+
+def test_fat_tree_k32_builds(k32: FabricSpec) -> None:
+    """The largest fat tree: 1,280 switches, 8,192 hosts, every switch with ports 1..32."""
+    k = MAX_FAT_TREE_K
+    assert k == 32
+    assert (len(k32.switches), len(k32.hosts), len(k32.links)) == (1280, 8192, 24576)
+    assert [h.name for h in k32.hosts.values()] == [f"h{i}" for i in range(1, 8193)]
+    assert {sw.device_id for sw in k32.switches.values()} == set(range(1, 1281))
+    for sw in k32.switches.values():
+        assert sorted(k32.ports(sw.name)) == list(range(1, k + 1)), sw.name
+    assert k32.ports("core1")[32] == ("agg497", 17)   # pod 31's first aggregation switch
+    assert k32.hosts["h8192"].ip == "10.31.15.17"
+    assert k32.switches["core256"].ip == "10.32.16.16"
+
+
+def test_fat_tree_k32_addresses_unique(k32: FabricSpec) -> None:
+    """IPs, MACs (hosts and every switch port), device ids and server ports stay unique, and
+    every edge's subnet is a destination of its own (k²/2 = 512 routes per switch)."""
+    ips = [h.ip for h in k32.hosts.values()] + [s.ip for s in k32.switches.values()]
+    assert len(set(ips)) == len(ips) == 8192 + 1280
+    macs = [h.mac for h in k32.hosts.values()]
+    macs += [s.port_mac(p) for s in k32.switches.values() for p in k32.ports(s.name)]
+    assert len(set(macs)) == len(macs)
+    assert len({s.grpc_port for s in k32.switches.values()}) == 1280
+    assert len({s.thrift_port for s in k32.switches.values()}) == 1280
+    assert len({d.prefix for d in destinations(k32)}) == 512
+    for h in k32.hosts.values():
+        assert k32.host_of_ip(h.ip) is h
+
+
+def test_spec_indexes_follow_the_fields() -> None:
+    """Lookups by node and address see links and hosts replaced in place or as a new list, as
+    tests and the topology loader change them."""
+    spec = fat_tree(4, bw_mbps=100)
+    assert [lk.bw_mbps for lk in spec.links_between("edge1", "agg1")] == [100]
+    i = next(i for i, lk in enumerate(spec.links) if {lk.a, lk.b} == {"edge1", "agg1"})
+    spec.links[i] = LinkSpec(spec.links[i].a, spec.links[i].a_port, spec.links[i].b,
+                             spec.links[i].b_port, 25)
+    assert [lk.bw_mbps for lk in spec.links_between("edge1", "agg1")] == [25]
+    spec.links = [lk for lk in spec.links if "h1" not in (lk.a, lk.b)]
+    assert list(spec.node_links("h1")) == []
+    spec.add_link(LinkSpec("h1", 0, "edge1", 1, 10))   # port 1 is free again
+    assert spec.ports("edge1")[1] == ("h1", 0)
+    with pytest.raises(SpecError, match="already used"):
+        spec.add_link(LinkSpec("h1", 0, "edge1", 1))
+    with pytest.raises(SpecError, match="duplicate IPv4"):
+        spec.add_host(HostSpec("h99", "10.0.0.2", 24, "02:00:0a:00:00:02", "edge1", 1))
+    spec.hosts = {n: h for n, h in spec.hosts.items() if n != "h1"}
+    spec.add_host(HostSpec("h99", "10.0.0.2", 24, "02:00:0a:00:00:02", "edge1", 1))
+    assert spec.host_of_ip("10.0.0.2").name == "h99"

@@ -25,6 +25,9 @@ def _main_error(capsys, args: list[str]) -> tuple[int, str]:
 
 @pytest.mark.parametrize("args, message", [
     (["--k", "5"], "fat-tree k must be even"),
+    (["--k", "32"], "a k=32 fat tree (1280 switches, 8192 hosts) is too big for Mininet: "
+                    "k <= 16 here"),
+    (["--k", "34"], "fat-tree k must be even and in 2..32"),
     (["--k", "x"], "argument --k: expected a positive integer"),
     (["--bw", "0"], "argument --bw: link rate must be > 0"),
     (["--scheme", "nope"], "argument --scheme: invalid choice"),

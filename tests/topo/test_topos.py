@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("mininet.topo", reason="needs Mininet (Debian package `mininet`)")
 
-from model.spec import leaf_spine  # noqa: E402
-from topo.topos import FatTreeTopo, LeafSpineTopo, SpecTopo  # noqa: E402
+from model.spec import SpecError, fat_tree, leaf_spine  # noqa: E402
+from topo.topos import MININET_MAX_K, FatTreeTopo, LeafSpineTopo, SpecTopo  # noqa: E402
 
 
 def _ports(topo, node: str) -> set[int]:
@@ -81,3 +81,13 @@ def test_port_delays_give_every_host_path_its_one_way_delay() -> None:
     assert "port_delays" not in SpecTopo(spec).nodeInfo("leaf1")   # no delay: nothing passed
     # the host-facing ports, which also carry the host uplink's serialisation (--host-port)
     assert t.nodeInfo("leaf1")["host_ports"] == {1, 2} and t.nodeInfo("spine1")["host_ports"] == set()
+
+
+def test_mininet_refuses_a_fabric_only_the_simulator_runs() -> None:
+    """model.spec builds k=18..32 for the simulator; Mininet stops at MININET_MAX_K, in one
+    line that says where such a fabric runs."""
+    with pytest.raises(SpecError, match=r"^a k=18 fat tree \(405 switches, 1458 hosts\) is "
+                                        r"too big for Mininet: k <= 16 here \(the simulator"):
+        FatTreeTopo(MININET_MAX_K + 2)
+    with pytest.raises(SpecError, match="too big for Mininet"):
+        SpecTopo(fat_tree(20))
