@@ -38,7 +38,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from .realtime import install_valve
+from .realtime import install_valve, rearm
 
 MAX_LINE = 64 << 20
 """Longest request or reply accepted (a reply carries every local rank's metrics)."""
@@ -83,6 +83,10 @@ class LineReader:
 def run_collective(argv: list[str]) -> dict[str, Any]:
     """One ``run`` request: traffic.run's ``execute`` in this process, its output captured."""
     from .run import execute
+
+    if rearm():
+        print("agentd: real-time priority restored after the last collective's overrun",
+              file=sys.stderr, flush=True)
 
     log = io.StringIO()
     ranks: dict[str, Any] = {}

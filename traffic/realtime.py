@@ -6,7 +6,9 @@ RLIMIT_RTTIME: the CPU time it may use at that priority without blocking. A loop
 sleeps would otherwise hold a core until the kernel's real-time throttling (5 % of each second
 left to everything else). At the soft limit the kernel sends SIGXCPU; :func:`install_valve`'s
 handler then moves every thread of the process back to the normal scheduler and says so on
-stderr (the agent's log). Under the normal scheduler the signal never comes.
+stderr (the agent's log); :func:`rearm` gives the priority back at the agent's next
+collective (one runaway run must not cost every later one its pacing). Under the normal
+scheduler the signal never comes.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import sys
 from types import FrameType
 
 demoted = False
-"""The valve opened: this process left real-time scheduling (for the rest of its life)."""
+"""The valve opened: this process left real-time scheduling (until :func:`rearm`)."""
+_was: tuple[int, int] | None = None
+"""(policy, priority) the valve took away."""
 
 
 def to_normal() -> None:
@@ -30,12 +34,31 @@ def to_normal() -> None:
 
 
 def _overrun(_sig: int, _frame: FrameType | None) -> None:
-    global demoted
+    global demoted, _was
     if not demoted:
         demoted = True
+        try:
+            _was = os.sched_getscheduler(0), os.sched_getparam(0).sched_priority
+        except OSError:
+            _was = None
         to_normal()
         print("traffic agent: real-time CPU budget exceeded without blocking (RLIMIT_RTTIME): "
               "back to the normal scheduler", file=sys.stderr, flush=True)
+
+
+def rearm() -> bool:
+    """Give back the real-time priority the valve took (every thread); True if it did."""
+    global demoted, _was
+    if not demoted or _was is None:
+        return False
+    policy_, prio = _was
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setscheduler(int(tid), policy_, os.sched_param(prio))
+        except (OSError, ValueError):
+            return False
+    demoted, _was = False, None
+    return True
 
 
 def install_valve() -> None:

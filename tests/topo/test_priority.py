@@ -83,14 +83,16 @@ _VALVE_CHILD = ("import signal, sys, time\n"
                 "t = time.process_time()\n"
                 "while not realtime.demoted and time.process_time() - t < 20:\n"
                 "    pass\n"                        # a runaway loop: never blocks
-                "print(realtime.policy(), realtime.demoted, flush=True)\n")
+                "print(realtime.policy(), realtime.demoted, flush=True)\n"
+                "print(realtime.rearm(), realtime.policy(), flush=True)\n")
 
 
 @pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (real-time scheduling)")
 def test_a_runaway_agent_leaves_real_time_instead_of_holding_a_core(monkeypatch) -> None:
     """RLIMIT_RTTIME's soft limit sends SIGXCPU; the agent's valve (traffic/realtime.py)
-    demotes the process to the normal scheduler and it goes on living."""
+    demotes the process to the normal scheduler and it goes on living; the next collective
+    re-arms it (agentd)."""
     from topo import priority
 
     monkeypatch.setattr(priority, "AGENT_RTTIME_US", (50_000, 5_000_000))
@@ -105,6 +107,8 @@ def test_a_runaway_agent_leaves_real_time_instead_of_holding_a_core(monkeypatch)
         p.stdin.write("go\n")
         p.stdin.flush()
         assert p.stdout.readline().split() == ["normal", "True"]
+        assert p.stdout.readline().split() == ["True", "SCHED_RR",
+                                               str(priority.AGENT_RT_PRIORITY)]
         assert p.wait(timeout=30) == 0
     finally:
         if p.poll() is None:
