@@ -87,6 +87,7 @@ class SimSwitch:
         self._fused_halves = False
         self._ingress: Callable[..., Any] = _absent
         self._egress: Callable[..., Any] = _absent
+        self._fast: Callable[..., Any] = _absent
         self.loop = loop
         # trim_bytes: a full queue cuts packets to this many bytes (p4switch.queues) and the
         # frames egress emits for them are cut likewise
@@ -135,6 +136,7 @@ class SimSwitch:
         bytes)`` or a Drop; the full result where there is more to say) or the general
         ``ingress``/``egress``."""
         p = self._pipe
+        self._fast = getattr(p, "process_fast", _absent)  # bound once: one call per hop
         if self._fused_halves:
             self._ingress = getattr(p, "ingress_lean", getattr(p, "ingress_fast", _absent))
             self._egress = getattr(p, "egress_lean", getattr(p, "egress_fast", _absent))
@@ -157,7 +159,7 @@ class SimSwitch:
         if self.fast_path and ((not self.backlog and now >= self.busy_until)
                                or self._idle_for(frame, now)):
             self.fast_packets += 1
-            r = self.pipe.process_fast(frame, port, ts)
+            r = self._fast(frame, port, ts)
             if r.__class__ is tuple:
                 self._pass_through(now, r[0], len(frame), r[1])
             elif isinstance(r, Drop):
