@@ -46,9 +46,10 @@ beyond ~4 Mb/s on 2 cores whatever the hosts do; faster probes would only cost t
 KERNEL_RAMP_MBPS = (40.0, 20.0, 10.0, 5.0, 2.0, 1.0, 0.5)
 """The ramp of a target whose data plane runs in the kernel (ebpf): no switch process per
 frame, the hosts' agents are what limits it. bench/capacity.py on the 2-core machine (load
-average ~20, agents at real-time priority): valid with calibration's margin at 10 Mb/s (send
-lag p99 0.08-0.14 fabric µs against 0.24), not at 20 (0.24-0.37), and at 50 the hosts cannot
-pace (0.8-1.3 µs)."""
+average 15-21, agents at real-time priority): valid with calibration's margin at 10 Mb/s (send
+lag p99 0.04-0.16 fabric µs against 0.24), at 20 only just (0.20-0.33), and at 50 the hosts
+cannot pace (0.6-1.3 µs); two ``make calibrate TARGET=ebpf`` runs picked TDF 10,000 and
+5,000."""
 HEADROOM = 0.5
 """A rate is accepted only if its probe run is valid with every guard threshold halved
 (guard.judge's ``headroom``): one probe is one sample of a noisy machine, and the experiment's
