@@ -13,6 +13,7 @@ import hashlib
 import importlib.util
 import io
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -73,14 +74,19 @@ def load(source: str) -> Any:
                 errors = [ln for ln in "".join(log).splitlines() if "error" in ln]
                 last = str(exc).strip().splitlines()
                 why = errors[0].strip() if errors else (last[-1] if last else type(exc).__name__)
+                cc = (os.environ.get("CC") or "cc").split()[0]
+                if shutil.which(cc) is None:
+                    raise NativeUnavailable(
+                        f"cannot compile the native pipeline: no C compiler ({cc}; "
+                        "'apt install build-essential')") from None
                 raise NativeUnavailable(
-                    "cannot compile the native pipeline (a C compiler is needed: "
-                    f"'apt install build-essential'): {why}") from None
+                    f"cannot compile the native pipeline with {cc}: {why}") from None
             so = _built(d / f"{name}.build", name)
             if so is None:
                 raise NativeUnavailable("the native pipeline's build produced no module")
             final = d / so.name
             os.replace(so, final)
+            shutil.rmtree(d / f"{name}.build", ignore_errors=True)
             so = final
     spec = importlib.util.spec_from_file_location(name, so)
     if spec is None or spec.loader is None:

@@ -171,6 +171,7 @@ def test_no_compiler_gives_one_line_and_python_keeps_working(tmp_path: Path) -> 
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("UNAVAILABLE cannot compile"), r.stdout
+    assert "no C compiler" in lines[0], r.stdout
     assert not r.stderr.strip(), r.stderr
 
 
