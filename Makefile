@@ -15,6 +15,8 @@ K      ?= 4
 TARGET ?= p4switch
 # experiment/calibrate: --target only when TARGET is given (else the file's parameters.target)
 TARGET_ARG = $(if $(filter command line environment,$(origin TARGET)),--target $(TARGET))
+# the demo (and calibrating its file): the kernel data plane where it can run, else p4switch
+DEMO_TARGET_ARG = $(or $(TARGET_ARG),--target auto)
 BW     ?=
 SCHEME ?= ecmp
 SW     ?= edge1
@@ -31,7 +33,7 @@ all: help
 help:
 	@echo "make setup   install the system packages (as root) and .venv with the runtime; no-root simulator run after it:"
 	@echo "             .venv/bin/python -m experiments.run experiments/configs/demo.yaml --backend sim"
-	@echo "make demo    (root) k=4 fat-tree of p4switch: ring AllReduce + MoE AllToAll under the 5 schemes, table + report"
+	@echo "make demo    (root) k=4 fat-tree (eBPF switches where the kernel can load them, else p4switch; TARGET= to choose): ring AllReduce + MoE AllToAll under the 5 schemes, table + report"
 	@echo "make demo-batch  no root: p4src/fabric.p4 on one p4switch in batch mode, each scheme"
 	@echo "make calibrate  (root) the time-dilation factor this machine runs the demo's fabric at (cached; FORCE=1 measures again)"
 	@echo "make experiment CONFIG=experiments/configs/X.yaml   run any experiment file"
@@ -65,13 +67,14 @@ CONFIG ?= $(DEMO_CONFIG)
 demo:
 	$(if $(filter 0,$(shell id -u)),,$(error make demo needs root (a Mininet fabric of 20 P4 switches: sudo make demo); make demo-batch runs without root))
 	@t0=$$(date +%s.%N); $(MAKE) --no-print-directory setup && \
-	  $(PY) -m experiments.run $(DEMO_CONFIG) --beside-sim --since $$t0
+	  $(PY) -m experiments.run $(DEMO_CONFIG) --beside-sim --since $$t0 $(DEMO_TARGET_ARG)
 
 # the smallest time-dilation factor this machine keeps the demo's fabric link-bound at
 # (cached in ~/.cache/p4fabric; make demo calibrates by itself when nothing is cached)
 calibrate: setup
 	$(if $(filter 0,$(shell id -u)),,$(error make calibrate needs root (it runs the Mininet fabric): sudo make calibrate))
-	@$(PY) -m experiments.calibrate $(CONFIG) $(if $(FORCE),--force) $(TARGET_ARG)
+	@$(PY) -m experiments.calibrate $(CONFIG) $(if $(FORCE),--force) \
+	  $(if $(filter $(DEMO_CONFIG),$(CONFIG)),$(DEMO_TARGET_ARG),$(TARGET_ARG))
 
 demo-batch: setup
 	@$(PY) -m experiments.demo

@@ -36,7 +36,7 @@ from topo.calibration import CalibrationEntry
 from topo.owner import give_back
 
 from . import metrics
-from .config import ConfigError, ExperimentConfig, load, with_target
+from .config import ConfigError, ExperimentConfig, concrete_target, load, with_target
 
 RAMP_MBPS = (8.0, 4.0, 2.0, 1.0, 0.5)
 """Emulated link rates tried, fastest first (each step halves the rate: doubles the TDF), on
@@ -334,12 +334,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("config", type=Path, help="experiment file in fabric units")
     p.add_argument("--force", action="store_true", help="measure again, ignore the cache")
     p.add_argument("--show", action="store_true", help="print the cached entry and exit")
-    p.add_argument("--target", help="override the file's switch target (p4switch, bmv2, ebpf)")
+    p.add_argument("--target", help="override the file's switch target (p4switch, bmv2, "
+                   "ebpf; auto: ebpf where this machine can load it, else p4switch)")
     a = p.parse_args(argv)
     try:
         cfg = load(a.config)
         if a.target:
-            cfg = with_target(cfg, a.target)
+            cfg = with_target(cfg, concrete_target(a.target,
+                                                   lambda m: print(m, file=sys.stderr)))
     except (ConfigError, ValueError) as e:
         p.error(str(e))
     if cfg.fabric is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from model.spec import (
     leaf_spine,
     random_switch_links,
 )
-from model.targets import TARGET_NAMES, Target
+from model.targets import AUTO_TARGET, TARGET_NAMES, Target, resolve_auto
 from topo.priority import SwitchPriority
 from topo.units import (
     FABRIC_DEFAULTS,
@@ -733,12 +734,26 @@ def _parameters(v: Any) -> Parameters:
                       wall_budget_s=_num(d, "wall_budget_s", p, None, positive=True))
 
 
+def concrete_target(name: str, note: Callable[[str], None]) -> str:
+    """``name`` with ``auto`` resolved on this machine (model.targets.resolve_auto): the eBPF
+    target where it can run, else p4switch, saying why through ``note`` (one line)."""
+    from p4switch import ebpf_unavailable_reason
+
+    target, why = resolve_auto(name, ebpf_unavailable_reason() if name == AUTO_TARGET else None)
+    if name == AUTO_TARGET:
+        note(f"target auto: {target}" + (f" ({why})" if why else
+                                          " (the kernel data plane: switches cost no CPU)"))
+    return target
+
+
 def with_target(cfg: ExperimentConfig, target: str) -> ExperimentConfig:
-    """``cfg`` on switch target ``target`` (a command line's ``--target``): the simulator's
+    """``cfg`` on switch target ``target`` (a command line's ``--target``, ``auto`` already
+    resolved by :func:`concrete_target`): the simulator's
     side then places the propagation delay as that target does (``sim_prop_at_hosts`` on for
     ebpf). ValueError naming the choices for an unknown target."""
     if target not in TARGET_NAMES:
-        raise ValueError(f"--target: {target!r} is not one of {', '.join(TARGET_NAMES)}")
+        raise ValueError(f"--target: {target!r} is not one of "
+                         f"{', '.join((*TARGET_NAMES, AUTO_TARGET))}")
     p = cfg.parameters
     return dataclasses.replace(cfg, parameters=dataclasses.replace(
         p, target=target,

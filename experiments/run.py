@@ -35,7 +35,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("config", type=Path, help="experiment YAML file (experiments/configs/)")
     p.add_argument("--out", type=Path, default=Path("results"), help="results root")
     p.add_argument("--backend", choices=config_mod.BACKENDS, help="override the file's backend")
-    p.add_argument("--target", help="override the file's switch target (p4switch, bmv2, ebpf)")
+    p.add_argument("--target", help="override the file's switch target (p4switch, bmv2, "
+                   "ebpf; auto: ebpf where this machine can load it, else p4switch)")
     p.add_argument("--schemes", help="run only these schemes (comma-separated names)")
     p.add_argument("--workloads", help="run only these workloads (comma-separated names)")
     p.add_argument("--repetitions", type=int, help="override the file's repetitions")
@@ -60,7 +61,8 @@ def narrow(cfg: ExperimentConfig, a: argparse.Namespace, p: argparse.ArgumentPar
     changes: dict[str, Any] = {}
     if a.target:
         try:
-            cfg = config_mod.with_target(cfg, a.target)
+            cfg = config_mod.with_target(
+                cfg, config_mod.concrete_target(a.target, lambda m: print(m, file=sys.stderr)))
         except ValueError as e:
             p.error(str(e))
     if a.backend:

@@ -18,6 +18,21 @@ class Target(StrEnum):
 TARGET_NAMES: tuple[str, ...] = tuple(t.value for t in Target)
 """The names, in declaration order (``str in Target`` raises TypeError on Python 3.11)."""
 
+AUTO_TARGET = "auto"
+"""A command line's ``--target auto``: the kernel data plane where this machine can load it
+(its switches cost the hosts no CPU, so the emulated fabric runs at a much smaller TDF), else
+p4fabric's own Python target. :func:`resolve_auto` makes the choice."""
+
+
+def resolve_auto(name: str, ebpf_unavailable: str | None) -> tuple[str, str | None]:
+    """The concrete target for ``name`` and, when ``auto`` fell back, why: ``ebpf_unavailable``
+    is the eBPF toolchain's reason it cannot run here (None: it can). Other names pass through."""
+    if name != AUTO_TARGET:
+        return name, None
+    if ebpf_unavailable is None:
+        return Target.EBPF.value, None
+    return Target.P4SWITCH.value, ebpf_unavailable
+
 
 class HardwareTarget(StrEnum):
     """Switches the controller can program but the emulated fabric cannot start (so they are not

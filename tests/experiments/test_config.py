@@ -173,3 +173,22 @@ def test_a_target_override_places_the_simulators_delay_as_the_target_does() -> N
         with_target(cfg, "tofino")
     with pytest.raises(ConfigError, match="sim_prop_at_hosts"):
         config.from_dict({**base, "parameters": {"sim_prop_at_hosts": "yes"}})
+
+
+def test_target_auto_is_the_kernel_data_plane_where_it_can_run_else_p4switch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import p4switch
+    from experiments.config import concrete_target
+    from model.targets import resolve_auto
+
+    assert resolve_auto("auto", None) == ("ebpf", None)
+    assert resolve_auto("auto", "needs root") == ("p4switch", "needs root")
+    assert resolve_auto("bmv2", "needs root") == ("bmv2", None)     # only auto is resolved
+    notes: list[str] = []
+    monkeypatch.setattr(p4switch, "ebpf_unavailable_reason", lambda: "the eBPF target needs clang")
+    assert concrete_target("auto", notes.append) == "p4switch"
+    assert notes == ["target auto: p4switch (the eBPF target needs clang)"]
+    monkeypatch.setattr(p4switch, "ebpf_unavailable_reason", lambda: None)
+    assert concrete_target("auto", notes.append) == "ebpf" and notes[-1].startswith(
+        "target auto: ebpf")
+    assert concrete_target("p4switch", notes.append) == "p4switch" and len(notes) == 2
