@@ -203,13 +203,13 @@ def probe_run(be: Any, cfg: ExperimentConfig, emu: ExperimentConfig, wi: int,
     ok = summ.completed
     fabric_bps = cfg.fabric.link_bps if cfg.fabric else 0.0
     row = {"tdf": tdf, "emulated_mbps": fabric_bps / tdf / 1e6, "completed": ok,
-           "wall_s": round(time.time() - t0, 2), **guard}
+           "wall_s": round(time.time() - t0, 2), **guard.to_dict()}
     if not ok:
         row["valid"] = False
         row["invalid_reason"] = "; ".join(
-            x for x in ("did not complete", guard.get("invalid_reason")) if x)
+            x for x in ("did not complete", guard.invalid_reason) if x)
     row["valid_calibration"] = row["valid"] if headroom == HEADROOM else \
-        ok and verdict(samples, cfg.spec(), w, tdf, ranks, headroom=HEADROOM)["valid"]
+        ok and verdict(samples, cfg.spec(), w, tdf, ranks, headroom=HEADROOM).valid
     cct = metrics.job_cct(summ.collectives) if ok else None
     row["cct_us"] = None if cct is None else cct / tdf * 1e6
     if log is not None:

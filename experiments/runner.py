@@ -636,18 +636,19 @@ def _record(rec: Recorder, spec: Any, w: WorkloadConfig, scheme: SchemeConfig, r
                  if e.time >= s.failure_at and e.loop in ("failure", "sim")
                  and a in e.what and b in e.what]
         reroute = (min(later) - s.failure_at) if later else None
-    v = dict(verdict(s, spec, w, tdf, ranks))
+    v = verdict(s, spec, w, tdf, ranks)
     tcp, fct = summ.tcp, summ.fct
     return RunRow(
         workload=w.name, scheme=scheme.label, repetition=rep, iteration=iteration,
         ok=summ.completed, cct=metrics.job_cct(summ.collectives), wall_s=round(wall, 3),
-        valid=v.pop("valid"), invalid_reason=v.pop("invalid_reason"), guard=v,
+        guard=v,
         bytes_sent=summ.bytes_sent, bytes_received=summ.bytes_received,
         bytes_conserved=summ.bytes_conserved, packets_sent=summ.packets_sent,
         retransmissions=summ.retransmissions, reordered=summ.reordered,
         timeouts=summ.timeouts, nacks=summ.nacks, trim_nacks=summ.trim_nacks,
         fct_min_us=fct.min_us, fct_p50_us=fct.p50_us, fct_p99_us=fct.p99_us,
-        fct_tail_us=fct.tail_us, fct_spread=fct.spread, trims=s.trims, trim=s.trim,
+        fct_tail_us=fct.tail_us, fct_spread=fct.spread,
+        trims=v.trims if v.measured else s.trims, trim=s.trim,
         cc=summ.cc, spurious=summ.spurious, ce_fraction=summ.ce_fraction,
         mean_window=summ.mean_window, mean_rate=summ.mean_rate,
         tcp_total_retrans=tcp.total_retrans if tcp else None,

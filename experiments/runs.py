@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from common.jsontypes import JsonObject
 from model.dilation import to_fabric_time
-from topo.guard import judge_run
+from topo.guard import GuardRow, judge_run
 from traffic import metrics as traffic_metrics
 from traffic.metrics import JobSummary, RankMetrics
 
@@ -36,11 +36,9 @@ class RunRow:
     ok: bool
     cct: float | None
     wall_s: float
-    valid: bool
-    invalid_reason: str | None
-    guard: dict[str, Any]
-    """The guard's other columns, named by topo/guard.judge (a backend with nothing hidden
-    to measure has none, or only its queues' tail drops)."""
+    guard: GuardRow
+    """The guard's verdict and columns (topo/guard.GuardRow: a backend with nothing hidden
+    to measure has none but its queues' tail drops)."""
     bytes_sent: int
     bytes_received: int
     bytes_conserved: bool
@@ -90,12 +88,20 @@ class RunRow:
 
     OPTIONAL: ClassVar[frozenset[str]] = frozenset({"iteration", "rerun_of"})
 
+    @property
+    def valid(self) -> bool:
+        return self.guard.valid
+
+    @property
+    def invalid_reason(self) -> str | None:
+        return self.guard.invalid_reason
+
     def to_dict(self) -> JsonObject:
         out: JsonObject = {}
         for f in fields(self):
             v = getattr(self, f.name)
             if f.name == "guard":
-                out.update(v)
+                out.update(v.to_dict())
             elif f.name in self.OPTIONAL and v is None:
                 continue
             else:
@@ -118,13 +124,12 @@ def merge_ranks(ranks: list[RankMetrics], expected: int) -> JobSummary:
 
 
 def verdict(s: RunSamples, spec: Any, w: WorkloadConfig, tdf: float,
-            ranks: list[RankMetrics], headroom: float = 1.0) -> dict[str, Any]:
+            ranks: list[RankMetrics], headroom: float = 1.0) -> GuardRow:
     """The fidelity guard's columns of a run (topo/guard.py); a backend that measures
     nothing hidden (the simulator: nothing is) gives a valid run."""
     m = s.measures
     if m is None:   # the simulator hides nothing; its queues' tail drops are still a result
-        return {"valid": True, "invalid_reason": None,
-                **({"drops_p4_queue": s.tail_drops} if s.tail_drops is not None else {})}
+        return GuardRow.unmeasured(s.tail_drops)
     rates = [lk.bw_mbps for lk in spec.links if lk.bw_mbps]
     link_bps = (min(rates) * 1e6 / tdf) if rates else float("inf")
     return judge_run(m, ranks, s.events, link_bps, tdf,

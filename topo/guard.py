@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from common.histogram import RELATIVE_ERROR, LogHistogram
+from common.jsontypes import JsonObject
 
 if TYPE_CHECKING:
     from controller.fabric import ControlEvent
@@ -190,12 +191,72 @@ validity. (A frame for an agent not listening is the start barrier at work — a
 peers that have not opened their socket yet — or a copy the receiver no longer needed.)"""
 
 
+@dataclass(frozen=True, slots=True)
+class GuardRow:
+    """The guard's columns of one run, as runs.csv, a CollectiveRun and the calibration's
+    probe rows carry them (fabric µs where a time, with the TDF applied). A backend with
+    nothing hidden to measure (the simulator) has only the verdict and its queues' tail drops:
+    ``measured`` False, and its row has no other columns."""
+
+    valid: bool
+    invalid_reason: str | None
+    drops: dict[str, int] = field(default_factory=dict)
+    """Drops by site (``SITES``; columns ``drops_<site>``)."""
+    measured: bool = True
+    hidden_drops: int | None = None
+    socket_drops: int | None = None
+    qdisc_drops: int | None = None
+    veth_drops: int | None = None
+    data_frames_sent: int | None = None
+    data_frames_arrived: int | None = None
+    data_frames_uncounted: int | None = None
+    trims: int | None = None
+    """Packets the switches trimmed (``Measures.trims``)."""
+    drops_detail: str | None = None
+    """The non-zero drop reasons by layer, JSON (None: none)."""
+    frames_switched: int | None = None
+    ingress_lag_p50_us: float | None = None
+    ingress_lag_p99_us: float | None = None
+    egress_delay_p99_us: float | None = None
+    send_lag_p99_us: float | None = None
+    switch_cpu_max: float | None = None
+    machine_busy: float | None = None
+    machine_steal: float | None = None
+    false_link_downs: int | None = None
+
+    @classmethod
+    def unmeasured(cls, tail_drops: int | None = None) -> GuardRow:
+        """A valid run of a backend that hides nothing (its tail drops are a result)."""
+        return cls(True, None, {} if tail_drops is None else {"p4_queue": tail_drops},
+                   measured=False)
+
+    def figures(self) -> JsonObject:
+        """The columns after ``valid`` and ``invalid_reason``, in runs.csv's order."""
+        drops: JsonObject = {f"drops_{k}": v for k, v in self.drops.items()}
+        if not self.measured:
+            return drops
+        return {"hidden_drops": self.hidden_drops, "socket_drops": self.socket_drops,
+                "qdisc_drops": self.qdisc_drops, "veth_drops": self.veth_drops, **drops,
+                "data_frames_sent": self.data_frames_sent,
+                "data_frames_arrived": self.data_frames_arrived,
+                "data_frames_uncounted": self.data_frames_uncounted, "trims": self.trims,
+                "drops_detail": self.drops_detail, "frames_switched": self.frames_switched,
+                "ingress_lag_p50_us": self.ingress_lag_p50_us,
+                "ingress_lag_p99_us": self.ingress_lag_p99_us,
+                "egress_delay_p99_us": self.egress_delay_p99_us,
+                "send_lag_p99_us": self.send_lag_p99_us, "switch_cpu_max": self.switch_cpu_max,
+                "machine_busy": self.machine_busy, "machine_steal": self.machine_steal,
+                "false_link_downs": self.false_link_downs}
+
+    def to_dict(self) -> JsonObject:
+        return {"valid": self.valid, "invalid_reason": self.invalid_reason, **self.figures()}
+
+
 @dataclass(frozen=True)
 class Verdict:
     valid: bool
     reasons: tuple[str, ...]
-    row: dict[str, Any]
-    """The figures for runs.csv (fabric µs where a time, with the TDF applied)."""
+    row: GuardRow
 
 
 def frame_time_us(link_bps: float, mtu: int = 1500) -> float:
@@ -276,20 +337,19 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
     steal = m.machine_steal
     if why and steal is not None and steal >= STEAL_NOTE:
         why += f" (CPU steal {steal:.0%}: the virtual machine's host took it)"
-    row = {"valid": not reasons, "invalid_reason": why,
-           "hidden_drops": hidden, "socket_drops": m.socket_drops,
-           "qdisc_drops": m.qdisc_drops, "veth_drops": m.veth_drops,
-           **{f"drops_{k}": v for k, v in sites.items()},
-           "data_frames_sent": m.data_sent, "data_frames_arrived": m.data_arrived,
-           "data_frames_uncounted": uncounted, "trims": m.trims,
-           "drops_detail": json.dumps(detail, sort_keys=True) if detail else None,
-           "frames_switched": m.frames_switched,
-           "ingress_lag_p50_us": fab(m.ingress_lag_us.quantile(0.5)),
-           "ingress_lag_p99_us": fab(lag99), "egress_delay_p99_us": fab(egress99),
-           "send_lag_p99_us": fab(send99),
-           "switch_cpu_max": max(m.switch_cpu.values()) if m.switch_cpu else None,
-           "machine_busy": m.machine_busy, "machine_steal": steal,
-           "false_link_downs": len(set(m.false_link_downs))}
+    row = GuardRow(not reasons, why, dict(sites), hidden_drops=hidden,
+                   socket_drops=m.socket_drops, qdisc_drops=m.qdisc_drops,
+                   veth_drops=m.veth_drops, data_frames_sent=m.data_sent,
+                   data_frames_arrived=m.data_arrived, data_frames_uncounted=uncounted,
+                   trims=m.trims,
+                   drops_detail=json.dumps(detail, sort_keys=True) if detail else None,
+                   frames_switched=m.frames_switched,
+                   ingress_lag_p50_us=fab(m.ingress_lag_us.quantile(0.5)),
+                   ingress_lag_p99_us=fab(lag99), egress_delay_p99_us=fab(egress99),
+                   send_lag_p99_us=fab(send99),
+                   switch_cpu_max=max(m.switch_cpu.values()) if m.switch_cpu else None,
+                   machine_busy=m.machine_busy, machine_steal=steal,
+                   false_link_downs=len(set(m.false_link_downs)))
     return Verdict(not reasons, tuple(reasons), row)
 
 

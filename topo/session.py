@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from controller.fabric import ControlEvent
     from traffic.metrics import RankMetrics
 
-    from .guard import Measures
+    from .guard import GuardRow, Measures
 
 DEFAULT_TDF = 100_000.0
 """The TDF of a session asked for ``auto`` on a machine with nothing calibrated: a 100 Gb/s
@@ -315,7 +315,8 @@ class CollectiveRun:
     tdf: float
     retransmissions: int
     out_dir: Path
-    guard: dict[str, Any] = field(default_factory=dict)
+    guard: GuardRow | None = None
+    """None: the fabric was not measured."""
     agent_args: dict[str, Any] = field(default_factory=dict)
     """The traffic.run flags the hosts ran with (emulation units: dilated)."""
     qdepth_max: int | None = None
@@ -333,8 +334,8 @@ class CollectiveRun:
         loops = f"; {len(self.loop_events)} control-loop actions" if self.loop_events else ""
         queue = "" if self.qdepth_max is None else \
             f"; deepest queue {self.qdepth_max} packets"
-        if self.guard.get("trims"):
-            queue += f"; {self.guard['trims']} packets trimmed"
+        if self.guard is not None and self.guard.trims:
+            queue += f"; {self.guard.trims} packets trimmed"
         return (f"{head}: CCT {self.cct_us:.1f} µs (fabric time, TDF {self.tdf:g}; {state}; "
                 f"{self.retransmissions} retransmissions{queue}{loops})\n"
                 + ("valid: the emulation kept up" if self.valid else
@@ -750,7 +751,8 @@ class FabricSession:
                              valid=v.valid if v else False,
                              reasons=v.reasons if v else ("the fabric was not measured",),
                              tdf=self.tdf, retransmissions=retx, out_dir=out,
-                             guard=v.row if v else {}, agent_args=dict(self.last_agent_args),
+                             guard=v.row if v else None,
+                             agent_args=dict(self.last_agent_args),
                              qdepth_max=int(s.queues["qdepth_max"].max())
                              if "qdepth_max" in s.queues else None,
                              loop_events=[f"{e.loop} {e.switch or ''}: {e.what}"

@@ -15,6 +15,7 @@ from experiments.config import from_dict, load
 from topo import __main__ as topo_cli
 from topo import calibration
 from topo.calibration import CalibrationEntry
+from topo.guard import GuardRow
 
 CFG = {"name": "cal", "backend": "mininet",
        "fabric": {"link_rate": "100G"}, "topology": {"kind": "fattree", "k": 4},
@@ -196,8 +197,7 @@ def test_the_ramp_probes_each_candidate_twice(monkeypatch: pytest.MonkeyPatch,
                         lambda ranks, n: SimpleNamespace(completed=be.cct is not None,
                                                          collectives=[be.cct]))
     monkeypatch.setattr("experiments.runs.verdict",
-                        lambda *a, **k: {"valid": be.cct is not None and be.cct < 200,
-                                         "invalid_reason": None})
+                        lambda *a, **k: GuardRow(be.cct is not None and be.cct < 200, None))
     monkeypatch.setattr(calibrate.metrics, "job_cct",
                         lambda c: None if c[0] is None else c[0] * 1e-6 * be.tdf)
     cal = calibrate.run_ramp(cfg, out=tmp_path, log=lambda line: None, backend=be)

@@ -31,8 +31,8 @@ def test_a_clean_run_is_valid() -> None:
                  egress_delay_us=_hist([0] * 500 + [20_000] * 500),
                  send_lag_us=_hist([200] * 100), switch_cpu={"edge1": 0.4})
     v = judge(m, MBPS10, tdf=100)
-    assert v.valid and v.reasons == () and v.row["valid"] and v.row["invalid_reason"] is None
-    assert v.row["egress_delay_p99_us"] == pytest.approx(20_000 / 100,   # fabric µs
+    assert v.valid and v.reasons == () and v.row.valid and v.row.invalid_reason is None
+    assert v.row.egress_delay_p99_us == pytest.approx(20_000 / 100,   # fabric µs
                                                          rel=RELATIVE_ERROR)
 
 
@@ -111,13 +111,13 @@ def test_an_invalid_run_names_the_cpu_steal_and_a_valid_one_records_it() -> None
     lagging.add_many([int(10 * frame_time_us(MBPS10))] * 100)   # p99: 10 frame times late
     m = Measures(frames_switched=1000, send_lag_us=lagging, machine_steal=0.3)
     v = judge(m, MBPS10)
-    assert not v.valid and "CPU steal 30%" in v.row["invalid_reason"]
+    assert not v.valid and "CPU steal 30%" in v.row.invalid_reason
     assert all("steal" not in r for r in v.reasons)        # context, not a reason
     quiet = judge(Measures(frames_switched=1000, send_lag_us=lagging, machine_steal=0.01),
                   MBPS10)
-    assert "steal" not in quiet.row["invalid_reason"]
+    assert "steal" not in quiet.row.invalid_reason
     ok = judge(Measures(frames_switched=1000, machine_steal=0.3), MBPS10)
-    assert ok.valid and ok.row["invalid_reason"] is None and ok.row["machine_steal"] == 0.3
+    assert ok.valid and ok.row.invalid_reason is None and ok.row.machine_steal == 0.3
 
 
 def test_drop_sites_are_counted_once_and_only_hidden_ones_invalidate() -> None:
@@ -139,8 +139,8 @@ def test_drop_sites_are_counted_once_and_only_hidden_ones_invalidate() -> None:
                      MBPS10).valid
     assert judge(Measures(frames_switched=10_000, host_stack={"udp_no_port": 11}),
                  MBPS10).valid
-    assert v.row["drops_p4_queue"] == 120 and v.row["data_frames_uncounted"] == 0
-    assert '"udp_no_port": 1' in v.row["drops_detail"]
+    assert v.row.drops["p4_queue"] == 120 and v.row.data_frames_uncounted == 0
+    assert '"udp_no_port": 1' in (v.row.drops_detail or "")
     # one datagram dropped at an agent's receive socket is enough
     for drops in ({"host_stack": {"udp_in_errors": 1, "udp_rcvbuf": 1}},
                   {"agent_drops": {"udp_socket_drops": 1}}):

@@ -16,6 +16,7 @@ from experiments import runner
 from experiments.backends import Backend, RunSamples
 from experiments.config import from_dict
 from experiments.runs import RunRow
+from topo.guard import GuardRow
 
 TINY = {"name": "tiny", "backend": "sim", "topology": {"kind": "fattree", "k": 4, "bw_mbps": 10},
         "schemes": ["ecmp", "random"],
@@ -158,8 +159,8 @@ def test_a_close_call_gets_more_repetitions_up_to_the_cap(tmp_path: Path) -> Non
 
     def rows(ccts: dict[str, list[float]]) -> list[RunRow]:
         blank = {f.name: None for f in dataclasses.fields(RunRow)}
-        return [RunRow(**{**blank, "workload": w.name, "scheme": s, "ok": True, "valid": True,
-                          "cct": c, "guard": {}})
+        return [RunRow(**{**blank, "workload": w.name, "scheme": s, "ok": True,
+                          "cct": c, "guard": GuardRow.unmeasured()})
                 for s, cs in ccts.items() for c in cs]
 
     run = runner.ExperimentRun(cfg, tmp_path)
@@ -171,7 +172,7 @@ def test_a_close_call_gets_more_repetitions_up_to_the_cap(tmp_path: Path) -> Non
     assert runner._settle_close_calls(run, cfg, w, {a: 3, b: 3}) == []     # robust
     # invalid runs do not count: b's one valid run has no interval, so no close call
     run.runs = rows({a: [100.0, 101.0, 99.0], b: [106.0, 107.0, 105.0]})
-    run.runs[-1].valid = run.runs[-2].valid = False
+    run.runs[-1].guard = run.runs[-2].guard = GuardRow(False, "hidden queue", measured=False)
     assert runner._settle_close_calls(run, cfg, w, {a: 3, b: 3}) == []
     # an unresolved overlap (means 12 % apart, wide intervals) gets runs; one whose estimate
     # needs far more than the cap does not

@@ -42,11 +42,11 @@ def test_capacity_reasons_are_the_guards_own() -> None:
     }
     for name, m in cases.items():
         row = judge(m, link).row
-        assert row["valid"] is False, name
-        assert capacity_reason(row["valid"], row["invalid_reason"]) == row["invalid_reason"], name
+        assert row.valid is False, name
+        assert capacity_reason(row.valid, row.invalid_reason) == row.invalid_reason, name
     # loss that no counter saw is a gap in the accounting, not the rate's doing
     row = judge(Measures(data_sent=1000, data_arrived=900), link).row
-    assert row["valid"] is False and capacity_reason(False, row["invalid_reason"]) is None
+    assert row.valid is False and capacity_reason(False, row.invalid_reason) is None
     assert capacity_reason(True, None) is None
     assert capacity_reason(False, "did not complete") is None
 
