@@ -71,6 +71,9 @@ class _Shared:
         self.cap = _OUT_SLACK
         self.out = ffi.new("uint8_t[]", self.cap + self.slack)
         self.out_c = ffi.cast("char *", self.out)  # ffi.unpack of a char * gives bytes
+        # contexts of jobs that left egress, for the next ones (any switch's: they hold no
+        # state between packets)
+        self.pool: list[Any] = []
 
     def grow(self, n: int) -> None:
         self.cap = max(n, 2 * self.cap)
@@ -116,7 +119,7 @@ class NativePipeline:
         self._egress = lib.p4n_egress
         self._new_ctx = lambda: ffi.new("struct p4ctx *")
         self._unpack = ffi.unpack
-        self._pool: list[Any] = []  # contexts of jobs that left egress, for the next ones
+        self._pool = sh.pool
 
     # -- state -----------------------------------------------------------------------------
     def _bind_tables(self) -> None:
@@ -337,7 +340,7 @@ class NativePipeline:
                          qm.enq_timestamp, qm.enq_qdepth, qm.deq_timedelta, qm.deq_qdepth,
                          qm.qid, sh.out)
         pool = self._pool
-        if len(pool) < 64:
+        if len(pool) < 256:
             pool.append(c)  # a job goes through egress once: its context is free again
         if r < 0:
             return _drop(-r, "egress")
