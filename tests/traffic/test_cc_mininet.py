@@ -16,14 +16,15 @@ pytest.importorskip("mininet.net", reason="needs Mininet (Debian package `minine
 
 from model.spec import fat_tree  # noqa: E402
 from traffic.congestion import fabric_marking  # noqa: E402
+from traffic.metrics import FlowRecord  # noqa: E402
 
 pytestmark = [pytest.mark.root, pytest.mark.mininet]
 
 SIZE = "64KB"
 
 
-def _flows(res) -> list[dict]:  # noqa: ANN001
-    return [f for m in res.metrics.values() for f in m["flows"] if not f["local"]]
+def _flows(res) -> list[FlowRecord]:  # noqa: ANN001
+    return [f for m in res.metrics.values() for f in m.flows if not f.local]
 
 
 def test_ring_under_dctcp_and_none_on_the_fabric(tmp_path) -> None:  # noqa: ANN001
@@ -53,10 +54,10 @@ def test_ring_under_dctcp_and_none_on_the_fabric(tmp_path) -> None:  # noqa: ANN
         net.stop()
     assert dctcp.ok, dctcp.summary()
     flows = _flows(dctcp)
-    sent = sum(f["packets_sent"] for f in flows)
-    retx = sum(f["retransmissions"] for f in flows)
-    spurious = sum(f["spurious"] for f in flows)
-    figures = {k: sum(f[k] for f in flows) for k in ("retransmissions", "spurious", "timeouts",
+    sent = sum(f.packets_sent for f in flows)
+    retx = sum(f.retransmissions for f in flows)
+    spurious = sum(f.spurious for f in flows)
+    figures = {k: sum(getattr(f, k) for f in flows) for k in ("retransmissions", "spurious", "timeouts",
                                                       "nacks", "packets_sent")}
     print(f"dctcp: {dctcp.summary()}, {figures}")   # pytest -s shows the figures
     print(f"none: {none.summary()}")
@@ -66,11 +67,11 @@ def test_ring_under_dctcp_and_none_on_the_fabric(tmp_path) -> None:  # noqa: ANN
     # CCT 1.7x a quiet run's; none on a quiet or a CPU-hogged machine here.
     assert 0 <= spurious <= retx, figures
     assert retx - spurious < 0.01 * sent, (figures, dctcp.summary())
-    assert {f["cc"] for f in flows} == {"dctcp"}
-    assert all(f["srtt"] is not None for f in flows)          # RTT samples from the ACKs
+    assert {f.cc for f in flows} == {"dctcp"}
+    assert all(f.srtt is not None for f in flows)          # RTT samples from the ACKs
     assert none.ok, none.summary()
     flows = _flows(none)
-    assert {f["cc"] for f in flows} == {"none"}
-    assert {f["rto"] for f in flows} == {0.2}                   # the fixed timer
-    assert {f["mean_window"] for f in flows} <= {256.0, None}   # the fixed window
-    assert sum(f["ce_acked"] for f in flows) == 0               # not ECN-capable: no marks
+    assert {f.cc for f in flows} == {"none"}
+    assert {f.rto for f in flows} == {0.2}                   # the fixed timer
+    assert {f.mean_window for f in flows} <= {256.0, None}   # the fixed window
+    assert sum(f.ce_acked for f in flows) == 0               # not ECN-capable: no marks

@@ -63,9 +63,9 @@ def test_pinned_split_completes_across_a_dead_unrouted_link(tmp_path) -> None:  
             ctl.stop()
         net.stop()
     assert res.ok, res.summary()
-    sent = {f["flow"]: f for f in res.metrics[0]["flows"]}
+    sent = {f.flow: f for f in res.metrics[0].flows}
     assert set(sent) == set(flows)
     for f, rec in sent.items():
-        assert rec["sports"] == pinned[f]           # the agent pinned what the model did
-        lost = len(range(dead[f], rec["packets"], 4))  # first transmissions on the dead link
-        assert lost > 0 and rec["retransmissions"] >= lost
+        assert rec.sports == pinned[f]           # the agent pinned what the model did
+        lost = len(range(dead[f], rec.packets, 4))  # first transmissions on the dead link
+        assert lost > 0 and rec.retransmissions >= lost
