@@ -755,7 +755,9 @@ def with_target(cfg: ExperimentConfig, target: str) -> ExperimentConfig:
         raise ValueError(f"--target: {target!r} is not one of "
                          f"{', '.join((*TARGET_NAMES, AUTO_TARGET))}")
     p = cfg.parameters
-    return dataclasses.replace(cfg, parameters=dataclasses.replace(
+    # the file as run (config.yaml, experiment.json) names the target the run used
+    source = {**cfg.source, "parameters": {**cfg.source.get("parameters", {}), "target": target}}
+    return dataclasses.replace(cfg, source=source, parameters=dataclasses.replace(
         p, target=target,
         sim_prop_at_hosts=p.sim_prop_at_hosts or target == Target.EBPF.value))
 

@@ -169,6 +169,9 @@ def test_a_target_override_places_the_simulators_delay_as_the_target_does() -> N
                          ).parameters.sim_prop_at_hosts
     moved = with_target(cfg, "ebpf")
     assert moved.parameters.target == "ebpf" and moved.parameters.sim_prop_at_hosts
+    # the file as run records the override, and reading it back gives the same run
+    assert moved.source["parameters"]["target"] == "ebpf" and "parameters" not in cfg.source
+    assert config.from_dict(moved.source).parameters == moved.parameters
     with pytest.raises(ValueError, match="--target: 'tofino' is not one of"):
         with_target(cfg, "tofino")
     with pytest.raises(ConfigError, match="sim_prop_at_hosts"):
