@@ -1773,7 +1773,11 @@ class CGen(ir.Visitor):
         self.w("}")
         self.w(f"{end}:;")
 
-    def deparser(self, c: ir.Control, names: dict[str, str]) -> None:
+    def deparser_emits(self, c: ir.Control,
+                       names: dict[str, str]) -> list[tuple[str, ir.HeaderType]]:
+        """Enter the deparser's scope and list what it emits, in order, as (l-value, header
+        type) with structs and stacks flattened; refuse anything but ``emit``. Shared with
+        the native back end, whose deparser writes the same list into its own buffer."""
         self.scope = _Scope(names, c.name, "deparse_end", "deparse_end", c.instances)
         emits: list[tuple[str, ir.HeaderType]] = []
 
@@ -1795,6 +1799,10 @@ class CGen(ir.Visitor):
             if not isinstance(s, ir.Emit):
                 raise self.refuse(f"{type(s).__name__} in a deparser", s.loc)
             collect(s.header)
+        return emits
+
+    def deparser(self, c: ir.Control, names: dict[str, str]) -> None:
+        emits = self.deparser_emits(c, names)
         self.w("__u32 _olen = 0;")
         for lv, t in emits:
             self.w(f"if ({lv}.valid) _olen += {self.header_bytes(lv, t)};")

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from p4switch import ir
-from p4switch.ebpf.cgen import HASH_BUF, CGen, _mask, _Scope, _width
+from p4switch.ebpf.cgen import HASH_BUF, CGen, _mask, _width
 from p4switch.ebpf.cruntime import CRC_TABLES, HASH_FNS, crc_table
 from p4switch.ebpf.layout import STAT_NAMES
 from p4switch.errors import P4CompileError
@@ -216,27 +216,7 @@ class NativeGen(CGen):
 
     # -- deparser --------------------------------------------------------------------------
     def deparser(self, c: ir.Control, names: dict[str, str]) -> None:
-        self.scope = _Scope(names, c.name, "deparse_end", "deparse_end", c.instances)
-        emits: list[tuple[str, ir.HeaderType]] = []
-
-        def collect(e: ir.Expr) -> None:
-            t = e.type
-            if isinstance(t, ir.HeaderType):
-                emits.append((self.lval(e), t))
-            elif isinstance(t, ir.StructType):
-                for f in t.fields:
-                    collect(ir.Member(e, f.name, type=f.type))
-            elif isinstance(t, ir.StackType):
-                for i in range(t.size):
-                    collect(ir.StackElem(e, ir.Const(i, type=ir.InfIntType()), type=t.elem))
-            else:
-                raise self.refuse(f"emit of {t}", e.loc)
-
-        for s in c.body.stmts:
-            self.loc = s.loc or self.loc
-            if not isinstance(s, ir.Emit):
-                raise self.refuse(f"{type(s).__name__} in a deparser", s.loc)
-            collect(s.header)
+        emits = self.deparser_emits(c, names)
         self.w("__u8 *_o = out;")
         for lv, t in emits:
             if t.varbit is not None:
