@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from common.jsontypes import JsonObject
 
@@ -78,7 +79,10 @@ class AdaptiveLog:
     """What the adaptive repetitions did in an experiment (experiment.json ``adaptive``): the
     cap and the wall budget, per workload the runs added per scheme, the close calls the
     budget left unsettled and those too far from settling to try, and the seconds spent
-    before the runner started (the budget counts them)."""
+    before the runner started (the budget counts them). With the simulator's CCTs as the
+    reference (``make demo``'s --beside-sim), also the emulated/simulated ratio's interval
+    per workload and scheme (``ratio``: [ratio, half-width]) and the schemes whose interval
+    stayed wider than ``ratio_tight`` when the cap or the budget stopped them."""
 
     max_repetitions: int | None = None
     wall_budget_s: float | None = None
@@ -86,14 +90,24 @@ class AdaptiveLog:
     left_by_budget: dict[str, list[str]] = field(default_factory=dict)
     beyond_cap: dict[str, list[str]] = field(default_factory=dict)
     before_runner_s: float = 0.0
+    ratio_tight: float | None = None
+    ratio: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    ratio_wide: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> JsonObject:
         added: JsonObject = {w: dict(d) for w, d in self.added.items()}
         left: JsonObject = {w: list(v) for w, v in self.left_by_budget.items()}
         beyond: JsonObject = {w: list(v) for w, v in self.beyond_cap.items()}
-        return {"max_repetitions": self.max_repetitions, "wall_budget_s": self.wall_budget_s,
-                "added": added, "left_by_budget": left, "beyond_cap": beyond,
-                "before_runner_s": self.before_runner_s}
+        out: JsonObject = {"max_repetitions": self.max_repetitions,
+                           "wall_budget_s": self.wall_budget_s,
+                           "added": added, "left_by_budget": left, "beyond_cap": beyond,
+                           "before_runner_s": self.before_runner_s}
+        if self.ratio_tight is not None:
+            ratio: JsonObject = {w: {k: [_json_num(r), _json_num(h)] for k, (r, h) in d.items()}
+                                 for w, d in self.ratio.items()}
+            wide: JsonObject = {w: list(v) for w, v in self.ratio_wide.items()}
+            out.update(ratio_tight=self.ratio_tight, ratio=ratio, ratio_wide=wide)
+        return out
 
     @classmethod
     def from_dict(cls, d: object) -> AdaptiveLog:
@@ -111,7 +125,12 @@ class AdaptiveLog:
                         for w, v in (d.get("left_by_budget") or {}).items()},
                        {str(w): [str(x) for x in v]
                         for w, v in (d.get("beyond_cap") or {}).items()},
-                       float(d.get("before_runner_s") or 0.0))
+                       float(d.get("before_runner_s") or 0.0),
+                       None if d.get("ratio_tight") is None else float(d["ratio_tight"]),
+                       {str(w): {str(k): (_num(v[0]), _num(v[1])) for k, v in a.items()}
+                        for w, a in (d.get("ratio") or {}).items()},
+                       {str(w): [str(x) for x in v]
+                        for w, v in (d.get("ratio_wide") or {}).items()})
         except (AttributeError, TypeError, ValueError) as e:
             raise ValueError(f"experiment.json adaptive: {type(e).__name__}: {e}") from None
 
@@ -137,4 +156,27 @@ def adaptive_text(adaptive: AdaptiveLog | None) -> str:
         text += (f"; close calls that need more than twice {adaptive.max_repetitions}, "
                  "left unsettled: " + "; ".join(f"{w}: {', '.join(v)}"
                                                 for w, v in beyond.items()))
+    if adaptive.ratio_tight is not None:
+        wide = {w: v for w, v in adaptive.ratio_wide.items() if v}
+        text += (f"; the emulated/simulated ratio's 95 % interval "
+                 f"(tight at ± {adaptive.ratio_tight:g}) "
+                 + ("stayed wide for " + "; ".join(
+                     f"{w}: " + ", ".join(
+                         f"{k} ({_ratio(adaptive.ratio.get(w, {}).get(k))})" for k in v)
+                     for w, v in wide.items()) if wide else "tight for every scheme"))
     return text
+
+
+def _json_num(x: float) -> float | None:
+    """JSON has no NaN: an unknown half-width (one run) is null."""
+    return None if x != x else round(x, 4)
+
+
+def _num(x: object) -> float:
+    return float("nan") if x is None else float(cast(float, x))
+
+
+def _ratio(r: tuple[float, float] | None) -> str:
+    if r is None:
+        return "no interval"
+    return f"{r[0]:.2f} ± {r[1]:.2f}" if r[1] == r[1] else f"{r[0]:.2f}, one run"

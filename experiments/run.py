@@ -24,7 +24,7 @@ from topo.owner import give_back
 from . import config as config_mod
 from .config import ConfigError, ExperimentConfig
 from .eta import adaptive_text
-from .runner import Eta, check_root, run_experiment
+from .runner import Eta, check_root, results_root, run_experiment, simulated_means
 from .runner import Progress as Hooks
 from .runs import RunRow
 
@@ -169,7 +169,7 @@ def _main(argv: list[str] | None = None) -> int:
                    TimeElapsedColumn(), console=console, disable=a.quiet)
     task = bar.add_task(cfg.name, total=None)
 
-    after_s = tail_estimate_s(cfg, a.beside_sim, a.no_report)
+    after_s = tail_estimate_s(cfg, False, a.no_report)   # --beside-sim: the simulator first
 
     def done(what: str, row: RunRow, eta: Eta) -> None:
         bar.advance(task)
@@ -193,23 +193,32 @@ def _main(argv: list[str] | None = None) -> int:
                   tdf=tdf_known)
     from .calibrate import CalibrationError
     with bar:
+        root: Path | None = None
+        reference = None
+        if a.beside_sim and cfg.backend != "sim":
+            # the simulator first: its CCTs are the reference the emulation's adaptive
+            # repetitions tighten the emulated/simulated ratio against (runner.
+            # _tighten_ratios). The emulation's repetitions, with its seeds (schedule, the
+            # switches' random()): what a seed changes (random spraying's choices) is then
+            # an interval on both sides, not a ranking by one draw; no adaptive ones (a
+            # deterministic scheme repeats itself exactly). 0.15-0.7 s per run.
+            root = results_root(a.out, cfg.name)
+            sim = dataclasses.replace(cfg, backend="sim", max_repetitions=None)
+            more = dataclasses.replace(
+                hooks, done=lambda what, row, eta: done(f"sim: {what}", row, Eta(0.0, 0.0)),
+                tdf=lambda tdf: None)
+            reference = simulated_means(run_experiment(sim, progress=more, report=False,
+                                                       root=root / "sim"))
+            sim_runs = int(bar.tasks[0].completed)
+            hooks = dataclasses.replace(   # one bar for both backends
+                hooks, total=lambda n: bar.update(task, total=sim_runs + n))
         try:
-            run = run_experiment(cfg, a.out, progress=hooks, report=False, since=a.since)
+            run = run_experiment(cfg, a.out, progress=hooks, report=False, since=a.since,
+                                 root=root, reference=reference)
         except CalibrationError as e:
             bar.stop()
             print(f"experiments.run: {e}", file=sys.stderr)
             return 1
-        if a.beside_sim and cfg.backend != "sim":
-            # the emulation's repetitions, with its seeds (schedule, the switches' random()):
-            # what a seed changes (random spraying's choices) is then an interval on both
-            # sides, not a ranking by one draw; no adaptive ones (a deterministic scheme
-            # repeats itself exactly). 0.15-0.7 s per run.
-            sim = dataclasses.replace(cfg, backend="sim", max_repetitions=None)
-            more = dataclasses.replace(hooks, total=lambda n: bar.update(
-                task, total=(bar.tasks[0].total or 0) + n),   # one bar for both backends
-                done=lambda what, row, eta: done(f"sim: {what}", row, Eta(0.0, 0.0)),
-                tdf=lambda tdf: None)
-            run_experiment(sim, progress=more, report=False, root=run.root / "sim")
     from .report import (
         load_results,
         rich_table,

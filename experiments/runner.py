@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -171,24 +171,44 @@ def iteration_times(ranks: list[RankMetrics]) -> dict[int, float]:
 
 
 # ---- the experiment ----------------------------------------------------------------------------
+def results_root(out_root: Path | str, name: str) -> Path:
+    """A new ``out_root/<name>/<timestamp>`` (made; ``-1``, ``-2``... when taken)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    root = Path(out_root) / name / stamp
+    n = 1
+    while root.exists():
+        root = Path(out_root) / name / f"{stamp}-{n}"
+        n += 1
+    root.mkdir(parents=True)
+    return root
+
+
+def simulated_means(run: ExperimentRun) -> dict[tuple[str, str], float]:
+    """Mean CCT (s) per (workload, scheme label) over a run's valid, complete repetitions:
+    the reference :func:`run_experiment` tightens the emulated/simulated ratio against."""
+    cct: dict[tuple[str, str], list[float]] = {}
+    for r in run.runs:
+        if r.ok and r.valid and r.cct is not None:
+            cct.setdefault((r.workload, r.scheme), []).append(r.cct)
+    return {k: sum(v) / len(v) for k, v in cct.items()}
+
+
 def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                    progress: Progress | None = None, report: bool = True,
                    backend: Backend | None = None, root: Path | None = None,
-                   since: float | None = None) -> ExperimentRun:
+                   since: float | None = None,
+                   reference: Mapping[tuple[str, str], float] | None = None) -> ExperimentRun:
     """Run every (workload, scheme, repetition) of ``cfg``; returns where the results are
     (``root`` if given, else a new ``out_root/<name>/<timestamp>``). ``since``: the wall-clock
     time (``time.time()``) the wall budget and the ETA count from (``make demo``: its own
-    start, set-up included); default now."""
+    start, set-up included); default now. ``reference``: the simulator's mean CCT (fabric s)
+    per (workload, scheme label) of the same file; the adaptive repetitions then also run
+    a scheme whose emulated/simulated ratio has a wide interval (stats.ratio_wide)."""
     progress = progress or Progress()
     top = root
     if root is None:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        root = Path(out_root) / cfg.name / stamp
-        n = 1
-        while root.exists():
-            root = Path(out_root) / cfg.name / f"{stamp}-{n}"
-            n += 1
-    root.mkdir(parents=True)
+        root = results_root(out_root, cfg.name)
+    root.mkdir(parents=True, exist_ok=True)
     (root / "config.yaml").write_text(yaml.safe_dump(cfg.source, sort_keys=False))
     spec = cfg.spec()
     t_all = time.perf_counter()
@@ -230,6 +250,8 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
     budget = cfg.parameters.wall_budget_s
     adaptive = run.adaptive = AdaptiveLog(cfg.max_repetitions, budget,
                                           before_runner_s=round(t_all - t_since, 3))
+    if reference and (cfg.max_repetitions or 0) > cfg.repetitions:
+        adaptive.ratio_tight = stats.RATIO_TIGHT
     run.meta["adaptive"] = adaptive.to_dict()
     old = _install_sigterm()
     try:
@@ -288,6 +310,9 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                 counted = {lb: n - ctx.reruns.get((w.name, lb), 0)   # re-runs replace runs
                            for lb, n in reps[w.name].items()}
                 more = _settle_close_calls(run, cfg, w, counted, adaptive.beyond_cap)
+                if adaptive.ratio_tight is not None and reference:
+                    wide = _tighten_ratios(run, cfg, w, counted, reference, adaptive)
+                    more += [lb for lb in wide if lb not in more]
                 fit = plan.extra_runs_fitting(w.name, len(more),
                                               time.perf_counter() - t_since, budget)
                 if fit < len(more):
@@ -485,6 +510,38 @@ def _settle_close_calls(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadCo
         for label in (c.a, c.b):
             if label not in out and reps[label] < cap:
                 out.append(label)
+    return out
+
+
+def _tighten_ratios(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadConfig,
+                    reps: dict[str, int], reference: Mapping[tuple[str, str], float],
+                    log: AdaptiveLog) -> list[str]:
+    """The schemes of workload ``w`` whose emulated/simulated CCT ratio has a 95 % interval
+    wider than ``stats.RATIO_TIGHT`` over their valid runs so far, below the cap: one more
+    repetition each. A run that retransmitted after a tail drop the simulator did not have
+    moves one scheme's mean by ~10 % in three runs; more runs say whether it is the scheme
+    or the one run, instead of a widened band. Records every scheme's ratio and the
+    schemes still wide in ``log`` (what the cap or the budget leaves wide is reported)."""
+    cap = cfg.max_repetitions or cfg.repetitions
+    out: list[str] = []
+    ratios = log.ratio.setdefault(w.name, {})
+    wide: list[str] = []
+    for s in cfg.schemes:
+        ref = reference.get((w.name, s.label))
+        if ref is None:
+            continue
+        iv = stats.t_interval(r.cct for r in run.runs if r.workload == w.name
+                              and r.scheme == s.label and r.ok and r.valid
+                              and r.cct is not None)
+        if iv.n == 0:
+            continue
+        ratio = stats.ratio_interval(iv, ref)
+        ratios[s.label] = (ratio.mean, ratio.half)
+        if stats.ratio_wide(ratio):
+            wide.append(s.label)
+            if reps[s.label] < cap:
+                out.append(s.label)
+    log.ratio_wide[w.name] = wide
     return out
 
 

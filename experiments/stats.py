@@ -59,6 +59,27 @@ def t_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> Inter
     return Interval(mean, half, n, confidence)
 
 
+RATIO_TIGHT = 0.05
+"""The emulated/simulated CCT ratio's interval is tight when its half-width is at most this:
+half the 0.9-1.1 band in which the two backends are said to agree, so that a ratio read
+inside the band is not there by one lucky or unlucky repetition."""
+
+
+def ratio_interval(emulated: Interval, simulated_mean: float) -> Interval:
+    """The emulated/simulated CCT ratio: the emulated mean's interval over the simulator's
+    mean. The simulator replays the emulation's seeds deterministically, so its mean is the
+    fixed reference and the spread is the emulation's."""
+    if not simulated_mean > 0 or math.isnan(simulated_mean):
+        return Interval(math.nan, math.nan, emulated.n, emulated.confidence)
+    return Interval(emulated.mean / simulated_mean, emulated.half / simulated_mean,
+                    emulated.n, emulated.confidence)
+
+
+def ratio_wide(ratio: Interval, tight: float = RATIO_TIGHT) -> bool:
+    """The ratio's interval is unknown (fewer than two runs) or wider than ``tight``."""
+    return math.isnan(ratio.half) or ratio.half > tight
+
+
 def equivalent(x: Interval, y: Interval) -> bool:
     """The means are at most EQUIVALENCE (of the faster) apart: indistinguishable in practice,
     however narrow the intervals."""

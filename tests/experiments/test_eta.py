@@ -63,3 +63,20 @@ def test_the_eta_line_says_what_is_due_and_what_the_budget_allows() -> None:
     assert adaptive_text(beyond) == (
         "adaptive repetitions (up to 6 per scheme): none added; close calls that need more "
         "than twice 6, left unsettled: ring: random vs rotate (~19 each)")
+
+
+def test_the_ratio_record_round_trips_and_reads() -> None:
+    log = AdaptiveLog(6, 330.0, added={"moe": {"random": 3}}, ratio_tight=0.05,
+                      ratio={"moe": {"random": (1.04, 0.07), "ecmp": (1.01, float("nan"))}},
+                      ratio_wide={"moe": ["random"], "ring": []})
+    d = json.loads(json.dumps(log.to_dict()))   # strict JSON: no NaN
+    assert d["ratio"]["moe"]["ecmp"] == [1.01, None]
+    back = AdaptiveLog.from_dict(d)
+    assert back.ratio_wide == log.ratio_wide and back.ratio["moe"]["random"] == (1.04, 0.07)
+    assert adaptive_text(back).endswith(
+        "; the emulated/simulated ratio's 95 % interval (tight at ± 0.05) stayed wide for "
+        "moe: random (1.04 ± 0.07)")
+    tight = AdaptiveLog(6, ratio_tight=0.05, ratio={"moe": {"random": (1.0, 0.01)}},
+                        ratio_wide={"moe": []})
+    assert adaptive_text(tight).endswith("(tight at ± 0.05) tight for every scheme")
+    assert "ratio" not in AdaptiveLog(6).to_dict()

@@ -319,3 +319,96 @@ def test_the_wall_budget_counts_from_since(tmp_path: Path,
     assert len(pd.read_csv(run.root / "runs.csv")) == 4
     assert run.meta["adaptive"]["left_by_budget"] == {"ring": [a, b]}
     assert run.meta["adaptive"]["before_runner_s"] >= 3600
+
+
+def _rows(w: str, ccts: dict[str, list[float]]) -> list[RunRow]:
+    blank = {f.name: None for f in dataclasses.fields(RunRow)}
+    return [RunRow(**{**blank, "workload": w, "scheme": s, "ok": True, "cct": c,
+                      "guard": GuardRow.unmeasured()})
+            for s, cs in ccts.items() for c in cs]
+
+
+def test_a_wide_emulated_simulated_ratio_gets_more_repetitions_up_to_the_cap(
+        tmp_path: Path) -> None:
+    from experiments.eta import AdaptiveLog
+
+    cfg = from_dict({**TINY, "repetitions": 3, "max_repetitions": 6})
+    w = cfg.workloads[0]
+    a, b = (s.label for s in cfg.schemes[:2])
+    ref = {(w.name, a): 133.6, (w.name, b): 134.0}
+    run = runner.ExperimentRun(cfg, tmp_path)
+    log = AdaptiveLog(6, ratio_tight=0.05)
+    # a: one run that retransmitted (163.2 against ~145): 1.13 ± 0.19; b: 1.02 ± 0.02
+    run.runs = _rows(w.name, {a: [145.7, 144.2, 163.2], b: [137.0, 134.9, 137.0]})
+    assert runner._tighten_ratios(run, cfg, w, {a: 3, b: 3}, ref, log) == [a]
+    assert log.ratio_wide == {w.name: [a]}
+    r, half = log.ratio[w.name][a]
+    assert r == pytest.approx(151.03 / 133.6, abs=1e-3) and half > 0.05
+    assert runner._tighten_ratios(run, cfg, w, {a: 6, b: 3}, ref, log) == []   # the cap
+    assert log.ratio_wide == {w.name: [a]}   # still wide: the report says so
+    # tight once the runs agree; invalid runs do not count; no reference, no request
+    run.runs = _rows(w.name, {a: [145.7, 144.2, 145.9, 146.0], b: [137.0, 134.9, 137.0]})
+    assert runner._tighten_ratios(run, cfg, w, {a: 4, b: 3}, ref, log) == []
+    assert log.ratio_wide == {w.name: []}
+    run.runs[-1].guard = GuardRow(False, "hidden queue", measured=False)
+    run.runs[-2].guard = GuardRow(False, "hidden queue", measured=False)
+    assert runner._tighten_ratios(run, cfg, w, {a: 4, b: 3}, ref, log) == [b]   # one valid
+    assert runner._tighten_ratios(run, cfg, w, {a: 4, b: 3}, {}, log) == []
+
+
+def test_the_runner_adds_runs_until_the_ratio_is_tight_and_records_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = from_dict({**TINY, "repetitions": 3, "max_repetitions": 6})
+    a, b = (s.label for s in cfg.schemes)
+    # a's third run is an outlier (1.02 ± 0.08); a fourth that agrees makes it tight
+    # (± 0.044); b alternates 125/145 against 135: wide until the cap
+    script = {a: iter([100.0, 101.0, 106.0, 100.5]),
+              b: iter([125.0, 145.0, 125.0, 145.0, 125.0, 145.0])}
+    monkeypatch.setattr(runner, "_settle_close_calls",
+                        lambda run, cfg, w, reps, beyond_cap=None: [])
+
+    def fake(run, be, rec, spec, w, scheme, rep, progress, *rest):  # noqa: ANN001
+        row = _rows(w.name, {scheme.label: [next(script[scheme.label]) * 1e-6]})[0]
+        row.repetition = rep
+        run.runs.append(row)
+        return [row]
+
+    monkeypatch.setattr(runner, "_run_workload", fake)
+    ref = {("ring", a): 100e-6, ("ring", b): 135e-6}
+    run = runner.run_experiment(cfg, tmp_path, report=False, backend=Quiet(cfg, cfg.spec()),
+                                reference=ref)
+    meta = json.loads((run.root / "experiment.json").read_text())["adaptive"]
+    assert meta["added"] == {"ring": {a: 1, b: 3}}
+    assert meta["ratio_tight"] == 0.05 and meta["ratio_wide"] == {"ring": [b]}
+    assert meta["ratio"]["ring"][b][0] == pytest.approx(1.0)
+    assert meta["ratio"]["ring"][a][1] <= 0.05
+    from experiments.eta import AdaptiveLog, adaptive_text
+    text = adaptive_text(AdaptiveLog.from_dict(meta))
+    assert text.endswith(f"the emulated/simulated ratio's 95 % interval (tight at ± 0.05) "
+                         f"stayed wide for ring: {b} (1.00 ± 0.09)")
+    # without a reference (no simulator beside it) the ratio asks for nothing
+    script = {a: iter([100.0, 101.0, 106.0]), b: iter([125.0, 145.0, 125.0])}
+    run = runner.run_experiment(cfg, tmp_path, report=False, backend=Quiet(cfg, cfg.spec()))
+    assert run.meta["adaptive"]["added"] == {} and "ratio" not in run.meta["adaptive"]
+
+
+def test_beside_sim_runs_the_simulator_first_and_hands_its_means_over(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, object]] = []
+    real = runner.run_experiment
+
+    def spy(cfg, out_root="results", **kw):  # noqa: ANN001, ANN003
+        calls.append((cfg.backend, kw.get("reference")))
+        return real(dataclasses.replace(cfg, backend="sim"), out_root, **kw)
+
+    monkeypatch.setattr(run_cli, "run_experiment", spy)
+    monkeypatch.setattr(run_cli, "check_root", lambda backend: None)
+    f = tmp_path / "emu.yaml"
+    f.write_text(json.dumps({**TINY, "backend": "mininet", "schemes": ["ecmp"]}))
+    assert run_cli.main([str(f), "--beside-sim", "--quiet", "--no-report",
+                         "--out", str(tmp_path / "out")]) == 0
+    assert [c[0] for c in calls] == ["sim", "mininet"]
+    ref = calls[1][1]
+    assert isinstance(ref, dict) and set(ref) == {("ring", "ecmp")} and ref[("ring", "ecmp")] > 0
+    (root,) = (tmp_path / "out" / "tiny").iterdir()
+    assert (root / "sim" / "runs.csv").exists() and (root / "runs.csv").exists()

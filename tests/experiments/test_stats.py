@@ -169,3 +169,17 @@ def test_a_gap_near_the_equivalence_boundary_is_a_close_call() -> None:
     near = t_interval([x + 100 * EQUIVALENCE for x in (99.5, 100.0, 100.5)])  # 5 % apart
     calls = close_calls([("lo", lo), ("near", near)])
     assert len(calls) == 1 and calls[0].margin_se < 2
+
+
+def test_the_emulated_simulated_ratio_interval_is_the_emulated_interval_over_the_reference() -> None:
+    from experiments.stats import RATIO_TIGHT, ratio_interval, ratio_wide
+
+    # make demo's ring flowlet, first fresh clone: two of six runs retransmitted after tail
+    # drops the simulator (133.6 µs) did not have
+    emu = t_interval([145.7, 144.2, 145.9, 163.2, 161.5, 142.1])
+    r = ratio_interval(emu, 133.6)
+    assert r.mean == pytest.approx(emu.mean / 133.6) and r.half == pytest.approx(emu.half / 133.6)
+    assert r.n == 6 and ratio_wide(r) and r.half > RATIO_TIGHT
+    assert not ratio_wide(ratio_interval(t_interval([137.0, 134.9, 137.0, 136.9]), 134.0))
+    assert ratio_wide(ratio_interval(t_interval([137.0]), 134.0))   # one run: no interval
+    assert math.isnan(ratio_interval(emu, 0.0).mean)                 # no reference
