@@ -12,7 +12,9 @@ import from (``tests/architecture/test_p4switch_face.py`` holds them to it).
 - an in-process switch (``Switch``, ``MemoryPort``), pcap files and the eBPF toolchain check;
 - the pipeline's packet path compiled to C for the simulator (``NativePipeline``; it raises
   ``NativeUnsupported`` for a program it cannot express, ``NativeUnavailable`` without a C
-  compiler);
+  compiler), the cffi build it uses (``native_build``: C text -> a module cached per machine)
+  and the set of native pipelines whose tables changed since their last copy into C
+  (``NATIVE_STALE``, for a caller that calls their C entry points itself);
 - a schema-only P4Runtime server for a program p4switch cannot run, e.g. the Tofino port
   (``start_schema_server``, its state ``SchemaPipeline``).
 
@@ -42,7 +44,9 @@ if TYPE_CHECKING:
         TernaryMatch,
     )
     from p4switch.native.build import NativeUnavailable
+    from p4switch.native.build import load as native_build
     from p4switch.native.cgen import NativeUnsupported
+    from p4switch.native.pipeline import STALE as NATIVE_STALE
     from p4switch.native.pipeline import NativePipeline
     from p4switch.p4info import build_p4info
     from p4switch.p4info import parse as parse_p4info
@@ -85,6 +89,8 @@ _FACE: dict[str, tuple[str, str]] = {
     "Pipeline": ("p4switch.pipeline.pipeline", "Pipeline"),
     "NativePipeline": ("p4switch.native.pipeline", "NativePipeline"),
     "NativeUnavailable": ("p4switch.native.build", "NativeUnavailable"),
+    "native_build": ("p4switch.native.build", "load"),
+    "NATIVE_STALE": ("p4switch.native.pipeline", "STALE"),
     "NativeUnsupported": ("p4switch.native.cgen", "NativeUnsupported"),
     "BuildError": ("p4switch.pipeline.emit", "BuildError"),
     **{n: ("p4switch.queues", n) for n in (
@@ -112,13 +118,13 @@ _FACE: dict[str, tuple[str, str]] = {
 __all__ = [
     "ActionInfo", "BuildError", "Bundle", "BundleError", "ControlClient", "ControlError",
     "DEFAULT_QUEUE_DEPTH", "Drop", "EgressJob", "EgressQueue", "EgressQueues", "EgressResult",
-    "ExactMatch", "IngressResult", "LpmMatch", "MatchValue", "MemoryPort", "NativePipeline",
-    "NativeUnavailable", "NativeUnsupported", "OptionalMatch",
+    "ExactMatch", "IngressResult", "LpmMatch", "MatchValue", "MemoryPort", "NATIVE_STALE",
+    "NativePipeline", "NativeUnavailable", "NativeUnsupported", "OptionalMatch",
     "Output", "P4CompileError", "P4InfoIndex", "PcapError", "PcapWriter", "Pipeline",
     "PipelineAPI", "ProcessResult", "Program", "QueueingMetadata", "RangeMatch",
     "SchemaPipeline", "StateCode", "StateError", "Switch", "TableEntry", "TableInfo", "TernaryMatch", "build_p4info",
     "bundle_from_file", "canonical_bytes", "compile_bundle", "compile_file",
-    "ebpf_unavailable_reason", "format_bit_rate", "parse_bit_rate", "parse_p4info", "read_pcap",
+    "ebpf_unavailable_reason", "format_bit_rate", "native_build", "parse_bit_rate", "parse_p4info", "read_pcap",
     "start_schema_server", "trim_frame"
 ]
 

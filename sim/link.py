@@ -42,6 +42,9 @@ class Link:
     """Set when the receiving end is simulated by another process (sim.parallel): frames
     are collected here as (``index``, arrival, ticket, frame) for it, not delivered."""
     index: int = field(default=-1, repr=False)
+    _core: Any = field(default=None, repr=False)
+    """The C core (sim.core.CoreLoop) once it runs this link; ``_ci``: its index there."""
+    _ci: int = field(default=-1, repr=False)
 
     def __post_init__(self) -> None:
         if self.rate_bps is not None and self.rate_bps <= 0:
@@ -77,6 +80,9 @@ class Link:
         with every wire busy: ~13k events instead of ~384k), and each frame keeps the ticket
         it took when it was sent, so same-time events run in exactly the order one event per
         frame gave them."""
+        if self._core is not None:
+            self._core.link_send(self._ci, start_us, frame)
+            return
         t = self.arrival_us(start_us, len(frame))
         if t is None:
             return
@@ -98,6 +104,9 @@ class Link:
 
     def accept(self, t: float, ticket: Key, frame: bytes) -> None:
         """Put a frame that arrives at ``t`` on the wire, behind those already on it."""
+        if self._core is not None:
+            self._core.link_accept(self._ci, t, ticket, frame)
+            return
         wire = self._wire
         if wire and t < wire[-1][0]:
             raise ValueError(f"link {self.src}-{self.dst}: a frame would arrive at {t} µs, "
@@ -117,7 +126,11 @@ class Link:
     def fail(self, now_us: float) -> None:
         self.up = False
         self.down_since = now_us
+        if self._core is not None:
+            self._core.link_state(self)
 
     def restore(self) -> None:
         self.up = True
         self.down_since = None
+        if self._core is not None:
+            self._core.link_state(self)

@@ -179,6 +179,11 @@ class SimConfig:
     p4switch.native, built once per machine; falls back to Python with one line on stderr
     where the program or the machine cannot) or "python" (the pipeline's generated Python).
     The results are the same (tests/pipeline/test_native.py, the golden fingerprints)."""
+    core: str = "c"
+    """What runs the event loop, the wires, the queues and the switch hop: "c" (sim.core:
+    compiled with the native pipeline, no Python between hops; where a switch runs the
+    Python pipeline, or no compiler is at hand, the Python path runs instead) or "python"
+    (sim.events, sim.link, sim.switch). The results are the same (tests/sim/test_core.py)."""
 
 
 @dataclass(frozen=True)
@@ -297,6 +302,9 @@ class SimNetwork:
             shared: dict[Any, Any] = {}
             for name, sw in self.switches.items():
                 sw.port_oracle = RoutePorts(self.entries[name].entries, shared).ports
+        set_routes = getattr(self.loop, "set_routes", None)
+        if set_routes is not None:  # the C core reads them (sim.core)
+            set_routes()
 
     # -- failures ---------------------------------------------------------------------------
     def fail_link(self, failure: LinkFailure) -> None:
@@ -395,6 +403,12 @@ class SimNetwork:
         """``schedule``'s job on this network: its ranks placed on their hosts, ``failures``
         scheduled, the end a propagation delay after its last rank (what ``run`` sets up; a
         part of a split run on another machine sets up its own copy the same way)."""
+        if self.cfg.core == "c":
+            from .core import engage
+
+            engage(self)
+        elif self.cfg.core != "python":
+            raise ValueError(f"core {self.cfg.core!r}: 'c' or 'python'")
         rank_hosts = self.place(schedule)
         job = Job(schedule, rank_hosts, self.cfg.host)
         if self.cfg.host.path_policy.pin:  # hosts pin split subflows with the fabric's hashes

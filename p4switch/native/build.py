@@ -39,14 +39,15 @@ def cache_dir() -> Path:
     return Path(base) / "p4fabric" / "native"
 
 
-def module_name(source: str) -> str:
-    key = hashlib.sha256((source + CDEF + " ".join(CFLAGS) + sys.version).encode()).hexdigest()
-    return f"_p4native_{key[:20]}"
+def module_name(source: str, cdef: str = CDEF, prefix: str = "_p4native_") -> str:
+    key = hashlib.sha256((source + cdef + " ".join(CFLAGS) + sys.version).encode()).hexdigest()
+    return f"{prefix}{key[:20]}"
 
 
-def load(source: str) -> Any:
-    """The compiled module (``.ffi``, ``.lib``) of the C text ``source``."""
-    name = module_name(source)
+def load(source: str, cdef: str = CDEF, prefix: str = "_p4native_") -> Any:
+    """The compiled module (``.ffi``, ``.lib``) of the C text ``source`` declared by ``cdef``
+    (a generated pipeline's by default; sim.core builds the simulator's core with it too)."""
+    name = module_name(source, cdef, prefix)
     mod = _loaded.get(name)
     if mod is not None:
         return mod
@@ -64,7 +65,7 @@ def load(source: str) -> Any:
         so = _built(d, name)
         if so is None:
             ffi = cffi.FFI()
-            ffi.cdef(CDEF)
+            ffi.cdef(cdef)
             ffi.set_source(name, source, extra_compile_args=CFLAGS)
             log: list[str] = []
             try:

@@ -83,6 +83,10 @@ class _Shared:
 
 _SHARED: dict[int, _Shared] = {}
 
+STALE: set[NativePipeline] = set()
+"""Pipelines whose tables changed since their last copy into C: a caller that runs their C
+code itself (sim.core) copies them (``_sync``) before it does."""
+
 # the control-plane calls that read or rewrite direct counters: C's counts are folded in first
 _READS_DIRECT = frozenset({"table_entries", "table_get", "table_modify", "table_delete",
                            "table_batch", "table_clear", "direct_counter_write"})
@@ -134,6 +138,7 @@ class NativePipeline:
             def hooked(install: Any = install) -> None:
                 install()
                 self._dirty = True
+                STALE.add(self)
 
             ts._install_lookup = hooked  # type: ignore[method-assign]  # every table write ends here
 

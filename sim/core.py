@@ -1,0 +1,347 @@
+"""The simulator's per-packet path compiled whole: ``CoreLoop``, an EventLoop in C.
+
+With fabric.p4 compiled to C (p4switch.native) the hop around the pipeline was what cost:
+the event heap, the wires, the egress FIFOs and the switch's receive/serve in Python (~70 %
+of a run's CPU). ``engage(net)`` moves all of that into one C module (sim/core_c.py, built
+with cffi like the native pipeline, once per machine) that calls the switches' native
+pipelines directly, so a packet crosses the fabric without Python between hops. Python keeps
+the build, the control plane, the hosts' transport and the results: a host's event or a frame
+reaching a host makes the C loop return here, which runs it and goes on.
+
+Results are those of the Python path byte for byte (same arithmetic, same event keys — the C
+code hashes a key tuple as CPython does —, the same tickets at the same moments):
+tests/sim/test_core.py runs both on every scheme. ``SimConfig.core = "python"`` (or
+``--core python``; ``--pipeline python`` implies it) keeps the Python path; without a C
+compiler the run says so in one line and takes it too.
+
+What the Python objects show is copied back from C when ``run`` returns: each switch's
+packet counts, its queues' statistics, each link's counters, the frames switches took in
+(``record_ingress``). A queue's content and a switch's wire clocks live in C only.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from p4switch import NATIVE_STALE as STALE
+from p4switch import NativePipeline, NativeUnavailable, native_build
+
+from .core_c import CDEF, SOURCE
+from .events import EventLoop, Key
+
+if TYPE_CHECKING:
+    from .link import Link
+    from .network import SimNetwork
+
+_INF = float("inf")
+_REFUSED: set[str] = set()
+
+
+class CoreUnavailable(Exception):
+    """The C core cannot run this network (one line why)."""
+
+
+def load() -> Any:
+    """The compiled core module (built on first use, cached per machine)."""
+    try:
+        return native_build(SOURCE, CDEF, prefix="_simcore_")
+    except NativeUnavailable as exc:
+        raise CoreUnavailable(str(exc).replace("native pipeline", "simulator's C core")) \
+            from None
+
+
+def _refuse(why: str) -> None:
+    if why not in _REFUSED:
+        _REFUSED.add(why)
+        print(f"sim: the Python event loop runs the simulation ({why})", file=sys.stderr)
+
+
+def eligible(net: SimNetwork) -> str | None:
+    """Why ``net`` cannot run on the C core (None: it can)."""
+    for sw in net.switches.values():
+        if type(sw.pipe) is not NativePipeline:
+            return f"switch {sw.name} does not run the native pipeline"
+        for q in sw._q.values():
+            if q.priorities != 1 or q._interval_us:
+                return f"switch {sw.name}: priority queues or a packet rate"
+        oracle = sw.port_oracle
+        if oracle is not None and not hasattr(getattr(oracle, "__self__", None), "_routes"):
+            return f"switch {sw.name}: a port oracle the core cannot read"
+    return None
+
+
+def engage(net: SimNetwork) -> bool:
+    """Run ``net`` on the C core from now on, if it can (True); else leave it as it is and
+    say why once (a machine without a compiler, a switch without the native pipeline)."""
+    if isinstance(net.loop, CoreLoop):
+        return True
+    why = eligible(net)
+    if why is not None:
+        return False
+    try:
+        mod = load()
+    except CoreUnavailable as exc:
+        _refuse(str(exc).splitlines()[0])
+        return False
+    CoreLoop(net, mod)
+    return True
+
+
+class CoreLoop:
+    """The EventLoop interface (sim.events) over the C core; see the module docstring."""
+
+    def __init__(self, net: SimNetwork, mod: Any) -> None:
+        old = net.loop
+        assert isinstance(old, EventLoop)
+        ffi, lib = mod.ffi, mod.lib
+        self._ffi, self._lib = ffi, lib
+        self._net = net
+        self.links: list[Link] = [d for pair in net.links for d in pair]
+        self.switches = list(net.switches.values())
+        sw_index = {sw.name: i for i, sw in enumerate(self.switches)}
+        self._K = ffi.gc(lib.core_new(len(self.links), len(self.switches)), lib.core_free)
+        K = self._K
+        self._cbs: dict[int, tuple[Callable[[float, Any], None], Any]] = {}
+        self._next = 0
+        self._kt, self._kid, self._kc = ffi.new("double *"), ffi.new("int64_t *"), \
+            ffi.new("int64_t *")
+        self._i64 = ffi.new("int64_t[8]")
+        self._f64 = ffi.new("double *")
+        self._dsw = ffi.new("int32_t[]", len(self.switches) + 1)
+        self._dlk = ffi.new("int32_t[]", len(self.links) + 1)
+        self._nl = ffi.new("int32_t *")
+        self._outbox = [False] * len(self.links)
+        for i, d in enumerate(self.links):
+            lib.core_link_init(K, i, d.us_per_byte, d.prop_us, sw_index.get(d.dst, -1),
+                               d.dst_port)
+            lib.core_link_set(K, i, int(d.up), 0)
+            d._core, d._ci, d._loop = self, i, self  # type: ignore[assignment]  # duck-typed loop
+        link_index = {id(d): i for i, d in enumerate(self.links)}
+        record = int(net.cfg.record_ingress)
+        for s, sw in enumerate(self.switches):
+            np: NativePipeline = sw.pipe
+            pf, pl = np._ffi, np._lib
+
+            def addr(x: Any, pf: Any = pf) -> int:
+                return int(pf.cast("uintptr_t", x))
+
+            if lib.core_switch_init(
+                    K, s, addr(np._P), addr(pf.addressof(pl, "p4n_process")),
+                    addr(pf.addressof(pl, "p4n_ingress")), addr(pf.addressof(pl, "p4n_egress")),
+                    pf.sizeof("struct p4ctx"), np._sh.slack, sw.uptime_us, int(sw.fast_path),
+                    sw.trim_bytes or 0, record):
+                raise CoreUnavailable("switches with different native programs")
+            for port, link in sw._out.items():
+                q = sw._q[port]
+                if lib.core_port_add(K, s, port, link_index[id(link)], int(q._paced),
+                                     q._us_per_byte, q.depth) < 0:
+                    raise CoreUnavailable(f"switch {sw.name}: port {port} out of range")
+            sw.loop = self  # type: ignore[assignment]
+        self.set_routes()
+        for h in net.hosts.values():
+            h.loop = self  # type: ignore[assignment]
+        # what was scheduled on the Python loop so far (failures, control loops' first tick)
+        K.now, K.horizon = old.now, old.horizon
+        for t, key, fn, arg in sorted(old._heap, key=lambda e: (e[0], e[1])):
+            self.push(t, key, fn, arg)
+        K.cur_id, K.cur_child = old._id, old._child
+        net.loop = self  # type: ignore[assignment]
+
+    # -- routes (the fast path's port oracle) ----------------------------------------------
+    def set_routes(self) -> None:
+        """Hand every switch's port oracle (sim.network.RoutePorts) to C again."""
+        ffi, lib, K = self._ffi, self._lib, self._K
+        for s, sw in enumerate(self.switches):
+            oracle = sw.port_oracle
+            if oracle is None:
+                lib.core_set_routes(K, s, -1, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL)
+                continue
+            routes = oracle.__self__._routes  # type: ignore[attr-defined]
+            offsets = [0]
+            ports: list[int] = []
+            for _m, _p, ps in routes:
+                ports.extend(ps)
+                offsets.append(len(ports))
+            lib.core_set_routes(K, s, len(routes), [r[0] for r in routes] or [0],
+                                [r[1] for r in routes] or [0], offsets, ports or [0])
+
+    # -- EventLoop's interface -------------------------------------------------------------
+    @property
+    def now(self) -> float:
+        return self._K.now
+
+    @property
+    def events_run(self) -> int:
+        return self._K.events_run
+
+    @property
+    def horizon(self) -> float:
+        return self._K.horizon
+
+    @horizon.setter
+    def horizon(self, t: float) -> None:
+        self._K.horizon = t
+
+    @property
+    def reached_until(self) -> bool:
+        return bool(self._K.reached_until)
+
+    def schedule(self, t: float, fn: Callable[[float, Any], None], arg: Any = None) -> None:
+        h = self._next = self._next + 1
+        self._cbs[h] = (fn, arg)
+        self._lib.core_schedule(self._K, t, h)
+
+    def ticket(self) -> Key:
+        self._lib.core_ticket(self._K, self._kt, self._kid, self._kc)
+        return (self._kt[0], self._kid[0], self._kc[0])
+
+    def push(self, t: float, ticket: Key, fn: Callable[[float, Any], None],
+             arg: Any = None) -> None:
+        h = self._next = self._next + 1
+        self._cbs[h] = (fn, arg)
+        self._lib.core_push(self._K, t, ticket[0], ticket[1], ticket[2], h)
+
+    @contextmanager
+    def root(self, key: int) -> Iterator[None]:
+        K = self._K
+        saved = K.cur_id, K.cur_child
+        K.cur_id, K.cur_child = key, 0
+        try:
+            yield
+        finally:
+            K.cur_id, K.cur_child = saved
+
+    def stop(self) -> None:
+        self._K.stopped = 1
+
+    def stop_before(self, t: float) -> None:
+        if t < self._K.horizon:
+            self._K.horizon = t
+
+    def __len__(self) -> int:
+        return int(self._lib.core_len(self._K))
+
+    @property
+    def next_time(self) -> float:
+        return self._lib.core_next_time(self._K)
+
+    @property
+    def done(self) -> bool:
+        K = self._K
+        return bool(K.stopped) or self._lib.core_next_time(K) >= K.horizon
+
+    def run(self, until: float = _INF, max_events: int | None = None,
+            before: float = _INF) -> float:
+        """As EventLoop.run."""
+        K, lib = self._K, self._lib
+        self._check_outboxes()
+        lib.core_begin(K)
+        limit = -1 if max_events is None else max_events
+        cbs, links, step = self._cbs, self.links, lib.core_step
+        unpack = self._ffi.unpack
+        try:
+            while True:
+                if STALE:
+                    _sync_stale()
+                r = step(K, until, before, limit)
+                if K.nout:
+                    self._drain_outbox()
+                if r == 1:
+                    fn, arg = cbs.pop(K.r_handle)
+                    fn(K.now, arg)
+                elif r == 2:
+                    d = links[K.r_link]
+                    d._peer(K.now, (d._peer_port, unpack(K.r_frame, K.r_len)))
+                elif r == 0:
+                    break
+                else:
+                    self._raise()
+        finally:
+            self._collect()
+        return K.now
+
+    # -- links -----------------------------------------------------------------------------
+    def link_send(self, i: int, start_us: float, frame: bytes) -> None:
+        if self._lib.core_link_send(self._K, i, start_us, frame, len(frame)) < 0:
+            self._raise()
+
+    def link_accept(self, i: int, t: float, ticket: Key, frame: bytes) -> None:
+        if self._lib.core_link_accept(self._K, i, t, ticket[0], ticket[1], ticket[2], frame,
+                                      len(frame)) < 0:
+            self._raise()
+
+    def link_state(self, link: Link) -> None:
+        """``link`` went down or came back (Link.fail/restore)."""
+        self._lib.core_link_set(self._K, link._ci, int(link.up), int(link.outbox is not None))
+
+    def _check_outboxes(self) -> None:
+        """sim.parallel gives a link an outbox when its receiver is another part's."""
+        seen = self._outbox
+        for i, d in enumerate(self.links):
+            has = d.outbox is not None
+            if has != seen[i]:
+                seen[i] = has
+                self.link_state(d)
+
+    def _drain_outbox(self) -> None:
+        K, lib, unpack = self._K, self._lib, self._ffi.unpack
+        out = lib.core_outbox(K)
+        links = self.links
+        for i in range(K.nout):
+            o = out[i]
+            d = links[o.link]
+            assert d.outbox is not None
+            d.outbox.append((d.index, o.t, (o.kt, o.kid, o.kc), unpack(o.data, o.len)))
+        lib.core_outbox_clear(K)
+
+    # -- errors and results ----------------------------------------------------------------
+    def _raise(self) -> None:
+        text = self._ffi.string(self._K.err).decode()
+        if text.startswith("V:"):
+            raise ValueError(text[2:])
+        raise RuntimeError(text[2:])
+
+    def _collect(self) -> None:
+        """Copy what changed in C into the Python objects (counts, queue stats, the log)."""
+        K, lib, ffi = self._K, self._lib, self._ffi
+        if K.nout:
+            self._drain_outbox()
+        i64, f64 = self._i64, self._f64
+        ns = lib.core_take_dirty(K, self._dsw, len(self.switches) + 1, self._dlk,
+                                 len(self.links) + 1, self._nl)
+        for j in range(ns):
+            s = self._dsw[j]
+            sw = self.switches[s]
+            lib.core_switch_stats(K, s, i64)
+            sw.packets_in, sw.fast_packets, sw.pipeline_drops, sw.unconnected = \
+                i64[0], i64[1], i64[2], i64[3]
+            for port, q in sw._q.items():
+                lib.core_queue_stats(K, s, port, i64, f64)
+                st = q.stats
+                st.enqueued, st.dequeued, st.tail_drops, st.max_depth_seen, st.trimmed, \
+                    st.promoted = i64[0], i64[1], i64[2], i64[3], i64[4], i64[5]
+                q._next_free_us = f64[0]
+        for j in range(self._nl[0]):
+            i = self._dlk[j]
+            d = self.links[i]
+            lib.core_link_stats(K, i, i64)
+            d.tx_packets, d.tx_bytes, d.lost_packets = i64[0], i64[1], i64[2]
+        if K.nlog:
+            log = lib.core_log(K)
+            names = [sw.name for sw in self.switches]
+            dest = self._net.ingress_log
+            for j in range(K.nlog):
+                e = log[j]
+                dest.append((names[e.sw], e.t, e.port, ffi.unpack(e.data, e.len)))
+            lib.core_log_clear(K)
+
+
+def _sync_stale() -> None:
+    """Copy the tables the control plane rewrote into the native pipelines' C state."""
+    for p in list(STALE):
+        if p._dirty:
+            p._sync()
+    STALE.clear()

@@ -1,0 +1,114 @@
+"""sim.core (the event loop, wires, queues and switch hop in C) against the Python path.
+
+Both run the same k=4 cases — every scheme, tail drops, a failure and its reroute, trimming,
+the control loops rewriting tables mid-run, a split run — and must give the same results byte
+for byte (tests/sim/golden.py's digest: every frame every switch took in, with its time)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+# tests/sim/golden.py, importable as a sibling (see test_sim_fabric.py)
+from golden import cases, run_case  # noqa: E402
+
+from model.spec import fat_tree
+from sim.core import CoreLoop, load
+from sim.events import EventLoop
+from sim.network import SimConfig, SimNetwork
+from traffic.schedules import alltoall
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_event_keys_hash_as_python_does() -> None:
+    """Same-time events run in the order of hash((time, id, child)) (sim.events): the C
+    loop computes that hash itself, and must agree with CPython on every kind of value."""
+    lib = load().lib
+    rnd = random.Random(7)
+    odd = [0.0, -0.0, 1.0, -1.0, 0.5, 1e-9, 2e6, 1e300, 5e-324, float("inf"), -float("inf")]
+    ids = [0, 1, -1, -2, 1 << 40, (3 << 40) + 1, 2**61 - 1, 2**61, -(2**61 - 1), 2**63 - 1,
+           -2**63]
+    for _ in range(20_000):
+        t = rnd.choice([rnd.random() * 1e4, float(rnd.randint(0, 10**6)), rnd.choice(odd),
+                        rnd.random() * 10 ** rnd.randint(-30, 30)])
+        i = rnd.choice([rnd.getrandbits(64) - 2**63, rnd.choice(ids)])
+        c = rnd.choice([rnd.randint(0, 10**6), rnd.choice(ids)])
+        assert lib.core_hash_key(t, i, c) == hash((t, i, c)), (t, i, c)
+
+
+@pytest.mark.parametrize("name", list(cases()))
+def test_c_core_equals_the_python_path(name: str) -> None:
+    """Every golden case (five schemes, drops, a failure): the same digest on both."""
+    assert run_case(name, pipeline="native", core="c") == \
+        run_case(name, pipeline="native", core="python")
+
+
+def _digest(core: str, **cfg: object) -> tuple:
+    net = SimNetwork(fat_tree(4, bw_mbps=10_000), cfg.pop("scheme", "random"),  # type: ignore[arg-type]
+                     SimConfig(record_ingress=True, core=core, **cfg))  # type: ignore[arg-type]
+    loops = net.cfg.seed == 1
+    if loops:
+        net.start_loops(["wam", "failure"], 20.0)
+    res = net.run(alltoall(16, 16 * 8_000), until_us=1e6)
+    h = hashlib.sha256()
+    for sw, t, port, frame in sorted(net.ingress_log, key=lambda e: e[0]):
+        h.update(f"{sw} {t!r} {port} ".encode())
+        h.update(frame)
+    queues = {(n, p): dataclasses.astuple(q.stats) for n, s in net.switches.items()
+              for p, q in s._q.items()}
+    links = [(d.tx_packets, d.tx_bytes, d.lost_packets) for pair in net.links for d in pair]
+    return (type(net.loop).__name__, res.cct_s, res.packet_hops, res.fast_hops, res.tail_drops,
+            res.trims, res.events, h.hexdigest(), queues, links, net.control_events)
+
+
+@pytest.mark.parametrize("cfg", [
+    {"trim": True, "queue_depth": 4},
+    {"fast_path": False, "queue_depth": 8},
+    {"scheme": "wam", "seed": 1, "queue_depth": 16},   # control loops rewrite tables mid-run
+    {"workers": 2, "trim": True, "queue_depth": 4},
+])
+def test_c_core_equals_the_python_path_in_every_mode(cfg: dict) -> None:
+    c, py = _digest("c", **dict(cfg)), _digest("python", **dict(cfg))
+    assert c[0] == "CoreLoop" and py[0] == "EventLoop"
+    assert c[1:] == py[1:]
+
+
+def test_python_pipeline_runs_on_the_python_loop() -> None:
+    net = SimNetwork(fat_tree(4, bw_mbps=10_000), "ecmp", SimConfig(pipeline="python"))
+    net.run(alltoall(16, 16 * 1_000), until_us=1e6)
+    assert isinstance(net.loop, EventLoop)
+    net = SimNetwork(fat_tree(4, bw_mbps=10_000), "ecmp", SimConfig())
+    net.run(alltoall(16, 16 * 1_000), until_us=1e6)
+    assert isinstance(net.loop, CoreLoop)
+    with pytest.raises(ValueError, match="core 'rust'"):
+        SimNetwork(fat_tree(4), "ecmp", SimConfig(core="rust")).run(alltoall(16, 16_000))
+
+
+def test_without_a_compiler_the_python_path_runs_and_says_so(tmp_path: Path) -> None:
+    """No C compiler (and nothing built in the cache): one line on stderr, the same run."""
+    code = textwrap.dedent("""
+        from model.spec import fat_tree
+        from sim.network import SimConfig, SimNetwork
+        from traffic.schedules import alltoall
+        net = SimNetwork(fat_tree(4, bw_mbps=10_000), "ecmp", SimConfig())
+        res = net.run(alltoall(16, 16 * 1_000), until_us=1e6)
+        print(type(net.loop).__name__, res.ok, res.packet_hops)
+    """)
+    env = {"PATH": str(tmp_path), "CC": "no-such-cc", "HOME": str(tmp_path),
+           "P4FABRIC_NATIVE_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, cwd=ROOT, timeout=600)
+    assert out.returncode == 0, out.stderr
+    name, ok, hops = out.stdout.split()
+    assert name == "EventLoop" and ok == "True" and int(hops) > 0
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("sim:")]
+    assert lines and all("no C compiler" in ln for ln in lines), out.stderr
+    assert len(out.stderr.strip().splitlines()) == len(lines)
