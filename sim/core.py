@@ -139,16 +139,16 @@ class CoreLoop:
                 if lib.core_port_add(K, s, port, link_index[id(link)], int(q._paced),
                                      q._us_per_byte, q.depth) < 0:
                     raise CoreUnavailable(f"switch {sw.name}: port {port} out of range")
-            sw.loop = self  # type: ignore[assignment]
+            sw.loop = self  # type: ignore[assignment]  # the EventLoop interface, duck-typed
         self.set_routes()
         for h in net.hosts.values():
-            h.loop = self  # type: ignore[assignment]
+            h.loop = self  # type: ignore[assignment]  # the EventLoop interface, duck-typed
         # what was scheduled on the Python loop so far (failures, control loops' first tick)
         K.now, K.horizon = old.now, old.horizon
         for t, key, fn, arg in sorted(old._heap, key=lambda e: (e[0], e[1])):
             self.push(t, key, fn, arg)
         K.cur_id, K.cur_child = old._id, old._child
-        net.loop = self  # type: ignore[assignment]
+        net.loop = self  # type: ignore[assignment]  # the EventLoop interface, duck-typed
 
     # -- routes (the fast path's port oracle) ----------------------------------------------
     def set_routes(self) -> None:
@@ -159,7 +159,7 @@ class CoreLoop:
             if oracle is None:
                 lib.core_set_routes(K, s, -1, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL)
                 continue
-            routes = oracle.__self__._routes  # type: ignore[attr-defined]
+            routes = oracle.__self__._routes  # type: ignore[attr-defined]  # a RoutePorts method (eligible)
             offsets = [0]
             ports: list[int] = []
             for _m, _p, ps in routes:

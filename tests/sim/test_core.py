@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,9 +52,9 @@ def test_c_core_equals_the_python_path(name: str) -> None:
         run_case(name, pipeline="native", core="python")
 
 
-def _digest(core: str, **cfg: object) -> tuple:
-    net = SimNetwork(fat_tree(4, bw_mbps=10_000), cfg.pop("scheme", "random"),  # type: ignore[arg-type]
-                     SimConfig(record_ingress=True, core=core, **cfg))  # type: ignore[arg-type]
+def _digest(core: str, **cfg: Any) -> tuple:
+    net = SimNetwork(fat_tree(4, bw_mbps=10_000), cfg.pop("scheme", "random"),
+                     SimConfig(record_ingress=True, core=core, **cfg))
     loops = net.cfg.seed == 1
     if loops:
         net.start_loops(["wam", "failure"], 20.0)
