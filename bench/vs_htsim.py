@@ -25,7 +25,10 @@ and exits 0 (p4fabric never requires it). Each htsim run happens in a temporary 
 Run: .venv/bin/python bench/vs_htsim.py [--workload perm incast alltoall allreduce]
 [--tm FILE ...]
 [--k 4] [--size 2MB] [--variants spray 1path spray+trim 1path+trim] [--workers 1]
-[--pipeline python|native|both]
+[--pipeline python|native|both] [--core c|python|both]
+
+Each line also gives p4fabric's packet-hops per CPU second (next to the CPU ratio to htsim,
+so a speed-up reads in both) and the largest child process's resident memory so far.
 """
 
 from __future__ import annotations
@@ -134,6 +137,10 @@ class Outcome:
     timeouts: int | None = None
     nacks: int | None = None
     cpu_s: float = 0.0
+    hops: int | None = None
+    """p4fabric's packet-hops (frames switches took in)."""
+    rss_mb: float | None = None
+    """The largest child process so far (this bench's children: the simulator, its parts)."""
     error: str = ""
 
     @property
@@ -177,20 +184,21 @@ def run_htsim(exe: str, cm: Path, nodes: int, variant: str, mtu: int, queue: int
 
 
 def run_p4fabric(cm: Path, k: int, variant: str, mtu: int, queue: int, end_us: float,
-                 seed: int, workers: int, pipeline: str = "native") -> Outcome:
+                 seed: int, workers: int, pipeline: str = "native", core: str = "c") -> Outcome:
     args = [sys.executable, "-m", "sim", "--k", str(k), "--tm", str(cm), "--quiet", "--json",
             "--scheme", "ecmp" if variant.startswith("1path") else "random",
             "--rate", f"{RATE_BPS:g}", "--prop-us", f"{HOP_US:g}", "--mtu", str(mtu),
             "--queue-depth", str(queue), "--cc", "nscc",
             "--cc-param", f"init_cwnd={init_cwnd_pkts(mtu, k)}",
             "--until-us", f"{end_us:g}", "--seed", str(seed), "--workers", str(workers),
-            "--pipeline", pipeline]
+            "--pipeline", pipeline, "--core", core]
     if "trim" in variant:
         args.append("--trim")
     c0 = cpu_children()
     p = subprocess.run(args, capture_output=True, text=True, check=False,
                        cwd=Path(__file__).resolve().parents[1])
-    out = Outcome(cpu_s=cpu_children() - c0)
+    out = Outcome(cpu_s=cpu_children() - c0,
+                  rss_mb=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
     text = p.stdout
     if "\n}" not in text:
         out.error = f"p4fabric exit {p.returncode}: {(p.stderr or text).strip()[-300:]}"
@@ -200,6 +208,7 @@ def run_p4fabric(cm: Path, k: int, variant: str, mtu: int, queue: int, end_us: f
     out.flows, out.finished = s["flows"], s["flows"] - s["flows_unfinished"]
     out.retx, out.trims, out.timeouts = s["retransmissions"], s["trims"], s["timeouts"]
     out.nacks = s["nacks"]
+    out.hops = s.get("packet_hops")
     return out
 
 
@@ -225,8 +234,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pipeline", default="native", choices=["python", "native", "both"],
                     help="what runs fabric.p4 in p4fabric's simulator (python -m sim "
                          "--pipeline); both: a line for each, against the same htsim run")
+    ap.add_argument("--core", default="c", choices=["c", "python", "both"],
+                    help="what runs p4fabric's event loop and switch hop (python -m sim "
+                         "--core); both: a line for each, against the same htsim run")
     a = ap.parse_args(argv)
-    kinds = ["python", "native"] if a.pipeline == "both" else [a.pipeline]
+    kinds = [(p, c) for p in (["python", "native"] if a.pipeline == "both" else [a.pipeline])
+             for c in (["c", "python"] if a.core == "both" else [a.core])]
+    several = len(kinds) > 1
     exe, why = htsim_path()
     if exe is None:
         print(f"skipped: {why}")
@@ -251,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'workload':<18} {'variant':<11} {'tail µs htsim/p4f':>19} "
               f"{'spread htsim/p4f':>17} {'retx htsim/p4f':>15} {'NACKs htsim/p4f':>15} "
               f"{'trims':>6} {'RTOs':>5} "
-              f"{'CPU s htsim/p4f':>16} {'ratio':>7}")
+              f"{'CPU s htsim/p4f':>16} {'ratio':>7} {'p4f hops/CPU s':>14} "
+              f"{'max RSS MB':>10}")
         for label, cm in files:
             m = read_cm(cm)
             k = k_for(m.nodes)
@@ -260,10 +275,10 @@ def main(argv: list[str] | None = None) -> int:
                     h = Outcome(error=HTSIM_RECV_DONE)
                 else:
                     h = run_htsim(exe, cm, k ** 3 // 4, v, a.mtu, a.queue, a.end_us, a.seed)
-                for kind in kinds:
+                for pipe, core in kinds:
                     f = run_p4fabric(cm, k, v, a.mtu, a.queue, a.end_us, a.seed, a.workers,
-                                     kind)
-                    _print_row(label, v if a.pipeline != "both" else f"{v}/{kind}", h, f,
+                                     pipe, core)
+                    _print_row(label, f"{v}/{pipe}/{core}" if several else v, h, f,
                                a.end_us)
     return 0
 
@@ -283,7 +298,9 @@ def _print_row(label: str, v: str, h: Outcome, f: Outcome, end_us: float) -> Non
           f"{_f(h.retx, '{}'):>7}/{_f(f.retx, '{}'):<7} "
           f"{_f(h.nacks, '{}'):>7}/{_f(f.nacks, '{}'):<7} {_f(f.trims, '{}'):>6} "
           f"{_f(f.timeouts, '{}'):>5} "
-          f"{h.cpu_s:>7.2f}/{f.cpu_s:<8.2f} {_f(ratio, '{:.0f}x'):>7}", flush=True)
+          f"{h.cpu_s:>7.2f}/{f.cpu_s:<8.2f} {_f(ratio, '{:.1f}x'):>7} "
+          f"{_f(f.hops / f.cpu_s if f.hops and f.cpu_s else None, '{:.0f}'):>14} "
+          f"{_f(f.rss_mb, '{:.0f}'):>10}", flush=True)
 
 if __name__ == "__main__":
     sys.exit(main())

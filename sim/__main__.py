@@ -179,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="what executes fabric.p4 per hop: the program compiled to C (the "
                          "default; built once per machine) or the pipeline's generated Python; "
                          "the results are the same")
+    ap.add_argument("--core", choices=["c", "python"], default="c",
+                    help="what runs the event loop, wires, queues and switch hop: c (sim.core, "
+                         "with the native pipeline; the default) or python (sim.events, "
+                         "sim.link, sim.switch); the results are the same")
     ap.add_argument("--counters", action="store_true", help="print per-member LB counters")
     ap.add_argument("--check", action="store_true",
                     help="compare LB counters with the reference models (exit 1 on mismatch)")
@@ -300,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
                     queue_depth=a.queue_depth, seed=a.seed,
                     host=HostConfig(transport=transport), record_ingress=a.check,
                     ecn_threshold=None if a.no_ecn else marking, workers=a.workers, trim=a.trim,
-                    ray_address=a.ray, pipeline=a.pipeline)
+                    ray_address=a.ray, pipeline=a.pipeline,
+                    core=a.core)
     net = SimNetwork(spec, a.scheme, cfg)
     if loops:
         net.start_loops(loops, a.control_period_us)

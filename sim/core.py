@@ -14,9 +14,11 @@ tests/sim/test_core.py runs both on every scheme. ``SimConfig.core = "python"`` 
 ``--core python``; ``--pipeline python`` implies it) keeps the Python path; without a C
 compiler the run says so in one line and takes it too.
 
-What the Python objects show is copied back from C when ``run`` returns: each switch's
-packet counts, its queues' statistics, each link's counters, the frames switches took in
-(``record_ingress``). A queue's content and a switch's wire clocks live in C only.
+What the Python objects show is copied back from C: each switch's packet counts and the
+frames switches took in (``record_ingress``) when ``run`` returns, its queues' statistics and
+each link's counters on ``sync()`` (SimResult.collect and a split run's parts call it;
+``sim.network.SimNetwork.sync`` for a caller reading them otherwise). A queue's content and
+a switch's wire clocks live in C only.
 """
 
 from __future__ import annotations
@@ -113,11 +115,15 @@ class CoreLoop:
         self._dsw = ffi.new("int32_t[]", len(self.switches) + 1)
         self._dlk = ffi.new("int32_t[]", len(self.links) + 1)
         self._nl = ffi.new("int32_t *")
-        self._outbox = [False] * len(self.links)
+        # what C changed since the last sync(): only those are copied (in a split run the
+        # other parts' switches and links are written into this process's objects from
+        # their results, and must stay so)
+        self._touched_sw: set[int] = set()
+        self._touched_links: set[int] = set()
         for i, d in enumerate(self.links):
             lib.core_link_init(K, i, d.us_per_byte, d.prop_us, sw_index.get(d.dst, -1),
                                d.dst_port)
-            lib.core_link_set(K, i, int(d.up), 0)
+            lib.core_link_set(K, i, int(d.up), int(d.outbox is not None))
             d._core, d._ci, d._loop = self, i, self  # type: ignore[assignment]  # duck-typed loop
         link_index = {id(d): i for i, d in enumerate(self.links)}
         record = int(net.cfg.record_ingress)
@@ -237,7 +243,6 @@ class CoreLoop:
             before: float = _INF) -> float:
         """As EventLoop.run."""
         K, lib = self._K, self._lib
-        self._check_outboxes()
         lib.core_begin(K)
         limit = -1 if max_events is None else max_events
         cbs, links, step = self._cbs, self.links, lib.core_step
@@ -274,17 +279,9 @@ class CoreLoop:
             self._raise()
 
     def link_state(self, link: Link) -> None:
-        """``link`` went down or came back (Link.fail/restore)."""
+        """``link`` went down or came back (Link.fail/restore), or got or lost an outbox
+        (sim.parallel gives it one when its receiver is another part's)."""
         self._lib.core_link_set(self._K, link._ci, int(link.up), int(link.outbox is not None))
-
-    def _check_outboxes(self) -> None:
-        """sim.parallel gives a link an outbox when its receiver is another part's."""
-        seen = self._outbox
-        for i, d in enumerate(self.links):
-            has = d.outbox is not None
-            if has != seen[i]:
-                seen[i] = has
-                self.link_state(d)
 
     def _drain_outbox(self) -> None:
         K, lib, unpack = self._K, self._lib, self._ffi.unpack
@@ -305,30 +302,22 @@ class CoreLoop:
         raise RuntimeError(text[2:])
 
     def _collect(self) -> None:
-        """Copy what changed in C into the Python objects (counts, queue stats, the log)."""
+        """After each ``run``: the switches' packet counts (a progress display, a split run's
+        windows read them) and the frames they took in (``record_ingress``)."""
         K, lib, ffi = self._K, self._lib, self._ffi
         if K.nout:
             self._drain_outbox()
-        i64, f64 = self._i64, self._f64
+        i64 = self._i64
         ns = lib.core_take_dirty(K, self._dsw, len(self.switches) + 1, self._dlk,
                                  len(self.links) + 1, self._nl)
-        for j in range(ns):
-            s = self._dsw[j]
+        touched = self._dsw[0:ns]
+        self._touched_sw.update(touched)
+        self._touched_links.update(self._dlk[0:self._nl[0]])
+        for s in touched:
             sw = self.switches[s]
             lib.core_switch_stats(K, s, i64)
             sw.packets_in, sw.fast_packets, sw.pipeline_drops, sw.unconnected = \
                 i64[0], i64[1], i64[2], i64[3]
-            for port, q in sw._q.items():
-                lib.core_queue_stats(K, s, port, i64, f64)
-                st = q.stats
-                st.enqueued, st.dequeued, st.tail_drops, st.max_depth_seen, st.trimmed, \
-                    st.promoted = i64[0], i64[1], i64[2], i64[3], i64[4], i64[5]
-                q._next_free_us = f64[0]
-        for j in range(self._nl[0]):
-            i = self._dlk[j]
-            d = self.links[i]
-            lib.core_link_stats(K, i, i64)
-            d.tx_packets, d.tx_bytes, d.lost_packets = i64[0], i64[1], i64[2]
         if K.nlog:
             log = lib.core_log(K)
             names = [sw.name for sw in self.switches]
@@ -337,6 +326,29 @@ class CoreLoop:
                 e = log[j]
                 dest.append((names[e.sw], e.t, e.port, ffi.unpack(e.data, e.len)))
             lib.core_log_clear(K)
+
+
+    def sync(self) -> None:
+        """Copy the queue statistics and link counters C changed since the last sync into the
+        Python objects: what results read at the end (SimResult.collect, a split run's
+        parts). Not after every ``run``: a split run's windows are many."""
+        K, lib = self._K, self._lib
+        self._collect()
+        i64, f64 = self._i64, self._f64
+        for s in sorted(self._touched_sw):
+            sw = self.switches[s]
+            for port, q in sw._q.items():
+                lib.core_queue_stats(K, s, port, i64, f64)
+                st = q.stats
+                st.enqueued, st.dequeued, st.tail_drops, st.max_depth_seen, st.trimmed, \
+                    st.promoted = i64[0], i64[1], i64[2], i64[3], i64[4], i64[5]
+                q._next_free_us = f64[0]
+        for i in sorted(self._touched_links):
+            d = self.links[i]
+            lib.core_link_stats(K, i, i64)
+            d.tx_packets, d.tx_bytes, d.lost_packets = i64[0], i64[1], i64[2]
+        self._touched_sw.clear()
+        self._touched_links.clear()
 
 
 def _sync_stale() -> None:

@@ -38,9 +38,8 @@ class Link:
     _peer_port: int = field(default=0, repr=False)
     # frames on the wire, in arrival order: (arrival µs, event ticket, frame)
     _wire: deque[tuple[float, Key, bytes]] = field(default_factory=deque, repr=False)
-    outbox: list[tuple[int, float, Key, bytes]] | None = field(default=None, repr=False)
-    """Set when the receiving end is simulated by another process (sim.parallel): frames
-    are collected here as (``index``, arrival, ticket, frame) for it, not delivered."""
+    _outbox: list[tuple[int, float, Key, bytes]] | None = field(default=None, repr=False,
+                                                               init=False)
     index: int = field(default=-1, repr=False)
     _core: Any = field(default=None, repr=False)
     """The C core (sim.core.CoreLoop) once it runs this link; ``_ci``: its index there."""
@@ -52,6 +51,18 @@ class Link:
         if self.prop_us < 0:
             raise ValueError(f"link {self.src}-{self.dst}: propagation delay must be >= 0")
         self.us_per_byte = 8e6 / self.rate_bps if self.rate_bps else 0.0
+
+    @property
+    def outbox(self) -> list[tuple[int, float, Key, bytes]] | None:
+        """Set when the receiving end is simulated by another process (sim.parallel): frames
+        are collected here as (``index``, arrival, ticket, frame) for it, not delivered."""
+        return self._outbox
+
+    @outbox.setter
+    def outbox(self, box: list[tuple[int, float, Key, bytes]] | None) -> None:
+        self._outbox = box
+        if self._core is not None:
+            self._core.link_state(self)
 
     def serialisation_us(self, nbytes: int) -> float:
         return nbytes * self.us_per_byte
@@ -89,8 +100,8 @@ class Link:
         loop = self._loop
         assert loop is not None, "send on a link that was never attached"
         ticket = loop.ticket()
-        if self.outbox is not None:
-            self.outbox.append((self.index, t, ticket, frame))
+        if self._outbox is not None:
+            self._outbox.append((self.index, t, ticket, frame))
             return
         # accept(), inlined: this runs once per packet-hop
         wire = self._wire

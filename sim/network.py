@@ -374,6 +374,13 @@ class SimNetwork:
             self.loop.schedule(now + self._loop_period_us, self._tick)
 
     # -- running ----------------------------------------------------------------------------
+    def sync(self) -> None:
+        """Bring the queues' statistics and the links' counters up to date (the C core keeps
+        them in C while it runs; sim.core). Results call it; nothing to do on the Python path."""
+        sync = getattr(self.loop, "sync", None)
+        if sync is not None:
+            sync()
+
     def progress(self, flows_total: int, wall_s: float) -> Progress:
         return Progress(
             now_us=self.loop.now, events=self.loop.events_run,

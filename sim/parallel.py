@@ -172,6 +172,7 @@ class _Part:
 
     def results(self) -> PartResult:
         """This part's share of the results, to be written into part 0's network."""
+        self.net.sync()
         ranks = [m for h in self.hosts if h.job is not None for m in h.results()]
         switches = {s.name: _switch_state(s) for s in self.switches}
         hosts = {h.name: (h.frames_sent, h.bytes_sent, h.frames_received, h.bad_frames)
@@ -393,6 +394,7 @@ def _run_part0(net: SimNetwork, job: Job, part_of: dict[str, int], parts: int, u
                                   flows_done=done, flows_total=flows_total,
                                   wall_s=time.perf_counter() - t0))
     end = part.run(report)
+    net.sync()  # this part's own counts, before the other parts' are written in
     ranks = [m for h in part.hosts if h.job is not None for m in h.results()]
     events = net.loop.events_run
     windows, exchanged = part.windows, part.exchanged

@@ -114,6 +114,7 @@ class SimResult:
     def collect(cls, net: SimNetwork, job: Job, end_us: float, wall_s: float,
                 ranks: list[RankMetrics] | None = None, events: int | None = None) -> SimResult:
         """``ranks``/``events``: those of a split run (sim.parallel), gathered from its parts."""
+        net.sync()
         if ranks is None:
             ranks = [m for h in dict.fromkeys(job.rank_hosts) for m in h.results()]
         ranks.sort(key=lambda m: m.rank)
