@@ -200,6 +200,9 @@ class HostAgent:
         """The agent's drop sites at the end of the run (``close``): the receive socket's
         overflows, sends the host kernel refused, the datagrams above."""
         self.send_lag_us = LogHistogram()
+        self.read_lag_us = LogHistogram()
+        """How long datagrams waited in the receive socket before the loop read them, µs
+        (with the delay line: the kernel's receive timestamp is their arrival)."""
         """How late the loop woke for its next paced send or timer, µs (the fidelity guard's
         host pacing lag: a starved agent cannot send at its rate)."""
         self.metrics = {r: RankMetrics(rank=r, host=hosts[r], job=schedule.job,
@@ -227,6 +230,8 @@ class HostAgent:
         """Earliest time a flow the pacer holds may send (rate-based congestion control)."""
         self.delayline = DelayLine.of(cfg.prop_delay, cfg.path_links, cfg.rate_bps)
         """Arrivals held for their propagation delay (None: the fabric adds its own)."""
+        self._stamps = False
+        """The receive socket stamps datagrams (SO_TIMESTAMPNS; with the delay line)."""
         self._path_model = None
         if cfg.path_policy.pin:
             from model.paths import PathModel
@@ -250,6 +255,12 @@ class HostAgent:
         self.udp.setblocking(False)
         if self.ecn:  # the TOS byte of each datagram, for the per-packet CE echo
             self.udp.setsockopt(socket.IPPROTO_IP, _IP_RECVTOS, 1)
+        if self.delayline is not None:
+            # the kernel's receive time of each datagram: its propagation delay counts from
+            # when it arrived, not from when a late loop got round to reading it (that wait
+            # would add to every hop of the round trip)
+            self.udp.setsockopt(socket.SOL_SOCKET, batchio.SO_TIMESTAMPNS, 1)
+            self._stamps = True
         peers = {self.hosts[snd.dst] for r in self.local for st in self.s.programs[r]
                  for snd in st.sends if snd.dst not in self.local}
         srcs = {self.hosts[x.src] for r in self.local for st in self.s.programs[r]
@@ -470,37 +481,55 @@ class HostAgent:
             return
         ecn = self.ecn
         slot = rb.slot_size
+        mono = time.monotonic() - time.time() if self._stamps else 0.0   # realtime -> ours
         for _ in range(256 // rb.slots or 1):
             k = rb.recv()
             for i in range(k):
                 ip, sport = rb.source(i)
+                at = None
+                if self._stamps and (ts := rb.stamp(i)) is not None:
+                    at = self._arrived(ts + mono, now)
                 self._datagram(rb.buf, i * slot, rb.length(i), ip, sport,
-                               ecn and rb.tos(i) & 0x03 == ECN_CE, now)
+                               ecn and rb.tos(i) & 0x03 == ECN_CE, now, at)
             if k < rb.slots:
                 return
+
+    def _arrived(self, at: float, now: float) -> float:
+        """A datagram's arrival (the kernel's stamp on our clock), never after ``now`` (the
+        pass's time); the wait before this read goes into ``read_lag_us``."""
+        if at > now:
+            return now
+        self.read_lag_us.add(int((now - at) * 1e6))
+        return at
 
     def _receive_one_by_one(self, buf: bytearray, now: float) -> None:
         udp = self.udp
         ecn = self.ecn
         ce = False
+        at = None
+        mono = time.monotonic() - time.time() if self._stamps else 0.0
         for _ in range(256):
             try:
-                if ecn:
-                    n, anc, _fl, addr = udp.recvmsg_into([buf], 64)
+                if ecn or self._stamps:
+                    n, anc, _fl, addr = udp.recvmsg_into([buf], batchio.CTRL)
                     # IP_RECVTOS delivers the TOS byte as an IP_TOS control message
-                    ce = any(t == socket.IP_TOS and d and d[0] & 0x03 == ECN_CE
-                             for _lv, t, d in anc)
+                    ce = ecn and any(t == socket.IP_TOS and d and d[0] & 0x03 == ECN_CE
+                                     for _lv, t, d in anc)
+                    ts = batchio.timespec_stamp(anc) if self._stamps else None
+                    at = None if ts is None else self._arrived(ts + mono, now)
                 else:
                     n, addr = udp.recvfrom_into(buf)
             except BlockingIOError:
                 return
-            self._datagram(buf, 0, n, addr[0], addr[1], ce, now)
+            self._datagram(buf, 0, n, addr[0], addr[1], ce, now, at)
 
     def _datagram(self, buf: bytearray | bytes, off: int, n: int, ip: str, sport: int,
-                  ce: bool, now: float) -> None:
-        """One datagram from ``ip``:``sport``, ``n`` bytes at ``buf[off:]``."""
+                  ce: bool, now: float, arrived: float | None = None) -> None:
+        """One datagram from ``ip``:``sport``, ``n`` bytes at ``buf[off:]``; ``arrived``: when
+        the kernel received it (None: ``now``), where its propagation delay counts from."""
         if self.delayline is not None and \
-                self.delayline.hold(now, bytes(buf[off:off + n]), ip, sport, ce):
+                self.delayline.hold(now if arrived is None else arrived,
+                                    bytes(buf[off:off + n]), ip, sport, ce):
             return
         if n < HDR.size:
             self.rx_malformed += 1
@@ -769,6 +798,8 @@ class HostAgent:
                 finish=self.wall(t), local=True))
         for r, m in self.metrics.items():
             m.send_lag_us = list(self.send_lag_us.counts)
+            if self._stamps:
+                m.read_lag_us = list(self.read_lag_us.counts)
             if r == self.local[0]:   # the agent's, once per host: on its first rank
                 m.agent_drops = self.drops
             m.completed = self.state[r].done and m.error is None

@@ -50,8 +50,11 @@ _IOV_LEN = struct.Struct("@N")     # a size_t
 _U32 = struct.Struct("=I")
 _SIN = struct.Struct("!HH4s")       # sockaddr_in: family (host order, ignored), port, address
 _CMSG_HDR = ctypes.sizeof(ctypes.c_size_t) + 8   # CMSG_DATA's offset
+_ALIGN = ctypes.sizeof(ctypes.c_size_t)           # CMSG_ALIGN
 _CMSG = struct.Struct("@Nii")      # cmsg_len, cmsg_level, cmsg_type
-CTRL = 64                            # control bytes per message (one IP_TOS cmsg needs 24)
+_TIMESPEC = struct.Struct("@qq")   # tv_sec, tv_nsec
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)   # its cmsg is SCM_TIMESTAMPNS, the same
+CTRL = 64      # control bytes per message: an SCM_TIMESTAMPNS (32) and an IP_TOS (24) cmsg
 
 
 def _libc() -> Any:
@@ -226,16 +229,42 @@ class BatchReceiver(_Slots):
             ip = self._ips[raw] = socket.inet_ntoa(raw)
         return ip, port
 
+    def _cmsg(self, i: int, level: int, kind: int, size: int) -> int:
+        """Where in ``ctrl`` datagram i's control message (level, kind) with at least
+        ``size`` data bytes starts its data (-1: the kernel attached none)."""
+        end = i * CTRL + min(CTRL, _IOV_LEN.unpack_from(self.msgs, i * MMSG + _CTRL_LEN_AT)[0])
+        o = i * CTRL
+        while o + _CMSG_HDR <= end:
+            ln, lv, kd = _CMSG.unpack_from(self.ctrl, o)
+            if ln < _CMSG_HDR:
+                return -1
+            if lv == level and kd == kind and ln >= _CMSG_HDR + size:
+                return o + _CMSG_HDR
+            o += (ln + _ALIGN - 1) & ~(_ALIGN - 1)
+        return -1
+
     def tos(self, i: int) -> int:
         """The TOS byte of datagram i (0 if the kernel attached none)."""
-        clen = _IOV_LEN.unpack_from(self.msgs, i * MMSG + _CTRL_LEN_AT)[0]
-        o = i * CTRL
-        if clen < _CMSG_HDR + 1:
-            return 0
-        _len, level, kind = _CMSG.unpack_from(self.ctrl, o)
-        if level == socket.IPPROTO_IP and kind == _IP_TOS:
-            return self.ctrl[o + _CMSG_HDR]
-        return 0
+        at = self._cmsg(i, socket.IPPROTO_IP, _IP_TOS, 1)
+        return self.ctrl[at] if at >= 0 else 0
+
+    def stamp(self, i: int) -> float | None:
+        """When the kernel received datagram i (CLOCK_REALTIME seconds) when the socket has
+        SO_TIMESTAMPNS on; else None."""
+        at = self._cmsg(i, socket.SOL_SOCKET, SO_TIMESTAMPNS, _TIMESPEC.size)
+        if at < 0:
+            return None
+        sec, ns = _TIMESPEC.unpack_from(self.ctrl, at)
+        return sec + ns * 1e-9
+
+
+def timespec_stamp(ancillary: list[tuple[int, int, bytes]]) -> float | None:
+    """The SCM_TIMESTAMPNS of a ``recvmsg`` result's ancillary data (seconds), else None."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
+            sec, ns = _TIMESPEC.unpack_from(data)
+            return sec + ns * 1e-9
+    return None
 
 
 def receiver(sock: Any, slots: int = 64) -> BatchReceiver | None:

@@ -203,6 +203,11 @@ class RankMetrics:
     send_lag_us: list[int] | None = None
     """Log-linear histogram (common.histogram.LogHistogram counts) of how late the agent's loop
     woke for paced sends and timers; None where not measured (TCP mode, the simulator)."""
+    read_lag_us: list[int] | None = None
+    """Log-linear histogram of how long datagrams waited in the host's receive socket before
+    the agent read them (kernel receive timestamp to read), µs of wall time; measured where
+    the agent adds the propagation delay (traffic.delayline), which it counts from the
+    kernel's timestamp so that this wait is not added to the path; None elsewhere."""
     agent_drops: dict[str, int | None] | None = None
     """The host agent's drop sites, on its first local rank only (one agent per host):
     ``udp_socket_drops`` (the receive socket overflowed), ``tx_refused`` (sends the host

@@ -77,3 +77,37 @@ def test_plain_fallback_sends_at_once() -> None:
     s.send(b"abc")
     assert f.sent == [b"abc"] and s.flush() == 0
     assert batchio.receiver(f) is None
+
+
+def test_kernel_receive_stamps_come_with_the_tos_byte(pair) -> None:  # noqa: ANN001
+    tx, rx = pair
+    rx.setsockopt(socket.SOL_SOCKET, batchio.SO_TIMESTAMPNS, 1)
+    r = batchio.receiver(rx, slots=8)
+    assert isinstance(r, batchio.BatchReceiver)
+    before = time.time()
+    for i in range(5):
+        tx.send(bytes([i]) * 100)
+    time.sleep(0.2)               # they wait in the socket: the stamp is their arrival
+    read_at = time.time()
+    k = r.recv()
+    assert k == 5
+    stamps = [r.stamp(i) for i in range(k)]
+    assert all(s is not None and before - 0.01 <= s <= read_at - 0.15 for s in stamps)
+    assert stamps == sorted(stamps)
+    assert [r.tos(i) for i in range(k)] == [0x02] * 5      # found behind the stamp
+    # the plain path's ancillary data reads the same
+    tx.send(b"x")
+    time.sleep(0.05)
+    _n, anc, _fl, _addr = rx.recvmsg_into([bytearray(64)], batchio.CTRL)
+    ts = batchio.timespec_stamp(anc)
+    assert ts is not None and before <= ts <= time.time()
+    assert batchio.timespec_stamp([]) is None
+
+
+def test_no_stamp_without_the_socket_option(pair) -> None:  # noqa: ANN001
+    tx, rx = pair
+    r = batchio.receiver(rx, slots=4)
+    assert isinstance(r, batchio.BatchReceiver)
+    tx.send(b"y")
+    got = _drain(r, 1)
+    assert got and r.stamp(0) is None and r.tos(0) == 0x02

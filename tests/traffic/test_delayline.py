@@ -103,3 +103,34 @@ def test_the_simulator_models_the_delay_at_the_hosts_like_on_the_links() -> None
     on_links, at_hosts = _sim_cct(False), _sim_cct(True)
     assert at_hosts == pytest.approx(on_links, rel=1e-9)
     assert at_hosts > 2 * 6 * 20e-6                     # a round trip's delay at least
+
+
+def test_the_agent_counts_the_delay_from_the_kernels_arrival_not_its_read() -> None:
+    import socket as sk
+
+    from traffic.agent import AgentConfig, HostAgent
+    from traffic.schedules import Recv, Schedule, Send, Step
+    from traffic.wire import HDR, VERSION
+
+    sched = Schedule(ranks=2, programs=[[Step(sends=[Send(dst=1, bytes=3000, flow=0)])],
+                                        [Step(recvs=[Recv(src=0, flow=0)])]], name="pair")
+    agent = HostAgent(sched, [1], ["10.0.0.2", "10.1.0.2"],
+                      AgentConfig(prop_delay=0.5e-3, path_links={"10.0.0.2": 6}))
+    assert agent.delayline is not None
+    data = bytearray(HDR.pack(VERSION, 0, 1, 0, 1, 0, 0, 0, 0, 3, 1000, 0)) + bytearray(1000)
+    # read 2 ms after the kernel had it: held until arrival + 6 x 0.5 ms (+ serialisation)
+    at = agent._arrived(10.0, 10.002)
+    assert at == 10.0
+    agent._datagram(data, 0, len(data), "10.0.0.2", 5000, False, 10.002, at)
+    due = agent.delayline.next_due()
+    assert due is not None and 10.003 <= due < 10.0031
+    # a stamp after the pass's clock reading is taken as that reading; the waits are counted
+    assert agent._arrived(10.5, 10.4) == 10.4
+    assert agent.read_lag_us.counts and sum(agent.read_lag_us.counts) == 1
+    # without a stamp the read is the arrival, as before
+    agent._datagram(data, 0, len(data), "10.0.0.2", 5000, False, 10.010)
+    assert agent.delayline.pop_due(10.0131)[-1][0] >= 10.013
+    agent.udp = sk.socket(sk.AF_INET, sk.SOCK_DGRAM)
+    agent.udp.bind(("127.0.0.1", 0))
+    agent.raw = {}
+    agent.close()
