@@ -17,6 +17,7 @@ Needs root (Mininet) and holds the machine-wide fabric lock for the whole soak.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import time
@@ -62,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     target = concrete_target(a.target, print)
     rng = random.Random(a.seed)
     verdicts: Counter[str] = Counter()
+    invalid: list[str] = []
+    cuts = 0
+    loads: list[float] = []
     loops = LOOPS_AUTO if a.loops is None else [x for x in a.loops.split(",") if x]
     with FabricSession(k=4, link_rate="100G", prop_delay_us=0.1, tdf=tdf, target=target,
                        scheme="ecmp", lock_timeout_s=900, loops=loops) as s:
@@ -77,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             if down is None and links and i % CUT_EVERY == 0:
                 down, down_left = rng.choice(links), CUT_FOR
                 s.cut(*down, notify=True)
+                cuts += 1
             scheme = rng.choice(sorted(SCHEMES))
             s.set_scheme(scheme)
             schedule, size, window = rng.choice(COLLECTIVES)
@@ -87,8 +92,18 @@ def main(argv: list[str] | None = None) -> int:
             verdicts["valid" if run.valid else "invalid"] += 1
             cut = f", link {down[0]}-{down[1]} down" if down else ""
             cct = f"{run.cct_us:.1f} µs" if run.cct_us is not None else "no CCT"
+            if not run.valid:
+                invalid.append(f"[{i}] {schedule} {size} {scheme}: " + "; ".join(run.reasons))
+            loads.append(os.getloadavg()[0])
+            g = run.guard
+            lag = "" if g is None or g.send_lag_p99_us is None else \
+                f", send lag p99 {g.send_lag_p99_us:.3f} µs"
+            loops = s.ctl.loops
+            probe = "" if loops is None else \
+                f", probe timeout {loops.round_timeout()} periods"
             print(f"[{i:3d}] {schedule} {size} {scheme:7s}{cut}: {cct}, "
-                  f"retx {run.retransmissions}; {verdict}", flush=True)
+                  f"retx {run.retransmissions}{lag}{probe}, load {loads[-1]:.1f}; {verdict}",
+                  flush=True)
             if down is not None:
                 down_left -= 1
                 if down_left == 0:
@@ -96,7 +111,11 @@ def main(argv: list[str] | None = None) -> int:
                     down = None
     n = sum(verdicts.values())
     print(f"soak: {n} collectives in {a.minutes:g} min at TDF {s.tdf:g} on {target}: "
-          f"{verdicts['valid']} valid, {verdicts['invalid']} invalid")
+          f"{verdicts['valid']} valid, {verdicts['invalid']} invalid; {cuts} link cuts; "
+          f"load average (1 min) {min(loads, default=0):.1f}-{max(loads, default=0):.1f}, "
+          f"mean {sum(loads) / max(1, len(loads)):.1f}")
+    for line in invalid:
+        print("  " + line)
     return 0
 
 

@@ -3,8 +3,14 @@
 (Reconcile, the third loop, is event-driven: a connection that comes back calls the
 controller, which re-pushes pipeline and entries; see ``FabricController._on_reconnect``.)
 
-Failure: every control period the controller sends a probe packet-out on every switch-switch
-port (IPv4/UDP to the reserved PROBE_IP, payload = magic, sender device id, port, sequence).
+Failure: a round of probes is a packet-out on every switch-switch port (IPv4/UDP to the
+reserved PROBE_IP, payload = magic, sender device id, port, sequence). A round goes out at a
+control period once the previous one has come back (every port of a link in service heard it)
+or has had its time: one period while rounds come back within a period, else twice the
+slowest of the last rounds (:meth:`ControlLoops.round_timeout`). So the rounds keep
+the pace of the probes' round trip: a controller or switches starved of CPU, or a fabric
+whose probes queue, send fewer rounds instead of piling rounds up in their queues (which made
+every probe seconds late, and a port behind a longer queue look dead).
 The neighbour's ``send_to_cpu`` route punts it; the PacketIn's ``ingress_port`` names the link
 end. A link whose probes (in either direction) lag ``probe_miss_periods`` rounds behind the
 freshest probe the receiving switch heard on its other ports is down (relative, so a switch whose
@@ -233,18 +239,27 @@ def loop_actions(events: Iterable[Mapping[str, Any]]) -> LoopActions:
 
 
 # ---- the loops -------------------------------------------------------------------------------
+ROUND_HISTORY = 8
+"""Rounds whose round trips (in periods) set the next rounds' timeout."""
+MAX_ROUND_TIMEOUT = 64
+"""Periods a round may wait at most before the next is sent (a dead fabric still gets rounds)."""
+
+
 class ControlLoops:
     """The periodic loops over a :class:`FabricControl`. ``tick()`` runs one period; the
     emulated fabric's controller calls it from a thread (``start``), the simulator from its
     event loop. ``miss_periods``: probe rounds a link may lag before it is down."""
 
     def __init__(self, ctl: FabricControl, loops: Sequence[str],
-                 policy: WamPolicy | None = None, *, miss_periods: int = 2) -> None:
+                 policy: WamPolicy | None = None, *, miss_periods: int = 2,
+                 min_round_trip: int = 1) -> None:
         bad = [n for n in loops if n not in LOOP_NAMES]
         if bad:
             raise ValueError(f"unknown loop(s) {bad} (choose from {', '.join(LOOP_NAMES)})")
         if miss_periods < 1:
             raise ValueError("miss_periods must be >= 1")
+        if min_round_trip < 1:
+            raise ValueError("min_round_trip must be >= 1")
         self.ctl = ctl
         self.names = [n for n in loops if n != ControlLoop.RECONCILE]  # event-driven, not here
         self.policy = policy or WamPolicy()
@@ -266,6 +281,15 @@ class ControlLoops:
         self.weight_changes = 0
         """Groups whose weights a period changed, summed over periods."""
         self._dirty = False  # link state changed but not yet written (a failed Write retries)
+        self.min_round_trip = min_round_trip
+        """Periods a round trip of the probes counts as at least (the emulated controller's
+        own packet-in path on a loaded machine, FabricController ``probe_rtt_s``)."""
+        self.sent_period: dict[int, int] = {}
+        """Round -> the period it went out in (the last :data:`ROUND_HISTORY` rounds)."""
+        self.trips: dict[int, int] = {}
+        """Round -> its slowest probe so far, in periods (1: back before the next period)."""
+        self.rounds_late = 0
+        """Rounds sent before the previous one had come back (its timeout passed)."""
         spec = ctl.spec
         self.dev_name = {sw.device_id: n for n, sw in spec.switches.items()}
         self.switch_links = [(i, lk) for i, lk in enumerate(spec.links)
@@ -318,14 +342,70 @@ class ControlLoops:
         self.periods += 1
         if ControlLoop.FAILURE in self.names:
             self.check_links()
-            self.send_probes()
+            if self.round_due():
+                self.send_probes()
         if ControlLoop.WAM in self.names:
             self.wam_step()
 
     # ---- failure -----------------------------------------------------------------------------
     def send_probes(self) -> None:
-        self.seq += 1
+        with self._seen_lock:   # the probe handler updates the trips from other threads
+            self.seq += 1
+            self.sent_period[self.seq] = self.periods
+            self.trips[self.seq] = 1
+            for r in [r for r in self.trips if r <= self.seq - ROUND_HISTORY]:
+                del self.trips[r]
+                self.sent_period.pop(r, None)
         self.ctl.send_probes(self.seq)
+
+    def inherit(self, old: ControlLoops) -> None:
+        """Start from the round trips ``old`` (the loops this one replaces) measured."""
+        with old._seen_lock:
+            trips = {r - old.seq: t for r, t in old.trips.items()}
+        with self._seen_lock:
+            self.trips.update(trips)
+
+    def round_timeout(self) -> int:
+        """Periods the last round may take to come back before the next goes anyway: one
+        while rounds come back within a period (the fabric keeps the loop's pace), else
+        twice the slowest probe of the last :data:`ROUND_HISTORY` rounds (at least
+        ``min_round_trip``), at most :data:`MAX_ROUND_TIMEOUT`. A link is down when it misses
+        ``miss_periods`` rounds that its switch's other ports heard, so a probe is late, not
+        lost, for a timeout and more."""
+        with self._seen_lock:
+            slow = max(self.trips.values(), default=1)
+        slow = max(slow, self.min_round_trip)
+        return 1 if slow <= 1 else min(MAX_ROUND_TIMEOUT, 2 * slow)
+
+    def round_missing(self, seen: Mapping[tuple[str, int], int]) -> tuple[int, int]:
+        """(ports the last round has not reached yet, ports it should reach): every port of
+        a switch-switch link in service (a link declared down, or kept although silent, is
+        not waited for)."""
+        out = set(self.down) | self.kept
+        ends = [end for i, lk in self.switch_links if i not in out
+                for end in ((lk.a, lk.a_port), (lk.b, lk.b_port))]
+        return sum(seen.get(p, 0) < self.seq for p in ends), len(ends)
+
+    def round_due(self) -> bool:
+        """Whether this period sends a round: the first; or the last one is back; or its
+        :meth:`round_timeout` has passed — then, if more than a quarter of its ports still
+        wait for it, the probes are slow (not a few links dead) and its round trip counts as
+        longer than the wait: the next timeouts back off, as a TCP sender's RTO does."""
+        if self.seq == 0:
+            return True
+        with self._seen_lock:
+            seen = dict(self.last_seen)
+        missing, expected = self.round_missing(seen)
+        if not missing:
+            return True
+        waited = self.periods - self.sent_period.get(self.seq, self.periods)
+        if waited < self.round_timeout():
+            return False
+        self.rounds_late += 1
+        if missing * 4 > expected:
+            with self._seen_lock:
+                self.trips[self.seq] = max(self.trips.get(self.seq, 1), waited + 1)
+        return True
 
     def record_probe(self, switch: str, port: int, dev: int, src_port: int, seq: int) -> None:
         """A probe (sender device ``dev``, its port, round ``seq``) arrived on switch:port."""
@@ -345,6 +425,9 @@ class ControlLoops:
         with self._seen_lock:
             key = (switch, port)
             self.last_seen[key] = max(self.last_seen.get(key, 0), seq)
+            sent = self.sent_period.get(seq)
+            if sent is not None:   # heard after j more periods: a round trip of j + 1
+                self.trips[seq] = max(self.trips.get(seq, 1), self.periods - sent + 1)
 
     def _freshest(self, seen: Mapping[tuple[str, int], int]) -> dict[str, int]:
         """Per receiving switch, the newest round heard on any of its switch ports.

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -355,18 +355,20 @@ def judge(m: Measures, link_bps: float, tdf: float = 1.0, mtu: int = 1500,
 
 def judge_run(m: Measures, ranks: Sequence[RankMetrics], events: Sequence[ControlEvent],
               link_bps: float, tdf: float = 1.0, mtu: int = 1500,
-              cut_link: tuple[str, str] | None = None, headroom: float = 1.0) -> Verdict:
+              cut_link: tuple[str, str] | None = None, headroom: float = 1.0,
+              down_links: Collection[tuple[str, str]] = ()) -> Verdict:
     """:func:`judge` on one run: ``m`` (the fabric's probes) completed with what the hosts'
     agents reported in their rank records (pacing lag, own drops, frames sent and arrived)
     and the failure loop's events (a live link declared down); ``link_bps`` is the emulated
-    link rate, ``cut_link`` the link the run cut on purpose."""
+    link rate, ``cut_link`` the link the run cut on purpose, ``down_links`` links cut before
+    it (a session's ``cut``: not live, so the failure loop is right to find them down)."""
     lags = [r.send_lag_us for r in ranks if r.send_lag_us]
     if lags:
         m.send_lag_us = LogHistogram()
         for h in lags:
             m.send_lag_us.merge(h)
     account_agents(m, ranks)
-    m.false_link_downs = false_link_downs(events, cut_link)
+    m.false_link_downs = false_link_downs(events, cut_link, down_links)
     return judge(m, link_bps, tdf, mtu, headroom)
 
 
@@ -374,16 +376,20 @@ _DOWN = re.compile(r"^link (\S+?):\d+-(\S+?):\d+ down\b")
 
 
 def false_link_downs(events: Sequence[ControlEvent],
-                     cut_link: tuple[str, str] | None = None) -> list[str]:
+                     cut_link: tuple[str, str] | None = None,
+                     down_links: Collection[tuple[str, str]] = ()) -> list[str]:
     """The links (``a-b``, sorted names) the failure loop declared down in a run's events
-    other than the one the run cuts (``cut_link``; none when it cuts nothing)."""
-    cut = frozenset(cut_link) if cut_link is not None else None
+    other than the one the run cuts (``cut_link``; none when it cuts nothing) and those cut
+    before it (``down_links``)."""
+    cut = {frozenset(lk) for lk in down_links}
+    if cut_link is not None:
+        cut.add(frozenset(cut_link))
     out = []
     for e in events:
         if e.loop != "failure":
             continue
         mt = _DOWN.match(e.what)
-        if mt and frozenset(mt.groups()) != cut:
+        if mt and frozenset(mt.groups()) not in cut:
             out.append("-".join(sorted(mt.groups())))
     return out
 

@@ -446,6 +446,9 @@ class FabricSession:
         """The scheme last written on every group (emulation units)."""
         self.t_start = time.time()
         """When the fabric came up (wall, time.time()): fabric time 0 of :meth:`events`."""
+        self.cut_links: set[tuple[str, str]] = set()
+        """Links :meth:`cut` took down and :meth:`restore` has not brought back: the guard
+        does not count the failure loop finding them down against a run."""
 
     # ---- units ---------------------------------------------------------------------------------
     def _check_scheme(self, name: str, params: dict[str, Any]) -> None:
@@ -741,7 +744,8 @@ class FabricSession:
             give_back(out, upto=Path(out_dir).parent)   # a script under sudo: the user's
         ranks = s.ranks
         mtu = h.mss + IP_HEADERS
-        v = judge_run(s.measures, ranks, s.events, self.link_bps, self.tdf, mtu) \
+        v = judge_run(s.measures, ranks, s.events, self.link_bps, self.tdf, mtu,
+                      down_links=self.cut_links) \
             if s.measures is not None else None
         cct = s.cct_s
         retx = sum(r.totals().retransmissions for r in ranks)
@@ -916,12 +920,14 @@ class FabricSession:
         """Take the a-b link down physically (both interfaces); ``notify``: tell the
         controller at once instead of leaving the detection to its failure loop."""
         self.net.link_down(a, b)
+        self.cut_links.add((min(a, b), max(a, b)))
         if notify:
             self.ctl.fail_link(a, b)
 
     def restore(self, a: str, b: str, notify: bool = False) -> None:
         """Bring the a-b link back up (``notify``: tell the controller too)."""
         self.net.link_up(a, b)
+        self.cut_links.discard((min(a, b), max(a, b)))
         if notify:
             self.ctl.restore_link(a, b)
 

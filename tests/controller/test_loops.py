@@ -375,3 +375,115 @@ def test_late_probes_of_a_replaced_loop_are_ignored() -> None:
         _hear_all(loops, spec, rnd)
     loops.check_links()
     assert loops.down == set() and ctl.applied == 0
+
+
+class _LateFabric(_FakeController):
+    """Probes that come back ``delay`` periods after their round went out (a starved
+    controller or switches: the emulated fabric at a low TDF), ``slow`` senders' ``extra``
+    periods later still (their PacketOuts queued longer), and none on ``cut`` links."""
+
+    def __init__(self, spec, delay: int, slow: frozenset[str] = frozenset(),
+                 extra: int = 0) -> None:
+        super().__init__(spec)
+        self.delay, self.slow, self.extra = delay, slow, extra
+        self.cut: set[frozenset[str]] = set()
+        self.in_flight: list[tuple[int, int, str, int, str, int]] = []
+        self.period = 0
+        self.rounds = 0
+
+    def send_probes(self, seq: int) -> None:
+        self.rounds += 1
+        for lk in self.spec.switch_links():
+            for tx, tx_port, rx, rx_port in ((lk.a, lk.a_port, lk.b, lk.b_port),
+                                             (lk.b, lk.b_port, lk.a, lk.a_port)):
+                late = self.delay + (self.extra if tx in self.slow else 0)
+                self.in_flight.append((self.period + late, seq, rx, rx_port, tx, tx_port))
+
+    def advance(self, loops) -> None:
+        """One period: deliver what is due (not over a cut link), then the loops' tick."""
+        self.period += 1
+        due = [f for f in self.in_flight if f[0] <= self.period]
+        self.in_flight = [f for f in self.in_flight if f[0] > self.period]
+        for _, seq, rx, rx_port, tx, tx_port in due:
+            if frozenset({rx, tx}) not in self.cut:
+                loops.record_probe(rx, rx_port, self.spec.switches[tx].device_id, tx_port, seq)
+        loops.tick()
+
+
+def test_late_probes_slow_the_rounds_down_and_no_live_link_goes_down() -> None:
+    """Probes come back 2 periods late, spine2's 5 (its PacketOuts queue longer). Sent every
+    period, the leaves would hear spine1 at round n and spine2 at round n - 3 and call
+    spine2's links dead (what the emulated fabric at TDF 5,000 did: 9-28 live links down per
+    collective). The loop waits for a round to come back (or its timeout) before the next:
+    no link is declared down, and it sends a round per round trip, not per period. (Its
+    first round's timeout is the controller's floor, ``min_round_trip``: here 2 periods.)"""
+    from controller.loops import ControlLoops
+
+    spec = leaf_spine(2, 2, 1)
+    fab = _LateFabric(spec, delay=2, slow=frozenset({"spine2"}), extra=3)
+    loops = ControlLoops(fab, ["failure"], miss_periods=2, min_round_trip=2)
+    for _ in range(60):
+        fab.advance(loops)
+    assert loops.down == set() and fab.applied == 0
+    assert fab.rounds <= 60 // 5 + 2
+    assert loops.round_timeout() == 2 * 5     # spine2's probes: back in 5 periods
+
+
+def test_a_cut_link_is_declared_down_while_probes_are_late() -> None:
+    """With every probe 4 periods late, a cut link still goes down (and only it), within
+    a few round trips, and comes back when its probes do."""
+    from controller.loops import ControlLoops
+
+    spec = leaf_spine(2, 2, 1)
+    fab = _LateFabric(spec, delay=4)
+    loops = ControlLoops(fab, ["failure"], miss_periods=2)
+    for _ in range(40):
+        fab.advance(loops)
+    assert loops.down == set()
+    cut = frozenset({"leaf1", "spine2"})
+    fab.cut.add(cut)
+    periods = 0
+    while not loops.down and periods < 60:
+        fab.advance(loops)
+        periods += 1
+    (idx,) = loops.down
+    assert frozenset({spec.links[idx].a, spec.links[idx].b}) == cut
+    assert periods <= 6 * 4 + 4, periods   # a few round trips of 4 periods, not the cap
+    fab.cut.clear()
+    for _ in range(30):
+        fab.advance(loops)
+    assert loops.down == set() and fab.detected_failed == frozenset()
+
+
+def test_prompt_probes_keep_a_round_per_period() -> None:
+    """Probes back within the period (the simulator's, an idle fabric): a round every period
+    and a cut link down at the second round it misses, as before the rounds waited for each
+    other."""
+    from controller.loops import ControlLoops
+
+    spec = leaf_spine(2, 2, 1)
+    fab = _LateFabric(spec, delay=0)
+    loops = ControlLoops(fab, ["failure"], miss_periods=2)
+    for _ in range(10):
+        fab.advance(loops)
+    assert fab.rounds == 10 and loops.round_timeout() == 1
+    fab.cut.add(frozenset({"leaf1", "spine1"}))
+    fab.advance(loops)                # the first round it misses
+    assert not loops.down
+    fab.advance(loops)                # the second
+    assert len(loops.down) == 1 and fab.rounds == 12
+
+
+def test_the_controller_counts_its_probe_round_trip_in_periods() -> None:
+    """A control period shorter than the controller's own probe round trip (a low TDF)
+    makes the rounds' timeout longer than one period from the start."""
+    from controller.fabric import FabricController
+    from model.spec import fat_tree
+
+    ctl = FabricController(fat_tree(4), control_period=0.1, probe_rtt_s=0.25)
+    from controller.loops import ControlLoops
+
+    loops = ControlLoops(ctl, ["failure"], min_round_trip=3)
+    assert loops.round_timeout() == 6
+    with pytest.raises(ValueError):
+        FabricController(fat_tree(4), probe_rtt_s=-1)

@@ -284,6 +284,8 @@ def test_false_link_downs_are_the_loops_downs_of_links_the_run_did_not_cut() -> 
           ControlEvent(4.0, "wam", "edge1", "group 3 weights [1.0, 0.75]")]
     assert false_link_downs(ev) == ["agg5-core2", "agg1-edge1"]
     assert false_link_downs(ev, ("agg1", "edge1")) == ["agg5-core2"]
+    # links a session cut before the run are down, not live ones declared down
+    assert false_link_downs(ev, down_links=[("core2", "agg5"), ("agg1", "edge1")]) == []
     assert false_link_downs([]) == []
 
 
