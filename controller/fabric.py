@@ -424,12 +424,16 @@ class FabricController:
         """Round ``seq`` of failure probes: a packet-out on every switch-switch port."""
         if self.schema is None:
             return
+        with self._mu:
+            held = set(self.admin_failed)
         for name, sw in self.spec.switches.items():
             conn = self.conns.get(name)
             if conn is None or not conn.connected:
                 continue
             for port, (peer, _) in sorted(self.spec.ports(name).items()):
-                if peer not in self.spec.switches:
+                # an operator's failed link is not probed: a cut one would drop every probe
+                # at its interface (drops the guard counts against the run)
+                if peer not in self.spec.switches or frozenset({name, peer}) in held:
                     continue
                 pkt = self.schema.packet_out(probe_frame(sw.device_id, port, seq,
                                                          sw.port_mac(port)),
@@ -438,6 +442,11 @@ class FabricController:
                     conn.packet_out(pkt)
                 except SwitchError:
                     break
+
+    def operator_failed(self) -> frozenset[int]:
+        """The links ``fail_link`` took out of service (not probed, not the loops' to judge)."""
+        with self._mu:
+            return failed_link_indexes(self.spec, self.admin_failed)
 
     def listen_probes(self, handler: ProbeHandler | None) -> None:
         """Hand every probe that comes back as a packet-in to ``handler`` (None: stop)."""

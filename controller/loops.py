@@ -191,6 +191,11 @@ class FabricControl(Protocol):
         operator failed; returns the entries changed."""
         ...
 
+    def operator_failed(self) -> frozenset[int]:
+        """The links (indexes into ``spec.links``) an operator took out of service: routed
+        around and not probed until the operator restores them, so not the loops' to judge."""
+        ...
+
     def wam_groups(self) -> list[LbGroup]:
         """The Whack-a-Mole groups of the switches the loops can reach now."""
         ...
@@ -290,6 +295,8 @@ class ControlLoops:
         """Round -> its slowest probe so far, in periods (1: back before the next period)."""
         self.rounds_late = 0
         """Rounds sent before the previous one had come back (its timeout passed)."""
+        self.held: frozenset[int] = frozenset()
+        """Links the operator had out of service at the last check (not judged)."""
         spec = ctl.spec
         self.dev_name = {sw.device_id: n for n, sw in spec.switches.items()}
         self.switch_links = [(i, lk) for i, lk in enumerate(spec.links)
@@ -381,7 +388,7 @@ class ControlLoops:
         """(ports the last round has not reached yet, ports it should reach): every port of
         a switch-switch link in service (a link declared down, or kept although silent, is
         not waited for)."""
-        out = set(self.down) | self.kept
+        out = set(self.down) | self.kept | self.held
         ends = [end for i, lk in self.switch_links if i not in out
                 for end in ((lk.a, lk.a_port), (lk.b, lk.b_port))]
         return sum(seen.get(p, 0) < self.seq for p in ends), len(ends)
@@ -481,12 +488,21 @@ class ControlLoops:
         """Before this period's probes: a direction that lags ``miss`` rounds behind the
         freshest probe its switch heard is dead; a down link heard in both directions within
         the last round (or the one before, when ``miss`` > 1: a probe may still be in flight)
-        of its switches' freshest is back."""
+        of its switches' freshest is back. A link the operator took out of service is not
+        judged; when it comes back its ends count as heard at the last round sent."""
+        held = self.ctl.operator_failed()
         with self._seen_lock:
+            for i, lk in self.switch_links:
+                if i in self.held and i not in held:   # restored: probes resume from now
+                    for end in ((lk.a, lk.a_port), (lk.b, lk.b_port)):
+                        self.last_seen[end] = max(self.last_seen.get(end, 0), self.seq)
             seen = dict(self.last_seen)
+        self.held = held
         fresh = self._freshest(seen)
         newly_down, newly_up = [], []
         for i, lk in self.switch_links:
+            if i in held:
+                continue
             lag = max(fresh[lk.a] - seen.get((lk.a, lk.a_port), 0),
                       fresh[lk.b] - seen.get((lk.b, lk.b_port), 0))
             if i not in self.down and lag >= self.miss:

@@ -62,6 +62,9 @@ class SimControl:
         self.net.detected_failed = frozenset(links)
         return self.net.reprogram(loop, why)
 
+    def operator_failed(self) -> frozenset[int]:
+        return frozenset()   # the simulator's failures are physical: the loops find them
+
     def wam_groups(self) -> list[Group]:
         entries = self.net.entries
         return [g for s in entries for gid, g in sorted(entries[s].groups.items())

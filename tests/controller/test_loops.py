@@ -214,6 +214,11 @@ class _FakeController:
         self.applied += 1
         return 0
 
+    def operator_failed(self) -> frozenset[int]:
+        return frozenset(self.held)
+
+    held: frozenset[int] = frozenset()
+
     def wam_groups(self) -> list:
         return []
 
@@ -487,3 +492,31 @@ def test_the_controller_counts_its_probe_round_trip_in_periods() -> None:
     assert loops.round_timeout() == 6
     with pytest.raises(ValueError):
         FabricController(fat_tree(4), probe_rtt_s=-1)
+
+
+def test_a_link_the_operator_failed_is_not_judged_and_comes_back_quietly() -> None:
+    """A link cut and announced (``fail_link``: routed around, no longer probed) is neither
+    declared down nor waited for by the rounds; restored, its probes resume and it is not
+    declared down either (its ends count as heard at the last round)."""
+    from controller.loops import ControlLoops
+
+    spec = leaf_spine(2, 2, 1)
+    fab = _LateFabric(spec, delay=1)
+    loops = ControlLoops(fab, ["failure"], miss_periods=2)
+    for _ in range(5):
+        fab.advance(loops)
+    pair = frozenset({"leaf1", "spine2"})
+    idx = next(i for i, lk in enumerate(spec.links) if {lk.a, lk.b} == pair)
+    fab.cut.add(pair)
+    fab.held = frozenset({idx})
+    rounds = fab.rounds
+    for _ in range(20):
+        fab.advance(loops)
+    assert loops.down == set() and fab.applied == 0
+    assert fab.rounds - rounds >= 19          # a round per period: nothing waits for it
+    fab.cut.clear()
+    fab.held = frozenset()
+    for _ in range(10):
+        fab.advance(loops)
+    assert loops.down == set() and fab.applied == 0
+    assert not [e for e in fab.events if "down" in e]
