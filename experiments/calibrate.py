@@ -328,6 +328,22 @@ def calibrated_tdf(cfg: ExperimentConfig, force: bool = False, log: Any = print,
     return entry.tdf
 
 
+def step_back_cache(cfg: ExperimentConfig, from_tdf: float, to_tdf: float,
+                    reason: str) -> CalibrationEntry | None:
+    """The runner stepped the experiment back from ``from_tdf`` to ``to_tdf`` (its runs
+    invalid for ``reason``): the cached entry takes the slower rate, so that the next
+    experiment (the next ``make demo``) starts where this one could keep up instead of at the
+    failing rate. Returns the new entry (None: nothing cached, or already as slow)."""
+    entry = cached(cfg)
+    if entry is None or entry.tdf >= to_tdf or cfg.fabric is None:
+        return None
+    new = dataclasses.replace(entry, tdf=to_tdf,
+                              emulated_mbps=cfg.fabric.link_bps / to_tdf / 1e6,
+                              stepped_back=f"TDF {from_tdf:g} -> {to_tdf:g}: {reason}")
+    calibration.store(cache_key(cfg), new)
+    return new
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.calibrate", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

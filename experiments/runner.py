@@ -458,6 +458,11 @@ def _counted_run(ctx: _Ctx, wi: int, si: int, rep: int) -> None:
                          f"TDF {step.from_tdf:g} ({step.reason}): stepping back to TDF "
                          f"{step.to_tdf:g} for the rest of the experiment and running them "
                          "again")
+        from .calibrate import step_back_cache
+
+        if step_back_cache(cfg, step.from_tdf, step.to_tdf, step.reason) is not None:
+            ctx.progress.log(f"calibration cache: TDF {step.to_tdf:g} from now on on this "
+                             "machine (sudo make calibrate measures again)")
         ctx.progress.tdf(ctx.tdf)
 
 

@@ -37,6 +37,10 @@ class CalibrationEntry:
     load: tuple[float, ...] | None = None
     workload: str | None = None
     ramp: list[dict[str, Any]] = field(default_factory=list)
+    stepped_back: str | None = None
+    """Set when an experiment's runs turned invalid at the TDF calibration chose and the
+    runner stepped back (experiments/stepback.py): from which TDF and why. ``tdf`` is then
+    the rate it stepped back to, so the next experiment starts there."""
 
     def to_dict(self) -> JsonObject:
         return asdict(self)
@@ -56,12 +60,13 @@ class CalibrationEntry:
         ramp = d.get("ramp", [])
         if not isinstance(ramp, list):
             raise ValueError(f"{where}: ramp is not a list")
+        stepped = d.get("stepped_back")
         try:
             return cls(float(tdf), bool(d.get("valid", True)), d.get("fabric_rate"),
                        None if d.get("emulated_mbps") is None else float(d["emulated_mbps"]),
                        float(d.get("measured", 0.0)),
                        None if load is None else tuple(float(x) for x in load),
-                       d.get("workload"), ramp)
+                       d.get("workload"), ramp, None if stepped is None else str(stepped))
         except (TypeError, ValueError):
             raise ValueError(f"{where}: a number that is not one") from None
 

@@ -215,3 +215,32 @@ def test_the_cli_says_the_rate_stepped_back(tmp_path: Path, monkeypatch: pytest.
     out = " ".join(capsys.readouterr().out.split())   # as said, whatever the console wraps
     assert "stepping back to TDF 100000" in out
     assert "TDF stepped back, runs invalid at the calibrated rate: 50000 → 100000" in out
+
+
+def test_a_step_back_updates_the_calibration_cache(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next experiment (the next ``make demo``) starts at the rate this one stepped back
+    to, not again at the one whose runs turned invalid; a valid experiment leaves the cache
+    as calibration wrote it."""
+    from experiments import calibrate
+    from topo import calibration
+    from topo.calibration import CalibrationEntry
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cfg = from_dict(CFG)
+    key = calibrate.cache_key(cfg)
+    calibration.store(key, CalibrationEntry(50_000.0, fabric_rate="100G", emulated_mbps=2.0,
+                                            measured=1.0, ramp=[{"tdf": 50_000.0}]))
+    run_with(tmp_path / "valid", monkeypatch, {"keeps_up_at": 0})
+    assert calibration.entry(key) == CalibrationEntry(
+        50_000.0, fabric_rate="100G", emulated_mbps=2.0, measured=1.0, ramp=[{"tdf": 50_000.0}])
+    _, _, said = run_with(tmp_path / "steps", monkeypatch, {})
+    e = calibration.entry(key)
+    assert e is not None and e.tdf == 100_000 and e.emulated_mbps == pytest.approx(1.0)
+    assert e.stepped_back is not None and e.stepped_back.startswith(
+        "TDF 50000 -> 100000: hosts cannot pace")
+    assert e.ramp == [{"tdf": 50_000.0}] and e.fabric_rate == "100G"
+    assert any("calibration cache: TDF 100000" in line for line in said)
+    # read back as stored, and never made faster by a later step from a slower start
+    assert CalibrationEntry.from_dict(e.to_dict()) == e
+    assert calibrate.step_back_cache(cfg, 25_000, 50_000, "x") is None
