@@ -140,11 +140,13 @@ def run_target(cfg: ExperimentConfig, tdfs: list[float], reps: int, out: Path,
                     load = os.getloadavg()[0]
                     d = out / cfg.parameters.target / f"tdf{tdf:g}" / w.name / f"rep{n}"
                     r = probe_run(be, cfg, emu, wi, hosts, tdf, d, 1.0)
-                    run = Run(cfg.parameters.target, tdf, w.name, n, load, bool(r["valid"]),
-                              bool(r["valid_calibration"]), r.get("invalid_reason"),
-                              r.get("send_lag_p99_us"), r.get("ingress_lag_p99_us"),
-                              r.get("egress_delay_p99_us"), r.get("cct_us"),
-                              int(r.get("frames_switched") or 0), float(r["wall_s"]),
+                    g = r.guard
+                    run = Run(cfg.parameters.target, tdf, w.name, n, load, r.valid,
+                              r.valid_calibration, r.invalid_reason,
+                              g.send_lag_p99_us if g else None,
+                              g.ingress_lag_p99_us if g else None,
+                              g.egress_delay_p99_us if g else None, r.cct_us,
+                              int(g.frames_switched or 0) if g else 0, r.wall_s,
                               sa.finish(), ss.finish())
                     rows.append(run)
                     log("  " + progress(run))

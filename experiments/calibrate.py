@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from common.jsontypes import JsonObject, JsonValue
 from model.dilation import dilate
 from model.schemes import scheme_class
 from model.targets import Target
 from topo import calibration
 from topo.calibration import CalibrationEntry
+from topo.guard import GuardRow
 from topo.owner import give_back
 
 from . import metrics
@@ -92,10 +94,44 @@ class CalibrationError(RuntimeError):
 
 
 @dataclass
+class ProbeRow:
+    """One probe of the ramp at ``tdf`` (or the worse of a rate's probes, :func:`worse`): did
+    it complete, the guard's verdict with calibration's margin (``valid``; the ramp may
+    overrule it: "not link-bound") and with the runs' own thresholds where they differ
+    (``valid_calibration``), its CCT in fabric µs and the guard's figures. The cache and
+    bench/capacity.py keep it as :meth:`to_dict` (runs.csv's columns)."""
+
+    tdf: float
+    emulated_mbps: float | None = None
+    completed: bool = False
+    wall_s: float = 0.0
+    valid: bool = False
+    invalid_reason: str | None = None
+    valid_calibration: bool = False
+    cct_us: float | None = None
+    probe_cct_us: list[float | None] | None = None
+    """Every probe's CCT when this row merges several (:func:`worse`)."""
+    guard: GuardRow | None = None
+    """The guard's figures (its verdict is ``valid``/``invalid_reason``: the ramp may
+    overrule it)."""
+
+    def to_dict(self) -> JsonObject:
+        d: JsonObject = {"tdf": self.tdf, "emulated_mbps": self.emulated_mbps,
+                         "completed": self.completed, "wall_s": self.wall_s,
+                         "valid": self.valid, "invalid_reason": self.invalid_reason,
+                         **(self.guard.figures() if self.guard else {}),
+                         "valid_calibration": self.valid_calibration, "cct_us": self.cct_us}
+        if self.probe_cct_us is None:
+            return d
+        probes: list[JsonValue] = list(self.probe_cct_us)
+        return {**d, "probe_cct_us": probes}
+
+
+@dataclass
 class Calibration:
     tdf: float | None
     """The smallest valid TDF of the ramp (None: not even the slowest rate was valid)."""
-    ramp: list[dict[str, Any]] = field(default_factory=list)
+    ramp: list[ProbeRow] = field(default_factory=list)
 
 
 def ramp_rates(target: str) -> tuple[float, ...]:
@@ -184,7 +220,7 @@ def run_ramp(cfg: ExperimentConfig, rates_mbps: tuple[float, ...] | None = None,
 
 def probe_run(be: Any, cfg: ExperimentConfig, emu: ExperimentConfig, wi: int,
               hosts: list[str], tdf: float, d: Path, headroom: float = HEADROOM,
-              log: Any = None, n: int = 0) -> dict[str, Any]:
+              log: Any = None, n: int = 0) -> ProbeRow:
     """One probe: workload ``wi`` of ``cfg`` run once on ``be`` (up, retuned to ``tdf``;
     ``emu``: ``cfg`` dilated by it) into ``d``, judged by the guard with ``headroom``
     (``valid_calibration``: with the ramp's ``HEADROOM``), and said with ``log`` (``n``: the
@@ -202,45 +238,42 @@ def probe_run(be: Any, cfg: ExperimentConfig, emu: ExperimentConfig, wi: int,
     guard = verdict(samples, cfg.spec(), w, tdf, ranks, headroom=headroom)
     ok = summ.completed
     fabric_bps = cfg.fabric.link_bps if cfg.fabric else 0.0
-    row = {"tdf": tdf, "emulated_mbps": fabric_bps / tdf / 1e6, "completed": ok,
-           "wall_s": round(time.time() - t0, 2), **guard.to_dict()}
-    if not ok:
-        row["valid"] = False
-        row["invalid_reason"] = "; ".join(
-            x for x in ("did not complete", guard.invalid_reason) if x)
-    row["valid_calibration"] = row["valid"] if headroom == HEADROOM else \
-        ok and verdict(samples, cfg.spec(), w, tdf, ranks, headroom=HEADROOM).valid
     cct = metrics.job_cct(summ.collectives) if ok else None
-    row["cct_us"] = None if cct is None else cct / tdf * 1e6
+    valid = guard.valid and ok
+    row = ProbeRow(tdf, fabric_bps / tdf / 1e6, ok, round(time.time() - t0, 2), valid,
+                   guard.invalid_reason if ok else "; ".join(
+                       x for x in ("did not complete", guard.invalid_reason) if x),
+                   valid if headroom == HEADROOM else
+                   ok and verdict(samples, cfg.spec(), w, tdf, ranks, headroom=HEADROOM).valid,
+                   None if cct is None else cct / tdf * 1e6, guard=guard)
     if log is not None:
-        log(f"  TDF {tdf:g} ({row['emulated_mbps']:g} Mb/s)"
+        log(f"  TDF {tdf:g} ({row.emulated_mbps:g} Mb/s)"
             + (f", probe {n + 1}" if n else "") + ": "
-            + (f"valid with thresholds x{headroom:g}" if row["valid"]
-               else f"invalid (thresholds x{headroom:g}): {row['invalid_reason']}")
-            + (f", CCT {row['cct_us']:.1f} fabric µs" if row["cct_us"] else "")
-            + f" (wall {row['wall_s']} s)")
+            + (f"valid with thresholds x{headroom:g}" if row.valid
+               else f"invalid (thresholds x{headroom:g}): {row.invalid_reason}")
+            + (f", CCT {row.cct_us:.1f} fabric µs" if row.cct_us else "")
+            + f" (wall {row.wall_s} s)")
     return row
 
 
-def link_bound(fast: dict[str, Any], slow: dict[str, Any]) -> bool:
+def link_bound(fast: ProbeRow, slow: ProbeRow) -> bool:
     """The faster probe's fabric-unit CCT is within ``INVARIANCE`` of the slower one's."""
-    a, b = fast.get("cct_us"), slow.get("cct_us")
-    return bool(a and b and slow.get("completed") and a <= (1 + INVARIANCE) * b)
+    a, b = fast.cct_us, slow.cct_us
+    return bool(a and b and slow.completed and a <= (1 + INVARIANCE) * b)
 
 
-def worse(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def worse(a: ProbeRow, b: ProbeRow) -> ProbeRow:
     """Probes ``a`` (one, or already merged) and ``b`` of one rate as one row, judged by the
     worse: valid only if both are, the longest CCT (None unless every probe completed), the
     guard figures and reason of ``b`` if it failed and ``a`` did not (else ``a``'s); every
     probe's CCT in ``probe_cct_us``."""
-    probes = [*a.get("probe_cct_us", [a.get("cct_us")]), b.get("cct_us")]
-    row = dict(b if a.get("valid") and not b.get("valid") else a)
-    row.update(valid=bool(a.get("valid") and b.get("valid")),
-               completed=bool(a.get("completed") and b.get("completed")),
-               cct_us=max(probes) if all(c is not None for c in probes) else None,
-               probe_cct_us=probes,
-               wall_s=round((a.get("wall_s") or 0.0) + (b.get("wall_s") or 0.0), 2))
-    return row
+    probes = [*(a.probe_cct_us if a.probe_cct_us is not None else [a.cct_us]), b.cct_us]
+    base = b if a.valid and not b.valid else a
+    cct = max(c for c in probes if c is not None) if all(c is not None for c in probes) \
+        else None
+    return dataclasses.replace(base, valid=a.valid and b.valid,
+                               completed=a.completed and b.completed, cct_us=cct,
+                               probe_cct_us=probes, wall_s=round(a.wall_s + b.wall_s, 2))
 
 
 @dataclass
@@ -249,54 +282,52 @@ class RampDecision:
     The first valid rate is a candidate; the next slower probe confirms it (link-bound) or
     marks it invalid ("not link-bound") and, if valid itself, becomes the next candidate."""
 
-    candidate: dict[str, Any] | None = None
+    candidate: ProbeRow | None = None
     chosen: float | None = None
     done: bool = False
-    seen: list[dict[str, Any]] = field(default_factory=list)
+    seen: list[ProbeRow] = field(default_factory=list)
 
-    def add(self, row: dict[str, Any]) -> list[str]:
+    def add(self, row: ProbeRow) -> list[str]:
         """Take one probe row (may mark the previous candidate invalid); what to log."""
         out = []
         self.seen.append(row)
         c = self.candidate
         if c is not None:
             self.candidate = None
-            if not row.get("completed"):   # no evidence either way: the candidate stands
-                self.chosen, self.done = c["tdf"], True
-                return [f"TDF {c['tdf']:g}: the slower probe did not complete, nothing to "
+            if not row.completed:   # no evidence either way: the candidate stands
+                self.chosen, self.done = c.tdf, True
+                return [f"TDF {c.tdf:g}: the slower probe did not complete, nothing to "
                         "compare its CCT with; taken"]
             if link_bound(c, row):
-                self.chosen, self.done = c["tdf"], True
-                return [f"TDF {c['tdf']:g} is link-bound: CCT {c['cct_us']:.1f} µs vs "
-                        f"{row['cct_us']:.1f} µs at TDF {row['tdf']:g}"]
-            c["valid"] = False
-            slower = row.get("cct_us")
-            c["invalid_reason"] = (f"not link-bound: CCT {c.get('cct_us') or 0:.1f} fabric µs > "
-                                   f"{1 + INVARIANCE:g}x the "
-                                   + f"{slower or 0:.1f} µs"
-                                   + f" at TDF {row['tdf']:g}")
-            out.append(f"TDF {c['tdf']:g}: {c['invalid_reason']}")
-        if row.get("valid"):
+                self.chosen, self.done = c.tdf, True
+                return [f"TDF {c.tdf:g} is link-bound: CCT {c.cct_us or 0:.1f} µs vs "
+                        f"{row.cct_us or 0:.1f} µs at TDF {row.tdf:g}"]
+            c.valid = False
+            c.invalid_reason = (f"not link-bound: CCT {c.cct_us or 0:.1f} fabric µs > "
+                                f"{1 + INVARIANCE:g}x the {row.cct_us or 0:.1f} µs at TDF "
+                                f"{row.tdf:g}")
+            out.append(f"TDF {c.tdf:g}: {c.invalid_reason}")
+        if row.valid:
             self.candidate = row
-        elif not row.get("completed") and any(r.get("completed") for r in self.seen[:-1]):
+        elif not row.completed and any(r.completed for r in self.seen[:-1]):
             self.done = True   # slower than a rate that completed and still not done
         return out
 
-    def repeat(self, row: dict[str, Any]) -> dict[str, Any]:
+    def repeat(self, row: ProbeRow) -> ProbeRow:
         """Another probe of the candidate's rate: the candidate becomes the worse of the two
         (``worse``), and is dropped if that is invalid. Returns the merged row."""
         c = self.candidate
-        assert c is not None and c["tdf"] == row["tdf"], "repeat() is for the candidate"
+        assert c is not None and c.tdf == row.tdf, "repeat() is for the candidate"
         merged = worse(c, row)
-        self.seen[self.seen.index(c)] = merged
-        self.candidate = merged if merged.get("valid") else None
+        self.seen[next(i for i, r in enumerate(self.seen) if r is c)] = merged
+        self.candidate = merged if merged.valid else None
         return merged
 
     def choice(self) -> float | None:
         """The chosen TDF; the slowest valid rate when nothing slower could confirm it."""
         if self.chosen is not None:
             return self.chosen
-        return self.candidate["tdf"] if self.candidate is not None else None
+        return self.candidate.tdf if self.candidate is not None else None
 
 
 def calibrated_tdf(cfg: ExperimentConfig, force: bool = False, log: Any = print,
@@ -312,18 +343,20 @@ def calibrated_tdf(cfg: ExperimentConfig, force: bool = False, log: Any = print,
         if tdf is None:
             # nothing was valid (a loaded machine): fall back to the slowest rate whose run
             # completed, so experiments still run; the guard then marks their runs invalid
-            done = [r for r in cal.ramp if r.get("completed")]
+            done = [r for r in cal.ramp if r.completed]
             if not done:
                 raise CalibrationError("calibration: no emulated rate down to "
                                    f"{min(ramp_rates(cfg.parameters.target))} Mb/s completed a run on this machine: "
-                                   + (cal.ramp[-1]["invalid_reason"] if cal.ramp else "no run"))
-            tdf = cal.tdf = max(r["tdf"] for r in done)
-            log(f"calibration: no rate gave a valid run (last: {cal.ramp[-1]['invalid_reason']});"
+                                   + ((cal.ramp[-1].invalid_reason or "?") if cal.ramp
+                                      else "no run"))
+            tdf = cal.tdf = max(r.tdf for r in done)
+            log(f"calibration: no rate gave a valid run (last: {cal.ramp[-1].invalid_reason});"
                 f" using TDF {tdf:g}, the slowest that completed: expect invalid runs")
         fabric = cfg.fabric
         assert fabric is not None, "run_ramp refuses a file without a fabric block"
         entry = CalibrationEntry(tdf, valid, fabric.link_rate, fabric.link_bps / tdf / 1e6,
-                                 time.time(), os.getloadavg(), cfg.workloads[0].name, cal.ramp)
+                                 time.time(), os.getloadavg(), cfg.workloads[0].name,
+                                 [r.to_dict() for r in cal.ramp])
         calibration.store(cache_key(cfg), entry)
     return entry.tdf
 

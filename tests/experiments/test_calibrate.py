@@ -51,8 +51,8 @@ def test_a_missing_entry_runs_the_ramp_once_and_caches_it(monkeypatch: pytest.Mo
 
     def ramp(cfg, **kw):  # noqa: ANN001, ANN003
         calls.append(cfg.name)
-        return calibrate.Calibration(50_000.0, [{"tdf": 25_000.0, "valid": False},
-                                                {"tdf": 50_000.0, "valid": True}])
+        return calibrate.Calibration(50_000.0, [calibrate.ProbeRow(25_000.0, valid=False),
+                                                calibrate.ProbeRow(50_000.0, valid=True)])
 
     monkeypatch.setattr(calibrate, "run_ramp", ramp)
     cfg = from_dict(CFG)
@@ -62,18 +62,22 @@ def test_a_missing_entry_runs_the_ramp_once_and_caches_it(monkeypatch: pytest.Mo
     e = calibrate.cached(cfg)
     assert e is not None and e.emulated_mbps == pytest.approx(2.0) and len(e.ramp) == 2
     monkeypatch.setattr(calibrate, "run_ramp",
-                        lambda *a, **k: calibrate.Calibration(None, [{"invalid_reason": "x"}]))
+                        lambda *a, **k: calibrate.Calibration(
+                            None, [calibrate.ProbeRow(25_000.0, invalid_reason="x")]))
     with pytest.raises(RuntimeError, match="no emulated rate"):
         calibrate.calibrated_tdf(cfg, force=True, log=lambda *_: None)
     # nothing valid but some runs completed: the slowest of those, flagged not valid
-    ramp = [{"tdf": 25_000.0, "completed": True, "invalid_reason": "hidden queue"},
-            {"tdf": 50_000.0, "completed": True, "invalid_reason": "hidden queue"},
-            {"tdf": 100_000.0, "completed": False, "invalid_reason": "did not complete"}]
+    ramp = [calibrate.ProbeRow(25_000.0, completed=True, invalid_reason="hidden queue"),
+            calibrate.ProbeRow(50_000.0, completed=True, invalid_reason="hidden queue"),
+            calibrate.ProbeRow(100_000.0, invalid_reason="did not complete")]
     monkeypatch.setattr(calibrate, "run_ramp",
                         lambda *a, **k: calibrate.Calibration(None, ramp))
     assert calibrate.calibrated_tdf(cfg, force=True, log=lambda *_: None) == 50_000.0
     e = calibrate.cached(cfg)
     assert e is not None and e.valid is False
+    # the cache keeps the probe rows as runs.csv's columns
+    assert [r["tdf"] for r in e.ramp] == [25_000.0, 50_000.0, 100_000.0]
+    assert e.ramp[0]["invalid_reason"] == "hidden queue" and e.ramp[2]["completed"] is False
 
 
 def test_topo_defaults_to_the_calibrated_rate_in_fabric_units() -> None:
@@ -90,12 +94,13 @@ def test_topo_defaults_to_the_calibrated_rate_in_fabric_units() -> None:
     assert topo_cli.calibrated_bw(topo_cli.parser().parse_args(["--target", "bmv2"]))[0] is None
 
 
-def _row(tdf: float, valid: bool, cct: float | None, completed: bool = True) -> dict:
-    return {"tdf": tdf, "valid": valid, "cct_us": cct, "completed": completed,
-            "invalid_reason": None if valid else "hidden queue"}
+def _row(tdf: float, valid: bool, cct: float | None,
+         completed: bool = True) -> calibrate.ProbeRow:
+    return calibrate.ProbeRow(tdf, valid=valid, cct_us=cct, completed=completed,
+                              invalid_reason=None if valid else "hidden queue")
 
 
-def _decide(rows: list[dict]) -> tuple[float | None, int]:
+def _decide(rows: list[calibrate.ProbeRow]) -> tuple[float | None, int]:
     d = calibrate.RampDecision()
     for i, r in enumerate(rows):
         d.add(r)
@@ -116,12 +121,12 @@ def test_the_ramp_takes_the_first_valid_rate_the_next_slower_confirms() -> None:
     # were invalid) is not link-bound; 100,000 vs 200,000 at 1.04x (146.0 vs 140.4 µs, the
     # same day) is
     rows = [_row(50_000, True, 150.9), _row(100_000, True, 137.6)]
-    assert _decide(rows) == (100_000, 2) and rows[0]["valid"] is False
+    assert _decide(rows) == (100_000, 2) and rows[0].valid is False
     assert _decide([_row(100_000, True, 146.0), _row(200_000, True, 140.4)]) == (100_000, 2)
     # 4 Mb/s valid but CPU-bound (its CCT 2.3x the slower one's): marked, 2 Mb/s confirmed
     rows = [_row(25_000, True, 300), _row(50_000, True, 130), _row(100_000, True, 128)]
     assert _decide(rows) == (50_000, 3)
-    assert rows[0]["valid"] is False and rows[0]["invalid_reason"].startswith("not link-bound")
+    assert rows[0].valid is False and str(rows[0].invalid_reason).startswith("not link-bound")
     # the slowest valid rate has nothing to compare with, a slower incomplete probe neither
     assert _decide([_row(50_000, False, 200), _row(100_000, True, 130)]) == (100_000, 2)
     assert _decide([_row(50_000, True, 130), _row(100_000, False, None, False)]) == (50_000, 2)
@@ -129,15 +134,18 @@ def test_the_ramp_takes_the_first_valid_rate_the_next_slower_confirms() -> None:
     assert _decide([_row(25_000, False, 300), _row(50_000, False, None, False)]) == (None, 2)
 
 
-def _decide_twice(first: list[dict], second: dict[float, dict]) -> tuple[float | None, dict]:
+Rows = dict[float, calibrate.ProbeRow]
+
+
+def _decide_twice(first: list[calibrate.ProbeRow], second: Rows) -> tuple[float | None, Rows]:
     """As the ramp runs it: each new candidate probed again (``second`` by TDF)."""
     d = calibrate.RampDecision()
-    rows: dict[float, dict] = {}
+    rows: Rows = {}
     for r in first:
         d.add(r)
-        rows[r["tdf"]] = r
-        if d.candidate is r and r["tdf"] in second:
-            rows[r["tdf"]] = d.repeat(second[r["tdf"]])
+        rows[r.tdf] = r
+        if d.candidate is r and r.tdf in second:
+            rows[r.tdf] = d.repeat(second[r.tdf])
         if d.done:
             break
     return d.choice(), rows
@@ -151,10 +159,10 @@ def test_a_candidate_is_judged_by_the_worse_of_its_two_probes() -> None:
         [_row(50_000, True, 141.9), _row(100_000, True, 135.5), _row(200_000, True, 140.1)],
         {50_000: _row(50_000, True, 149.0), 100_000: _row(100_000, True, 138.3)})
     assert tdf == 100_000
-    assert rows[50_000]["probe_cct_us"] == [141.9, 149.0] and rows[50_000]["cct_us"] == 149.0
-    assert rows[50_000]["valid"] is False
-    assert rows[50_000]["invalid_reason"].startswith("not link-bound")
-    assert rows[100_000]["cct_us"] == 138.3 and rows[100_000]["valid"] is True
+    assert rows[50_000].probe_cct_us == [141.9, 149.0] and rows[50_000].cct_us == 149.0
+    assert rows[50_000].valid is False
+    assert str(rows[50_000].invalid_reason).startswith("not link-bound")
+    assert rows[100_000].cct_us == 138.3 and rows[100_000].valid is True
     # two probes alike: the same choice as one
     assert _decide_twice([_row(50_000, True, 130), _row(100_000, True, 128)],
                          {50_000: _row(50_000, True, 131)})[0] == 50_000
@@ -162,11 +170,12 @@ def test_a_candidate_is_judged_by_the_worse_of_its_two_probes() -> None:
     tdf, rows = _decide_twice(
         [_row(50_000, True, 141.9), _row(100_000, True, 135.5), _row(200_000, True, 140.1)],
         {50_000: _row(50_000, False, 150.0)})
-    assert tdf == 100_000 and rows[50_000]["valid"] is False
-    assert rows[50_000]["invalid_reason"] == "hidden queue"
+    assert tdf == 100_000 and rows[50_000].valid is False
+    assert rows[50_000].invalid_reason == "hidden queue"
     # a second probe that did not complete: no CCT to judge by, not valid
     merged = calibrate.worse(_row(50_000, True, 130), _row(50_000, False, None, False))
-    assert merged["cct_us"] is None and not merged["valid"] and not merged["completed"]
+    assert merged.cct_us is None and not merged.valid and not merged.completed
+    assert merged.to_dict()["probe_cct_us"] == [130, None]
 
 
 def test_the_ramp_probes_each_candidate_twice(monkeypatch: pytest.MonkeyPatch,
@@ -203,7 +212,7 @@ def test_the_ramp_probes_each_candidate_twice(monkeypatch: pytest.MonkeyPatch,
     cal = calibrate.run_ramp(cfg, out=tmp_path, log=lambda line: None, backend=be)
     assert probed == [12_500, 25_000, 50_000, 50_000, 100_000, 100_000, 200_000]
     assert cal.tdf == 100_000
-    assert [r["tdf"] for r in cal.ramp] == [12_500, 25_000, 50_000, 100_000, 200_000]
+    assert [r.tdf for r in cal.ramp] == [12_500, 25_000, 50_000, 100_000, 200_000]
 
 
 def test_a_cache_entry_reads_back_and_a_bad_one_is_not_used(tmp_path: Path) -> None:
