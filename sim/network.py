@@ -202,7 +202,7 @@ class PartRecipe:
         net = SimNetwork(self.spec, self.scheme,
                          dataclasses.replace(self.cfg, workers=1, ray_address=None),
                          self.program)
-        return net, net.prepare(self.schedule, self.failures)
+        return net, net.prepare(self.schedule, self.failures, core=False)
 
 
 class SimNetwork:
@@ -406,16 +406,24 @@ class SimNetwork:
             with self.loop.root(_HOST_ROOT + self._host_index[h.name]):
                 h.start(0.0)
 
-    def prepare(self, schedule: Schedule, failures: Iterable[LinkFailure] = ()) -> Job:
-        """``schedule``'s job on this network: its ranks placed on their hosts, ``failures``
-        scheduled, the end a propagation delay after its last rank (what ``run`` sets up; a
-        part of a split run on another machine sets up its own copy the same way)."""
+    def engage_core(self) -> None:
+        """Run on the C core from here on where the config asks for it (sim.core)."""
         if self.cfg.core == "c":
             from .core import engage
 
             engage(self)
-        elif self.cfg.core != "python":
+
+    def prepare(self, schedule: Schedule, failures: Iterable[LinkFailure] = (),
+                core: bool = True) -> Job:
+        """``schedule``'s job on this network: its ranks placed on their hosts, ``failures``
+        scheduled, the end a propagation delay after its last rank (what ``run`` sets up; a
+        part of a split run on another machine sets up its own copy the same way).
+        ``core=False``: not on the C core yet (a split run's parts engage it themselves, once
+        they hold only their own switches: sim.parallel)."""
+        if self.cfg.core not in ("c", "python"):
             raise ValueError(f"core {self.cfg.core!r}: 'c' or 'python'")
+        if core:
+            self.engage_core()
         rank_hosts = self.place(schedule)
         job = Job(schedule, rank_hosts, self.cfg.host)
         if self.cfg.host.path_policy.pin:  # hosts pin split subflows with the fabric's hashes
@@ -466,7 +474,7 @@ class SimNetwork:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            job = self.prepare(schedule, failures)
+            job = self.prepare(schedule, failures, core=workers == 1)
             rank_hosts = job.rank_hosts
             t0 = time.perf_counter()
             self.split = None

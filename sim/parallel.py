@@ -22,14 +22,15 @@ network, so ``member_counters(net)`` and the rest read the whole fabric afterwar
 
 from __future__ import annotations
 
-import dataclasses
+import ctypes
+import gc
 import multiprocessing as mp
 import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .partition import partition
 from .results import Progress
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from .network import SimNetwork
 
 _INF = float("inf")
+_CHUNK = 256
+"""Frames per message between parts (~1 MB of 4 KB frames)."""
 
 
 class Channel(Protocol):
@@ -57,8 +60,6 @@ class Channel(Protocol):
 class _Window:
     """What a part tells each other part at the end of a window."""
 
-    frames: list[tuple[int, float, Any, bytes]]
-    """The frames for that part: (link index, arrival µs, ticket, frame)."""
     next_t: float
     """The sender's earliest event."""
     sent_t: float
@@ -83,6 +84,8 @@ class SplitOutcome:
     """Frames handed from one part to another."""
     parts: list[int] = field(default_factory=list)
     """Nodes per part."""
+    loops: list[str] = field(default_factory=list)
+    """What ran each forked part's events: "CoreLoop" (sim.core) or "EventLoop"."""
 
 
 class _Part:
@@ -115,30 +118,45 @@ class _Part:
     def exchange(self) -> list[_Window]:
         """Hand every part its frames and hear from each; peers in a fixed order, the lower
         part sending first, so no two processes wait on each other. Returns every part's
-        window, this one's first (without its frames)."""
+        window, this one's first."""
         loop = self.loop
-        mine = _Window(frames=[], next_t=loop.next_time, sent_t=self._earliest_sent(),
+        mine = _Window(next_t=loop.next_time, sent_t=self._earliest_sent(),
                        done_at=self.job.done_at, now=loop.now, events=loop.events_run,
                        hops=sum(s.packets_in for s in self.switches),
                        flows_done=sum(h.flows_done for h in self.hosts))
         got = [mine]
         for q, conn in self.peers.items():
-            frames = self.out[q]
-            msg = ("w", dataclasses.replace(mine, frames=list(frames)))
-            frames.clear()
             if self.me < q:
-                conn.send(msg)
-                got.append(_expect(conn, q))
+                self._send(conn, q, mine)
+                got.append(self._receive(conn, q))
             else:
-                got.append(_expect(conn, q))
-                conn.send(msg)
-        links = self.links
-        for w in got[1:]:
-            self.exchanged += len(w.frames)
-            for idx, t, ticket, frame in w.frames:
-                links[idx].accept(t, ticket, frame)
+                got.append(self._receive(conn, q))
+                self._send(conn, q, mine)
         self.windows += 1
         return got
+
+    def _send(self, conn: Channel, q: int, mine: _Window) -> None:
+        """Part ``q``'s frames, a chunk per message, then this part's window: no message
+        holds a whole window's frames (at k=16 up to ~1,300 frames, 5 MB, pickled and
+        unpickled at once), so neither side keeps a window's worth of copies."""
+        frames = self.out[q]
+        for i in range(0, len(frames), _CHUNK):
+            conn.send(("f", frames[i:i + _CHUNK]))
+        frames.clear()
+        conn.send(("w", mine))
+
+    def _receive(self, conn: Channel, q: int) -> _Window:
+        """Part ``q``'s frames, each put on its wire as its chunk arrives, and its window.
+        (The order of the wires' ``accept`` calls is the frames' order, peer by peer, as
+        before; accepting cannot change what this part sends, computed already.)"""
+        links = self.links
+        while True:
+            kind, body = _message(conn, q)
+            if kind == "w":
+                return cast(_Window, body)
+            self.exchanged += len(body)
+            for idx, t, ticket, frame in body:
+                links[idx].accept(t, ticket, frame)
 
     def run(self, progress: Callable[[int, int, int, float], None] | None = None) -> float | None:
         """Run windows to the end. Returns the time reached, as ``EventLoop.run`` would, or
@@ -180,7 +198,9 @@ class _Part:
         links = {d.index: (d.tx_packets, d.tx_bytes, d.lost_packets) for d in self.links
                  if self.part_of[d.src] == self.me}
         return PartResult(ranks, switches, hosts, links, self.net.ingress_log,
-                          self.loop.events_run, self.exchanged, self.end())
+                          self.loop.events_run, self.exchanged, self.end(),
+                          horizon=self.loop.horizon, windows=self.windows,
+                          loop=type(self.loop).__name__)
 
 
 @dataclass(slots=True)
@@ -198,7 +218,7 @@ class SwitchState:
 
 @dataclass(slots=True)
 class PartResult:
-    """A part's share of a split run, sent to part 0 (pickled): its ranks' records, its
+    """A part's share of a split run, sent to the caller (pickled): its ranks' records, its
     switches' state, its hosts' frame counts (sent frames and bytes, received, bad) and its
     links' (packets, bytes, lost) by link index, the frames its switches took in, its loop's
     event count, the frames it exchanged with other parts, and its end (time, reached until)."""
@@ -211,14 +231,60 @@ class PartResult:
     events: int
     exchanged: int
     end: tuple[float, bool]
+    stopped: float | None = None
+    """What its ``_Part.run`` returned (part 0's says how the run ended)."""
+    horizon: float = _INF
+    """Its loop's horizon at the end: no event at or after it ran."""
+    windows: int = 0
+    loop: str = ""
+    """The type of its loop (sim.core's or sim.events')."""
 
 
 def _record_only(now: float) -> None:
     """A part's last rank finished: the windows decide when the run ends."""
 
 
+def _elsewhere(now: float, arg: Any) -> None:
+    raise RuntimeError("a frame was delivered to a node that another part simulates")
+
+
+def shed(net: SimNetwork, part_of: dict[str, int], me: int) -> None:
+    """Drop from this process the switches that other parts simulate: their pipelines,
+    tables and queues are most of a built fabric, and a part that starts with the whole of
+    it (forked from the process that built it, or a Ray task that built its own) never
+    reads them. The links into them are cut (a frame for another part leaves through the
+    link's outbox, never its peer), the cycles they were in collected, and freed memory
+    handed back to the system. Part 0 keeps its network whole: the results are written
+    into it."""
+    for pair in net.links:
+        for d in pair:
+            if part_of[d.dst] != me:
+                d.attach(net.loop, _elsewhere, d.dst_port)
+    for name in [n for n in net.switches if part_of[n] != me]:
+        del net.switches[name]
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()   # a forked part inherits the caller's frozen fabric (SimNetwork.run)
+    gc.collect()
+    if frozen:
+        gc.freeze()
+    _trim_heap()
+
+
+def _trim_heap() -> None:
+    """Give free heap pages back to the system (glibc; elsewhere nothing)."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def _expect(conn: Channel, q: int) -> Any:
     """The next message from part ``q``; its failure (or its death) raised here."""
+    return _message(conn, q)[1]
+
+
+def _message(conn: Channel, q: int) -> tuple[str, Any]:
+    """The next (kind, body) from part ``q``; its failure (or its death) raised here."""
     try:
         kind, body = conn.recv()
     except EOFError:
@@ -226,7 +292,7 @@ def _expect(conn: Channel, q: int) -> Any:
                            "of memory?)") from None
     if kind == "error":
         raise RuntimeError(f"part {q} of the split run failed:\n{body}")
-    return body
+    return kind, body
 
 
 def _switch_state(sw: Any) -> SwitchState:
@@ -287,41 +353,62 @@ def _unsparse(into: list[int] | memoryview, cells: list[tuple[int, int]]) -> Non
 
 
 def _child(net: SimNetwork, job: Job, me: int, part_of: dict[str, int],
-           peers: dict[int, Connection], until: float, others: list[Connection]) -> None:
-    for conn in others:  # the other parts' ends: closed, so a part that dies is an EOF here
+           peers: dict[int, Connection], until: float, others: list[Connection],
+           home: Connection, progress_every: int) -> None:
+    for conn in others:  # every end not its own: closed, so a part that dies is an EOF
         conn.close()
-    run_part(net, job, me, part_of, dict(peers), until)
+    run_part(net, job, me, part_of, dict(peers), until, home, progress_every)
 
 
 def run_part(net: SimNetwork, job: Job, me: int, part_of: dict[str, int],
-             peers: dict[int, Channel], until: float) -> None:
-    """Part ``me``'s whole life after its start (``me`` > 0): run its windows, then send its
-    results to part 0, or its failure to every peer."""
+             peers: dict[int, Channel], until: float, home: Channel | None = None,
+             progress_every: int = 0) -> None:
+    """Part ``me``'s whole life after its start: drop the other parts' switches (``shed``),
+    run its windows, then send its results to ``home`` (a forked part: the caller, which
+    simulates none) or, without one, to part 0 (a Ray task); its failure to every peer and
+    home. With ``progress_every`` it sends home the run's progress (events, packet-hops,
+    flows done, virtual time) once that many more events ran in all parts."""
     try:
+        shed(net, part_of, me)
+        net.engage_core()  # before _Part, which takes the loop it runs
         part = _Part(net, job, me, part_of, peers, until)
+        net.ingress_log.clear()  # what the caller recorded before: it has that already
         net.start_hosts(part.hosts)
-        part.run()
+        report = None
+        if progress_every and home is not None:
+            last = -progress_every
+            out = home
+
+            def report(events: int, hops: int, done: int, now: float) -> None:
+                nonlocal last
+                if events - last >= progress_every:  # as often as one loop's slices
+                    last = events
+                    out.send(("progress", (events, hops, done, now)))
+        stopped = part.run(report)
         res = part.results()
-    except BaseException:  # noqa: BLE001 - reported to part 0, which raises it
+        res.stopped = stopped
+    except BaseException:  # noqa: BLE001 - reported to the caller, which raises it
         text = traceback.format_exc()
-        for conn in peers.values():
+        for conn in [*peers.values(), *([home] if home is not None else [])]:
             try:
                 conn.send(("error", text))
             except OSError:
                 pass
         return
-    peers[0].send(("ok", res))
+    (home if home is not None else peers[0]).send(("ok", res))
 
 
 def run_split(net: SimNetwork, job: Job, parts: int, until: float,
               progress: Callable[[Progress], None] | None = None,
               flows_total: int = 0, progress_every: int = 1 << 17,
               recipe: Callable[[], tuple[SimNetwork, Job]] | None = None) -> SplitOutcome:
-    """Run ``job`` on ``net`` in ``parts`` processes (this one is part 0). ``progress`` is
-    called at the end of a window once ``progress_every`` more events ran in all parts.
-    ``recipe`` (a picklable call that builds this network and job again): the other parts
-    are Ray tasks on ``net.cfg.ray_address``'s cluster that build their own with it
-    (sim.rayparts) instead of forked processes."""
+    """Run ``job`` on ``net`` in ``parts`` forked processes, this one waiting for their
+    results (it keeps the whole fabric, untouched, for them to be written into; each part
+    drops what it does not simulate, so no process holds the whole fabric and a run's
+    state). ``progress`` is called at the end of a window once ``progress_every`` more
+    events ran in all parts. ``recipe`` (a picklable call that builds this network and job
+    again): this process simulates part 0 and the others are Ray tasks on
+    ``net.cfg.ray_address``'s cluster that build their own with it (sim.rayparts)."""
     if net.cfg.prop_delay_us <= 0:
         raise ValueError("a split run needs a propagation delay > 0 (its lookahead)")
     part_of = partition(net.spec, parts)
@@ -338,6 +425,7 @@ def run_split(net: SimNetwork, job: Job, parts: int, until: float,
     ctx = mp.get_context("fork")
     pipes: dict[tuple[int, int], tuple[Connection, Connection]] = {
         (a, b): ctx.Pipe() for a in range(parts) for b in range(a + 1, parts)}
+    homes = [ctx.Pipe(duplex=False) for _ in range(parts)]  # (the caller's end, the part's)
 
     def ends(me: int) -> dict[int, Connection]:
         out = {}
@@ -348,30 +436,83 @@ def run_split(net: SimNetwork, job: Job, parts: int, until: float,
                 out[a] = cb
         return out
 
-    every = [c for pair in pipes.values() for c in pair]
+    every = [c for pair in [*pipes.values(), *homes] for c in pair]
 
     def process(q: int) -> Any:
         mine = ends(q)
-        keep = {id(c) for c in mine.values()}
+        keep = {id(c) for c in mine.values()} | {id(homes[q][1])}
         return ctx.Process(target=_child, name=f"sim-part-{q}", daemon=True,
                            args=(net, job, q, part_of, mine, until,
-                                 [c for c in every if id(c) not in keep]))
+                                 [c for c in every if id(c) not in keep], homes[q][1],
+                                 progress_every if q == 0 and progress is not None else 0))
 
-    procs = [process(q) for q in range(1, parts)]
+    procs = [process(q) for q in range(parts)]
     try:
         for p in procs:
             p.start()
-        for (a, _b), (ca, cb) in pipes.items():  # keep only part 0's ends open here
-            if a != 0:
-                ca.close()
-            cb.close()
-        return _run_part0(net, job, part_of, parts, until, dict(ends(0)), progress,
-                          flows_total, progress_every, procs)
+        for c in every:  # keep only the ends that read the parts' results open here
+            if all(c is not r for r, _ in homes):
+                c.close()
+        return _gather(net, part_of, parts, until, [r for r, _ in homes], progress,
+                       flows_total, procs)
     finally:
         for p in procs:
             if p.is_alive():
                 p.terminate()
             p.join()
+
+
+def _gather(net: SimNetwork, part_of: dict[str, int], parts: int, until: float,
+            homes: list[Connection], progress: Callable[[Progress], None] | None,
+            flows_total: int, procs: Sequence[Any]) -> SplitOutcome:
+    """The caller of a forked split run: pass part 0's progress on, take every part's
+    results, run what the caller's own loop holds (the failures) as part 0 ran them, and
+    write the results into ``net``."""
+    t0 = time.perf_counter()
+    results: list[PartResult] = []
+    for q, conn in enumerate(homes):
+        while True:
+            kind, body = _message(conn, q)
+            if kind != "progress":
+                results.append(body)
+                break
+            if progress is not None:
+                events, hops, done, now = body
+                progress(Progress(now_us=now, events=events, packet_hops=hops,
+                                  flows_done=done, flows_total=flows_total,
+                                  wall_s=time.perf_counter() - t0))
+    # the failures scheduled here (nothing else is: the hosts start in their parts): cut
+    # the links and reroute where part 0 did, up to where its loop stopped, so this
+    # network's links and tables are those a part 0 in this process would have left
+    loop = net.loop
+    loop.stop_before(results[0].horizon)
+    loop.run(until=until)
+    ranks: list[RankMetrics] = []
+    events = exchanged = 0
+    for res in results:
+        _load(net, res)
+        net.ingress_log.extend(res.ingress)
+        ranks.extend(res.ranks)
+        events += res.events
+        exchanged += res.exchanged
+    net.ingress_log.sort(key=lambda e: e[1])  # stable: each switch's stays in order
+    finals = [res.end for res in results]
+    if progress is not None:  # the last report, of the whole run
+        done = sum(1 for m in ranks for f in m.flows if not f.local and f.finish is not None)
+        progress(Progress(now_us=max(t for t, _ in finals), events=events,
+                          packet_hops=sum(s.packets_in for s in net.switches.values()),
+                          flows_done=done, flows_total=flows_total,
+                          wall_s=time.perf_counter() - t0))
+    end = results[0].stopped
+    if end is None:  # ended a lookahead after the last rank: as one loop would end
+        end = until if any(u for _, u in finals) else max(t for t, _ in finals)
+    for p in procs:
+        p.join()
+    counts = [0] * parts
+    for q in part_of.values():
+        counts[q] += 1
+    return SplitOutcome(end_us=end, events=events, ranks=ranks, windows=results[0].windows,
+                        exchanged=exchanged, parts=counts, loops=[r.loop for r in results])
 
 
 def _run_part0(net: SimNetwork, job: Job, part_of: dict[str, int], parts: int, until: float,
@@ -380,6 +521,7 @@ def _run_part0(net: SimNetwork, job: Job, part_of: dict[str, int], parts: int, u
                procs: Sequence[Any] = ()) -> SplitOutcome:
     """Part 0: run its windows, gather every other part's results into ``net``."""
     t0 = time.perf_counter()
+    net.engage_core()  # before _Part, which takes the loop it runs
     part = _Part(net, job, 0, part_of, mine, until)
     net.start_hosts(part.hosts)
     report = None

@@ -66,7 +66,9 @@ def _digest(core: str, **cfg: Any) -> tuple:
     queues = {(n, p): dataclasses.astuple(q.stats) for n, s in net.switches.items()
               for p, q in s._q.items()}
     links = [(d.tx_packets, d.tx_bytes, d.lost_packets) for pair in net.links for d in pair]
-    return (type(net.loop).__name__, res.cct_s, res.packet_hops, res.fast_hops, res.tail_drops,
+    # a forked split run's parts run the events, not the caller's loop (sim.parallel)
+    ran = net.split.loops[0] if net.split and net.split.loops else type(net.loop).__name__
+    return (ran, res.cct_s, res.packet_hops, res.fast_hops, res.tail_drops,
             res.trims, res.events, h.hexdigest(), queues, links, net.control_events)
 
 
