@@ -23,6 +23,7 @@ a switch's wire clocks live in C only.
 
 from __future__ import annotations
 
+import struct
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
     from .network import SimNetwork
 
 _INF = float("inf")
+_OUT = struct.Struct("<iddqqI")   # core_outbox_pack's header of one frame
+MAX_PORTS = 1024
+"""Switch ports the C core indexes directly (sim/core_c.py's MAX_PORTS; v1model's are 9-bit)."""
 _REFUSED: set[str] = set()
 
 
@@ -69,6 +73,8 @@ def eligible(net: SimNetwork) -> str | None:
         for q in sw._q.values():
             if q.priorities != 1 or q._interval_us:
                 return f"switch {sw.name}: priority queues or a packet rate"
+        if any(not 0 <= p < MAX_PORTS for p in sw._out):
+            return f"switch {sw.name}: a port beyond {MAX_PORTS - 1}"
         oracle = sw.port_oracle
         if oracle is not None and not hasattr(getattr(oracle, "__self__", None), "_routes"):
             return f"switch {sw.name}: a port oracle the core cannot read"
@@ -252,13 +258,11 @@ class CoreLoop:
                 if STALE:
                     _sync_stale()
                 r = step(K, until, before, limit)
-                if K.nout:
-                    self._drain_outbox()
-                if r == 1:
-                    fn, arg = cbs.pop(K.r_handle)
+                if r > 0:
+                    fn, arg = cbs.pop(r)
                     fn(K.now, arg)
-                elif r == 2:
-                    d = links[K.r_link]
+                elif r < -1:
+                    d = links[-2 - r]
                     d._peer(K.now, (d._peer_port, unpack(K.r_frame, K.r_len)))
                 elif r == 0:
                     break
@@ -272,6 +276,8 @@ class CoreLoop:
     def link_send(self, i: int, start_us: float, frame: bytes) -> None:
         if self._lib.core_link_send(self._K, i, start_us, frame, len(frame)) < 0:
             self._raise()
+        if self.links[i]._outbox is not None:  # sent outside run(): on the outbox at once
+            self._drain_outbox()
 
     def link_accept(self, i: int, t: float, ticket: Key, frame: bytes) -> None:
         if self._lib.core_link_accept(self._K, i, t, ticket[0], ticket[1], ticket[2], frame,
@@ -284,15 +290,20 @@ class CoreLoop:
         self._lib.core_link_set(self._K, link._ci, int(link.up), int(link.outbox is not None))
 
     def _drain_outbox(self) -> None:
-        K, lib, unpack = self._K, self._lib, self._ffi.unpack
-        out = lib.core_outbox(K)
+        """The frames C kept for other parts, onto their links' outboxes (in sending order:
+        every send, a host's too, goes through C)."""
+        K, lib, ffi = self._K, self._lib, self._ffi
+        n = K.nout
+        hdr = ffi.new("char[]", 40 * n)
+        data = ffi.new("char[]", max(1, lib.core_outbox_bytes(K)))
+        lib.core_outbox_pack(K, hdr, data)
+        blob = ffi.buffer(data)[:]
         links = self.links
-        for i in range(K.nout):
-            o = out[i]
-            d = links[o.link]
-            assert d.outbox is not None
-            d.outbox.append((d.index, o.t, (o.kt, o.kid, o.kc), unpack(o.data, o.len)))
-        lib.core_outbox_clear(K)
+        off = 0
+        for i, t, kt, kid, kc, ln in _OUT.iter_unpack(ffi.buffer(hdr)[:]):
+            d = links[i]
+            d._outbox.append((d.index, t, (kt, kid, kc), blob[off:off + ln]))
+            off += ln
 
     # -- errors and results ----------------------------------------------------------------
     def _raise(self) -> None:

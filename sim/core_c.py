@@ -50,9 +50,9 @@ int32_t core_link_send(struct core *K, int32_t i, double start, const uint8_t *d
 int32_t core_link_accept(struct core *K, int32_t i, double t, double kt, int64_t kid,
                          int64_t kc, const uint8_t *data, uint32_t len);
 void core_begin(struct core *K);
-int32_t core_step(struct core *K, double until, double before, int64_t limit);
-struct core_out *core_outbox(struct core *K);
-void core_outbox_clear(struct core *K);
+int64_t core_step(struct core *K, double until, double before, int64_t limit);
+int64_t core_outbox_bytes(struct core *K);
+void core_outbox_pack(struct core *K, char *hdr, char *data);
 struct core_log *core_log(struct core *K);
 void core_log_clear(struct core *K);
 """
@@ -122,6 +122,7 @@ int64_t core_hash_key(double t, int64_t id, int64_t c) {
 
 /* ---- types ---------------------------------------------------------------------------- */
 enum { EV_PY = 0, EV_WIRE = 1, EV_SERVE = 2 };
+#define MAX_PORTS 1024   /* sim.core refuses a switch with a connected port beyond */
 
 typedef struct { double t; double kt; int64_t kid; int64_t kc; int64_t arg; int32_t kind;
                  int32_t obj; } ev_t;
@@ -161,7 +162,7 @@ typedef struct {
     void *P; process_fn process; ingress_fn ingress; egress_fn egress;
     uint32_t ctx_size, out_slack;
     double uptime; int32_t fast_path, trim_bytes, record, dirty;
-    int16_t slot[65536];   /* port -> index into ports, -1: unconnected */
+    int16_t slot[MAX_PORTS];   /* port -> index into ports, -1: unconnected */
     port_t *ports; int32_t nports;
     int64_t backlog; double busy_until;
     int64_t packets_in, fast_packets, pipeline_drops, unconnected;
@@ -247,6 +248,33 @@ static inline void schedule(struct core *K, double t, int32_t kind, int32_t obj,
 }
 
 /* ---- memory --------------------------------------------------------------------------- */
+/* frame buffers by power-of-two size class, kept for reuse (a run allocates and frees one or
+ * two per hop); the class is stored in the 16 bytes before the frame */
+#define FB_CLASSES 32
+#define FB_KEEP 8192
+static void *fb_list[FB_CLASSES][FB_KEEP];
+static int32_t fb_n[FB_CLASSES];
+
+static uint8_t *fb_alloc(uint32_t n) {
+    uint32_t c = 6;
+    while (((uint64_t)1 << c) < n) c++;
+    uint8_t *p;
+    if (fb_n[c]) p = fb_list[c][--fb_n[c]];
+    else {
+        p = malloc(16 + ((size_t)1 << c));
+        *(uint32_t *)p = c;
+    }
+    return p + 16;
+}
+
+static void fb_free(void *q) {
+    if (!q) return;
+    uint8_t *p = (uint8_t *)q - 16;
+    uint32_t c = *(uint32_t *)p;
+    if (fb_n[c] < FB_KEEP) fb_list[c][fb_n[c]++] = p;
+    else free(p);
+}
+
 static void *ctx_get(struct core *K) {
     if (K->npool) return K->pool[--K->npool];
     return malloc(K->pool_size);
@@ -261,7 +289,7 @@ static void ctx_put(struct core *K, void *c) {
 }
 
 static uint8_t *frame_copy(const uint8_t *d, uint32_t n) {
-    uint8_t *p = malloc(n ? n : 1);
+    uint8_t *p = fb_alloc(n);
     memcpy(p, d, n);
     return p;
 }
@@ -313,7 +341,7 @@ void core_free(struct core *K) {
     if (!K) return;
     for (int32_t i = 0; i < K->nlinks; i++) {
         link_t *L = &K->links[i];
-        for (uint32_t j = 0; j < L->n; j++) free(L->w[(L->head + j) % L->cap].data);
+        for (uint32_t j = 0; j < L->n; j++) fb_free(L->w[(L->head + j) % L->cap].data);
         free(L->w);
     }
     for (int32_t s = 0; s < K->nsws; s++) {
@@ -324,7 +352,7 @@ void core_free(struct core *K) {
                 fifo_t *f = fs[k];
                 for (uint32_t j = 0; j < f->n; j++) {
                     job_t *jb = &f->v[(f->head + j) % f->cap];
-                    free(jb->data);
+                    fb_free(jb->data);
                     free(jb->ctx);
                 }
                 free(f->v);
@@ -332,10 +360,10 @@ void core_free(struct core *K) {
         }
         free(S->ports); free(S->routes); free(S->rports); free(S->ckey); free(S->cval);
     }
-    for (int32_t i = 0; i < K->nout; i++) free(K->out[i].data);
-    for (int32_t i = 0; i < K->nlog; i++) free(K->log[i].data);
+    for (int32_t i = 0; i < K->nout; i++) fb_free(K->out[i].data);
+    for (int32_t i = 0; i < K->nlog; i++) fb_free(K->log[i].data);
     for (int32_t i = 0; i < K->npool; i++) free(K->pool[i]);
-    free(K->r_frame);
+    fb_free(K->r_frame);
     free(K->out); free(K->log); free(K->pool); free(K->scratch); free(K->heap);
     free(K->links); free(K->sws); free(K->dsw); free(K->dlk);
     free(K);
@@ -381,14 +409,14 @@ int32_t core_switch_init(struct core *K, int32_t s, uintptr_t P, uintptr_t proce
         if (K->npool) return -1;      /* one context size per core */
         K->pool_size = ctx_size;
     }
-    for (int i = 0; i < 65536; i++) S->slot[i] = -1;
+    for (int i = 0; i < MAX_PORTS; i++) S->slot[i] = -1;
     return 0;
 }
 
 int32_t core_port_add(struct core *K, int32_t s, int32_t port, int32_t link, int32_t paced,
                       double us_per_byte, int32_t depth) {
     sw_t *S = &K->sws[s];
-    if (port < 0 || port > 65535) return -1;
+    if (port < 0 || port >= MAX_PORTS) return -1;
     int32_t k = S->slot[port];
     if (k < 0) {
         S->ports = realloc(S->ports, (S->nports + 1) * sizeof(port_t));
@@ -479,7 +507,7 @@ static int wire_put(struct core *K, int32_t i, double t, double kt, int64_t kid,
         snprintf(K->err, sizeof K->err, "V:link %d: a frame would arrive at %.17g us, before "
                  "the one sent ahead of it (%.17g us)", i, t,
                  L->w[(L->head + L->n - 1) % L->cap].t);
-        free(data);
+        fb_free(data);
         K->error = 1;
         return -1;
     }
@@ -506,7 +534,7 @@ static int link_send(struct core *K, int32_t i, double start, uint8_t *data, uin
     dirty_link(K, i);
     if (!L->up) {
         L->lost++;
-        free(data);
+        fb_free(data);
         return 0;
     }
     L->tx_packets++;
@@ -537,14 +565,30 @@ int32_t core_link_accept(struct core *K, int32_t i, double t, double kt, int64_t
     return wire_put(K, i, t, kt, kid, kc, frame_copy(data, len), len);
 }
 
-struct core_out *core_outbox(struct core *K) { return K->out; }
-void core_outbox_clear(struct core *K) {   /* Python took the frames' bytes */
-    for (int32_t i = 0; i < K->nout; i++) free(K->out[i].data);
+int64_t core_outbox_bytes(struct core *K) {
+    int64_t n = 0;
+    for (int32_t i = 0; i < K->nout; i++) n += K->out[i].len;
+    return n;
+}
+
+/* the outbox's frames for Python in two blobs, and emptied: per frame a packed header
+ * (link int32, t, kt double, kid, kc int64, len uint32: 40 bytes) and the bytes, in order */
+void core_outbox_pack(struct core *K, char *hdr, char *data) {
+    for (int32_t i = 0; i < K->nout; i++) {
+        struct core_out *o = &K->out[i];
+        memcpy(hdr, &o->link, 4); memcpy(hdr + 4, &o->t, 8); memcpy(hdr + 12, &o->kt, 8);
+        memcpy(hdr + 20, &o->kid, 8); memcpy(hdr + 28, &o->kc, 8); memcpy(hdr + 36, &o->len, 4);
+        hdr += 40;
+        memcpy(data, o->data, o->len);
+        data += o->len;
+        fb_free(o->data);
+    }
     K->nout = 0;
 }
+
 struct core_log *core_log(struct core *K) { return K->log; }
 void core_log_clear(struct core *K) {
-    for (int32_t i = 0; i < K->nlog; i++) free(K->log[i].data);
+    for (int32_t i = 0; i < K->nlog; i++) fb_free(K->log[i].data);
     K->nlog = 0;
 }
 
@@ -573,14 +617,14 @@ static uint32_t trim_frame(uint8_t *out, uint32_t len, uint32_t keep) {
 
 /* ---- the switch (sim.switch.SimSwitch with p4switch.queues.EgressQueue) --------------- */
 static inline port_t *port_of(sw_t *S, int64_t port) {
-    if (port < 0 || port > 65535) return NULL;
+    if (port < 0 || port >= MAX_PORTS) return NULL;
     int32_t k = S->slot[port];
     return k < 0 ? NULL : &S->ports[k];
 }
 
 static uint8_t *outbuf(struct core *K, uint32_t n, uint32_t slack) {
     (void)K;
-    return malloc(n + slack);
+    return fb_alloc(n + slack);
 }
 
 /* RoutePorts.ports + SimSwitch._idle_for */
@@ -637,7 +681,7 @@ static int pass_through(struct core *K, int32_t s, double now, int64_t port, uin
                         uint8_t *data, uint32_t len) {
     sw_t *S = &K->sws[s];
     port_t *Q = port_of(S, port);
-    if (!Q) { S->unconnected++; free(data); return 0; }
+    if (!Q) { S->unconnected++; fb_free(data); return 0; }
     double start = now;
     double busy = q_transit(Q, plen, now);
     if (isnan(busy)) {
@@ -646,7 +690,7 @@ static int pass_through(struct core *K, int32_t s, double now, int64_t port, uin
                      "holds packets at %.17g us (its port oracle missed it)", s,
                      (long long)port, now);
             K->error = 1;
-            free(data);
+            fb_free(data);
             return -1;
         }
         start = Q->next_free;
@@ -678,7 +722,7 @@ static int serve(struct core *K, int32_t s, int32_t k, double now);
 static int enqueue(struct core *K, int32_t s, double now, int64_t port, job_t job) {
     sw_t *S = &K->sws[s];
     port_t *Q = port_of(S, port);
-    if (!Q) { S->unconnected++; free(job.data); ctx_put(K, job.ctx); return 0; }
+    if (!Q) { S->unconnected++; fb_free(job.data); ctx_put(K, job.ctx); return 0; }
     uint32_t qlen = Q->fifo.n;
     if (qlen >= (uint32_t)Q->depth) {
         int32_t trim = S->trim_bytes;
@@ -690,7 +734,7 @@ static int enqueue(struct core *K, int32_t s, double now, int64_t port, job_t jo
             Q->enqueued++;
         } else {
             Q->tail_drops++;
-            free(job.data); ctx_put(K, job.ctx);
+            fb_free(job.data); ctx_put(K, job.ctx);
             return 0;
         }
     } else {
@@ -748,11 +792,11 @@ static int serve(struct core *K, int32_t s, int32_t k, double now) {
                           (uint64_t)(int64_t)(now + up), (uint64_t)(int64_t)(job.enq + up),
                           (uint64_t)job.enq_qdepth, (uint64_t)(int64_t)td,
                           (uint64_t)deq_qdepth, (uint64_t)prio, out);
-    free(job.data);
+    fb_free(job.data);
     ctx_put(K, job.ctx);
     if (r < 0) {
         S->pipeline_drops++;
-        free(out);
+        fb_free(out);
     } else {
         uint32_t olen = (uint32_t)r;
         if (Q->last_trimmed && S->trim_bytes && job.plen == (uint32_t)S->trim_bytes)
@@ -798,10 +842,10 @@ static int receive(struct core *K, int32_t s, double now, int32_t port, uint8_t 
         void *c = ctx_get(K);
         int64_t r = S->process(S->P, c, data, len, (uint32_t)port, ts, out);
         ctx_put(K, c);
-        free(data);
+        fb_free(data);
         if (r < 0) {
             S->pipeline_drops++;
-            free(out);
+            fb_free(out);
             return 0;
         }
         return pass_through(K, s, now, r >> 32, len, out, (uint32_t)(r & 0xFFFFFFFF));
@@ -811,7 +855,7 @@ static int receive(struct core *K, int32_t s, double now, int32_t port, uint8_t 
     if (r < 0) {
         S->pipeline_drops++;
         ctx_put(K, c);
-        free(data);
+        fb_free(data);
         return 0;
     }
     job_t job = {data, c, len, (uint32_t)(r >> 24), 0.0, 0};
@@ -819,8 +863,10 @@ static int receive(struct core *K, int32_t s, double now, int32_t port, uint8_t 
 }
 
 /* ---- the loop (sim.events.EventLoop.run) ---------------------------------------------- */
-int32_t core_step(struct core *K, double until, double before, int64_t limit) {
-    free(K->r_frame);
+/* 0: nothing more to run now; > 0: run Python's event of that handle (at ``now``); -1: an
+ * error (``err``); <= -2: a frame for a host arrived on link -2 - r (``r_frame``) */
+int64_t core_step(struct core *K, double until, double before, int64_t limit) {
+    fb_free(K->r_frame);
     K->r_frame = NULL;
     K->error = 0;
     while (K->nheap && !K->stopped && K->n != limit) {
@@ -839,7 +885,7 @@ int32_t core_step(struct core *K, double until, double before, int64_t limit) {
         K->events_run++;
         if (e.kind == EV_PY) {
             K->r_handle = e.arg;
-            return 1;
+            return e.arg;
         }
         if (e.kind == EV_SERVE) {
             if (serve(K, e.obj, (int32_t)e.arg, t) < 0) return -1;
@@ -859,7 +905,7 @@ int32_t core_step(struct core *K, double until, double before, int64_t limit) {
             K->r_link = e.obj;
             K->r_frame = (char *)f.data;
             K->r_len = f.len;
-            return 2;
+            return -2 - (int64_t)e.obj;
         }
         if (receive(K, L->dst_sw, t, L->dst_port, f.data, f.len) < 0) return -1;
     }
