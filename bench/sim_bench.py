@@ -23,6 +23,11 @@ fabric.p4 runs as the simulator runs it by default, compiled to C (``--pipeline 
 p4switch.native); ``--pipeline python`` runs the pipeline's generated Python, ``both`` runs each
 size with both and prints the ratio and whether the results are identical.
 
+The fused run goes as the simulator goes by default, on the C core (``--core c``, sim.core: the
+event loop, wires, queues and switch hop in C around the native pipeline; the pipeline's share
+and the pipeline-alone figures are then not measured, n/a); ``--core python`` runs them in
+Python, ``both`` runs each size with both and prints the ratio and whether the results agree.
+
 Each size runs twice by default (``--halves both``): the slow path — a packet meeting a busy
 queue or wire — through the Python pipeline's general ``Pipeline.ingress``/``egress``, then through the fused
 halves (``ingress_lean``/``egress_lean``, the fused halves without result objects); a line gives
@@ -30,7 +35,7 @@ the ratio. Results are identical. Each line ends with the process's peak residen
 (``max_rss``: the largest fabric run so far).
 
 Run: .venv/bin/python bench/sim_bench.py [--k 4 8 16] [--scheme ecmp] [--ranks 64] [--pkts 8]
-[--halves both|fused|general] [--pipeline python|native|both] [--quick] (the defaults: what docs/results/simulator.md reports, and what ``make bench`` runs; ``--quick``:
+[--halves both|fused|general] [--pipeline python|native|both] [--core c|python|both] [--quick] (the defaults: what docs/results/simulator.md reports, and what ``make bench`` runs; ``--quick``:
 k = 4 and 8, 16 ranks, 4 packets per pair, seconds). ``--ranks 0`` is every host: at k=16 that
 is 1,024 ranks and ~1M flows, hours of CPU here.
 """
@@ -117,20 +122,25 @@ def pipeline_alone(net: SimNetwork, sample: list, pipeline: str = "python"
 
 
 def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
-        halves: bool = True, pipeline: str = "native") -> tuple[float, tuple]:
+        halves: bool = True, pipeline: str = "native", core: str = "python"
+        ) -> tuple[float, tuple]:
     """One size; returns packet-hops per CPU second. ``halves``: the slow path (queue or wire
-    busy) through the fused ingress/egress halves, else through the general ones. Also returns
-    what the run's results must agree on either way (CCT, hops, fast-path hops, drops)."""
+    busy) through the fused ingress/egress halves, else through the general ones. ``core``
+    "c": the C core runs the hop (sim.core): the pipeline is called from C, so its share and
+    the pipeline-alone figures are not measured (printed as n/a). Also returns what the run's
+    results must agree on either way (CCT, hops, fast-path hops, drops)."""
     spec = fat_tree(k, bw_mbps=rate_bps / 1e6)
     hosts = list(spec.hosts)
     n = min(ranks or len(hosts), len(hosts))
     stride = len(hosts) // n
     c0 = time.process_time()
-    net = SimNetwork(spec, scheme, SimConfig(pipeline=pipeline))
+    net = SimNetwork(spec, scheme, SimConfig(pipeline=pipeline, core=core))
     build_cpu = time.process_time() - c0
     sample: list = []
+    timed = core != "c" or pipeline != "native"
     for name, sw in net.switches.items():
-        sw.pipe = Timed(sw.pipe, sample if name == "edge1" else None)
+        if timed:  # a wrapped pipeline keeps a run off the C core
+            sw.pipe = Timed(sw.pipe, sample if name == "edge1" else None)
         sw.fused_halves = halves
     sched = alltoall(n, n * pkts * 1400)
     sched.placement = [hosts[i * stride] for i in range(n)]
@@ -141,14 +151,18 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
     pipe_s = Timed.total
     alone, gen_halves, fused_halves = (pipeline_alone(net, sample, pipeline) if sample
                                        else (0.0, 0.0, 0.0))
-    print(f"k={k:2d} {scheme:7s} {pipeline:6s} halves={'fused' if halves else 'general':7s} "
+    share = (f"pipeline={pipe_s / res.wall_s:4.0%} other={1 - pipe_s / res.wall_s:4.0%}"
+             if timed else "pipeline= n/a other= n/a")
+    ran = type(net.loop).__name__
+    print(f"k={k:2d} {scheme:7s} {pipeline:6s} loop={ran:9s} "
+          f"halves={'fused' if halves else 'general':7s} "
           f"switches={len(net.switches):3d} ranks={n:4d} "
           f"build={build_cpu:5.2f}cpu-s (pipelines {net.build_s:5.2f}s, entries "
           f"{net.install_s:5.2f}s wall) ok={res.ok} "
           f"cct={res.cct_s * 1e6 if res.cct_s else 0:9.1f}us "
           f"hops={res.packet_hops:9d} cpu={cpu:7.1f}s hops/cpu-s={res.packet_hops / cpu:7.0f} "
           f"wall={res.wall_s:7.1f}s hops/s={res.hops_per_s:7.0f} "
-          f"pipeline={pipe_s / res.wall_s:4.0%} other={1 - pipe_s / res.wall_s:4.0%} "
+          f"{share} "
           f"fast={res.fast_hops / max(1, res.packet_hops):4.0%} "
           f"process_fast_alone={alone:7.0f}/cpu-s "
           f"ratio={res.packet_hops / cpu / alone if alone else 0:.2f} "
@@ -186,6 +200,11 @@ def main(argv: list[str] | None = None) -> int:
                          "--halves both/general are the Python pipeline's), the pipeline's "
                          "Python, or both one after the other (a line gives the ratio and "
                          "compares the results)")
+    ap.add_argument("--core", default="c", choices=("c", "python", "both"),
+                    help="what runs the event loop, wires, queues and switch hop of the fused "
+                         "run: the C core (sim.core, the simulator's default; with --pipeline "
+                         "native), the Python path, or both one after the other (a line gives "
+                         "the ratio and compares the results)")
     ap.add_argument("--quick", action="store_true",
                     help="a cheap look: k = 4 and 8 only, 16 ranks, 4 packets per pair")
     args = ap.parse_args(argv)
@@ -198,6 +217,15 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--k {k}: a fat-tree k must be even and in 2..16")
     rates = {}
     for k in args.k:
+        if args.core == "both":  # the Python path against the C core, the same pipeline
+            got = [run(k, args.scheme, args.pkts, args.rate, args.ranks or None,
+                       pipeline=args.pipeline, core=kind) for kind in ("python", "c")]
+            rates[k] = got[-1][0]
+            print(f"k={k:2d} C core / Python path: {got[1][0] / got[0][0]:.2f}x hops per "
+                  f"CPU second; results (cct, hops, fast hops, tail drops, pipeline drops) "
+                  f"{'identical' if got[1][1] == got[0][1] else f'DIFFER: {got[0][1]} vs {got[1][1]}'}",
+                  flush=True)
+            continue
         if args.pipeline == "both":  # the Python pipeline's fused halves against the C code
             got = [run(k, args.scheme, args.pkts, args.rate, args.ranks or None, pipeline=kind)
                    for kind in ("python", "native")]
@@ -214,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             rates[k] = old[0]
         if args.halves in ("both", "fused"):
             new = run(k, args.scheme, args.pkts, args.rate, args.ranks or None,
-                      pipeline=args.pipeline)
+                      pipeline=args.pipeline, core=args.core)
             rates[k] = new[0]
             if old:
                 print(f"k={k:2d} {args.pipeline} fused halves / general halves: "
