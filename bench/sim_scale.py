@@ -10,9 +10,10 @@ htsim's 1.5-BDP initial window, 4,150-byte packets, random spraying), run split 
   wall seconds, and this process's resident memory once built;
 * run: virtual end, flows finished, packet-hops, events, CPU seconds (this process and its
   parts), wall seconds, packet-hops per CPU second and per wall second;
-* memory: the peak resident set (``ru_maxrss``) of this process (part 0, which built the
-  fabric) and of the largest other part (forked after the build, so it shares the fabric's
-  pages until it writes them; ``ru_maxrss`` counts shared pages in full).
+* memory: the peak resident set (``ru_maxrss``) of this process (it built the fabric; split
+  over ``--workers`` > 1 it simulates no part, sim.parallel) and of the largest part (forked
+  after the build, so it starts with the fabric's pages, shared until written: ``ru_maxrss``
+  counts them in full).
 
 Run: .venv/bin/python bench/sim_scale.py [--k 32] [--size 2MB] [--workers 2] [--scheme random]
 (``--k 16`` is the issue's 1,024-host case; a k=32 permutation of 2 MB flows is ~23 M packet-
@@ -130,8 +131,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{run_cpu:.1f} CPU s, {run_wall:.1f} s wall; "
           f"{res.packet_hops / run_cpu if run_cpu else 0:,.0f} hops per CPU s, "
           f"{res.packet_hops / run_wall if run_wall else 0:,.0f} hops per wall s", flush=True)
-    print(f"memory: peak resident part 0 (built the fabric) {peak_mb(resource.RUSAGE_SELF):.0f} "
-          f"MB, largest other part {peak_mb(resource.RUSAGE_CHILDREN):.0f} MB", flush=True)
+    print(f"memory: peak resident this process (built the fabric) "
+          f"{peak_mb(resource.RUSAGE_SELF):.0f} MB, largest part "
+          f"{peak_mb(resource.RUSAGE_CHILDREN):.0f} MB", flush=True)
     return 0 if res.ok else 1
 
 

@@ -136,14 +136,16 @@ class _Part:
         return got
 
     def _send(self, conn: Channel, q: int, mine: _Window) -> None:
-        """Part ``q``'s frames, a chunk per message, then this part's window: no message
-        holds a whole window's frames (at k=16 up to ~1,300 frames, 5 MB, pickled and
-        unpickled at once), so neither side keeps a window's worth of copies."""
+        """Part ``q``'s frames, a chunk per message, the last chunk with this part's window:
+        no message holds a whole window's frames (at k=16 up to ~1,300 frames, 5 MB, pickled
+        and unpickled at once), so neither side keeps a window's worth of copies; a window
+        with few frames is still one message (a Ray queue's message costs a remote call)."""
         frames = self.out[q]
-        for i in range(0, len(frames), _CHUNK):
-            conn.send(("f", frames[i:i + _CHUNK]))
+        chunks = [frames[i:i + _CHUNK] for i in range(0, len(frames), _CHUNK)] or [[]]
         frames.clear()
-        conn.send(("w", mine))
+        for chunk in chunks[:-1]:
+            conn.send(("f", chunk))
+        conn.send(("w", (mine, chunks[-1])))
 
     def _receive(self, conn: Channel, q: int) -> _Window:
         """Part ``q``'s frames, each put on its wire as its chunk arrives, and its window.
@@ -152,11 +154,14 @@ class _Part:
         links = self.links
         while True:
             kind, body = _message(conn, q)
+            window = None
             if kind == "w":
-                return cast(_Window, body)
+                window, body = body
             self.exchanged += len(body)
             for idx, t, ticket, frame in body:
                 links[idx].accept(t, ticket, frame)
+            if window is not None:
+                return cast(_Window, window)
 
     def run(self, progress: Callable[[int, int, int, float], None] | None = None) -> float | None:
         """Run windows to the end. Returns the time reached, as ``EventLoop.run`` would, or
