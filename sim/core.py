@@ -23,6 +23,7 @@ a switch's wire clocks live in C only.
 
 from __future__ import annotations
 
+import itertools
 import struct
 import sys
 from collections.abc import Callable, Iterator
@@ -113,7 +114,8 @@ class CoreLoop:
         self._K = ffi.gc(lib.core_new(len(self.links), len(self.switches)), lib.core_free)
         K = self._K
         self._cbs: dict[int, tuple[Callable[[float, Any], None], Any]] = {}
-        self._next = 0
+        self._count = itertools.count(1)   # handles of Python's events (> 0: core_step)
+        self._sched = lib.core_schedule
         self._kt, self._kid, self._kc = ffi.new("double *"), ffi.new("int64_t *"), \
             ffi.new("int64_t *")
         self._i64 = ffi.new("int64_t[8]")
@@ -131,6 +133,7 @@ class CoreLoop:
                                d.dst_port)
             lib.core_link_set(K, i, int(d.up), int(d.outbox is not None))
             d._core, d._ci, d._loop = self, i, self  # type: ignore[assignment]  # duck-typed loop
+            self._bind_send(d)
         link_index = {id(d): i for i, d in enumerate(self.links)}
         record = int(net.cfg.record_ingress)
         for s, sw in enumerate(self.switches):
@@ -202,9 +205,9 @@ class CoreLoop:
         return bool(self._K.reached_until)
 
     def schedule(self, t: float, fn: Callable[[float, Any], None], arg: Any = None) -> None:
-        h = self._next = self._next + 1
+        h = next(self._count)
         self._cbs[h] = (fn, arg)
-        self._lib.core_schedule(self._K, t, h)
+        self._sched(self._K, t, h)
 
     def ticket(self) -> Key:
         self._lib.core_ticket(self._K, self._kt, self._kid, self._kc)
@@ -212,7 +215,7 @@ class CoreLoop:
 
     def push(self, t: float, ticket: Key, fn: Callable[[float, Any], None],
              arg: Any = None) -> None:
-        h = self._next = self._next + 1
+        h = next(self._count)
         self._cbs[h] = (fn, arg)
         self._lib.core_push(self._K, t, ticket[0], ticket[1], ticket[2], h)
 
@@ -288,6 +291,21 @@ class CoreLoop:
         """``link`` went down or came back (Link.fail/restore), or got or lost an outbox
         (sim.parallel gives it one when its receiver is another part's)."""
         self._lib.core_link_set(self._K, link._ci, int(link.up), int(link.outbox is not None))
+        self._bind_send(link)
+
+    def _bind_send(self, link: Link) -> None:
+        """``link.send`` straight into C (a host sends every frame through it): one call
+        instead of Link.send's and this object's; through ``link_send`` on an outbox."""
+        if link.outbox is not None:
+            link.__dict__.pop("send", None)  # Link.send: through link_send, which drains
+            return
+        send, K, i, fail = self._lib.core_link_send, self._K, link._ci, self._raise
+
+        def direct(start_us: float, frame: bytes) -> None:
+            if send(K, i, start_us, frame, len(frame)) < 0:
+                fail()
+
+        link.send = direct  # type: ignore[method-assign]  # an instance's own, as above
 
     def _drain_outbox(self) -> None:
         """The frames C kept for other parts, onto their links' outboxes (in sending order:
