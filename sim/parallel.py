@@ -502,13 +502,24 @@ def _gather(net: SimNetwork, part_of: dict[str, int], parts: int, until: float,
         exchanged += res.exchanged
     net.ingress_log.sort(key=lambda e: e[1])  # stable: each switch's stays in order
     finals = [res.end for res in results]
-    if progress is not None:  # the last report, of the whole run
+    return _outcome(net, part_of, parts, until, ranks, finals, progress, flows_total, t0,
+                    procs, end=results[0].stopped, events=events, windows=results[0].windows,
+                    exchanged=exchanged, loops=[r.loop for r in results])
+
+
+def _outcome(net: SimNetwork, part_of: dict[str, int], parts: int, until: float,
+             ranks: list[RankMetrics], finals: list[tuple[float, bool]],
+             progress: Callable[[Progress], None] | None, flows_total: int, t0: float,
+             procs: Sequence[Any], *, end: float | None, events: int, windows: int,
+             exchanged: int, loops: Sequence[str] = ()) -> SplitOutcome:
+    """The whole run's last progress report, where it ended and how its switches were
+    split: the same for the forked caller and a part 0 run in the caller (Ray)."""
+    if progress is not None:
         done = sum(1 for m in ranks for f in m.flows if not f.local and f.finish is not None)
         progress(Progress(now_us=max(t for t, _ in finals), events=events,
                           packet_hops=sum(s.packets_in for s in net.switches.values()),
                           flows_done=done, flows_total=flows_total,
                           wall_s=time.perf_counter() - t0))
-    end = results[0].stopped
     if end is None:  # ended a lookahead after the last rank: as one loop would end
         end = until if any(u for _, u in finals) else max(t for t, _ in finals)
     for p in procs:
@@ -516,8 +527,8 @@ def _gather(net: SimNetwork, part_of: dict[str, int], parts: int, until: float,
     counts = [0] * parts
     for q in part_of.values():
         counts[q] += 1
-    return SplitOutcome(end_us=end, events=events, ranks=ranks, windows=results[0].windows,
-                        exchanged=exchanged, parts=counts, loops=[r.loop for r in results])
+    return SplitOutcome(end_us=end, events=events, ranks=ranks, windows=windows,
+                        exchanged=exchanged, parts=counts, loops=list(loops))
 
 
 def _run_part0(net: SimNetwork, job: Job, part_of: dict[str, int], parts: int, until: float,
@@ -555,18 +566,5 @@ def _run_part0(net: SimNetwork, job: Job, part_of: dict[str, int], parts: int, u
         exchanged += res.exchanged
         finals.append(res.end)
     net.ingress_log.sort(key=lambda e: e[1])  # stable: each switch's stays in order
-    if progress is not None:  # the last report, of the whole run
-        done = sum(1 for m in ranks for f in m.flows if not f.local and f.finish is not None)
-        progress(Progress(now_us=max(t for t, _ in finals), events=events,
-                          packet_hops=sum(s.packets_in for s in net.switches.values()),
-                          flows_done=done, flows_total=flows_total,
-                          wall_s=time.perf_counter() - t0))
-    if end is None:  # ended a lookahead after the last rank: as one loop would end
-        end = until if any(u for _, u in finals) else max(t for t, _ in finals)
-    for p in procs:
-        p.join()
-    counts = [0] * parts
-    for q in part_of.values():
-        counts[q] += 1
-    return SplitOutcome(end_us=end, events=events, ranks=ranks, windows=windows,
-                        exchanged=exchanged, parts=counts)
+    return _outcome(net, part_of, parts, until, ranks, finals, progress, flows_total, t0,
+                    procs, end=end, events=events, windows=windows, exchanged=exchanged)
