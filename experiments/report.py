@@ -173,18 +173,26 @@ def _fmt(v: Any, spec: str, scale: float = 1e3) -> str:
     return spec.format(v)
 
 
-def rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+TERMINAL = ("workload", "scheme", "mean", "ci95", "rank", "vs_best", "slowdown", "qdepth_max",
+            "drops", "retransmissions", "timeouts", "n", "invalid", "failed")
+"""The columns a terminal shows (~150 characters wide): the rest is in report.md."""
+
+
+def rows(table: pd.DataFrame, keys: tuple[str, ...] | None = None
+         ) -> tuple[list[str], list[list[str]]]:
+    """The summary's header and formatted rows (``keys``: only these columns)."""
     unit, scale = time_unit(table)
-    cols = [c for c in COLUMNS if c[0] in table.columns]
+    cols = [c for c in COLUMNS if c[0] in table.columns and (keys is None or c[0] in keys)]
     return ([c[1].format(unit=unit) for c in cols],
             [[_fmt(rec[c[0]], c[2], scale) for c in cols] for rec in table.to_dict("records")])
 
 
 def rich_table(table: pd.DataFrame, title: str = "") -> Table:
-    head, body = rows(table)
-    t = Table(title=title)
+    """The summary for a terminal: its main columns, so that none is cut to an ellipsis."""
+    head, body = rows(table, TERMINAL)
+    t = Table(title=title, caption="every column: report.md")
     for i, h in enumerate(head):
-        t.add_column(h, justify="left" if i < 2 else "right")
+        t.add_column(h, justify="left" if i < 2 else "right", no_wrap=i < 2)
     for row in body:
         t.add_row(*row)
     return t

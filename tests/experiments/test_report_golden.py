@@ -119,3 +119,19 @@ def test_the_report_says_when_emulation_and_simulation_contradict(tmp_path: Path
     text = md.read_text()
     assert "**ring**: the two rankings contradict (a pair of schemes" in text
     assert "rankings agree" not in text
+
+
+def test_the_terminal_table_shows_its_columns_whole(tmp_path: Path) -> None:
+    """The summary a terminal prints keeps to report.TERMINAL's columns, none cut to an
+    ellipsis at the runner's 150 characters; report.md keeps every column."""
+    from rich.console import Console
+    root = tmp_path / "gold"
+    _write(root, "mininet", 10_000.0, EMU, guard=True)
+    table = report.summary_table(report.load_results(root))
+    console = Console(width=150, record=True)
+    console.print(report.rich_table(table, title="gold"))
+    text = console.export_text()
+    assert "…" not in text and "every column: report.md" in text
+    head, _ = report.rows(table, report.TERMINAL)
+    assert all(h.split()[-1] in text for h in head)
+    assert "vs unloaded" not in text and "vs unloaded" in report.rows(table)[0]
