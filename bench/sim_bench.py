@@ -121,6 +121,15 @@ def pipeline_alone(net: SimNetwork, sample: list, pipeline: str = "python"
     return best[0], best[1], best[2]
 
 
+def alone_text(hops_per_cpu: float, alone: float, general: float, fused: float) -> str:
+    """The pipeline-alone figures, or n/a where they were not measured (the C core)."""
+    if not alone:
+        return "process_fast_alone= n/a halves_alone= n/a"
+    return (f"process_fast_alone={alone:7.0f}/cpu-s ratio={hops_per_cpu / alone:.2f} "
+            f"halves_alone: general={general:6.0f} fused={fused:6.0f}/cpu-s "
+            f"({fused / general if general else 0:.2f}x)")
+
+
 def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
         halves: bool = True, pipeline: str = "native", core: str = "python"
         ) -> tuple[float, tuple]:
@@ -164,10 +173,7 @@ def run(k: int, scheme: str, pkts: int, rate_bps: float, ranks: int | None,
           f"wall={res.wall_s:7.1f}s hops/s={res.hops_per_s:7.0f} "
           f"{share} "
           f"fast={res.fast_hops / max(1, res.packet_hops):4.0%} "
-          f"process_fast_alone={alone:7.0f}/cpu-s "
-          f"ratio={res.packet_hops / cpu / alone if alone else 0:.2f} "
-          f"halves_alone: general={gen_halves:6.0f} fused={fused_halves:6.0f}/cpu-s "
-          f"({fused_halves / gen_halves if gen_halves else 0:.2f}x) "
+          f"{alone_text(res.packet_hops / cpu, alone, gen_halves, fused_halves)} "
           f"max_rss={max_rss_mb():.0f}MB",
           flush=True)
     tail = sum(sw.tail_drops() for sw in net.switches.values())
@@ -217,22 +223,21 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--k {k}: a fat-tree k must be even and in 2..16")
     rates = {}
     for k in args.k:
-        if args.core == "both":  # the Python path against the C core, the same pipeline
+        variants: list[tuple[str, str]] = []   # (pipeline, core): one run, one part swapped
+        if args.core == "both":
+            label = "C core / Python path"
+            variants = [(args.pipeline, "python"), (args.pipeline, "c")]
+        elif args.pipeline == "both":
+            label = "native / python pipeline"
+            variants = [("python", "python"), ("native", "python")]
+        if variants:
             got = [run(k, args.scheme, args.pkts, args.rate, args.ranks or None,
-                       pipeline=args.pipeline, core=kind) for kind in ("python", "c")]
+                       pipeline=p, core=c) for p, c in variants]
             rates[k] = got[-1][0]
-            print(f"k={k:2d} C core / Python path: {got[1][0] / got[0][0]:.2f}x hops per "
-                  f"CPU second; results (cct, hops, fast hops, tail drops, pipeline drops) "
-                  f"{'identical' if got[1][1] == got[0][1] else f'DIFFER: {got[0][1]} vs {got[1][1]}'}",
-                  flush=True)
-            continue
-        if args.pipeline == "both":  # the Python pipeline's fused halves against the C code
-            got = [run(k, args.scheme, args.pkts, args.rate, args.ranks or None, pipeline=kind)
-                   for kind in ("python", "native")]
-            rates[k] = got[-1][0]
-            print(f"k={k:2d} native / python pipeline: {got[1][0] / got[0][0]:.2f}x hops per "
-                  f"CPU second; results (cct, hops, fast hops, tail drops, pipeline drops) "
-                  f"{'identical' if got[1][1] == got[0][1] else f'DIFFER: {got[0][1]} vs {got[1][1]}'}",
+            same = got[1][1] == got[0][1]
+            print(f"k={k:2d} {label}: {got[1][0] / got[0][0]:.2f}x hops per CPU second; "
+                  f"results (cct, hops, fast hops, tail drops, pipeline drops) "
+                  f"{'identical' if same else f'DIFFER: {got[0][1]} vs {got[1][1]}'}",
                   flush=True)
             continue
         old = None
