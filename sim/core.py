@@ -35,6 +35,8 @@ from p4switch import NativePipeline, NativeUnavailable, native_build
 
 from .core_c import CDEF, SOURCE
 from .events import EventLoop, Key
+from .frames import ACK_FRAME_LEN as _HEAD
+from .host import SimHost
 
 if TYPE_CHECKING:
     from .link import Link
@@ -45,6 +47,8 @@ _OUT = struct.Struct("<iddqqI")   # core_outbox_pack's header of one frame
 MAX_PORTS = 1024
 """Switch ports the C core indexes directly (sim/core_c.py's MAX_PORTS; v1model's are 9-bit)."""
 _REFUSED: set[str] = set()
+_FIXED = 1 << 62
+"""Handles from here on are ``scheduler``'s (one per callback, never popped)."""
 
 
 class CoreUnavailable(Exception):
@@ -115,6 +119,8 @@ class CoreLoop:
         K = self._K
         self._cbs: dict[int, tuple[Callable[[float, Any], None], Any]] = {}
         self._count = itertools.count(1)   # handles of Python's events (> 0: core_step)
+        self._fixed: list[Callable[[float, Any], None]] = []
+        """Callbacks with a handle of their own (``scheduler``): _FIXED + their index."""
         self._sched = lib.core_schedule
         self._kt, self._kid, self._kc = ffi.new("double *"), ffi.new("int64_t *"), \
             ffi.new("int64_t *")
@@ -157,7 +163,12 @@ class CoreLoop:
             sw.loop = self  # type: ignore[assignment]  # the EventLoop interface, duck-typed
         self.set_routes()
         for h in net.hosts.values():
-            h.loop = self  # type: ignore[assignment]  # the EventLoop interface, duck-typed
+            h.bind(self)  # type: ignore[arg-type]  # the EventLoop interface, duck-typed
+        hosts = {h.name: h for h in net.hosts.values()}
+        self._arrive: list[Callable[[float, bytes, int], None] | None] = [
+            hosts[d.dst].arrive if d.dst in hosts and getattr(d._peer, "__func__", None)
+            is SimHost.receive else None for d in self.links]
+        """Per link, the host it leads to (``SimHost.arrive``: no payload copied to Python)."""
         # what was scheduled on the Python loop so far (failures, control loops' first tick)
         K.now, K.horizon = old.now, old.horizon
         for t, key, fn, arg in sorted(old._heap, key=lambda e: (e[0], e[1])):
@@ -209,6 +220,18 @@ class CoreLoop:
         self._cbs[h] = (fn, arg)
         self._sched(self._K, t, h)
 
+    def scheduler(self, fn: Callable[[float, Any], None]) -> Callable[[float], None]:
+        """As EventLoop.scheduler: a handle of its own, kept for the run (``fn``'s argument
+        is None)."""
+        h = _FIXED + len(self._fixed)
+        self._fixed.append(fn)
+        sched, K = self._sched, self._K
+
+        def at(t: float) -> None:
+            sched(K, t, h)
+
+        return at
+
     def ticket(self) -> Key:
         self._lib.core_ticket(self._K, self._kt, self._kid, self._kc)
         return (self._kt[0], self._kid[0], self._kc[0])
@@ -256,15 +279,23 @@ class CoreLoop:
         limit = -1 if max_events is None else max_events
         cbs, links, step = self._cbs, self.links, lib.core_step
         unpack = self._ffi.unpack
+        arrive, fixed = self._arrive, self._fixed
         try:
             while True:
                 if STALE:
                     _sync_stale()
                 r = step(K, until, before, limit)
-                if r > 0:
+                if r >= _FIXED:
+                    fixed[r - _FIXED](K.now, None)
+                elif r > 0:
                     fn, arg = cbs.pop(r)
                     fn(K.now, arg)
                 elif r < -1:
+                    fn = arrive[-2 - r]
+                    if fn is not None:   # a host: its headers and the frame's length
+                        n = K.r_len
+                        fn(K.now, unpack(K.r_frame, n if n < _HEAD else _HEAD), n)
+                        continue
                     d = links[-2 - r]
                     d._peer(K.now, (d._peer_port, unpack(K.r_frame, K.r_len)))
                 elif r == 0:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +31,7 @@ from traffic.transport import (
     TransportConfig,
     cc_fields,
 )
-from traffic.wire import ACK, F_ACK, F_ACKREQ, F_RETX, HDR, ROCEV2_PORT
+from traffic.wire import ACK, F_ACK, F_ACKREQ, F_LAST, F_RETX, HDR, ROCEV2_PORT, VERSION
 
 from . import frames
 from .events import EventLoop
@@ -39,6 +39,14 @@ from .link import Link
 
 if TYPE_CHECKING:
     from .switch import Receive
+
+_HDR_pack = HDR.pack
+_HDR_unpack_from = HDR.unpack_from
+_ACK_unpack_from = ACK.unpack_from
+_HDR_AT, _ACK_AT, _TOS_AT, _SPORT_AT = frames.HDR_AT, frames.ACK_AT, frames.TOS_AT, \
+    frames.SPORT_AT
+_ECN_MASK, _ECN_CE = frames.ECN_MASK, frames.ECN_CE
+_DATA_MIN = frames.HDR_AT + HDR.size
 
 
 SIM_TRANSPORT = TransportConfig(ack_every=8, ack_delay=50e-6, rto=1e-3, min_rto=200e-6,
@@ -64,15 +72,19 @@ class HostConfig:
 
 class _Tx:
     __slots__ = ("flow", "rank", "dst", "step", "collective", "s", "prefixes", "posted",
-                 "dst_host", "policy", "ready", "armed", "paced")
+                 "dst_host", "policy", "ready", "armed", "paced", "job")
 
     def __init__(self, flow: int, rank: int, dst: int, step: int, collective: int,
-                 s: SenderFlow, posted: float, dst_host: SimHost, policy: PathPolicy) -> None:
+                 s: SenderFlow, posted: float, dst_host: SimHost, policy: PathPolicy,
+                 job: int) -> None:
         self.flow, self.rank, self.dst, self.step, self.collective = flow, rank, dst, step, \
             collective
         self.s, self.posted, self.dst_host = s, posted, dst_host
         self.policy = policy
-        self.prefixes: dict[tuple[int, int], bytes] = {}
+        self.job = job   # the job id its frames carry
+        self.prefixes: dict[int | tuple[int, int], bytes] = {}
+        """Its frames' headers up to the collective header, by entropy (full packets) or
+        (entropy, length)."""
         self.ready = False   # in the host's ready list
         self.armed: float | None = None   # its entry's time in the host's timer heap
         self.paced = False   # a pacer wake-up is scheduled
@@ -141,6 +153,8 @@ class SimHost:
         self.mac = spec.mac
         self.gw_mac = spec.gateway_mac or "00:00:00:00:00:00"
         self.loop = loop
+        self._tx_at = loop.scheduler(self._tx_event)
+        """Schedules the NIC's next send (``bind``)."""
         self.link: Link | None = None
         self.job: Job | None = None
         self.ranks: list[_Rank] = []
@@ -167,6 +181,11 @@ class SimHost:
         self.hold_us: dict[bytes, float] = {}
         """Propagation delay added on arrival, by source IPv4 address (4 bytes):
         SimConfig.prop_at_hosts."""
+
+    def bind(self, loop: EventLoop) -> None:
+        """Run on ``loop`` from now on (sim.core hands the hosts to its C loop)."""
+        self.loop = loop
+        self._tx_at = loop.scheduler(self._tx_event)
 
     @property
     def flows_done(self) -> int:
@@ -201,15 +220,13 @@ class SimHost:
             return
         if self._nic_free > now:
             self._tx_scheduled = True
-            self.loop.schedule(self._nic_free, self._tx_event)
+            self._tx_at(self._nic_free)
             return
-        self._send(now)
+        self._tx_event(now, None)
 
     def _tx_event(self, now: float, _: Any) -> None:
+        """The NIC is free: the next frame onto the link, pending ACKs first."""
         self._tx_scheduled = False
-        self._send(now)
-
-    def _send(self, now: float) -> None:
         frame = self._acks.popleft() if self._acks else self._next_data(now)
         if frame is None:
             return
@@ -219,9 +236,9 @@ class SimHost:
         self.frames_sent += 1
         self.bytes_sent += n
         link.send(now, frame)
-        self._nic_free = now + n * link.us_per_byte
+        self._nic_free = t = now + n * link.us_per_byte
         self._tx_scheduled = True
-        self.loop.schedule(self._nic_free, self._tx_event)
+        self._tx_at(t)
 
     def _next_data(self, now: float) -> bytes | None:
         """The next data frame, round-robin over the flows that may send.
@@ -232,39 +249,53 @@ class SimHost:
         over every posted flow instead would cost O(flows) per frame: ~1,000 per host in a
         k=16 AllToAll."""
         ready = self._ready
-        job = self.job
+        now_s = now * 1e-6
         while ready:
             f = ready.popleft()
             s = f.s
-            now_s = now * 1e-6
-            pkt = None if s.done else s.next_packet(now_s)
+            pkt = None if s.n_acked == s.npkts else s.next_packet(now_s)
             if pkt is None:
                 f.ready = False
-                if not f.paced and not s.done and s.held(now_s):
+                if not f.paced and s.n_acked != s.npkts and s.held(now_s):
                     # the pacer holds it: back in the round robin at its next send time
                     f.paced = True
-                    self.loop.schedule(s.paced_until * 1e6, self._unpace, f)
+                    self.loop.schedule(s.conn.paced_until * 1e6, self._unpace, f)
                 continue
             ready.append(f)
             if f.armed is None:
                 self._arm(f)
             seq, retx = pkt
-            if not retx and s.next_new == s.npkts and s.conn.sending:
+            npkts = s.npkts
+            if not retx and s.next_new == npkts and s.conn.sending:
                 # its last new packet: the connection's next message may send now
                 self._make_ready(s.conn.sending[0].owner)
-            assert job is not None
-            length = s.length(seq)
+            if seq == npkts - 1:   # SenderFlow.length, .flags
+                length = s.nbytes - seq * s.cfg.mss
+                flags = (F_RETX | F_LAST) if retx else F_LAST
+            else:
+                length = s.cfg.mss
+                flags = F_RETX if retx else 0
+            if s.ack_request:
+                flags |= F_ACKREQ
             qp = f.policy.choose(seq, now_s)
-            prefix = f.prefixes.get((qp, length))
+            prefix = f.prefixes.get(qp if length == s.cfg.mss else (qp, length))
             if prefix is None:
-                ect = job.ect
-                prefix = f.prefixes[(qp, length)] = frames.l2l3_header(
-                    self.mac, self.gw_mac, self.ip, f.dst_host.ip, f.policy.ports[qp],
-                    ROCEV2_PORT, HDR.size + length, frames.ECN_ECT0 if ect else 0)
-            flags = s.flags(seq, retx)
-            return frames.data_frame(prefix, flags, job.s.job, f.rank, f.dst, f.step, qp, f.flow,
-                                     seq, s.npkts, length, self._zeros)
+                prefix = self._prefix(f, qp, length)
+            # frames.data_frame, inline
+            return (prefix + _HDR_pack(VERSION, flags, f.job, f.rank, f.dst, f.step & 0xFFFF,
+                                       qp, f.flow, seq, npkts, length, 0)
+                    + self._zeros[:length])
         return None
+
+    def _prefix(self, f: _Tx, qp: int, length: int) -> bytes:
+        """The Ethernet/IPv4/UDP header of ``f``'s data packets of ``length`` bytes on
+        entropy ``qp`` (kept per flow: a full packet's under ``qp``, others' under both)."""
+        job = self.job
+        assert job is not None
+        prefix = f.prefixes[qp if length == f.s.cfg.mss else (qp, length)] = frames.l2l3_header(
+            self.mac, self.gw_mac, self.ip, f.dst_host.ip, f.policy.ports[qp], ROCEV2_PORT,
+            HDR.size + length, frames.ECN_ECT0 if job.ect else 0)
+        return prefix
 
     def _make_ready(self, f: _Tx) -> None:
         if not f.ready and not f.s.done:
@@ -289,49 +320,34 @@ class SimHost:
 
     # -- receive path ------------------------------------------------------------------------
     def receive(self, now: float, arg: tuple[int, bytes]) -> None:
-        hold = self.hold_us.get(arg[1][26:30]) if self.hold_us else None  # IPv4 source
-        if hold:
-            self.loop.schedule(now + hold, self._arrive, arg)
-            return
-        self._arrive(now, arg)
-
-    def _arrive(self, now: float, arg: tuple[int, bytes]) -> None:
         frame = arg[1]
+        self.arrive(now, frame, len(frame))
+
+    def _held(self, now: float, arg: tuple[bytes, int]) -> None:
+        self.arrive(now, arg[0], arg[1], True)
+
+    def arrive(self, now: float, frame: bytes, n: int, held: bool = False) -> None:
+        """A frame of ``n`` bytes arrived; ``frame`` is all of it or at least its first
+        ``frames.ACK_FRAME_LEN`` bytes (the C core hands over no more: nothing here reads a
+        payload). ``held``: it already waited out its ``hold_us``."""
+        if self.hold_us and not held:
+            hold = self.hold_us.get(frame[26:30])   # by IPv4 source
+            if hold:
+                self.loop.schedule(now + hold, self._held, (frame, n))
+                return
         self.frames_received += 1
         job = self.job
-        if job is None or len(frame) < frames.HDR_AT + HDR.size:
+        if job is None or n < _DATA_MIN:
             self.bad_frames += 1
             return
         (_v, flags, jid, src, dst, _step, _qp, flow, seq, npkts, length,
-         _resv) = HDR.unpack_from(frame, frames.HDR_AT)
+         _resv) = _HDR_unpack_from(frame, _HDR_AT)
         if jid != job.s.job:
             self.bad_frames += 1
             return
         now_s = now * 1e-6
         if flags & F_ACK:
-            f = self.tx.get(flow)
-            if f is None or len(frame) < frames.ACK_FRAME_LEN:
-                self.bad_frames += 1
-                return
-            cum, base, sack, ce_bits = ACK.unpack_from(frame, frames.ACK_AT)
-            s = f.s
-            ack = Ack.parse(flags, cum, base, sack, ce_bits)
-            s.on_ack(ack, now_s)
-            for other in s.conn.active:
-                if other is not s:   # the shared window may have opened for them too
-                    self._make_ready(other.owner)
-            if s.newly_acked is not None:
-                feed_ack(f.policy, s.newly_acked, ack, now_s)
-            if s.done and f.rank in self._rank:
-                st = self._rank[f.rank]
-                if flow not in self._finished_tx:
-                    self._finished_tx.add(flow)
-                    st.open_sends -= 1
-                    self._flow_done(st, flow, now)
-            else:
-                self._arm(f)
-                self._make_ready(f)
-            self._kick(now)
+            self._on_ack(now, now_s, frame, n, flags, flow)
             return
         x = self.rx.get(flow)
         if x is None:
@@ -341,34 +357,62 @@ class SimHost:
                 return
             x = self.rx[flow] = _Rx(ReceiverFlow(npkts, job.cfg.transport), src, dst,
                                     job.rank_hosts[src])
-        if len(frame) < frames.ACK_AT + length:   # cut to its headers at a full queue
-            acks = x.r.on_trimmed(seq, now_s)
+        r = x.r
+        if n < _ACK_AT + length:   # cut to its headers at a full queue
+            acks = r.on_trimmed(seq, now_s)
             if acks:
                 self._queue_acks(x, flow, acks)
                 self._kick(now)
             return
-        ce = frame[frames.TOS_AT] & frames.ECN_MASK == frames.ECN_CE
+        ce = frame[_TOS_AT] & _ECN_MASK == _ECN_CE
         if ce:
             x.ce += 1
         # an ACK carries the entropy of the data that triggered it, as the agent's do (and UEC
         # ACKs echo the EV): ACKs spread over paths like the data; a fixed ACK port would put
         # all of a flow's ACKs on one ECMP path, and one failed link there stalls the flow
         # whatever its data does
-        x.sport = (frame[frames.SPORT_AT] << 8) | frame[frames.SPORT_AT + 1]
-        new, acks = x.r.on_data(seq, length, bool(flags & F_RETX), now_s, ce,
-                                bool(flags & F_ACKREQ))
+        x.sport = (frame[_SPORT_AT] << 8) | frame[_SPORT_AT + 1]
+        new, acks = r.on_data(seq, length, bool(flags & F_RETX), now_s, ce,
+                              bool(flags & F_ACKREQ))
         if acks:
             self._queue_acks(x, flow, acks)
             self._kick(now)
-        if x.r.ack_pending:
+        if r.ack_pending:   # an ACK is owed: the delayed-ACK timer must look at it
             self._rx_pending.add(flow)
-            self._ensure_tick(now)
-        if new and x.r.done:
+            if not self._tick_scheduled:
+                self._ensure_tick(now)
+        if new and r.received == r.npkts:
             dst_rank = self._rank.get(x.dst)
             if dst_rank is not None:
                 self._flow_done(dst_rank, flow, now)
 
-    def _queue_acks(self, x: _Rx, flow: int, acks: list[Ack]) -> None:
+    def _on_ack(self, now: float, now_s: float, frame: bytes, n: int, flags: int,
+                flow: int) -> None:
+        f = self.tx.get(flow)
+        if f is None or n < frames.ACK_FRAME_LEN:
+            self.bad_frames += 1
+            return
+        cum, base, sack, ce_bits = _ACK_unpack_from(frame, _ACK_AT)
+        s = f.s
+        ack = Ack.parse(flags, cum, base, sack, ce_bits)
+        s.on_ack(ack, now_s)
+        for other in s.conn.active:
+            if other is not s:   # the shared window may have opened for them too
+                self._make_ready(other.owner)
+        if s.newly_acked is not None:
+            feed_ack(f.policy, s.newly_acked, ack, now_s)
+        if s.n_acked == s.npkts and f.rank in self._rank:
+            st = self._rank[f.rank]
+            if flow not in self._finished_tx:
+                self._finished_tx.add(flow)
+                st.open_sends -= 1
+                self._flow_done(st, flow, now)
+        else:
+            self._arm(f)
+            self._make_ready(f)
+        self._kick(now)
+
+    def _queue_acks(self, x: _Rx, flow: int, acks: Sequence[Ack]) -> None:
         job = self.job
         assert job is not None
         peer = x.peer
@@ -507,7 +551,7 @@ class SimHost:
             s = self.connections.open(snd.bytes, job.cfg.transport, self.line_rate_bps,
                                       snd.dst, now * 1e-6)
             f = _Tx(snd.flow, st.rank, snd.dst, st.pos, step.collective, s, now, dst_host,
-                    self._policy(st.rank, snd.flow, dst_host, s))
+                    self._policy(st.rank, snd.flow, dst_host, s), job.s.job)
             s.owner = f
             self.tx[snd.flow] = f
             self._make_ready(f)

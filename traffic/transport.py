@@ -14,8 +14,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from array import array
+from bisect import bisect_left
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -116,6 +117,8 @@ SACK_BITS = 64
 _NO_TIMES = array("d")
 """A finished sender's send times (none are read once every packet is acknowledged)."""
 _BITCHAR = bytes.maketrans(b"\x00\x01", b"01")
+_NO_ACKS: tuple[Ack, ...] = ()
+"""What ``on_data`` returns when no ACK is due (shared: none is built per packet)."""
 
 
 def packets_for(nbytes: int, mss: int) -> int:
@@ -558,13 +561,15 @@ class ReceiverFlow:
         return self.received == self.npkts
 
     def on_data(self, seq: int, length: int, retx: bool, now: float,
-                ce: bool = False, ack_req: bool = False) -> tuple[bool, list[Ack]]:
+                ce: bool = False, ack_req: bool = False) -> tuple[bool, Sequence[Ack]]:
         """Account one arriving packet (``ce``: its IP ECN field was CE; ``ack_req``: the
         sender asked for an ACK at once, F_ACKREQ); returns (it was new, ACKs to send now).
         A duplicate is answered at once with ``dup`` set, so the sender learns that one of
-        its retransmissions was not needed."""
-        if not 0 <= seq < self.npkts:
-            return False, []
+        its retransmissions was not needed. (Every packet of a flow passes here: it reads
+        its state into locals once.)"""
+        npkts = self.npkts
+        if not 0 <= seq < npkts:
+            return False, _NO_ACKS
         if ce:
             self.ce[seq] = 1
             self.any_ce = True
@@ -572,35 +577,44 @@ class ReceiverFlow:
         st.packets += 1
         if self.start is None:
             self.start = now
-        if self.got[seq]:
+        got = self.got
+        if got[seq]:
             st.duplicates += 1
             self._pending.append(seq)
             return False, self.ack(now, dup=True)  # our earlier ACK may have been lost
-        self.got[seq] = 1
-        self.received += 1
+        got[seq] = 1
+        self.received = received = self.received + 1
         self.bytes += length
-        if seq < self.highest and not retx:
-            st.reordered += 1
-            d = self.highest - seq
-            st.reorder_distance[d] = st.reorder_distance.get(d, 0) + 1
-        self.highest = max(self.highest, seq)
-        got = self.got
-        while self.cum < self.npkts and got[self.cum]:
-            self.cum += 1
-        self._pending.append(seq)
-        if self.done:
+        highest = self.highest
+        if seq < highest:
+            if not retx:
+                st.reordered += 1
+                d = highest - seq
+                st.reorder_distance[d] = st.reorder_distance.get(d, 0) + 1
+        else:
+            self.highest = highest = seq
+        cum = self.cum
+        if seq == cum:   # the first missing packet arrived (below cum every one has)
+            cum += 1
+            while cum < npkts and got[cum]:
+                cum += 1
+            self.cum = cum
+        pending = self._pending
+        pending.append(seq)
+        if received == npkts:
             self.finish = now
             return True, self.ack(now)
-        if self.highest - self.cum >= self.cfg.nack_gap:
+        cfg = self.cfg
+        if highest - cum >= cfg.nack_gap:
             nk = self._nacked
-            if nk is None or nk[0] != self.cum or now - nk[1] >= self.cfg.rto:
-                self._nacked = (self.cum, now)
+            if nk is None or nk[0] != cum or now - nk[1] >= cfg.rto:
+                self._nacked = (cum, now)
                 return True, self.ack(now, nack=True)
-        if len(self._pending) >= self.cfg.ack_every or retx or ack_req:
+        if len(pending) >= cfg.ack_every or retx or ack_req:
             return True, self.ack(now)
-        return True, []
+        return True, _NO_ACKS
 
-    def on_trimmed(self, seq: int, now: float) -> list[Ack]:
+    def on_trimmed(self, seq: int, now: float) -> Sequence[Ack]:
         """A packet arrived trimmed to its headers (its payload cut at a full switch queue):
         a NACK naming it at once (UEC's trimming: the sender resends without waiting for a
         timeout). Nothing if the packet arrived whole already."""
@@ -632,13 +646,14 @@ class ReceiverFlow:
         below ``cum``), so its CE mark is echoed per packet in that ACK's ``ce`` bitmap.
         """
         self._last_ack = now
-        pending = sorted(self._pending)
-        self._pending.clear()
+        pending = self._pending
+        self._pending = []
+        pending.sort()
         acks = []
-        i = 0
-        while i < len(pending):
+        got, n, i = self.got, len(pending), 0
+        while i < n:
             base = pending[i]
-            window = self.got[base:base + SACK_BITS]
+            window = got[base:base + SACK_BITS]
             # one byte (0/1) per packet -> one bit: seq base is bit 0
             sack = int(window[::-1].translate(_BITCHAR), 2) if window else 0
             ce = 0
@@ -647,8 +662,7 @@ class ReceiverFlow:
                 ce = int(cw[::-1].translate(_BITCHAR), 2) if cw else 0
             acks.append(Ack(self.cum, base, sack, nack, ce, dup))
             nack = dup = False
-            while i < len(pending) and pending[i] < base + SACK_BITS:
-                i += 1
+            i = bisect_left(pending, base + SACK_BITS, i)   # past what this bitmap covers
         if not acks or nack:
             acks.append(Ack(self.cum, self.cum + 1, 0, nack, 0, dup))
         return acks

@@ -21,7 +21,7 @@ import pytest
 from golden import cases, run_case  # noqa: E402
 
 from model.spec import fat_tree
-from sim.core import CoreLoop, load
+from sim.core import CoreLoop, engage, load
 from sim.events import EventLoop
 from sim.network import SimConfig, SimNetwork
 from traffic.schedules import alltoall
@@ -77,11 +77,39 @@ def _digest(core: str, **cfg: Any) -> tuple:
     {"fast_path": False, "queue_depth": 8},
     {"scheme": "wam", "seed": 1, "queue_depth": 16},   # control loops rewrite tables mid-run
     {"workers": 2, "trim": True, "queue_depth": 4},
+    {"prop_at_hosts": True, "prop_delay_us": 2.0},   # hosts hold frames the core hands over
 ])
 def test_c_core_equals_the_python_path_in_every_mode(cfg: dict) -> None:
     c, py = _digest("c", **dict(cfg)), _digest("python", **dict(cfg))
     assert c[0] == "CoreLoop" and py[0] == "EventLoop"
     assert c[1:] == py[1:]
+
+
+def test_a_scheduler_runs_its_callback_where_schedule_would() -> None:
+    """``loop.scheduler(fn)`` (a host's NIC event, a handle of its own on the C core) puts
+    ``fn`` where ``schedule(t, fn)`` would, on both loops."""
+    def trace(loop: Any) -> list[tuple[float, str, Any]]:
+        seen: list[tuple[float, str, Any]] = []
+
+        def tag(name: str) -> Any:
+            return lambda now, arg: seen.append((now, name, arg))
+
+        at = loop.scheduler(tag("nic"))
+
+        def first(now: float, _: Any) -> None:
+            at(now + 1.0)
+            loop.schedule(now + 1.0, tag("other"), 1)
+            at(now + 0.5)
+            at(now + 1.0)
+
+        loop.schedule(0.0, first)
+        loop.run()
+        return seen
+
+    net = SimNetwork(fat_tree(4, bw_mbps=10_000), "ecmp", SimConfig())
+    assert engage(net) and isinstance(net.loop, CoreLoop)
+    assert trace(net.loop) == trace(EventLoop()) == [
+        (0.5, "nic", None), (1.0, "nic", None), (1.0, "other", 1), (1.0, "nic", None)]
 
 
 def test_python_pipeline_runs_on_the_python_loop() -> None:
