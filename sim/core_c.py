@@ -194,6 +194,7 @@ struct core {
     struct core_log *log; int32_t caplog;
     void **pool; int32_t npool, cappool; uint32_t pool_size;
     uint8_t *scratch; uint32_t capscratch;
+    uint8_t *vin; uint32_t capvin; uint8_t *vout; uint32_t capvout;
     int32_t *dsw; int32_t ndsw; int32_t *dlk; int32_t ndlk;
     int32_t error;
 };
@@ -249,7 +250,7 @@ static inline void schedule(struct core *K, double t, int32_t kind, int32_t obj,
 
 /* ---- memory --------------------------------------------------------------------------- */
 /* frame buffers by power-of-two size class, kept for reuse (a run allocates and frees one or
- * two per hop); the class is stored in the 16 bytes before the frame */
+ * two per hop); the class and the bytes held (below) are stored in the 16 bytes before it */
 #define FB_CLASSES 32
 #define FB_KEEP 8192
 static void *fb_list[FB_CLASSES][FB_KEEP];
@@ -288,10 +289,65 @@ static void ctx_put(struct core *K, void *c) {
     K->pool[K->npool++] = c;
 }
 
-static uint8_t *frame_copy(const uint8_t *d, uint32_t n) {
-    uint8_t *p = fb_alloc(n);
-    memcpy(p, d, n);
+/* A frame in flight is held as its bytes up to its last non-zero one and its length: the
+ * rest is zeros (a data frame's payload, 4,000 bytes of a 4,070-byte frame), written out only
+ * where something reads the whole frame: the pipeline (into a buffer of the core's), a host,
+ * another part, the ingress log. Same bytes, a fraction of the memory. */
+static inline uint32_t fb_have(const uint8_t *q) { return *(const uint32_t *)(q - 12); }
+
+static inline void fb_set_have(uint8_t *q, uint32_t n) { *(uint32_t *)(q - 12) = n; }
+
+static uint32_t nonzero_len(const uint8_t *d, uint32_t n) {
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, d + n - 8, 8);
+        if (w) break;
+        n -= 8;
+    }
+    while (n && !d[n - 1]) n--;
+    return n;
+}
+
+/* a frame's held copy (its zero tail left out) */
+static uint8_t *frame_pack(const uint8_t *d, uint32_t n) {
+    uint32_t h = nonzero_len(d, n);
+    uint8_t *p = fb_alloc(h);
+    memcpy(p, d, h);
+    fb_set_have(p, h);
     return p;
+}
+
+/* the whole of a held frame into ``dst`` (``len`` bytes) */
+static void frame_expand(uint8_t *dst, const uint8_t *f, uint32_t len) {
+    uint32_t h = fb_have(f);
+    if (h > len) h = len;
+    memcpy(dst, f, h);
+    memset(dst + h, 0, len - h);
+}
+
+/* a held frame made whole in a buffer of its own */
+static uint8_t *frame_full(const uint8_t *f, uint32_t len) {
+    uint8_t *p = fb_alloc(len);
+    frame_expand(p, f, len);
+    fb_set_have(p, len);
+    return p;
+}
+
+static uint8_t *grow(uint8_t **buf, uint32_t *cap, uint32_t n) {
+    if (n > *cap) {
+        free(*buf);
+        *cap = n < 4096 ? 4096 : n;
+        *buf = malloc(*cap);
+    }
+    return *buf;
+}
+
+/* a held frame whole, for the pipeline to read: itself, or made whole in the core's buffer */
+static const uint8_t *frame_view(struct core *K, const uint8_t *f, uint32_t len) {
+    if (fb_have(f) >= len) return f;
+    uint8_t *v = grow(&K->vin, &K->capvin, len);
+    frame_expand(v, f, len);
+    return v;
 }
 
 static void fifo_push(fifo_t *f, job_t j) {
@@ -365,6 +421,7 @@ void core_free(struct core *K) {
     for (int32_t i = 0; i < K->npool; i++) free(K->pool[i]);
     fb_free(K->r_frame);
     free(K->out); free(K->log); free(K->pool); free(K->scratch); free(K->heap);
+    free(K->vin); free(K->vout);
     free(K->links); free(K->sws); free(K->dsw); free(K->dlk);
     free(K);
 }
@@ -556,13 +613,13 @@ static int link_send(struct core *K, int32_t i, double start, uint8_t *data, uin
 int32_t core_link_send(struct core *K, int32_t i, double start, const uint8_t *data,
                        uint32_t len) {
     K->error = 0;
-    return link_send(K, i, start, frame_copy(data, len), len);
+    return link_send(K, i, start, frame_pack(data, len), len);
 }
 
 int32_t core_link_accept(struct core *K, int32_t i, double t, double kt, int64_t kid,
                          int64_t kc, const uint8_t *data, uint32_t len) {
     K->error = 0;
-    return wire_put(K, i, t, kt, kid, kc, frame_copy(data, len), len);
+    return wire_put(K, i, t, kt, kid, kc, frame_pack(data, len), len);
 }
 
 int64_t core_outbox_bytes(struct core *K) {
@@ -579,7 +636,7 @@ void core_outbox_pack(struct core *K, char *hdr, char *data) {
         memcpy(hdr, &o->link, 4); memcpy(hdr + 4, &o->t, 8); memcpy(hdr + 12, &o->kt, 8);
         memcpy(hdr + 20, &o->kid, 8); memcpy(hdr + 28, &o->kc, 8); memcpy(hdr + 36, &o->len, 4);
         hdr += 40;
-        memcpy(data, o->data, o->len);
+        frame_expand((uint8_t *)data, (uint8_t *)o->data, o->len);
         data += o->len;
         fb_free(o->data);
     }
@@ -622,9 +679,9 @@ static inline port_t *port_of(sw_t *S, int64_t port) {
     return k < 0 ? NULL : &S->ports[k];
 }
 
+/* where the pipeline writes a frame out (the core's buffer; frame_pack keeps what is held) */
 static uint8_t *outbuf(struct core *K, uint32_t n, uint32_t slack) {
-    (void)K;
-    return fb_alloc(n + slack);
+    return grow(&K->vout, &K->capvout, n + slack);
 }
 
 /* RoutePorts.ports + SimSwitch._idle_for */
@@ -788,7 +845,8 @@ static int serve(struct core *K, int32_t s, int32_t k, double now) {
     if (busy > S->busy_until) S->busy_until = busy;
     double up = S->uptime;
     uint8_t *out = outbuf(K, job.len, S->out_slack);
-    int64_t r = S->egress(S->P, job.ctx, job.data, job.len, (uint32_t)Q->port, job.plen,
+    int64_t r = S->egress(S->P, job.ctx, frame_view(K, job.data, job.len), job.len,
+                          (uint32_t)Q->port, job.plen,
                           (uint64_t)(int64_t)(now + up), (uint64_t)(int64_t)(job.enq + up),
                           (uint64_t)job.enq_qdepth, (uint64_t)(int64_t)td,
                           (uint64_t)deq_qdepth, (uint64_t)prio, out);
@@ -796,12 +854,11 @@ static int serve(struct core *K, int32_t s, int32_t k, double now) {
     ctx_put(K, job.ctx);
     if (r < 0) {
         S->pipeline_drops++;
-        fb_free(out);
     } else {
         uint32_t olen = (uint32_t)r;
         if (Q->last_trimmed && S->trim_bytes && job.plen == (uint32_t)S->trim_bytes)
             olen = trim_frame(out, olen, (uint32_t)S->trim_bytes);
-        if (link_send(K, Q->link, now, out, olen) < 0) return -1;
+        if (link_send(K, Q->link, now, frame_pack(out, olen), olen) < 0) return -1;
     }
     {
         double t = q_next_departure(Q, &none);
@@ -832,26 +889,27 @@ static int receive(struct core *K, int32_t s, double now, int32_t port, uint8_t 
             K->caplog = K->caplog ? 2 * K->caplog : 1024;
             K->log = realloc(K->log, K->caplog * sizeof(struct core_log));
         }
-        struct core_log g = {s, port, now, len, (char *)frame_copy(data, len)};
+        struct core_log g = {s, port, now, len, (char *)frame_full(data, len)};
         K->log[K->nlog++] = g;
     }
+    const uint8_t *v = frame_view(K, data, len);
     uint64_t ts = (uint64_t)(int64_t)(now + S->uptime);
-    if (S->fast_path && ((!S->backlog && now >= S->busy_until) || idle_for(S, data, len, now))) {
+    if (S->fast_path && ((!S->backlog && now >= S->busy_until) || idle_for(S, v, len, now))) {
         S->fast_packets++;
         uint8_t *out = outbuf(K, len, S->out_slack);
         void *c = ctx_get(K);
-        int64_t r = S->process(S->P, c, data, len, (uint32_t)port, ts, out);
+        int64_t r = S->process(S->P, c, v, len, (uint32_t)port, ts, out);
         ctx_put(K, c);
         fb_free(data);
         if (r < 0) {
             S->pipeline_drops++;
-            fb_free(out);
             return 0;
         }
-        return pass_through(K, s, now, r >> 32, len, out, (uint32_t)(r & 0xFFFFFFFF));
+        uint32_t olen = (uint32_t)(r & 0xFFFFFFFF);
+        return pass_through(K, s, now, r >> 32, len, frame_pack(out, olen), olen);
     }
     void *c = ctx_get(K);
-    int64_t r = S->ingress(S->P, c, data, len, (uint32_t)port, ts);
+    int64_t r = S->ingress(S->P, c, v, len, (uint32_t)port, ts);
     if (r < 0) {
         S->pipeline_drops++;
         ctx_put(K, c);
@@ -903,7 +961,12 @@ int64_t core_step(struct core *K, double until, double before, int64_t limit) {
         }
         if (L->dst_sw < 0) {
             K->r_link = e.obj;
-            K->r_frame = (char *)f.data;
+            if (fb_have(f.data) < f.len) {   /* a host reads the whole frame */
+                K->r_frame = (char *)frame_full(f.data, f.len);
+                fb_free(f.data);
+            } else {
+                K->r_frame = (char *)f.data;
+            }
             K->r_len = f.len;
             return -2 - (int64_t)e.obj;
         }
