@@ -361,6 +361,7 @@ class SimBackend(Backend):
                                         qps=w.qps, path_policy=self.scheme.policy_spec()),
                         seed=self.cfg.parameters.seed if self.run_seed is None else self.run_seed,
                         workers=self.cfg.parameters.sim_workers,
+                        start_skew_us=self.cfg.parameters.sim_start_skew_s * 1e6,
                         ray_address=self.cfg.parameters.sim_ray,
                         ecn_threshold=self.ecn_threshold(
                             fabric.get("queue_depth", SimConfig.queue_depth)),

@@ -50,6 +50,10 @@ TOPOLOGIES = ("fattree", "leafspine")
 TRANSPORTS = ("udp", "tcp")
 TM_SCHEDULE = "tm"
 """A workload's ``schedule`` when it runs an htsim connection matrix (its ``tm`` file)."""
+SIM_START_SKEW_S = 0.5e-6
+"""The simulator's default host start skew, fabric seconds: the emulated agents of the demo's
+ring started 0-0.7 µs apart (eBPF target, TDF 5,000; their ranks' start times), and any
+skew from 0.01 µs up gives the simulated ring under ECMP the same mean (docs/sim.md)."""
 _SCHEDULE_OPTIONS = {"algorithm", "skew", "alpha", "hot", "hot_fraction", "tokens", "seed",
                      "combine", "slots"}
 
@@ -275,6 +279,12 @@ class Parameters:
     instead of on each link, where the eBPF target's emulation adds it (sim.network's
     ``prop_at_hosts``; traffic/delayline.py), so the two sides compare. Default: true when
     ``target`` is ebpf."""
+    sim_start_skew_s: float = dim(Dim.TIME, SIM_START_SKEW_S)
+    """sim backend: the hosts' start skew (sim.network's ``start_skew_us``): each host starts
+    its ranks at an offset drawn uniformly below this from the repetition's seed, so that each
+    repetition of the simulator is one draw of the hosts' timing, as each emulated one is
+    (docs/sim.md, "Hosts' start skew"). 0: every host at once, the same event order in every
+    repetition."""
     socket_buffer: int | None = None
     """Bytes of each switch port's AF_PACKET socket buffers (None: p4switch's 8 MiB). Small
     keeps the queueing in the P4 egress queues; the fidelity guard says when it is too small
@@ -706,7 +716,7 @@ def _parameters(v: Any) -> Parameters:
     d = _obj(v, p)
     _keys(d, p, {"target", "sample_period_s", "control_period_s", "loops", "settle_s", "seed",
                  "lock_timeout_s", "start_margin_s", "sim_workers", "sim_ray", "tdf",
-                 "socket_buffer", "sim_prop_at_hosts",
+                 "socket_buffer", "sim_prop_at_hosts", "sim_start_skew_s",
                  "switch_priority", "wall_budget_s"})
     loops = _list(d.get("loops", list(Parameters.loops)), _join(p, "loops"))
     for i, lp in enumerate(loops):
@@ -725,6 +735,8 @@ def _parameters(v: Any) -> Parameters:
                       start_margin_s=_num(d, "start_margin_s", p, 4.0, lo=0.0) or 0.0,
                       sim_workers=_int(d, "sim_workers", p, 1, 1, 64),
                       sim_ray=_str(d, "sim_ray", p, None) or None if "sim_ray" in d else None,
+                      sim_start_skew_s=_num(d, "sim_start_skew_s", p, SIM_START_SKEW_S,
+                                            lo=0.0) or 0.0,
                       tdf=_tdf(d, p),
                       socket_buffer=_int(d, "socket_buffer", p, 0, 4096) or None
                       if "socket_buffer" in d else None,

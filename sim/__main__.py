@@ -168,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
                          "NACKs it, the sender resends it at once")
     ap.add_argument("--until-us", type=float, default=10e6)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--start-skew-us", type=float, default=0.0, metavar="US",
+                    help="hosts start their ranks at offsets drawn uniformly from [0, US) by "
+                         "--seed and the host's name (default 0: all at once; docs/sim.md, "
+                         "\"Hosts' start skew\")")
     ap.add_argument("--workers", type=int, default=1,
                     help="processes to split the run over (default 1; 2 on a 2-core machine "
                          "for a big fabric: the results are the same for any number)")
@@ -250,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--check replays the packets through the initial entries: not with --fail")
     if a.queue_depth < 1:
         ap.error("--queue-depth must be >= 1")
+    if not a.start_skew_us >= 0:
+        ap.error("--start-skew-us must be >= 0")
     if a.workers < 1:
         ap.error("--workers must be >= 1")
     if a.ray and a.workers < 2:
@@ -301,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     from .results import member_counters
 
     cfg = SimConfig(prop_delay_us=a.prop_us, prop_at_hosts=a.prop_at_hosts,
-                    queue_depth=a.queue_depth, seed=a.seed,
+                    queue_depth=a.queue_depth, seed=a.seed, start_skew_us=a.start_skew_us,
                     host=HostConfig(transport=transport), record_ingress=a.check,
                     ecn_threshold=None if a.no_ecn else marking, workers=a.workers, trim=a.trim,
                     ray_address=a.ray, pipeline=a.pipeline,

@@ -210,8 +210,14 @@ class SimHost:
         self.ranks.append(st)
         self._rank[rank] = st
 
-    def start(self, now: float) -> None:
-        if self.ranks:
+    def start(self, now: float, offset_us: float = 0.0) -> None:
+        """Run the ranks' programs from ``now``, or ``offset_us`` later (the host's start
+        skew: SimConfig.start_skew_us)."""
+        if not self.ranks:
+            return
+        if offset_us > 0:
+            self.loop.schedule(now + offset_us, self._wake)
+        else:
             self._advance(now)
 
     # -- NIC ---------------------------------------------------------------------------------

@@ -178,6 +178,18 @@ def test_a_target_override_places_the_simulators_delay_as_the_target_does() -> N
         config.from_dict({**base, "parameters": {"sim_prop_at_hosts": "yes"}})
 
 
+def test_the_simulators_start_skew_defaults_and_is_checked() -> None:
+    from experiments.config import SIM_START_SKEW_S
+
+    base = {"name": "t", "topology": {"kind": "fattree", "k": 4}, "schemes": ["ecmp"],
+            "workloads": [{"name": "w", "schedule": "ring_allreduce", "size": "64KB"}]}
+    assert config.from_dict(base).parameters.sim_start_skew_s == SIM_START_SKEW_S > 0
+    off = config.from_dict({**base, "parameters": {"sim_start_skew_s": 0}})
+    assert off.parameters.sim_start_skew_s == 0.0
+    with pytest.raises(ConfigError, match="sim_start_skew_s: must be >= 0"):
+        config.from_dict({**base, "parameters": {"sim_start_skew_s": -1e-6}})
+
+
 def test_target_auto_is_the_kernel_data_plane_where_it_can_run_else_p4switch(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import p4switch

@@ -56,6 +56,17 @@ def test_sim_experiment_split_over_two_processes_gives_the_same_runs(tmp_path: P
     assert got[1] == got[2] and len(got[1]) == 2
 
 
+@pytest.mark.parametrize("skew_s", [0.0, None])   # None: the default (SIM_START_SKEW_S)
+def test_each_simulated_repetition_draws_the_hosts_start_skew(tmp_path: Path,
+                                                               skew_s: float | None) -> None:
+    params = {"seed": 1} if skew_s is None else {"seed": 1, "sim_start_skew_s": skew_s}
+    d = {**TINY, "schemes": ["ecmp"], "repetitions": 3, "parameters": params}
+    ccts = [pd.read_csv(runner.run_experiment(from_dict(d), tmp_path / str(i), report=False)
+                        .root / "ccts.csv")["cct"].tolist() for i in range(2)]
+    assert ccts[0] == ccts[1]                        # a seed is one run
+    assert len(set(ccts[0])) == (1 if skew_s == 0 else 3)
+
+
 class Scripted(Backend):
     """A backend that writes nothing and interrupts on its second run."""
 
