@@ -21,6 +21,7 @@ group's members in ascending member-id order, each repeated ``weight`` times.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -297,7 +298,7 @@ class TableState:
         if not const and len(self.entries) >= self.table.size:
             raise StateError(StateCode.RESOURCE_EXHAUSTED, f"table {self.table.cp_name} is full")
         self._seq += 1
-        stored = _copy_entry(entry, const)
+        stored = _stored_entry(entry, const, entry.packets, entry.bytes)
         es = EntryState(stored, self._seq)
         if self.mode == "general":
             es.conds = self._conds(key)
@@ -589,8 +590,7 @@ class StagedTable:
             raise StateError(StateCode.ALREADY_EXISTS, f"entry exists in {ts.table.cp_name}")
         if self.count >= ts.table.size:
             raise StateError(StateCode.RESOURCE_EXHAUSTED, f"table {ts.table.cp_name} is full")
-        stored = _copy_entry(entry, False)
-        stored.packets, stored.bytes = counters or (0, 0)
+        stored = _stored_entry(entry, False, *(counters or (0, 0)))
         self.seq += 1
         es = EntryState(stored, self.seq)
         if ts.mode == "general":
@@ -731,6 +731,30 @@ def _entry_view(e: TableEntry, es: EntryState) -> TableEntry:
     out.packets, out.bytes = es.packets, es.bytes
     out.meter = es.meter.config if es.entry is e else out.meter
     return out
+
+
+_STORED: weakref.WeakValueDictionary[tuple[Any, ...], TableEntry] = \
+    weakref.WeakValueDictionary()
+"""Every table's stored copies of added entries, by value (see ``_stored_entry``)."""
+
+
+def _stored_entry(e: TableEntry, const: bool, packets: int, nbytes: int) -> TableEntry:
+    """A table's own copy of an added entry with its counters: one object for equal entries
+    of every table in the process (a simulated k=16 fabric adds 55k entries, 18k of them
+    distinct; k=32 764k). Safe to share: a stored entry is never changed in place (a modify
+    stores a new copy, readers get copies); an entry with a meter gets its own."""
+    if e.meter is not None:
+        out = _copy_entry(e, const)
+        out.packets, out.bytes = packets, nbytes
+        return out
+    key = (tuple(e.match.items()), e.action,
+           tuple(e.params.items()), e.member_id, e.group_id, e.priority, packets, nbytes, const)
+    stored = _STORED.get(key)
+    if stored is None:
+        stored = _copy_entry(e, const)
+        stored.packets, stored.bytes = packets, nbytes
+        _STORED[key] = stored
+    return stored
 
 
 def _copy_entry(e: TableEntry, const: bool) -> TableEntry:

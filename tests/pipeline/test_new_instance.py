@@ -116,3 +116,26 @@ def test_new_instance_refuses_unknown_state_in_globals() -> None:
         t.new_instance()
     del t._code.globals["_stray_state"]
     t.new_instance()
+
+
+def test_equal_entries_of_two_pipelines_are_stored_once_and_stay_apart() -> None:
+    """Tables keep one stored copy of equal entries across pipelines (a simulated fabric adds
+    the same routes to many switches); a modify, a counter write or the caller changing its
+    entry afterwards shows in that pipeline only."""
+    t, n = _fabric_pair()
+    match = {"hdr.ipv4.dstAddr": LpmMatch(0x0A000000, 8)}
+    entry = TableEntry(match=dict(match), action="set_nhop", params={"port": 2, "dmac": 1})
+    t.table_add("ipv4_lpm", entry)
+    entry.params["port"] = 9  # the caller's object: not what either table stored
+    n.table_add("ipv4_lpm", TableEntry(match=dict(match), action="set_nhop",
+                                       params={"port": 2, "dmac": 1}))
+    stored = [next(iter(p.tables["MyIngress.ipv4_lpm"].entries.values())).entry
+              for p in (t, n)]
+    assert stored[0] is stored[1] and stored[0].params == {"port": 2, "dmac": 1}
+    n.table_modify("ipv4_lpm", TableEntry(match=dict(match), action="set_nhop",
+                                          params={"port": 3, "dmac": 1}))
+    assert [e.params["port"] for e in t.table_entries("ipv4_lpm")] == [2]
+    assert [e.params["port"] for e in n.table_entries("ipv4_lpm")] == [3]
+    got = t.table_entries("ipv4_lpm")[0]
+    got.params["port"] = 7  # a reader's copy
+    assert [e.params["port"] for e in t.table_entries("ipv4_lpm")] == [2]
