@@ -93,6 +93,11 @@ class AdaptiveLog:
     ratio_tight: float | None = None
     ratio: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     ratio_wide: dict[str, list[str]] = field(default_factory=dict)
+    reference_tight: float | None = None
+    """The simulator's side as the reference (stats.REFERENCE_TIGHT): a scheme's own mean is
+    tight when its 95 % half-width is at most this fraction of it."""
+    reference_wide: dict[str, list[str]] = field(default_factory=dict)
+    """Per workload, the schemes whose own mean stayed wider than that."""
 
     def to_dict(self) -> JsonObject:
         added: JsonObject = {w: dict(d) for w, d in self.added.items()}
@@ -107,6 +112,9 @@ class AdaptiveLog:
                                  for w, d in self.ratio.items()}
             wide: JsonObject = {w: list(v) for w, v in self.ratio_wide.items()}
             out.update(ratio_tight=self.ratio_tight, ratio=ratio, ratio_wide=wide)
+        if self.reference_tight is not None:
+            out.update(reference_tight=self.reference_tight,
+                       reference_wide={w: list(v) for w, v in self.reference_wide.items()})
         return out
 
     @classmethod
@@ -130,7 +138,11 @@ class AdaptiveLog:
                        {str(w): {str(k): (_num(v[0]), _num(v[1])) for k, v in a.items()}
                         for w, a in (d.get("ratio") or {}).items()},
                        {str(w): [str(x) for x in v]
-                        for w, v in (d.get("ratio_wide") or {}).items()})
+                        for w, v in (d.get("ratio_wide") or {}).items()},
+                       None if d.get("reference_tight") is None
+                       else float(d["reference_tight"]),
+                       {str(w): [str(x) for x in v]
+                        for w, v in (d.get("reference_wide") or {}).items()})
         except (AttributeError, TypeError, ValueError) as e:
             raise ValueError(f"experiment.json adaptive: {type(e).__name__}: {e}") from None
 
@@ -164,6 +176,12 @@ def adaptive_text(adaptive: AdaptiveLog | None) -> str:
                      f"{w}: " + ", ".join(
                          f"{k} ({_ratio(adaptive.ratio.get(w, {}).get(k))})" for k in v)
                      for w, v in wide.items()) if wide else "tight for every scheme"))
+    if adaptive.reference_tight is not None:
+        wide = {w: v for w, v in adaptive.reference_wide.items() if v}
+        if wide:
+            text += (f"; the simulator's own mean (tight at ± {adaptive.reference_tight:g} of "
+                     "it) stayed wide for " + "; ".join(f"{w}: {', '.join(v)}"
+                                                       for w, v in wide.items()))
     return text
 
 

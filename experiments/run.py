@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from topo.owner import give_back
 
 from . import config as config_mod
+from . import stats
 from .config import ConfigError, ExperimentConfig
 from .eta import adaptive_text
 from .runner import Eta, check_root, results_root, run_experiment, simulated_means
@@ -200,15 +201,19 @@ def _main(argv: list[str] | None = None) -> int:
             # repetitions tighten the emulated/simulated ratio against (runner.
             # _tighten_ratios). The emulation's repetitions, with its seeds (schedule, the
             # switches' random()): what a seed changes (random spraying's choices) is then
-            # an interval on both sides, not a ranking by one draw; no adaptive ones (a
-            # deterministic scheme repeats itself exactly). 0.15-0.7 s per run.
+            # an interval on both sides, not a ranking by one draw. Its adaptive ones
+            # only make its own means tight (stats.REFERENCE_TIGHT): a scheme that gives
+            # the same CCT for every seed needs none, one that varies with the hosts'
+            # start skew (parameters.sim_start_skew_s) gets more. 0.15-0.7 s per run.
             root = results_root(a.out, cfg.name)
-            sim = dataclasses.replace(cfg, backend="sim", max_repetitions=None)
+            sim = dataclasses.replace(cfg, backend="sim", max_repetitions=max(
+                stats.REFERENCE_MAX_REPETITIONS, cfg.repetitions))
             more = dataclasses.replace(
                 hooks, done=lambda what, row, eta: done(f"sim: {what}", row, Eta(0.0, 0.0)),
                 tdf=lambda tdf: None)
-            reference = simulated_means(run_experiment(sim, progress=more, report=False,
-                                                       root=root / "sim"))
+            reference = simulated_means(run_experiment(
+                sim, progress=more, report=False, root=root / "sim",
+                reference_tight=stats.REFERENCE_TIGHT))
             sim_runs = int(bar.tasks[0].completed)
             hooks = dataclasses.replace(   # one bar for both backends
                 hooks, total=lambda n: bar.update(task, total=sim_runs + n))

@@ -197,13 +197,17 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                    progress: Progress | None = None, report: bool = True,
                    backend: Backend | None = None, root: Path | None = None,
                    since: float | None = None,
-                   reference: Mapping[tuple[str, str], float] | None = None) -> ExperimentRun:
+                   reference: Mapping[tuple[str, str], float] | None = None,
+                   reference_tight: float | None = None) -> ExperimentRun:
     """Run every (workload, scheme, repetition) of ``cfg``; returns where the results are
     (``root`` if given, else a new ``out_root/<name>/<timestamp>``). ``since``: the wall-clock
     time (``time.time()``) the wall budget and the ETA count from (``make demo``: its own
     start, set-up included); default now. ``reference``: the simulator's mean CCT (fabric s)
     per (workload, scheme label) of the same file; the adaptive repetitions then also run
-    a scheme whose emulated/simulated ratio has a wide interval (stats.ratio_wide)."""
+    a scheme whose emulated/simulated ratio has a wide interval (stats.ratio_wide).
+    ``reference_tight``: this run is that reference (the simulator's side of --beside-sim):
+    its adaptive repetitions, up to ``max_repetitions``, go to the schemes whose own mean's
+    95 % interval is wider than this fraction of it, instead of to close calls."""
     progress = progress or Progress()
     top = root
     if root is None:
@@ -252,6 +256,7 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                                           before_runner_s=round(t_all - t_since, 3))
     if reference and (cfg.max_repetitions or 0) > cfg.repetitions:
         adaptive.ratio_tight = stats.RATIO_TIGHT
+    adaptive.reference_tight = reference_tight
     run.meta["adaptive"] = adaptive.to_dict()
     old = _install_sigterm()
     try:
@@ -309,7 +314,10 @@ def run_experiment(cfg: ExperimentConfig, out_root: Path | str = "results",
                 w = cfg.workloads[wi]
                 counted = {lb: n - ctx.reruns.get((w.name, lb), 0)   # re-runs replace runs
                            for lb, n in reps[w.name].items()}
-                more = _settle_close_calls(run, cfg, w, counted, adaptive.beyond_cap)
+                if reference_tight is not None:
+                    more = _tighten_reference(run, cfg, w, counted, reference_tight, adaptive)
+                else:
+                    more = _settle_close_calls(run, cfg, w, counted, adaptive.beyond_cap)
                 if adaptive.ratio_tight is not None and reference:
                     wide = _tighten_ratios(run, cfg, w, counted, reference, adaptive)
                     more += [lb for lb in wide if lb not in more]
@@ -547,6 +555,30 @@ def _tighten_ratios(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadConfig
             if reps[s.label] < cap:
                 out.append(s.label)
     log.ratio_wide[w.name] = wide
+    return out
+
+
+def _tighten_reference(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadConfig,
+                       reps: dict[str, int], tight: float, log: AdaptiveLog) -> list[str]:
+    """The schemes of workload ``w`` whose own mean CCT has a 95 % interval wider than
+    ``tight`` × that mean over their valid runs so far, below the cap: one more repetition
+    each. On the simulator a scheme varies with the hosts' start skew (each repetition one
+    draw, sim.network's ``start_skew_us``); as the emulation's reference its mean must be
+    known as well as the ratio is asked to be, not be one or three draws. Records the
+    schemes still wide in ``log``."""
+    cap = cfg.max_repetitions or cfg.repetitions
+    out: list[str] = []
+    wide: list[str] = []
+    for s in cfg.schemes:
+        iv = stats.t_interval(r.cct for r in run.runs if r.workload == w.name
+                              and r.scheme == s.label and r.ok and r.valid
+                              and r.cct is not None)
+        if iv.n == 0 or (iv.n > 1 and iv.half <= tight * iv.mean):
+            continue
+        wide.append(s.label)
+        if reps[s.label] < cap:
+            out.append(s.label)
+    log.reference_wide[w.name] = wide
     return out
 
 

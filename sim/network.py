@@ -182,7 +182,7 @@ class SimConfig:
     host at time 0. Why it matters: with every host at 0 the event order is the same in every
     run, and flows that share a link split it the same way each time — ECMP's collided ring
     flows took 271.2 µs in every repetition of the demo, while hosts started ~0.01-1 µs
-    apart give 230-300 µs, 257 µs on average (docs/sim.md, "Hosts' start skew")."""
+    apart give 223-301 µs, 248-261 µs on average (docs/sim.md, "Hosts' start skew")."""
     pipeline: str = "native"
     """Which code executes the P4 program per hop: "native" (the program compiled to C,
     p4switch.native, built once per machine; falls back to Python with one line on stderr

@@ -80,3 +80,14 @@ def test_the_ratio_record_round_trips_and_reads() -> None:
                         ratio_wide={"moe": []})
     assert adaptive_text(tight).endswith("(tight at ± 0.05) tight for every scheme")
     assert "ratio" not in AdaptiveLog(6).to_dict()
+
+
+def test_the_reference_record_round_trips_and_reads() -> None:
+    log = AdaptiveLog(12, added={"ring": {"ecmp": 9}}, reference_tight=0.05,
+                      reference_wide={"ring": ["ecmp"], "moe": []})
+    back = AdaptiveLog.from_dict(json.loads(json.dumps(log.to_dict())))
+    assert back == log
+    assert adaptive_text(back) == (
+        "adaptive repetitions (up to 12 per scheme): ring +9 (ecmp 9); the simulator's own "
+        "mean (tight at ± 0.05 of it) stayed wide for ring: ecmp")
+    assert "reference_tight" not in AdaptiveLog(6).to_dict()

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from experiments import run as run_cli
-from experiments import runner
+from experiments import runner, stats
 from experiments.backends import Backend, RunSamples
 from experiments.config import from_dict
 from experiments.runs import RunRow
@@ -65,6 +65,20 @@ def test_each_simulated_repetition_draws_the_hosts_start_skew(tmp_path: Path,
                         .root / "ccts.csv")["cct"].tolist() for i in range(2)]
     assert ccts[0] == ccts[1]                        # a seed is one run
     assert len(set(ccts[0])) == (1 if skew_s == 0 else 3)
+
+
+@pytest.mark.parametrize(("skew_s", "runs"), [(0.0, 2), (0.05, 5)])
+def test_the_simulators_reference_runs_until_its_own_mean_is_tight(
+        tmp_path: Path, skew_s: float, runs: int) -> None:
+    """A scheme that repeats itself needs no more runs; one that varies with the hosts' start
+    skew (here up to 50 ms on a ~0.1 s ring) gets them, up to the cap, and says it stayed wide."""
+    d = {**TINY, "schemes": ["ecmp"], "repetitions": 2, "max_repetitions": 5,
+         "parameters": {"seed": 1, "sim_start_skew_s": skew_s}}
+    run = runner.run_experiment(from_dict(d), tmp_path, report=False, reference_tight=0.05)
+    assert len(run.runs) == runs
+    adaptive = json.loads((run.root / "experiment.json").read_text())["adaptive"]
+    assert adaptive["reference_tight"] == 0.05
+    assert adaptive["reference_wide"] == {"ring": [] if runs == 2 else ["ecmp"]}
 
 
 class Scripted(Backend):
@@ -406,10 +420,12 @@ def test_the_runner_adds_runs_until_the_ratio_is_tight_and_records_it(
 def test_beside_sim_runs_the_simulator_first_and_hands_its_means_over(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[str, object]] = []
+    tight: list[tuple[object, int | None]] = []
     real = runner.run_experiment
 
     def spy(cfg, out_root="results", **kw):  # noqa: ANN001, ANN003
         calls.append((cfg.backend, kw.get("reference")))
+        tight.append((kw.get("reference_tight"), cfg.max_repetitions))
         return real(dataclasses.replace(cfg, backend="sim"), out_root, **kw)
 
     monkeypatch.setattr(run_cli, "run_experiment", spy)
@@ -419,6 +435,8 @@ def test_beside_sim_runs_the_simulator_first_and_hands_its_means_over(
     assert run_cli.main([str(f), "--beside-sim", "--quiet", "--no-report",
                          "--out", str(tmp_path / "out")]) == 0
     assert [c[0] for c in calls] == ["sim", "mininet"]
+    # the simulator's side runs until its own means are tight; the emulation as the file says
+    assert tight == [(stats.REFERENCE_TIGHT, stats.REFERENCE_MAX_REPETITIONS), (None, None)]
     ref = calls[1][1]
     assert isinstance(ref, dict) and set(ref) == {("ring", "ecmp")} and ref[("ring", "ecmp")] > 0
     (root,) = (tmp_path / "out" / "tiny").iterdir()
