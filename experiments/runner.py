@@ -560,20 +560,23 @@ def _tighten_ratios(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadConfig
 
 def _tighten_reference(run: ExperimentRun, cfg: ExperimentConfig, w: WorkloadConfig,
                        reps: dict[str, int], tight: float, log: AdaptiveLog) -> list[str]:
-    """The schemes of workload ``w`` whose own mean CCT has a 95 % interval wider than
-    ``tight`` × that mean over their valid runs so far, below the cap: one more repetition
-    each. On the simulator a scheme varies with the hosts' start skew (each repetition one
-    draw, sim.network's ``start_skew_us``); as the emulation's reference its mean must be
-    known as well as the ratio is asked to be, not be one or three draws. Records the
-    schemes still wide in ``log``."""
+    """The schemes of workload ``w`` whose own mean CCT is not known yet, below the cap: one
+    more repetition each. Known: the valid runs so far agree within stats.REFERENCE_SAME,
+    or there are stats.REFERENCE_MIN_REPETITIONS of them and their mean's 95 % interval is
+    within ``tight`` × that mean. On the simulator a scheme varies with the hosts' start
+    skew (each repetition one draw, sim.network's ``start_skew_us``); as the emulation's
+    reference its mean must be known as well as the ratio is asked to be, not be one or
+    three draws. Records the schemes still wide in ``log``."""
     cap = cfg.max_repetitions or cfg.repetitions
     out: list[str] = []
     wide: list[str] = []
     for s in cfg.schemes:
-        iv = stats.t_interval(r.cct for r in run.runs if r.workload == w.name
-                              and r.scheme == s.label and r.ok and r.valid
-                              and r.cct is not None)
-        if iv.n == 0 or (iv.n > 1 and iv.half <= tight * iv.mean):
+        ccts = [r.cct for r in run.runs if r.workload == w.name and r.scheme == s.label
+                and r.ok and r.valid and r.cct is not None]
+        iv = stats.t_interval(ccts)
+        if iv.n == 0 or (iv.n > 1 and (
+                max(ccts) - min(ccts) <= stats.REFERENCE_SAME * iv.mean
+                or (iv.n >= stats.REFERENCE_MIN_REPETITIONS and iv.half <= tight * iv.mean))):
             continue
         wide.append(s.label)
         if reps[s.label] < cap:

@@ -71,6 +71,16 @@ interval's half-width is at most this fraction of it: known as well as the ratio
 be. A scheme that gives the same CCT for every seed is tight at once; one that varies with the
 hosts' start skew (ECMP's collided ring flows: ~6 % per run) gets more simulated runs."""
 
+REFERENCE_MIN_REPETITIONS = 6
+"""Below this many runs a scheme whose runs differ by more than :data:`REFERENCE_SAME` is not
+called tight: a spread estimated from three draws is itself a guess (the demo's ring under
+ECMP once drew 265.0, 271.8 and 271.1 µs, a 3.5 % interval, from a distribution with a 6 %
+spread per run)."""
+
+REFERENCE_SAME = 0.01
+"""Runs whose range is within this fraction of their mean are one value to the reference: the
+start skew's own share of a spraying scheme's ring (at most 0.5 µs of ~134 µs)."""
+
 REFERENCE_MAX_REPETITIONS = 12
 """The most simulated repetitions of a scheme that :data:`REFERENCE_TIGHT` adds (each costs
 0.2-2 s of wall time on the 2-core machine)."""

@@ -381,6 +381,29 @@ def test_a_wide_emulated_simulated_ratio_gets_more_repetitions_up_to_the_cap(
     assert runner._tighten_ratios(run, cfg, w, {a: 4, b: 3}, {}, log) == []
 
 
+def test_the_reference_is_known_when_its_runs_agree_or_enough_are_tight(
+        tmp_path: Path) -> None:
+    from experiments.eta import AdaptiveLog
+
+    cfg = from_dict({**TINY, "schemes": ["ecmp", "random", "rotate"], "repetitions": 3,
+                     "max_repetitions": 12})
+    w = cfg.workloads[0]
+    run = runner.ExperimentRun(cfg, tmp_path)
+    log = AdaptiveLog(12, reference_tight=0.05)
+    # rotate: within 1 % (the skew's own share); ecmp: three draws that look tight (± 3.5 %)
+    # from a 6 %-per-run spread; random: wide
+    run.runs = _rows(w.name, {"ecmp": [265.0, 271.8, 271.1], "random": [230.0, 290.0, 250.0],
+                              "rotate": [133.8, 133.9, 134.1]})
+    assert runner._tighten_reference(run, cfg, w, {"ecmp": 3, "random": 3, "rotate": 3},
+                                     0.05, log) == ["ecmp", "random"]
+    run.runs += _rows(w.name, {"ecmp": [240.0, 262.0, 255.0], "random": [300.0, 220.0, 280.0]})
+    assert runner._tighten_reference(run, cfg, w, {"ecmp": 6, "random": 6, "rotate": 3},
+                                     0.05, log) == ["random"]          # ecmp: ± 4.8 % of 6
+    assert runner._tighten_reference(run, cfg, w, {"ecmp": 6, "random": 12, "rotate": 3},
+                                     0.05, log) == []                  # the cap
+    assert log.reference_wide == {w.name: ["random"]}
+
+
 def test_the_runner_adds_runs_until_the_ratio_is_tight_and_records_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = from_dict({**TINY, "repetitions": 3, "max_repetitions": 6})
