@@ -212,13 +212,14 @@ class _Part:
 class SwitchState:
     """What a part's run changed in one switch, for part 0's copy of it: its packet counts
     (in, fast path, pipeline drops, unconnected), its queues' statistics, the non-zero cells
-    of its counters (packets, bytes) and registers, and its direct counters' entries."""
+    of its counters (packets, bytes) and registers, and its direct counters' entries that counted."""
 
     counts: tuple[int, int, int, int]
     queues: dict[int, Any]
     counters: dict[str, tuple[list[tuple[int, int]], list[tuple[int, int]]]]
     registers: dict[str, list[tuple[int, int]]]
     direct: dict[str, list[tuple[Any, int, int, int]]]
+    """Per table, its entries whose direct counter is not 0."""
 
 
 @dataclass(slots=True)
@@ -302,10 +303,7 @@ def _message(conn: Channel, q: int) -> tuple[str, Any]:
 
 def _switch_state(sw: Any) -> SwitchState:
     pipe = sw.pipe
-    direct = {}
-    for table in set(pipe.direct_counters.values()):
-        direct[table] = [(e.match, e.priority, e.packets, e.bytes)
-                         for e in pipe.table_entries(table)]
+    direct = {table: pipe.direct_counts(table) for table in set(pipe.direct_counters.values())}
     return SwitchState(
         counts=(sw.packets_in, sw.fast_packets, sw.pipeline_drops, sw.unconnected),
         queues={p: q.stats for p, q in sw._q.items()},
@@ -336,6 +334,9 @@ def _load(net: SimNetwork, res: PartResult) -> None:
         for n, vals in st.registers.items():
             _unsparse(pipe.registers[n].values, vals)
         for table, rows in st.direct.items():
+            # only counts that are not 0 travel: this copy's others are 0 afterwards too
+            for match, prio, _pk, _by in pipe.direct_counts(table):
+                pipe.direct_counter_write(table, match, prio, 0, 0)
             for match, prio, n_pk, n_by in rows:
                 pipe.direct_counter_write(table, match, prio, n_pk, n_by)
     for name, counts in res.hosts.items():

@@ -89,7 +89,8 @@ code itself (sim.core) copies them (``_sync``) before it does."""
 
 # the control-plane calls that read or rewrite direct counters: C's counts are folded in first
 _READS_DIRECT = frozenset({"table_entries", "table_get", "table_modify", "table_delete",
-                           "table_batch", "table_clear", "direct_counter_write"})
+                           "table_batch", "table_clear", "direct_counter_write",
+                           "direct_counts"})
 
 
 class NativePipeline:

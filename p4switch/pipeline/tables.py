@@ -373,6 +373,13 @@ class TableState:
             raise StateError(StateCode.NOT_FOUND, f"no such entry in {self.table.cp_name}")
         return es
 
+    def counted(self) -> list[tuple[dict[str, MatchValue], int, int, int]]:
+        """(match, priority, packets, bytes) of the entries whose direct counter is not 0, in
+        ``list_entries``' order, without a copy of every entry."""
+        return [(dict(es.entry.match), es.entry.priority, es.packets, es.bytes)
+                for es in sorted(self.entries.values(), key=lambda e: e.seq)
+                if es.packets or es.bytes]
+
     def list_entries(self) -> list[TableEntry]:
         return [_entry_view(es.entry, es)
                 for es in sorted(self.entries.values(), key=lambda e: e.seq)]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from p4switch.pipeline import BuildError, Pipeline
-from p4switch.pipeline.api import ExactMatch, LpmMatch, TableEntry
+from p4switch.pipeline.api import ExactMatch, LpmMatch, StateError, TableEntry
 from sim.frames import l2l3_header
 from sim.network import CPU_PORT, DROP_PORT, fabric_program
 
@@ -139,3 +139,22 @@ def test_equal_entries_of_two_pipelines_are_stored_once_and_stay_apart() -> None
     got = t.table_entries("ipv4_lpm")[0]
     got.params["port"] = 7  # a reader's copy
     assert [e.params["port"] for e in t.table_entries("ipv4_lpm")] == [2]
+
+
+def test_direct_counts_lists_the_entries_that_counted() -> None:
+    """``direct_counts``: the entries of a direct-counted table whose counter is not 0, with
+    the counts ``table_entries`` shows, in its order."""
+    t, _ = _fabric_pair()
+    _route(t, 2)
+    t.table_add("ipv4_lpm", TableEntry(match={"hdr.ipv4.dstAddr": LpmMatch(0x0B000000, 8)},
+                                       action="set_nhop", params={"port": 3, "dmac": 1}))
+    assert t.direct_counts("ipv4_lpm") == []
+    frame = l2l3_header("00:00:00:00:00:01", "00:00:00:00:01:00", "10.1.0.2", "10.2.0.2",
+                        4791, 4791, 8) + bytes(8)
+    for _ in range(3):
+        t.process_fast(frame, 1, 10)
+    listed = [(e.match, e.priority, e.packets, e.bytes) for e in t.table_entries("ipv4_lpm")
+              if e.packets or e.bytes]
+    assert t.direct_counts("ipv4_lpm") == listed and listed[0][2] == 3
+    with pytest.raises(StateError):
+        t.direct_counts("port_smac")
