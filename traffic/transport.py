@@ -282,7 +282,17 @@ class SenderFlow:
                 # the window closes behind this packet, or nothing new is left
                 self.ack_request = nxt == self.npkts or not (
                     (inflight + 1 < cap) if w >= cap else (inflight + 2 <= w))
-                return self._sent(nxt - 1, now), False
+                seq = nxt - 1
+                if self._paced:
+                    return self._sent(seq, now), False
+                # _sent for a first transmission without a pacer (every packet of a window
+                # algorithm's flow passes here once)
+                self.sent_at[seq] = now
+                self.sends[seq] = 1
+                self._tl_t.append(now)
+                self._tl_s.append(seq)
+                self.packets_sent += 1
+                return seq, False
         return None
 
     def flags(self, seq: int, retx: bool) -> int:
