@@ -195,6 +195,7 @@ struct core {
     void **pool; int32_t npool, cappool; uint32_t pool_size;
     uint8_t *scratch; uint32_t capscratch;
     uint8_t *vin; uint32_t capvin; uint8_t *vout; uint32_t capvout;
+    int32_t r_owned;                   /* r_frame is a frame buffer (else: vin) */
     int32_t *dsw; int32_t ndsw; int32_t *dlk; int32_t ndlk;
     int32_t error;
 };
@@ -419,7 +420,7 @@ void core_free(struct core *K) {
     for (int32_t i = 0; i < K->nout; i++) fb_free(K->out[i].data);
     for (int32_t i = 0; i < K->nlog; i++) fb_free(K->log[i].data);
     for (int32_t i = 0; i < K->npool; i++) free(K->pool[i]);
-    fb_free(K->r_frame);
+    if (K->r_owned) fb_free(K->r_frame);
     free(K->out); free(K->log); free(K->pool); free(K->scratch); free(K->heap);
     free(K->vin); free(K->vout);
     free(K->links); free(K->sws); free(K->dsw); free(K->dlk);
@@ -924,8 +925,9 @@ static int receive(struct core *K, int32_t s, double now, int32_t port, uint8_t 
 /* 0: nothing more to run now; > 0: run Python's event of that handle (at ``now``); -1: an
  * error (``err``); <= -2: a frame for a host arrived on link -2 - r (``r_frame``) */
 int64_t core_step(struct core *K, double until, double before, int64_t limit) {
-    fb_free(K->r_frame);
+    if (K->r_owned) fb_free(K->r_frame);
     K->r_frame = NULL;
+    K->r_owned = 0;
     K->error = 0;
     while (K->nheap && !K->stopped && K->n != limit) {
         double t = K->heap[0].t;
@@ -961,11 +963,14 @@ int64_t core_step(struct core *K, double until, double before, int64_t limit) {
         }
         if (L->dst_sw < 0) {
             K->r_link = e.obj;
-            if (fb_have(f.data) < f.len) {   /* a host reads the whole frame */
-                K->r_frame = (char *)frame_full(f.data, f.len);
+            if (fb_have(f.data) < f.len) {   /* whole, in vin: Python reads it before any call */
+                uint8_t *v = grow(&K->vin, &K->capvin, f.len);
+                frame_expand(v, f.data, f.len);
                 fb_free(f.data);
+                K->r_frame = (char *)v;
             } else {
                 K->r_frame = (char *)f.data;
+                K->r_owned = 1;
             }
             K->r_len = f.len;
             return -2 - (int64_t)e.obj;
