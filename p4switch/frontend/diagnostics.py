@@ -13,6 +13,13 @@ class P4CompileWarning(UserWarning):
     """A located warning about a P4 program that is still compiled."""
 
 
+#: warnings issued so far in this process: a compile that issued one is not cached (a cache hit
+#: would not repeat it)
+issued = 0
+
+
 def warn(loc: ir.SourceLoc | None, message: str) -> None:
+    global issued
+    issued += 1
     where = f"{loc}: " if loc is not None else ""
     warnings.warn(P4CompileWarning(f"{where}warning: {message}"), stacklevel=3)
