@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.util
 import os
 import pickle
 import sys
@@ -63,11 +64,11 @@ def compiler_hash() -> str:
     for p in compiler_files():
         h.update(str(p.relative_to(_P4SWITCH_DIR)).encode() + b"\0")
         h.update(p.read_bytes() + b"\0")
-    try:
-        from importlib.metadata import version
-
-        h.update(version("lark").encode())
-    except Exception:  # noqa: BLE001 - an unknown version still keys on the source
+    try:  # lark's __init__ carries its version; finding it is cheaper than its metadata
+        spec = importlib.util.find_spec("lark")
+        if spec is not None and spec.origin:
+            h.update(Path(spec.origin).read_bytes())
+    except (ImportError, OSError, ValueError):  # an unknown version still keys on the source
         pass
     return h.hexdigest()
 
