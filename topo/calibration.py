@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from common.cachedir import cache_path as common_cache_path
 from common.jsontypes import JsonObject
 
 from .owner import give_back
@@ -72,8 +73,7 @@ class CalibrationEntry:
 
 
 def cache_path() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "p4fabric" / "calibration.json"
+    return common_cache_path("calibration.json")
 
 
 def machine_id() -> str:

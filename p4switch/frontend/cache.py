@@ -25,6 +25,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from common.cachedir import cache_path
 from p4switch import ir
 from p4switch.frontend.preprocess import Preprocessed
 
@@ -43,11 +44,7 @@ def enabled() -> bool:
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("P4FABRIC_FRONTEND_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "p4fabric" / "frontend"
+    return cache_path("frontend", "P4FABRIC_FRONTEND_CACHE")
 
 
 def compiler_files() -> list[Path]:

@@ -21,6 +21,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from common.cachedir import cache_path
+
 from .cruntime import CDEF
 
 CFLAGS = ["-O2", "-fno-strict-aliasing", "-w"]
@@ -32,11 +34,7 @@ class NativeUnavailable(Exception):
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("P4FABRIC_NATIVE_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "p4fabric" / "native"
+    return cache_path("native", "P4FABRIC_NATIVE_CACHE")
 
 
 def module_name(source: str, cdef: str = CDEF, prefix: str = "_p4native_") -> str:
