@@ -187,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="what runs the event loop, wires, queues and switch hop: c (sim.core, "
                          "with the native pipeline; the default) or python (sim.events, "
                          "sim.link, sim.switch); the results are the same")
+    ap.add_argument("--host-path", choices=["c", "python"], default="c",
+                    help="what runs the hosts' per-packet transport on the C core: c (sim.hostc, "
+                         "the default; NSCC, DCTCP or a fixed window, no path-policy feedback) or "
+                         "python (sim.host); the results are the same")
     ap.add_argument("--counters", action="store_true", help="print per-member LB counters")
     ap.add_argument("--check", action="store_true",
                     help="compare LB counters with the reference models (exit 1 on mismatch)")
@@ -311,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
                     host=HostConfig(transport=transport), record_ingress=a.check,
                     ecn_threshold=None if a.no_ecn else marking, workers=a.workers, trim=a.trim,
                     ray_address=a.ray, pipeline=a.pipeline,
-                    core=a.core)
+                    core=a.core, host_path=a.host_path)
     net = SimNetwork(spec, a.scheme, cfg)
     if loops:
         net.start_loops(loops, a.control_period_us)

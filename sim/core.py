@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from p4switch import NATIVE_STALE as STALE
 from p4switch import NativePipeline, NativeUnavailable, native_build
 
+from . import hostc, hostc_c
 from .core_c import CDEF, SOURCE
 from .events import EventLoop, Key
 from .frames import ACK_FRAME_LEN as _HEAD
@@ -49,6 +50,8 @@ MAX_PORTS = 1024
 _REFUSED: set[str] = set()
 _FIXED = 1 << 62
 """Handles from here on are ``scheduler``'s (one per callback, never popped)."""
+_NOTE = 1 << 61
+"""core_step's CORE_NOTE: a host in C has a note for Python (sim.hostc)."""
 
 
 class CoreUnavailable(Exception):
@@ -58,7 +61,7 @@ class CoreUnavailable(Exception):
 def load() -> Any:
     """The compiled core module (built on first use, cached per machine)."""
     try:
-        return native_build(SOURCE, CDEF, prefix="_simcore_")
+        return native_build(SOURCE + hostc_c.SOURCE, CDEF + hostc_c.CDEF, prefix="_simcore_")
     except NativeUnavailable as exc:
         raise CoreUnavailable(str(exc).replace("native pipeline", "simulator's C core")) \
             from None
@@ -164,6 +167,8 @@ class CoreLoop:
         self.set_routes()
         for h in net.hosts.values():
             h.bind(self)  # type: ignore[arg-type]  # the EventLoop interface, duck-typed
+        self._chosts = hostc.engage(self, net)
+        """The hosts whose per-packet path runs in C (sim.hostc; empty: none)."""
         hosts = {h.name: h for h in net.hosts.values()}
         self._arrive: list[Callable[[float, bytes, int], None] | None] = [
             hosts[d.dst].arrive if d.dst in hosts and getattr(d._peer, "__func__", None)
@@ -232,6 +237,11 @@ class CoreLoop:
 
         return at
 
+    def handle(self, fn: Callable[[float, Any], None]) -> int:
+        """A handle of its own for ``fn`` (as ``scheduler``'s), for C to schedule it by."""
+        self._fixed.append(fn)
+        return _FIXED + len(self._fixed) - 1
+
     def ticket(self) -> Key:
         self._lib.core_ticket(self._K, self._kt, self._kid, self._kc)
         return (self._kt[0], self._kid[0], self._kc[0])
@@ -279,7 +289,7 @@ class CoreLoop:
         limit = -1 if max_events is None else max_events
         cbs, links, step = self._cbs, self.links, lib.core_step
         unpack = self._ffi.unpack
-        arrive, fixed = self._arrive, self._fixed
+        arrive, fixed, chosts = self._arrive, self._fixed, self._chosts
         try:
             while True:
                 if STALE:
@@ -287,6 +297,8 @@ class CoreLoop:
                 r = step(K, until, before, limit)
                 if r >= _FIXED:
                     fixed[r - _FIXED](K.now, None)
+                elif r == _NOTE:
+                    chosts[K.note_host].note(K.note_kind, K.note_flow, K.note_rank, K.now)
                 elif r > 0:
                     fn, arg = cbs.pop(r)
                     fn(K.now, arg)

@@ -16,6 +16,7 @@ struct core {
     int64_t cur_id; int64_t cur_child;
     int64_t r_handle; int32_t r_link; uint32_t r_len; char *r_frame;
     int32_t nout; int32_t nlog; char err[512];
+    int32_t note_kind; int32_t note_host; int64_t note_flow; int32_t note_rank;
     ...;
 };
 struct core_out { int32_t link; uint32_t len; double t; double kt; int64_t kid; int64_t kc;
@@ -121,7 +122,8 @@ int64_t core_hash_key(double t, int64_t id, int64_t c) {
 }
 
 /* ---- types ---------------------------------------------------------------------------- */
-enum { EV_PY = 0, EV_WIRE = 1, EV_SERVE = 2 };
+enum { EV_PY = 0, EV_WIRE = 1, EV_SERVE = 2, EV_HOST = 3 };
+#define CORE_NOTE ((int64_t)1 << 61)   /* core_step: a host's note for Python (K->note_*) */
 #define MAX_PORTS 1024   /* sim.core refuses a switch with a connected port beyond */
 
 typedef struct { double t; double kt; int64_t kid; int64_t kc; int64_t arg; int32_t kind;
@@ -172,7 +174,7 @@ typedef struct {
 } sw_t;
 
 typedef struct {
-    double us_per_byte, prop; int32_t up, outbox, dst_sw, dst_port, dirty;
+    double us_per_byte, prop; int32_t up, outbox, dst_sw, dst_port, dst_host, dirty;
     int64_t tx_packets, tx_bytes, lost;
     wf_t *w; uint32_t cap, head, n;
 } link_t;
@@ -186,6 +188,8 @@ struct core {
     int64_t cur_id; int64_t cur_child;
     int64_t r_handle; int32_t r_link; uint32_t r_len; char *r_frame;
     int32_t nout; int32_t nlog; char err[512];
+    int32_t note_kind; int32_t note_host; int64_t note_flow; int32_t note_rank;
+    struct hosts *hosts;               /* the hosts in C (sim/hostc_c.py), or NULL */
     int64_t n;                         /* events this run() */
     ev_t *heap; size_t nheap, capheap;
     link_t *links; int32_t nlinks;
@@ -199,6 +203,13 @@ struct core {
     int32_t *dsw; int32_t ndsw; int32_t *dlk; int32_t ndlk;
     int32_t error;
 };
+
+/* the hosts' path (sim/hostc_c.py, compiled after this text) */
+struct hosts;
+static int host_frame(struct core *K, int32_t hi, const uint8_t *data, uint32_t have,
+                      uint32_t n, double now);
+static int host_tx(struct core *K, int32_t hi, double now);
+static void hosts_free(struct core *K);
 
 /* ---- the heap: (t, kt, kid, kc) ascending, as heapq orders (t, (now, id, c), ...) -------- */
 static inline int ev_lt(const ev_t *a, const ev_t *b) {
@@ -390,12 +401,13 @@ struct core *core_new(int32_t nlinks, int32_t nswitches) {
     K->nsws = nswitches;
     K->dsw = calloc(nswitches + 1, sizeof(int32_t));
     K->dlk = calloc(nlinks + 1, sizeof(int32_t));
-    for (int32_t i = 0; i < nlinks; i++) K->links[i].dst_sw = -1;
+    for (int32_t i = 0; i < nlinks; i++) K->links[i].dst_sw = K->links[i].dst_host = -1;
     return K;
 }
 
 void core_free(struct core *K) {
     if (!K) return;
+    hosts_free(K);
     for (int32_t i = 0; i < K->nlinks; i++) {
         link_t *L = &K->links[i];
         for (uint32_t j = 0; j < L->n; j++) fb_free(L->w[(L->head + j) % L->cap].data);
@@ -922,8 +934,9 @@ static int receive(struct core *K, int32_t s, double now, int32_t port, uint8_t 
 }
 
 /* ---- the loop (sim.events.EventLoop.run) ---------------------------------------------- */
-/* 0: nothing more to run now; > 0: run Python's event of that handle (at ``now``); -1: an
- * error (``err``); <= -2: a frame for a host arrived on link -2 - r (``r_frame``) */
+/* 0: nothing more to run now; > 0: run Python's event of that handle (at ``now``), or
+ * CORE_NOTE: a host in C has a note for Python (``note_*``); -1: an error (``err``); <= -2:
+ * a frame for a host arrived on link -2 - r (``r_frame``) */
 int64_t core_step(struct core *K, double until, double before, int64_t limit) {
     if (K->r_owned) fb_free(K->r_frame);
     K->r_frame = NULL;
@@ -951,6 +964,10 @@ int64_t core_step(struct core *K, double until, double before, int64_t limit) {
             if (serve(K, e.obj, (int32_t)e.arg, t) < 0) return -1;
             continue;
         }
+        if (e.kind == EV_HOST) {
+            if (host_tx(K, e.obj, t) < 0) return -1;
+            continue;
+        }
         /* EV_WIRE: Link._deliver */
         link_t *L = &K->links[e.obj];
         wf_t f = L->w[L->head];
@@ -960,6 +977,16 @@ int64_t core_step(struct core *K, double until, double before, int64_t limit) {
             wf_t *nx = &L->w[L->head];
             ev_t ne = {nx->t, nx->kt, nx->kid, nx->kc, 0, EV_WIRE, e.obj};
             heap_push(K, ne);
+        }
+        if (L->dst_sw < 0 && L->dst_host >= 0) {   /* a host in C */
+            uint32_t have = fb_have(f.data);
+            int r = host_frame(K, L->dst_host, f.data, have < f.len ? have : f.len, f.len, t);
+            if (r != 2) {
+                fb_free(f.data);
+                if (r < 0) return -1;
+                if (r == 1) return CORE_NOTE;
+                continue;
+            }   /* 2: Python creates the flow's receiver first, as for a host in Python */
         }
         if (L->dst_sw < 0) {
             K->r_link = e.obj;

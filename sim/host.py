@@ -575,6 +575,13 @@ class SimHost:
 
     def _policy(self, rank: int, flow: int, dst_host: SimHost, s: SenderFlow) -> PathPolicy:
         """The flow's path policy over its entropy set (pinned split: model.paths)."""
+        p = self._policy_for(rank, flow, dst_host, s.npkts)
+        if p.feedback:
+            s.newly_acked = []
+        return p
+
+    def _policy_for(self, rank: int, flow: int, dst_host: SimHost, npkts: int) -> PathPolicy:
+        """The path policy of a flow of ``npkts`` packets."""
         job = self.job
         assert job is not None
         pol = job.cfg.path_policy
@@ -585,10 +592,7 @@ class SimHost:
                                       dst_host.ip, pol.entropies(job.cfg.qps))
         else:
             ports = pol.ports(job.s.job, rank, flow, job.cfg.qps)
-        p = pol.make(ports, s.npkts, job.s.job, rank, flow)
-        if p.feedback:
-            s.newly_acked = []
-        return p
+        return pol.make(ports, npkts, job.s.job, rank, flow)
 
     def _local_arrival(self, now: float, arg: tuple[_Rank, int]) -> None:
         self._flow_done(arg[0], arg[1], now)

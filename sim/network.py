@@ -189,6 +189,11 @@ class SimConfig:
     where the program or the machine cannot) or "python" (the pipeline's generated Python).
     The results are the same (tests/pipeline/test_native.py, the golden fingerprints)."""
     core: str = "c"
+    host_path: str = "c"
+    """What runs the hosts' per-packet transport on the C core: "c" (sim.hostc: a data
+    frame in and its ACK out, an ACK in and the next data frame out, without Python; where
+    the transport or path policy is one it does not run, the Python hosts) or "python"
+    (sim.host with traffic.transport). The results are the same (tests/sim/test_hostc.py)."""
     """What runs the event loop, the wires, the queues and the switch hop: "c" (sim.core:
     compiled with the native pipeline, no Python between hops; where a switch runs the
     Python pipeline, or no compiler is at hand, the Python path runs instead) or "python"
@@ -443,6 +448,8 @@ class SimNetwork:
         they hold only their own switches: sim.parallel)."""
         if self.cfg.core not in ("c", "python"):
             raise ValueError(f"core {self.cfg.core!r}: 'c' or 'python'")
+        if self.cfg.host_path not in ("c", "python"):
+            raise ValueError(f"host_path {self.cfg.host_path!r}: 'c' or 'python'")
         if core:
             self.engage_core()
         rank_hosts = self.place(schedule)

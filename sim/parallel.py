@@ -85,7 +85,8 @@ class SplitOutcome:
     parts: list[int] = field(default_factory=list)
     """Nodes per part."""
     loops: list[str] = field(default_factory=list)
-    """What ran each forked part's events: "CoreLoop" (sim.core) or "EventLoop"."""
+    """What ran each forked part's events: "CoreLoop" (sim.core), "CoreLoop+hostc" (its
+    hosts' per-packet path in C too: sim.hostc) or "EventLoop"."""
 
 
 class _Part:
@@ -205,7 +206,8 @@ class _Part:
         return PartResult(ranks, switches, hosts, links, self.net.ingress_log,
                           self.loop.events_run, self.exchanged, self.end(),
                           horizon=self.loop.horizon, windows=self.windows,
-                          loop=type(self.loop).__name__)
+                          loop=type(self.loop).__name__
+                          + ("+hostc" if getattr(self.loop, "_chosts", None) else ""))
 
 
 @dataclass(slots=True)

@@ -52,14 +52,15 @@ def cases() -> dict[str, tuple[str, Any, dict[str, Any], list[LinkFailure]]]:
 
 
 def run_case(name: str, workers: int = 1, ray_address: str | None = None,
-             pipeline: str = "python", core: str = "c") -> dict[str, Any]:
+             pipeline: str = "python", core: str = "c", host_path: str = "c") -> dict[str, Any]:
     """One case's readable summary plus the digest of everything it produced (the same for
     any number of ``workers``, forked or Ray tasks: sim.parallel, sim.rayparts, with
-    either ``pipeline``: p4switch.native, and either ``core``: sim.core)."""
+    either ``pipeline``: p4switch.native, either ``core``: sim.core, and either
+    ``host_path``: sim.hostc)."""
     scheme, sched, cfg, failures = cases()[name]
     net = SimNetwork(fat_tree(4, bw_mbps=10_000), scheme,
                      SimConfig(record_ingress=True, workers=workers, ray_address=ray_address,
-                              pipeline=pipeline, core=core, **cfg))
+                              pipeline=pipeline, core=core, host_path=host_path, **cfg))
     res = net.run(sched, until_us=2e6, failures=failures)
     h = hashlib.sha256()
 
