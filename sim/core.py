@@ -24,7 +24,6 @@ a switch's wire clocks live in C only.
 from __future__ import annotations
 
 import itertools
-import struct
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,6 +35,7 @@ from p4switch import NativePipeline, NativeUnavailable, native_build
 from . import hostc, hostc_c
 from .core_c import CDEF, SOURCE
 from .events import EventLoop, Key
+from .frameblob import FrameBlob
 from .frames import ACK_FRAME_LEN as _HEAD
 from .host import SimHost
 
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from .network import SimNetwork
 
 _INF = float("inf")
-_OUT = struct.Struct("<iddqqI")   # core_outbox_pack's header of one frame
 MAX_PORTS = 1024
 """Switch ports the C core indexes directly (sim/core_c.py's MAX_PORTS; v1model's are 9-bit)."""
 _REFUSED: set[str] = set()
@@ -137,10 +136,12 @@ class CoreLoop:
         # their results, and must stay so)
         self._touched_sw: set[int] = set()
         self._touched_links: set[int] = set()
+        self._boxes: list[list[Any]] = []
+        """The outboxes (one per other part) by their id in C, 1 + the index here."""
         for i, d in enumerate(self.links):
             lib.core_link_init(K, i, d.us_per_byte, d.prop_us, sw_index.get(d.dst, -1),
                                d.dst_port)
-            lib.core_link_set(K, i, int(d.up), int(d.outbox is not None))
+            lib.core_link_set(K, i, int(d.up), self._box(d.outbox))
             d._core, d._ci, d._loop = self, i, self  # type: ignore[assignment]  # duck-typed loop
             self._bind_send(d)
         link_index = {id(d): i for i, d in enumerate(self.links)}
@@ -333,8 +334,18 @@ class CoreLoop:
     def link_state(self, link: Link) -> None:
         """``link`` went down or came back (Link.fail/restore), or got or lost an outbox
         (sim.parallel gives it one when its receiver is another part's)."""
-        self._lib.core_link_set(self._K, link._ci, int(link.up), int(link.outbox is not None))
+        self._lib.core_link_set(self._K, link._ci, int(link.up), self._box(link.outbox))
         self._bind_send(link)
+
+    def _box(self, outbox: list[Any] | None) -> int:
+        """``outbox``'s id in C (0: none)."""
+        if outbox is None:
+            return 0
+        for b, box in enumerate(self._boxes, 1):
+            if box is outbox:
+                return b
+        self._boxes.append(outbox)
+        return len(self._boxes)
 
     def _bind_send(self, link: Link) -> None:
         """``link.send`` straight into C (a host sends every frame through it): one call
@@ -351,20 +362,24 @@ class CoreLoop:
         link.send = direct  # type: ignore[method-assign]  # an instance's own, as above
 
     def _drain_outbox(self) -> None:
-        """The frames C kept for other parts, onto their links' outboxes (in sending order:
-        every send, a host's too, goes through C)."""
+        """The frames C kept for other parts, onto their outboxes as one FrameBlob per
+        outbox, in sending order (every send, a host's too, goes through C). A frame's link
+        is its index in ``links``, the order sim.parallel numbers them (``Link.index``)."""
         K, lib, ffi = self._K, self._lib, self._ffi
-        n = K.nout
-        hdr = ffi.new("char[]", 40 * n)
-        data = ffi.new("char[]", max(1, lib.core_outbox_bytes(K)))
-        lib.core_outbox_pack(K, hdr, data)
-        blob = ffi.buffer(data)[:]
-        links = self.links
-        off = 0
-        for i, t, kt, kid, kc, ln in _OUT.iter_unpack(ffi.buffer(hdr)[:]):
-            d = links[i]
-            d._outbox.append((d.index, t, (kt, kid, kc), blob[off:off + ln]))
-            off += ln
+        held = ffi.new("int64_t *")
+        for b, box in enumerate(self._boxes, 1):
+            n = lib.core_box_count(K, b, held)
+            if not n:
+                continue
+            head = ffi.new("char[]", 44 * n)
+            data = ffi.new("char[]", max(1, held[0]))
+            first = lib.core_box_take(K, b, head, data)
+            box.append(FrameBlob(n, first, ffi.buffer(head)[:], ffi.buffer(data)[:]))
+
+    def accept_blob(self, blob: FrameBlob) -> None:
+        """Another part's frames onto their wires, in order (as ``link_accept`` on each)."""
+        if self._lib.core_accept_blob(self._K, blob.n, blob.head, blob.data) < 0:
+            self._raise()
 
     # -- errors and results ----------------------------------------------------------------
     def _raise(self) -> None:

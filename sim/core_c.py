@@ -52,8 +52,9 @@ int32_t core_link_accept(struct core *K, int32_t i, double t, double kt, int64_t
                          int64_t kc, const uint8_t *data, uint32_t len);
 void core_begin(struct core *K);
 int64_t core_step(struct core *K, double until, double before, int64_t limit);
-int64_t core_outbox_bytes(struct core *K);
-void core_outbox_pack(struct core *K, char *hdr, char *data);
+int32_t core_box_count(struct core *K, int32_t box, int64_t *held);
+double core_box_take(struct core *K, int32_t box, char *hdr, char *data);
+int32_t core_accept_blob(struct core *K, int32_t n, const char *hdr, const char *data);
 struct core_log *core_log(struct core *K);
 void core_log_clear(struct core *K);
 """
@@ -635,25 +636,58 @@ int32_t core_link_accept(struct core *K, int32_t i, double t, double kt, int64_t
     return wire_put(K, i, t, kt, kid, kc, frame_pack(data, len), len);
 }
 
-int64_t core_outbox_bytes(struct core *K) {
-    int64_t n = 0;
-    for (int32_t i = 0; i < K->nout; i++) n += K->out[i].len;
+/* Part ``box``'s frames (its links' ``outbox`` id), in sending order, for sim.frameblob:
+ * how many, and in ``held`` the bytes they hold (each without its zero tail) */
+int32_t core_box_count(struct core *K, int32_t box, int64_t *held) {
+    int32_t n = 0;
+    *held = 0;
+    for (int32_t i = 0; i < K->nout; i++) {
+        struct core_out *o = &K->out[i];
+        if (K->links[o->link].outbox != box) continue;
+        n++;
+        *held += fb_have((uint8_t *)o->data);
+    }
     return n;
 }
 
-/* the outbox's frames for Python in two blobs, and emptied: per frame a packed header
- * (link int32, t, kt double, kid, kc int64, len uint32: 40 bytes) and the bytes, in order */
-void core_outbox_pack(struct core *K, char *hdr, char *data) {
+/* ... taken off the outbox into two blobs: per frame a 44-byte header (link int32, t, kt
+ * double, kid, kc int64, len, held uint32) and its held bytes; returns the earliest t */
+double core_box_take(struct core *K, int32_t box, char *hdr, char *data) {
+    double first = INFINITY;
+    int32_t keep = 0;
     for (int32_t i = 0; i < K->nout; i++) {
         struct core_out *o = &K->out[i];
+        if (K->links[o->link].outbox != box) { K->out[keep++] = *o; continue; }
+        uint32_t have = fb_have((uint8_t *)o->data);
         memcpy(hdr, &o->link, 4); memcpy(hdr + 4, &o->t, 8); memcpy(hdr + 12, &o->kt, 8);
         memcpy(hdr + 20, &o->kid, 8); memcpy(hdr + 28, &o->kc, 8); memcpy(hdr + 36, &o->len, 4);
-        hdr += 40;
-        frame_expand((uint8_t *)data, (uint8_t *)o->data, o->len);
-        data += o->len;
+        memcpy(hdr + 40, &have, 4);
+        hdr += 44;
+        memcpy(data, o->data, have);
+        data += have;
+        if (o->t < first) first = o->t;
         fb_free(o->data);
     }
-    K->nout = 0;
+    K->nout = keep;
+    return first;
+}
+
+/* another part's blob (core_box_take's) onto the wires, in order: as core_link_accept on
+ * each frame */
+int32_t core_accept_blob(struct core *K, int32_t n, const char *hdr, const char *data) {
+    K->error = 0;
+    for (int32_t j = 0; j < n; j++, hdr += 44) {
+        int32_t link; double t, kt; int64_t kid, kc; uint32_t len, have;
+        memcpy(&link, hdr, 4); memcpy(&t, hdr + 4, 8); memcpy(&kt, hdr + 12, 8);
+        memcpy(&kid, hdr + 20, 8); memcpy(&kc, hdr + 28, 8); memcpy(&len, hdr + 36, 4);
+        memcpy(&have, hdr + 40, 4);
+        uint8_t *p = fb_alloc(have);
+        memcpy(p, data, have);
+        fb_set_have(p, have);
+        data += have;
+        if (wire_put(K, link, t, kt, kid, kc, p, len) < 0) return -1;
+    }
+    return 0;
 }
 
 struct core_log *core_log(struct core *K) { return K->log; }

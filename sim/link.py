@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .events import EventLoop, Key
+from .frameblob import Outgoing
 
 
 @dataclass(eq=False)
@@ -38,7 +39,7 @@ class Link:
     _peer_port: int = field(default=0, repr=False)
     # frames on the wire, in arrival order: (arrival µs, event ticket, frame)
     _wire: deque[tuple[float, Key, bytes]] = field(default_factory=deque, repr=False)
-    _outbox: list[tuple[int, float, Key, bytes]] | None = field(default=None, repr=False,
+    _outbox: list[Outgoing] | None = field(default=None, repr=False,
                                                                init=False)
     index: int = field(default=-1, repr=False)
     _core: Any = field(default=None, repr=False)
@@ -53,13 +54,13 @@ class Link:
         self.us_per_byte = 8e6 / self.rate_bps if self.rate_bps else 0.0
 
     @property
-    def outbox(self) -> list[tuple[int, float, Key, bytes]] | None:
+    def outbox(self) -> list[Outgoing] | None:
         """Set when the receiving end is simulated by another process (sim.parallel): frames
         are collected here as (``index``, arrival, ticket, frame) for it, not delivered."""
         return self._outbox
 
     @outbox.setter
-    def outbox(self, box: list[tuple[int, float, Key, bytes]] | None) -> None:
+    def outbox(self, box: list[Outgoing] | None) -> None:
         self._outbox = box
         if self._core is not None:
             self._core.link_state(self)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from .frameblob import FrameBlob, Outgoing
 from .partition import partition
 from .results import Progress
 
@@ -98,7 +99,7 @@ class _Part:
         self.lookahead = net.cfg.prop_delay_us
         self.loop = net.loop
         self.links: list[Link] = [d for pair in net.links for d in pair]
-        self.out: dict[int, list[tuple[int, float, Any, bytes]]] = {q: [] for q in self.peers}
+        self.out: dict[int, list[Outgoing]] = {q: [] for q in self.peers}
         for i, d in enumerate(self.links):
             d.index = i
             a, b = part_of[d.src], part_of[d.dst]
@@ -114,7 +115,8 @@ class _Part:
         self.exchanged = 0
 
     def _earliest_sent(self) -> float:
-        return min((f[1] for frames in self.out.values() for f in frames), default=_INF)
+        return min((f.first_t if isinstance(f, FrameBlob) else f[1]
+                    for frames in self.out.values() for f in frames), default=_INF)
 
     def exchange(self) -> list[_Window]:
         """Hand every part its frames and hear from each; peers in a fixed order, the lower
@@ -153,14 +155,24 @@ class _Part:
         (The order of the wires' ``accept`` calls is the frames' order, peer by peer, as
         before; accepting cannot change what this part sends, computed already.)"""
         links = self.links
+        accept_blob = getattr(self.loop, "accept_blob", None)   # the C core's (sim.core)
         while True:
             kind, body = _message(conn, q)
             window = None
             if kind == "w":
                 window, body = body
-            self.exchanged += len(body)
-            for idx, t, ticket, frame in body:
-                links[idx].accept(t, ticket, frame)
+            for item in body:
+                if type(item) is FrameBlob:
+                    self.exchanged += item.n
+                    if accept_blob is not None:
+                        accept_blob(item)
+                        continue
+                    frames = item.frames()
+                else:
+                    self.exchanged += 1
+                    frames = iter((item,))
+                for idx, t, ticket, frame in frames:
+                    links[idx].accept(t, ticket, frame)
             if window is not None:
                 return cast(_Window, window)
 

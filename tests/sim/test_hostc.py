@@ -142,3 +142,13 @@ def test_a_bad_host_path_is_refused() -> None:
     net = SimNetwork(fat_tree(4, bw_mbps=100_000), "ecmp", SimConfig(host_path="rust"))
     with pytest.raises(ValueError, match="host_path"):
         net.run(alltoall(16, 16 * 1_000), until_us=1e6)
+
+
+@pytest.mark.parametrize("name,workers", [("ecmp-drops", 2), ("wam-failure", 3),
+                                          ("random-moe", 2)])
+def test_c_hosts_split_over_processes_give_the_golden_fingerprints(name: str,
+                                                                   workers: int) -> None:
+    """Split runs on the C core with the hosts in C (the parts hand each other their frames
+    as FrameBlobs): the golden digest, as one loop."""
+    want = json.loads(GOLDEN.read_text())[name]
+    assert run_case(name, workers=workers, pipeline="native", core="c", host_path="c") == want

@@ -11,6 +11,7 @@ from golden import cases, run_case  # noqa: E402
 
 from model.spec import fat_tree, leaf_spine
 from sim.events import EventLoop
+from sim.frameblob import FrameBlob
 from sim.network import SimConfig, SimNetwork
 from sim.partition import partition
 from sim.results import member_counters
@@ -173,3 +174,23 @@ def test_split_run_reports_progress_to_the_end() -> None:
     assert seen[0].flows_done < 240
     assert (seen[-1].flows_done, seen[-1].packet_hops, seen[-1].events) == (
         240, res.packet_hops, res.events)
+
+
+def test_a_python_part_reads_the_c_cores_frames_as_its_own() -> None:
+    """The C core hands a window's frames for another part over as one FrameBlob (their
+    bytes without the zero tail); read frame by frame (a part on the Python loop) they are
+    the (link, arrival, ticket, frame) a Python loop's outbox holds for the same sends."""
+    outs = []
+    for core in ("python", "c"):
+        net = SimNetwork(fat_tree(4, bw_mbps=10_000), "ecmp", SimConfig(core=core))
+        net.engage_core()
+        d = net.links[3][1]
+        d.index = 7   # the link's place in [d for pair in net.links for d in pair]
+        box: list = []
+        d.outbox = box
+        for i, frame in enumerate([bytes(100), b"\x01" * 60 + bytes(4000), b"\x02" * 94]):
+            d.send(float(i), frame)
+        outs.append([f for item in box
+                     for f in (item.frames() if isinstance(item, FrameBlob) else [item])])
+        assert all(isinstance(x, FrameBlob) for x in box) == (core == "c")
+    assert outs[0] == outs[1] and len(outs[0]) == 3
