@@ -189,15 +189,15 @@ class SimConfig:
     where the program or the machine cannot) or "python" (the pipeline's generated Python).
     The results are the same (tests/pipeline/test_native.py, the golden fingerprints)."""
     core: str = "c"
+    """What runs the event loop, the wires, the queues and the switch hop: "c" (sim.core:
+    compiled with the native pipeline, no Python between hops; where a switch runs the
+    Python pipeline, or no compiler is at hand, the Python path runs instead) or "python"
+    (sim.events, sim.link, sim.switch). The results are the same (tests/sim/test_core.py)."""
     host_path: str = "c"
     """What runs the hosts' per-packet transport on the C core: "c" (sim.hostc: a data
     frame in and its ACK out, an ACK in and the next data frame out, without Python; where
     the transport or path policy is one it does not run, the Python hosts) or "python"
     (sim.host with traffic.transport). The results are the same (tests/sim/test_hostc.py)."""
-    """What runs the event loop, the wires, the queues and the switch hop: "c" (sim.core:
-    compiled with the native pipeline, no Python between hops; where a switch runs the
-    Python pipeline, or no compiler is at hand, the Python path runs instead) or "python"
-    (sim.events, sim.link, sim.switch). The results are the same (tests/sim/test_core.py)."""
 
 
 def start_offset_us(seed: int, host: str, skew_us: float) -> float:
