@@ -89,6 +89,23 @@ def summary(out: Path) -> dict[str, Any]:
         s["tables_per_stage"] = per_stage
         s["hash_bits"] = sum(used(st, "hash_bits", "bits") for st in stages)
         s["stateful_alus"] = sum(used(st, "meter_alus", "meters") for st in stages)
+        # p4c-barefoot alone writes no metrics.json: the same memories, per stage, here.
+        for key, unit, items in (("srams", "rams", "srams"), ("tcams", "tcams", "tcams"),
+                                 ("map_rams", "map_rams", "maprams")):
+            if key not in s and stages:
+                s[key] = sum(used(st, unit, items) for st in stages)
+        if "exact_crossbar_bytes" not in s and stages:
+            s["crossbar_bytes"] = sum(used(st, "xbar_bytes", "bytes") for st in stages)
+        if stages:
+            s["gateways"] = sum(used(st, "gateways", "gateways") for st in stages)
+    phv = next(iter(sorted(out.rglob("phv.json"))), None)
+    if phv and not any(k.startswith("phv_") for k in s):
+        occupied: dict[str, int] = {}
+        for c in _load(phv).get("containers", []) or []:
+            if isinstance(c, dict) and c.get("slices"):
+                k = f"phv_{c.get('container_type', 'normal')}_{c.get('bit_width')}b_containers"
+                occupied[k] = occupied.get(k, 0) + 1
+        s.update(sorted(occupied.items()))
     return s
 
 

@@ -118,10 +118,10 @@ struct ig_metadata_t {
 }
 
 struct eg_metadata_t {
-    bit<32> ecn_threshold;    /* K_max: CE at or above                   */
-    bit<32> ecn_kmin;         /* K_min: the ramp's low end               */
-    bit<32> ecn_mask;         /* the draw's range - 1 (0: step)          */
-    bit<32> ecn_draw;
+    bit<19> ecn_threshold;    /* K_max: CE at or above (queue cells)     */
+    bit<19> ecn_kmin;         /* K_min: the ramp's low end               */
+    bit<19> ecn_mask;         /* the draw's range - 1 (0: step)          */
+    bit<19> ecn_draw;
     bool    packet_out;       /* came from CPU_PORT: leaves unchanged */
 }
 
@@ -420,12 +420,20 @@ control MyIngress(inout headers_t hdr,
                                 meta.lb.member_idx = meta.lb.n_members - 1;
                                 meta.lb.member_idx = rot_advance.execute(meta.lb.dst_id);
                             }
-                        } else if (meta.lb.scheme == SCHEME_WAM) {
-                            meta.lb.wam_j = wam_next.execute(meta.lb.dst_id) & meta.lb.wam_mask;
-                            wam_slot_to_member.apply();
-                        } else if (meta.lb.scheme == SCHEME_RANDOM) {
-                            meta.lb.wam_j = rng.get() & meta.lb.wam_mask;
-                            wam_slot_to_member.apply();
+                        } else {
+                            /* WaM and random: j, then j & (m - 1) in an action
+                             * of its own (on Tofino 2 the register's or the
+                             * RNG's output cannot be masked in the action that
+                             * reads it: the ALU's operands do not align). */
+                            if (meta.lb.scheme == SCHEME_WAM) {
+                                meta.lb.wam_j = wam_next.execute(meta.lb.dst_id);
+                            } else {
+                                meta.lb.wam_j = rng.get();
+                            }
+                            if (meta.lb.scheme == SCHEME_WAM || meta.lb.scheme == SCHEME_RANDOM) {
+                                meta.lb.wam_j = meta.lb.wam_j & meta.lb.wam_mask;
+                                wam_slot_to_member.apply();
+                            }
                         }
                         if (meta.drop_reason == DROP_NONE) {
                             if (lb_member.apply().hit) {
@@ -526,17 +534,19 @@ control MyEgress(inout headers_t hdr,
     /* The ramp draws from a power-of-two range: the controller gives
      * mask = 2^ceil(log2(K_max - K_min)) - 1 and raises K_max to
      * K_min + mask + 1 (model/tna.py DIFFERENCES). */
-    Random<bit<32>>() ecn_rng;
+    /* 19 bits: a queue depth's width; a wider draw does not fit the
+     * immediate path beside the rest of its action. */
+    Random<bit<19>>() ecn_rng;
 
     action set_ecn_threshold(bit<19> qdepth) {
-        eg_md.ecn_threshold = (bit<32>)qdepth;
-        eg_md.ecn_kmin = (bit<32>)qdepth;
+        eg_md.ecn_threshold = qdepth;
+        eg_md.ecn_kmin = qdepth;
         eg_md.ecn_mask = 0;
     }
     action set_ecn_ramp(bit<19> kmin, bit<19> kmax, bit<19> mask) {
-        eg_md.ecn_kmin = (bit<32>)kmin;
-        eg_md.ecn_threshold = (bit<32>)kmax;
-        eg_md.ecn_mask = (bit<32>)mask;
+        eg_md.ecn_kmin = kmin;
+        eg_md.ecn_threshold = kmax;
+        eg_md.ecn_mask = mask;
     }
     table ecn_config {
         key = { eg_intr_md.egress_port: exact; }
@@ -548,35 +558,48 @@ control MyEgress(inout headers_t hdr,
     apply {
         /* A controller packet-out (ingress port CPU_PORT) leaves exactly as
          * sent: no source MAC, no CE mark, no checksum update. */
-        eg_md.packet_out = hdr.bridged.ingress_port == CPU_PORT;
+        /* Tofino has no ALU result of a comparison: set it in a branch. */
+        eg_md.packet_out = false;
+        if (hdr.bridged.ingress_port == CPU_PORT) {
+            eg_md.packet_out = true;
+        }
         qdepth_max_update.execute(eg_intr_md.egress_port);
         qdepth_last_update.execute(eg_intr_md.egress_port);
 
         if (eg_intr_md.egress_port == CPU_PORT) {
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = hdr.bridged.ingress_port;
-            hdr.packet_in._pad = 0;
         } else if (!eg_md.packet_out) {
             port_smac.apply();
             if (hdr.ipv4.isValid() && hdr.ipv4.ecn != ECN_NOT_ECT) {
                 if (ecn_config.apply().hit) {
                     /* deq_qdepth >= threshold, as threshold |-| qdepth == 0,
                      * computed in an action and tested against a constant */
-                    eg_md.ecn_threshold = eg_md.ecn_threshold |-| (bit<32>)eg_intr_md.deq_qdepth;
+                    eg_md.ecn_threshold = eg_md.ecn_threshold |-| eg_intr_md.deq_qdepth;
                     if (eg_md.ecn_threshold == 0) {
                         hdr.ipv4.ecn = ECN_CE;
                     } else {
                         /* below K_max: CE when draw < qdepth - K_min, i.e.
-                         * (qdepth |-| K_min) |-| draw != 0 (never for a step) */
-                        eg_md.ecn_kmin = (bit<32>)eg_intr_md.deq_qdepth |-| eg_md.ecn_kmin;
+                         * (qdepth |-| K_min) |-| draw != 0 (never for a step).
+                         * Two actions, one operation each: the gateway between
+                         * them (0 |-| draw is 0 anyway) keeps the compiler from
+                         * folding the chain into one action it cannot run. */
+                        eg_md.ecn_kmin = eg_intr_md.deq_qdepth |-| eg_md.ecn_kmin;
                         eg_md.ecn_draw = ecn_rng.get() & eg_md.ecn_mask;
-                        eg_md.ecn_kmin = eg_md.ecn_kmin |-| eg_md.ecn_draw;
                         if (eg_md.ecn_kmin != 0) {
-                            hdr.ipv4.ecn = ECN_CE;
+                            eg_md.ecn_kmin = eg_md.ecn_kmin |-| eg_md.ecn_draw;
+                            if (eg_md.ecn_kmin != 0) {
+                                hdr.ipv4.ecn = ECN_CE;
+                            }
                         }
                     }
                 }
             }
+        }
+        /* Its own action: with a constant, one Tofino action takes only one
+         * PHV source, and the port above comes shifted from two. */
+        if (hdr.packet_in.isValid()) {
+            hdr.packet_in._pad = 0;
         }
         hdr.bridged.setInvalid();
         port_tx_ctr.count(eg_intr_md.egress_port);

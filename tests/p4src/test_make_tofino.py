@@ -64,3 +64,27 @@ def test_summary_reads_the_compiler_logs(tmp_path):
 
 def test_summary_of_an_empty_output_is_empty(tmp_path):
     assert _mod().summary(tmp_path) == {}
+
+
+def test_summary_without_metrics_reads_memories_and_phv_from_the_logs(tmp_path):
+    """p4c-barefoot alone writes no metrics.json: SRAM/TCAM/map RAM, crossbar bytes and
+    gateways come from resources.json's stages, occupied PHV containers from phv.json."""
+    logs = tmp_path / "pipe" / "logs"
+    logs.mkdir(parents=True)
+    stage = {"stage_number": 0, "logical_tables": {"ids": [{"id": 0}]},
+             "rams": {"srams": [{"row": 0}] * 5}, "tcams": {"tcams": [{"row": 0}] * 2},
+             "map_rams": {"maprams": [{"row": 0}] * 3},
+             "xbar_bytes": {"bytes": [{"byte_number": 0}] * 7},
+             "gateways": {"gateways": [{"row": 0}] * 4}}
+    (logs / "resources.json").write_text(json.dumps(
+        {"resources": {"mau": {"mau_stages": [stage, dict(stage, stage_number=1)]}}}))
+    (logs / "phv.json").write_text(json.dumps({"containers": [
+        {"bit_width": 16, "container_type": "normal", "slices": [{"field_slice": {}}]},
+        {"bit_width": 16, "container_type": "normal", "slices": [{"field_slice": {}}]},
+        {"bit_width": 32, "container_type": "tagalong", "slices": [{"field_slice": {}}]},
+        {"bit_width": 8, "container_type": "normal", "slices": []}]}))
+    s = _mod().summary(tmp_path)
+    assert (s["srams"], s["tcams"], s["map_rams"]) == (10, 4, 6)
+    assert s["crossbar_bytes"] == 14 and s["gateways"] == 8
+    assert s["phv_normal_16b_containers"] == 2 and s["phv_tagalong_32b_containers"] == 1
+    assert "phv_normal_8b_containers" not in s

@@ -217,11 +217,19 @@ def test_tofino_compiler_p4info_matches_the_declared_contract(compiled, v1, tna_
     assert {d for d in found if d[0] not in kinds} == {d for d in DECLARED if d[0] not in kinds}
 
 
+LOGICAL_TABLES_PER_STAGE = 16
+"""Logical table ids per MAU stage, Tofino 1 and 2."""
+
+
 def test_tofino_compile_fits_the_pipeline(compiled):
     chip, _info, summary = compiled
     assert summary, "the compiler wrote no metrics.json/resources.json"
-    if "stages_used" in summary:
-        assert 0 < summary["stages_used"] <= TOFINO.STAGES[chip], summary
+    assert "stages_used" in summary, summary
+    assert 0 < summary["stages_used"] <= TOFINO.STAGES[chip], summary
+    assert max(summary["tables_per_stage"]) <= LOGICAL_TABLES_PER_STAGE, summary
+    # every register of the program got a stateful ALU (the selector takes one more)
+    registers = (ROOT / "p4src" / "tna" / "fabric.p4").read_text().count("Register<")
+    assert registers and summary["stateful_alus"] >= registers, summary
 
 
 def test_the_docs_name_every_declared_difference():
