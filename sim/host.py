@@ -38,6 +38,8 @@ from .events import EventLoop
 from .link import Link
 
 if TYPE_CHECKING:
+    from traffic.schedules.format import Send, Step
+
     from .switch import Receive
 
 _HDR_pack = HDR.pack
@@ -554,13 +556,7 @@ class SimHost:
             if dst_host is self:
                 self.local_done[snd.flow] = now
                 continue
-            s = self.connections.open(snd.bytes, job.cfg.transport, self.line_rate_bps,
-                                      snd.dst, now * 1e-6)
-            f = _Tx(snd.flow, st.rank, snd.dst, st.pos, step.collective, s, now, dst_host,
-                    self._policy(st.rank, snd.flow, dst_host, s), job.s.job)
-            s.owner = f
-            self.tx[snd.flow] = f
-            self._make_ready(f)
+            self._open_send(st, step, snd, dst_host, now)
             st.open_sends += 1
             posted = True
         if posted:
@@ -572,6 +568,19 @@ class SimHost:
             if snd.flow in self.local_done:
                 other = self._rank[snd.dst]
                 self.loop.schedule(now, self._local_arrival, (other, snd.flow))
+
+    def _open_send(self, st: _Rank, step: Step, snd: Send, dst_host: SimHost,
+                   now: float) -> None:
+        """Open one send's flow to another host and make it ready (CHost: in C)."""
+        job = self.job
+        assert job is not None
+        s = self.connections.open(snd.bytes, job.cfg.transport, self.line_rate_bps,
+                                  snd.dst, now * 1e-6)
+        f = _Tx(snd.flow, st.rank, snd.dst, st.pos, step.collective, s, now, dst_host,
+                self._policy(st.rank, snd.flow, dst_host, s), job.s.job)
+        s.owner = f
+        self.tx[snd.flow] = f
+        self._make_ready(f)
 
     def _policy(self, rank: int, flow: int, dst_host: SimHost, s: SenderFlow) -> PathPolicy:
         """The flow's path policy over its entropy set (pinned split: model.paths)."""

@@ -31,6 +31,8 @@ from . import frames
 from .host import HostConfig, Job, SimHost, _Rank
 
 if TYPE_CHECKING:
+    from traffic.schedules.format import Send, Step
+
     from .core import CoreLoop
     from .network import SimNetwork
 
@@ -226,46 +228,29 @@ class CHost(SimHost):
         x = self._crx.get(flow)
         return x is not None and bool(self._lib.hc_rx_done(self._K, x[0]))
 
-    def _post(self, st: _Rank, now: float) -> None:
-        """SimHost._post with the flows opened in C (traffic.transport.Connections.open's
+    def _open_send(self, st: _Rank, step: Step, snd: Send, dst_host: SimHost,
+                   now: float) -> None:
+        """SimHost._open_send with the flow opened in C (traffic.transport.Connections.open's
         decisions: join the peer's open connection, take over a just-finished one's
         algorithm, start the RTT estimate from the last one to the peer)."""
         job = self.job
         assert job is not None
-        lib, K, i = self._lib, self._K, self._i
+        lib, K = self._lib, self._K
         t = job.cfg.transport
-        step = job.s.programs[st.rank][st.pos]
-        if st.metrics.start is None:
-            st.metrics.start = now * 1e-6
-        posted = False
         first = max(t.rto, INITIAL_RTO_RTTS * t.base_rtt)
         lo = min(t.min_rto, t.max_rto)
         joined = self._loop._ffi.new("int32_t *")
-        for snd in step.sends:
-            dst_host = job.rank_hosts[snd.dst]
-            if dst_host is self:
-                self.local_done[snd.flow] = now
-                continue
-            p = self._policy_for(st.rank, snd.flow, dst_host, packets_for(snd.bytes, t.mss))
-            draws = p.draws if isinstance(p, RandomSpray) else [0]
-            prev, cache = self._peer.get(snd.dst, (-1, -1))
-            fi = lib.hc_open(K, i, snd.flow, st.rank, snd.dst, st.pos, snd.bytes,
-                             frames.ip_int(dst_host.ip), prev, cache, now * 1e-6, first, lo,
-                             t.max_rto, p.n, p.ports, draws,
-                             len(draws) if isinstance(p, RandomSpray) else 0, joined)
-            self._peer[snd.dst] = (fi, cache if joined[0] else lib.hc_conn_of(K, fi))
-            self._ctx[snd.flow] = _CTx(snd.flow, st.rank, snd.dst, st.pos, step.collective,
-                                       now, fi, list(p.ports))
-            lib.hc_make_ready(K, i, fi)
-            st.open_sends += 1
-            posted = True
-        if posted:
-            self._ensure_tick(now)
-            self._kick(now)
-        for snd in step.sends:
-            if snd.flow in self.local_done:
-                other = self._rank[snd.dst]
-                self.loop.schedule(now, self._local_arrival, (other, snd.flow))
+        p = self._policy_for(st.rank, snd.flow, dst_host, packets_for(snd.bytes, t.mss))
+        draws = p.draws if isinstance(p, RandomSpray) else [0]
+        prev, cache = self._peer.get(snd.dst, (-1, -1))
+        fi = lib.hc_open(K, self._i, snd.flow, st.rank, snd.dst, st.pos, snd.bytes,
+                         frames.ip_int(dst_host.ip), prev, cache, now * 1e-6, first, lo,
+                         t.max_rto, p.n, p.ports, draws,
+                         len(draws) if isinstance(p, RandomSpray) else 0, joined)
+        self._peer[snd.dst] = (fi, cache if joined[0] else lib.hc_conn_of(K, fi))
+        self._ctx[snd.flow] = _CTx(snd.flow, st.rank, snd.dst, st.pos, step.collective,
+                                   now, fi, list(p.ports))
+        lib.hc_make_ready(K, self._i, fi)
 
     # -- results ---------------------------------------------------------------------------
     def results(self) -> list[RankMetrics]:
