@@ -616,15 +616,7 @@ class SimHost:
         for m in by_rank.values():
             m.flows.clear()
             m.received.clear()
-        for f in self.tx.values():
-            s = f.s
-            by_rank[f.rank].flows.append(FlowRecord(
-                flow=f.flow, src=f.rank, dst=f.dst, step=f.step, collective=f.collective,
-                bytes=s.nbytes, packets=s.npkts, packets_sent=s.packets_sent,
-                posted=f.posted * 1e-6, start=s.start, finish=s.finish,
-                retransmissions=s.retransmissions, timeouts=s.timeouts, nacks=s.nacks,
-                trim_nacks=s.trim_nacks, acked_packets=s.n_acked, sports=list(f.policy.ports),
-                sport_packets=list(f.policy.uses), **cc_fields(s)))
+        self._flow_records(by_rank)
         for flow, t in self.local_done.items():
             src, snd = job.flows[flow]
             if src in by_rank:
@@ -632,14 +624,7 @@ class SimHost:
                     flow=flow, src=src, dst=snd.dst, step=-1, collective=-1, bytes=snd.bytes,
                     packets=0, packets_sent=0, posted=t * 1e-6, start=t * 1e-6,
                     finish=t * 1e-6, local=True))
-        for flow, x in self.rx.items():
-            st_ = x.r.stats
-            by_rank[x.dst].received.append(RecvRecord(
-                flow=flow, src=x.src, dst=x.dst, bytes=x.r.bytes, packets=x.r.npkts,
-                packets_received=x.r.received, arrivals=st_.packets, duplicates=st_.duplicates,
-                reordered=st_.reordered,
-                reorder_distance={int(k): v for k, v in sorted(st_.reorder_distance.items())},
-                start=x.r.start, finish=x.r.finish))
+        self._recv_records(by_rank)
         out = []
         for st in self.ranks:
             m = st.metrics
@@ -649,3 +634,26 @@ class SimHost:
             m.collectives = m.collective_times(job.s)
             out.append(m)
         return out
+
+    def _flow_records(self, by_rank: dict[int, RankMetrics]) -> None:
+        """Each sent flow's FlowRecord, to its rank (CHost: read from C)."""
+        for f in self.tx.values():
+            s = f.s
+            by_rank[f.rank].flows.append(FlowRecord(
+                flow=f.flow, src=f.rank, dst=f.dst, step=f.step, collective=f.collective,
+                bytes=s.nbytes, packets=s.npkts, packets_sent=s.packets_sent,
+                posted=f.posted * 1e-6, start=s.start, finish=s.finish,
+                retransmissions=s.retransmissions, timeouts=s.timeouts, nacks=s.nacks,
+                trim_nacks=s.trim_nacks, acked_packets=s.n_acked, sports=list(f.policy.ports),
+                sport_packets=list(f.policy.uses), **cc_fields(s)))
+
+    def _recv_records(self, by_rank: dict[int, RankMetrics]) -> None:
+        """Each received flow's RecvRecord, to its rank (CHost: read from C)."""
+        for flow, x in self.rx.items():
+            st_ = x.r.stats
+            by_rank[x.dst].received.append(RecvRecord(
+                flow=flow, src=x.src, dst=x.dst, bytes=x.r.bytes, packets=x.r.npkts,
+                packets_received=x.r.received, arrivals=st_.packets, duplicates=st_.duplicates,
+                reordered=st_.reordered,
+                reorder_distance={int(k): v for k, v in sorted(st_.reorder_distance.items())},
+                start=x.r.start, finish=x.r.finish))

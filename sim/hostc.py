@@ -253,18 +253,13 @@ class CHost(SimHost):
         lib.hc_make_ready(K, self._i, fi)
 
     # -- results ---------------------------------------------------------------------------
-    def results(self) -> list[RankMetrics]:
-        """SimHost.results, the flows' figures read from C."""
+    def _flow_records(self, by_rank: dict[int, RankMetrics]) -> None:
+        """SimHost._flow_records, the flows' figures read from C."""
         job = self.job
-        if job is None:
-            return []
+        assert job is not None
         lib, K, o, d = self._lib, self._K, self._o, self._d
         ffi = self._loop._ffi
         cc = job.cfg.transport.cc
-        by_rank = {st.rank: st.metrics for st in self.ranks}
-        for m in by_rank.values():
-            m.flows.clear()
-            m.received.clear()
         for f in self._ctx.values():
             lib.hc_tx_stats(K, f.fi, o, d)
             uses = ffi.new("int64_t[]", len(f.ports))
@@ -277,13 +272,11 @@ class CHost(SimHost):
                 acked_packets=o[7], sports=list(f.ports), sport_packets=list(uses),
                 ce_acked=o[8], cc=cc, mean_window=d[2] / o[10] if o[10] else None,
                 mean_rate=None, srtt=d[3] if o[13] else None, rto=d[4], spurious=o[9]))
-        for flow, t in self.local_done.items():
-            src, snd = job.flows[flow]
-            if src in by_rank:
-                by_rank[src].flows.append(FlowRecord(
-                    flow=flow, src=src, dst=snd.dst, step=-1, collective=-1, bytes=snd.bytes,
-                    packets=0, packets_sent=0, posted=t * 1e-6, start=t * 1e-6,
-                    finish=t * 1e-6, local=True))
+
+    def _recv_records(self, by_rank: dict[int, RankMetrics]) -> None:
+        """SimHost._recv_records, the receives' figures read from C."""
+        lib, K, o, d = self._lib, self._K, self._o, self._d
+        ffi = self._loop._ffi
         for flow, (ri, src, dst) in self._crx.items():
             lib.hc_rx_stats(K, ri, o, d)
             dist: dict[int, int] = {}
@@ -296,12 +289,3 @@ class CHost(SimHost):
                 packets_received=o[2], arrivals=o[3], duplicates=o[4], reordered=o[5],
                 reorder_distance=dist, start=d[0] if o[6] else None,
                 finish=d[1] if o[7] else None))
-        out = []
-        for st in self.ranks:
-            m = st.metrics
-            m.completed = st.done
-            if not st.done and m.error is None:
-                m.error = "did not finish before the simulation ended"
-            m.collectives = m.collective_times(job.s)
-            out.append(m)
-        return out
